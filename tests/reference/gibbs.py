@@ -1,0 +1,229 @@
+"""Slow NumPy twins of the collapsed Gibbs kernels (topictk/inference/_gibbs.pyx).
+
+Each function follows ALGORITHMS.md §2 and the draw contracts of §12.3 literally, one token at a
+time, drawing from ``numpy.random.Generator`` objects built on the same PCG64 streams as the
+kernels, so the two can be compared exactly.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+
+def topic_bits(n_topics: int) -> int:
+    bits = 1
+    while (1 << bits) < n_topics:
+        bits += 1
+    return bits
+
+
+def word_topic_lists(nkw: np.ndarray, bits: int) -> list[list[int]]:
+    """SparseLDA lists: for each word, entries (n_kw << bits) | k in descending order."""
+    return [sorted(((int(c) << bits) | k for k, c in enumerate(row) if c > 0), reverse=True)
+            for row in nkw]
+
+
+def init_topics(doc_ptr, words, n_topics, n_words, rng: np.random.Generator):
+    """Uniform initial topics: k = min(floor(u K), K - 1), one uniform per token."""
+    n_docs = len(doc_ptr) - 1
+    z = np.empty(len(words), dtype=np.int32)
+    ndk = np.zeros((n_docs, n_topics), dtype=np.int32)
+    nkw = np.zeros((n_words, n_topics), dtype=np.int32)
+    nk = np.zeros(n_topics, dtype=np.int64)
+    for d in range(n_docs):
+        for i in range(doc_ptr[d], doc_ptr[d + 1]):
+            k = min(int(rng.random() * n_topics), n_topics - 1)
+            z[i] = k
+            ndk[d, k] += 1
+            nkw[words[i], k] += 1
+            nk[k] += 1
+    return z, ndk, nkw, nk
+
+
+def _draw(u_total: float, cum: list[float]) -> int:
+    for k, c in enumerate(cum):
+        if u_total < c:
+            return k
+    return len(cum) - 1
+
+
+def _sweep_dense(docs, doc_ptr, words, z, ndk, nkw, nk, alpha, beta, rng):
+    K = ndk.shape[1]
+    vbeta = nkw.shape[0] * beta
+    for d in docs:
+        for i in range(doc_ptr[d], doc_ptr[d + 1]):
+            w, k = words[i], z[i]
+            ndk[d, k] -= 1
+            nkw[w, k] -= 1
+            nk[k] -= 1
+            c, cum = 0.0, []
+            for kk in range(K):
+                c = c + (ndk[d, kk] + alpha[kk]) * (nkw[w, kk] + beta) / (nk[kk] + vbeta)
+                cum.append(c)
+            k = _draw(rng.random() * c, cum)
+            z[i] = k
+            ndk[d, k] += 1
+            nkw[w, k] += 1
+            nk[k] += 1
+
+
+def _sweep_sparse(docs, doc_ptr, words, z, ndk, nkw, nk, alpha, beta, rng, lists, bits):
+    """SparseLDA with the s, r, q buckets maintained incrementally as the kernel does."""
+    K = ndk.shape[1]
+    vbeta = nkw.shape[0] * beta
+    mask = (1 << bits) - 1
+    alpha = [float(a) for a in alpha]
+    s = 0.0
+    coef = [0.0] * K
+    for k in range(K):
+        denom = vbeta + nk[k]
+        s += alpha[k] * beta / denom
+        coef[k] = alpha[k] / denom
+    for d in docs:
+        nd = ndk[d]
+        dt: list[int] = []
+        r = 0.0
+        for k in range(K):
+            if nd[k] > 0:
+                dt.append(k)
+                denom = vbeta + nk[k]
+                r += nd[k] * beta / denom
+                coef[k] = (alpha[k] + nd[k]) / denom
+        for i in range(doc_ptr[d], doc_ptr[d + 1]):
+            w, k = int(words[i]), int(z[i])
+            lst = lists[w]
+            denom = vbeta + nk[k]
+            s -= alpha[k] * beta / denom
+            r -= nd[k] * beta / denom
+            lst.remove((int(nkw[w, k]) << bits) | k)
+            if nkw[w, k] > 1:
+                lst.append(((int(nkw[w, k]) - 1) << bits) | k)
+                lst.sort(reverse=True)
+            nd[k] -= 1
+            nkw[w, k] -= 1
+            nk[k] -= 1
+            if nd[k] == 0:  # swap-remove, as the kernel does
+                j = dt.index(k)
+                last = dt.pop()
+                if j < len(dt):
+                    dt[j] = last
+            denom = vbeta + nk[k]
+            s += alpha[k] * beta / denom
+            r += nd[k] * beta / denom
+            coef[k] = (alpha[k] + nd[k]) / denom
+
+            q, qcum = 0.0, []
+            for e in lst:
+                q = q + coef[e & mask] * (e >> bits)
+                qcum.append(q)
+            u = rng.random() * (s + r + q)
+            if u < q:
+                k = lst[_draw(u, qcum)] & mask
+            elif u < q + r and dt:
+                u = u - q
+                acc, cum = 0.0, []
+                for kk in dt:
+                    acc = acc + nd[kk] * beta / (vbeta + nk[kk])
+                    cum.append(acc)
+                k = dt[_draw(u, cum)]
+            else:
+                u = u - q - r
+                acc, cum = 0.0, []
+                for kk in range(K):
+                    acc = acc + alpha[kk] * beta / (vbeta + nk[kk])
+                    cum.append(acc)
+                k = _draw(u, cum)
+
+            z[i] = k
+            denom = vbeta + nk[k]
+            s -= alpha[k] * beta / denom
+            r -= nd[k] * beta / denom
+            if nkw[w, k] > 0:
+                lst.remove((int(nkw[w, k]) << bits) | k)
+            lst.append(((int(nkw[w, k]) + 1) << bits) | k)
+            lst.sort(reverse=True)
+            if nd[k] == 0:
+                dt.append(k)
+            nd[k] += 1
+            nkw[w, k] += 1
+            nk[k] += 1
+            denom = vbeta + nk[k]
+            s += alpha[k] * beta / denom
+            r += nd[k] * beta / denom
+            coef[k] = (alpha[k] + nd[k]) / denom
+        for k in dt:
+            coef[k] = alpha[k] / (vbeta + nk[k])
+
+
+def sweep(doc_ptr, words, z, ndk, nkw, nk, alpha, beta, chunk_bounds, rngs, sparse):
+    """One AD-LDA iteration (one chunk: the exact sampler), updating the arrays in place."""
+    bits = topic_bits(ndk.shape[1])
+    n_chunks = len(chunk_bounds) - 1
+    if n_chunks == 1:
+        docs = range(chunk_bounds[0], chunk_bounds[1])
+        if sparse:
+            _sweep_sparse(docs, doc_ptr, words, z, ndk, nkw, nk, alpha, beta, rngs[0],
+                          word_topic_lists(nkw, bits), bits)
+        else:
+            _sweep_dense(docs, doc_ptr, words, z, ndk, nkw, nk, alpha, beta, rngs[0])
+        return
+    start_nkw, start_nk = nkw.copy(), nk.copy()
+    delta_nkw = np.zeros_like(nkw)
+    delta_nk = np.zeros_like(nk)
+    for c in range(n_chunks):
+        local_nkw, local_nk = start_nkw.copy(), start_nk.copy()
+        docs = range(chunk_bounds[c], chunk_bounds[c + 1])
+        if sparse:
+            _sweep_sparse(docs, doc_ptr, words, z, ndk, local_nkw, local_nk, alpha, beta,
+                          rngs[c], word_topic_lists(local_nkw, bits), bits)
+        else:
+            _sweep_dense(docs, doc_ptr, words, z, ndk, local_nkw, local_nk, alpha, beta, rngs[c])
+        delta_nkw += local_nkw - start_nkw
+        delta_nk += local_nk - start_nk
+    nkw[...] = start_nkw + delta_nkw
+    nk[...] = start_nk + delta_nk
+
+
+def fold_in_heldout(obs_ptr, obs_words, held_ptr, held_words, weights, phi, alpha, n_sweeps,
+                    n_burn, chunk_bounds, rngs):
+    """Gibbs fold-in of each test document and p(w | doc) of its held-out entries (§11.2)."""
+    K = phi.shape[1]
+    alpha = np.atleast_2d(alpha)
+    out = np.zeros(len(held_words))
+    for c in range(len(chunk_bounds) - 1):
+        rng = rngs[c]
+        for d in range(chunk_bounds[c], chunk_bounds[c + 1]):
+            if held_ptr[d + 1] == held_ptr[d]:
+                continue
+            a = alpha[d] if alpha.shape[0] > 1 else alpha[0]
+            toks = obs_words[obs_ptr[d]:obs_ptr[d + 1]]
+            nd = np.zeros(K, dtype=np.int64)
+            zz = []
+            for _ in toks:
+                k = min(int(rng.random() * K), K - 1)
+                zz.append(k)
+                nd[k] += 1
+            denom = len(toks) + float(np.sum(a))
+            theta = np.zeros(K)
+            for sweep_index in range(n_sweeps):
+                for i, w in enumerate(toks):
+                    nd[zz[i]] -= 1
+                    c_, cum = 0.0, []
+                    for kk in range(K):
+                        c_ = c_ + (nd[kk] + a[kk]) * weights[w, kk]
+                        cum.append(c_)
+                    k = _draw(rng.random() * c_, cum)
+                    zz[i] = k
+                    nd[k] += 1
+                if sweep_index >= n_burn:
+                    for k in range(K):
+                        theta[k] += (nd[k] + a[k]) / denom
+            if n_sweeps <= n_burn:
+                theta = np.array([(nd[k] + a[k]) / denom for k in range(K)])
+            else:
+                theta = theta / (n_sweeps - n_burn)
+            for j in range(held_ptr[d], held_ptr[d + 1]):
+                acc = 0.0
+                for k in range(K):
+                    acc = acc + theta[k] * phi[held_words[j], k]
+                out[j] = acc
+    return out

@@ -1,0 +1,1 @@
+"""Shared Cython declarations (random streams, special functions) for the kernels."""

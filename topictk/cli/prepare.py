@@ -1,0 +1,77 @@
+"""``topictk prepare``."""
+from __future__ import annotations
+
+import click
+
+from topictk.corpus.prepare import PrepareOptions, prepare as prepare_corpus
+from topictk.corpus.readers import FORMATS
+
+
+def _summary(manifest: dict, out: str) -> str:
+    c = manifest["counts"]
+    dropped = c["empty_documents_dropped"]
+    lines = [
+        f"corpus store: {out}",
+        f"documents:    {c['train_documents']:,} train, {c['test_documents']:,} test "
+        f"({c['documents_read']:,} read; empty after filtering: {dropped['train']:,} train, "
+        f"{dropped['test']:,} test dropped)",
+        f"vocabulary:   {c['vocabulary']:,} words",
+        f"tokens:       {c['train_tokens']:,} train, {c['test_observed_tokens']:,} test observed, "
+        f"{c['test_heldout_tokens']:,} test held out",
+    ]
+    split = manifest["split"]
+    if split["protocol"] == "imported":
+        lines.append(f"split:        imported ({split['observed']} / {split['heldout']})")
+    else:
+        lines.append(f"split:        seed {split['seed']}, test docs {split['test_docs']}, "
+                     f"held-out fraction {split['heldout_fraction']}")
+    if c["undecodable_skipped"]:
+        lines.append(f"skipped:      {c['undecodable_skipped']:,} undecodable lines/files")
+    return "\n".join(lines)
+
+
+@click.command()
+@click.argument("inputs", nargs=-1)
+@click.option("--out", "-o", required=True, type=click.Path(path_type=str),
+              help="Directory of the corpus store to create.")
+@click.option("--format", "fmt", type=click.Choice(FORMATS), default="auto", show_default=True,
+              help="text: one document per line; dir: one per .txt file; jsonl: a 'text' field "
+                   "plus metadata; uci: docword file.")
+@click.option("--vocab", "vocab", type=click.Path(dir_okay=False, path_type=str),
+              help="Vocabulary of UCI input (default: vocab.NAME.txt beside docword.NAME.txt).")
+@click.option("--min-length", type=int, default=3, show_default=True,
+              help="Shortest token kept (letters).")
+@click.option("--stopwords", default=None,
+              help="english, none, or a file of words (default: english for text, none for UCI).")
+@click.option("--min-df", type=float, default=1, show_default=True,
+              help="Keep words in at least this many training documents (or this share, if < 1).")
+@click.option("--max-df", type=float, default=1.0, show_default=True,
+              help="Keep words in at most this share of training documents (or this count, if > 1).")
+@click.option("--vocab-size", type=int, default=None, help="Keep the most frequent words only.")
+@click.option("--test-docs", type=float, default=0.1, show_default=True,
+              help="Test documents: a share (< 1) or a count.")
+@click.option("--heldout-fraction", type=float, default=0.2, show_default=True,
+              help="Share of each test document's tokens held out for scoring.")
+@click.option("--seed", type=int, default=0, show_default=True, help="Split seed.")
+@click.option("--test-observed", type=click.Path(dir_okay=False, path_type=str),
+              help="UCI docword of the test documents' observed parts (imports a published split).")
+@click.option("--test-heldout", type=click.Path(dir_okay=False, path_type=str),
+              help="UCI docword of the test documents' held-out parts.")
+@click.option("--encoding-errors", type=click.Choice(["strict", "skip"]), default="strict",
+              show_default=True, help="On undecodable or binary input: stop, or count and skip.")
+@click.option("--force", is_flag=True, help="Replace an existing output directory.")
+def prepare(inputs, out, fmt, vocab, min_length, stopwords, min_df, max_df, vocab_size,
+            test_docs, heldout_fraction, seed, test_observed, test_heldout, encoding_errors,
+            force):
+    """Turn text or bag-of-words INPUTS into a corpus store with a fixed held-out split.
+
+    INPUTS are files with one document per line, a folder of .txt files, a .jsonl file,
+    a UCI docword.NAME.txt[.gz] file, or - for standard input.
+    """
+    opts = PrepareOptions(format=fmt, vocab=vocab, min_length=min_length, stopwords=stopwords,
+                          min_df=min_df, max_df=max_df, vocab_size=vocab_size,
+                          test_docs=test_docs, heldout_fraction=heldout_fraction, seed=seed,
+                          test_observed=test_observed, test_heldout=test_heldout,
+                          encoding_errors=encoding_errors, force=force)
+    manifest = prepare_corpus(list(inputs), out, opts)
+    click.echo(_summary(manifest, out))

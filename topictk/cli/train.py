@@ -1,0 +1,43 @@
+"""``topictk train``."""
+from __future__ import annotations
+
+import logging
+from pathlib import Path
+
+import click
+
+from topictk.cli.options import quiet_option
+from topictk.config import load_config
+from topictk.training.run import train as run_training
+
+_EXIT = {"SIGINT": 130, "SIGTERM": 143}
+
+
+@click.command()
+@click.option("--config", "-c", "config_path", required=True,
+              type=click.Path(dir_okay=False, path_type=str), help="Experiment YAML file.")
+@click.option("--set", "overrides", multiple=True, metavar="SECTION.KEY=VALUE",
+              help="Override a config key (repeatable).")
+@click.option("--out", type=click.Path(file_okay=False, path_type=str),
+              help="Run directory (overrides the config's output).")
+@click.option("--resume", is_flag=True, help="Continue from the latest checkpoint of the run.")
+@click.option("--force", is_flag=True, help="Replace an existing run in the output directory.")
+@quiet_option
+def train(config_path, overrides, out, resume, force, quiet):
+    """Train the model of an experiment config, checkpointing and logging as it goes."""
+    overrides = list(overrides)
+    if out:
+        overrides.append(f"output={Path(out).resolve()}")
+    config = load_config(config_path, overrides)
+    if quiet:
+        logging.getLogger("topictk").setLevel(logging.WARNING)
+    result = run_training(config, resume=resume, force=force, quiet=quiet)
+    ppl = f", point perplexity {result.perplexity:.2f}" if result.perplexity is not None else ""
+    if result.status == "interrupted":
+        click.echo(f"topictk: {result.signal_name} received: stopped at step {result.step}, "
+                   f"checkpoint written; continue with --resume", err=True)
+        raise SystemExit(_EXIT.get(result.signal_name, 1))
+    if result.status == "time_limit":
+        click.echo(f"topictk: training.time_limit reached at step {result.step}; checkpoint and "
+                   f"model written; continue with --resume", err=True)
+    click.echo(f"{result.run_dir}: step {result.step}{ppl}")

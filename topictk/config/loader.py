@@ -1,0 +1,204 @@
+"""Load, override and validate an experiment config before any work starts."""
+from __future__ import annotations
+
+import copy
+import difflib
+from pathlib import Path
+from typing import Any, Mapping
+
+import yaml
+
+from topictk.config.schema import (EVALUATION, INFERENCE_COMMON, MODEL, TOP_LEVEL, TRAINING,
+                                   Option)
+from topictk.errors import ConfigError
+
+
+class Section(Mapping[str, Any]):
+    """A read-only config section with attribute access (``config.model.topics``)."""
+
+    def __init__(self, values: dict[str, Any]):
+        self._values = dict(values)
+
+    def __getattr__(self, name: str) -> Any:
+        try:
+            return self._values[name]
+        except KeyError:
+            raise AttributeError(name) from None
+
+    def __getitem__(self, key: str) -> Any:
+        return self._values[key]
+
+    def __iter__(self):
+        return iter(self._values)
+
+    def __len__(self) -> int:
+        return len(self._values)
+
+    def __repr__(self) -> str:
+        return f"Section({self._values!r})"
+
+
+class Config:
+    """A validated experiment: paths resolved, every key present with its final value."""
+
+    def __init__(self, data: dict[str, Any], source: Path | None):
+        self.source = source
+        self.corpus = Path(data["corpus"])
+        self.output = Path(data["output"])
+        self.model = Section(data["model"])
+        self.inference = Section(data["inference"])
+        self.training = Section(data["training"])
+        self.evaluation = Section(data["evaluation"])
+
+    def to_dict(self) -> dict[str, Any]:
+        """The resolved config, as written to the run directory's config.yaml."""
+        return {
+            "corpus": str(self.corpus),
+            "model": dict(self.model),
+            "inference": dict(self.inference),
+            "training": dict(self.training),
+            "evaluation": dict(self.evaluation),
+            "output": str(self.output),
+        }
+
+
+def _suggest(key: str, allowed: list[str]) -> str:
+    close = difflib.get_close_matches(key, allowed, n=1, cutoff=0.6)
+    hint = f"; did you mean '{close[0]}'?" if close else ""
+    return f"{hint} allowed: {', '.join(sorted(allowed))}"
+
+
+def parse_override(text: str) -> tuple[list[str], Any]:
+    """``section.key=value`` -> (["section", "key"], value parsed as YAML)."""
+    if "=" not in text:
+        raise ConfigError(f"--set expects section.key=value; got {text!r}")
+    key, _, raw = text.partition("=")
+    parts = [p for p in key.strip().split(".")]
+    if not key.strip() or any(not p for p in parts):
+        raise ConfigError(f"--set expects section.key=value; got {text!r}")
+    try:
+        value = yaml.safe_load(raw) if raw.strip() else None
+    except yaml.YAMLError:
+        value = raw
+    return parts, value
+
+
+def _apply_override(data: dict, parts: list[str], value: Any) -> None:
+    node = data
+    for i, part in enumerate(parts[:-1]):
+        if part in TOP_LEVEL and i == 0 and part in ("corpus", "output"):
+            raise ConfigError(f"--set {'.'.join(parts)}: '{part}' is a value, not a section; "
+                              f"use --set {part}=PATH")
+        child = node.get(part)
+        if child is None:
+            child = node[part] = {}
+        if not isinstance(child, dict):
+            raise ConfigError(f"--set {'.'.join(parts)}: '{'.'.join(parts[:i + 1])}' is not a section")
+        node = child
+    node[parts[-1]] = value
+
+
+def _check_section(raw: Any, schema: dict[str, Option], section: str, where: str) -> dict:
+    if raw is None:
+        raw = {}
+    if not isinstance(raw, dict):
+        raise ConfigError(f"{section} must be a mapping of keys to values; got {raw!r} ({where})")
+    for key in raw:
+        if key not in schema:
+            raise ConfigError(f"unknown key '{section}.{key}' ({where})"
+                              f"{_suggest(str(key), list(schema))}")
+    out = {}
+    for key, option in schema.items():
+        if key in raw:
+            out[key] = option.check(raw[key], f"{section}.{key}", where)
+        elif option.required:
+            raise ConfigError(f"{section}.{key} is required: {option.describe()} ({where})")
+        else:
+            out[key] = copy.deepcopy(option.default)
+    return out
+
+
+def validate(raw: dict, where: str, base_dir: Path) -> Config:
+    """Check every key of a raw config mapping and return the resolved :class:`Config`."""
+    from topictk.inference.registry import algorithm_names, get_driver
+
+    if not isinstance(raw, dict):
+        raise ConfigError(f"the config must be a YAML mapping with sections "
+                          f"{', '.join(TOP_LEVEL)} ({where})")
+    for key in raw:
+        if key not in TOP_LEVEL:
+            raise ConfigError(f"unknown section '{key}' ({where}){_suggest(str(key), list(TOP_LEVEL))}")
+    for key in ("corpus", "output"):
+        value = raw.get(key)
+        if isinstance(value, dict) and set(value) == {"path"}:
+            value = value["path"]
+        if not isinstance(value, str) or not value:
+            raise ConfigError(f"{key} is required: a path ({where})")
+        raw[key] = value
+    model = _check_section(raw.get("model"), MODEL, "model", where)
+
+    inf_raw = raw.get("inference") or {}
+    if not isinstance(inf_raw, dict):
+        raise ConfigError(f"inference must be a mapping of keys to values ({where})")
+    names = algorithm_names()
+    algorithm = inf_raw.get("algorithm")
+    if algorithm is None:
+        raise ConfigError(f"inference.algorithm is required: one of {', '.join(names)} ({where})")
+    if algorithm not in names:
+        close = difflib.get_close_matches(str(algorithm), names, n=1, cutoff=0.5)
+        hint = f"; did you mean '{close[0]}'?" if close else ""
+        raise ConfigError(f"inference.algorithm must be one of {', '.join(names)}; got "
+                          f"{algorithm!r} ({where}){hint}")
+    driver_cls = get_driver(algorithm)
+    schema = dict(INFERENCE_COMMON)
+    schema["algorithm"] = Option("choice", algorithm, choices=tuple(names))
+    schema.update(driver_cls.OPTIONS)
+    inference = _check_section(inf_raw, schema, "inference", where)
+    training = _check_section(raw.get("training"), TRAINING, "training", where)
+    evaluation = _check_section(raw.get("evaluation"), EVALUATION, "evaluation", where)
+    if evaluation["fold_in_burn_in"] >= evaluation["fold_in_sweeps"]:
+        raise ConfigError(f"evaluation.fold_in_burn_in must be < evaluation.fold_in_sweeps "
+                          f"({evaluation['fold_in_sweeps']}); got {evaluation['fold_in_burn_in']} "
+                          f"({where})")
+    data = {
+        "corpus": str((base_dir / raw["corpus"]).resolve()),
+        "output": str((base_dir / raw["output"]).resolve()),
+        "model": model, "inference": inference, "training": training, "evaluation": evaluation,
+    }
+    driver_cls.check_config(data, where)
+    return Config(data, None)
+
+
+def load_config(path: str | Path | None, overrides: list[str] = (),
+                raw: dict | None = None) -> Config:
+    """Read a YAML config, apply ``--set`` overrides, validate. Raises :class:`ConfigError`."""
+    if raw is None:
+        path = Path(path)
+        if not path.exists():
+            raise ConfigError(f"{path}: config file not found")
+        try:
+            text = path.read_text(encoding="utf-8")
+            raw = yaml.safe_load(text)
+        except UnicodeDecodeError:
+            raise ConfigError(f"{path}: not a UTF-8 text file; give a YAML config") from None
+        except yaml.YAMLError as exc:
+            mark = getattr(exc, "problem_mark", None)
+            line = f" line {mark.line + 1}" if mark is not None else ""
+            raise ConfigError(f"{path}:{line} invalid YAML ({getattr(exc, 'problem', exc)})") from None
+        if raw is None:
+            raise ConfigError(f"{path}: config file is empty; it needs corpus, model, "
+                              f"inference and output")
+        where = str(path)
+        base_dir = path.resolve().parent
+    else:
+        where = "<config>"
+        base_dir = Path.cwd()
+    raw = copy.deepcopy(raw)
+    if not isinstance(raw, dict):
+        raise ConfigError(f"the config must be a YAML mapping ({where})")
+    for text in overrides:
+        parts, value = parse_override(text)
+        _apply_override(raw, parts, value)
+    config = validate(raw, where, base_dir)
+    config.source = Path(path) if path is not None else None
+    return config

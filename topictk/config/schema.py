@@ -1,0 +1,149 @@
+"""Declared configuration keys and their constraints, checked with one message template:
+
+    inference.step.c must be in (0.5, 1]; got 0.3 (configs/nips.yaml)
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Any
+
+from topictk.errors import ConfigError
+
+_REQUIRED = object()
+
+
+@dataclass(frozen=True)
+class Option:
+    """One configuration key: its kind, default and allowed range.
+
+    ``kind`` is one of ``int``, ``float``, ``bool``, ``str``, ``path``, ``choice``,
+    ``int_list``. ``nullable`` allows ``null``; ``auto`` allows the string ``auto``.
+    Bounds are ``low``/``high`` with ``low_open``/``high_open`` for open ends.
+    """
+
+    kind: str
+    default: Any = _REQUIRED
+    low: float | None = None
+    high: float | None = None
+    low_open: bool = False
+    high_open: bool = False
+    choices: tuple = ()
+    nullable: bool = False
+    auto: bool = False
+    help: str = ""
+
+    @property
+    def required(self) -> bool:
+        return self.default is _REQUIRED
+
+    def describe(self) -> str:
+        """The allowed values, as shown in error messages."""
+        if self.kind == "choice":
+            text = "one of " + ", ".join(str(c) for c in self.choices)
+        elif self.kind == "bool":
+            text = "true or false"
+        elif self.kind in ("str", "path"):
+            text = "a string" if self.kind == "str" else "a path"
+        else:
+            noun = {"int": "an integer", "float": "a number",
+                    "int_list": "a list of integers"}[self.kind]
+            if self.low is not None and self.high is not None:
+                text = (f"{noun} in {'(' if self.low_open else '['}{_fmt(self.low)}, "
+                        f"{_fmt(self.high)}{')' if self.high_open else ']'}")
+            elif self.low is not None:
+                text = f"{noun} {'>' if self.low_open else '>='} {_fmt(self.low)}"
+            elif self.high is not None:
+                text = f"{noun} {'<' if self.high_open else '<='} {_fmt(self.high)}"
+            else:
+                text = noun
+        if self.auto:
+            text += " or auto"
+        if self.nullable:
+            text += " or null"
+        return text
+
+    def check(self, value: Any, key: str, where: str) -> Any:
+        """Return the normalised value or raise :class:`ConfigError`."""
+        def fail() -> ConfigError:
+            return ConfigError(f"{key} must be {self.describe()}; got {value!r} ({where})")
+
+        if value is None:
+            if self.nullable:
+                return None
+            raise fail()
+        if self.auto and value == "auto":
+            return "auto"
+        if self.kind == "bool":
+            if isinstance(value, bool):
+                return value
+            raise fail()
+        if self.kind in ("str", "path"):
+            if isinstance(value, str) and value:
+                return value
+            raise fail()
+        if self.kind == "choice":
+            if value in self.choices:
+                return value
+            raise fail()
+        if self.kind == "int_list":
+            if not isinstance(value, list) or not value:
+                raise fail()
+            return [self._check_number(v, fail, integer=True) for v in value]
+        return self._check_number(value, fail, integer=self.kind == "int")
+
+    def _check_number(self, value: Any, fail, integer: bool):
+        if isinstance(value, bool) or not isinstance(value, (int, float)):
+            raise fail()
+        if integer:
+            if isinstance(value, float) and not value.is_integer():
+                raise fail()
+            value = int(value)
+        else:
+            value = float(value)
+            if not math.isfinite(value):
+                raise fail()
+        if self.low is not None and (value < self.low or (self.low_open and value == self.low)):
+            raise fail()
+        if self.high is not None and (value > self.high or (self.high_open and value == self.high)):
+            raise fail()
+        return value
+
+
+def _fmt(x: float) -> str:
+    return str(int(x)) if float(x).is_integer() else str(x)
+
+
+MODEL = {
+    "family": Option("choice", "lda", choices=("lda",), help="model family"),
+    "topics": Option("int", _REQUIRED, low=1, help="number of topics K"),
+    "alpha": Option("float", 0.1, low=0, low_open=True, auto=True,
+                    help="symmetric document-topic prior; auto learns an asymmetric alpha"),
+    "beta": Option("float", 0.01, low=0, low_open=True, help="symmetric topic-word prior"),
+}
+
+INFERENCE_COMMON = {
+    "algorithm": Option("choice", _REQUIRED, choices=(), help="inference algorithm"),
+    "iterations": Option("int", _REQUIRED, low=1,
+                         help="sweeps (batch algorithms) or mini-batch updates (online ones)"),
+}
+
+TRAINING = {
+    "seed": Option("int", 0, low=0, help="the one seed every random stream derives from"),
+    "threads": Option("int", 1, low=1, help="OpenMP threads; never changes the numbers"),
+    "eval_every": Option("int", 10, low=0, help="point perplexity every N steps (0 = never)"),
+    "checkpoint_every": Option("int", 50, low=0, help="checkpoint every N steps (0 = never)"),
+    "keep_checkpoints": Option("int", 3, low=1, help="newest checkpoints kept"),
+    "time_limit": Option("float", None, low=0, low_open=True, nullable=True,
+                         help="stop gracefully after this many seconds of training"),
+}
+
+EVALUATION = {
+    "fold_in_sweeps": Option("int", 50, low=1, help="Gibbs fold-in sweeps per test document"),
+    "fold_in_burn_in": Option("int", 25, low=0, help="fold-in sweeps discarded"),
+    "chunk_docs": Option("int", 16, low=1, help="test documents per random-stream chunk"),
+    "coherence_top": Option("int", 10, low=2, help="top words for UMass and NPMI"),
+    "diversity_top": Option("int", 25, low=1, help="top words for topic diversity"),
+}
+
+TOP_LEVEL = ("corpus", "model", "inference", "training", "evaluation", "output")

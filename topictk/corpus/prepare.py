@@ -1,0 +1,244 @@
+"""``topictk prepare``: read input, tokenise, choose the vocabulary, split, write the store."""
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from topictk.corpus import readers
+from topictk.corpus.splits import choose_test_documents, split_tokens
+from topictk.corpus.stopwords import ENGLISH_STOPWORDS
+from topictk.corpus.store import csr_to_tokens, ptr_to_csr, tokens_to_ptr, write_store
+from topictk.corpus.text import tokenize
+from topictk.corpus.vocab import document_frequency, select_vocabulary, vocab_hash
+from topictk.errors import CorpusError, CorpusUsageError, UsageError
+
+log = logging.getLogger("topictk")
+
+
+@dataclass
+class PrepareOptions:
+    """Everything ``topictk prepare`` can be told (see its ``--help``)."""
+
+    format: str = "auto"
+    vocab: str | None = None
+    min_length: int = 3
+    stopwords: str | None = None         # "english", "none", a file, or None = format default
+    min_df: float = 1
+    max_df: float = 1.0
+    vocab_size: int | None = None
+    test_docs: float = 0.1
+    heldout_fraction: float = 0.2
+    seed: int = 0
+    test_observed: str | None = None
+    test_heldout: str | None = None
+    encoding_errors: str = "strict"
+    force: bool = False
+
+    def check(self) -> None:
+        if self.min_length < 1:
+            raise UsageError(f"--min-length must be >= 1; got {self.min_length}")
+        if self.min_df <= 0 or (self.min_df >= 1 and self.min_df != int(self.min_df)):
+            raise UsageError(f"--min-df must be a share in (0, 1) or a whole count >= 1; got {self.min_df}")
+        if self.max_df <= 0:
+            raise UsageError(f"--max-df must be a share in (0, 1] or a count >= 1; got {self.max_df}")
+        if self.vocab_size is not None and self.vocab_size < 1:
+            raise UsageError(f"--vocab-size must be >= 1; got {self.vocab_size}")
+        if self.test_docs < 0 or (self.test_docs >= 1 and self.test_docs != int(self.test_docs)):
+            raise UsageError(f"--test-docs must be a share in [0, 1) or a whole count; got {self.test_docs}")
+        if not 0 < self.heldout_fraction < 1:
+            raise UsageError(f"--heldout-fraction must be in (0, 1); got {self.heldout_fraction}")
+        if self.encoding_errors not in ("strict", "skip"):
+            raise UsageError(f"--encoding-errors must be strict or skip; got {self.encoding_errors}")
+        if (self.test_observed is None) != (self.test_heldout is None):
+            raise UsageError("--test-observed and --test-heldout go together: give both docword files")
+
+
+def _stopword_set(option: str | None, default_on: bool) -> frozenset[str]:
+    if option is None:
+        return ENGLISH_STOPWORDS if default_on else frozenset()
+    if option == "english":
+        return ENGLISH_STOPWORDS
+    if option == "none":
+        return frozenset()
+    path = Path(option)
+    if not path.exists():
+        raise CorpusUsageError(f"{path}: stop-word file not found; give 'english', 'none' or a "
+                               f"file with one word per line")
+    return frozenset(w.strip().lower() for w in path.read_text(encoding="utf-8").split())
+
+
+def _read_text_documents(inputs: list[str], fmt: str, opts: PrepareOptions,
+                         stats: readers.ReadStats):
+    """Tokenised documents as id arrays over an input type table."""
+    type_ids: dict[str, int] = {}
+    docs, ids, metas = [], [], []
+    for source in inputs:
+        if fmt == "dir":
+            stream = readers.read_directory(source, opts.encoding_errors, stats)
+        elif fmt == "jsonl":
+            stream = readers.read_jsonl(source, opts.encoding_errors, stats)
+        else:
+            stream = readers.read_lines(source, opts.encoding_errors, stats)
+        for doc in stream:
+            tokens = tokenize(doc.text, opts.min_length)
+            docs.append(np.fromiter((type_ids.setdefault(t, len(type_ids)) for t in tokens),
+                                    dtype=np.int32, count=len(tokens)))
+            ids.append(doc.id)
+            metas.append(doc.meta)
+    names = [""] * len(type_ids)
+    for name, i in type_ids.items():
+        names[i] = name
+    has_meta = any(metas)
+    return docs, names, ids, (metas if has_meta else None)
+
+
+def _remap(docs: list[np.ndarray], keep: np.ndarray, n_types: int) -> list[np.ndarray]:
+    """Map input type ids to vocabulary ids (-1 = dropped) and drop the rest."""
+    table = np.full(n_types, -1, dtype=np.int64)
+    table[keep] = np.arange(keep.size)
+    out = []
+    for tokens in docs:
+        mapped = table[tokens] if tokens.size else tokens.astype(np.int64)
+        out.append(mapped[mapped >= 0].astype(np.int32))
+    return out
+
+
+def prepare(inputs: list[str], out: str | Path, opts: PrepareOptions) -> dict:
+    """Build a corpus store from ``inputs``; returns its manifest."""
+    opts.check()
+    if not inputs:
+        raise CorpusUsageError("no input given; name files, a folder, a .jsonl file, a UCI "
+                               "docword file, or - for standard input")
+    fmt = readers.detect_format(inputs) if opts.format == "auto" else opts.format
+    if fmt not in readers.FORMATS:
+        raise UsageError(f"--format must be one of {', '.join(readers.FORMATS)}; got {fmt}")
+    if opts.test_observed and fmt != "uci":
+        raise UsageError("--test-observed/--test-heldout import a published split and need UCI "
+                         "docword input (--format uci)")
+    stats = readers.ReadStats()
+    imported = opts.test_observed is not None
+    metas = None
+
+    if fmt == "uci":
+        if len(inputs) != 1:
+            raise UsageError("UCI input is one docword file (plus --vocab)")
+        bag = readers.read_uci(inputs[0], opts.vocab)
+        type_names = bag.vocab
+        all_docs = csr_to_tokens(bag.indptr, bag.indices, bag.counts)
+        doc_ids = [str(i + 1) for i in range(len(all_docs))]
+        stop = _stopword_set(opts.stopwords, default_on=False)
+        if imported:
+            obs_bag = readers.read_uci(opts.test_observed, opts.vocab or str(
+                readers.find_uci_vocab(Path(inputs[0])) or ""))
+            held_bag = readers.read_uci(opts.test_heldout, opts.vocab or str(
+                readers.find_uci_vocab(Path(inputs[0])) or ""))
+            if obs_bag.indptr.size != held_bag.indptr.size:
+                raise CorpusError(f"{opts.test_heldout}: has {held_bag.indptr.size - 1} documents "
+                                  f"but {opts.test_observed} has {obs_bag.indptr.size - 1}; the "
+                                  f"two parts of a split must list the same test documents")
+            train_docs = all_docs
+            obs_docs = csr_to_tokens(obs_bag.indptr, obs_bag.indices, obs_bag.counts)
+            held_docs = csr_to_tokens(held_bag.indptr, held_bag.indices, held_bag.counts)
+            train_ids = doc_ids
+            test_ids = [str(i + 1) for i in range(len(obs_docs))]
+    else:
+        all_docs, type_names, doc_ids, metas = _read_text_documents(inputs, fmt, opts, stats)
+        stop = _stopword_set(opts.stopwords, default_on=True)
+
+    n_read = len(all_docs)
+    if n_read == 0:
+        where = ", ".join(inputs)
+        raise CorpusUsageError(f"{where}: no documents found; the input is empty")
+
+    if not imported:
+        test_mask = choose_test_documents(n_read, opts.test_docs, opts.seed)
+        train_idx = np.flatnonzero(~test_mask)
+        test_idx = np.flatnonzero(test_mask)
+        train_docs = [all_docs[i] for i in train_idx]
+    n_train_read = len(train_docs)
+    df, cf = document_frequency(train_docs, len(type_names))
+    keep = select_vocabulary(type_names, df, cf, max(n_train_read, 1), min_df=opts.min_df,
+                             max_df=opts.max_df, vocab_size=opts.vocab_size, stopwords=stop)
+    if keep.size == 0:
+        raise CorpusUsageError(f"{', '.join(inputs)}: no word survives the vocabulary filters "
+                               f"(--min-df, --max-df, --stopwords, --min-length); relax them")
+    vocab = [type_names[i] for i in keep]
+
+    train_mapped = _remap(train_docs, keep, len(type_names))
+    if imported:
+        obs_mapped = _remap(obs_docs, keep, len(type_names))
+        held_mapped = _remap(held_docs, keep, len(type_names))
+        test_before = [o.size + h.size for o, h in zip(obs_docs, held_docs)]
+        oov_test = sum(test_before) - sum(o.size + h.size for o, h in zip(obs_mapped, held_mapped))
+        test_keep = [i for i in range(len(obs_mapped)) if obs_mapped[i].size + held_mapped[i].size]
+        obs_mapped = [obs_mapped[i] for i in test_keep]
+        held_mapped = [held_mapped[i] for i in test_keep]
+        test_ids = [test_ids[i] for i in test_keep]
+        dropped_test = len(obs_docs) - len(test_keep)
+        test_meta = None
+        train_ids_all = train_ids
+        train_meta_all = None
+    else:
+        test_full = _remap([all_docs[i] for i in test_idx], keep, len(type_names))
+        oov_test = sum(all_docs[i].size for i in test_idx) - sum(t.size for t in test_full)
+        test_keep = [j for j, t in enumerate(test_full) if t.size]
+        dropped_test = len(test_full) - len(test_keep)
+        test_full = [test_full[j] for j in test_keep]
+        obs_mapped, held_mapped = split_tokens(test_full, opts.heldout_fraction, opts.seed)
+        test_ids = [doc_ids[test_idx[j]] for j in test_keep]
+        test_meta = [metas[test_idx[j]] for j in test_keep] if metas is not None else None
+        train_ids_all = [doc_ids[i] for i in train_idx]
+        train_meta_all = [metas[i] for i in train_idx] if metas is not None else None
+
+    train_keep = [j for j, t in enumerate(train_mapped) if t.size]
+    dropped_train = len(train_mapped) - len(train_keep)
+    train_mapped = [train_mapped[j] for j in train_keep]
+    train_ids_kept = [train_ids_all[j] for j in train_keep]
+    train_meta = [train_meta_all[j] for j in train_keep] if train_meta_all is not None else None
+    if not train_mapped:
+        raise CorpusUsageError(f"{', '.join(inputs)}: every training document is empty after "
+                               f"filtering; relax --min-df/--stopwords or give more text")
+
+    V = len(vocab)
+    arrays = {}
+    ptr, words = tokens_to_ptr(train_mapped)
+    arrays["train_doc_ptr"], arrays["train_words"] = ptr, words
+    arrays["train_indptr"], arrays["train_indices"], arrays["train_counts"] = ptr_to_csr(ptr, words, V)
+    ptr, words = tokens_to_ptr(obs_mapped)
+    arrays["test_obs_doc_ptr"], arrays["test_obs_words"] = ptr, words
+    (arrays["test_obs_indptr"], arrays["test_obs_indices"],
+     arrays["test_obs_counts"]) = ptr_to_csr(ptr, words, V)
+    hptr, hwords = tokens_to_ptr(held_mapped)
+    (arrays["test_held_indptr"], arrays["test_held_indices"],
+     arrays["test_held_counts"]) = ptr_to_csr(hptr, hwords, V)
+
+    counts = {
+        "documents_read": n_read + (len(obs_docs) if imported else 0),
+        "train_documents": len(train_mapped),
+        "test_documents": len(obs_mapped),
+        "vocabulary": V,
+        "train_tokens": int(arrays["train_doc_ptr"][-1]),
+        "test_observed_tokens": int(arrays["test_obs_doc_ptr"][-1]),
+        "test_heldout_tokens": int(hptr[-1]),
+        "test_oov_tokens_dropped": int(oov_test),
+        "empty_documents_dropped": {"train": dropped_train, "test": dropped_test},
+        "undecodable_skipped": stats.skipped_undecodable,
+    }
+    split = ({"protocol": "imported", "observed": str(opts.test_observed),
+              "heldout": str(opts.test_heldout)} if imported else
+             {"protocol": "document-completion", "seed": opts.seed,
+              "test_docs": opts.test_docs, "heldout_fraction": opts.heldout_fraction})
+    manifest = {
+        "source": {"inputs": [str(i) for i in inputs], "format": fmt},
+        "options": {"min_length": opts.min_length, "min_df": opts.min_df, "max_df": opts.max_df,
+                    "vocab_size": opts.vocab_size, "stopwords": opts.stopwords or "default"},
+        "counts": counts,
+        "split": split,
+        "vocab_sha256": vocab_hash(vocab),
+    }
+    return write_store(Path(out), arrays, vocab, manifest, train_ids=train_ids_kept,
+                       test_ids=test_ids, train_meta=train_meta, test_meta=test_meta,
+                       force=opts.force)

@@ -1,0 +1,245 @@
+"""Readers for every input ``topictk prepare`` accepts.
+
+Text inputs yield :class:`TextDocument` objects (an id, the raw text, metadata fields); UCI
+bag-of-words input is read whole into a :class:`BagOfWords` (CSR counts plus its vocabulary).
+Every error names the file and, where there is one, the line.
+"""
+from __future__ import annotations
+
+import gzip
+
+import json
+import sys
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import IO
+
+import numpy as np
+
+from topictk.errors import CorpusError, CorpusUsageError
+
+FORMATS = ("auto", "text", "dir", "jsonl", "uci")
+
+
+@dataclass
+class TextDocument:
+    """One raw document: where it came from, its text and any metadata fields."""
+
+    id: str
+    text: str
+    meta: dict = field(default_factory=dict)
+
+
+@dataclass
+class ReadStats:
+    """What the readers skipped, for the prepare summary."""
+
+    skipped_undecodable: int = 0
+
+
+@dataclass
+class BagOfWords:
+    """Documents as CSR word counts over a fixed vocabulary (UCI docword input)."""
+
+    indptr: np.ndarray   # (D + 1,) int64
+    indices: np.ndarray  # (nnz,) int32, ascending inside a row
+    counts: np.ndarray   # (nnz,) int32, >= 1
+    vocab: list[str]
+    source: str
+
+
+def detect_format(inputs: list[str]) -> str:
+    """Guess the input format from the names given on the command line."""
+    first = inputs[0]
+    if first == "-":
+        return "text"
+    path = Path(first)
+    if path.is_dir():
+        return "dir"
+    name = path.name.lower()
+    if name.endswith((".jsonl", ".jsonl.gz", ".ndjson")):
+        return "jsonl"
+    if name.startswith("docword."):
+        return "uci"
+    return "text"
+
+
+def _open_binary(path: Path) -> IO[bytes]:
+    if not path.exists():
+        raise CorpusUsageError(f"{path}: no such file; check the input path")
+    if path.is_dir():
+        raise CorpusUsageError(f"{path}: is a directory; use --format dir for a folder of .txt files")
+    if path.suffix == ".gz":
+        return gzip.open(path, "rb")
+    return open(path, "rb")
+
+
+def _decode(raw: bytes, where: str, errors: str, stats: ReadStats) -> str | None:
+    if b"\x00" in raw:
+        if errors == "skip":
+            stats.skipped_undecodable += 1
+            return None
+        raise CorpusError(f"{where}: looks like a binary file (NUL byte); give a text file, "
+                          f"or --encoding-errors skip to skip such lines")
+    try:
+        return raw.decode("utf-8")
+    except UnicodeDecodeError:
+        if errors == "skip":
+            stats.skipped_undecodable += 1
+            return None
+        raise CorpusError(f"{where}: not valid UTF-8; convert the file to UTF-8, or use "
+                          f"--encoding-errors skip to count and skip such lines") from None
+
+
+def read_lines(source: str, errors: str, stats: ReadStats) -> Iterator[TextDocument]:
+    """One document per line of a file (``.gz`` allowed) or of standard input (``-``)."""
+    if source == "-":
+        stream: IO[bytes] = sys.stdin.buffer
+        name = "<stdin>"
+    else:
+        stream = _open_binary(Path(source))
+        name = source
+    try:
+        for lineno, raw in enumerate(stream, start=1):
+            text = _decode(raw, f"{name}:{lineno}", errors, stats)
+            if text is not None:
+                yield TextDocument(id=f"{name}:{lineno}", text=text)
+    except (OSError, EOFError) as exc:
+        raise CorpusError(f"{name}: cannot be read ({exc}); check that the file is complete") from None
+    finally:
+        if stream is not sys.stdin.buffer:
+            stream.close()
+
+
+def read_directory(directory: str, errors: str, stats: ReadStats) -> Iterator[TextDocument]:
+    """One document per ``.txt`` file in a directory (recursively), in sorted path order."""
+    root = Path(directory)
+    files = sorted(p for p in root.rglob("*.txt") if p.is_file())
+    if not files:
+        raise CorpusUsageError(f"{root}: no .txt files found; give a folder of .txt files, "
+                               f"or files with one document per line")
+    for path in files:
+        text = _decode(path.read_bytes(), str(path), errors, stats)
+        if text is not None:
+            yield TextDocument(id=str(path.relative_to(root)), text=text)
+
+
+def read_jsonl(source: str, errors: str, stats: ReadStats,
+               text_field: str = "text") -> Iterator[TextDocument]:
+    """One JSON object per line: ``text`` is the document, every other field is metadata."""
+    path = Path(source)
+    with _open_binary(path) as stream:
+        for lineno, raw in enumerate(stream, start=1):
+            where = f"{path}:{lineno}"
+            line = _decode(raw, where, errors, stats)
+            if line is None or not line.strip():
+                continue
+            try:
+                record = json.loads(line)
+            except json.JSONDecodeError as exc:
+                raise CorpusError(f"{where}: not valid JSON ({exc.msg}); each line must be one "
+                                  f"JSON object") from None
+            if not isinstance(record, dict):
+                raise CorpusError(f"{where}: expected a JSON object with a '{text_field}' field")
+            text = record.pop(text_field, None)
+            if not isinstance(text, str):
+                raise CorpusError(f"{where}: missing or non-string '{text_field}' field; every "
+                                  f"line needs the document text in '{text_field}'")
+            doc_id = str(record.get("id", record.get("doc_id", f"{path.name}:{lineno}")))
+            yield TextDocument(id=doc_id, text=text, meta=record)
+
+
+def read_vocab(path: Path) -> list[str]:
+    """A vocabulary file: one word per line, line i is word id i (1-based in UCI files)."""
+    with _open_binary(path) as stream:
+        raw = stream.read()
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError:
+        raise CorpusError(f"{path}: vocabulary is not valid UTF-8; convert it to UTF-8") from None
+    words = [line.strip() for line in text.splitlines()]
+    while words and not words[-1]:
+        words.pop()
+    if not words:
+        raise CorpusUsageError(f"{path}: vocabulary file is empty")
+    return words
+
+
+def find_uci_vocab(docword: Path) -> Path | None:
+    """``vocab.NAME.txt`` (or ``vocab.txt``) beside ``docword.NAME.txt[.gz]``, if present."""
+    name = docword.name
+    for suffix in (".txt.gz", ".txt", ".gz"):
+        if name.endswith(suffix):
+            name = name[: -len(suffix)]
+            break
+    stem = name[len("docword."):] if name.startswith("docword.") else name
+    for candidate in (docword.with_name(f"vocab.{stem}.txt"), docword.with_name("vocab.txt")):
+        if candidate.exists():
+            return candidate
+    return None
+
+
+def read_uci(docword: str, vocab_path: str | None) -> BagOfWords:
+    """Read a UCI ``docword`` file (three header lines D, W, NNZ, then ``doc word count``)."""
+    path = Path(docword)
+    vpath = Path(vocab_path) if vocab_path else find_uci_vocab(path)
+    if vpath is None:
+        raise CorpusUsageError(f"{path}: UCI input needs its vocabulary; add --vocab vocab.NAME.txt")
+    vocab = read_vocab(vpath)
+    with _open_binary(path) as stream:
+        try:
+            raw = stream.read()
+        except (OSError, EOFError) as exc:
+            raise CorpusError(f"{path}: cannot be read ({exc}); the file looks truncated") from None
+    if b"\x00" in raw:
+        raise CorpusError(f"{path}: looks like a binary file, not a UCI docword text file")
+    head = raw.split(b"\n", 3)
+    if len(head) < 3:
+        raise CorpusError(f"{path}: expected three header lines (D, W, NNZ) of a UCI docword file")
+    try:
+        n_docs, n_words, nnz = (int(head[i].strip()) for i in range(3))
+    except ValueError:
+        raise CorpusError(f"{path}: the first three lines must be the integers D, W and NNZ "
+                          f"of a UCI docword file") from None
+    body = head[3] if len(head) > 3 else b""
+    try:
+        values = np.array(body.split(), dtype=np.int64)
+    except ValueError:
+        raise CorpusError(f"{path}: body lines must be 'docID wordID count' integers") from None
+    if values.size % 3:
+        raise CorpusError(f"{path}: body has {values.size} numbers, not a multiple of 3; every "
+                          f"line must be 'docID wordID count'")
+    triples = values.reshape(-1, 3)
+    if triples.shape[0] != nnz:
+        raise CorpusError(f"{path}: header says NNZ = {nnz} but the body has {triples.shape[0]} "
+                          f"entries; the file is truncated or its header is wrong")
+    docs, word_ids, counts = triples[:, 0], triples[:, 1], triples[:, 2]
+    if nnz and (docs.min() < 1 or docs.max() > n_docs):
+        line = 4 + int(np.argmax((docs < 1) | (docs > n_docs)))
+        raise CorpusError(f"{path}:{line}: document id outside 1..{n_docs} (header D); the "
+                          f"header disagrees with the body")
+    if nnz and (word_ids.min() < 1 or word_ids.max() > n_words):
+        line = 4 + int(np.argmax((word_ids < 1) | (word_ids > n_words)))
+        raise CorpusError(f"{path}:{line}: word id outside 1..{n_words} (header W); the header "
+                          f"disagrees with the body")
+    if nnz and counts.min() < 1:
+        line = 4 + int(np.argmax(counts < 1))
+        raise CorpusError(f"{path}:{line}: counts must be positive integers")
+    if nnz and word_ids.max() > len(vocab):
+        raise CorpusError(f"{vpath}: vocabulary has {len(vocab)} words but {path} uses word id "
+                          f"{int(word_ids.max())}; give the vocabulary that belongs to this file")
+    order = np.lexsort((word_ids, docs))
+    docs, word_ids, counts = docs[order] - 1, word_ids[order] - 1, counts[order]
+    if nnz > 1:
+        dup = (docs[1:] == docs[:-1]) & (word_ids[1:] == word_ids[:-1])
+        if dup.any():
+            raise CorpusError(f"{path}: document {int(docs[1:][dup][0]) + 1} lists word "
+                              f"{int(word_ids[1:][dup][0]) + 1} twice; each pair must appear once")
+    indptr = np.zeros(n_docs + 1, dtype=np.int64)
+    np.add.at(indptr, docs + 1, 1)
+    np.cumsum(indptr, out=indptr)
+    return BagOfWords(indptr=indptr, indices=word_ids.astype(np.int32),
+                      counts=counts.astype(np.int32), vocab=vocab, source=str(path))
+
+

@@ -1,0 +1,45 @@
+"""Held-out splits (ALGORITHMS.md §11.1): which documents are test documents, and which of
+their tokens are observed (used to infer the document's topics) or held out (scored)."""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+
+def choose_test_documents(n_docs: int, test_docs: float, seed: int) -> np.ndarray:
+    """Boolean mask of test documents.
+
+    ``test_docs`` is a share of the documents (0 <= value < 1) or a count (an integer >= 1).
+    The documents are drawn with ``default_rng(SeedSequence(seed, spawn_key=(1,)))``, a stream
+    separate from the token split.
+    """
+    n_test = int(round(test_docs * n_docs)) if test_docs < 1 else int(test_docs)
+    n_test = min(n_test, n_docs)
+    rng = np.random.default_rng(np.random.SeedSequence(seed, spawn_key=(1,)))
+    mask = np.zeros(n_docs, dtype=bool)
+    mask[rng.permutation(n_docs)[:n_test]] = True
+    return mask
+
+
+def observed_count(n_tokens: int, heldout_fraction: float) -> int:
+    """n_obs = ceil((1 - heldout_fraction) N_d), guarded against rounding (0.9 * 10 -> 9)."""
+    return min(n_tokens, math.ceil((1.0 - heldout_fraction) * n_tokens - 1e-9))
+
+
+def split_tokens(docs: list[np.ndarray], heldout_fraction: float,
+                 seed: int) -> tuple[list[np.ndarray], list[np.ndarray]]:
+    """Document completion split of every document's tokens.
+
+    One ``numpy.random.default_rng(seed)``; documents in index order; for each a
+    ``permutation(N_d)``; the first n_obs positions are observed (kept in that split order),
+    the rest held out.
+    """
+    rng = np.random.default_rng(seed)
+    observed, heldout = [], []
+    for tokens in docs:
+        perm = rng.permutation(tokens.size)
+        n_obs = observed_count(tokens.size, heldout_fraction)
+        observed.append(tokens[perm[:n_obs]])
+        heldout.append(tokens[perm[n_obs:]])
+    return observed, heldout

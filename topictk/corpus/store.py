@@ -1,0 +1,262 @@
+"""The corpus store: a directory of memory-mappable ``.npy`` arrays, ``vocab.txt`` and
+``manifest.json`` (counts, split, hashes, format version).
+
+Layout (D documents, V words; ALGORITHMS.md §1.5 for the two representations)::
+
+    train_doc_ptr.npy   int64 (D+1)   token offsets (representation T)
+    train_words.npy     int32 (N)     word ids in canonical (load) order
+    train_indptr.npy    int64 (D+1)   the same documents as CSR (representation C)
+    train_indices.npy   int32 (M)     word ids, ascending inside a row
+    train_counts.npy    int32 (M)
+    test_obs_*          the observed part of each test document, both representations
+    test_held_*         the held-out part of each test document, CSR only
+    train_ids.txt, test_ids.txt      original document ids, one per line
+    train_meta.jsonl, test_meta.jsonl  metadata fields (JSONL input only)
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import shutil
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from topictk.errors import CorpusError, CorpusUsageError
+
+FORMAT = "topictk-corpus"
+FORMAT_VERSION = 1
+
+ARRAYS = {
+    "train_doc_ptr": np.int64, "train_words": np.int32,
+    "train_indptr": np.int64, "train_indices": np.int32, "train_counts": np.int32,
+    "test_obs_doc_ptr": np.int64, "test_obs_words": np.int32,
+    "test_obs_indptr": np.int64, "test_obs_indices": np.int32, "test_obs_counts": np.int32,
+    "test_held_indptr": np.int64, "test_held_indices": np.int32, "test_held_counts": np.int32,
+}
+
+
+def tokens_to_ptr(docs: list[np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
+    """Token lists -> (doc_ptr int64, words int32), representation T."""
+    ptr = np.zeros(len(docs) + 1, dtype=np.int64)
+    ptr[1:] = np.cumsum([d.size for d in docs]) if docs else []
+    words = np.concatenate(docs).astype(np.int32) if docs else np.zeros(0, np.int32)
+    return ptr, words
+
+
+def ptr_to_csr(ptr: np.ndarray, words: np.ndarray,
+               n_words: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Representation T -> C: (indptr, indices ascending per row, counts)."""
+    n_docs = ptr.size - 1
+    doc_of = np.repeat(np.arange(n_docs, dtype=np.int64), np.diff(ptr))
+    key = doc_of * n_words + words.astype(np.int64)
+    uniq, counts = np.unique(key, return_counts=True)
+    rows = uniq // n_words
+    indptr = np.zeros(n_docs + 1, dtype=np.int64)
+    np.add.at(indptr, rows + 1, 1)
+    np.cumsum(indptr, out=indptr)
+    return indptr, (uniq % n_words).astype(np.int32), counts.astype(np.int32)
+
+
+def csr_to_tokens(indptr: np.ndarray, indices: np.ndarray,
+                  counts: np.ndarray) -> list[np.ndarray]:
+    """Representation C -> per-document token arrays, each (w, c) expanded in ascending w."""
+    expanded = np.repeat(indices, counts).astype(np.int32)
+    ptr = np.zeros(indptr.size, dtype=np.int64)
+    token_end = np.concatenate([[0], np.cumsum(counts, dtype=np.int64)])
+    ptr[:] = token_end[indptr]
+    return [expanded[ptr[d]:ptr[d + 1]] for d in range(indptr.size - 1)]
+
+
+def _sha256_file(path: Path) -> str:
+    digest = hashlib.sha256()
+    with open(path, "rb") as f:
+        for block in iter(lambda: f.read(1 << 20), b""):
+            digest.update(block)
+    return digest.hexdigest()
+
+
+def _fsync_dir(path: Path) -> None:
+    try:
+        fd = os.open(path, os.O_RDONLY)
+    except OSError:
+        return
+    try:
+        os.fsync(fd)
+    except OSError:
+        pass
+    finally:
+        os.close(fd)
+
+
+def write_store(out: Path, arrays: dict[str, np.ndarray], vocab: list[str], manifest: dict,
+                *, train_ids: list[str], test_ids: list[str],
+                train_meta: list[dict] | None, test_meta: list[dict] | None,
+                force: bool = False) -> dict:
+    """Write a complete store to a temporary directory beside ``out``, then rename it.
+
+    An existing ``out`` is refused unless ``force``; with ``force`` it is replaced only once
+    the new store is complete, so a failure leaves the old one untouched.
+    """
+    out = Path(out)
+    if out.exists() and not force:
+        raise CorpusUsageError(f"{out}: output directory exists; choose another --out or add "
+                               f"--force to replace it")
+    out.parent.mkdir(parents=True, exist_ok=True)
+    tmp = Path(tempfile.mkdtemp(prefix=f".{out.name}.tmp-", dir=out.parent))
+    try:
+        hashes = {}
+        for name, dtype in ARRAYS.items():
+            arr = np.ascontiguousarray(arrays[name], dtype=dtype)
+            path = tmp / f"{name}.npy"
+            np.save(path, arr)
+            hashes[name] = {"dtype": np.dtype(dtype).name, "shape": list(arr.shape),
+                            "sha256": _sha256_file(path)}
+        (tmp / "vocab.txt").write_text("\n".join(vocab) + "\n", encoding="utf-8")
+        (tmp / "train_ids.txt").write_text("".join(f"{i}\n" for i in train_ids), encoding="utf-8")
+        (tmp / "test_ids.txt").write_text("".join(f"{i}\n" for i in test_ids), encoding="utf-8")
+        for name, meta in (("train_meta.jsonl", train_meta), ("test_meta.jsonl", test_meta)):
+            if meta is not None:
+                (tmp / name).write_text("".join(json.dumps(m, sort_keys=True) + "\n"
+                                                for m in meta), encoding="utf-8")
+        manifest = dict(manifest)
+        manifest["format"] = FORMAT
+        manifest["format_version"] = FORMAT_VERSION
+        manifest["arrays"] = hashes
+        corpus_id = hashlib.sha256(json.dumps(
+            [manifest["vocab_sha256"], hashes], sort_keys=True).encode()).hexdigest()
+        manifest["corpus_id"] = corpus_id
+        (tmp / "manifest.json").write_text(json.dumps(manifest, indent=2, sort_keys=True) + "\n",
+                                           encoding="utf-8")
+        for path in tmp.iterdir():
+            with open(path, "rb") as f:
+                os.fsync(f.fileno())
+        _fsync_dir(tmp)
+        if out.exists():
+            old = Path(tempfile.mkdtemp(prefix=f".{out.name}.old-", dir=out.parent))
+            old.rmdir()
+            os.replace(out, old)
+            os.replace(tmp, out)
+            shutil.rmtree(old, ignore_errors=True)
+        else:
+            os.replace(tmp, out)
+        _fsync_dir(out.parent)
+        return manifest
+    except BaseException:
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise
+
+
+@dataclass
+class Documents:
+    """A set of documents in both representations (views into the store's arrays)."""
+
+    doc_ptr: np.ndarray | None   # (D+1,) int64, representation T (None when not stored)
+    words: np.ndarray | None     # (N,) int32
+    indptr: np.ndarray           # (D+1,) int64, representation C
+    indices: np.ndarray          # (M,) int32
+    counts: np.ndarray           # (M,) int32
+
+    @property
+    def n_docs(self) -> int:
+        return self.indptr.size - 1
+
+    @property
+    def n_tokens(self) -> int:
+        return int(self.counts.sum(dtype=np.int64))
+
+
+class CorpusStore:
+    """A prepared corpus, opened read-only; arrays are memory-mapped on first use."""
+
+    def __init__(self, path: Path, manifest: dict):
+        self.path = Path(path)
+        self.manifest = manifest
+        self._vocab: list[str] | None = None
+
+    @classmethod
+    def open(cls, path: str | Path) -> "CorpusStore":
+        path = Path(path)
+        mpath = path / "manifest.json"
+        if not path.is_dir():
+            raise CorpusUsageError(f"{path}: no corpus store here; create it with "
+                                   f"'topictk prepare INPUT --out {path}'")
+        if not mpath.exists():
+            raise CorpusUsageError(f"{path}: not a corpus store (no manifest.json); create it "
+                                   f"with 'topictk prepare INPUT --out {path}'")
+        try:
+            manifest = json.loads(mpath.read_text(encoding="utf-8"))
+        except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+            raise CorpusError(f"{mpath}: unreadable manifest ({exc}); prepare the corpus again "
+                              f"with --force") from None
+        if manifest.get("format") != FORMAT:
+            raise CorpusError(f"{mpath}: not a topictk corpus manifest")
+        if manifest.get("format_version") != FORMAT_VERSION:
+            raise CorpusError(f"{mpath}: corpus format version {manifest.get('format_version')} "
+                              f"is not {FORMAT_VERSION}; prepare the corpus again with this "
+                              f"version of topictk")
+        for name, info in manifest.get("arrays", {}).items():
+            if not (path / f"{name}.npy").exists():
+                raise CorpusError(f"{path / (name + '.npy')}: missing from the corpus store; "
+                                  f"prepare the corpus again with --force")
+        return cls(path, manifest)
+
+    # ----------------------------------------------------------------- arrays
+    def array(self, name: str) -> np.ndarray:
+        path = self.path / f"{name}.npy"
+        try:
+            arr = np.load(path, mmap_mode="r", allow_pickle=False)
+        except (OSError, ValueError) as exc:
+            raise CorpusError(f"{path}: cannot be read ({exc}); prepare the corpus again with "
+                              f"--force") from None
+        info = self.manifest["arrays"][name]
+        if list(arr.shape) != info["shape"] or arr.dtype.name != info["dtype"]:
+            raise CorpusError(f"{path}: shape or dtype differs from manifest.json; the store "
+                              f"was modified, prepare the corpus again with --force")
+        return arr
+
+    def verify(self) -> None:
+        """Check every array against the sha256 recorded in the manifest."""
+        for name, info in self.manifest["arrays"].items():
+            path = self.path / f"{name}.npy"
+            if _sha256_file(path) != info["sha256"]:
+                raise CorpusError(f"{path}: content differs from manifest.json (sha256); the "
+                                  f"store is damaged, prepare the corpus again with --force")
+
+    def train(self) -> Documents:
+        return Documents(self.array("train_doc_ptr"), self.array("train_words"),
+                         self.array("train_indptr"), self.array("train_indices"),
+                         self.array("train_counts"))
+
+    def test_observed(self) -> Documents:
+        return Documents(self.array("test_obs_doc_ptr"), self.array("test_obs_words"),
+                         self.array("test_obs_indptr"), self.array("test_obs_indices"),
+                         self.array("test_obs_counts"))
+
+    def test_heldout(self) -> Documents:
+        return Documents(None, None, self.array("test_held_indptr"),
+                         self.array("test_held_indices"), self.array("test_held_counts"))
+
+    # ----------------------------------------------------------------- facts
+    @property
+    def vocab(self) -> list[str]:
+        if self._vocab is None:
+            self._vocab = (self.path / "vocab.txt").read_text(encoding="utf-8").splitlines()
+        return self._vocab
+
+    @property
+    def n_words(self) -> int:
+        return int(self.manifest["counts"]["vocabulary"])
+
+    @property
+    def corpus_id(self) -> str:
+        return str(self.manifest["corpus_id"])
+
+    def metadata(self, part: str) -> list[dict] | None:
+        path = self.path / f"{part}_meta.jsonl"
+        if not path.exists():
+            return None
+        return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines()]

@@ -1,0 +1,1 @@
+"""Held-out perplexity by document completion, topic coherence, diversity and topic lists."""

@@ -1,0 +1,75 @@
+"""Topic quality from top words (ALGORITHMS.md §11.5): UMass, NPMI (document co-occurrence in
+the training corpus) and topic diversity."""
+from __future__ import annotations
+
+import numpy as np
+import scipy.sparse as sp
+
+
+def top_words(topic_word: np.ndarray, n: int) -> np.ndarray:
+    """(K, n) word ids sorted by probability descending, ties by ascending word id."""
+    order = np.argsort(-topic_word, axis=1, kind="stable")
+    return order[:, :n]
+
+
+def incidence_matrix(indptr: np.ndarray, indices: np.ndarray, n_words: int) -> sp.csc_matrix:
+    """Binary document x word incidence (D, V) as CSC, for column slicing."""
+    data = np.ones(indices.size, dtype=np.float64)
+    return sp.csr_matrix((data, np.asarray(indices), np.asarray(indptr)),
+                         shape=(indptr.size - 1, n_words)).tocsc()
+
+
+def _co_document_counts(incidence: sp.csc_matrix, words: np.ndarray) -> np.ndarray:
+    sub = incidence[:, words]
+    return np.asarray((sub.T @ sub).todense())
+
+
+def umass(top: np.ndarray, incidence: sp.csc_matrix) -> np.ndarray:
+    """Per-topic UMass: sum_{m>l} ln((D(v_m, v_l) + 1) / D(v_l))."""
+    scores = []
+    for words in top:
+        co = _co_document_counts(incidence, words)
+        total = 0.0
+        for m in range(1, len(words)):
+            for l in range(m):
+                total += np.log((co[m, l] + 1.0) / co[l, l]) if co[l, l] > 0 else 0.0
+        scores.append(total)
+    return np.array(scores)
+
+
+def npmi(top: np.ndarray, incidence: sp.csc_matrix) -> np.ndarray:
+    """Per-topic mean NPMI over all pairs of top words (document co-occurrence)."""
+    n_docs = incidence.shape[0]
+    scores = []
+    for words in top:
+        co = _co_document_counts(incidence, words)
+        values = []
+        for m in range(1, len(words)):
+            for l in range(m):
+                joint = co[m, l] / n_docs
+                if co[m, l] == 0:
+                    values.append(-1.0)
+                elif joint >= 1.0:
+                    values.append(1.0)
+                else:
+                    pmi = np.log(joint / ((co[m, m] / n_docs) * (co[l, l] / n_docs)))
+                    values.append(pmi / -np.log(joint))
+        scores.append(np.mean(values) if values else 0.0)
+    return np.array(scores)
+
+
+def diversity(topic_word: np.ndarray, n: int = 25) -> float:
+    """Share of unique words among the top-n words of all topics (Dieng et al. 2020)."""
+    top = top_words(topic_word, n)
+    return float(np.unique(top).size / top.size)
+
+
+def topic_quality(topic_word: np.ndarray, indptr: np.ndarray, indices: np.ndarray,
+                  coherence_top: int = 10, diversity_top: int = 25) -> dict:
+    """Mean UMass, mean NPMI and topic diversity of ``topic_word`` (K, V)."""
+    V = topic_word.shape[1]
+    incidence = incidence_matrix(indptr, indices, V)
+    top = top_words(topic_word, min(coherence_top, V))
+    return {"umass": float(np.mean(umass(top, incidence))),
+            "npmi": float(np.mean(npmi(top, incidence))),
+            "diversity": diversity(topic_word, min(diversity_top, V))}

@@ -1,0 +1,77 @@
+"""``topictk evaluate`` and ``topictk topics``: load a run directory and score or list it."""
+from __future__ import annotations
+
+from pathlib import Path
+
+from topictk.config.loader import load_config
+from topictk.errors import CheckpointError, UsageError
+from topictk.evaluation.coherence import topic_quality
+from topictk.evaluation.perplexity import heldout_perplexity
+from topictk.inference.base import TestSet
+from topictk.inference.registry import get_driver
+from topictk.training import checkpoint as ckpt
+from topictk.training.run import MODEL_FILE, check_compatible, load_samples, open_store
+from topictk.training.streams import Streams
+
+
+class LoadedRun:
+    """A run directory's config, store, driver and state (final model or a checkpoint)."""
+
+    def __init__(self, run_dir: str | Path, checkpoint: int | None = None, threads: int | None = None):
+        run_dir = Path(run_dir)
+        config_path = run_dir / "config.yaml"
+        if not config_path.exists():
+            raise UsageError(f"{run_dir}: not a run directory (no config.yaml); give the output "
+                             f"directory of 'topictk train'")
+        self.run_dir = run_dir
+        self.config = load_config(config_path)
+        if checkpoint is None:
+            path = run_dir / MODEL_FILE
+            if not path.exists():
+                raise CheckpointError(f"{path}: no final model; the run has not finished. "
+                                      f"Resume it with 'topictk train --resume', or pick a "
+                                      f"checkpoint with --checkpoint STEP")
+        else:
+            path = ckpt.checkpoint_path(run_dir / "checkpoints", checkpoint)
+            if not path.exists():
+                have = [s for s, _ in ckpt.list_checkpoints(run_dir / "checkpoints")]
+                raise CheckpointError(f"{path}: no checkpoint at step {checkpoint}; available: "
+                                      f"{', '.join(map(str, have)) or 'none'}")
+        self.path = path
+        header, arrays = ckpt.load_arrays(path)
+        self.store = open_store(self.config)
+        check_compatible(header, self.config, self.store, path)
+        threads = threads if threads is not None else self.config.training.threads
+        self.driver = get_driver(self.config.inference.algorithm)(self.config, self.store, threads)
+        try:
+            self.state = self.driver.state_from_arrays(header["state"], arrays)
+        except (KeyError, ValueError) as exc:
+            raise CheckpointError(f"{path}: incomplete model ({exc})") from None
+        self.streams = Streams.from_state(header["streams"])
+        self.driver.attach(self.state, self.streams)
+        self.header = header
+
+    def samples(self) -> list[dict]:
+        return load_samples(self.run_dir, self.state.sample_steps)
+
+
+def evaluate_run(run_dir: str | Path, checkpoint: int | None = None,
+                 threads: int | None = None) -> dict:
+    """Held-out perplexity averaged over the saved samples, coherence and diversity."""
+    run = LoadedRun(run_dir, checkpoint, threads)
+    test = TestSet.from_store(run.store)
+    result = {"run": str(run.run_dir), "model": run.path.name,
+              "algorithm": run.config.inference.algorithm, "topics": run.config.model.topics,
+              "step": run.state.step}
+    samples = run.samples()
+    if test.n_heldout_tokens:
+        ppl = heldout_perplexity(run.driver, run.state, test, samples, pass_index=0)
+        result.update(ppl)
+        result["samples"] = max(len(samples), 1)
+    else:
+        result["perplexity"] = None
+    ev = run.config.evaluation
+    train = run.store.train()
+    result.update(topic_quality(run.driver.topic_word(run.state), train.indptr, train.indices,
+                                ev.coherence_top, ev.diversity_top))
+    return result

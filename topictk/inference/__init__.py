@@ -1,0 +1,1 @@
+"""Inference algorithms: a registry and one driver (+ Cython kernel) per algorithm family."""

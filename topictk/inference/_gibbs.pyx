@@ -1,0 +1,546 @@
+# cython: language_level=3
+"""Collapsed Gibbs sampling kernels for LDA (ALGORITHMS.md §2, §11.2).
+
+Three kernels, each one call per sweep or per evaluation, whole loops under ``nogil``:
+
+* :func:`gibbs_sweep` -- one AD-LDA iteration over all chunks (dense exact sampler of §2.2 or
+  SparseLDA of §2.3 inside each chunk). Equivalent to ``tests/reference/gibbs.py::sweep``.
+* :func:`build_word_topic_lists` -- the SparseLDA per-word topic lists from counts.
+  Equivalent to ``tests/reference/gibbs.py::word_topic_lists``.
+* :func:`fold_in_heldout` -- Gibbs fold-in of test documents with fixed topics and the
+  predictive probability of each held-out (document, word) entry.
+  Equivalent to ``tests/reference/gibbs.py::fold_in_heldout``.
+
+SparseLDA keeps, for every word w, the topics with n_kw > 0 as int64 entries
+``(n_kw << bits) | k`` sorted in descending order (count descending, then topic descending).
+The order is therefore a pure function of the counts: a list rebuilt from counts equals the
+list maintained incrementally, which is what makes a resumed chain identical to an
+uninterrupted one.
+
+Randomness: one bit generator per chunk (never per thread), so the result depends on the
+chunking only, not on the number of threads.
+"""
+cimport cython
+from cython.parallel cimport parallel, prange, threadid
+from libc.stdint cimport int32_t, int64_t
+from libc.stdlib cimport free, malloc, qsort
+from libc.string cimport memcpy
+
+from numpy.random cimport bitgen_t
+
+from topictk._cy.rng cimport bitgen_of, next_uniform, uniform_topic
+
+
+cdef int _cmp_desc(const void* a, const void* b) noexcept nogil:
+    cdef int64_t x = (<const int64_t*> a)[0]
+    cdef int64_t y = (<const int64_t*> b)[0]
+    return (x < y) - (x > y)
+
+
+cdef inline Py_ssize_t _find_desc(const int64_t* lst, Py_ssize_t n, int64_t value) noexcept nogil:
+    """Position of ``value`` in the strictly descending array ``lst`` (it must be present)."""
+    cdef Py_ssize_t lo = 0, hi = n - 1, mid
+    while lo < hi:
+        mid = (lo + hi) >> 1
+        if lst[mid] > value:
+            lo = mid + 1
+        else:
+            hi = mid
+    return lo
+
+
+cdef inline void _wt_decrement(int64_t* lst, int32_t* length, int64_t old_value,
+                               int64_t one) noexcept nogil:
+    """Lower the count of one entry by one; remove it when the count reaches zero."""
+    cdef Py_ssize_t n = length[0]
+    cdef Py_ssize_t j = _find_desc(lst, n, old_value)
+    cdef int64_t new_value = old_value - one
+    if new_value < one:
+        while j + 1 < n:
+            lst[j] = lst[j + 1]
+            j += 1
+        length[0] = <int32_t> (n - 1)
+        return
+    while j + 1 < n and lst[j + 1] > new_value:
+        lst[j] = lst[j + 1]
+        j += 1
+    lst[j] = new_value
+
+
+cdef inline void _wt_increment(int64_t* lst, int32_t* length, int64_t old_value, int64_t one,
+                               bint was_zero) noexcept nogil:
+    """Raise the count of one entry by one (append it with count one when it was absent)."""
+    cdef Py_ssize_t n = length[0]
+    cdef Py_ssize_t j
+    cdef int64_t new_value = old_value + one
+    if was_zero:
+        j = n
+        length[0] = <int32_t> (n + 1)
+    else:
+        j = _find_desc(lst, n, old_value)
+    while j > 0 and lst[j - 1] < new_value:
+        lst[j] = lst[j - 1]
+        j -= 1
+    lst[j] = new_value
+
+
+def topic_bits(int n_topics):
+    """Number of low bits that hold the topic id in a SparseLDA list entry."""
+    cdef int bits = 1
+    while (1 << bits) < n_topics:
+        bits += 1
+    return bits
+
+
+def build_word_topic_lists(const int32_t[:, ::1] nkw,   # IN  (V, K) word-major counts
+                           const int64_t[::1] wt_ptr,  # IN  (V + 1) offsets into the pool
+                           int64_t[::1] wt_entries,    # OUT pool of (count << bits) | k
+                           int32_t[::1] wt_len,        # OUT (V) list lengths
+                           int bits):
+    """Fill the SparseLDA per-word lists from dense counts (descending entries)."""
+    cdef Py_ssize_t V = nkw.shape[0], K = nkw.shape[1]
+    cdef Py_ssize_t w, k, n
+    cdef int64_t base
+    with nogil:
+        for w in range(V):
+            base = wt_ptr[w]
+            n = 0
+            for k in range(K):
+                if nkw[w, k] > 0:
+                    wt_entries[base + n] = ((<int64_t> nkw[w, k]) << bits) | k
+                    n += 1
+            qsort(&wt_entries[base], n, sizeof(int64_t), _cmp_desc)
+            wt_len[w] = <int32_t> n
+
+
+cdef int64_t _sweep_chunk_dense(int64_t d_begin, int64_t d_end, const int64_t* doc_ptr,
+                                const int32_t* words, int32_t* z, int32_t* ndk, int32_t* nkw,
+                                int64_t* nk, const double* alpha, double beta, double vbeta,
+                                Py_ssize_t K, double* cum, bitgen_t* gen) noexcept nogil:
+    """Dense exact sampler (§2.2) over documents [d_begin, d_end)."""
+    cdef int64_t d, i
+    cdef Py_ssize_t k, kk
+    cdef int32_t w
+    cdef int32_t* nd
+    cdef int32_t* nw
+    cdef double c, u
+    cdef int64_t fallbacks = 0
+    for d in range(d_begin, d_end):
+        nd = ndk + d * K
+        for i in range(doc_ptr[d], doc_ptr[d + 1]):
+            w = words[i]
+            nw = nkw + w * K
+            k = z[i]
+            nd[k] -= 1
+            nw[k] -= 1
+            nk[k] -= 1
+            c = 0.0
+            for kk in range(K):
+                c = c + (nd[kk] + alpha[kk]) * (nw[kk] + beta) / (nk[kk] + vbeta)
+                cum[kk] = c
+            u = next_uniform(gen) * c
+            k = K - 1
+            for kk in range(K):
+                if u < cum[kk]:
+                    k = kk
+                    break
+            else:
+                fallbacks += 1
+            z[i] = <int32_t> k
+            nd[k] += 1
+            nw[k] += 1
+            nk[k] += 1
+    return fallbacks
+
+
+cdef int64_t _sweep_chunk_sparse(int64_t d_begin, int64_t d_end, const int64_t* doc_ptr,
+                                 const int32_t* words, int32_t* z, int32_t* ndk, int32_t* nkw,
+                                 int64_t* nk, const double* alpha, double beta, double vbeta,
+                                 Py_ssize_t K, int64_t* wt_entries, const int64_t* wt_ptr,
+                                 int32_t* wt_len, int bits, int32_t* dt, int32_t* dt_pos,
+                                 double* coef, double* qbuf, bitgen_t* gen) noexcept nogil:
+    """SparseLDA (§2.3) over documents [d_begin, d_end); exact draws from the §2.1 conditional."""
+    cdef int64_t d, i
+    cdef Py_ssize_t k, kk, j, n_dt, n_wt
+    cdef int32_t w, cnt
+    cdef int32_t* nd
+    cdef int64_t* lst
+    cdef int64_t e
+    cdef int64_t one = (<int64_t> 1) << bits
+    cdef int64_t mask = one - 1
+    cdef double s = 0.0, r, q, u, acc, denom
+    cdef int64_t fallbacks = 0
+    cdef bint found
+
+    for k in range(K):
+        denom = vbeta + nk[k]
+        s += alpha[k] * beta / denom
+        coef[k] = alpha[k] / denom
+
+    for d in range(d_begin, d_end):
+        nd = ndk + d * K
+        n_dt = 0
+        r = 0.0
+        for k in range(K):
+            if nd[k] > 0:
+                dt_pos[k] = <int32_t> n_dt
+                dt[n_dt] = <int32_t> k
+                n_dt += 1
+                denom = vbeta + nk[k]
+                r += nd[k] * beta / denom
+                coef[k] = (alpha[k] + nd[k]) / denom
+        for i in range(doc_ptr[d], doc_ptr[d + 1]):
+            w = words[i]
+            lst = wt_entries + wt_ptr[w]
+            k = z[i]
+
+            # remove the token from every count
+            denom = vbeta + nk[k]
+            s -= alpha[k] * beta / denom
+            r -= nd[k] * beta / denom
+            cnt = nkw[w * K + k]
+            _wt_decrement(lst, &wt_len[w], ((<int64_t> cnt) << bits) | k, one)
+            nd[k] -= 1
+            nkw[w * K + k] = cnt - 1
+            nk[k] -= 1
+            if nd[k] == 0:
+                j = dt_pos[k]
+                n_dt -= 1
+                dt[j] = dt[n_dt]
+                dt_pos[dt[j]] = <int32_t> j
+            denom = vbeta + nk[k]
+            s += alpha[k] * beta / denom
+            r += nd[k] * beta / denom
+            coef[k] = (alpha[k] + nd[k]) / denom
+
+            # topic-word bucket
+            q = 0.0
+            n_wt = wt_len[w]
+            for j in range(n_wt):
+                e = lst[j]
+                q = q + coef[e & mask] * (e >> bits)
+                qbuf[j] = q
+
+            u = next_uniform(gen) * (s + r + q)
+            found = False
+            if u < q:
+                for j in range(n_wt):
+                    if u < qbuf[j]:
+                        k = lst[j] & mask
+                        found = True
+                        break
+                if not found:
+                    k = lst[n_wt - 1] & mask
+            elif u < q + r and n_dt > 0:
+                u = u - q
+                acc = 0.0
+                for j in range(n_dt):
+                    kk = dt[j]
+                    acc = acc + nd[kk] * beta / (vbeta + nk[kk])
+                    if u < acc:
+                        k = kk
+                        found = True
+                        break
+                if not found:
+                    k = dt[n_dt - 1]
+            else:
+                u = u - q - r
+                acc = 0.0
+                for kk in range(K):
+                    acc = acc + alpha[kk] * beta / (vbeta + nk[kk])
+                    if u < acc:
+                        k = kk
+                        found = True
+                        break
+                if not found:
+                    k = K - 1
+            if not found:
+                fallbacks += 1
+
+            # add the token with its new topic
+            z[i] = <int32_t> k
+            denom = vbeta + nk[k]
+            s -= alpha[k] * beta / denom
+            r -= nd[k] * beta / denom
+            cnt = nkw[w * K + k]
+            _wt_increment(lst, &wt_len[w], ((<int64_t> cnt) << bits) | k, one, cnt == 0)
+            if nd[k] == 0:
+                dt_pos[k] = <int32_t> n_dt
+                dt[n_dt] = <int32_t> k
+                n_dt += 1
+            nd[k] += 1
+            nkw[w * K + k] = cnt + 1
+            nk[k] += 1
+            denom = vbeta + nk[k]
+            s += alpha[k] * beta / denom
+            r += nd[k] * beta / denom
+            coef[k] = (alpha[k] + nd[k]) / denom
+
+        for j in range(n_dt):
+            k = dt[j]
+            coef[k] = alpha[k] / (vbeta + nk[k])
+    return fallbacks
+
+
+def gibbs_sweep(const int64_t[::1] doc_ptr,      # IN  (D + 1) token offsets
+                const int32_t[::1] words,        # IN  (N) word ids, canonical order
+                int32_t[::1] z,                  # IN/OUT (N) topic of every token
+                int32_t[:, ::1] ndk,             # IN/OUT (D, K)
+                int32_t[:, ::1] nkw,             # IN/OUT (V, K) word-major
+                int64_t[::1] nk,                 # IN/OUT (K)
+                const double[::1] alpha,         # IN  (K)
+                double beta,
+                const int64_t[::1] chunk_bounds, # IN  (C + 1) document boundaries of chunks
+                list streams,                    # IN  C PCG64 bit generators, one per chunk
+                bint sparse,
+                const int64_t[::1] wt_ptr,       # IN  (V + 1) SparseLDA pool offsets
+                int64_t[::1] wt_entries,         # IN/OUT SparseLDA pool
+                int32_t[::1] wt_len,             # IN/OUT (V)
+                int bits,
+                int threads):
+    """One Gibbs iteration over every chunk; returns the number of rounding fallbacks.
+
+    With one chunk this is the exact sequential sampler, in place. With C > 1 chunks it is
+    AD-LDA (§2.4): each chunk samples against a private copy of the topic-word counts taken
+    at the start of the iteration, and the changes are merged afterwards (integer sums, so
+    the merge order does not matter). Equivalent to ``tests/reference/gibbs.py::sweep``.
+    """
+    cdef Py_ssize_t C = chunk_bounds.shape[0] - 1
+    cdef Py_ssize_t K = ndk.shape[1], V = nkw.shape[0]
+    cdef Py_ssize_t N = words.shape[0]
+    cdef Py_ssize_t pool = wt_entries.shape[0]
+    cdef double vbeta = V * beta
+    cdef int64_t fallbacks = 0
+    cdef Py_ssize_t c, tid, i, k, p, P
+    cdef int32_t w, k_old, k_new, cnt
+    cdef int64_t one = (<int64_t> 1) << bits
+    cdef bitgen_t** gens
+    cdef int32_t* l_nkw
+    cdef int64_t* l_nk
+    cdef int64_t* l_wt
+    cdef int32_t* l_wt_len
+    cdef int32_t* dt
+    cdef int32_t* dt_pos
+    cdef double* coef
+    cdef double* qbuf
+    cdef int64_t* nk_delta
+    cdef int32_t* z_old = NULL
+
+    if len(streams) != C:
+        raise ValueError(f"{C} chunks need {C} streams, got {len(streams)}")
+    if threads < 1:
+        threads = 1
+    if threads > C:
+        threads = <int> C
+    gens = <bitgen_t**> malloc(C * sizeof(bitgen_t*))
+    for c in range(C):
+        gens[c] = bitgen_of(streams[c])
+
+    if C == 1:
+        dt = <int32_t*> malloc(K * sizeof(int32_t))
+        dt_pos = <int32_t*> malloc(K * sizeof(int32_t))
+        coef = <double*> malloc(K * sizeof(double))
+        qbuf = <double*> malloc(K * sizeof(double))
+        with nogil:
+            if sparse:
+                fallbacks = _sweep_chunk_sparse(
+                    chunk_bounds[0], chunk_bounds[1], &doc_ptr[0], &words[0], &z[0], &ndk[0, 0],
+                    &nkw[0, 0], &nk[0], &alpha[0], beta, vbeta, K, &wt_entries[0], &wt_ptr[0],
+                    &wt_len[0], bits, dt, dt_pos, coef, qbuf, gens[0])
+            else:
+                fallbacks = _sweep_chunk_dense(
+                    chunk_bounds[0], chunk_bounds[1], &doc_ptr[0], &words[0], &z[0], &ndk[0, 0],
+                    &nkw[0, 0], &nk[0], &alpha[0], beta, vbeta, K, coef, gens[0])
+        free(dt); free(dt_pos); free(coef); free(qbuf); free(gens)
+        return fallbacks
+
+    z_old = <int32_t*> malloc(N * sizeof(int32_t))
+    memcpy(z_old, &z[0], N * sizeof(int32_t))
+    with nogil, parallel(num_threads=threads):
+        l_nkw = <int32_t*> malloc(V * K * sizeof(int32_t))
+        l_nk = <int64_t*> malloc(K * sizeof(int64_t))
+        l_wt = <int64_t*> malloc((pool if pool > 0 else 1) * sizeof(int64_t))
+        l_wt_len = <int32_t*> malloc(V * sizeof(int32_t))
+        dt = <int32_t*> malloc(K * sizeof(int32_t))
+        dt_pos = <int32_t*> malloc(K * sizeof(int32_t))
+        coef = <double*> malloc(K * sizeof(double))
+        qbuf = <double*> malloc(K * sizeof(double))
+        for c in prange(C, schedule="dynamic", chunksize=1):
+            memcpy(l_nkw, &nkw[0, 0], V * K * sizeof(int32_t))
+            memcpy(l_nk, &nk[0], K * sizeof(int64_t))
+            if sparse:
+                memcpy(l_wt, &wt_entries[0], pool * sizeof(int64_t))
+                memcpy(l_wt_len, &wt_len[0], V * sizeof(int32_t))
+                fallbacks += _sweep_chunk_sparse(
+                    chunk_bounds[c], chunk_bounds[c + 1], &doc_ptr[0], &words[0], &z[0],
+                    &ndk[0, 0], l_nkw, l_nk, &alpha[0], beta, vbeta, K, l_wt, &wt_ptr[0],
+                    l_wt_len, bits, dt, dt_pos, coef, qbuf, gens[c])
+            else:
+                fallbacks += _sweep_chunk_dense(
+                    chunk_bounds[c], chunk_bounds[c + 1], &doc_ptr[0], &words[0], &z[0],
+                    &ndk[0, 0], l_nkw, l_nk, &alpha[0], beta, vbeta, K, coef, gens[c])
+        free(l_nkw); free(l_nk); free(l_wt); free(l_wt_len)
+        free(dt); free(dt_pos); free(coef); free(qbuf)
+
+    # Merge: replay every changed token on the global counts. Words are split between
+    # workers by w mod P; the result is a function of the counts only.
+    P = threads
+    nk_delta = <int64_t*> malloc(P * K * sizeof(int64_t))
+    with nogil:
+        for i in range(P * K):
+            nk_delta[i] = 0
+        for p in prange(P, schedule="static", chunksize=1, num_threads=threads):
+            for i in range(N):
+                w = words[i]
+                if w % P != p:
+                    continue
+                k_old = z_old[i]
+                k_new = z[i]
+                if k_old == k_new:
+                    continue
+                cnt = nkw[w, k_old]
+                nkw[w, k_old] = cnt - 1
+                nk_delta[p * K + k_old] -= 1
+                cnt = nkw[w, k_new]
+                nkw[w, k_new] = cnt + 1
+                nk_delta[p * K + k_new] += 1
+        for p in range(P):
+            for k in range(K):
+                nk[k] += nk_delta[p * K + k]
+    free(nk_delta)
+    free(z_old)
+    free(gens)
+    if sparse:
+        build_word_topic_lists(nkw, wt_ptr, wt_entries, wt_len, bits)
+    return fallbacks
+
+
+def init_topics(const int64_t[::1] doc_ptr,   # IN  (D + 1)
+                const int32_t[::1] words,     # IN  (N)
+                int32_t[::1] z,               # OUT (N)
+                int32_t[:, ::1] ndk,          # OUT (D, K), zeroed by the caller
+                int32_t[:, ::1] nkw,          # OUT (V, K), zeroed by the caller
+                int64_t[::1] nk,              # OUT (K), zeroed by the caller
+                object stream):
+    """Uniform initial topics, one uniform per token in canonical order (§2.2 init)."""
+    cdef Py_ssize_t D = doc_ptr.shape[0] - 1, K = ndk.shape[1]
+    cdef bitgen_t* gen = bitgen_of(stream)
+    cdef Py_ssize_t d, i
+    cdef int k
+    with nogil:
+        for d in range(D):
+            for i in range(doc_ptr[d], doc_ptr[d + 1]):
+                k = uniform_topic(gen, <int> K)
+                z[i] = k
+                ndk[d, k] += 1
+                nkw[words[i], k] += 1
+                nk[k] += 1
+
+
+cdef void _fold_in_doc(int64_t tok_begin, int64_t tok_end, const int32_t* words,
+                       int64_t held_begin, int64_t held_end, const int32_t* held_words,
+                       const double* weights, const double* phi, const double* alpha,
+                       Py_ssize_t K, int n_sweeps, int n_burn, int32_t* zbuf, int32_t* nd,
+                       double* theta, double* cum, double* out, bitgen_t* gen) noexcept nogil:
+    cdef int64_t n_obs = tok_end - tok_begin, i, j
+    cdef Py_ssize_t k, kk
+    cdef int sweep
+    cdef double c, u, alpha_sum = 0.0, denom, acc
+    cdef const double* wrow
+    for k in range(K):
+        nd[k] = 0
+        theta[k] = 0.0
+        alpha_sum += alpha[k]
+    for i in range(n_obs):
+        k = uniform_topic(gen, <int> K)
+        zbuf[i] = <int32_t> k
+        nd[k] += 1
+    denom = n_obs + alpha_sum
+    for sweep in range(n_sweeps):
+        for i in range(n_obs):
+            wrow = weights + words[tok_begin + i] * K
+            k = zbuf[i]
+            nd[k] -= 1
+            c = 0.0
+            for kk in range(K):
+                c = c + (nd[kk] + alpha[kk]) * wrow[kk]
+                cum[kk] = c
+            u = next_uniform(gen) * c
+            k = K - 1
+            for kk in range(K):
+                if u < cum[kk]:
+                    k = kk
+                    break
+            zbuf[i] = <int32_t> k
+            nd[k] += 1
+        if sweep >= n_burn:
+            for k in range(K):
+                theta[k] += (nd[k] + alpha[k]) / denom
+    if n_sweeps <= n_burn:
+        for k in range(K):
+            theta[k] = (nd[k] + alpha[k]) / denom
+    else:
+        for k in range(K):
+            theta[k] /= (n_sweeps - n_burn)
+    for j in range(held_begin, held_end):
+        wrow = phi + held_words[j] * K
+        acc = 0.0
+        for k in range(K):
+            acc = acc + theta[k] * wrow[k]
+        out[j] = acc
+
+
+def fold_in_heldout(const int64_t[::1] obs_ptr,     # IN  (D + 1) observed-token offsets
+                    const int32_t[::1] obs_words,   # IN  observed tokens
+                    const int64_t[::1] held_ptr,    # IN  (D + 1) held-out entry offsets
+                    const int32_t[::1] held_words,  # IN  held-out word ids (CSR indices)
+                    const double[:, ::1] weights,   # IN  (V, K) sampling weights (phi for Gibbs)
+                    const double[:, ::1] phi,       # IN  (V, K) topic-word probabilities
+                    const double[:, ::1] alpha,     # IN  (1 or D, K) document prior
+                    int n_sweeps, int n_burn,
+                    const int64_t[::1] chunk_bounds,  # IN (C + 1) document boundaries
+                    list streams,                   # IN  C bit generators, one per chunk
+                    double[::1] out,                # OUT (held entries) predictive p(w | doc)
+                    int threads):
+    """Gibbs fold-in of test documents (§11.2): theta-hat averaged over the kept sweeps.
+
+    Each test document is sampled on its observed tokens with p(z = k) proportional to
+    (n_dk + alpha_k) weights[w, k], theta-hat = mean over sweeps after burn-in of
+    (n_dk + alpha_k) / (N_obs + alpha_sum), and ``out[j] = sum_k theta_k phi[w_j, k]`` for each
+    held-out entry j. Documents without held-out entries are skipped.
+    Equivalent to ``tests/reference/gibbs.py::fold_in_heldout``.
+    """
+    cdef Py_ssize_t D = obs_ptr.shape[0] - 1, K = phi.shape[1]
+    cdef Py_ssize_t C = chunk_bounds.shape[0] - 1
+    cdef Py_ssize_t c, d, max_len = 1
+    cdef bint per_doc_alpha = alpha.shape[0] > 1
+    cdef bitgen_t** gens
+    cdef int32_t* zbuf
+    cdef int32_t* nd
+    cdef double* theta
+    cdef double* cum
+    if len(streams) != C:
+        raise ValueError(f"{C} chunks need {C} streams, got {len(streams)}")
+    for d in range(D):
+        if obs_ptr[d + 1] - obs_ptr[d] > max_len:
+            max_len = obs_ptr[d + 1] - obs_ptr[d]
+    if threads < 1:
+        threads = 1
+    gens = <bitgen_t**> malloc((C if C > 0 else 1) * sizeof(bitgen_t*))
+    for c in range(C):
+        gens[c] = bitgen_of(streams[c])
+    with nogil, parallel(num_threads=threads):
+        zbuf = <int32_t*> malloc(max_len * sizeof(int32_t))
+        nd = <int32_t*> malloc(K * sizeof(int32_t))
+        theta = <double*> malloc(K * sizeof(double))
+        cum = <double*> malloc(K * sizeof(double))
+        for c in prange(C, schedule="dynamic", chunksize=1):
+            for d in range(chunk_bounds[c], chunk_bounds[c + 1]):
+                if held_ptr[d + 1] == held_ptr[d]:
+                    continue
+                _fold_in_doc(obs_ptr[d], obs_ptr[d + 1], &obs_words[0], held_ptr[d],
+                             held_ptr[d + 1], &held_words[0], &weights[0, 0], &phi[0, 0],
+                             &alpha[d if per_doc_alpha else 0, 0], K, n_sweeps, n_burn, zbuf,
+                             nd, theta, cum, &out[0], gens[c])
+        free(zbuf); free(nd); free(theta); free(cum)
+    free(gens)

@@ -1,0 +1,115 @@
+"""The interface every inference algorithm implements (DESIGN.md, "Inference driver").
+
+The training loop and the evaluator call only these methods, so they know nothing
+algorithm-specific:
+
+* ``init_state(streams)``: the initial state (draws from the init stream).
+* ``step(state, t) -> StepInfo``: one sweep (batch algorithms) or one mini-batch update.
+* ``topic_word(state)``: phi-hat, (K, V), rows on the simplex.
+* ``sample(state)``: arrays saved as one posterior sample for evaluation.
+* ``heldout_probabilities(state, samples, test, pass_index)``: p-hat(w | observed part) of
+  every held-out entry of the test documents (fold-in with the globals frozen, §11.2).
+* ``state_to_arrays(state)`` / ``state_from_arrays(arrays, header)``: persistence.
+"""
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from dataclasses import dataclass, field
+from typing import Any, ClassVar
+
+import numpy as np
+
+from topictk.config.schema import Option
+from topictk.corpus.store import CorpusStore, Documents
+from topictk.training.streams import Streams
+
+
+@dataclass
+class StepInfo:
+    """What one training step did."""
+
+    tokens: int                    # training tokens visited
+    documents: int                 # training documents visited
+    collect_sample: bool = False   # the loop should save driver.sample(state)
+    extra: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass
+class TestSet:
+    """Test documents: observed tokens (both representations) and held-out entries (CSR)."""
+
+    observed: Documents
+    heldout: Documents
+
+    @classmethod
+    def from_store(cls, store: CorpusStore) -> "TestSet":
+        return cls(store.test_observed(), store.test_heldout())
+
+    @property
+    def n_heldout_tokens(self) -> int:
+        return self.heldout.n_tokens
+
+
+def chunk_bounds_by_docs(n_docs: int, chunk_docs: int) -> np.ndarray:
+    """Consecutive chunks of ``chunk_docs`` documents: boundaries (C + 1,) int64."""
+    bounds = np.arange(0, n_docs, chunk_docs, dtype=np.int64)
+    return np.append(bounds, np.int64(n_docs))
+
+
+def chunk_bounds_by_tokens(doc_ptr: np.ndarray, n_chunks: int) -> np.ndarray:
+    """C contiguous blocks of documents with about equal token counts (greedy, §2.4)."""
+    n_docs = doc_ptr.size - 1
+    n_chunks = max(1, min(n_chunks, n_docs))
+    total = int(doc_ptr[-1])
+    targets = (np.arange(1, n_chunks) * total) / n_chunks
+    inner = np.searchsorted(doc_ptr[1:], targets, side="left") + 1
+    bounds = np.concatenate([[0], inner, [n_docs]]).astype(np.int64)
+    return np.maximum.accumulate(bounds)
+
+
+class Driver(ABC):
+    """Base class of inference drivers; subclasses register with ``@register``."""
+
+    name: ClassVar[str]
+    family: ClassVar[str] = "lda"
+    OPTIONS: ClassVar[dict[str, Option]] = {}
+    objective_name: ClassVar[str | None] = None
+
+    def __init__(self, config, store: CorpusStore, threads: int = 1):
+        self.config = config
+        self.store = store
+        self.threads = int(threads)
+
+    @classmethod
+    def check_config(cls, data: dict, where: str) -> None:
+        """Cross-key checks after every key was validated on its own."""
+
+    @abstractmethod
+    def init_state(self, streams: Streams) -> Any: ...
+
+    @abstractmethod
+    def step(self, state: Any, t: int) -> StepInfo: ...
+
+    @abstractmethod
+    def topic_word(self, state: Any) -> np.ndarray: ...
+
+    def objective(self, state: Any) -> float | None:
+        """The algorithm's own per-token objective (log joint, bound), if it has one."""
+        return None
+
+    def sample(self, state: Any) -> dict[str, np.ndarray]:
+        """Arrays that make up one saved posterior sample (default: none)."""
+        return {}
+
+    @abstractmethod
+    def heldout_probabilities(self, state: Any, samples: list[dict[str, np.ndarray]] | None,
+                              test: TestSet, pass_index: int) -> np.ndarray: ...
+
+    @abstractmethod
+    def state_to_arrays(self, state: Any) -> tuple[dict, dict[str, np.ndarray]]: ...
+
+    @abstractmethod
+    def state_from_arrays(self, header: dict, arrays: dict[str, np.ndarray]) -> Any: ...
+
+    def check_state(self, state: Any) -> None:
+        """Raise :class:`topictk.errors.NumericalError` if global parameters are not finite."""

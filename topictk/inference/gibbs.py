@@ -1,0 +1,210 @@
+"""Collapsed Gibbs sampling for LDA (Griffiths & Steyvers 2004), with SparseLDA (Yao, Mimno &
+McCallum 2009) as the fast path and AD-LDA chunking (Newman et al. 2009) for threads.
+
+ALGORITHMS.md §2. The kernel is :mod:`topictk.inference._gibbs`; its NumPy twin is
+``tests/reference/gibbs.py``.
+"""
+from __future__ import annotations
+
+import logging
+
+import numpy as np
+from scipy.special import gammaln
+
+from topictk.config.schema import Option
+from topictk.errors import ConfigError, NumericalError
+from topictk.inference import _gibbs
+from topictk.inference.base import (Driver, StepInfo, TestSet, chunk_bounds_by_docs,
+                                    chunk_bounds_by_tokens)
+from topictk.inference.hyper import minka_alpha
+from topictk.inference.registry import register
+from topictk.state.counts import CountState, phi_hat
+from topictk.training import streams as keys
+from topictk.training.streams import Streams
+
+log = logging.getLogger("topictk")
+
+DEFAULT_ALPHA = 0.1
+
+
+def resolve_alpha(value, n_topics: int) -> np.ndarray:
+    """model.alpha -> (K,) float64; ``auto`` starts from 0.1 and is learnt."""
+    start = DEFAULT_ALPHA if value == "auto" else float(value)
+    return np.full(n_topics, start, dtype=np.float64)
+
+
+def fold_in_probabilities(test: TestSet, weights: np.ndarray, phi: np.ndarray,
+                          alpha: np.ndarray, evaluation, streams: Streams, pass_index: int,
+                          threads: int) -> np.ndarray:
+    """Gibbs fold-in of every test document (§11.2) -> p-hat of every held-out entry.
+
+    ``weights`` (V, K) drive the sampler, ``phi`` (V, K) gives the predictive probabilities;
+    both are phi-hat for collapsed Gibbs. Streams: (4, pass_index, c) for chunk c of
+    ``evaluation.chunk_docs`` documents.
+    """
+    obs, held = test.observed, test.heldout
+    bounds = chunk_bounds_by_docs(obs.n_docs, evaluation.chunk_docs)
+    chunk_streams = [streams.derived(keys.eval_key(pass_index, c)) for c in range(bounds.size - 1)]
+    out = np.zeros(held.indices.size, dtype=np.float64)
+    _gibbs.fold_in_heldout(
+        np.ascontiguousarray(obs.doc_ptr), np.ascontiguousarray(obs.words),
+        np.ascontiguousarray(held.indptr), np.ascontiguousarray(held.indices),
+        np.ascontiguousarray(weights, dtype=np.float64), np.ascontiguousarray(phi, dtype=np.float64),
+        np.ascontiguousarray(np.atleast_2d(alpha), dtype=np.float64),
+        int(evaluation.fold_in_sweeps), int(evaluation.fold_in_burn_in), bounds, chunk_streams,
+        out, threads)
+    return out
+
+
+@register
+class GibbsDriver(Driver):
+    """Collapsed Gibbs sampling; one step is one sweep over the training corpus."""
+
+    name = "gibbs"
+    objective_name = "log_joint_per_token"
+    OPTIONS = {
+        "burn_in": Option("int", None, low=0, nullable=True,
+                          help="sweeps before samples are saved (default: half the iterations)"),
+        "thin": Option("int", None, low=1, nullable=True,
+                       help="sweeps between saved samples (default: 10 samples after burn-in)"),
+        "sparse": Option("bool", True, help="SparseLDA sampler (exact); false = dense O(K)"),
+        "chunks": Option("int", 1, low=1,
+                         help="AD-LDA chunks: 1 = exact sequential sampler; threads work on "
+                              "chunks in parallel, so set chunks >= threads"),
+        "optimize_interval": Option("int", 20, low=1,
+                                    help="sweeps between alpha updates when model.alpha is auto"),
+        "optimize_burn_in": Option("int", 50, low=0,
+                                   help="sweeps before the first alpha update"),
+    }
+
+    @classmethod
+    def check_config(cls, data: dict, where: str) -> None:
+        inf = data["inference"]
+        iterations = inf["iterations"]
+        if inf["burn_in"] is None:
+            inf["burn_in"] = iterations // 2
+        if inf["burn_in"] >= iterations:
+            raise ConfigError(f"inference.burn_in must be < inference.iterations ({iterations}); "
+                              f"got {inf['burn_in']} ({where})")
+        if inf["thin"] is None:
+            inf["thin"] = max(1, (iterations - inf["burn_in"]) // 10)
+
+    def __init__(self, config, store, threads: int = 1):
+        super().__init__(config, store, threads)
+        train = store.train()
+        self.doc_ptr = np.ascontiguousarray(train.doc_ptr, dtype=np.int64)
+        self.words = np.ascontiguousarray(train.words, dtype=np.int32)
+        self.n_docs = self.doc_ptr.size - 1
+        self.n_tokens = int(self.doc_ptr[-1])
+        self.V = store.n_words
+        self.K = int(config.model.topics)
+        opts = config.inference
+        self.sparse = bool(opts.sparse)
+        self.bounds = chunk_bounds_by_tokens(self.doc_ptr, int(opts.chunks))
+        self.n_chunks = self.bounds.size - 1
+        if self.threads > self.n_chunks:
+            log.warning("training.threads = %d but inference.chunks = %d: only %d thread(s) "
+                        "can work; set inference.chunks >= threads", self.threads,
+                        self.n_chunks, self.n_chunks)
+        self.bits = _gibbs.topic_bits(self.K)
+        word_freq = np.bincount(self.words, minlength=self.V)
+        self.wt_ptr = np.zeros(self.V + 1, dtype=np.int64)
+        np.cumsum(np.minimum(word_freq, self.K), out=self.wt_ptr[1:])
+        self.wt_entries = np.zeros(max(1, int(self.wt_ptr[-1])) if self.sparse else 1, np.int64)
+        self.wt_len = np.zeros(self.V, dtype=np.int32)
+        self._lists_for = None
+        self.streams: Streams | None = None
+
+    # ------------------------------------------------------------------ state
+    def init_state(self, streams: Streams) -> CountState:
+        self.streams = streams
+        z = np.zeros(self.n_tokens, dtype=np.int32)
+        ndk = np.zeros((self.n_docs, self.K), dtype=np.int32)
+        nkw = np.zeros((self.V, self.K), dtype=np.int32)
+        nk = np.zeros(self.K, dtype=np.int64)
+        _gibbs.init_topics(self.doc_ptr, self.words, z, ndk, nkw, nk, streams.persistent(keys.INIT))
+        alpha = resolve_alpha(self.config.model.alpha, self.K)
+        return CountState(z=z, ndk=ndk, nkw=nkw, nk=nk, alpha=alpha,
+                          beta=float(self.config.model.beta))
+
+    def attach(self, state: CountState, streams: Streams) -> None:
+        """Bind a restored state to its streams (the loop calls this after a resume)."""
+        self.streams = streams
+
+    def _ensure_lists(self, state: CountState) -> None:
+        if self.sparse and self._lists_for is not state.nkw:
+            _gibbs.build_word_topic_lists(state.nkw, self.wt_ptr, self.wt_entries, self.wt_len,
+                                          self.bits)
+            self._lists_for = state.nkw
+
+    def step(self, state: CountState, t: int) -> StepInfo:
+        self._ensure_lists(state)
+        chunk_streams = self.streams.chunk_streams((3,), self.n_chunks, persistent=True)
+        fallbacks = _gibbs.gibbs_sweep(
+            self.doc_ptr, self.words, state.z, state.ndk, state.nkw, state.nk, state.alpha,
+            state.beta, self.bounds, chunk_streams, self.sparse, self.wt_ptr, self.wt_entries,
+            self.wt_len, self.bits, self.threads)
+        state.step = t + 1
+        opts = self.config.inference
+        if (self.config.model.alpha == "auto" and state.step > opts.optimize_burn_in
+                and state.step % opts.optimize_interval == 0):
+            state.alpha = minka_alpha(state.ndk, state.alpha)
+        collect = (state.step > opts.burn_in and (state.step - opts.burn_in) % opts.thin == 0)
+        return StepInfo(tokens=self.n_tokens, documents=self.n_docs, collect_sample=collect,
+                        extra={"fallbacks": int(fallbacks)})
+
+    def topic_word(self, state: CountState) -> np.ndarray:
+        return state.topic_word()
+
+    def objective(self, state: CountState) -> float:
+        """Collapsed log joint ln p(w, z | alpha, beta) per token (§1.3)."""
+        alpha, beta = state.alpha, state.beta
+        V = self.V
+        lengths = np.diff(self.doc_ptr)
+        doc_part = (self.n_docs * gammaln(alpha.sum()) - gammaln(alpha.sum() + lengths).sum()
+                    + (gammaln(state.ndk + alpha) - gammaln(alpha)).sum())
+        nz = state.nkw[state.nkw > 0]
+        topic_part = (self.K * gammaln(V * beta) - gammaln(V * beta + state.nk).sum()
+                      + (gammaln(nz + beta) - gammaln(beta)).sum())
+        return float((doc_part + topic_part) / max(self.n_tokens, 1))
+
+    def sample(self, state: CountState) -> dict[str, np.ndarray]:
+        return {"nkw": state.nkw.copy(), "nk": state.nk.copy(), "alpha": state.alpha.copy()}
+
+    def heldout_probabilities(self, state: CountState, samples, test: TestSet,
+                              pass_index: int) -> np.ndarray:
+        """Average over samples of the fold-in predictive probabilities (§11.2)."""
+        if not samples:
+            samples = [self.sample(state)]
+        total = np.zeros(test.heldout.indices.size)
+        for s in samples:
+            phi = phi_hat(s["nkw"], s["nk"], state.beta)
+            total += fold_in_probabilities(test, phi, phi, s["alpha"], self.config.evaluation,
+                                           self.streams, pass_index, self.threads)
+        return total / len(samples)
+
+    # ------------------------------------------------------------ persistence
+    def state_to_arrays(self, state: CountState):
+        header = {"step": state.step, "sample_steps": list(state.sample_steps),
+                  "beta": state.beta}
+        arrays = {"z": state.z, "ndk": state.ndk, "nkw": state.nkw, "nk": state.nk,
+                  "alpha": state.alpha}
+        return header, arrays
+
+    def state_from_arrays(self, header: dict, arrays: dict[str, np.ndarray]) -> CountState:
+        state = CountState(z=np.ascontiguousarray(arrays["z"], dtype=np.int32),
+                           ndk=np.ascontiguousarray(arrays["ndk"], dtype=np.int32),
+                           nkw=np.ascontiguousarray(arrays["nkw"], dtype=np.int32),
+                           nk=np.ascontiguousarray(arrays["nk"], dtype=np.int64),
+                           alpha=np.ascontiguousarray(arrays["alpha"], dtype=np.float64),
+                           beta=float(header["beta"]),
+                           sample_steps=[int(s) for s in header["sample_steps"]],
+                           step=int(header["step"]))
+        if state.z.size != self.n_tokens or state.ndk.shape != (self.n_docs, self.K) \
+                or state.nkw.shape != (self.V, self.K):
+            raise ValueError("state arrays do not match the corpus and model size")
+        return state
+
+    def check_state(self, state: CountState) -> None:
+        if not np.all(np.isfinite(state.alpha)):
+            raise NumericalError(f"alpha became non-finite at step {state.step}")

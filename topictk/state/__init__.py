@@ -1,0 +1,1 @@
+"""Model states as plain arrays with ``check_invariants()``, one module per family."""

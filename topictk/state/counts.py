@@ -1,0 +1,62 @@
+"""Count state of collapsed Gibbs sampling (ALGORITHMS.md §2.1)."""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+
+@dataclass
+class CountState:
+    """Topic assignments and the counts they imply.
+
+    z    (N,)   int32  topic of every training token (canonical order)
+    ndk  (D, K) int32  document-topic counts
+    nkw  (V, K) int32  word-major topic-word counts
+    nk   (K,)   int64  topic totals
+    alpha (K,)  float64, beta float
+    sample_steps: steps at which a sample of (nkw, nk) was saved for evaluation
+    """
+
+    z: np.ndarray
+    ndk: np.ndarray
+    nkw: np.ndarray
+    nk: np.ndarray
+    alpha: np.ndarray
+    beta: float
+    sample_steps: list[int] = field(default_factory=list)
+    step: int = 0
+
+    @property
+    def n_topics(self) -> int:
+        return self.ndk.shape[1]
+
+    def check_invariants(self, doc_ptr: np.ndarray, words: np.ndarray) -> None:
+        """Raise AssertionError unless every count equals the count recomputed from z."""
+        D, K = self.ndk.shape
+        V = self.nkw.shape[0]
+        if self.z.min(initial=0) < 0 or self.z.max(initial=0) >= K:
+            raise AssertionError("topic ids outside 0..K-1")
+        doc_of = np.repeat(np.arange(D), np.diff(doc_ptr))
+        ndk = np.zeros((D, K), dtype=np.int64)
+        np.add.at(ndk, (doc_of, self.z), 1)
+        nkw = np.zeros((V, K), dtype=np.int64)
+        np.add.at(nkw, (words, self.z), 1)
+        if not np.array_equal(ndk, self.ndk):
+            raise AssertionError("n_dk differs from the counts of z")
+        if not np.array_equal(nkw, self.nkw):
+            raise AssertionError("n_kw differs from the counts of z")
+        if not np.array_equal(nkw.sum(axis=0), self.nk):
+            raise AssertionError("n_k differs from the counts of z")
+        if not (np.all(np.isfinite(self.alpha)) and np.all(self.alpha > 0)):
+            raise AssertionError("alpha must be positive and finite")
+
+    def topic_word(self) -> np.ndarray:
+        """phi-hat (K, V): (n_kw + beta) / (n_k + V beta)."""
+        return phi_hat(self.nkw, self.nk, self.beta).T.copy()
+
+
+def phi_hat(nkw: np.ndarray, nk: np.ndarray, beta: float) -> np.ndarray:
+    """Word-major (V, K) phi-hat from counts."""
+    V = nkw.shape[0]
+    return (nkw + beta) / (nk + V * beta)

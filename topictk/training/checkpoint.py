@@ -1,0 +1,112 @@
+"""Checkpoints and saved models: one ``.npz`` per file, written atomically and versioned.
+
+A checkpoint holds the algorithm's state arrays plus a JSON header (format version,
+algorithm, sizes, corpus id, step, every random stream's state, the training clock). Writes
+go to a temporary file in the same directory, are fsynced and renamed, so a run killed at any
+moment leaves the last complete checkpoint readable.
+"""
+from __future__ import annotations
+
+import json
+import os
+import re
+import tempfile
+import zipfile
+from pathlib import Path
+
+import numpy as np
+
+from topictk.errors import CheckpointError
+
+CHECKPOINT_FORMAT = "topictk-checkpoint"
+CHECKPOINT_VERSION = 1
+_NAME = re.compile(r"^step-(\d+)\.npz$")
+
+
+def atomic_write_bytes(path: Path, writer) -> None:
+    """Call ``writer(file)`` on a temporary file beside ``path``, fsync, then rename."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    try:
+        with os.fdopen(fd, "wb") as f:
+            writer(f)
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        try:
+            os.unlink(tmp)
+        except OSError:
+            pass
+        raise
+    try:
+        dfd = os.open(path.parent, os.O_RDONLY)
+        try:
+            os.fsync(dfd)
+        finally:
+            os.close(dfd)
+    except OSError:
+        pass
+
+
+def atomic_write_text(path: Path, text: str) -> None:
+    atomic_write_bytes(path, lambda f: f.write(text.encode("utf-8")))
+
+
+def save_arrays(path: Path, header: dict, arrays: dict[str, np.ndarray]) -> None:
+    """Write ``arrays`` and ``header`` to ``path`` atomically (uncompressed npz)."""
+    header = dict(header)
+    header["format"] = CHECKPOINT_FORMAT
+    header["format_version"] = CHECKPOINT_VERSION
+    payload = {f"a_{k}": np.asarray(v) for k, v in arrays.items()}
+    payload["header"] = np.frombuffer(json.dumps(header, sort_keys=True).encode("utf-8"),
+                                      dtype=np.uint8)
+    atomic_write_bytes(path, lambda f: np.savez(f, **payload))
+
+
+def load_arrays(path: Path) -> tuple[dict, dict[str, np.ndarray]]:
+    """Read a file written by :func:`save_arrays`; any damage raises :class:`CheckpointError`."""
+    path = Path(path)
+    fix = "delete it to fall back to an earlier checkpoint, or train again without --resume"
+    if not path.exists():
+        raise CheckpointError(f"{path}: not found")
+    try:
+        with np.load(path, allow_pickle=False) as data:
+            header = json.loads(bytes(data["header"]).decode("utf-8"))
+            arrays = {k[2:]: data[k] for k in data.files if k.startswith("a_")}
+    except (OSError, ValueError, KeyError, EOFError, zipfile.BadZipFile, UnicodeDecodeError,
+            json.JSONDecodeError) as exc:
+        raise CheckpointError(f"{path}: truncated or corrupt ({type(exc).__name__}); {fix}") from None
+    if header.get("format") != CHECKPOINT_FORMAT:
+        raise CheckpointError(f"{path}: not a topictk checkpoint; {fix}")
+    if header.get("format_version") != CHECKPOINT_VERSION:
+        raise CheckpointError(f"{path}: checkpoint format version {header.get('format_version')} "
+                              f"is not {CHECKPOINT_VERSION}; train again with this version")
+    return header, arrays
+
+
+def checkpoint_path(directory: Path, step: int) -> Path:
+    return Path(directory) / f"step-{step:08d}.npz"
+
+
+def list_checkpoints(directory: Path) -> list[tuple[int, Path]]:
+    """(step, path) of every checkpoint in ``directory``, oldest first."""
+    directory = Path(directory)
+    if not directory.is_dir():
+        return []
+    found = []
+    for path in directory.iterdir():
+        match = _NAME.match(path.name)
+        if match:
+            found.append((int(match.group(1)), path))
+    return sorted(found)
+
+
+def prune_checkpoints(directory: Path, keep: int) -> None:
+    """Delete all but the ``keep`` newest checkpoints."""
+    for _, path in list_checkpoints(directory)[:-keep]:
+        try:
+            path.unlink()
+        except OSError:
+            pass

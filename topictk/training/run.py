@@ -1,0 +1,222 @@
+"""``topictk train``: the run directory, resume, evaluation and checkpoint schedule, signals.
+
+Run directory::
+
+    config.yaml      the resolved config
+    metrics.jsonl    one line per evaluation
+    checkpoints/     step-NNNNNNNN.npz, the newest ``keep_checkpoints`` kept
+    samples/         step-NNNNNNNN.npz, posterior samples saved for evaluation
+    model.npz        the final state
+"""
+from __future__ import annotations
+
+import logging
+import shutil
+import signal
+import sys
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+import yaml
+from tqdm import tqdm
+
+from topictk.config.loader import Config
+from topictk.corpus.store import CorpusStore
+from topictk.errors import CheckpointError, CorpusUsageError, UsageError
+from topictk.evaluation.perplexity import heldout_perplexity
+from topictk.inference.base import Driver, TestSet
+from topictk.inference.registry import get_driver
+from topictk.training import checkpoint as ckpt
+from topictk.training.logs import append_metrics, truncate_metrics
+from topictk.training.loop import train_steps
+from topictk.training.streams import Streams
+
+log = logging.getLogger("topictk")
+
+MODEL_FILE = "model.npz"
+
+
+@dataclass
+class TrainResult:
+    run_dir: Path
+    step: int
+    status: str          # completed | interrupted | time_limit
+    signal_name: str | None = None
+    perplexity: float | None = None
+
+
+class _StopFlag:
+    """Turns SIGINT/SIGTERM into a request to stop after the current step."""
+
+    def __init__(self):
+        self.signal_name: str | None = None
+        self._previous = {}
+
+    def __enter__(self):
+        for sig in (signal.SIGINT, signal.SIGTERM):
+            try:
+                self._previous[sig] = signal.signal(sig, self._handle)
+            except ValueError:  # not in the main thread
+                pass
+        return self
+
+    def _handle(self, signum, frame):
+        if self.signal_name is not None:  # a second signal: stop now
+            signal.signal(signum, self._previous.get(signum, signal.SIG_DFL))
+            raise KeyboardInterrupt
+        self.signal_name = signal.Signals(signum).name
+
+    def __exit__(self, *exc):
+        for sig, handler in self._previous.items():
+            signal.signal(sig, handler)
+        return False
+
+
+def _header(driver: Driver, store: CorpusStore, config: Config, state, streams: Streams,
+            clock: dict, status: str) -> tuple[dict, dict]:
+    state_header, arrays = driver.state_to_arrays(state)
+    header = {"algorithm": driver.name, "family": driver.family,
+              "topics": int(config.model.topics), "vocabulary": store.n_words,
+              "corpus_id": store.corpus_id, "state": state_header, "streams": streams.state(),
+              "clock": clock, "status": status}
+    return header, arrays
+
+
+def check_compatible(header: dict, config: Config, store: CorpusStore, path: Path) -> None:
+    """Refuse a checkpoint or model that belongs to another algorithm, K or corpus."""
+    if header.get("algorithm") != config.inference.algorithm:
+        raise UsageError(f"{path}: was trained with inference.algorithm = "
+                         f"{header.get('algorithm')}, the config says "
+                         f"{config.inference.algorithm}; use a new output directory")
+    if header.get("topics") != config.model.topics:
+        raise UsageError(f"{path}: has model.topics = {header.get('topics')}, the config says "
+                         f"{config.model.topics}; use a new output directory")
+    if header.get("corpus_id") != store.corpus_id:
+        raise CorpusUsageError(f"{path}: was trained on another corpus than {store.path} "
+                               f"(corpus id differs); point corpus at the store it was trained on")
+
+
+def open_store(config: Config) -> CorpusStore:
+    return CorpusStore.open(config.corpus)
+
+
+def _save_sample(run_dir: Path, driver: Driver, state, step: int) -> None:
+    arrays = driver.sample(state)
+    ckpt.save_arrays(run_dir / "samples" / f"step-{step:08d}.npz", {"step": step}, arrays)
+
+
+def load_samples(run_dir: Path, steps: list[int]) -> list[dict]:
+    samples = []
+    for step in steps:
+        _, arrays = ckpt.load_arrays(Path(run_dir) / "samples" / f"step-{step:08d}.npz")
+        samples.append(arrays)
+    return samples
+
+
+def train(config: Config, *, resume: bool = False, force: bool = False,
+          quiet: bool = False) -> TrainResult:
+    """Train ``config`` to ``inference.iterations`` steps (or resume it there)."""
+    store = open_store(config)
+    run_dir = config.output
+    ckpt_dir = run_dir / "checkpoints"
+    metrics_path = run_dir / "metrics.jsonl"
+    training = config.training
+    iterations = int(config.inference.iterations)
+
+    if not resume and run_dir.exists() and any(run_dir.iterdir()):
+        if not force:
+            raise UsageError(f"{run_dir}: output directory already holds a run; add --resume to "
+                             f"continue it, --force to replace it, or choose another output")
+        for name in ("checkpoints", "samples"):
+            shutil.rmtree(run_dir / name, ignore_errors=True)
+        for name in ("metrics.jsonl", MODEL_FILE, "config.yaml"):
+            (run_dir / name).unlink(missing_ok=True)
+
+    driver = get_driver(config.inference.algorithm)(config, store, training.threads)
+    if resume:
+        found = ckpt.list_checkpoints(ckpt_dir)
+        if not found:
+            raise CheckpointError(f"{ckpt_dir}: no checkpoint to resume from; train without "
+                                  f"--resume")
+        _, path = found[-1]
+        header, arrays = ckpt.load_arrays(path)
+        check_compatible(header, config, store, path)
+        try:
+            state = driver.state_from_arrays(header["state"], arrays)
+        except (KeyError, ValueError) as exc:
+            raise CheckpointError(f"{path}: does not hold a complete {driver.name} state "
+                                  f"({exc}); delete it to fall back to an earlier one") from None
+        streams = Streams.from_state(header["streams"])
+        driver.attach(state, streams)
+        clock = dict(header["clock"])
+        start = int(header["state"]["step"])
+        truncate_metrics(metrics_path, start)
+        log.info("resuming %s from step %d (%s)", run_dir, start, path.name)
+    else:
+        streams = Streams(training.seed)
+        state = driver.init_state(streams)
+        clock = {"train_seconds": 0.0, "tokens_seen": 0, "documents_seen": 0}
+        start = 0
+    run_dir.mkdir(parents=True, exist_ok=True)
+    ckpt.atomic_write_text(run_dir / "config.yaml",
+                           yaml.safe_dump(config.to_dict(), sort_keys=False))
+
+    test = TestSet.from_store(store)
+    has_test = test.n_heldout_tokens > 0
+    deadline = time.monotonic() + training.time_limit if training.time_limit else None
+    status, last_ppl = "completed", None
+
+    def write_checkpoint(step: int, status_: str) -> None:
+        header, arrays = _header(driver, store, config, state, streams, clock, status_)
+        ckpt.save_arrays(ckpt.checkpoint_path(ckpt_dir, step), header, arrays)
+        ckpt.prune_checkpoints(ckpt_dir, training.keep_checkpoints)
+
+    def evaluate(step: int, info_extra: dict) -> None:
+        nonlocal last_ppl
+        began = time.perf_counter()
+        record = {"step": step, "tokens_seen": clock["tokens_seen"],
+                  "documents_seen": clock["documents_seen"],
+                  "train_seconds": round(clock["train_seconds"], 6)}
+        if has_test:
+            result = heldout_perplexity(driver, state, test, None, pass_index=step)
+            record["perplexity_point"] = result["perplexity"]
+            last_ppl = result["perplexity"]
+        if driver.objective_name:
+            record[driver.objective_name] = driver.objective(state)
+        record.update(info_extra)
+        record["eval_seconds"] = round(time.perf_counter() - began, 6)
+        append_metrics(metrics_path, record)
+
+    progress = tqdm(total=iterations, initial=min(start, iterations), disable=quiet,
+                    file=sys.stderr, unit="step", dynamic_ncols=True, leave=False)
+    step = start
+    with _StopFlag() as stop:
+        for record in train_steps(driver, state, start, iterations):
+            step = record.step
+            clock["train_seconds"] += record.seconds
+            clock["tokens_seen"] += record.info.tokens
+            clock["documents_seen"] += record.info.documents
+            if record.info.collect_sample:
+                _save_sample(run_dir, driver, state, step)
+                state.sample_steps.append(step)
+            final = step == iterations
+            if training.eval_every and (step % training.eval_every == 0 or final):
+                evaluate(step, record.info.extra)
+                if last_ppl is not None:
+                    progress.set_postfix(perplexity=f"{last_ppl:.1f}", refresh=False)
+            progress.update(1)
+            if stop.signal_name or (deadline is not None and time.monotonic() >= deadline):
+                status = "interrupted" if stop.signal_name else "time_limit"
+                write_checkpoint(step, status)
+                break
+            if final or (training.checkpoint_every and step % training.checkpoint_every == 0):
+                write_checkpoint(step, "completed" if final else "running")
+    progress.close()
+    if start >= iterations and not resume:
+        status = "completed"
+    if status != "interrupted":
+        header, arrays = _header(driver, store, config, state, streams, clock, status)
+        ckpt.save_arrays(run_dir / MODEL_FILE, header, arrays)
+    return TrainResult(run_dir=run_dir, step=step, status=status,
+                       signal_name=stop.signal_name, perplexity=last_ppl)

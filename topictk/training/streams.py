@@ -1,0 +1,66 @@
+"""Random streams (ALGORITHMS.md §12.3).
+
+Every stream is ``PCG64(SeedSequence(entropy=seed, spawn_key=KEY))``. Persistent streams
+(init ``(0,)``, main ``(1,)``, batch sampler ``(3, c)``) are created once, advance across steps
+and are saved in checkpoints; derived streams (local ``(2, t, c)``, eval ``(4, e, c)``) are
+re-created from their key whenever needed, so they need no saving.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+INIT = (0,)
+MAIN = (1,)
+
+
+def local_key(t: int, chunk: int) -> tuple[int, ...]:
+    return (2, t, chunk)
+
+
+def sampler_key(chunk: int) -> tuple[int, ...]:
+    return (3, chunk)
+
+
+def eval_key(pass_index: int, chunk: int) -> tuple[int, ...]:
+    return (4, pass_index, chunk)
+
+
+def make_stream(seed: int, key: tuple[int, ...]) -> np.random.PCG64:
+    return np.random.PCG64(np.random.SeedSequence(entropy=seed, spawn_key=key))
+
+
+class Streams:
+    """The seed's persistent streams, keyed by tuples, with their states for checkpoints."""
+
+    def __init__(self, seed: int):
+        self.seed = int(seed)
+        self._persistent: dict[tuple[int, ...], np.random.PCG64] = {}
+
+    def persistent(self, key: tuple[int, ...]) -> np.random.PCG64:
+        key = tuple(int(k) for k in key)
+        if key not in self._persistent:
+            self._persistent[key] = make_stream(self.seed, key)
+        return self._persistent[key]
+
+    def derived(self, key: tuple[int, ...]) -> np.random.PCG64:
+        return make_stream(self.seed, tuple(int(k) for k in key))
+
+    def chunk_streams(self, prefix: tuple[int, ...], n_chunks: int,
+                      persistent: bool) -> list[np.random.PCG64]:
+        get = self.persistent if persistent else self.derived
+        return [get(prefix + (c,)) for c in range(n_chunks)]
+
+    def state(self) -> dict:
+        """JSON-serialisable states of every persistent stream."""
+        return {"seed": self.seed,
+                "streams": [[list(key), bg.state] for key, bg in sorted(self._persistent.items())]}
+
+    @classmethod
+    def from_state(cls, data: dict) -> "Streams":
+        streams = cls(data["seed"])
+        for key, state in data["streams"]:
+            bg = streams.persistent(tuple(key))
+            state = dict(state)
+            state["state"] = {k: int(v) for k, v in state["state"].items()}
+            bg.state = state
+        return streams
