@@ -49,35 +49,40 @@ def _draw(u_total: float, cum: list[float]) -> int:
 def _sweep_dense(docs, doc_ptr, words, z, ndk, nkw, nk, alpha, beta, rng):
     K = ndk.shape[1]
     vbeta = nkw.shape[0] * beta
+    rden = [1.0 / (float(nk[k]) + vbeta) for k in range(K)]
     for d in docs:
         for i in range(doc_ptr[d], doc_ptr[d + 1]):
             w, k = words[i], z[i]
             ndk[d, k] -= 1
             nkw[w, k] -= 1
             nk[k] -= 1
+            rden[k] = 1.0 / (float(nk[k]) + vbeta)
             c, cum = 0.0, []
             for kk in range(K):
-                c = c + (ndk[d, kk] + alpha[kk]) * (nkw[w, kk] + beta) / (nk[kk] + vbeta)
+                c = c + (float(ndk[d, kk]) + alpha[kk]) * (float(nkw[w, kk]) + beta) * rden[kk]
                 cum.append(c)
             k = _draw(rng.random() * c, cum)
             z[i] = k
             ndk[d, k] += 1
             nkw[w, k] += 1
             nk[k] += 1
+            rden[k] = 1.0 / (float(nk[k]) + vbeta)
 
 
 def _sweep_sparse(docs, doc_ptr, words, z, ndk, nkw, nk, alpha, beta, rng, lists, bits):
-    """SparseLDA with the s, r, q buckets maintained incrementally as the kernel does."""
+    """SparseLDA with the s, r, q buckets maintained incrementally as the kernel does:
+    rden[k] = 1 / (V beta + n_k) and coef[k] = (alpha_k + n_dk) rden[k] are cached."""
     K = ndk.shape[1]
     vbeta = nkw.shape[0] * beta
     mask = (1 << bits) - 1
     alpha = [float(a) for a in alpha]
     s = 0.0
+    rden = [0.0] * K
     coef = [0.0] * K
     for k in range(K):
-        denom = vbeta + nk[k]
-        s += alpha[k] * beta / denom
-        coef[k] = alpha[k] / denom
+        rden[k] = 1.0 / (vbeta + float(nk[k]))
+        s += alpha[k] * beta * rden[k]
+        coef[k] = alpha[k] * rden[k]
     for d in docs:
         nd = ndk[d]
         dt: list[int] = []
@@ -85,15 +90,14 @@ def _sweep_sparse(docs, doc_ptr, words, z, ndk, nkw, nk, alpha, beta, rng, lists
         for k in range(K):
             if nd[k] > 0:
                 dt.append(k)
-                denom = vbeta + nk[k]
-                r += nd[k] * beta / denom
-                coef[k] = (alpha[k] + nd[k]) / denom
+                r += float(nd[k]) * beta * rden[k]
+                coef[k] = (alpha[k] + float(nd[k])) * rden[k]
         for i in range(doc_ptr[d], doc_ptr[d + 1]):
             w, k = int(words[i]), int(z[i])
             lst = lists[w]
-            denom = vbeta + nk[k]
-            s -= alpha[k] * beta / denom
-            r -= nd[k] * beta / denom
+            inv = rden[k]
+            s -= alpha[k] * beta * inv
+            r -= float(nd[k]) * beta * inv
             lst.remove((int(nkw[w, k]) << bits) | k)
             if nkw[w, k] > 1:
                 lst.append(((int(nkw[w, k]) - 1) << bits) | k)
@@ -106,14 +110,15 @@ def _sweep_sparse(docs, doc_ptr, words, z, ndk, nkw, nk, alpha, beta, rng, lists
                 last = dt.pop()
                 if j < len(dt):
                     dt[j] = last
-            denom = vbeta + nk[k]
-            s += alpha[k] * beta / denom
-            r += nd[k] * beta / denom
-            coef[k] = (alpha[k] + nd[k]) / denom
+            inv = 1.0 / (vbeta + float(nk[k]))
+            rden[k] = inv
+            s += alpha[k] * beta * inv
+            r += float(nd[k]) * beta * inv
+            coef[k] = (alpha[k] + float(nd[k])) * inv
 
             q, qcum = 0.0, []
             for e in lst:
-                q = q + coef[e & mask] * (e >> bits)
+                q = q + coef[e & mask] * float(e >> bits)
                 qcum.append(q)
             u = rng.random() * (s + r + q)
             if u < q:
@@ -122,21 +127,21 @@ def _sweep_sparse(docs, doc_ptr, words, z, ndk, nkw, nk, alpha, beta, rng, lists
                 u = u - q
                 acc, cum = 0.0, []
                 for kk in dt:
-                    acc = acc + nd[kk] * beta / (vbeta + nk[kk])
+                    acc = acc + float(nd[kk]) * beta * rden[kk]
                     cum.append(acc)
                 k = dt[_draw(u, cum)]
             else:
                 u = u - q - r
                 acc, cum = 0.0, []
                 for kk in range(K):
-                    acc = acc + alpha[kk] * beta / (vbeta + nk[kk])
+                    acc = acc + alpha[kk] * beta * rden[kk]
                     cum.append(acc)
                 k = _draw(u, cum)
 
             z[i] = k
-            denom = vbeta + nk[k]
-            s -= alpha[k] * beta / denom
-            r -= nd[k] * beta / denom
+            inv = rden[k]
+            s -= alpha[k] * beta * inv
+            r -= float(nd[k]) * beta * inv
             if nkw[w, k] > 0:
                 lst.remove((int(nkw[w, k]) << bits) | k)
             lst.append(((int(nkw[w, k]) + 1) << bits) | k)
@@ -146,12 +151,13 @@ def _sweep_sparse(docs, doc_ptr, words, z, ndk, nkw, nk, alpha, beta, rng, lists
             nd[k] += 1
             nkw[w, k] += 1
             nk[k] += 1
-            denom = vbeta + nk[k]
-            s += alpha[k] * beta / denom
-            r += nd[k] * beta / denom
-            coef[k] = (alpha[k] + nd[k]) / denom
+            inv = 1.0 / (vbeta + float(nk[k]))
+            rden[k] = inv
+            s += alpha[k] * beta * inv
+            r += float(nd[k]) * beta * inv
+            coef[k] = (alpha[k] + float(nd[k])) * inv
         for k in dt:
-            coef[k] = alpha[k] / (vbeta + nk[k])
+            coef[k] = alpha[k] * rden[k]
 
 
 def sweep(doc_ptr, words, z, ndk, nkw, nk, alpha, beta, chunk_bounds, rngs, sparse):

@@ -37,24 +37,22 @@ cdef int _cmp_desc(const void* a, const void* b) noexcept nogil:
     return (x < y) - (x > y)
 
 
-cdef inline Py_ssize_t _find_desc(const int64_t* lst, Py_ssize_t n, int64_t value) noexcept nogil:
-    """Position of ``value`` in the strictly descending array ``lst`` (it must be present)."""
-    cdef Py_ssize_t lo = 0, hi = n - 1, mid
-    while lo < hi:
-        mid = (lo + hi) >> 1
-        if lst[mid] > value:
-            lo = mid + 1
-        else:
-            hi = mid
-    return lo
+cdef inline Py_ssize_t _find_topic(const int64_t* lst, Py_ssize_t n, int64_t k,
+                                   int64_t mask) noexcept nogil:
+    """Position of topic ``k`` in a list, or -1. Lists are sorted by count, so the topics of a
+    word's frequent assignments are found after a few steps."""
+    cdef Py_ssize_t j
+    for j in range(n):
+        if (lst[j] & mask) == k:
+            return j
+    return -1
 
 
-cdef inline void _wt_decrement(int64_t* lst, int32_t* length, int64_t old_value,
-                               int64_t one) noexcept nogil:
-    """Lower the count of one entry by one; remove it when the count reaches zero."""
+cdef inline void _wt_decrement_at(int64_t* lst, int32_t* length, Py_ssize_t j,
+                                  int64_t one) noexcept nogil:
+    """Lower the count of entry ``j`` by one; remove it when the count reaches zero."""
     cdef Py_ssize_t n = length[0]
-    cdef Py_ssize_t j = _find_desc(lst, n, old_value)
-    cdef int64_t new_value = old_value - one
+    cdef int64_t new_value = lst[j] - one
     if new_value < one:
         while j + 1 < n:
             lst[j] = lst[j + 1]
@@ -67,21 +65,35 @@ cdef inline void _wt_decrement(int64_t* lst, int32_t* length, int64_t old_value,
     lst[j] = new_value
 
 
-cdef inline void _wt_increment(int64_t* lst, int32_t* length, int64_t old_value, int64_t one,
-                               bint was_zero) noexcept nogil:
-    """Raise the count of one entry by one (append it with count one when it was absent)."""
-    cdef Py_ssize_t n = length[0]
-    cdef Py_ssize_t j
-    cdef int64_t new_value = old_value + one
-    if was_zero:
-        j = n
-        length[0] = <int32_t> (n + 1)
+cdef inline void _wt_increment_at(int64_t* lst, int32_t* length, Py_ssize_t j, int64_t k,
+                                  int64_t one) noexcept nogil:
+    """Raise the count of entry ``j`` by one (``j`` = -1: append topic ``k`` with count one)."""
+    cdef int64_t new_value
+    if j < 0:
+        j = length[0]
+        length[0] += 1
+        new_value = one | k
     else:
-        j = _find_desc(lst, n, old_value)
+        new_value = lst[j] + one
     while j > 0 and lst[j - 1] < new_value:
         lst[j] = lst[j - 1]
         j -= 1
     lst[j] = new_value
+
+
+cdef void _lists_to_counts(const int64_t* wt_entries, const int64_t* wt_ptr,
+                           const int32_t* wt_len, int32_t* nkw, Py_ssize_t V, Py_ssize_t K,
+                           int bits) noexcept nogil:
+    """Dense (V, K) counts from the SparseLDA lists."""
+    cdef Py_ssize_t w, j
+    cdef int64_t e
+    cdef int64_t mask = ((<int64_t> 1) << bits) - 1
+    for w in range(V * K):
+        nkw[w] = 0
+    for w in range(V):
+        for j in range(wt_len[w]):
+            e = wt_entries[wt_ptr[w] + j]
+            nkw[w * K + (e & mask)] = <int32_t> (e >> bits)
 
 
 def topic_bits(int n_topics):
@@ -96,19 +108,21 @@ def build_word_topic_lists(const int32_t[:, ::1] nkw,   # IN  (V, K) word-major 
                            const int64_t[::1] wt_ptr,  # IN  (V + 1) offsets into the pool
                            int64_t[::1] wt_entries,    # OUT pool of (count << bits) | k
                            int32_t[::1] wt_len,        # OUT (V) list lengths
-                           int bits):
+                           int bits, int threads=1):
     """Fill the SparseLDA per-word lists from dense counts (descending entries)."""
     cdef Py_ssize_t V = nkw.shape[0], K = nkw.shape[1]
     cdef Py_ssize_t w, k, n
     cdef int64_t base
+    if threads < 1:
+        threads = 1
     with nogil:
-        for w in range(V):
+        for w in prange(V, schedule="static", num_threads=threads):
             base = wt_ptr[w]
             n = 0
             for k in range(K):
                 if nkw[w, k] > 0:
                     wt_entries[base + n] = ((<int64_t> nkw[w, k]) << bits) | k
-                    n += 1
+                    n = n + 1
             qsort(&wt_entries[base], n, sizeof(int64_t), _cmp_desc)
             wt_len[w] = <int32_t> n
 
@@ -116,8 +130,12 @@ def build_word_topic_lists(const int32_t[:, ::1] nkw,   # IN  (V, K) word-major 
 cdef int64_t _sweep_chunk_dense(int64_t d_begin, int64_t d_end, const int64_t* doc_ptr,
                                 const int32_t* words, int32_t* z, int32_t* ndk, int32_t* nkw,
                                 int64_t* nk, const double* alpha, double beta, double vbeta,
-                                Py_ssize_t K, double* cum, bitgen_t* gen) noexcept nogil:
-    """Dense exact sampler (§2.2) over documents [d_begin, d_end)."""
+                                Py_ssize_t K, double* cum, double* rden,
+                                bitgen_t* gen) noexcept nogil:
+    """Dense exact sampler (§2.2) over documents [d_begin, d_end).
+
+    ``rden[k]`` caches 1 / (n_k + V beta), refreshed whenever n_k changes.
+    """
     cdef int64_t d, i
     cdef Py_ssize_t k, kk
     cdef int32_t w
@@ -125,6 +143,8 @@ cdef int64_t _sweep_chunk_dense(int64_t d_begin, int64_t d_end, const int64_t* d
     cdef int32_t* nw
     cdef double c, u
     cdef int64_t fallbacks = 0
+    for k in range(K):
+        rden[k] = 1.0 / (nk[k] + vbeta)
     for d in range(d_begin, d_end):
         nd = ndk + d * K
         for i in range(doc_ptr[d], doc_ptr[d + 1]):
@@ -134,9 +154,10 @@ cdef int64_t _sweep_chunk_dense(int64_t d_begin, int64_t d_end, const int64_t* d
             nd[k] -= 1
             nw[k] -= 1
             nk[k] -= 1
+            rden[k] = 1.0 / (nk[k] + vbeta)
             c = 0.0
             for kk in range(K):
-                c = c + (nd[kk] + alpha[kk]) * (nw[kk] + beta) / (nk[kk] + vbeta)
+                c = c + (nd[kk] + alpha[kk]) * (nw[kk] + beta) * rden[kk]
                 cum[kk] = c
             u = next_uniform(gen) * c
             k = K - 1
@@ -150,32 +171,41 @@ cdef int64_t _sweep_chunk_dense(int64_t d_begin, int64_t d_end, const int64_t* d
             nd[k] += 1
             nw[k] += 1
             nk[k] += 1
+            rden[k] = 1.0 / (nk[k] + vbeta)
     return fallbacks
 
 
 cdef int64_t _sweep_chunk_sparse(int64_t d_begin, int64_t d_end, const int64_t* doc_ptr,
-                                 const int32_t* words, int32_t* z, int32_t* ndk, int32_t* nkw,
+                                 const int32_t* words, int32_t* z, int32_t* ndk,
                                  int64_t* nk, const double* alpha, double beta, double vbeta,
                                  Py_ssize_t K, int64_t* wt_entries, const int64_t* wt_ptr,
                                  int32_t* wt_len, int bits, int32_t* dt, int32_t* dt_pos,
-                                 double* coef, double* qbuf, bitgen_t* gen) noexcept nogil:
-    """SparseLDA (§2.3) over documents [d_begin, d_end); exact draws from the §2.1 conditional."""
+                                 double* coef, double* qbuf, double* rden,
+                                 bitgen_t* gen) noexcept nogil:
+    """SparseLDA (§2.3) over documents [d_begin, d_end); exact draws from the §2.1 conditional.
+
+    Caches: ``rden[k]`` = 1 / (V beta + n_k) and ``coef[k]`` = (alpha_k + n_dk) rden[k], both
+    refreshed whenever a count of topic k changes; s and r are maintained incrementally and
+    recomputed from scratch at every chunk (s) and document (r) start. Topic-word counts live
+    in the lists only (the caller refreshes the dense n_kw from them), so a token touches its
+    word's list and no dense (V, K) row.
+    """
     cdef int64_t d, i
-    cdef Py_ssize_t k, kk, j, n_dt, n_wt
-    cdef int32_t w, cnt
+    cdef Py_ssize_t k, kk, j, n_dt, n_wt, pos
+    cdef int32_t w
     cdef int32_t* nd
     cdef int64_t* lst
     cdef int64_t e
     cdef int64_t one = (<int64_t> 1) << bits
     cdef int64_t mask = one - 1
-    cdef double s = 0.0, r, q, u, acc, denom
+    cdef double s = 0.0, r, q, u, acc, inv
     cdef int64_t fallbacks = 0
     cdef bint found
 
     for k in range(K):
-        denom = vbeta + nk[k]
-        s += alpha[k] * beta / denom
-        coef[k] = alpha[k] / denom
+        rden[k] = 1.0 / (vbeta + nk[k])
+        s += alpha[k] * beta * rden[k]
+        coef[k] = alpha[k] * rden[k]
 
     for d in range(d_begin, d_end):
         nd = ndk + d * K
@@ -186,32 +216,30 @@ cdef int64_t _sweep_chunk_sparse(int64_t d_begin, int64_t d_end, const int64_t* 
                 dt_pos[k] = <int32_t> n_dt
                 dt[n_dt] = <int32_t> k
                 n_dt += 1
-                denom = vbeta + nk[k]
-                r += nd[k] * beta / denom
-                coef[k] = (alpha[k] + nd[k]) / denom
+                r += nd[k] * beta * rden[k]
+                coef[k] = (alpha[k] + nd[k]) * rden[k]
         for i in range(doc_ptr[d], doc_ptr[d + 1]):
             w = words[i]
             lst = wt_entries + wt_ptr[w]
             k = z[i]
 
             # remove the token from every count
-            denom = vbeta + nk[k]
-            s -= alpha[k] * beta / denom
-            r -= nd[k] * beta / denom
-            cnt = nkw[w * K + k]
-            _wt_decrement(lst, &wt_len[w], ((<int64_t> cnt) << bits) | k, one)
+            inv = rden[k]
+            s -= alpha[k] * beta * inv
+            r -= nd[k] * beta * inv
+            _wt_decrement_at(lst, &wt_len[w], _find_topic(lst, wt_len[w], k, mask), one)
             nd[k] -= 1
-            nkw[w * K + k] = cnt - 1
             nk[k] -= 1
             if nd[k] == 0:
                 j = dt_pos[k]
                 n_dt -= 1
                 dt[j] = dt[n_dt]
                 dt_pos[dt[j]] = <int32_t> j
-            denom = vbeta + nk[k]
-            s += alpha[k] * beta / denom
-            r += nd[k] * beta / denom
-            coef[k] = (alpha[k] + nd[k]) / denom
+            inv = 1.0 / (vbeta + nk[k])
+            rden[k] = inv
+            s += alpha[k] * beta * inv
+            r += nd[k] * beta * inv
+            coef[k] = (alpha[k] + nd[k]) * inv
 
             # topic-word bucket
             q = 0.0
@@ -223,20 +251,22 @@ cdef int64_t _sweep_chunk_sparse(int64_t d_begin, int64_t d_end, const int64_t* 
 
             u = next_uniform(gen) * (s + r + q)
             found = False
+            pos = -2
             if u < q:
                 for j in range(n_wt):
                     if u < qbuf[j]:
-                        k = lst[j] & mask
+                        pos = j
                         found = True
                         break
                 if not found:
-                    k = lst[n_wt - 1] & mask
+                    pos = n_wt - 1
+                k = lst[pos] & mask
             elif u < q + r and n_dt > 0:
                 u = u - q
                 acc = 0.0
                 for j in range(n_dt):
                     kk = dt[j]
-                    acc = acc + nd[kk] * beta / (vbeta + nk[kk])
+                    acc = acc + nd[kk] * beta * rden[kk]
                     if u < acc:
                         k = kk
                         found = True
@@ -247,7 +277,7 @@ cdef int64_t _sweep_chunk_sparse(int64_t d_begin, int64_t d_end, const int64_t* 
                 u = u - q - r
                 acc = 0.0
                 for kk in range(K):
-                    acc = acc + alpha[kk] * beta / (vbeta + nk[kk])
+                    acc = acc + alpha[kk] * beta * rden[kk]
                     if u < acc:
                         k = kk
                         found = True
@@ -259,26 +289,27 @@ cdef int64_t _sweep_chunk_sparse(int64_t d_begin, int64_t d_end, const int64_t* 
 
             # add the token with its new topic
             z[i] = <int32_t> k
-            denom = vbeta + nk[k]
-            s -= alpha[k] * beta / denom
-            r -= nd[k] * beta / denom
-            cnt = nkw[w * K + k]
-            _wt_increment(lst, &wt_len[w], ((<int64_t> cnt) << bits) | k, one, cnt == 0)
+            inv = rden[k]
+            s -= alpha[k] * beta * inv
+            r -= nd[k] * beta * inv
+            if pos == -2:
+                pos = _find_topic(lst, wt_len[w], k, mask)
+            _wt_increment_at(lst, &wt_len[w], pos, k, one)
             if nd[k] == 0:
                 dt_pos[k] = <int32_t> n_dt
                 dt[n_dt] = <int32_t> k
                 n_dt += 1
             nd[k] += 1
-            nkw[w * K + k] = cnt + 1
             nk[k] += 1
-            denom = vbeta + nk[k]
-            s += alpha[k] * beta / denom
-            r += nd[k] * beta / denom
-            coef[k] = (alpha[k] + nd[k]) / denom
+            inv = 1.0 / (vbeta + nk[k])
+            rden[k] = inv
+            s += alpha[k] * beta * inv
+            r += nd[k] * beta * inv
+            coef[k] = (alpha[k] + nd[k]) * inv
 
         for j in range(n_dt):
             k = dt[j]
-            coef[k] = alpha[k] / (vbeta + nk[k])
+            coef[k] = alpha[k] * rden[k]
     return fallbacks
 
 
@@ -323,6 +354,7 @@ def gibbs_sweep(const int64_t[::1] doc_ptr,      # IN  (D + 1) token offsets
     cdef int32_t* dt_pos
     cdef double* coef
     cdef double* qbuf
+    cdef double* rden
     cdef int64_t* nk_delta
     cdef int32_t* z_old = NULL
 
@@ -341,23 +373,25 @@ def gibbs_sweep(const int64_t[::1] doc_ptr,      # IN  (D + 1) token offsets
         dt_pos = <int32_t*> malloc(K * sizeof(int32_t))
         coef = <double*> malloc(K * sizeof(double))
         qbuf = <double*> malloc(K * sizeof(double))
+        rden = <double*> malloc(K * sizeof(double))
         with nogil:
             if sparse:
                 fallbacks = _sweep_chunk_sparse(
                     chunk_bounds[0], chunk_bounds[1], &doc_ptr[0], &words[0], &z[0], &ndk[0, 0],
-                    &nkw[0, 0], &nk[0], &alpha[0], beta, vbeta, K, &wt_entries[0], &wt_ptr[0],
-                    &wt_len[0], bits, dt, dt_pos, coef, qbuf, gens[0])
+                    &nk[0], &alpha[0], beta, vbeta, K, &wt_entries[0], &wt_ptr[0],
+                    &wt_len[0], bits, dt, dt_pos, coef, qbuf, rden, gens[0])
+                _lists_to_counts(&wt_entries[0], &wt_ptr[0], &wt_len[0], &nkw[0, 0], V, K, bits)
             else:
                 fallbacks = _sweep_chunk_dense(
                     chunk_bounds[0], chunk_bounds[1], &doc_ptr[0], &words[0], &z[0], &ndk[0, 0],
-                    &nkw[0, 0], &nk[0], &alpha[0], beta, vbeta, K, coef, gens[0])
-        free(dt); free(dt_pos); free(coef); free(qbuf); free(gens)
+                    &nkw[0, 0], &nk[0], &alpha[0], beta, vbeta, K, coef, rden, gens[0])
+        free(dt); free(dt_pos); free(coef); free(qbuf); free(rden); free(gens)
         return fallbacks
 
     z_old = <int32_t*> malloc(N * sizeof(int32_t))
     memcpy(z_old, &z[0], N * sizeof(int32_t))
     with nogil, parallel(num_threads=threads):
-        l_nkw = <int32_t*> malloc(V * K * sizeof(int32_t))
+        l_nkw = <int32_t*> malloc((1 if sparse else V * K) * sizeof(int32_t))
         l_nk = <int64_t*> malloc(K * sizeof(int64_t))
         l_wt = <int64_t*> malloc((pool if pool > 0 else 1) * sizeof(int64_t))
         l_wt_len = <int32_t*> malloc(V * sizeof(int32_t))
@@ -365,22 +399,23 @@ def gibbs_sweep(const int64_t[::1] doc_ptr,      # IN  (D + 1) token offsets
         dt_pos = <int32_t*> malloc(K * sizeof(int32_t))
         coef = <double*> malloc(K * sizeof(double))
         qbuf = <double*> malloc(K * sizeof(double))
+        rden = <double*> malloc(K * sizeof(double))
         for c in prange(C, schedule="dynamic", chunksize=1):
-            memcpy(l_nkw, &nkw[0, 0], V * K * sizeof(int32_t))
             memcpy(l_nk, &nk[0], K * sizeof(int64_t))
             if sparse:
                 memcpy(l_wt, &wt_entries[0], pool * sizeof(int64_t))
                 memcpy(l_wt_len, &wt_len[0], V * sizeof(int32_t))
                 fallbacks += _sweep_chunk_sparse(
                     chunk_bounds[c], chunk_bounds[c + 1], &doc_ptr[0], &words[0], &z[0],
-                    &ndk[0, 0], l_nkw, l_nk, &alpha[0], beta, vbeta, K, l_wt, &wt_ptr[0],
-                    l_wt_len, bits, dt, dt_pos, coef, qbuf, gens[c])
+                    &ndk[0, 0], l_nk, &alpha[0], beta, vbeta, K, l_wt, &wt_ptr[0],
+                    l_wt_len, bits, dt, dt_pos, coef, qbuf, rden, gens[c])
             else:
+                memcpy(l_nkw, &nkw[0, 0], V * K * sizeof(int32_t))
                 fallbacks += _sweep_chunk_dense(
                     chunk_bounds[c], chunk_bounds[c + 1], &doc_ptr[0], &words[0], &z[0],
-                    &ndk[0, 0], l_nkw, l_nk, &alpha[0], beta, vbeta, K, coef, gens[c])
+                    &ndk[0, 0], l_nkw, l_nk, &alpha[0], beta, vbeta, K, coef, rden, gens[c])
         free(l_nkw); free(l_nk); free(l_wt); free(l_wt_len)
-        free(dt); free(dt_pos); free(coef); free(qbuf)
+        free(dt); free(dt_pos); free(coef); free(qbuf); free(rden)
 
     # Merge: replay every changed token on the global counts. Words are split between
     # workers by w mod P; the result is a function of the counts only.
@@ -411,7 +446,7 @@ def gibbs_sweep(const int64_t[::1] doc_ptr,      # IN  (D + 1) token offsets
     free(z_old)
     free(gens)
     if sparse:
-        build_word_topic_lists(nkw, wt_ptr, wt_entries, wt_len, bits)
+        build_word_topic_lists(nkw, wt_ptr, wt_entries, wt_len, bits, threads)
     return fallbacks
 
 
