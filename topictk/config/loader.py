@@ -98,7 +98,8 @@ def _apply_override(data: dict, parts: list[str], value: Any) -> None:
     node[parts[-1]] = value
 
 
-def _check_section(raw: Any, schema: dict[str, Option], section: str, where: str) -> dict:
+def _check_section(raw: Any, schema: dict, section: str, where: str) -> dict:
+    """Validate one mapping against ``schema`` (values are Options or nested schemas)."""
     if raw is None:
         raw = {}
     if not isinstance(raw, dict):
@@ -109,7 +110,9 @@ def _check_section(raw: Any, schema: dict[str, Option], section: str, where: str
                               f"{_suggest(str(key), list(schema))}")
     out = {}
     for key, option in schema.items():
-        if key in raw:
+        if isinstance(option, dict):
+            out[key] = _check_section(raw.get(key), option, f"{section}.{key}", where)
+        elif key in raw:
             out[key] = option.check(raw[key], f"{section}.{key}", where)
         elif option.required:
             raise ConfigError(f"{section}.{key} is required: {option.describe()} ({where})")

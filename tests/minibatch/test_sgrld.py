@@ -1,0 +1,171 @@
+"""SGRLD (ALGORITHMS.md §7): local kernel = NumPy twin, the update's fixed point, planted
+recovery, resume = uninterrupted, threads 1 = 2, bad config values and NaN detection."""
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+from click.testing import CliRunner
+
+from tests.fixtures import matched_l1, planted_corpus, write_token_store
+from tests.reference import minibatch as ref
+from topictk.cli import cli
+from topictk.config import load_config
+from topictk.corpus.store import CorpusStore
+from topictk.errors import ConfigError
+from topictk.inference import _minibatch
+from topictk.inference.sgrld import SGRLDDriver, sgrld_update
+from topictk.training.checkpoint import list_checkpoints, load_arrays
+from topictk.training.run import train
+from topictk.training.streams import Streams
+
+
+def _random_batch(rng, n_docs=20, n_words=15, max_len=12):
+    lens = rng.integers(0, max_len, n_docs)          # includes empty documents
+    ptr = np.concatenate([[0], np.cumsum(lens)]).astype(np.int64)
+    words = rng.integers(0, n_words, ptr[-1]).astype(np.int32)
+    return ptr, words
+
+
+@pytest.mark.parametrize("threads", [1, 2])
+@pytest.mark.parametrize("per_doc_alpha", [False, True])
+def test_local_gibbs_equals_reference(seed, threads, per_doc_alpha):
+    rng = np.random.default_rng(seed)
+    ptr, words = _random_batch(rng)
+    B, VB, K = ptr.size - 1, 15, 6
+    weights = rng.random((VB, K))
+    alpha = rng.random((B if per_doc_alpha else 1, K)) + 0.05
+    bounds = np.array([0, 7, 14, B], np.int64)
+    wt = np.zeros((VB, K), np.int64)
+    dt = np.zeros((B, K), np.int64)
+    _minibatch.local_gibbs(ptr, words, weights, alpha, 6, 3, bounds,
+                           [np.random.PCG64(seed * 10 + c) for c in range(3)], wt, dt, threads)
+    wt_ref, dt_ref = ref.local_gibbs(ptr, words, weights, alpha, 6, 3, bounds,
+                                     [np.random.Generator(np.random.PCG64(seed * 10 + c))
+                                      for c in range(3)])
+    np.testing.assert_array_equal(wt, wt_ref)
+    np.testing.assert_array_equal(dt, dt_ref)
+    # every kept sweep counts every token once
+    assert wt.sum() == 3 * words.size
+    np.testing.assert_array_equal(dt.sum(axis=1), 3 * np.diff(ptr))
+
+
+def test_update_fixed_point_without_noise():
+    """§7 oracle (a): exact counts, R_B = 1, no noise -> phi = (n_kw + beta)/(n_k + V beta)."""
+    rng = np.random.default_rng(3)
+    V, K, beta = 12, 3, 0.5
+    counts = rng.integers(0, 30, size=(V, K)).astype(np.float64)
+    phi_hat = rng.gamma(1.0, size=(V, K))
+    vocab = np.arange(V)
+    # the step must stay below 2 / (1 + n_k / (V beta)) for the discrete dynamics to be stable
+    for _ in range(3000):
+        phi_hat, floored = sgrld_update(phi_hat, counts, vocab, beta, 0.02, 1.0, None)
+        assert floored == 0
+    phi = phi_hat / phi_hat.sum(axis=0)
+    np.testing.assert_allclose(phi, (counts + beta) / (counts.sum(axis=0) + V * beta), atol=1e-9)
+    np.testing.assert_allclose(phi_hat.sum(axis=0), V * beta, rtol=1e-6)
+
+
+def test_update_mirrors_and_floors():
+    phi_hat = np.array([[1e-12, 1.0], [2.0, 3.0]])
+    noise = np.array([[-1e3, 0.0], [0.0, 0.0]])   # drives the first entry far below zero
+    new, floored = sgrld_update(phi_hat, np.zeros((0, 2)), np.zeros(0, np.int64), 0.0, 1e-3,
+                                1.0, noise)
+    assert np.all(new > 0) and np.all(np.isfinite(new))
+    assert new[0, 0] == pytest.approx(abs(1e-12 + 1e-3 * (-1e-12)
+                                          + np.sqrt(2e-3 * 1e-12) * -1e3))
+
+
+def _config(store, out, **inference):
+    inf = {"algorithm": "sgrld", "iterations": 40, "batch_size": 50,
+           "step": {"a": 0.05, "b": 100, "c": 0.55}}
+    inf.update(inference)
+    return load_config(None, raw={"corpus": str(store), "output": str(out),
+                                  "model": {"topics": 5, "alpha": 0.2, "beta": 0.05},
+                                  "inference": inf,
+                                  "training": {"seed": 4, "eval_every": 10,
+                                               "checkpoint_every": 10}})
+
+
+@pytest.fixture(scope="module")
+def planted_store(tmp_path_factory):
+    corpus = planted_corpus(seed=11)
+    path = tmp_path_factory.mktemp("planted") / "store"
+    observed = [d[: int(0.8 * d.size)] for d in corpus.docs[:40]]
+    heldout = [d[int(0.8 * d.size):] for d in corpus.docs[:40]]
+    write_token_store(path, corpus.docs[40:], 50, test_observed=observed, test_heldout=heldout)
+    return path, corpus
+
+
+def test_planted_topics_recovered(planted_store, tmp_path):
+    path, corpus = planted_store
+    config = _config(path, tmp_path / "run", iterations=300)
+    store = CorpusStore.open(path)
+    driver = SGRLDDriver(config, store)
+    state = driver.init_state(Streams(4))
+    posterior_mean = 0.0
+    for t in range(300):
+        driver.step(state, t)
+        state.check_invariants()
+        if t >= 200:  # average the samples of the last 100 updates
+            posterior_mean = posterior_mean + driver.topic_word(state) / 100
+    assert matched_l1(posterior_mean, corpus.phi) < 0.25
+
+
+def test_resume_equals_uninterrupted_and_threads(planted_store, tmp_path):
+    path, _ = planted_store
+    full = train(_config(path, tmp_path / "full"), quiet=True)
+    cfg_half = _config(path, tmp_path / "half", iterations=20)
+    train(cfg_half, quiet=True)
+    train(_config(path, tmp_path / "half"), resume=True, quiet=True)
+    cfg_t2 = load_config(None, raw={**_config(path, tmp_path / "t2").to_dict(),
+                                    "training": {"seed": 4, "eval_every": 10,
+                                                 "checkpoint_every": 10, "threads": 2}})
+    train(cfg_t2, quiet=True)
+    _, a = load_arrays(tmp_path / "full" / "model.npz")
+    for other in ("half", "t2"):
+        _, b = load_arrays(tmp_path / other / "model.npz")
+        np.testing.assert_array_equal(a["phi_hat"], b["phi_hat"])
+        m1 = [json.loads(x)["perplexity_point"]
+              for x in (tmp_path / "full" / "metrics.jsonl").read_text().splitlines()]
+        m2 = [json.loads(x)["perplexity_point"]
+              for x in (tmp_path / other / "metrics.jsonl").read_text().splitlines()]
+        assert m1 == m2
+    assert full.status == "completed"
+
+
+@pytest.mark.parametrize("c", [0.5, 0.3, 1.2])
+def test_step_decay_outside_range_rejected(planted_store, tmp_path, c):
+    path, _ = planted_store
+    with pytest.raises(ConfigError, match=r"inference\.step\.c must be a number in \(0\.5, 1\]"):
+        _config(path, tmp_path / "x", step={"a": 0.01, "b": 10, "c": c})
+
+
+def test_nan_stops_run_and_keeps_last_checkpoint(planted_store, tmp_path, monkeypatch):
+    path, _ = planted_store
+    out = tmp_path / "nan"
+    yaml_path = tmp_path / "c.yaml"
+    yaml_path.write_text(json.dumps({
+        "corpus": str(path), "output": str(out), "model": {"topics": 5},
+        "inference": {"algorithm": "sgrld", "iterations": 40, "batch_size": 50},
+        "training": {"checkpoint_every": 10, "eval_every": 0}}))
+    import topictk.inference.sgrld as sgrld_module
+    real = sgrld_module.sgrld_update
+
+    def poisoned(phi_hat, *args):
+        new, floored = real(phi_hat, *args)
+        if poisoned.calls == 14:
+            new[0, 0] = np.nan
+        poisoned.calls += 1
+        return new, floored
+    poisoned.calls = 0
+    monkeypatch.setattr(sgrld_module, "sgrld_update", poisoned)
+    result = CliRunner().invoke(cli, ["train", "--config", str(yaml_path), "-q"])
+    assert result.exit_code == 1
+    assert "update 15" in result.output and "NaN" in result.output
+    assert "Traceback" not in result.output
+    steps = [s for s, _ in list_checkpoints(out / "checkpoints")]
+    assert steps == [10]
+    header, arrays = load_arrays(out / "checkpoints" / "step-00000010.npz")
+    assert np.all(np.isfinite(arrays["phi_hat"]))

@@ -1,0 +1,128 @@
+# cython: language_level=3
+"""Local Gibbs step of the mini-batch samplers (ALGORITHMS.md §6, §7.4, §9.3).
+
+For a mini-batch of documents with the topics fixed, every document is sampled on its own with
+p(z_di = k) proportional to (alpha_dk + n_dk^-di) weights[w_di, k] -- weights = phi for SGRLD,
+exp(E log phi) (shifted per word) for HSVG -- from a uniform start, for ``n_sweeps`` sweeps; the
+sweeps after ``n_burn`` are kept. Outputs are integer sums over the kept sweeps, so the
+reduction across threads is exact and thread-count independent:
+
+* ``word_topic`` (V_B, K) int64: sum over kept sweeps of n_kw for the batch (the caller divides
+  by the number of kept sweeps to get E[n_kw]);
+* ``doc_topic`` (B, K) int64: the same for n_dk (used by DMR's gradient and by fold-in).
+
+Streams: one bit generator per chunk of consecutive documents (never per thread).
+Equivalent to ``tests/reference/minibatch.py::local_gibbs``.
+"""
+cimport cython
+from cython.parallel cimport parallel, prange, threadid
+from libc.stdint cimport int32_t, int64_t
+from libc.stdlib cimport free, malloc
+
+from numpy.random cimport bitgen_t
+
+from topictk._cy.rng cimport bitgen_of, next_uniform, uniform_topic
+
+
+cdef int64_t _local_doc(int64_t begin, int64_t end, const int32_t* words, const double* weights,
+                        const double* alpha, Py_ssize_t K, int n_sweeps, int n_burn,
+                        int32_t* zbuf, int32_t* nd, double* cum, int64_t* word_topic,
+                        int64_t* doc_topic, bitgen_t* gen) noexcept nogil:
+    cdef int64_t n = end - begin, i
+    cdef Py_ssize_t k, kk
+    cdef int sweep
+    cdef double c, u
+    cdef const double* wrow
+    cdef int64_t fallbacks = 0
+    for k in range(K):
+        nd[k] = 0
+    for i in range(n):
+        k = uniform_topic(gen, <int> K)
+        zbuf[i] = <int32_t> k
+        nd[k] += 1
+    for sweep in range(n_sweeps):
+        for i in range(n):
+            wrow = weights + words[begin + i] * K
+            k = zbuf[i]
+            nd[k] -= 1
+            c = 0.0
+            for kk in range(K):
+                c = c + (nd[kk] + alpha[kk]) * wrow[kk]
+                cum[kk] = c
+            u = next_uniform(gen) * c
+            k = K - 1
+            for kk in range(K):
+                if u < cum[kk]:
+                    k = kk
+                    break
+            else:
+                fallbacks += 1
+            zbuf[i] = <int32_t> k
+            nd[k] += 1
+        if sweep >= n_burn:
+            for i in range(n):
+                word_topic[words[begin + i] * K + zbuf[i]] += 1
+            for k in range(K):
+                doc_topic[k] += nd[k]
+    return fallbacks
+
+
+def local_gibbs(const int64_t[::1] doc_ptr,       # IN  (B + 1) token offsets of the batch
+                const int32_t[::1] words,         # IN  (N_B) batch-local word ids 0..V_B-1
+                const double[:, ::1] weights,     # IN  (V_B, K) sampling weights per word
+                const double[:, ::1] alpha,       # IN  (1 or B, K) document prior
+                int n_sweeps, int n_burn,
+                const int64_t[::1] chunk_bounds,  # IN  (C + 1) document boundaries of chunks
+                list streams,                     # IN  C bit generators, one per chunk
+                int64_t[:, ::1] word_topic,       # OUT (V_B, K) kept-sweep sums of n_kw, zeroed
+                int64_t[:, ::1] doc_topic,        # OUT (B, K) kept-sweep sums of n_dk, zeroed
+                int threads):
+    """Run the local chains of one mini-batch; returns the number of rounding fallbacks."""
+    cdef Py_ssize_t B = doc_ptr.shape[0] - 1, K = weights.shape[1], VB = weights.shape[0]
+    cdef Py_ssize_t C = chunk_bounds.shape[0] - 1
+    cdef Py_ssize_t c, d, i, t, T, max_len = 1
+    cdef bint per_doc_alpha = alpha.shape[0] > 1
+    cdef int64_t fallbacks = 0
+    cdef bitgen_t** gens
+    cdef int64_t* acc
+    cdef int64_t* buffers
+    cdef int32_t* zbuf
+    cdef int32_t* nd
+    cdef double* cum
+    if len(streams) != C:
+        raise ValueError(f"{C} chunks need {C} streams, got {len(streams)}")
+    if word_topic.shape[0] != VB or word_topic.shape[1] != K or doc_topic.shape[0] != B:
+        raise ValueError("output arrays do not match the batch")
+    for d in range(B):
+        if doc_ptr[d + 1] - doc_ptr[d] > max_len:
+            max_len = doc_ptr[d + 1] - doc_ptr[d]
+    T = threads if threads >= 1 else 1
+    if T > C:
+        T = C if C > 0 else 1
+    gens = <bitgen_t**> malloc((C if C > 0 else 1) * sizeof(bitgen_t*))
+    for c in range(C):
+        gens[c] = bitgen_of(streams[c])
+    # thread-private integer accumulators for n_kw (thread 0 writes the output directly)
+    buffers = <int64_t*> malloc(((T - 1) * VB * K + 1) * sizeof(int64_t))
+    with nogil:
+        for i in range((T - 1) * VB * K):
+            buffers[i] = 0
+        with parallel(num_threads=T):
+            t = threadid()
+            acc = &word_topic[0, 0] if t == 0 else buffers + (t - 1) * VB * K
+            zbuf = <int32_t*> malloc(max_len * sizeof(int32_t))
+            nd = <int32_t*> malloc(K * sizeof(int32_t))
+            cum = <double*> malloc(K * sizeof(double))
+            for c in prange(C, schedule="dynamic", chunksize=1):
+                for d in range(chunk_bounds[c], chunk_bounds[c + 1]):
+                    fallbacks += _local_doc(doc_ptr[d], doc_ptr[d + 1], &words[0], &weights[0, 0],
+                                            &alpha[d if per_doc_alpha else 0, 0], K, n_sweeps,
+                                            n_burn, zbuf, nd, cum, acc, &doc_topic[d, 0],
+                                            gens[c])
+            free(zbuf); free(nd); free(cum)
+        for t in range(T - 1):
+            for i in range(VB * K):
+                (&word_topic[0, 0])[i] += buffers[t * VB * K + i]
+    free(buffers)
+    free(gens)
+    return fallbacks

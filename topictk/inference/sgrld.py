@@ -1,0 +1,214 @@
+"""Stochastic gradient Riemannian Langevin dynamics for LDA (Patterson & Teh 2013).
+
+ALGORITHMS.md §7. Global: the expanded-mean parameters phi_hat (V, K) with the metric
+diag(1/phi_hat); local: Gibbs chains of each mini-batch document with theta collapsed, from the
+shared kernel :mod:`topictk.inference._minibatch`. The global update is dense (noise acts on
+every entry) and runs in NumPy; its draws are ``Generator.standard_normal`` on the main stream
+in storage order (w outer, k inner).
+"""
+from __future__ import annotations
+
+import logging
+
+import numpy as np
+
+from topictk.config.schema import Option
+from topictk.errors import ConfigError, NumericalError
+from topictk.inference import _minibatch
+from topictk.inference.base import Driver, StepInfo, TestSet, chunk_bounds_by_docs
+from topictk.inference.gibbs import fold_in_probabilities, resolve_alpha
+from topictk.inference.registry import register
+from topictk.state.simplex import SimplexState
+from topictk.training import streams as keys
+from topictk.training.batches import EpochSchedule, gather_batch
+from topictk.training.schedules import sgmcmc_step
+from topictk.training.streams import Streams
+
+log = logging.getLogger("topictk")
+
+FLOOR = 1e-300
+
+
+def minibatch_options(batch_size: int = 64) -> dict:
+    """Options every mini-batch sampler shares."""
+    return {
+        "batch_size": Option("int", batch_size, low=1,
+                             help="documents per update (clamped to the corpus size)"),
+        "sweeps": Option("int", 10, low=1, help="local Gibbs sweeps per document"),
+        "local_burn_in": Option("int", None, low=0, nullable=True,
+                                help="local sweeps discarded (default: half)"),
+        "chunk_docs": Option("int", 16, low=1,
+                             help="documents per random-stream chunk of a batch"),
+    }
+
+
+def check_minibatch_config(inf: dict, where: str) -> None:
+    if inf["local_burn_in"] is None:
+        inf["local_burn_in"] = inf["sweeps"] // 2
+    if inf["local_burn_in"] >= inf["sweeps"]:
+        raise ConfigError(f"inference.local_burn_in must be < inference.sweeps "
+                          f"({inf['sweeps']}); got {inf['local_burn_in']} ({where})")
+
+
+def local_statistics(batch, weights: np.ndarray, alpha: np.ndarray, inf, streams: Streams,
+                     t: int, threads: int) -> tuple[np.ndarray, np.ndarray, int]:
+    """E[n_kw] (V_B, K) and E[n_dk] (B, K) of one mini-batch from its local Gibbs chains."""
+    K = weights.shape[1]
+    bounds = chunk_bounds_by_docs(batch.doc_ids.size, inf["chunk_docs"])
+    chunk_streams = [streams.derived(keys.local_key(t, c)) for c in range(bounds.size - 1)]
+    word_topic = np.zeros((batch.vocab.size, K), dtype=np.int64)
+    doc_topic = np.zeros((batch.doc_ids.size, K), dtype=np.int64)
+    fallbacks = _minibatch.local_gibbs(
+        batch.doc_ptr, batch.words, np.ascontiguousarray(weights),
+        np.ascontiguousarray(np.atleast_2d(alpha)), int(inf["sweeps"]),
+        int(inf["local_burn_in"]), bounds, chunk_streams, word_topic, doc_topic, threads)
+    kept = inf["sweeps"] - inf["local_burn_in"]
+    return word_topic / kept, doc_topic / kept, int(fallbacks)
+
+
+def sgrld_update(phi_hat: np.ndarray, nbar_w: np.ndarray, batch_vocab: np.ndarray, beta: float,
+                 eps: float, scale: float, noise: np.ndarray | None) -> tuple[np.ndarray, int]:
+    """One SGRLD step (§7.3) -> (new phi_hat, number of entries floored at 1e-300).
+
+    phi_hat <- | phi_hat + eps (beta - phi_hat + R_B (nbar_kw - phi_kw nbar_k))
+                 + sqrt(2 eps phi_hat) xi |,
+    with ``nbar_w`` (V_B, K) the batch's expected counts of the words ``batch_vocab`` and
+    ``noise`` the standard normals xi (None switches the noise off).
+    """
+    phi = phi_hat / phi_hat.sum(axis=0, keepdims=True)
+    drift = beta - phi_hat - scale * phi * nbar_w.sum(axis=0)
+    drift[batch_vocab] += scale * nbar_w
+    new = phi_hat + eps * drift
+    if noise is not None:
+        new += np.sqrt(2.0 * eps * phi_hat) * noise
+    np.abs(new, out=new)
+    low = new < FLOOR
+    new[low] = FLOOR
+    return new, int(np.count_nonzero(low))
+
+
+def sample_steps_for(iterations: int, burn_in: int, n_samples: int) -> set[int]:
+    """Steps (1-based) at which the n samples are collected, evenly spaced after burn-in."""
+    span = iterations - burn_in
+    n = max(1, min(n_samples, span))
+    return {burn_in + int(round((i + 1) * span / n)) for i in range(n)}
+
+
+@register
+class SGRLDDriver(Driver):
+    """SGRLD; one step is one mini-batch update of phi_hat."""
+
+    name = "sgrld"
+    OPTIONS = {
+        **minibatch_options(),
+        "step": {
+            "a": Option("float", 0.01, low=0, low_open=True, help="epsilon_t scale a"),
+            "b": Option("float", 1000.0, low=0, low_open=True, help="epsilon_t offset b"),
+            "c": Option("float", 0.55, low=0.5, high=1, low_open=True,
+                        help="epsilon_t decay c; (0.5, 1] so the steps sum to infinity "
+                             "and their squares do not"),
+        },
+        "burn_in": Option("int", None, low=0, nullable=True,
+                          help="updates before samples are collected (default: half)"),
+        "samples": Option("int", 10, low=1, help="posterior samples kept for evaluation"),
+    }
+
+    @classmethod
+    def check_config(cls, data: dict, where: str) -> None:
+        inf = data["inference"]
+        check_minibatch_config(inf, where)
+        if inf["burn_in"] is None:
+            inf["burn_in"] = inf["iterations"] // 2
+        if inf["burn_in"] >= inf["iterations"]:
+            raise ConfigError(f"inference.burn_in must be < inference.iterations "
+                              f"({inf['iterations']}); got {inf['burn_in']} ({where})")
+        if data["model"]["alpha"] == "auto":
+            raise ConfigError(f"model.alpha: auto is not available for {cls.name}; give a "
+                              f"number ({where})")
+
+    def __init__(self, config, store, threads: int = 1):
+        super().__init__(config, store, threads)
+        train = store.train()
+        self.doc_ptr, self.words = train.doc_ptr, train.words  # memory-mapped
+        self.n_docs = train.n_docs
+        self.V = store.n_words
+        self.K = int(config.model.topics)
+        inf = config.inference
+        if inf.batch_size > self.n_docs:
+            log.warning("inference.batch_size = %d is larger than the corpus (%d documents); "
+                        "using the whole corpus in every update", inf.batch_size, self.n_docs)
+        self.schedule = EpochSchedule(self.n_docs, int(inf.batch_size))
+        self.collect_at = sample_steps_for(int(inf.iterations), int(inf.burn_in),
+                                           int(inf.samples))
+        self.streams: Streams | None = None
+
+    def attach(self, state, streams: Streams) -> None:
+        self.streams = streams
+
+    def init_state(self, streams: Streams) -> SimplexState:
+        self.streams = streams
+        init = np.random.Generator(streams.persistent(keys.INIT))
+        phi_hat = init.standard_gamma(1.0, size=(self.V, self.K))
+        np.maximum(phi_hat, FLOOR, out=phi_hat)
+        return SimplexState(phi_hat=phi_hat, alpha=resolve_alpha(self.config.model.alpha, self.K),
+                            beta=float(self.config.model.beta))
+
+    def step(self, state: SimplexState, t: int) -> StepInfo:
+        inf = self.config.inference
+        main = np.random.Generator(self.streams.persistent(keys.MAIN))
+        ids, state.permutation = self.schedule.batch_ids(t, state.permutation, main)
+        batch = gather_batch(self.doc_ptr, self.words, ids)
+        phi = state.phi()
+        nbar_w, _, fallbacks = local_statistics(batch, phi[batch.vocab], state.alpha, inf,
+                                                self.streams, t, self.threads)
+        eps = sgmcmc_step(inf.step["a"], inf.step["b"], inf.step["c"], t)
+        noise = main.standard_normal(size=state.phi_hat.shape)
+        state.phi_hat, n_floored = sgrld_update(state.phi_hat, nbar_w, batch.vocab, state.beta,
+                                                eps, self.n_docs / ids.size, noise)
+        state.floored += n_floored
+        state.step = t + 1
+        return StepInfo(tokens=batch.n_tokens, documents=int(ids.size),
+                        collect_sample=state.step in self.collect_at,
+                        extra={"epsilon": eps, "floored": n_floored, "fallbacks": fallbacks})
+
+    def check_state(self, state: SimplexState) -> None:
+        if not np.all(np.isfinite(state.phi_hat)):
+            raise NumericalError(f"phi_hat became NaN or infinite at update {state.step}; "
+                                 f"lower inference.step.a (the last good checkpoint is kept)")
+
+    def topic_word(self, state: SimplexState) -> np.ndarray:
+        return state.phi().T.copy()
+
+    def sample(self, state: SimplexState) -> dict[str, np.ndarray]:
+        return {"phi": state.phi()}
+
+    def heldout_probabilities(self, state: SimplexState, samples, test: TestSet,
+                              pass_index: int) -> np.ndarray:
+        """Gibbs fold-in with each sample's phi, probabilities averaged over samples (§11.2)."""
+        if not samples:
+            samples = [self.sample(state)]
+        total = np.zeros(test.heldout.indices.size)
+        for s in samples:
+            phi = np.ascontiguousarray(s["phi"])
+            total += fold_in_probabilities(test, phi, phi, state.alpha, self.config.evaluation,
+                                           self.streams, pass_index, self.threads)
+        return total / len(samples)
+
+    def state_to_arrays(self, state: SimplexState):
+        header = {"step": state.step, "beta": state.beta, "floored": state.floored,
+                  "sample_steps": list(state.sample_steps)}
+        arrays = {"phi_hat": state.phi_hat, "alpha": state.alpha}
+        if state.permutation is not None:
+            arrays["permutation"] = state.permutation
+        return header, arrays
+
+    def state_from_arrays(self, header: dict, arrays: dict) -> SimplexState:
+        phi_hat = np.ascontiguousarray(arrays["phi_hat"], dtype=np.float64)
+        if phi_hat.shape != (self.V, self.K):
+            raise ValueError("phi_hat does not match the corpus and model size")
+        perm = arrays.get("permutation")
+        return SimplexState(phi_hat=phi_hat, alpha=np.asarray(arrays["alpha"], dtype=np.float64),
+                            beta=float(header["beta"]), step=int(header["step"]),
+                            permutation=None if perm is None else np.asarray(perm, np.int64),
+                            floored=int(header["floored"]),
+                            sample_steps=[int(s) for s in header["sample_steps"]])
