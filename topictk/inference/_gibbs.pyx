@@ -28,6 +28,7 @@ from libc.string cimport memcpy
 
 from numpy.random cimport bitgen_t
 
+from topictk._cy.docsampler cimport alpha_buckets, sample_document
 from topictk._cy.rng cimport bitgen_of, next_uniform, uniform_topic
 
 
@@ -474,54 +475,31 @@ def init_topics(const int64_t[::1] doc_ptr,   # IN  (D + 1)
 
 cdef void _fold_in_doc(int64_t tok_begin, int64_t tok_end, const int32_t* words,
                        int64_t held_begin, int64_t held_end, const int32_t* held_words,
-                       const double* weights, const double* phi, const double* alpha,
-                       Py_ssize_t K, int n_sweeps, int n_burn, int32_t* zbuf, int32_t* nd,
-                       double* theta, double* cum, double* out, bitgen_t* gen) noexcept nogil:
-    cdef int64_t n_obs = tok_end - tok_begin, i, j
-    cdef Py_ssize_t k, kk
-    cdef int sweep
-    cdef double c, u, alpha_sum = 0.0, denom, acc
-    cdef const double* wrow
+                       const double* weights, const double* acum, const double* phi,
+                       const double* alpha, Py_ssize_t K, int n_sweeps, int n_burn,
+                       int32_t* zbuf, int32_t* nd, int32_t* dt, int32_t* dt_pos, double* buf,
+                       int64_t* kept, double* out, bitgen_t* gen) noexcept nogil:
+    cdef Py_ssize_t k
+    cdef int64_t j
+    cdef double alpha_sum = 0.0, denom, acc
+    cdef int n_kept = n_sweeps - n_burn
     for k in range(K):
-        nd[k] = 0
-        theta[k] = 0.0
+        kept[k] = 0
         alpha_sum += alpha[k]
-    for i in range(n_obs):
-        k = uniform_topic(gen, <int> K)
-        zbuf[i] = <int32_t> k
-        nd[k] += 1
-    denom = n_obs + alpha_sum
-    for sweep in range(n_sweeps):
-        for i in range(n_obs):
-            wrow = weights + words[tok_begin + i] * K
-            k = zbuf[i]
-            nd[k] -= 1
-            c = 0.0
-            for kk in range(K):
-                c = c + (nd[kk] + alpha[kk]) * wrow[kk]
-                cum[kk] = c
-            u = next_uniform(gen) * c
-            k = K - 1
-            for kk in range(K):
-                if u < cum[kk]:
-                    k = kk
-                    break
-            zbuf[i] = <int32_t> k
-            nd[k] += 1
-        if sweep >= n_burn:
-            for k in range(K):
-                theta[k] += (nd[k] + alpha[k]) / denom
-    if n_sweeps <= n_burn:
-        for k in range(K):
-            theta[k] = (nd[k] + alpha[k]) / denom
-    else:
-        for k in range(K):
-            theta[k] /= (n_sweeps - n_burn)
+    sample_document(tok_begin, tok_end, words, weights, acum, alpha, K, n_sweeps, n_burn,
+                    zbuf, nd, dt, dt_pos, buf, NULL, kept, gen)
+    denom = (tok_end - tok_begin) + alpha_sum
+    for k in range(K):
+        # theta-hat: mean over kept sweeps of (n_dk + alpha_k) / (N_obs + alpha_sum); the
+        # final state when no sweep is kept
+        if n_kept > 0:
+            buf[k] = (kept[k] / <double> n_kept + alpha[k]) / denom
+        else:
+            buf[k] = (nd[k] + alpha[k]) / denom
     for j in range(held_begin, held_end):
-        wrow = phi + held_words[j] * K
         acc = 0.0
         for k in range(K):
-            acc = acc + theta[k] * wrow[k]
+            acc = acc + buf[k] * phi[held_words[j] * K + k]
         out[j] = acc
 
 
@@ -540,20 +518,23 @@ def fold_in_heldout(const int64_t[::1] obs_ptr,     # IN  (D + 1) observed-token
     """Gibbs fold-in of test documents (§11.2): theta-hat averaged over the kept sweeps.
 
     Each test document is sampled on its observed tokens with p(z = k) proportional to
-    (n_dk + alpha_k) weights[w, k], theta-hat = mean over sweeps after burn-in of
-    (n_dk + alpha_k) / (N_obs + alpha_sum), and ``out[j] = sum_k theta_k phi[w_j, k]`` for each
-    held-out entry j. Documents without held-out entries are skipped.
-    Equivalent to ``tests/reference/gibbs.py::fold_in_heldout``.
+    (n_dk + alpha_k) weights[w, k] (the document sampler of ``topictk/_cy/docsampler.pxd``),
+    theta-hat = mean over sweeps after burn-in of (n_dk + alpha_k) / (N_obs + alpha_sum), and
+    ``out[j] = sum_k theta_k phi[w_j, k]`` for each held-out entry j. Documents without
+    held-out entries are skipped. Equivalent to ``tests/reference/gibbs.py::fold_in_heldout``.
     """
-    cdef Py_ssize_t D = obs_ptr.shape[0] - 1, K = phi.shape[1]
+    cdef Py_ssize_t D = obs_ptr.shape[0] - 1, K = phi.shape[1], V = phi.shape[0]
     cdef Py_ssize_t C = chunk_bounds.shape[0] - 1
     cdef Py_ssize_t c, d, max_len = 1
     cdef bint per_doc_alpha = alpha.shape[0] > 1
     cdef bitgen_t** gens
     cdef int32_t* zbuf
     cdef int32_t* nd
-    cdef double* theta
-    cdef double* cum
+    cdef int32_t* dt
+    cdef int32_t* dt_pos
+    cdef double* buf
+    cdef int64_t* kept
+    cdef double* acum = NULL
     if len(streams) != C:
         raise ValueError(f"{C} chunks need {C} streams, got {len(streams)}")
     for d in range(D):
@@ -564,18 +545,26 @@ def fold_in_heldout(const int64_t[::1] obs_ptr,     # IN  (D + 1) observed-token
     gens = <bitgen_t**> malloc((C if C > 0 else 1) * sizeof(bitgen_t*))
     for c in range(C):
         gens[c] = bitgen_of(streams[c])
-    with nogil, parallel(num_threads=threads):
-        zbuf = <int32_t*> malloc(max_len * sizeof(int32_t))
-        nd = <int32_t*> malloc(K * sizeof(int32_t))
-        theta = <double*> malloc(K * sizeof(double))
-        cum = <double*> malloc(K * sizeof(double))
-        for c in prange(C, schedule="dynamic", chunksize=1):
-            for d in range(chunk_bounds[c], chunk_bounds[c + 1]):
-                if held_ptr[d + 1] == held_ptr[d]:
-                    continue
-                _fold_in_doc(obs_ptr[d], obs_ptr[d + 1], &obs_words[0], held_ptr[d],
-                             held_ptr[d + 1], &held_words[0], &weights[0, 0], &phi[0, 0],
-                             &alpha[d if per_doc_alpha else 0, 0], K, n_sweeps, n_burn, zbuf,
-                             nd, theta, cum, &out[0], gens[c])
-        free(zbuf); free(nd); free(theta); free(cum)
+    if not per_doc_alpha:
+        acum = <double*> malloc((V * K + 1) * sizeof(double))
+    with nogil:
+        if acum != NULL:
+            alpha_buckets(&weights[0, 0], &alpha[0, 0], V, K, acum)
+        with parallel(num_threads=threads):
+            zbuf = <int32_t*> malloc(max_len * sizeof(int32_t))
+            nd = <int32_t*> malloc(K * sizeof(int32_t))
+            dt = <int32_t*> malloc(K * sizeof(int32_t))
+            dt_pos = <int32_t*> malloc(K * sizeof(int32_t))
+            buf = <double*> malloc(K * sizeof(double))
+            kept = <int64_t*> malloc(K * sizeof(int64_t))
+            for c in prange(C, schedule="dynamic", chunksize=1):
+                for d in range(chunk_bounds[c], chunk_bounds[c + 1]):
+                    if held_ptr[d + 1] == held_ptr[d]:
+                        continue
+                    _fold_in_doc(obs_ptr[d], obs_ptr[d + 1], &obs_words[0], held_ptr[d],
+                                 held_ptr[d + 1], &held_words[0], &weights[0, 0], acum,
+                                 &phi[0, 0], &alpha[d if per_doc_alpha else 0, 0], K, n_sweeps,
+                                 n_burn, zbuf, nd, dt, dt_pos, buf, kept, &out[0], gens[c])
+            free(zbuf); free(nd); free(dt); free(dt_pos); free(buf); free(kept)
+    free(acum)
     free(gens)

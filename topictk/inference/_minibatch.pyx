@@ -11,6 +11,9 @@ reduction across threads is exact and thread-count independent:
   by the number of kept sweeps to get E[n_kw]);
 * ``doc_topic`` (B, K) int64: the same for n_dk (used by DMR's gradient and by fold-in).
 
+With one prior for every document the draws use the sparse bucket path of
+``topictk/_cy/docsampler.pxd`` (cost per token follows the topics present in the document);
+with a prior per document (DMR) the dense categorical path.
 Streams: one bit generator per chunk of consecutive documents (never per thread).
 Equivalent to ``tests/reference/minibatch.py::local_gibbs``.
 """
@@ -21,50 +24,8 @@ from libc.stdlib cimport free, malloc
 
 from numpy.random cimport bitgen_t
 
-from topictk._cy.rng cimport bitgen_of, next_uniform, uniform_topic
-
-
-cdef int64_t _local_doc(int64_t begin, int64_t end, const int32_t* words, const double* weights,
-                        const double* alpha, Py_ssize_t K, int n_sweeps, int n_burn,
-                        int32_t* zbuf, int32_t* nd, double* cum, int64_t* word_topic,
-                        int64_t* doc_topic, bitgen_t* gen) noexcept nogil:
-    cdef int64_t n = end - begin, i
-    cdef Py_ssize_t k, kk
-    cdef int sweep
-    cdef double c, u
-    cdef const double* wrow
-    cdef int64_t fallbacks = 0
-    for k in range(K):
-        nd[k] = 0
-    for i in range(n):
-        k = uniform_topic(gen, <int> K)
-        zbuf[i] = <int32_t> k
-        nd[k] += 1
-    for sweep in range(n_sweeps):
-        for i in range(n):
-            wrow = weights + words[begin + i] * K
-            k = zbuf[i]
-            nd[k] -= 1
-            c = 0.0
-            for kk in range(K):
-                c = c + (nd[kk] + alpha[kk]) * wrow[kk]
-                cum[kk] = c
-            u = next_uniform(gen) * c
-            k = K - 1
-            for kk in range(K):
-                if u < cum[kk]:
-                    k = kk
-                    break
-            else:
-                fallbacks += 1
-            zbuf[i] = <int32_t> k
-            nd[k] += 1
-        if sweep >= n_burn:
-            for i in range(n):
-                word_topic[words[begin + i] * K + zbuf[i]] += 1
-            for k in range(K):
-                doc_topic[k] += nd[k]
-    return fallbacks
+from topictk._cy.docsampler cimport alpha_buckets, sample_document
+from topictk._cy.rng cimport bitgen_of
 
 
 def local_gibbs(const int64_t[::1] doc_ptr,       # IN  (B + 1) token offsets of the batch
@@ -88,7 +49,10 @@ def local_gibbs(const int64_t[::1] doc_ptr,       # IN  (B + 1) token offsets of
     cdef int64_t* buffers
     cdef int32_t* zbuf
     cdef int32_t* nd
-    cdef double* cum
+    cdef int32_t* dt
+    cdef int32_t* dt_pos
+    cdef double* buf
+    cdef double* acum = NULL
     if len(streams) != C:
         raise ValueError(f"{C} chunks need {C} streams, got {len(streams)}")
     if word_topic.shape[0] != VB or word_topic.shape[1] != K or doc_topic.shape[0] != B:
@@ -104,7 +68,11 @@ def local_gibbs(const int64_t[::1] doc_ptr,       # IN  (B + 1) token offsets of
         gens[c] = bitgen_of(streams[c])
     # thread-private integer accumulators for n_kw (thread 0 writes the output directly)
     buffers = <int64_t*> malloc(((T - 1) * VB * K + 1) * sizeof(int64_t))
+    if not per_doc_alpha:
+        acum = <double*> malloc((VB * K + 1) * sizeof(double))
     with nogil:
+        if acum != NULL:
+            alpha_buckets(&weights[0, 0], &alpha[0, 0], VB, K, acum)
         for i in range((T - 1) * VB * K):
             buffers[i] = 0
         with parallel(num_threads=T):
@@ -112,17 +80,20 @@ def local_gibbs(const int64_t[::1] doc_ptr,       # IN  (B + 1) token offsets of
             acc = &word_topic[0, 0] if t == 0 else buffers + (t - 1) * VB * K
             zbuf = <int32_t*> malloc(max_len * sizeof(int32_t))
             nd = <int32_t*> malloc(K * sizeof(int32_t))
-            cum = <double*> malloc(K * sizeof(double))
+            dt = <int32_t*> malloc(K * sizeof(int32_t))
+            dt_pos = <int32_t*> malloc(K * sizeof(int32_t))
+            buf = <double*> malloc(K * sizeof(double))
             for c in prange(C, schedule="dynamic", chunksize=1):
                 for d in range(chunk_bounds[c], chunk_bounds[c + 1]):
-                    fallbacks += _local_doc(doc_ptr[d], doc_ptr[d + 1], &words[0], &weights[0, 0],
-                                            &alpha[d if per_doc_alpha else 0, 0], K, n_sweeps,
-                                            n_burn, zbuf, nd, cum, acc, &doc_topic[d, 0],
-                                            gens[c])
-            free(zbuf); free(nd); free(cum)
+                    fallbacks += sample_document(
+                        doc_ptr[d], doc_ptr[d + 1], &words[0], &weights[0, 0], acum,
+                        &alpha[d if per_doc_alpha else 0, 0], K, n_sweeps, n_burn, zbuf, nd, dt,
+                        dt_pos, buf, acc, &doc_topic[d, 0], gens[c])
+            free(zbuf); free(nd); free(dt); free(dt_pos); free(buf)
         for t in range(T - 1):
             for i in range(VB * K):
                 (&word_topic[0, 0])[i] += buffers[t * VB * K + i]
     free(buffers)
+    free(acum)
     free(gens)
     return fallbacks
