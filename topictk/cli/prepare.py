@@ -25,6 +25,9 @@ def _summary(manifest: dict, out: str) -> str:
     else:
         lines.append(f"split:        seed {split['seed']}, test docs {split['test_docs']}, "
                      f"held-out fraction {split['heldout_fraction']}")
+    if split.get("heldout_train_fraction") is not None:
+        lines.append(f"protocol B:   {c.get('train_heldout_tokens', 0):,} training tokens held out "
+                     f"(fraction {split['heldout_train_fraction']} of each training document)")
     if c["undecodable_skipped"]:
         lines.append(f"skipped:      {c['undecodable_skipped']:,} undecodable lines/files")
     return "\n".join(lines)
@@ -52,6 +55,9 @@ def _summary(manifest: dict, out: str) -> str:
               help="Test documents: a share (< 1) or a count.")
 @click.option("--heldout-fraction", type=float, default=0.2, show_default=True,
               help="Share of each test document's tokens held out for scoring.")
+@click.option("--heldout-train-fraction", type=float, default=None,
+              help="Protocol B: also hold out this share of every training document's tokens "
+                   "(scored by 'evaluate' with each document's training state).")
 @click.option("--seed", type=int, default=0, show_default=True, help="Split seed.")
 @click.option("--test-observed", type=click.Path(dir_okay=False, path_type=str),
               help="UCI docword of the test documents' observed parts (imports a published split).")
@@ -59,10 +65,16 @@ def _summary(manifest: dict, out: str) -> str:
               help="UCI docword of the test documents' held-out parts.")
 @click.option("--encoding-errors", type=click.Choice(["strict", "skip"]), default="strict",
               show_default=True, help="On undecodable or binary input: stop, or count and skip.")
+@click.option("--split-field", default=None, metavar="FIELD",
+              help="JSONL field whose value, train or test, fixes which documents are test "
+                   "documents (instead of --test-docs).")
+@click.option("--vocab-list", type=click.Path(dir_okay=False, path_type=str), default=None,
+              help="A fixed vocabulary, one word per line; other words are dropped as the "
+                   "input is read.")
 @click.option("--force", is_flag=True, help="Replace an existing output directory.")
 def prepare(inputs, out, fmt, vocab, min_length, stopwords, min_df, max_df, vocab_size,
-            test_docs, heldout_fraction, seed, test_observed, test_heldout, encoding_errors,
-            force):
+            test_docs, heldout_fraction, heldout_train_fraction, seed, test_observed,
+            test_heldout, encoding_errors, split_field, vocab_list, force):
     """Turn text or bag-of-words INPUTS into a corpus store with a fixed held-out split.
 
     INPUTS are files with one document per line, a folder of .txt files, a .jsonl file,
@@ -70,8 +82,10 @@ def prepare(inputs, out, fmt, vocab, min_length, stopwords, min_df, max_df, voca
     """
     opts = PrepareOptions(format=fmt, vocab=vocab, min_length=min_length, stopwords=stopwords,
                           min_df=min_df, max_df=max_df, vocab_size=vocab_size,
-                          test_docs=test_docs, heldout_fraction=heldout_fraction, seed=seed,
+                          test_docs=test_docs, heldout_fraction=heldout_fraction,
+                          heldout_train_fraction=heldout_train_fraction, seed=seed,
                           test_observed=test_observed, test_heldout=test_heldout,
-                          encoding_errors=encoding_errors, force=force)
+                          encoding_errors=encoding_errors, split_field=split_field,
+                          vocab_list=vocab_list, force=force)
     manifest = prepare_corpus(list(inputs), out, opts)
     click.echo(_summary(manifest, out))

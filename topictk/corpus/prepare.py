@@ -8,7 +8,7 @@ from pathlib import Path
 import numpy as np
 
 from topictk.corpus import readers
-from topictk.corpus.splits import choose_test_documents, split_tokens
+from topictk.corpus.splits import choose_test_documents, split_tokens, split_train_tokens
 from topictk.corpus.stopwords import ENGLISH_STOPWORDS
 from topictk.corpus.store import csr_to_tokens, ptr_to_csr, tokens_to_ptr, write_store
 from topictk.corpus.text import tokenize
@@ -31,11 +31,14 @@ class PrepareOptions:
     vocab_size: int | None = None
     test_docs: float = 0.1
     heldout_fraction: float = 0.2
+    heldout_train_fraction: float | None = None   # Protocol B: share of each training doc held out
     seed: int = 0
     test_observed: str | None = None
     test_heldout: str | None = None
     encoding_errors: str = "strict"
     force: bool = False
+    split_field: str | None = None       # JSONL field whose value (train/test) fixes the split
+    vocab_list: str | None = None        # a fixed vocabulary, one word per line
 
     def check(self) -> None:
         if self.min_length < 1:
@@ -50,8 +53,15 @@ class PrepareOptions:
             raise UsageError(f"--test-docs must be a share in [0, 1) or a whole count; got {self.test_docs}")
         if not 0 < self.heldout_fraction < 1:
             raise UsageError(f"--heldout-fraction must be in (0, 1); got {self.heldout_fraction}")
+        if self.heldout_train_fraction is not None and not 0 < self.heldout_train_fraction < 1:
+            raise UsageError(f"--heldout-train-fraction must be in (0, 1); got "
+                             f"{self.heldout_train_fraction}")
         if self.encoding_errors not in ("strict", "skip"):
             raise UsageError(f"--encoding-errors must be strict or skip; got {self.encoding_errors}")
+        if self.vocab_list is not None and (self.vocab_size is not None or self.min_df != 1
+                                            or self.max_df != 1.0):
+            raise UsageError("--vocab-list fixes the vocabulary; drop --min-df, --max-df and "
+                             "--vocab-size")
         if (self.test_observed is None) != (self.test_heldout is None):
             raise UsageError("--test-observed and --test-heldout go together: give both docword files")
 
@@ -70,10 +80,34 @@ def _stopword_set(option: str | None, default_on: bool) -> frozenset[str]:
     return frozenset(w.strip().lower() for w in path.read_text(encoding="utf-8").split())
 
 
+def read_vocab_list(path: str) -> list[str]:
+    """A fixed vocabulary: one word per line, no empty lines, no duplicates."""
+    file = Path(path)
+    if not file.exists():
+        raise CorpusUsageError(f"{file}: vocabulary list not found")
+    try:
+        lines = file.read_text(encoding="utf-8").splitlines()
+    except UnicodeDecodeError:
+        raise CorpusError(f"{file}: vocabulary list is not valid UTF-8") from None
+    seen: dict[str, int] = {}
+    for lineno, line in enumerate(lines, start=1):
+        word = line.strip()
+        if not word:
+            raise CorpusError(f"{file}:{lineno}: empty line in the vocabulary list; remove it")
+        if word in seen:
+            raise CorpusError(f"{file}:{lineno}: '{word}' repeats line {seen[word]}; each word "
+                              f"must appear once")
+        seen[word] = lineno
+    if not seen:
+        raise CorpusUsageError(f"{file}: vocabulary list is empty")
+    return list(seen)
+
+
 def _read_text_documents(inputs: list[str], fmt: str, opts: PrepareOptions,
-                         stats: readers.ReadStats):
-    """Tokenised documents as id arrays over an input type table."""
-    type_ids: dict[str, int] = {}
+                         stats: readers.ReadStats, fixed_vocab: list[str] | None = None):
+    """Tokenised documents as id arrays over an input type table (or over ``fixed_vocab``,
+    whose out-of-vocabulary tokens are dropped as they are read)."""
+    type_ids: dict[str, int] = {w: i for i, w in enumerate(fixed_vocab)} if fixed_vocab else {}
     docs, ids, metas = [], [], []
     for source in inputs:
         if fmt == "dir":
@@ -84,8 +118,12 @@ def _read_text_documents(inputs: list[str], fmt: str, opts: PrepareOptions,
             stream = readers.read_lines(source, opts.encoding_errors, stats)
         for doc in stream:
             tokens = tokenize(doc.text, opts.min_length)
-            docs.append(np.fromiter((type_ids.setdefault(t, len(type_ids)) for t in tokens),
-                                    dtype=np.int32, count=len(tokens)))
+            if fixed_vocab:
+                known = [type_ids[t] for t in tokens if t in type_ids]
+                docs.append(np.array(known, dtype=np.int32))
+            else:
+                docs.append(np.fromiter((type_ids.setdefault(t, len(type_ids)) for t in tokens),
+                                        dtype=np.int32, count=len(tokens)))
             ids.append(doc.id)
             metas.append(doc.meta)
     names = [""] * len(type_ids)
@@ -93,6 +131,22 @@ def _read_text_documents(inputs: list[str], fmt: str, opts: PrepareOptions,
         names[i] = name
     has_meta = any(metas)
     return docs, names, ids, (metas if has_meta else None)
+
+
+def _split_from_field(field: str, metas: list[dict] | None, doc_ids: list[str],
+                      inputs: list[str]) -> np.ndarray:
+    """Test-document mask from a JSONL field whose values are 'train' or 'test'."""
+    where = ", ".join(inputs)
+    if metas is None:
+        raise CorpusUsageError(f"{where}: --split-field needs JSONL input with a '{field}' field")
+    mask = np.zeros(len(metas), dtype=bool)
+    for i, meta in enumerate(metas):
+        value = meta.get(field)
+        if value not in ("train", "test"):
+            raise CorpusError(f"{where}: document {doc_ids[i]} has {field} = {value!r}; "
+                              f"--split-field needs 'train' or 'test' in every document")
+        mask[i] = value == "test"
+    return mask
 
 
 def _remap(docs: list[np.ndarray], keep: np.ndarray, n_types: int) -> list[np.ndarray]:
@@ -145,23 +199,31 @@ def prepare(inputs: list[str], out: str | Path, opts: PrepareOptions) -> dict:
             train_ids = doc_ids
             test_ids = [str(i + 1) for i in range(len(obs_docs))]
     else:
-        all_docs, type_names, doc_ids, metas = _read_text_documents(inputs, fmt, opts, stats)
-        stop = _stopword_set(opts.stopwords, default_on=True)
+        fixed = read_vocab_list(opts.vocab_list) if opts.vocab_list else None
+        all_docs, type_names, doc_ids, metas = _read_text_documents(inputs, fmt, opts, stats,
+                                                                    fixed)
+        stop = _stopword_set(opts.stopwords, default_on=fixed is None)
 
     n_read = len(all_docs)
     if n_read == 0:
         where = ", ".join(inputs)
         raise CorpusUsageError(f"{where}: no documents found; the input is empty")
 
+    if opts.split_field is not None:
+        test_mask = _split_from_field(opts.split_field, metas, doc_ids, inputs)
     if not imported:
-        test_mask = choose_test_documents(n_read, opts.test_docs, opts.seed)
+        if opts.split_field is None:
+            test_mask = choose_test_documents(n_read, opts.test_docs, opts.seed)
         train_idx = np.flatnonzero(~test_mask)
         test_idx = np.flatnonzero(test_mask)
         train_docs = [all_docs[i] for i in train_idx]
     n_train_read = len(train_docs)
     df, cf = document_frequency(train_docs, len(type_names))
-    keep = select_vocabulary(type_names, df, cf, max(n_train_read, 1), min_df=opts.min_df,
-                             max_df=opts.max_df, vocab_size=opts.vocab_size, stopwords=stop)
+    if opts.vocab_list:
+        keep = np.arange(len(type_names))   # the given vocabulary, in its order
+    else:
+        keep = select_vocabulary(type_names, df, cf, max(n_train_read, 1), min_df=opts.min_df,
+                                 max_df=opts.max_df, vocab_size=opts.vocab_size, stopwords=stop)
     if keep.size == 0:
         raise CorpusUsageError(f"{', '.join(inputs)}: no word survives the vocabulary filters "
                                f"(--min-df, --max-df, --stopwords, --min-length); relax them")
@@ -204,6 +266,14 @@ def prepare(inputs: list[str], out: str | Path, opts: PrepareOptions) -> dict:
 
     V = len(vocab)
     arrays = {}
+    train_held = None
+    if opts.heldout_train_fraction is not None:
+        # Protocol B (§11.1): the observed parts are the training corpus
+        train_mapped, train_held = split_train_tokens(train_mapped, opts.heldout_train_fraction,
+                                                      opts.seed)
+        tptr, twords = tokens_to_ptr(train_held)
+        (arrays["train_held_indptr"], arrays["train_held_indices"],
+         arrays["train_held_counts"]) = ptr_to_csr(tptr, twords, V)
     ptr, words = tokens_to_ptr(train_mapped)
     arrays["train_doc_ptr"], arrays["train_words"] = ptr, words
     arrays["train_indptr"], arrays["train_indices"], arrays["train_counts"] = ptr_to_csr(ptr, words, V)
@@ -229,12 +299,20 @@ def prepare(inputs: list[str], out: str | Path, opts: PrepareOptions) -> dict:
     }
     split = ({"protocol": "imported", "observed": str(opts.test_observed),
               "heldout": str(opts.test_heldout)} if imported else
+             {"protocol": "document-completion", "seed": opts.seed, "split_field":
+              opts.split_field, "heldout_fraction": opts.heldout_fraction,
+              "test_docs": "from field"} if opts.split_field else
              {"protocol": "document-completion", "seed": opts.seed,
               "test_docs": opts.test_docs, "heldout_fraction": opts.heldout_fraction})
+    if train_held is not None:
+        counts["train_heldout_tokens"] = int(sum(t.size for t in train_held))
+        split["heldout_train_fraction"] = opts.heldout_train_fraction
+        split["train_protocol"] = "token-holdout"
     manifest = {
         "source": {"inputs": [str(i) for i in inputs], "format": fmt},
         "options": {"min_length": opts.min_length, "min_df": opts.min_df, "max_df": opts.max_df,
-                    "vocab_size": opts.vocab_size, "stopwords": opts.stopwords or "default"},
+                    "vocab_size": opts.vocab_size, "stopwords": opts.stopwords or "default",
+                    "vocab_list": opts.vocab_list},
         "counts": counts,
         "split": split,
         "vocab_sha256": vocab_hash(vocab),

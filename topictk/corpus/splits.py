@@ -28,14 +28,16 @@ def observed_count(n_tokens: int, heldout_fraction: float) -> int:
 
 
 def split_tokens(docs: list[np.ndarray], heldout_fraction: float,
-                 seed: int) -> tuple[list[np.ndarray], list[np.ndarray]]:
+                 seed: int, rng: np.random.Generator | None = None
+                 ) -> tuple[list[np.ndarray], list[np.ndarray]]:
     """Document completion split of every document's tokens.
 
-    One ``numpy.random.default_rng(seed)``; documents in index order; for each a
-    ``permutation(N_d)``; the first n_obs positions are observed (kept in that split order),
-    the rest held out.
+    One ``numpy.random.default_rng(seed)`` (or the generator ``rng`` when given); documents in
+    index order; for each a ``permutation(N_d)``; the first n_obs positions are observed (kept
+    in that split order), the rest held out.
     """
-    rng = np.random.default_rng(seed)
+    if rng is None:
+        rng = np.random.default_rng(seed)
     observed, heldout = [], []
     for tokens in docs:
         perm = rng.permutation(tokens.size)
@@ -43,3 +45,13 @@ def split_tokens(docs: list[np.ndarray], heldout_fraction: float,
         observed.append(tokens[perm[:n_obs]])
         heldout.append(tokens[perm[n_obs:]])
     return observed, heldout
+
+
+def split_train_tokens(docs: list[np.ndarray], heldout_fraction: float,
+                       seed: int) -> tuple[list[np.ndarray], list[np.ndarray]]:
+    """Protocol B (§11.1): the same per-document split applied to the training documents, with
+    its own generator ``default_rng(SeedSequence(seed, spawn_key=(2,)))`` so that it neither
+    reuses nor shifts the test documents' split. A document keeps at least one observed token
+    (n_obs = ceil((1 - f) N_d) >= 1)."""
+    rng = np.random.default_rng(np.random.SeedSequence(seed, spawn_key=(2,)))
+    return split_tokens(docs, heldout_fraction, seed, rng=rng)

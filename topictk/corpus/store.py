@@ -10,6 +10,10 @@ Layout (D documents, V words; ALGORITHMS.md §1.5 for the two representations)::
     train_counts.npy    int32 (M)
     test_obs_*          the observed part of each test document, both representations
     test_held_*         the held-out part of each test document, CSR only
+    train_held_*        optional (Protocol B, ``prepare --heldout-train-fraction``): the
+                        held-out tokens of each training document, CSR only; the train_*
+                        arrays then hold the observed parts. Listed in manifest.json only
+                        when present, so stores without them still open.
     train_ids.txt, test_ids.txt      original document ids, one per line
     train_meta.jsonl, test_meta.jsonl  metadata fields (JSONL input only)
 """
@@ -36,6 +40,11 @@ ARRAYS = {
     "test_obs_doc_ptr": np.int64, "test_obs_words": np.int32,
     "test_obs_indptr": np.int64, "test_obs_indices": np.int32, "test_obs_counts": np.int32,
     "test_held_indptr": np.int64, "test_held_indices": np.int32, "test_held_counts": np.int32,
+}
+
+# Written only when given (Protocol B token hold-out on the training documents, §11.1).
+OPTIONAL_ARRAYS = {
+    "train_held_indptr": np.int64, "train_held_indices": np.int32, "train_held_counts": np.int32,
 }
 
 
@@ -109,7 +118,9 @@ def write_store(out: Path, arrays: dict[str, np.ndarray], vocab: list[str], mani
     tmp = Path(tempfile.mkdtemp(prefix=f".{out.name}.tmp-", dir=out.parent))
     try:
         hashes = {}
-        for name, dtype in ARRAYS.items():
+        names = dict(ARRAYS)
+        names.update({k: v for k, v in OPTIONAL_ARRAYS.items() if k in arrays})
+        for name, dtype in names.items():
             arr = np.ascontiguousarray(arrays[name], dtype=dtype)
             path = tmp / f"{name}.npy"
             np.save(path, arr)
@@ -239,6 +250,14 @@ class CorpusStore:
     def test_heldout(self) -> Documents:
         return Documents(None, None, self.array("test_held_indptr"),
                          self.array("test_held_indices"), self.array("test_held_counts"))
+
+    def train_heldout(self) -> Documents | None:
+        """Held-out tokens of the training documents (Protocol B, row d = training document
+        d), or None when the store was prepared without ``--heldout-train-fraction``."""
+        if "train_held_indptr" not in self.manifest.get("arrays", {}):
+            return None
+        return Documents(None, None, self.array("train_held_indptr"),
+                         self.array("train_held_indices"), self.array("train_held_counts"))
 
     # ----------------------------------------------------------------- facts
     @property
