@@ -29,6 +29,16 @@ from libc.string cimport memcpy
 from numpy.random cimport bitgen_t
 
 from topictk._cy.docsampler cimport alpha_buckets, sample_document
+
+cdef extern from *:
+    """
+    #if defined(__GNUC__)
+    #define TOPICTK_PREFETCH(p) __builtin_prefetch((p))
+    #else
+    #define TOPICTK_PREFETCH(p) ((void)0)
+    #endif
+    """
+    void TOPICTK_PREFETCH(const void* p) noexcept nogil
 from topictk._cy.rng cimport bitgen_of, next_uniform, uniform_topic
 
 
@@ -223,6 +233,9 @@ cdef int64_t _sweep_chunk_sparse(int64_t d_begin, int64_t d_end, const int64_t* 
             w = words[i]
             lst = wt_entries + wt_ptr[w]
             k = z[i]
+            if i + 2 < doc_ptr[d_end]:
+                # the next tokens' lists are random pool locations: ask for them early
+                TOPICTK_PREFETCH(wt_entries + wt_ptr[words[i + 2]])
 
             # remove the token from every count
             inv = rden[k]
