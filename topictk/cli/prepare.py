@@ -28,6 +28,12 @@ def _summary(manifest: dict, out: str) -> str:
     if split.get("heldout_train_fraction") is not None:
         lines.append(f"protocol B:   {c.get('train_heldout_tokens', 0):,} training tokens held out "
                      f"(fraction {split['heldout_train_fraction']} of each training document)")
+    if "features" in manifest:
+        f = manifest["features"]
+        lines.append(f"features:     {len(f['names'])} ({', '.join(f['names'][:8])}"
+                     f"{', ...' if len(f['names']) > 8 else ''}); filled-in missing values "
+                     f"{f['train']['missing_values'] + f['test']['missing_values']}, unseen "
+                     f"test categories {f['test']['unseen_categories']}")
     if c["undecodable_skipped"]:
         lines.append(f"skipped:      {c['undecodable_skipped']:,} undecodable lines/files")
     return "\n".join(lines)
@@ -71,10 +77,15 @@ def _summary(manifest: dict, out: str) -> str:
 @click.option("--vocab-list", type=click.Path(dir_okay=False, path_type=str), default=None,
               help="A fixed vocabulary, one word per line; other words are dropped as the "
                    "input is read.")
+@click.option("--meta", default=None, metavar="FIELDS",
+              help="Metadata fields kept as document features, e.g. year,party:cat "
+                   "(numeric standardised, categorical one-hot; :num/:cat force the type).")
+@click.option("--meta-file", type=click.Path(dir_okay=False, path_type=str), default=None,
+              help="Tab-separated metadata with a header row, row i for input document i.")
 @click.option("--force", is_flag=True, help="Replace an existing output directory.")
 def prepare(inputs, out, fmt, vocab, min_length, stopwords, min_df, max_df, vocab_size,
             test_docs, heldout_fraction, heldout_train_fraction, seed, test_observed,
-            test_heldout, encoding_errors, split_field, vocab_list, force):
+            test_heldout, encoding_errors, split_field, vocab_list, meta, meta_file, force):
     """Turn text or bag-of-words INPUTS into a corpus store with a fixed held-out split.
 
     INPUTS are files with one document per line, a folder of .txt files, a .jsonl file,
@@ -86,6 +97,6 @@ def prepare(inputs, out, fmt, vocab, min_length, stopwords, min_df, max_df, voca
                           heldout_train_fraction=heldout_train_fraction, seed=seed,
                           test_observed=test_observed, test_heldout=test_heldout,
                           encoding_errors=encoding_errors, split_field=split_field,
-                          vocab_list=vocab_list, force=force)
+                          vocab_list=vocab_list, meta=meta, meta_file=meta_file, force=force)
     manifest = prepare_corpus(list(inputs), out, opts)
     click.echo(_summary(manifest, out))

@@ -8,6 +8,7 @@ from pathlib import Path
 import numpy as np
 
 from topictk.corpus import readers
+from topictk.corpus.features import fit_encoding, parse_meta_option, read_meta_file
 from topictk.corpus.splits import choose_test_documents, split_tokens, split_train_tokens
 from topictk.corpus.stopwords import ENGLISH_STOPWORDS
 from topictk.corpus.store import csr_to_tokens, ptr_to_csr, tokens_to_ptr, write_store
@@ -38,6 +39,8 @@ class PrepareOptions:
     encoding_errors: str = "strict"
     force: bool = False
     split_field: str | None = None       # JSONL field whose value (train/test) fixes the split
+    meta: str | None = None              # metadata fields kept as features: "year,party:cat"
+    meta_file: str | None = None         # tab-separated metadata, one row per input document
     vocab_list: str | None = None        # a fixed vocabulary, one word per line
 
     def check(self) -> None:
@@ -208,6 +211,12 @@ def prepare(inputs: list[str], out: str | Path, opts: PrepareOptions) -> dict:
     if n_read == 0:
         where = ", ".join(inputs)
         raise CorpusUsageError(f"{where}: no documents found; the input is empty")
+    if opts.meta_file is not None:
+        rows = read_meta_file(opts.meta_file)
+        if len(rows) != n_read:
+            raise CorpusError(f"{opts.meta_file}: has {len(rows)} rows but the input has "
+                              f"{n_read} documents; row i must describe document i")
+        metas = [dict(r, **(metas[i] if metas else {})) for i, r in enumerate(rows)]
 
     if opts.split_field is not None:
         test_mask = _split_from_field(opts.split_field, metas, doc_ids, inputs)
@@ -242,7 +251,7 @@ def prepare(inputs: list[str], out: str | Path, opts: PrepareOptions) -> dict:
         dropped_test = len(obs_docs) - len(test_keep)
         test_meta = None
         train_ids_all = train_ids
-        train_meta_all = None
+        train_meta_all = metas
     else:
         test_full = _remap([all_docs[i] for i in test_idx], keep, len(type_names))
         oov_test = sum(all_docs[i].size for i in test_idx) - sum(t.size for t in test_full)
@@ -266,6 +275,18 @@ def prepare(inputs: list[str], out: str | Path, opts: PrepareOptions) -> dict:
 
     V = len(vocab)
     arrays = {}
+    features = None
+    if opts.meta is not None:
+        where = opts.meta_file or ", ".join(inputs)
+        if train_meta is None:
+            raise CorpusUsageError(f"{where}: --meta needs document metadata: JSONL fields or "
+                                   f"a --meta-file")
+        encoding = fit_encoding(parse_meta_option(opts.meta), train_meta, train_ids_kept, where)
+        arrays["train_features"], train_stats = encoding.encode(train_meta, train_ids_kept, where)
+        if test_meta is None and obs_mapped:
+            raise CorpusUsageError(f"{where}: --meta needs metadata for the test documents too")
+        arrays["test_features"], test_stats = encoding.encode(test_meta or [], test_ids, where)
+        features = dict(encoding.to_json(), train=train_stats, test=test_stats)
     train_held = None
     if opts.heldout_train_fraction is not None:
         # Protocol B (§11.1): the observed parts are the training corpus
@@ -317,6 +338,8 @@ def prepare(inputs: list[str], out: str | Path, opts: PrepareOptions) -> dict:
         "split": split,
         "vocab_sha256": vocab_hash(vocab),
     }
+    if features is not None:
+        manifest["features"] = features
     return write_store(Path(out), arrays, vocab, manifest, train_ids=train_ids_kept,
                        test_ids=test_ids, train_meta=train_meta, test_meta=test_meta,
                        force=opts.force)

@@ -15,7 +15,8 @@ Layout (D documents, V words; ALGORITHMS.md §1.5 for the two representations)::
                         arrays then hold the observed parts. Listed in manifest.json only
                         when present, so stores without them still open.
     train_ids.txt, test_ids.txt      original document ids, one per line
-    train_meta.jsonl, test_meta.jsonl  metadata fields (JSONL input only)
+    train_meta.jsonl, test_meta.jsonl  metadata fields (JSONL input or --meta-file)
+    train_features, test_features     optional (prepare --meta): (D, F) float64 features
 """
 from __future__ import annotations
 
@@ -45,6 +46,8 @@ ARRAYS = {
 # Written only when given (Protocol B token hold-out on the training documents, §11.1).
 OPTIONAL_ARRAYS = {
     "train_held_indptr": np.int64, "train_held_indices": np.int32, "train_held_counts": np.int32,
+    # document features from metadata (prepare --meta; DMR), the intercept last
+    "train_features": np.float64, "test_features": np.float64,
 }
 
 
@@ -258,6 +261,18 @@ class CorpusStore:
             return None
         return Documents(None, None, self.array("train_held_indptr"),
                          self.array("train_held_indices"), self.array("train_held_counts"))
+
+    def features(self, part: str) -> np.ndarray | None:
+        """(D, F) document features of ``part`` ("train" or "test"), or None when the store was
+        prepared without ``--meta``."""
+        name = f"{part}_features"
+        if name not in self.manifest.get("arrays", {}):
+            return None
+        return self.array(name)
+
+    @property
+    def feature_names(self) -> list[str]:
+        return list(self.manifest.get("features", {}).get("names", []))
 
     # ----------------------------------------------------------------- facts
     @property
