@@ -47,10 +47,13 @@ def _draw(u_total: float, cum: list[float]) -> int:
 
 
 def _sweep_dense(docs, doc_ptr, words, z, ndk, nkw, nk, alpha, beta, rng):
+    """Dense sampler; ``alpha`` is (K,) or (D, K), one prior per document."""
     K = ndk.shape[1]
+    alpha = np.atleast_2d(alpha)
     vbeta = nkw.shape[0] * beta
     rden = [1.0 / (float(nk[k]) + vbeta) for k in range(K)]
     for d in docs:
+        a = alpha[d] if alpha.shape[0] > 1 else alpha[0]
         for i in range(doc_ptr[d], doc_ptr[d + 1]):
             w, k = words[i], z[i]
             ndk[d, k] -= 1
@@ -59,7 +62,7 @@ def _sweep_dense(docs, doc_ptr, words, z, ndk, nkw, nk, alpha, beta, rng):
             rden[k] = 1.0 / (float(nk[k]) + vbeta)
             c, cum = 0.0, []
             for kk in range(K):
-                c = c + (float(ndk[d, kk]) + alpha[kk]) * (float(nkw[w, kk]) + beta) * rden[kk]
+                c = c + (float(ndk[d, kk]) + a[kk]) * (float(nkw[w, kk]) + beta) * rden[kk]
                 cum.append(c)
             k = _draw(rng.random() * c, cum)
             z[i] = k
@@ -75,7 +78,7 @@ def _sweep_sparse(docs, doc_ptr, words, z, ndk, nkw, nk, alpha, beta, rng, lists
     K = ndk.shape[1]
     vbeta = nkw.shape[0] * beta
     mask = (1 << bits) - 1
-    alpha = [float(a) for a in alpha]
+    alpha = [float(a) for a in np.ravel(alpha)]
     s = 0.0
     rden = [0.0] * K
     coef = [0.0] * K

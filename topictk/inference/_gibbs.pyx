@@ -140,24 +140,28 @@ def build_word_topic_lists(const int32_t[:, ::1] nkw,   # IN  (V, K) word-major 
 
 cdef int64_t _sweep_chunk_dense(int64_t d_begin, int64_t d_end, const int64_t* doc_ptr,
                                 const int32_t* words, int32_t* z, int32_t* ndk, int32_t* nkw,
-                                int64_t* nk, const double* alpha, double beta, double vbeta,
-                                Py_ssize_t K, double* cum, double* rden,
-                                bitgen_t* gen) noexcept nogil:
+                                int64_t* nk, const double* alpha, bint per_doc_alpha,
+                                double beta, double vbeta, Py_ssize_t K, double* cum,
+                                double* rden, bitgen_t* gen) noexcept nogil:
     """Dense exact sampler (§2.2) over documents [d_begin, d_end).
 
-    ``rden[k]`` caches 1 / (n_k + V beta), refreshed whenever n_k changes.
+    ``alpha`` is one prior (K,) or, with ``per_doc_alpha``, a (D, K) prior per document
+    (DMR, §9.2). ``rden[k]`` caches 1 / (n_k + V beta), refreshed whenever n_k changes.
     """
     cdef int64_t d, i
     cdef Py_ssize_t k, kk
     cdef int32_t w
     cdef int32_t* nd
     cdef int32_t* nw
+    cdef const double* a = alpha
     cdef double c, u
     cdef int64_t fallbacks = 0
     for k in range(K):
         rden[k] = 1.0 / (nk[k] + vbeta)
     for d in range(d_begin, d_end):
         nd = ndk + d * K
+        if per_doc_alpha:
+            a = alpha + d * K
         for i in range(doc_ptr[d], doc_ptr[d + 1]):
             w = words[i]
             nw = nkw + w * K
@@ -168,7 +172,7 @@ cdef int64_t _sweep_chunk_dense(int64_t d_begin, int64_t d_end, const int64_t* d
             rden[k] = 1.0 / (nk[k] + vbeta)
             c = 0.0
             for kk in range(K):
-                c = c + (nd[kk] + alpha[kk]) * (nw[kk] + beta) * rden[kk]
+                c = c + (nd[kk] + a[kk]) * (nw[kk] + beta) * rden[kk]
                 cum[kk] = c
             u = next_uniform(gen) * c
             k = K - 1
@@ -333,7 +337,7 @@ def gibbs_sweep(const int64_t[::1] doc_ptr,      # IN  (D + 1) token offsets
                 int32_t[:, ::1] ndk,             # IN/OUT (D, K)
                 int32_t[:, ::1] nkw,             # IN/OUT (V, K) word-major
                 int64_t[::1] nk,                 # IN/OUT (K)
-                const double[::1] alpha,         # IN  (K)
+                const double[:, ::1] alpha,      # IN  (1, K), or (D, K) per document (dense only)
                 double beta,
                 const int64_t[::1] chunk_bounds, # IN  (C + 1) document boundaries of chunks
                 list streams,                    # IN  C PCG64 bit generators, one per chunk
@@ -350,6 +354,9 @@ def gibbs_sweep(const int64_t[::1] doc_ptr,      # IN  (D + 1) token offsets
     at the start of the iteration, and the changes are merged afterwards (integer sums, so
     the merge order does not matter). Equivalent to ``tests/reference/gibbs.py::sweep``.
     """
+    cdef bint per_doc_alpha = alpha.shape[0] > 1
+    if per_doc_alpha and sparse:
+        raise ValueError("SparseLDA needs one alpha for every document; use the dense sampler")
     cdef Py_ssize_t C = chunk_bounds.shape[0] - 1
     cdef Py_ssize_t K = ndk.shape[1], V = nkw.shape[0]
     cdef Py_ssize_t N = words.shape[0]
@@ -392,13 +399,14 @@ def gibbs_sweep(const int64_t[::1] doc_ptr,      # IN  (D + 1) token offsets
             if sparse:
                 fallbacks = _sweep_chunk_sparse(
                     chunk_bounds[0], chunk_bounds[1], &doc_ptr[0], &words[0], &z[0], &ndk[0, 0],
-                    &nk[0], &alpha[0], beta, vbeta, K, &wt_entries[0], &wt_ptr[0],
+                    &nk[0], &alpha[0, 0], beta, vbeta, K, &wt_entries[0], &wt_ptr[0],
                     &wt_len[0], bits, dt, dt_pos, coef, qbuf, rden, gens[0])
                 _lists_to_counts(&wt_entries[0], &wt_ptr[0], &wt_len[0], &nkw[0, 0], V, K, bits)
             else:
                 fallbacks = _sweep_chunk_dense(
                     chunk_bounds[0], chunk_bounds[1], &doc_ptr[0], &words[0], &z[0], &ndk[0, 0],
-                    &nkw[0, 0], &nk[0], &alpha[0], beta, vbeta, K, coef, rden, gens[0])
+                    &nkw[0, 0], &nk[0], &alpha[0, 0], per_doc_alpha, beta, vbeta, K, coef, rden,
+                    gens[0])
         free(dt); free(dt_pos); free(coef); free(qbuf); free(rden); free(gens)
         return fallbacks
 
@@ -421,13 +429,14 @@ def gibbs_sweep(const int64_t[::1] doc_ptr,      # IN  (D + 1) token offsets
                 memcpy(l_wt_len, &wt_len[0], V * sizeof(int32_t))
                 fallbacks += _sweep_chunk_sparse(
                     chunk_bounds[c], chunk_bounds[c + 1], &doc_ptr[0], &words[0], &z[0],
-                    &ndk[0, 0], l_nk, &alpha[0], beta, vbeta, K, l_wt, &wt_ptr[0],
+                    &ndk[0, 0], l_nk, &alpha[0, 0], beta, vbeta, K, l_wt, &wt_ptr[0],
                     l_wt_len, bits, dt, dt_pos, coef, qbuf, rden, gens[c])
             else:
                 memcpy(l_nkw, &nkw[0, 0], V * K * sizeof(int32_t))
                 fallbacks += _sweep_chunk_dense(
                     chunk_bounds[c], chunk_bounds[c + 1], &doc_ptr[0], &words[0], &z[0],
-                    &ndk[0, 0], l_nkw, l_nk, &alpha[0], beta, vbeta, K, coef, rden, gens[c])
+                    &ndk[0, 0], l_nkw, l_nk, &alpha[0, 0], per_doc_alpha, beta, vbeta, K, coef,
+                    rden, gens[c])
         free(l_nkw); free(l_nk); free(l_wt); free(l_wt_len)
         free(dt); free(dt_pos); free(coef); free(qbuf); free(rden)
 

@@ -141,7 +141,8 @@ class GibbsDriver(Driver):
         self._ensure_lists(state)
         chunk_streams = self.streams.chunk_streams((3,), self.n_chunks, persistent=True)
         fallbacks = _gibbs.gibbs_sweep(
-            self.doc_ptr, self.words, state.z, state.ndk, state.nkw, state.nk, state.alpha,
+            self.doc_ptr, self.words, state.z, state.ndk, state.nkw, state.nk,
+            np.ascontiguousarray(state.alpha.reshape(1, -1)),
             state.beta, self.bounds, chunk_streams, self.sparse, self.wt_ptr, self.wt_entries,
             self.wt_len, self.bits, self.threads)
         state.step = t + 1
@@ -169,7 +170,27 @@ class GibbsDriver(Driver):
         return float((doc_part + topic_part) / max(self.n_tokens, 1))
 
     def sample(self, state: CountState) -> dict[str, np.ndarray]:
-        return {"nkw": state.nkw.copy(), "nk": state.nk.copy(), "alpha": state.alpha.copy()}
+        arrays = {"nkw": state.nkw.copy(), "nk": state.nk.copy(), "alpha": state.alpha.copy()}
+        if self.store.train_heldout() is not None:   # Protocol B scores with n_dk per sample
+            arrays["ndk"] = state.ndk.copy()
+        return arrays
+
+    def train_heldout_probabilities(self, state: CountState, samples,
+                                    heldout) -> np.ndarray:
+        """Protocol B (§11.2): p-hat = (1/S) sum_s sum_k theta-hat^s_dk phi-hat^s_kw with
+        theta-hat^s = (n_dk + alpha)/(N_d + alpha_sum) (TNW 2007 eq. 20), over the saved
+        samples that hold n_dk (the current state when there are none)."""
+        from topictk.inference.vb import mixture_probabilities
+
+        samples = [s for s in (samples or []) if "ndk" in s] or [self.sample(state) | {
+            "ndk": state.ndk}]
+        total = np.zeros(np.asarray(heldout.indices).size)
+        for s in samples:
+            ndk = s["ndk"].astype(np.float64)
+            theta = (ndk + s["alpha"]) / (ndk.sum(axis=1, keepdims=True) + s["alpha"].sum())
+            total += mixture_probabilities(heldout, theta, phi_hat(s["nkw"], s["nk"], state.beta),
+                                           self.threads)
+        return total / len(samples)
 
     def heldout_probabilities(self, state: CountState, samples, test: TestSet,
                               pass_index: int) -> np.ndarray:
