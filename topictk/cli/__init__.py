@@ -26,6 +26,20 @@ class TopictkGroup(click.Group):
             ctx.exit(1)
 
 
+class _StderrHandler(logging.StreamHandler):
+    """Writes to ``sys.stderr`` as it is when a record is emitted, not when the handler was
+    made: a command run again in the same process (click's CliRunner swaps the streams for
+    every invocation) must not log to the streams of an earlier invocation."""
+
+    @property
+    def stream(self):
+        return sys.stderr
+
+    @stream.setter
+    def stream(self, value):
+        pass
+
+
 @click.group(cls=TopictkGroup, context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(__version__, prog_name="topictk")
 @click.option("--debug", is_flag=True, help="Show tracebacks and debug logging.")
@@ -36,7 +50,7 @@ def cli(ctx: click.Context, debug: bool) -> None:
     ctx.obj["debug"] = debug
     logger = logging.getLogger("topictk")
     if not logger.handlers:
-        handler = logging.StreamHandler(sys.stderr)
+        handler = _StderrHandler()
         handler.setFormatter(logging.Formatter("topictk: %(message)s"))
         logger.addHandler(handler)
     logger.setLevel(logging.DEBUG if debug else logging.INFO)

@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import copy
 import difflib
+import re
 from pathlib import Path
 from typing import Any, Mapping
 
@@ -11,6 +12,17 @@ import yaml
 from topictk.config.schema import (EVALUATION, INFERENCE_COMMON, MODEL, TOP_LEVEL, TRAINING,
                                    Option)
 from topictk.errors import ConfigError
+
+
+class _Loader(yaml.SafeLoader):
+    """SafeLoader that also reads ``1e-3`` as a number. PyYAML follows YAML 1.1, whose floats
+    need a dot, so ``beta: 1e-3`` or ``--set model.beta=1e-3`` would be the string '1e-3'."""
+
+
+_Loader.add_implicit_resolver(
+    "tag:yaml.org,2002:float",
+    re.compile(r"^[-+]?[0-9][0-9_]*(?:\.[0-9_]*)?[eE][-+]?[0-9]+$"),
+    list("-+0123456789"))
 
 
 class Section(Mapping[str, Any]):
@@ -77,7 +89,7 @@ def parse_override(text: str) -> tuple[list[str], Any]:
     if not key.strip() or any(not p for p in parts):
         raise ConfigError(f"--set expects section.key=value; got {text!r}")
     try:
-        value = yaml.safe_load(raw) if raw.strip() else None
+        value = yaml.load(raw, Loader=_Loader) if raw.strip() else None
     except yaml.YAMLError:
         value = raw
     return parts, value
@@ -181,7 +193,7 @@ def load_config(path: str | Path | None, overrides: list[str] = (),
             raise ConfigError(f"{path}: config file not found")
         try:
             text = path.read_text(encoding="utf-8")
-            raw = yaml.safe_load(text)
+            raw = yaml.load(text, Loader=_Loader)
         except UnicodeDecodeError:
             raise ConfigError(f"{path}: not a UTF-8 text file; give a YAML config") from None
         except yaml.YAMLError as exc:

@@ -72,9 +72,14 @@ def load_arrays(path: Path) -> tuple[dict, dict[str, np.ndarray]]:
     if not path.exists():
         raise CheckpointError(f"{path}: not found")
     try:
-        with np.load(path, allow_pickle=False) as data:
-            header = json.loads(bytes(data["header"]).decode("utf-8"))
-            arrays = {k[2:]: data[k] for k in data.files if k.startswith("a_")}
+        # open the file here: np.load leaks its own handle when a damaged zip fails to open
+        with open(path, "rb") as f:
+            data = np.load(f, allow_pickle=False)
+            if not isinstance(data, np.lib.npyio.NpzFile):
+                raise ValueError("not an npz archive")
+            with data:
+                header = json.loads(bytes(data["header"]).decode("utf-8"))
+                arrays = {k[2:]: data[k] for k in data.files if k.startswith("a_")}
     except (OSError, ValueError, KeyError, EOFError, zipfile.BadZipFile, UnicodeDecodeError,
             json.JSONDecodeError) as exc:
         raise CheckpointError(f"{path}: truncated or corrupt ({type(exc).__name__}); {fix}") from None
