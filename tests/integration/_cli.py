@@ -1,0 +1,105 @@
+"""Helpers for the command-line tests: a CliRunner wrapper that checks the error contract,
+config files written on the fly, and readers of run directories."""
+from __future__ import annotations
+
+import hashlib
+import json
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import yaml
+from click.testing import CliRunner
+
+from topictk.cli import cli
+
+REPO = Path(__file__).resolve().parents[2]
+EXAMPLE = REPO / "examples" / "python_reference.txt"
+
+
+@dataclass
+class Outcome:
+    exit_code: int
+    stdout: str
+    stderr: str
+    exception: BaseException | None
+
+
+def run(*args: str) -> Outcome:
+    """``topictk ARGS`` in this process; stdout and stderr kept apart."""
+    result = CliRunner().invoke(cli, [str(a) for a in args], catch_exceptions=True)
+    return Outcome(result.exit_code, result.stdout, result.stderr, result.exception)
+
+
+def ok(*args: str) -> Outcome:
+    outcome = run(*args)
+    assert outcome.exit_code == 0, (outcome.stdout, outcome.stderr, outcome.exception)
+    return outcome
+
+
+def fails(code: int, *args: str) -> str:
+    """Run a command that must fail with ``code`` and one ``topictk: error:`` line, and no
+    traceback; returns the message after ``topictk: error: ``."""
+    outcome = run(*args)
+    assert outcome.exit_code == code, (outcome.exit_code, outcome.stdout, outcome.stderr,
+                                       outcome.exception)
+    assert isinstance(outcome.exception, SystemExit), repr(outcome.exception)
+    assert "Traceback" not in outcome.stderr + outcome.stdout
+    lines = [line for line in outcome.stderr.splitlines() if line.strip()]
+    errors = [line for line in lines if line.startswith("topictk: error: ")]
+    assert len(errors) == 1, outcome.stderr
+    assert errors[0] == lines[-1]
+    return errors[0][len("topictk: error: "):]
+
+
+def snapshot(directory: Path) -> dict[str, str]:
+    """sha256 of every file under ``directory`` (relative path -> digest)."""
+    return {str(p.relative_to(directory)): hashlib.sha256(p.read_bytes()).hexdigest()
+            for p in sorted(directory.rglob("*")) if p.is_file()}
+
+
+def write_config(directory: Path, store: Path, name: str = "exp.yaml", **sections) -> Path:
+    """A small collapsed-Gibbs experiment on ``store``; ``sections`` update the defaults."""
+    data = {
+        "corpus": str(store),
+        "output": str(directory / "run"),
+        "model": {"topics": 6, "alpha": 0.1, "beta": 0.01},
+        "inference": {"algorithm": "gibbs", "iterations": 40, "burn_in": 20, "thin": 10},
+        "training": {"seed": 5, "eval_every": 10, "checkpoint_every": 20, "keep_checkpoints": 5},
+        "evaluation": {"fold_in_sweeps": 10, "fold_in_burn_in": 5},
+    }
+    for section, values in sections.items():
+        if isinstance(values, dict):
+            data[section] = {**data.get(section, {}), **values}
+        else:
+            data[section] = values
+    path = directory / name
+    path.write_text(yaml.safe_dump(data, sort_keys=False), encoding="utf-8")
+    return path
+
+
+def model_arrays(run_dir: Path, name: str = "model.npz") -> tuple[dict, dict[str, np.ndarray]]:
+    from topictk.training.checkpoint import load_arrays
+    return load_arrays(run_dir / name)
+
+
+def metrics(run_dir: Path) -> list[dict]:
+    return [json.loads(line) for line in (run_dir / "metrics.jsonl").read_text().splitlines()]
+
+
+def comparable_metrics(run_dir: Path) -> list[tuple]:
+    """What must not depend on timing: step, counters, perplexity, log joint."""
+    return [(m["step"], m["tokens_seen"], m["documents_seen"], m.get("perplexity_point"),
+             m.get("log_joint_per_token")) for m in metrics(run_dir)]
+
+
+def samples(run_dir: Path) -> dict[str, dict[str, np.ndarray]]:
+    from topictk.training.checkpoint import load_arrays
+    return {p.name: load_arrays(p)[1] for p in sorted((run_dir / "samples").glob("*.npz"))}
+
+
+def assert_same_arrays(a: dict[str, np.ndarray], b: dict[str, np.ndarray]) -> None:
+    assert set(a) == set(b)
+    for name in a:
+        assert a[name].dtype == b[name].dtype, name
+        assert np.array_equal(a[name], b[name]), f"{name} differs"

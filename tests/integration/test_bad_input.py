@@ -1,0 +1,374 @@
+"""Bad input through the command line (DESIGN.md "Command line"): exit code 2 for usage and
+config errors, 1 for data errors, always one ``topictk: error:`` line naming the file or key and
+the fix, never a traceback, and an existing output directory left exactly as it was."""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+import yaml
+
+from tests.integration._cli import (EXAMPLE, fails, ok, run, snapshot, write_config)
+from topictk.errors import CorpusUsageError
+from topictk.inference.registry import algorithm_names
+
+
+# ------------------------------------------------------------------------- prepare
+@pytest.fixture
+def existing_store(tmp_path) -> Path:
+    """An existing store at --out; failing ``prepare --force`` runs must leave it untouched."""
+    out = tmp_path / "store"
+    ok("prepare", EXAMPLE, "--out", out)
+    return out
+
+
+def _prepare_fails(code: int, existing: Path, *args) -> str:
+    before = snapshot(existing)
+    message = fails(code, "prepare", *args, "--out", existing, "--force")
+    assert snapshot(existing) == before
+    assert sorted(p.name for p in existing.parent.iterdir() if p.name.startswith(".")) == []
+    return message
+
+
+def test_empty_input_file(tmp_path, existing_store):
+    empty = tmp_path / "empty.txt"
+    empty.write_text("")
+    message = _prepare_fails(2, existing_store, empty)
+    assert message == f"{empty}: no documents found; the input is empty"
+
+
+def test_missing_input_file(tmp_path, existing_store):
+    message = _prepare_fails(2, existing_store, tmp_path / "nope.txt")
+    assert message == f"{tmp_path / 'nope.txt'}: no such file; check the input path"
+
+
+def test_binary_file(tmp_path, existing_store):
+    binary = tmp_path / "data.txt"
+    binary.write_bytes(b"some text line\n\x00\x01\x02\xff binary\n")
+    message = _prepare_fails(1, existing_store, binary)
+    assert message.startswith(f"{binary}:2: looks like a binary file (NUL byte)")
+    assert "--encoding-errors skip" in message
+
+
+def test_non_utf8_file_names_file_and_line(tmp_path, existing_store):
+    latin = tmp_path / "latin1.txt"
+    text = "first line is fine\nsecond one too\ncaf\u00e9 cr\u00e8me\n"
+    latin.write_bytes(text.encode("latin-1"))
+    message = _prepare_fails(1, existing_store, latin)
+    assert message == (f"{latin}:3: not valid UTF-8; convert the file to UTF-8, or use "
+                       f"--encoding-errors skip to count and skip such lines")
+
+
+def test_encoding_errors_skip_counts_and_skips(tmp_path):
+    mixed = tmp_path / "mixed.txt"
+    mixed.write_bytes(b"python classes define methods\n"
+                      b"caf\xe9 cr\xe8me latin one\n"
+                      b"modules import functions\n"
+                      b"\x00\x00 binary junk\n"
+                      b"strings format values\n")
+    out = ok("prepare", mixed, "--out", tmp_path / "store", "--encoding-errors", "skip",
+             "--test-docs", "0")
+    assert "skipped:      2 undecodable lines/files" in out.stdout
+    assert "documents:    3 train, 0 test (3 read;" in out.stdout
+    manifest = json.loads((tmp_path / "store" / "manifest.json").read_text())
+    assert manifest["counts"]["undecodable_skipped"] == 2
+    vocab = (tmp_path / "store" / "vocab.txt").read_text().split()
+    assert "latin" not in vocab and "binary" not in vocab and "python" in vocab
+    ids = (tmp_path / "store" / "train_ids.txt").read_text().split()
+    assert [i.rsplit(":", 1)[1] for i in ids] == ["1", "3", "5"]
+
+
+def _uci(tmp_path: Path, name: str, header: tuple[int, int, int], body: list[str],
+         vocab: list[str]) -> Path:
+    (tmp_path / f"vocab.{name}.txt").write_text("\n".join(vocab) + "\n")
+    path = tmp_path / f"docword.{name}.txt"
+    path.write_text("\n".join(str(x) for x in header) + "\n" + "\n".join(body) + "\n")
+    return path
+
+
+def test_uci_header_nnz_disagrees_with_body(tmp_path, existing_store):
+    path = _uci(tmp_path, "nnz", (2, 3, 3), ["1 1 2", "1 2 1", "2 3 4", "2 1 1"],
+                ["ant", "bee", "cat"])
+    message = _prepare_fails(1, existing_store, path)
+    assert message == (f"{path}: header says NNZ = 3 but the body has 4 entries; the file is "
+                       f"truncated or its header is wrong")
+
+
+def test_uci_document_id_beyond_d(tmp_path, existing_store):
+    path = _uci(tmp_path, "docid", (2, 3, 3), ["1 1 2", "3 2 1", "2 3 4"], ["ant", "bee", "cat"])
+    message = _prepare_fails(1, existing_store, path)
+    assert message == (f"{path}:5: document id outside 1..2 (header D); the header disagrees "
+                       f"with the body")
+
+
+def test_uci_vocabulary_shorter_than_largest_word_id(tmp_path, existing_store):
+    path = _uci(tmp_path, "short", (2, 3, 3), ["1 1 2", "1 2 1", "2 3 4"], ["ant", "bee"])
+    message = _prepare_fails(1, existing_store, path)
+    vocab = tmp_path / "vocab.short.txt"
+    assert message == (f"{vocab}: vocabulary has 2 words but {path} uses word id 3; give the "
+                       f"vocabulary that belongs to this file")
+
+
+def test_uci_without_vocabulary(tmp_path, existing_store):
+    path = tmp_path / "docword.lonely.txt"
+    path.write_text("1\n1\n1\n1 1 1\n")
+    message = _prepare_fails(2, existing_store, path)
+    assert message == f"{path}: UCI input needs its vocabulary; add --vocab vocab.NAME.txt"
+
+
+def test_uci_input_that_is_fine(tmp_path):
+    path = _uci(tmp_path, "fine", (3, 3, 5), ["1 1 2", "1 2 1", "2 3 4", "2 1 1", "3 2 2"],
+                ["ant", "bee", "cat"])
+    out = ok("prepare", path, "--out", tmp_path / "store", "--test-docs", "0")
+    assert "documents:    3 train, 0 test (3 read;" in out.stdout
+    assert "tokens:       10 train, 0 test observed, 0 test held out" in out.stdout
+    # corpus frequency: cat 4, ant 3, bee 3 (ties alphabetical)
+    assert (tmp_path / "store" / "vocab.txt").read_text().split() == ["cat", "ant", "bee"]
+
+
+def test_standard_input_one_document_per_line(tmp_path):
+    from click.testing import CliRunner
+    from topictk.cli import cli
+
+    text = "python classes define methods\nmodules import functions\n\nstrings format values\n"
+    result = CliRunner().invoke(cli, ["prepare", "-", "--out", str(tmp_path / "store"),
+                                      "--test-docs", "0"], input=text)
+    assert result.exit_code == 0, result.stderr
+    assert "documents:    3 train, 0 test (4 read; empty after filtering: 1 train" in result.stdout
+    ids = (tmp_path / "store" / "train_ids.txt").read_text().split()
+    assert ids == ["<stdin>:1", "<stdin>:2", "<stdin>:4"]
+
+
+def test_documents_empty_after_filtering_are_dropped_and_counted(tmp_path):
+    text = tmp_path / "docs.txt"
+    text.write_text("the and of it\n"                        # only stop words
+                    "python classes define methods\n"
+                    "a b c 1 2 3 !!!\n"                     # nothing of 3+ letters
+                    "modules import functions and classes\n"
+                    "strings format values\n")
+    out = ok("prepare", text, "--out", tmp_path / "store", "--test-docs", "0")
+    assert ("documents:    3 train, 0 test (5 read; empty after filtering: 2 train, 0 test "
+            "dropped)") in out.stdout
+    manifest = json.loads((tmp_path / "store" / "manifest.json").read_text())
+    assert manifest["counts"]["empty_documents_dropped"] == {"train": 2, "test": 0}
+    ids = (tmp_path / "store" / "train_ids.txt").read_text().split()
+    assert [i.rsplit(":", 1)[1] for i in ids] == ["2", "4", "5"]
+
+
+def test_every_document_empty_after_filtering(tmp_path, existing_store):
+    text = tmp_path / "stop.txt"
+    text.write_text("the and of\nit is a\n")
+    message = _prepare_fails(2, existing_store, text, "--test-docs", "0")
+    assert message.startswith(f"{text}: no word survives the vocabulary filters")
+    assert "relax them" in message
+
+
+def test_existing_out_without_force(existing_store):
+    before = snapshot(existing_store)
+    message = fails(2, "prepare", EXAMPLE, "--out", existing_store, "--seed", "4")
+    assert message == (f"{existing_store}: output directory exists; choose another --out or "
+                       f"add --force to replace it")
+    assert snapshot(existing_store) == before
+
+
+def test_bad_option_values_are_usage_errors(tmp_path, existing_store):
+    message = _prepare_fails(2, existing_store, EXAMPLE, "--heldout-fraction", "1.5")
+    assert message == "--heldout-fraction must be in (0, 1); got 1.5"
+    outcome = run("prepare", EXAMPLE, "--out", tmp_path / "x", "--format", "pdf")
+    assert outcome.exit_code == 2 and "Invalid value for '--format'" in outcome.stderr
+    assert not (tmp_path / "x").exists()
+
+
+def test_debug_shows_the_exception(tmp_path):
+    empty = tmp_path / "empty.txt"
+    empty.write_text("")
+    outcome = run("--debug", "prepare", empty, "--out", tmp_path / "s")
+    assert isinstance(outcome.exception, CorpusUsageError)
+    assert "no documents found" in str(outcome.exception)
+
+
+# --------------------------------------------------------------------------- train
+@pytest.fixture
+def trained(tmp_path, example_store) -> tuple[Path, Path]:
+    """A finished small run: (config file, run directory)."""
+    config = write_config(tmp_path, example_store,
+                          inference={"iterations": 20, "burn_in": 10, "thin": 5},
+                          training={"checkpoint_every": 10})
+    ok("train", "--config", config, "-q")
+    return config, tmp_path / "run"
+
+
+def _train_fails(code: int, run_dir: Path, *args) -> str:
+    before = snapshot(run_dir)
+    message = fails(code, "train", *args)
+    assert snapshot(run_dir) == before, "the existing run directory was modified"
+    return message
+
+
+@pytest.mark.parametrize("override,expected", [
+    ("model.topcs=5", "unknown key 'model.topcs' ({config}); did you mean 'topics'? allowed: "
+                      "alpha, beta, family, topics"),
+    ("inference.burnin=5", "unknown key 'inference.burnin' ({config}); did you mean 'burn_in'?"),
+    ("model.alpha=-0.1", "model.alpha must be a number > 0 or auto; got -0.1 ({config})"),
+    ("model.topics=0", "model.topics must be an integer >= 1; got 0 ({config})"),
+    ("inference.burn_in=20", "inference.burn_in must be < inference.iterations (20); got 20 "
+                             "({config})"),
+    ("training.threads=0", "training.threads must be an integer >= 1; got 0 ({config})"),
+])
+def test_config_errors_via_set(trained, override, expected):
+    config, run_dir = trained
+    message = _train_fails(2, run_dir, "--config", config, "--resume", "--set", override)
+    assert message.startswith(expected.format(config=config))
+
+
+def test_config_errors_in_the_file(tmp_path, trained):
+    _, run_dir = trained
+    data = yaml.safe_load((tmp_path / "exp.yaml").read_text())
+    data["model"]["alpah"] = 0.5
+    bad = tmp_path / "bad.yaml"
+    bad.write_text(yaml.safe_dump(data))
+    message = _train_fails(2, run_dir, "--config", bad, "--resume")
+    assert message.startswith(f"unknown key 'model.alpah' ({bad}); did you mean 'alpha'?")
+    data["model"].pop("alpah")
+    data["inference"]["algorithm"] = "gibs"
+    bad.write_text(yaml.safe_dump(data))
+    message = _train_fails(2, run_dir, "--config", bad, "--resume")
+    assert message == (f"inference.algorithm must be one of {', '.join(algorithm_names())}; "
+                       f"got 'gibs' ({bad}); did you mean 'gibbs'?")
+    message = _train_fails(2, run_dir, "--config", tmp_path / "nothing.yaml")
+    assert message == f"{tmp_path / 'nothing.yaml'}: config file not found"
+
+
+def test_missing_corpus_store(tmp_path):
+    config = write_config(tmp_path, tmp_path / "no-store")
+    message = fails(2, "train", "--config", config)
+    assert message == (f"{tmp_path / 'no-store'}: no corpus store here; create it with "
+                       f"'topictk prepare INPUT --out {tmp_path / 'no-store'}'")
+    assert not (tmp_path / "run").exists()
+
+
+def test_existing_run_without_resume_or_force(trained):
+    config, run_dir = trained
+    message = _train_fails(2, run_dir, "--config", config)
+    assert message == (f"{run_dir}: output directory already holds a run; add --resume to "
+                       f"continue it, --force to replace it, or choose another output")
+
+
+def test_force_replaces_a_run(trained):
+    config, run_dir = trained
+    ok("train", "--config", config, "-q", "--force", "--set", "inference.iterations=10",
+       "--set", "inference.burn_in=5")
+    assert sorted(p.name for p in (run_dir / "checkpoints").iterdir()) == ["step-00000010.npz"]
+    assert [json.loads(x)["step"] for x in (run_dir / "metrics.jsonl").read_text().split("\n")
+            if x] == [10]
+
+
+def test_resume_with_changed_topics_is_refused_naming_both(trained):
+    config, run_dir = trained
+    message = _train_fails(2, run_dir, "--config", config, "--resume", "--set", "model.topics=9")
+    assert message == (f"{run_dir / 'checkpoints' / 'step-00000020.npz'}: has model.topics = 6, "
+                       f"the config says 9; use a new output directory")
+
+
+def test_resume_with_another_algorithm_is_refused_naming_both(tmp_path, trained, example_store):
+    """Needs a second registered algorithm that accepts a config with only its defaults; the
+    unit test in tests/unit/test_checkpoint.py covers the check whatever is registered."""
+    from topictk.config import load_config
+    from topictk.errors import ConfigError
+
+    _, run_dir = trained
+
+    def raw(name):
+        return {"corpus": str(example_store), "output": str(run_dir),
+                "model": {"topics": 6, "alpha": 0.1, "beta": 0.01},
+                "inference": {"algorithm": name, "iterations": 30}}
+
+    others = []
+    for name in algorithm_names():
+        try:
+            if name != "gibbs":
+                load_config(None, raw=raw(name))
+                others.append(name)
+        except ConfigError:
+            pass
+    if not others:
+        pytest.skip("no second algorithm accepts a config of defaults")
+    config = tmp_path / "other-algorithm.yaml"
+    config.write_text(yaml.safe_dump(raw(others[0])))
+    message = _train_fails(2, run_dir, "--config", config, "--resume")
+    assert message == (f"{run_dir / 'checkpoints' / 'step-00000020.npz'}: was trained with "
+                       f"inference.algorithm = gibbs, the config says {others[0]}; use a new "
+                       f"output directory")
+
+
+def test_resume_with_another_corpus_is_refused(trained, other_store):
+    config, run_dir = trained
+    message = _train_fails(2, run_dir, "--config", config, "--resume", "--set",
+                           f"corpus={other_store}")
+    assert message == (f"{run_dir / 'checkpoints' / 'step-00000020.npz'}: was trained on another "
+                       f"corpus than {other_store} (corpus id differs); point corpus at the "
+                       f"store it was trained on")
+
+
+def test_evaluate_with_another_corpus_is_refused(trained, other_store):
+    _, run_dir = trained
+    data = yaml.safe_load((run_dir / "config.yaml").read_text())
+    data["corpus"] = str(other_store)
+    (run_dir / "config.yaml").write_text(yaml.safe_dump(data, sort_keys=False))
+    before = snapshot(run_dir)
+    message = fails(2, "evaluate", run_dir, "--json")
+    assert message.startswith(f"{run_dir / 'model.npz'}: was trained on another corpus than "
+                              f"{other_store}")
+    message = fails(2, "topics", run_dir)
+    assert "was trained on another corpus" in message
+    assert snapshot(run_dir) == before
+
+
+@pytest.mark.parametrize("damage", ["truncate", "garbage"])
+def test_damaged_checkpoint_on_resume(trained, damage):
+    config, run_dir = trained
+    latest = run_dir / "checkpoints" / "step-00000020.npz"
+    data = latest.read_bytes()
+    latest.write_bytes(data[: len(data) // 3] if damage == "truncate" else b"\x00garbage" * 50)
+    message = _train_fails(1, run_dir, "--config", config, "--resume", "--set",
+                           "inference.iterations=30")
+    assert message.startswith(f"{latest}: truncated or corrupt (")
+    assert message.endswith("delete it to fall back to an earlier checkpoint, or train again "
+                            "without --resume")
+    # following the advice works: the earlier checkpoint resumes
+    latest.unlink()
+    out = ok("train", "--config", config, "-q", "--resume", "--set", "inference.iterations=30")
+    assert out.stdout.startswith(f"{run_dir}: step 30")
+
+
+def test_resume_without_checkpoint(tmp_path, example_store):
+    config = write_config(tmp_path, example_store)
+    message = fails(1, "train", "--config", config, "--resume")
+    assert message == (f"{tmp_path / 'run' / 'checkpoints'}: no checkpoint to resume from; "
+                       f"train without --resume")
+
+
+def test_evaluate_errors(tmp_path, trained):
+    message = fails(2, "evaluate", tmp_path)
+    assert message == (f"{tmp_path}: not a run directory (no config.yaml); give the output "
+                       f"directory of 'topictk train'")
+    _, run_dir = trained
+    message = fails(1, "evaluate", run_dir, "--checkpoint", "15")
+    assert message == (f"{run_dir / 'checkpoints' / 'step-00000015.npz'}: no checkpoint at step "
+                       f"15; available: 10, 20")
+    (run_dir / "model.npz").unlink()
+    message = fails(1, "evaluate", run_dir)
+    assert message.startswith(f"{run_dir / 'model.npz'}: no final model; the run has not finished")
+    # a chosen checkpoint still evaluates
+    result = json.loads(ok("evaluate", run_dir, "--checkpoint", "10", "--json").stdout)
+    assert result["step"] == 10 and result["model"] == "step-00000010.npz"
+
+
+def test_evaluate_with_missing_store(trained, tmp_path):
+    _, run_dir = trained
+    data = yaml.safe_load((run_dir / "config.yaml").read_text())
+    data["corpus"] = str(tmp_path / "gone")
+    (run_dir / "config.yaml").write_text(yaml.safe_dump(data, sort_keys=False))
+    message = fails(2, "evaluate", run_dir)
+    assert message.startswith(f"{tmp_path / 'gone'}: no corpus store here")

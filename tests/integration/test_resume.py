@@ -1,0 +1,202 @@
+"""Resume equals uninterrupted (DESIGN.md "Run directory", ALGORITHMS.md §12 oracle (c)); runs
+stopped by a signal or by training.time_limit leave a checkpoint that resumes exactly; threads
+never change the numbers; old checkpoints are pruned."""
+from __future__ import annotations
+
+import json
+import re
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from tests.integration._cli import (REPO, assert_same_arrays, comparable_metrics, metrics,
+                                    model_arrays, ok, samples, write_config)
+from topictk.training.checkpoint import list_checkpoints, load_arrays
+
+
+def _assert_same_run(a: Path, b: Path) -> None:
+    ha, arrays_a = model_arrays(a)
+    hb, arrays_b = model_arrays(b)
+    assert_same_arrays(arrays_a, arrays_b)
+    assert ha["state"] == hb["state"]                  # step, sample steps, beta
+    assert ha["streams"] == hb["streams"]              # every random stream ends in one place
+    assert comparable_metrics(a) == comparable_metrics(b)
+    sa, sb = samples(a), samples(b)
+    assert list(sa) == list(sb) and sa
+    for name in sa:
+        assert_same_arrays(sa[name], sb[name])
+
+
+@pytest.mark.parametrize("sparse", [True, False], ids=["sparse", "dense"])
+def test_fifty_plus_fifty_resumed_equals_one_hundred(tmp_path, example_store, sparse):
+    common = dict(inference={"iterations": 100, "burn_in": 30, "thin": 10, "sparse": sparse},
+                  training={"eval_every": 10, "checkpoint_every": 25})
+    straight = write_config(tmp_path, example_store, name="straight.yaml",
+                            output=str(tmp_path / "straight"), **common)
+    ok("train", "--config", straight, "-q")
+    halves = write_config(tmp_path, example_store, name="halves.yaml",
+                          output=str(tmp_path / "halves"), **common)
+    first = ok("train", "--config", halves, "-q", "--set", "inference.iterations=50")
+    assert first.stdout.startswith(f"{tmp_path / 'halves'}: step 50, ")
+    assert [s for s, _ in list_checkpoints(tmp_path / "halves" / "checkpoints")] == [25, 50]
+    resumed = ok("train", "--config", halves, "--resume", "--set", "inference.iterations=100")
+    assert (f"topictk: resuming {tmp_path / 'halves'} from step 50 (step-00000050.npz)"
+            in resumed.stderr)
+    assert resumed.stdout.startswith(f"{tmp_path / 'halves'}: step 100, ")
+    _assert_same_run(tmp_path / "straight", tmp_path / "halves")
+    assert [m["step"] for m in metrics(tmp_path / "halves")] == list(range(10, 101, 10))
+
+
+def test_resume_after_losing_the_work_since_the_last_checkpoint(tmp_path, example_store):
+    """A run killed after evaluating and saving samples past its last checkpoint: resuming
+    from that checkpoint redoes the lost steps, and the log has each step once."""
+    config = write_config(tmp_path, example_store,
+                          inference={"iterations": 40, "burn_in": 10, "thin": 10},
+                          training={"eval_every": 10, "checkpoint_every": 20})
+    ok("train", "--config", config, "-q")
+    run_dir = tmp_path / "run"
+    reference = (model_arrays(run_dir)[1], comparable_metrics(run_dir), samples(run_dir))
+    (run_dir / "checkpoints" / "step-00000040.npz").unlink()
+    (run_dir / "model.npz").unlink()
+    ok("train", "--config", config, "-q", "--resume")
+    assert_same_arrays(model_arrays(run_dir)[1], reference[0])
+    assert comparable_metrics(run_dir) == reference[1]
+    assert [m["step"] for m in metrics(run_dir)] == [10, 20, 30, 40]
+    again = samples(run_dir)
+    assert list(again) == list(reference[2])
+    for name in again:
+        assert_same_arrays(again[name], reference[2][name])
+
+
+def test_resume_of_a_finished_run_changes_nothing(tmp_path, example_store):
+    config = write_config(tmp_path, example_store, inference={"iterations": 20, "burn_in": 10,
+                                                             "thin": 5})
+    ok("train", "--config", config, "-q")
+    _, before = model_arrays(tmp_path / "run")
+    records = comparable_metrics(tmp_path / "run")
+    out = ok("train", "--config", config, "-q", "--resume")
+    assert out.stdout.startswith(f"{tmp_path / 'run'}: step 20")
+    assert_same_arrays(model_arrays(tmp_path / "run")[1], before)
+    assert comparable_metrics(tmp_path / "run") == records
+
+
+def _wait_for_checkpoint(directory: Path, proc: subprocess.Popen, timeout: float) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if list_checkpoints(directory):
+            return
+        if proc.poll() is not None:
+            raise AssertionError(f"train exited early: {proc.communicate()}")
+        time.sleep(0.01)
+    proc.kill()
+    raise AssertionError("no checkpoint appeared")
+
+
+def test_sigint_stops_with_a_checkpoint_that_resumes_exactly(tmp_path, example_store):
+    common = dict(inference={"burn_in": 10, "thin": 10},
+                  training={"eval_every": 5, "checkpoint_every": 5, "keep_checkpoints": 3})
+    config = write_config(tmp_path, example_store, output=str(tmp_path / "run"),
+                          **{**common, "inference": {**common["inference"],
+                                                     "iterations": 1_000_000}})
+    proc = subprocess.Popen([sys.executable, "-m", "topictk", "train", "--config", str(config),
+                             "-q"], cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            text=True)
+    try:
+        _wait_for_checkpoint(tmp_path / "run" / "checkpoints", proc, timeout=120)
+        proc.send_signal(signal.SIGINT)
+        stdout, stderr = proc.communicate(timeout=120)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.communicate()
+    assert proc.returncode == 130, (stdout, stderr)
+    assert "Traceback" not in stderr
+    match = re.fullmatch(r"topictk: SIGINT received: stopped at step (\d+), checkpoint written; "
+                         r"continue with --resume\n", stderr)
+    assert match, stderr
+    step = int(match.group(1))
+    assert stdout == ""
+    run_dir = tmp_path / "run"
+    assert not (run_dir / "model.npz").exists()               # interrupted: no final model
+    latest_step, latest = list_checkpoints(run_dir / "checkpoints")[-1]
+    assert latest_step == step
+    header, _ = load_arrays(latest)
+    assert header["status"] == "interrupted" and header["state"]["step"] == step
+    assert not [p for p in (run_dir / "checkpoints").iterdir() if p.name.startswith(".")]
+
+    total = step + 25                   # samples are saved at steps 20, 30, ...: at least two
+    ok("train", "--config", config, "-q", "--resume", "--set", f"inference.iterations={total}")
+    straight = write_config(tmp_path, example_store, name="straight.yaml",
+                            output=str(tmp_path / "straight"),
+                            **{**common, "inference": {**common["inference"], "iterations": total}})
+    ok("train", "--config", straight, "-q")
+    _assert_same_run(tmp_path / "straight", run_dir)
+
+
+def test_time_limit_stops_gracefully_with_checkpoint_and_model(tmp_path, example_store):
+    config = write_config(tmp_path, example_store,
+                          inference={"iterations": 1_000_000, "burn_in": 10, "thin": 10},
+                          training={"time_limit": 0.5, "eval_every": 10, "checkpoint_every": 0})
+    began = time.monotonic()
+    out = ok("train", "--config", config, "-q")
+    assert time.monotonic() - began < 30
+    match = re.search(r"training.time_limit reached at step (\d+); checkpoint and model written; "
+                      r"continue with --resume", out.stderr)
+    assert match, out.stderr
+    step = int(match.group(1))
+    assert out.stdout.startswith(f"{tmp_path / 'run'}: step {step}")
+    header, arrays = model_arrays(tmp_path / "run")
+    assert header["status"] == "time_limit" and header["state"]["step"] == step
+    assert [s for s, _ in list_checkpoints(tmp_path / "run" / "checkpoints")] == [step]
+    assert header["clock"]["train_seconds"] > 0
+    # and it continues the same chain
+    ok("train", "--config", config, "-q", "--resume", "--set", "training.time_limit=null",
+       "--set", f"inference.iterations={step + 5}")
+    assert model_arrays(tmp_path / "run")[0]["state"]["step"] == step + 5
+
+
+def test_keep_checkpoints_prunes_older_ones(tmp_path, example_store):
+    config = write_config(tmp_path, example_store,
+                          inference={"iterations": 60, "burn_in": 30, "thin": 10},
+                          training={"checkpoint_every": 10, "keep_checkpoints": 2})
+    ok("train", "--config", config, "-q")
+    directory = tmp_path / "run" / "checkpoints"
+    assert sorted(p.name for p in directory.iterdir()) == ["step-00000050.npz",
+                                                           "step-00000060.npz"]
+    header, _ = load_arrays(directory / "step-00000060.npz")
+    assert header["status"] == "completed"
+    assert load_arrays(directory / "step-00000050.npz")[0]["status"] == "running"
+
+
+@pytest.mark.parametrize("sparse", [True, False], ids=["sparse", "dense"])
+def test_one_thread_equals_two_threads_through_train(tmp_path, example_store, sparse):
+    for threads in (1, 2):
+        config = write_config(tmp_path, example_store, name=f"t{threads}.yaml",
+                              output=str(tmp_path / f"t{threads}"),
+                              inference={"iterations": 30, "burn_in": 10, "thin": 10,
+                                         "chunks": 4, "sparse": sparse},
+                              training={"threads": threads})
+        ok("train", "--config", config, "-q")
+    _assert_same_run(tmp_path / "t1", tmp_path / "t2")
+    one, two = (json.loads(ok("evaluate", tmp_path / f"t{n}", "--json").stdout) for n in (1, 2))
+    assert one.pop("run") != two.pop("run")
+    assert one == two
+    # evaluation threads do not change the numbers either
+    three = json.loads(ok("evaluate", tmp_path / "t1", "--json", "--threads", "2").stdout)
+    three.pop("run")
+    assert three == one
+
+
+def test_more_threads_than_chunks_is_warned_about(tmp_path, example_store):
+    config = write_config(tmp_path, example_store, inference={"iterations": 2, "burn_in": 1,
+                                                             "thin": 1},
+                          training={"threads": 2})
+    out = ok("train", "--config", config)
+    assert ("topictk: training.threads = 2 but inference.chunks = 1: only 1 thread(s) can work; "
+            "set inference.chunks >= threads") in out.stderr
+    assert np.isfinite(metrics(tmp_path / "run")[-1]["perplexity_point"])

@@ -1,0 +1,228 @@
+"""Experiment configs (topictk/config): every key checked before any work starts, one message
+template naming the YAML path, the allowed values and the file, close-match suggestions."""
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+import yaml
+
+from tests.fixtures import write_token_store
+from topictk.config import load_config, parse_override
+from topictk.errors import ConfigError, UsageError
+from topictk.inference.registry import algorithm_names
+
+ALGORITHMS = ", ".join(algorithm_names())
+
+BASE = {
+    "corpus": "store",
+    "output": "run",
+    "model": {"topics": 4, "alpha": 0.1, "beta": 0.01},
+    "inference": {"algorithm": "gibbs", "iterations": 20, "burn_in": 10, "thin": 5},
+    "training": {"seed": 1},
+}
+
+
+def _write(tmp_path: Path, data: dict, name: str = "exp.yaml") -> Path:
+    path = tmp_path / name
+    path.write_text(yaml.safe_dump(data, sort_keys=False), encoding="utf-8")
+    return path
+
+
+def _edit(**sections) -> dict:
+    data = {k: (dict(v) if isinstance(v, dict) else v) for k, v in BASE.items()}
+    for section, changes in sections.items():
+        if isinstance(changes, dict):
+            data.setdefault(section, {}).update(changes)
+        else:
+            data[section] = changes
+    return data
+
+
+def _error(tmp_path, data, overrides=(), names_file=True) -> str:
+    path = _write(tmp_path, data)
+    with pytest.raises(ConfigError) as info:
+        load_config(path, list(overrides))
+    assert info.value.exit_code == 2
+    message = str(info.value)
+    assert "\n" not in message
+    if names_file:
+        assert str(path) in message, "the message names the file"
+    return message
+
+
+def test_valid_config_resolves_paths_and_defaults(tmp_path):
+    config = load_config(_write(tmp_path, BASE))
+    assert config.corpus == (tmp_path / "store").resolve()        # relative to the YAML file
+    assert config.output == (tmp_path / "run").resolve()
+    assert config.model.topics == 4 and config.model.family == "lda"
+    assert config.inference.sparse is True and config.inference.chunks == 1
+    assert config.training.threads == 1 and config.training.keep_checkpoints == 3
+    assert config.evaluation.fold_in_sweeps == 50 and config.evaluation.fold_in_burn_in == 25
+    with pytest.raises(AttributeError):
+        config.model.nothing
+    with pytest.raises(TypeError):
+        config.model["topics"] = 5                                  # read-only sections
+
+
+def test_burn_in_and_thin_default_from_iterations(tmp_path):
+    data = _edit(inference={"iterations": 100})
+    del data["inference"]["burn_in"], data["inference"]["thin"]
+    config = load_config(_write(tmp_path, data))
+    assert config.inference.burn_in == 50 and config.inference.thin == 5
+
+
+def test_unknown_key_names_path_file_and_suggestion(tmp_path):
+    message = _error(tmp_path, _edit(model={"topcs": 5}))
+    assert "unknown key 'model.topcs'" in message
+    assert "did you mean 'topics'?" in message
+    assert "allowed: alpha, beta, family, topics" in message
+
+
+def test_unknown_section_with_suggestion(tmp_path):
+    message = _error(tmp_path, _edit(trainig={"seed": 3}))
+    assert "unknown section 'trainig'" in message and "did you mean 'training'?" in message
+    message = _error(tmp_path, _edit(zzz={"a": 1}))
+    assert "unknown section 'zzz'" in message
+    assert "corpus, evaluation, inference, model, output, training" in message
+
+
+def test_misspelled_algorithm(tmp_path):
+    message = _error(tmp_path, _edit(inference={"algorithm": "gibs"}))
+    assert f"inference.algorithm must be one of {ALGORITHMS}; got 'gibs'" in message
+    assert "did you mean 'gibbs'?" in message
+
+
+def test_negative_alpha(tmp_path):
+    message = _error(tmp_path, _edit(model={"alpha": -0.5}))
+    path = tmp_path / "exp.yaml"
+    assert message == f"model.alpha must be a number > 0 or auto; got -0.5 ({path})"
+    assert "must be a number > 0" in _error(tmp_path, _edit(model={"alpha": 0}))
+
+
+@pytest.mark.parametrize("topics", [0, -3])
+def test_topics_below_one(tmp_path, topics):
+    message = _error(tmp_path, _edit(model={"topics": topics}))
+    assert message.startswith(f"model.topics must be an integer >= 1; got {topics} (")
+
+
+@pytest.mark.parametrize("section,key,value,allowed", [
+    ("model", "topics", 2.5, "an integer >= 1"),
+    ("model", "beta", "small", "a number > 0"),
+    ("inference", "sparse", "yes please", "true or false"),
+    ("training", "threads", 0, "an integer >= 1"),
+    ("training", "time_limit", -1, "a number > 0 or null"),
+    ("evaluation", "coherence_top", 1, "an integer >= 2"),
+    ("inference", "iterations", True, "an integer >= 1"),
+])
+def test_out_of_range_values_name_the_allowed_range(tmp_path, section, key, value, allowed):
+    message = _error(tmp_path, _edit(**{section: {key: value}}))
+    assert message.startswith(f"{section}.{key} must be {allowed}; got {value!r} (")
+
+
+def test_missing_required_keys(tmp_path):
+    data = _edit()
+    del data["model"]["topics"]
+    assert "model.topics is required: an integer >= 1" in _error(tmp_path, data)
+    data = _edit()
+    del data["inference"]["algorithm"]
+    assert f"inference.algorithm is required: one of {ALGORITHMS}" in _error(tmp_path, data)
+    data = _edit()
+    del data["corpus"]
+    assert "corpus is required: a path" in _error(tmp_path, data)
+
+
+def test_burn_in_must_be_below_iterations(tmp_path):
+    message = _error(tmp_path, _edit(inference={"burn_in": 20}))
+    assert "inference.burn_in must be < inference.iterations (20); got 20" in message
+    message = _error(tmp_path, _edit(evaluation={"fold_in_sweeps": 10, "fold_in_burn_in": 10}))
+    assert "evaluation.fold_in_burn_in must be < evaluation.fold_in_sweeps (10); got 10" in message
+
+
+def test_bad_yaml_and_missing_file(tmp_path):
+    path = tmp_path / "broken.yaml"
+    path.write_text("model: {topics: 3\n", encoding="utf-8")
+    with pytest.raises(ConfigError, match="broken.yaml: line \\d+ invalid YAML"):
+        load_config(path)
+    with pytest.raises(ConfigError, match="nope.yaml: config file not found"):
+        load_config(tmp_path / "nope.yaml")
+    (tmp_path / "empty.yaml").write_text("", encoding="utf-8")
+    with pytest.raises(ConfigError, match="empty.yaml: config file is empty"):
+        load_config(tmp_path / "empty.yaml")
+
+
+# --------------------------------------------------------------------------- --set
+def test_set_overrides_are_typed(tmp_path):
+    path = _write(tmp_path, BASE)
+    config = load_config(path, ["model.topics=7", "model.alpha=0.25", "model.beta=1e-3",
+                                "inference.sparse=false", "training.time_limit=2.5",
+                                "training.seed=42", "model.alpha=auto"])
+    assert config.model.topics == 7 and isinstance(config.model.topics, int)
+    assert config.model.alpha == "auto"                     # the last --set of a key wins
+    assert config.model.beta == 0.001 and isinstance(config.model.beta, float)
+    assert config.inference.sparse is False
+    assert config.training.time_limit == 2.5 and config.training.seed == 42
+    config = load_config(path, ["training.time_limit=null", "output=elsewhere"])
+    assert config.training.time_limit is None
+    assert config.output == (tmp_path / "elsewhere").resolve()
+
+
+def test_numbers_in_exponent_notation_are_numbers(tmp_path):
+    """YAML 1.1 (PyYAML) reads 1e-3 as a string; topictk reads it as the number users mean."""
+    path = tmp_path / "e.yaml"
+    path.write_text("corpus: store\noutput: run\nmodel: {topics: 2, beta: 1e-3, alpha: 5E-2}\n"
+                    "inference: {algorithm: gibbs, iterations: 1e2}\n", encoding="utf-8")
+    config = load_config(path)
+    assert config.model.beta == 0.001 and config.model.alpha == 0.05
+    assert config.inference.iterations == 100 and isinstance(config.inference.iterations, int)
+
+
+def test_set_can_add_a_section_absent_from_the_file(tmp_path):
+    data = _edit()
+    del data["training"]
+    config = load_config(_write(tmp_path, data), ["evaluation.chunk_docs=4"])
+    assert config.evaluation.chunk_docs == 4 and config.training.seed == 0
+
+
+def test_set_unknown_key(tmp_path):
+    message = _error(tmp_path, BASE, ["inference.iteration=5"])
+    assert "unknown key 'inference.iteration'" in message
+    assert "did you mean 'iterations'?" in message
+
+
+@pytest.mark.parametrize("text", ["model.topics", "=3", "model..topics=3", ""])
+def test_set_syntax_errors(text):
+    with pytest.raises(ConfigError, match="--set expects section.key=value"):
+        parse_override(text)
+
+
+def test_set_into_a_value_is_refused(tmp_path):
+    message = _error(tmp_path, BASE, ["corpus.path=x"], names_file=False)
+    assert "'corpus' is a value, not a section; use --set corpus=PATH" in message
+
+
+def test_config_errors_are_usage_errors():
+    assert issubclass(ConfigError, UsageError)
+
+
+# -------------------------------------------------------- resolved config in the run
+def test_resolved_config_is_written_to_the_run_directory(tmp_path):
+    from topictk.training.run import train
+
+    rng = np.random.default_rng(0)
+    write_token_store(tmp_path / "store", [rng.integers(0, 8, 12) for _ in range(6)], 8)
+    data = _edit(inference={"iterations": 4, "burn_in": None, "thin": None},
+                 training={"eval_every": 2, "checkpoint_every": 0})
+    del data["inference"]["burn_in"], data["inference"]["thin"]
+    path = _write(tmp_path, data)
+    config = load_config(path, ["model.topics=3"])
+    train(config, quiet=True)
+    written = yaml.safe_load((tmp_path / "run" / "config.yaml").read_text(encoding="utf-8"))
+    assert written == config.to_dict()
+    assert written["model"]["topics"] == 3                 # the override, not the file's 4
+    assert written["inference"]["burn_in"] == 2 and written["inference"]["thin"] == 1
+    assert written["corpus"] == str((tmp_path / "store").resolve())
+    assert written["evaluation"]["fold_in_sweeps"] == 50   # defaults are spelled out
+    # the resolved file is itself a valid config that resolves to the same values
+    assert load_config(tmp_path / "run" / "config.yaml").to_dict() == written
