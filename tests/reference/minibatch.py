@@ -3,6 +3,7 @@ of topictk/_cy/docsampler.pxd (ALGORITHMS.md §6, §7.4, §11.2)."""
 from __future__ import annotations
 
 import numpy as np
+from scipy.special import digamma
 
 
 def _draw(u, cum):
@@ -12,9 +13,11 @@ def _draw(u, cum):
     return None
 
 
-def sample_document(toks, weights, alpha, n_sweeps, n_burn, rng, sparse, word_topic=None):
+def sample_document(toks, weights, alpha, n_sweeps, n_burn, rng, sparse, word_topic=None,
+                    doc_grad=None):
     """One document's chain; returns (kept-sweep sum of n_dk, final n_dk). ``sparse`` selects
-    the bucket path (one alpha for every document) exactly as the kernel walks it."""
+    the bucket path (one alpha for every document) exactly as the kernel walks it.
+    ``doc_grad`` (K,), when given, receives the kept-sweep sum of DMR's g_dk (§9.1)."""
     K = weights.shape[1]
     a = [float(x) for x in alpha]
     nd = [0] * K
@@ -66,11 +69,17 @@ def sample_document(toks, weights, alpha, n_sweeps, n_burn, rng, sparse, word_to
                 for i, w in enumerate(toks):
                     word_topic[w, z[i]] += 1
             doc_topic += np.array(nd)
+            if doc_grad is not None:
+                av = np.array(a)
+                doc_grad += av * (digamma(av.sum()) - digamma(av.sum() + len(toks))
+                                  + digamma(av + np.array(nd)) - digamma(av))
     return doc_topic, np.array(nd)
 
 
-def local_gibbs(doc_ptr, words, weights, alpha, n_sweeps, n_burn, chunk_bounds, rngs):
-    """Kept-sweep sums of n_kw (V_B, K) and n_dk (B, K) with the kernel's draw order."""
+def local_gibbs(doc_ptr, words, weights, alpha, n_sweeps, n_burn, chunk_bounds, rngs,
+                doc_grad=None):
+    """Kept-sweep sums of n_kw (V_B, K) and n_dk (B, K) with the kernel's draw order;
+    ``doc_grad`` (B, K), when given, receives the kept-sweep sums of g_dk (§9.1, §9.3)."""
     VB, K = weights.shape
     B = len(doc_ptr) - 1
     alpha = np.atleast_2d(alpha)
@@ -82,5 +91,6 @@ def local_gibbs(doc_ptr, words, weights, alpha, n_sweeps, n_burn, chunk_bounds, 
             a = alpha[d] if alpha.shape[0] > 1 else alpha[0]
             toks = words[doc_ptr[d]:doc_ptr[d + 1]]
             doc_topic[d] = sample_document(toks, weights, a, n_sweeps, n_burn, rngs[c], sparse,
-                                           word_topic)[0]
+                                           word_topic,
+                                           None if doc_grad is None else doc_grad[d])[0]
     return word_topic, doc_topic

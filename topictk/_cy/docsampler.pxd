@@ -5,59 +5,60 @@
 #
 # Two draw paths, each mirrored by tests/reference/minibatch.py:
 # * sparse (one alpha for every document): the weight splits into an alpha bucket
-#   alpha_k W[w, k], whose cumulative sums per word are precomputed once per call
-#   (``acum``, (V, K)), and a document bucket n_dk W[w, k] over the topics present in the
-#   document (``dt``). One uniform u times the total picks the bucket: u < r walks the document
-#   bucket in ``dt`` order; otherwise u - r is located in acum[w] by binary search. Cost per
-#   token O(topics in the document + log K).
+#   alpha_k W[w, k], whose total per word is precomputed once per call (``atot``, (V,)), and a
+#   document bucket n_dk W[w, k] over the topics present in the document (``dt``). One uniform
+#   u times the total picks the bucket: u < r walks the document bucket in ``dt`` order;
+#   otherwise u - r is located by walking the alpha bucket's cumulative sums in ascending k
+#   (formed in the same order as ``atot``). The alpha bucket is small next to the document
+#   bucket once a document has a few tokens, so the cost per token follows the topics present
+#   in the document, and the only O(V) extra memory is ``atot``.
 # * dense (a prior per document, as in DMR): the §12.3 categorical contract over all K.
+#
+# ``sample_document_acc`` can also add, for every kept sweep, the DMR gradient factor of §9.1,
+# g_dk = alpha_dk [psi(alpha_d.) - psi(alpha_d. + N_d) + psi(alpha_dk + n_dk) - psi(alpha_dk)],
+# to ``doc_grad`` (DMR-SGRLD averages it over the kept sweeps, §9.3); ``sample_document`` is the
+# same sampler without that output.
 from libc.stdint cimport int32_t, int64_t
 from numpy.random cimport bitgen_t
 
 from topictk._cy.rng cimport next_uniform, uniform_topic
+from topictk._cy.special cimport digamma
 
 
 cdef inline void alpha_buckets(const double* weights, const double* alpha, Py_ssize_t n_words,
-                               Py_ssize_t K, double* acum) noexcept nogil:
-    """acum[w, k] = sum_{j <= k} alpha_j weights[w, j] (ascending j, float64)."""
+                               Py_ssize_t K, double* atot) noexcept nogil:
+    """atot[w] = sum_k alpha_k weights[w, k], summed in ascending k (float64)."""
     cdef Py_ssize_t w, k
     cdef double c
     for w in range(n_words):
         c = 0.0
         for k in range(K):
             c = c + alpha[k] * weights[w * K + k]
-            acum[w * K + k] = c
+        atot[w] = c
 
 
-cdef inline Py_ssize_t _search(const double* cum, Py_ssize_t K, double u) noexcept nogil:
-    """Smallest k with u < cum[k] (K - 1 if none)."""
-    cdef Py_ssize_t lo = 0, hi = K - 1, mid
-    while lo < hi:
-        mid = (lo + hi) >> 1
-        if u < cum[mid]:
-            hi = mid
-        else:
-            lo = mid + 1
-    return lo
-
-
-cdef inline int64_t sample_document(int64_t begin, int64_t end, const int32_t* words,
-                                    const double* weights, const double* acum,
-                                    const double* alpha, Py_ssize_t K, int n_sweeps, int n_burn,
-                                    int32_t* zbuf, int32_t* nd, int32_t* dt, int32_t* dt_pos,
-                                    double* buf, int64_t* word_topic, int64_t* doc_topic,
-                                    bitgen_t* gen) noexcept nogil:
-    """Sample one document; add kept-sweep counts to word_topic (may be NULL) and doc_topic.
-
-    ``acum`` NULL selects the dense path. Returns the number of rounding fallbacks.
-    """
+cdef inline int64_t sample_document_acc(int64_t begin, int64_t end, const int32_t* words,
+                                        const double* weights, const double* acum,
+                                        const double* alpha, Py_ssize_t K, int n_sweeps,
+                                        int n_burn, int32_t* zbuf, int32_t* nd, int32_t* dt,
+                                        int32_t* dt_pos, double* buf, int64_t* word_topic,
+                                        int64_t* doc_topic, double* doc_grad,
+                                        bitgen_t* gen) noexcept nogil:
+    """:func:`sample_document`, and with ``doc_grad`` (K, may be NULL) the sum over kept sweeps
+    of g_dk (§9.1) added to it. The draws do not depend on ``doc_grad``."""
     cdef int64_t n = end - begin, i
     cdef Py_ssize_t k, kk, j, n_dt = 0
     cdef int sweep
-    cdef double c, u, r
+    cdef double c, u, r, alpha_sum, g_const = 0.0
     cdef const double* wrow
     cdef int64_t fallbacks = 0
     cdef bint found
+    if doc_grad != NULL:
+        # psi(alpha_d.) - psi(alpha_d. + N_d) is the same in every sweep
+        alpha_sum = 0.0
+        for k in range(K):
+            alpha_sum = alpha_sum + alpha[k]
+        g_const = digamma(alpha_sum) - digamma(alpha_sum + n)
     for k in range(K):
         nd[k] = 0
     for i in range(n):
@@ -97,7 +98,7 @@ cdef inline int64_t sample_document(int64_t begin, int64_t end, const int32_t* w
                 for j in range(n_dt):
                     r = r + nd[dt[j]] * wrow[dt[j]]
                     buf[j] = r
-                u = next_uniform(gen) * (r + acum[words[begin + i] * K + K - 1])
+                u = next_uniform(gen) * (r + acum[words[begin + i]])
                 found = False
                 if u < r:
                     for j in range(n_dt):
@@ -109,7 +110,14 @@ cdef inline int64_t sample_document(int64_t begin, int64_t end, const int32_t* w
                         k = dt[n_dt - 1]
                         fallbacks += 1
                 else:
-                    k = _search(acum + words[begin + i] * K, K, u - r)
+                    u = u - r
+                    c = 0.0
+                    k = K - 1
+                    for kk in range(K):
+                        c = c + alpha[kk] * wrow[kk]
+                        if u < c:
+                            k = kk
+                            break
                 if nd[k] == 0:
                     dt_pos[k] = <int32_t> n_dt
                     dt[n_dt] = <int32_t> k
@@ -122,4 +130,22 @@ cdef inline int64_t sample_document(int64_t begin, int64_t end, const int32_t* w
                     word_topic[words[begin + i] * K + zbuf[i]] += 1
             for k in range(K):
                 doc_topic[k] += nd[k]
+            if doc_grad != NULL:
+                for k in range(K):
+                    doc_grad[k] += alpha[k] * (g_const + digamma(alpha[k] + nd[k])
+                                               - digamma(alpha[k]))
     return fallbacks
+
+
+cdef inline int64_t sample_document(int64_t begin, int64_t end, const int32_t* words,
+                                    const double* weights, const double* acum,
+                                    const double* alpha, Py_ssize_t K, int n_sweeps, int n_burn,
+                                    int32_t* zbuf, int32_t* nd, int32_t* dt, int32_t* dt_pos,
+                                    double* buf, int64_t* word_topic, int64_t* doc_topic,
+                                    bitgen_t* gen) noexcept nogil:
+    """Sample one document; add kept-sweep counts to word_topic (may be NULL) and doc_topic.
+
+    ``acum`` (the per-word alpha-bucket totals ``atot``) NULL selects the dense path. Returns the number of rounding fallbacks.
+    """
+    return sample_document_acc(begin, end, words, weights, acum, alpha, K, n_sweeps, n_burn,
+                               zbuf, nd, dt, dt_pos, buf, word_topic, doc_topic, NULL, gen)

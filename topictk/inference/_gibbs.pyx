@@ -568,7 +568,7 @@ def fold_in_heldout(const int64_t[::1] obs_ptr,     # IN  (D + 1) observed-token
     for c in range(C):
         gens[c] = bitgen_of(streams[c])
     if not per_doc_alpha:
-        acum = <double*> malloc((V * K + 1) * sizeof(double))
+        acum = <double*> malloc((V + 1) * sizeof(double))
     with nogil:
         if acum != NULL:
             alpha_buckets(&weights[0, 0], &alpha[0, 0], V, K, acum)

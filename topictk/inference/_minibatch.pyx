@@ -9,7 +9,10 @@ reduction across threads is exact and thread-count independent:
 
 * ``word_topic`` (V_B, K) int64: sum over kept sweeps of n_kw for the batch (the caller divides
   by the number of kept sweeps to get E[n_kw]);
-* ``doc_topic`` (B, K) int64: the same for n_dk (used by DMR's gradient and by fold-in).
+* ``doc_topic`` (B, K) int64: the same for n_dk (used by DMR's gradient and by fold-in);
+* ``doc_grad`` (B, K) float64, optional: the sum over kept sweeps of DMR's gradient factor
+  g_dk = alpha_dk [psi(alpha_d.) - psi(alpha_d. + N_d) + psi(alpha_dk + n_dk) - psi(alpha_dk)]
+  (§9.1, §9.3). Documents are independent, so it needs no reduction across threads.
 
 With one prior for every document the draws use the sparse bucket path of
 ``topictk/_cy/docsampler.pxd`` (cost per token follows the topics present in the document);
@@ -24,7 +27,7 @@ from libc.stdlib cimport free, malloc
 
 from numpy.random cimport bitgen_t
 
-from topictk._cy.docsampler cimport alpha_buckets, sample_document
+from topictk._cy.docsampler cimport alpha_buckets, sample_document_acc
 from topictk._cy.rng cimport bitgen_of
 
 
@@ -37,7 +40,8 @@ def local_gibbs(const int64_t[::1] doc_ptr,       # IN  (B + 1) token offsets of
                 list streams,                     # IN  C bit generators, one per chunk
                 int64_t[:, ::1] word_topic,       # OUT (V_B, K) kept-sweep sums of n_kw, zeroed
                 int64_t[:, ::1] doc_topic,        # OUT (B, K) kept-sweep sums of n_dk, zeroed
-                int threads):
+                int threads,
+                object doc_grad=None):            # OUT (B, K) float64 sums of g_dk, zeroed, or None
     """Run the local chains of one mini-batch; returns the number of rounding fallbacks."""
     cdef Py_ssize_t B = doc_ptr.shape[0] - 1, K = weights.shape[1], VB = weights.shape[0]
     cdef Py_ssize_t C = chunk_bounds.shape[0] - 1
@@ -53,10 +57,18 @@ def local_gibbs(const int64_t[::1] doc_ptr,       # IN  (B + 1) token offsets of
     cdef int32_t* dt_pos
     cdef double* buf
     cdef double* acum = NULL
+    cdef double[:, ::1] grad_v
+    cdef double* grad = NULL
     if len(streams) != C:
         raise ValueError(f"{C} chunks need {C} streams, got {len(streams)}")
     if word_topic.shape[0] != VB or word_topic.shape[1] != K or doc_topic.shape[0] != B:
         raise ValueError("output arrays do not match the batch")
+    if doc_grad is not None:
+        grad_v = doc_grad
+        if grad_v.shape[0] != B or grad_v.shape[1] != K:
+            raise ValueError("doc_grad must be (B, K)")
+        if B > 0:
+            grad = &grad_v[0, 0]
     for d in range(B):
         if doc_ptr[d + 1] - doc_ptr[d] > max_len:
             max_len = doc_ptr[d + 1] - doc_ptr[d]
@@ -69,7 +81,7 @@ def local_gibbs(const int64_t[::1] doc_ptr,       # IN  (B + 1) token offsets of
     # thread-private integer accumulators for n_kw (thread 0 writes the output directly)
     buffers = <int64_t*> malloc(((T - 1) * VB * K + 1) * sizeof(int64_t))
     if not per_doc_alpha:
-        acum = <double*> malloc((VB * K + 1) * sizeof(double))
+        acum = <double*> malloc((VB + 1) * sizeof(double))
     with nogil:
         if acum != NULL:
             alpha_buckets(&weights[0, 0], &alpha[0, 0], VB, K, acum)
@@ -85,10 +97,11 @@ def local_gibbs(const int64_t[::1] doc_ptr,       # IN  (B + 1) token offsets of
             buf = <double*> malloc(K * sizeof(double))
             for c in prange(C, schedule="dynamic", chunksize=1):
                 for d in range(chunk_bounds[c], chunk_bounds[c + 1]):
-                    fallbacks += sample_document(
+                    fallbacks += sample_document_acc(
                         doc_ptr[d], doc_ptr[d + 1], &words[0], &weights[0, 0], acum,
                         &alpha[d if per_doc_alpha else 0, 0], K, n_sweeps, n_burn, zbuf, nd, dt,
-                        dt_pos, buf, acc, &doc_topic[d, 0], gens[c])
+                        dt_pos, buf, acc, &doc_topic[d, 0],
+                        (grad + d * K) if grad != NULL else NULL, gens[c])
             free(zbuf); free(nd); free(dt); free(dt_pos); free(buf)
         for t in range(T - 1):
             for i in range(VB * K):

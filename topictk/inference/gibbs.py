@@ -158,21 +158,27 @@ class GibbsDriver(Driver):
         return state.topic_word()
 
     def objective(self, state: CountState) -> float:
-        """Collapsed log joint ln p(w, z | alpha, beta) per token (§1.3)."""
+        """Collapsed log joint ln p(w, z | alpha, beta) per token (§1.3), summed in blocks of
+        rows so that no (D, K) or (V, K) float temporary is made."""
         alpha, beta = state.alpha, state.beta
         V = self.V
         lengths = np.diff(self.doc_ptr)
-        doc_part = (self.n_docs * gammaln(alpha.sum()) - gammaln(alpha.sum() + lengths).sum()
-                    + (gammaln(state.ndk + alpha) - gammaln(alpha)).sum())
-        nz = state.nkw[state.nkw > 0]
-        topic_part = (self.K * gammaln(V * beta) - gammaln(V * beta + state.nk).sum()
-                      + (gammaln(nz + beta) - gammaln(beta)).sum())
+        doc_part = self.n_docs * (gammaln(alpha.sum()) - gammaln(alpha).sum())
+        doc_part -= gammaln(alpha.sum() + lengths).sum()
+        for begin in range(0, self.n_docs, 1024):
+            doc_part += gammaln(state.ndk[begin:begin + 1024] + alpha).sum()
+        topic_part = self.K * gammaln(V * beta) - gammaln(V * beta + state.nk).sum()
+        for begin in range(0, V, 1024):
+            rows = state.nkw[begin:begin + 1024]
+            nz = rows[rows > 0]
+            topic_part += (gammaln(nz + beta) - gammaln(beta)).sum()
         return float((doc_part + topic_part) / max(self.n_tokens, 1))
 
     def sample(self, state: CountState) -> dict[str, np.ndarray]:
-        arrays = {"nkw": state.nkw.copy(), "nk": state.nk.copy(), "alpha": state.alpha.copy()}
+        # the arrays are written to disk (or used) at once: no copy of the counts is needed
+        arrays = {"nkw": state.nkw, "nk": state.nk, "alpha": state.alpha}
         if self.store.train_heldout() is not None:   # Protocol B scores with n_dk per sample
-            arrays["ndk"] = state.ndk.copy()
+            arrays["ndk"] = state.ndk
         return arrays
 
     def train_heldout_probabilities(self, state: CountState, samples,

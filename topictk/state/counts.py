@@ -57,6 +57,9 @@ class CountState:
 
 
 def phi_hat(nkw: np.ndarray, nk: np.ndarray, beta: float) -> np.ndarray:
-    """Word-major (V, K) phi-hat from counts."""
+    """Word-major (V, K) phi-hat from counts (one (V, K) float64 array, built in place)."""
     V = nkw.shape[0]
-    return (nkw + beta) / (nk + V * beta)
+    out = nkw.astype(np.float64)
+    out += beta
+    out /= nk + V * beta
+    return out
