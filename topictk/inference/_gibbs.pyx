@@ -440,9 +440,12 @@ def gibbs_sweep(const int64_t[::1] doc_ptr,      # IN  (D + 1) token offsets
         free(l_nkw); free(l_nk); free(l_wt); free(l_wt_len)
         free(dt); free(dt_pos); free(coef); free(qbuf); free(rden)
 
-    # Merge: replay every changed token on the global counts. Words are split between
-    # workers by w mod P; the result is a function of the counts only.
+    # Merge: replay every changed token on the global counts (and SparseLDA lists). Words are
+    # split between workers by w mod P; the lists are a function of the counts, so the replay
+    # order does not matter.
     P = threads
+    cdef int64_t mask = one - 1
+    cdef int64_t* glst
     nk_delta = <int64_t*> malloc(P * K * sizeof(int64_t))
     with nogil:
         for i in range(P * K):
@@ -462,14 +465,18 @@ def gibbs_sweep(const int64_t[::1] doc_ptr,      # IN  (D + 1) token offsets
                 cnt = nkw[w, k_new]
                 nkw[w, k_new] = cnt + 1
                 nk_delta[p * K + k_new] += 1
+                if sparse:
+                    glst = &wt_entries[0] + wt_ptr[w]
+                    _wt_decrement_at(glst, &wt_len[w], _find_topic(glst, wt_len[w], k_old, mask),
+                                     one)
+                    _wt_increment_at(glst, &wt_len[w], _find_topic(glst, wt_len[w], k_new, mask),
+                                     k_new, one)
         for p in range(P):
             for k in range(K):
                 nk[k] += nk_delta[p * K + k]
     free(nk_delta)
     free(z_old)
     free(gens)
-    if sparse:
-        build_word_topic_lists(nkw, wt_ptr, wt_entries, wt_len, bits, threads)
     return fallbacks
 
 
