@@ -10,6 +10,8 @@ algorithm-specific:
 * ``heldout_probabilities(state, samples, test, pass_index)``: p-hat(w | observed part) of
   every held-out entry of the test documents (fold-in with the globals frozen, §11.2).
 * ``state_to_arrays(state)`` / ``state_from_arrays(arrays, header)``: persistence.
+* ``train_heldout_probabilities(state, samples, heldout)`` (optional): Protocol B scoring of
+  the training documents' held-out tokens with their own training state.
 """
 from __future__ import annotations
 
@@ -110,6 +112,13 @@ class Driver(ABC):
 
     @abstractmethod
     def state_from_arrays(self, header: dict, arrays: dict[str, np.ndarray]) -> Any: ...
+
+    def train_heldout_probabilities(self, state: Any, samples: list[dict[str, np.ndarray]] | None,
+                                    heldout: Documents) -> np.ndarray | None:
+        """Protocol B (§11.1, §11.2): p-hat(w | d) of every held-out entry of the *training*
+        documents (row d = training document d), from each document's own training state.
+        None when the algorithm does not support it."""
+        return None
 
     def check_state(self, state: Any) -> None:
         """Raise :class:`topictk.errors.NumericalError` if global parameters are not finite."""

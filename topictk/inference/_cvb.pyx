@@ -1,0 +1,380 @@
+# cython: language_level=3
+"""Collapsed variational Bayes kernels for LDA: CVB with the Gaussian (second-order)
+correction (Teh, Newman & Welling 2007) and CVB0 (Asuncion et al. 2009); ALGORITHMS.md §4.
+
+* :func:`init_mu` -- mu_dw ~ Dir(1, ..., 1) for every distinct pair, in pair order.
+  Equivalent to ``tests/reference/cvb.py::init_mu``.
+* :func:`compute_fields` -- the mean (and variance) fields of §4.2 from scratch.
+  Equivalent to ``tests/reference/cvb.py::compute_fields``.
+* :func:`sweep` -- one CVB / CVB0 iteration with the exclusion rule of §4.4 (one token copy
+  per pair update), sequential in place for one chunk, chunk-private word fields merged in
+  chunk order for C > 1. Equivalent to ``tests/reference/cvb.py::sweep``.
+* :func:`fold_in` -- CVB0 fold-in of test documents with phi-hat frozen (§4.7).
+  Equivalent to ``tests/reference/cvb.py::fold_in``.
+* :func:`pair_entropy` -- n_dw sum_k mu ln mu of every pair (the entropy term of §4.6).
+
+Storage is one K-vector mu per distinct (document, word) pair in CSR order (representation C).
+Fields are float64 throughout (§4.7: m_k - mu is lost in float32).
+"""
+cimport cython
+from cython.parallel cimport parallel, prange
+from libc.math cimport exp, fabs, log, log1p
+from libc.stdint cimport int32_t, int64_t
+from libc.stdlib cimport free, malloc
+from libc.string cimport memcpy, memset
+
+from numpy.random cimport bitgen_t
+
+from topictk._cy.rng cimport bitgen_of, next_uniform
+
+
+def init_mu(double[:, ::1] mu,   # OUT (M, K)
+            object stream):      # IN  the init stream (0,)
+    """mu_dw ~ Dir(1, ..., 1): K draws -ln(1 - U) (Exp(1); 1 - U avoids ln 0) per pair, pair
+    order, k inner, normalised."""
+    cdef Py_ssize_t M = mu.shape[0], K = mu.shape[1]
+    cdef bitgen_t* gen = bitgen_of(stream)
+    cdef Py_ssize_t e, k
+    cdef double s, x
+    with nogil:
+        for e in range(M):
+            s = 0.0
+            for k in range(K):
+                x = -log1p(-next_uniform(gen))
+                mu[e, k] = x
+                s += x
+            for k in range(K):
+                mu[e, k] = mu[e, k] / s
+
+
+cdef inline double _pos(double x) noexcept nogil:
+    return x if x > 0.0 else 0.0
+
+
+def compute_fields(const int64_t[::1] indptr,    # IN  (D + 1)
+                   const int32_t[::1] indices,   # IN  (M)
+                   const int32_t[::1] counts,    # IN  (M)
+                   const double[:, ::1] mu,      # IN  (M, K)
+                   double[:, ::1] m_dk,          # OUT (D, K)
+                   double[:, ::1] m_kw,          # OUT (V, K)
+                   double[::1] m_k,              # OUT (K)
+                   object v_dk,                  # OUT (D, K) or None (CVB0)
+                   object v_kw,                  # OUT (V, K) or None
+                   object v_k,                   # OUT (K) or None
+                   int threads):
+    """Fields from scratch (§4.2): m = sum n_dw mu, v = sum n_dw mu (1 - mu). Word fields are
+    summed in pair order (words split between threads by w mod P), so the result does not
+    depend on the thread count. Equivalent to ``tests/reference/cvb.py::compute_fields``."""
+    cdef Py_ssize_t D = indptr.shape[0] - 1, K = mu.shape[1], V = m_kw.shape[0]
+    cdef Py_ssize_t d, k, w, p, P
+    cdef int64_t e, M = indices.shape[0]
+    cdef double c, g
+    cdef double[:, ::1] vd_v, vw_v
+    cdef double[::1] vk_v
+    cdef double* vd = NULL
+    cdef double* vw = NULL
+    cdef double* vk = NULL
+    cdef bint var = v_dk is not None
+    if var:
+        vd_v = v_dk
+        vw_v = v_kw
+        vk_v = v_k
+        vd = &vd_v[0, 0] if D > 0 else NULL
+        vw = &vw_v[0, 0] if V > 0 else NULL
+        vk = &vk_v[0]
+    if threads < 1:
+        threads = 1
+    P = threads
+    with nogil:
+        for d in prange(D, schedule="static", num_threads=threads):
+            for k in range(K):
+                m_dk[d, k] = 0.0
+                if var:
+                    vd[d * K + k] = 0.0
+            for e in range(indptr[d], indptr[d + 1]):
+                c = counts[e]
+                for k in range(K):
+                    g = mu[e, k]
+                    m_dk[d, k] += c * g
+                    if var:
+                        vd[d * K + k] += c * g * (1.0 - g)
+        for w in range(V):
+            for k in range(K):
+                m_kw[w, k] = 0.0
+                if var:
+                    vw[w * K + k] = 0.0
+        for p in prange(P, schedule="static", chunksize=1, num_threads=threads):
+            for e in range(M):
+                w = indices[e]
+                if w % P != p:
+                    continue
+                c = counts[e]
+                for k in range(K):
+                    g = mu[e, k]
+                    m_kw[w, k] += c * g
+                    if var:
+                        vw[w * K + k] += c * g * (1.0 - g)
+        for k in range(K):
+            m_k[k] = 0.0
+            if var:
+                vk[k] = 0.0
+        for w in range(V):
+            for k in range(K):
+                m_k[k] += m_kw[w, k]
+                if var:
+                    vk[k] += vw[w * K + k]
+
+
+cdef void _sweep_docs(int64_t d_begin, int64_t d_end, const int64_t* indptr,
+                      const int32_t* indices, const int32_t* counts, double* mu,
+                      Py_ssize_t K, double* m_dk, double* v_dk, double* m_kw, double* v_kw,
+                      double* m_k, double* v_k, const double* alpha, double beta,
+                      double vbeta, bint gaussian, double* buf) noexcept nogil:
+    """Update every pair of documents [d_begin, d_end) in order (§4.3-4.5)."""
+    cdef int64_t d, e
+    cdef Py_ssize_t k
+    cdef int32_t w
+    cdef double c, g, gv, a, b, z, u, total, new, dm, dv
+    cdef double* md
+    cdef double* vd = NULL
+    cdef double* mw
+    cdef double* vw = NULL
+    cdef double* mu_e
+    for d in range(d_begin, d_end):
+        md = m_dk + d * K
+        if gaussian:
+            vd = v_dk + d * K
+        for e in range(indptr[d], indptr[d + 1]):
+            w = indices[e]
+            c = counts[e]
+            mu_e = mu + e * K
+            mw = m_kw + w * K
+            if gaussian:
+                vw = v_kw + w * K
+            total = 0.0
+            for k in range(K):
+                g = mu_e[k]
+                a = alpha[k] + _pos(md[k] - g)
+                b = beta + _pos(mw[k] - g)
+                z = vbeta + _pos(m_k[k] - g)
+                u = a * b / z
+                if gaussian:
+                    gv = g * (1.0 - g)
+                    u = u * exp(-_pos(vd[k] - gv) / (2.0 * a * a)
+                                - _pos(vw[k] - gv) / (2.0 * b * b)
+                                + _pos(v_k[k] - gv) / (2.0 * z * z))
+                buf[k] = u
+                total += u
+            for k in range(K):
+                new = buf[k] / total
+                g = mu_e[k]
+                dm = c * (new - g)
+                md[k] += dm
+                mw[k] += dm
+                m_k[k] += dm
+                if gaussian:
+                    dv = c * (new * (1.0 - new) - g * (1.0 - g))
+                    vd[k] += dv
+                    vw[k] += dv
+                    v_k[k] += dv
+                mu_e[k] = new
+
+
+def sweep(const int64_t[::1] indptr,       # IN  (D + 1)
+          const int32_t[::1] indices,      # IN  (M)
+          const int32_t[::1] counts,       # IN  (M)
+          double[:, ::1] mu,               # IN/OUT (M, K)
+          double[:, ::1] m_dk,             # IN/OUT (D, K)
+          double[:, ::1] m_kw,             # IN/OUT (V, K)
+          double[::1] m_k,                 # IN/OUT (K)
+          object v_dk,                     # IN/OUT (D, K) (CVB) or None (CVB0)
+          object v_kw,                     # IN/OUT (V, K) or None
+          object v_k,                      # IN/OUT (K) or None
+          const double[::1] alpha,         # IN  (K)
+          double beta,
+          const int64_t[::1] chunk_bounds, # IN  (C + 1) document boundaries
+          int threads):
+    """One CVB (v fields given) or CVB0 (v fields None) iteration over every pair.
+
+    One chunk: the sequential in-place schedule (documents in order, pairs in ascending word
+    id). C chunks: each chunk updates private copies of the word and topic fields taken at the
+    start of the iteration; the changes are added back in chunk order (the result depends on
+    C, never on the thread count). Equivalent to ``tests/reference/cvb.py::sweep``.
+    """
+    cdef Py_ssize_t D = indptr.shape[0] - 1, K = mu.shape[1], V = m_kw.shape[0]
+    cdef Py_ssize_t C = chunk_bounds.shape[0] - 1
+    cdef Py_ssize_t c, w, k, i, VK = V * K
+    cdef bint gaussian = v_dk is not None
+    cdef double vbeta = V * beta
+    cdef double[:, ::1] vd_v, vw_v
+    cdef double[::1] vk_v
+    cdef double* vd = NULL
+    cdef double* vw = NULL
+    cdef double* vk = NULL
+    cdef double* buf
+    cdef double* local
+    cdef double* base
+    cdef double acc
+    cdef Py_ssize_t stride
+    if alpha.shape[0] != K or m_dk.shape[0] != D or m_k.shape[0] != K:
+        raise ValueError("mu, fields and alpha disagree on K or D")
+    if gaussian:
+        vd_v = v_dk
+        vw_v = v_kw
+        vk_v = v_k
+        vd = &vd_v[0, 0]
+        vw = &vw_v[0, 0]
+        vk = &vk_v[0]
+    if D == 0 or C < 1:
+        return
+    if threads < 1:
+        threads = 1
+    if C == 1:
+        buf = <double*> malloc(K * sizeof(double))
+        with nogil:
+            _sweep_docs(chunk_bounds[0], chunk_bounds[1], &indptr[0], &indices[0], &counts[0],
+                        &mu[0, 0], K, &m_dk[0, 0], vd, &m_kw[0, 0], vw, &m_k[0], vk,
+                        &alpha[0], beta, vbeta, gaussian, buf)
+        free(buf)
+        return
+
+    # chunk-private word/topic fields: [m_kw (VK) | m_k (K) | v_kw (VK) | v_k (K)] per chunk
+    stride = (2 * VK + 2 * K) if gaussian else (VK + K)
+    local = <double*> malloc(C * stride * sizeof(double))
+    if local == NULL:
+        raise MemoryError()
+    with nogil:
+        with parallel(num_threads=threads):
+            buf = <double*> malloc(K * sizeof(double))
+            for c in prange(C, schedule="dynamic", chunksize=1):
+                base = local + c * stride
+                memcpy(base, &m_kw[0, 0], VK * sizeof(double))
+                memcpy(base + VK, &m_k[0], K * sizeof(double))
+                if gaussian:
+                    memcpy(base + VK + K, vw, VK * sizeof(double))
+                    memcpy(base + 2 * VK + K, vk, K * sizeof(double))
+                _sweep_docs(chunk_bounds[c], chunk_bounds[c + 1], &indptr[0], &indices[0],
+                            &counts[0], &mu[0, 0], K, &m_dk[0, 0], vd, base,
+                            (base + VK + K) if gaussian else NULL, base + VK,
+                            (base + 2 * VK + K) if gaussian else NULL, &alpha[0], beta, vbeta,
+                            gaussian, buf)
+            free(buf)
+        # merge: start + sum over chunks in chunk order of (local - start)
+        for i in prange(VK, schedule="static", num_threads=threads):
+            acc = m_kw[i // K, i % K]
+            for c in range(C):
+                acc = acc + (local[c * stride + i] - m_kw[i // K, i % K])
+            m_kw[i // K, i % K] = acc
+            if gaussian:
+                acc = vw[i]
+                for c in range(C):
+                    acc = acc + (local[c * stride + VK + K + i] - vw[i])
+                vw[i] = acc
+        for k in range(K):
+            acc = m_k[k]
+            for c in range(C):
+                acc = acc + (local[c * stride + VK + k] - m_k[k])
+            m_k[k] = acc
+            if gaussian:
+                acc = vk[k]
+                for c in range(C):
+                    acc = acc + (local[c * stride + 2 * VK + K + k] - vk[k])
+                vk[k] = acc
+    free(local)
+
+
+cdef void _fold_in_doc(int64_t n_pairs, const int32_t* ids, const int32_t* cts,
+                       const double* phi, const double* alpha, Py_ssize_t K, double tol,
+                       int max_passes, double* mu, double* md, double* theta) noexcept nogil:
+    cdef int64_t j
+    cdef Py_ssize_t k
+    cdef int it
+    cdef double s, c, g, new, diff, n_d = 0.0, alpha_sum = 0.0
+    cdef const double* f
+    for k in range(K):
+        md[k] = 0.0
+        alpha_sum += alpha[k]
+    for j in range(n_pairs):
+        f = phi + ids[j] * K
+        c = cts[j]
+        n_d += c
+        s = 0.0
+        for k in range(K):
+            mu[j * K + k] = alpha[k] * f[k]
+            s += mu[j * K + k]
+        for k in range(K):
+            mu[j * K + k] /= s
+            md[k] += c * mu[j * K + k]
+    if n_pairs > 0:
+        for it in range(max_passes):
+            diff = 0.0
+            for j in range(n_pairs):
+                f = phi + ids[j] * K
+                c = cts[j]
+                s = 0.0
+                for k in range(K):
+                    theta[k] = (alpha[k] + _pos(md[k] - mu[j * K + k])) * f[k]
+                    s += theta[k]
+                for k in range(K):
+                    new = theta[k] / s
+                    g = mu[j * K + k]
+                    md[k] += c * (new - g)
+                    diff += fabs(new - g)
+                    mu[j * K + k] = new
+            if diff / (n_pairs * K) < tol:
+                break
+    for k in range(K):
+        theta[k] = (alpha[k] + md[k]) / (alpha_sum + n_d)
+
+
+def fold_in(const int64_t[::1] indptr,     # IN  (D + 1) observed part of each test document
+            const int32_t[::1] indices,    # IN  (M)
+            const int32_t[::1] counts,     # IN  (M)
+            const double[:, ::1] phi,      # IN  (V, K) phi-hat, frozen
+            const double[::1] alpha,       # IN  (K)
+            double tol, int max_passes,
+            double[:, ::1] theta,          # OUT (D, K) (alpha + m_dk) / (alpha_sum + N_obs)
+            int threads):
+    """CVB0 fold-in of each document with the training fields frozen (§4.7): mu_dwk
+    proportional to (alpha_k + m_dk^-) phi_wk, pairs updated in place with the exclusion rule,
+    until mean |delta mu| < tol (at most ``max_passes`` passes). Start: mu_dw proportional to
+    alpha_k phi_wk (deterministic). Equivalent to ``tests/reference/cvb.py::fold_in``."""
+    cdef Py_ssize_t D = indptr.shape[0] - 1, K = phi.shape[1]
+    cdef Py_ssize_t d, max_pairs = 1
+    cdef double* mu
+    cdef double* md
+    if theta.shape[0] != D or theta.shape[1] != K or alpha.shape[0] != K:
+        raise ValueError("theta, phi and alpha do not fit together")
+    for d in range(D):
+        if indptr[d + 1] - indptr[d] > max_pairs:
+            max_pairs = indptr[d + 1] - indptr[d]
+    if threads < 1:
+        threads = 1
+    if D == 0:
+        return
+    with nogil, parallel(num_threads=threads):
+        mu = <double*> malloc(max_pairs * K * sizeof(double))
+        md = <double*> malloc(K * sizeof(double))
+        for d in prange(D, schedule="dynamic", chunksize=4):
+            _fold_in_doc(indptr[d + 1] - indptr[d], &indices[indptr[d]], &counts[indptr[d]],
+                         &phi[0, 0], &alpha[0], K, tol, max_passes, mu, md, &theta[d, 0])
+        free(mu); free(md)
+
+
+def pair_entropy(const int32_t[::1] counts,   # IN  (M)
+                 const double[:, ::1] mu,     # IN  (M, K)
+                 double[::1] out,             # OUT (M) n_dw sum_k mu ln mu (0 ln 0 = 0)
+                 int threads):
+    """Per-pair n_dw sum_k mu_dwk ln mu_dwk (minus the entropy term of §4.6)."""
+    cdef Py_ssize_t M = mu.shape[0], K = mu.shape[1], e, k
+    cdef double s, g
+    if threads < 1:
+        threads = 1
+    with nogil:
+        for e in prange(M, schedule="static", num_threads=threads):
+            s = 0.0
+            for k in range(K):
+                g = mu[e, k]
+                if g > 0.0:
+                    s = s + g * log(g)
+            out[e] = counts[e] * s

@@ -1,0 +1,391 @@
+# cython: language_level=3
+"""Variational Bayes kernels for LDA (ALGORITHMS.md §3, §5, §11.2).
+
+* :func:`expected_log_topics` -- E_q[ln phi] for a set of words in the shifted-exponential form
+  of §3.2 (B = exp(Elogphi - m_w), m_w = max_k Elogphi_kw) and the per-word topic terms of the
+  ELBO (§3.3). Equivalent to ``tests/reference/vb.py::expected_log_topics``.
+* :func:`e_step` -- the per-document E-step of §3.2 for every document of a CSR block (batch VB,
+  an online mini-batch, or test documents), whole documents under ``nogil`` with OpenMP over
+  documents; sufficient statistics reduced in document order so the result does not depend on
+  the number of threads. Equivalent to ``tests/reference/vb.py::e_step``.
+* :func:`mixture_probabilities` -- sum_k theta_dk phi_wk for every entry of a CSR block
+  (held-out scoring). Equivalent to ``tests/reference/vb.py::mixture_probabilities``.
+
+The E-step has no randomness: documents are conditionally independent given the topics, so
+threads only change who computes a document, never the numbers.
+"""
+cimport cython
+from cython.parallel cimport parallel, prange
+from libc.math cimport exp, fabs, log
+from libc.stdint cimport int32_t, int64_t
+from libc.stdlib cimport free, malloc
+
+from topictk._cy.special cimport digamma, lngamma
+
+# Sufficient statistics are staged per document (M_d x K doubles) before the ordered
+# reduction; a wave of documents uses at most this many doubles (plus one document).
+cdef Py_ssize_t WAVE_DOUBLES = 1 << 21
+
+
+def expected_log_topics(const double[:, ::1] lam,      # IN  (V, K) lambda (or lam_tilde), word-major
+                        object rows,                   # IN  (V_b,) int32 words to compute, or None = all
+                        double offset, double scale,   # lambda_wk = offset + scale * lam[w, k]
+                        const double[::1] psi_total,   # IN  (K) psi(lambda_k.) (smoothed only)
+                        bint smoothed,
+                        double beta,
+                        double[:, ::1] expelog,        # OUT (V_b, K) exp(Elogphi - shift)
+                        double[::1] shift,             # OUT (V_b) max_k Elogphi
+                        object term,                   # OUT (V_b) topic terms of the ELBO, or None
+                        int threads):
+    """Elogphi_wk = psi(lambda_wk) - psi(lambda_k.) (smoothed) or ln phi_wk (unsmoothed) for the
+    requested words, stored as B = exp(Elogphi - m_w) and m_w; with ``term`` also
+    sum_k (beta - lambda_wk) Elogphi_wk + lnGamma(lambda_wk) per word (§3.3).
+    Equivalent to ``tests/reference/vb.py::expected_log_topics``.
+    """
+    cdef Py_ssize_t K = lam.shape[1]
+    cdef Py_ssize_t n_rows = expelog.shape[0]
+    cdef const int32_t[::1] row_ids
+    cdef double[::1] term_v
+    cdef const int32_t* row_ptr = NULL
+    cdef double* term_ptr = NULL
+    cdef Py_ssize_t j, k, w
+    cdef double x, e, m, t
+    if rows is not None:
+        row_ids = rows
+        if row_ids.shape[0] != n_rows:
+            raise ValueError("rows and expelog disagree on the number of words")
+        if n_rows > 0:
+            row_ptr = &row_ids[0]
+    elif n_rows != lam.shape[0]:
+        raise ValueError("expelog must have one row per word of lam")
+    if term is not None:
+        term_v = term
+        if n_rows > 0:
+            term_ptr = &term_v[0]
+    if threads < 1:
+        threads = 1
+    with nogil:
+        for j in prange(n_rows, schedule="static", num_threads=threads):
+            w = row_ptr[j] if row_ptr != NULL else j
+            m = -1e308
+            t = 0.0
+            for k in range(K):
+                x = offset + scale * lam[w, k]
+                if smoothed:
+                    e = digamma(x) - psi_total[k]
+                    t = t + (beta - x) * e + lngamma(x)
+                else:
+                    e = log(x)
+                expelog[j, k] = e
+                if e > m:
+                    m = e
+            for k in range(K):
+                expelog[j, k] = exp(expelog[j, k] - m)
+            shift[j] = m
+            if term_ptr != NULL:
+                term_ptr[j] = t
+
+
+cdef inline double _expelog_theta(const double* gamma, Py_ssize_t K, double* elog,
+                                  double* A) noexcept nogil:
+    """Elogtheta_k = psi(gamma_k) - psi(gamma.), A_k = exp(Elogtheta_k - max); returns max."""
+    cdef Py_ssize_t k
+    cdef double total = 0.0, m = -1e308, p
+    for k in range(K):
+        total += gamma[k]
+    p = digamma(total)
+    for k in range(K):
+        elog[k] = digamma(gamma[k]) - p
+        if elog[k] > m:
+            m = elog[k]
+    for k in range(K):
+        A[k] = exp(elog[k] - m)
+    return m
+
+
+cdef inline double _dot(const double* a, const double* b, Py_ssize_t K) noexcept nogil:
+    """sum_k a_k b_k with four interleaved partial sums (fixed order: the result depends on K
+    only, never on threads), which lets the compiler keep four multiply-add chains in flight."""
+    cdef double s0 = 0.0, s1 = 0.0, s2 = 0.0, s3 = 0.0
+    cdef Py_ssize_t k = 0
+    while k + 4 <= K:
+        s0 = s0 + a[k] * b[k]
+        s1 = s1 + a[k + 1] * b[k + 1]
+        s2 = s2 + a[k + 2] * b[k + 2]
+        s3 = s3 + a[k + 3] * b[k + 3]
+        k += 4
+    while k < K:
+        s0 = s0 + a[k] * b[k]
+        k += 1
+    return (s0 + s1) + (s2 + s3)
+
+
+cdef int _doc_estep(Py_ssize_t n_pairs, const int32_t* ids, const int32_t* cts,
+                    const double* B, const double* shift, const double* alpha,
+                    double alpha_term, Py_ssize_t K, double* gamma, bint warm, double tol,
+                    int max_iter, double* elog, double* A, double* acc, double* Z,
+                    double* out_ss, double* bound) noexcept nogil:
+    """E-step of one document (§3.2); returns the number of gamma updates made.
+
+    ``out_ss`` (n_pairs x K, may be NULL) receives n_dw mu_dwk; ``bound`` (may be NULL) the
+    document's ELBO term l_d, both for the final gamma.
+    """
+    cdef Py_ssize_t j, k
+    cdef double n_d = 0.0, z, z1, z2, z3, f, f1, f2, f3, g, delta, m, l, total
+    cdef const double* b
+    cdef const double* b1
+    cdef const double* b2
+    cdef const double* b3
+    cdef int it = 0
+    cdef bint done = max_iter <= 0
+    for j in range(n_pairs):
+        n_d += cts[j]
+    if not warm:
+        for k in range(K):
+            gamma[k] = alpha[k] + n_d / K
+    m = _expelog_theta(gamma, K, elog, A)
+    while True:
+        if done:
+            for j in range(n_pairs):
+                Z[j] = _dot(A, B + ids[j] * K, K)
+            break
+        for k in range(K):
+            acc[k] = 0.0
+        j = 0
+        while j + 4 <= n_pairs:         # four words at a time: one pass over A and acc
+            b = B + ids[j] * K
+            b1 = B + ids[j + 1] * K
+            b2 = B + ids[j + 2] * K
+            b3 = B + ids[j + 3] * K
+            z = 0.0
+            z1 = 0.0
+            z2 = 0.0
+            z3 = 0.0
+            for k in range(K):
+                z = z + A[k] * b[k]
+                z1 = z1 + A[k] * b1[k]
+                z2 = z2 + A[k] * b2[k]
+                z3 = z3 + A[k] * b3[k]
+            Z[j] = z
+            Z[j + 1] = z1
+            Z[j + 2] = z2
+            Z[j + 3] = z3
+            f = cts[j] / z
+            f1 = cts[j + 1] / z1
+            f2 = cts[j + 2] / z2
+            f3 = cts[j + 3] / z3
+            for k in range(K):
+                acc[k] = acc[k] + ((f * b[k] + f1 * b1[k]) + (f2 * b2[k] + f3 * b3[k]))
+            j += 4
+        while j < n_pairs:
+            b = B + ids[j] * K
+            z = _dot(A, b, K)
+            Z[j] = z
+            f = cts[j] / z
+            for k in range(K):
+                acc[k] = acc[k] + f * b[k]
+            j += 1
+        delta = 0.0
+        for k in range(K):
+            g = alpha[k] + A[k] * acc[k]
+            delta += fabs(g - gamma[k])
+            gamma[k] = g
+        delta /= K
+        m = _expelog_theta(gamma, K, elog, A)
+        it += 1
+        done = delta < tol or it >= max_iter
+    if out_ss != NULL:
+        for j in range(n_pairs):
+            b = B + ids[j] * K
+            f = cts[j] / Z[j]
+            for k in range(K):
+                out_ss[j * K + k] = f * A[k] * b[k]
+    if bound != NULL:
+        l = 0.0
+        for j in range(n_pairs):
+            l += cts[j] * (log(Z[j]) + shift[ids[j]] + m)
+        total = 0.0
+        for k in range(K):
+            l += (alpha[k] - gamma[k]) * elog[k] + lngamma(gamma[k])
+            total += gamma[k]
+        bound[0] = l + alpha_term - lngamma(total)
+    return it
+
+
+def e_step(const int64_t[::1] indptr,      # IN  (D_b + 1) CSR row offsets
+           const int32_t[::1] indices,     # IN  (M_b) rows of ``expelog`` (word ids or batch-local ids)
+           const int32_t[::1] counts,      # IN  (M_b) n_dw >= 1
+           const double[:, ::1] expelog,   # IN  (V_b, K) B = exp(Elogphi - shift)
+           const double[::1] shift,        # IN  (V_b) m_w
+           const double[::1] alpha,        # IN  (K)
+           double[:, ::1] gamma,           # IN/OUT (D_b, K); read unless ``start`` is cold
+           int start,                      # 0 cold, 1 warm, 2 best of both (see below)
+           double tol,
+           int max_iter,
+           object sstats,                  # OUT (V_b, K) += sum_d n_dw mu_dwk, or None
+           object doc_bound,               # OUT (D_b) l_d of every document, or None
+           object iterations,              # OUT (D_b) int32 gamma updates made, or None
+           int threads,
+           Py_ssize_t wave_doubles=0):     # staging budget (0 = default; tests use small ones)
+    """The E-step of §3.2 for every row of a CSR block.
+
+    ``start``: 0 = cold (gamma_k = alpha_k + N_d/K), 1 = warm (from the given gamma), 2 = best:
+    both are run and the document keeps the one with the higher document bound l_d (the ELBO
+    can only increase, as with warm starts, yet a document can leave a poor earlier fixed
+    point, as with cold starts).
+
+    Sufficient statistics are staged per document and added into ``sstats`` in CSR entry order
+    (document order), with the words split between threads by w mod P, so the sums are
+    bitwise independent of the thread count. Equivalent to ``tests/reference/vb.py::e_step``.
+    """
+    cdef Py_ssize_t D = indptr.shape[0] - 1, K = gamma.shape[1]
+    cdef Py_ssize_t V_b = expelog.shape[0]
+    cdef Py_ssize_t d, d0, d1, j, k, p, P, max_pairs = 1, budget
+    cdef int64_t e, e0, e1
+    cdef int32_t w
+    cdef double alpha_term = 0.0, alpha_sum = 0.0
+    cdef double[:, ::1] ss_v
+    cdef double[::1] bound_v
+    cdef int32_t[::1] iter_v
+    cdef double* ss_ptr = NULL
+    cdef double* bound_ptr = NULL
+    cdef int32_t* iter_ptr = NULL
+    cdef double* buf = NULL
+    cdef double* elog
+    cdef double* A
+    cdef double* acc
+    cdef double* Z
+    cdef double* g2
+    cdef double l_warm, l_cold
+    cdef int it
+
+    if gamma.shape[0] != D:
+        raise ValueError(f"gamma has {gamma.shape[0]} rows for {D} documents")
+    if expelog.shape[1] != K or alpha.shape[0] != K or shift.shape[0] != V_b:
+        raise ValueError("expelog, shift, alpha and gamma disagree on K or the word count")
+    if sstats is not None:
+        ss_v = sstats
+        if ss_v.shape[0] != V_b or ss_v.shape[1] != K:
+            raise ValueError("sstats must be (V_b, K)")
+        if V_b > 0:
+            ss_ptr = &ss_v[0, 0]
+    if doc_bound is not None:
+        bound_v = doc_bound
+        if bound_v.shape[0] != D:
+            raise ValueError("doc_bound must have one entry per document")
+        if D > 0:
+            bound_ptr = &bound_v[0]
+    if iterations is not None:
+        iter_v = iterations
+        if iter_v.shape[0] != D:
+            raise ValueError("iterations must have one entry per document")
+        if D > 0:
+            iter_ptr = &iter_v[0]
+    if D == 0:
+        return
+    for k in range(K):
+        alpha_term -= lngamma(alpha[k])
+        alpha_sum += alpha[k]
+    alpha_term += lngamma(alpha_sum)
+    for d in range(D):
+        if indptr[d + 1] - indptr[d] > max_pairs:
+            max_pairs = indptr[d + 1] - indptr[d]
+    if start < 0 or start > 2:
+        raise ValueError("start must be 0 (cold), 1 (warm) or 2 (best)")
+    if threads < 1:
+        threads = 1
+    P = threads
+    budget = (wave_doubles if wave_doubles > 0 else WAVE_DOUBLES) // K
+    if budget < max_pairs:
+        budget = max_pairs
+    if ss_ptr != NULL:
+        buf = <double*> malloc(budget * K * sizeof(double))
+        if buf == NULL:
+            raise MemoryError()
+
+    with nogil:
+        d0 = 0
+        while d0 < D:
+            # a wave: consecutive documents whose staged statistics fit in the buffer
+            d1 = d0 + 1
+            if ss_ptr != NULL:
+                while d1 < D and indptr[d1 + 1] - indptr[d0] <= budget:
+                    d1 += 1
+            else:
+                d1 = D
+            e0 = indptr[d0]
+            e1 = indptr[d1]
+            with parallel(num_threads=threads):
+                elog = <double*> malloc(K * sizeof(double))
+                A = <double*> malloc(K * sizeof(double))
+                acc = <double*> malloc(K * sizeof(double))
+                Z = <double*> malloc(max_pairs * sizeof(double))
+                g2 = <double*> malloc(K * sizeof(double))
+                for d in prange(d0, d1, schedule="dynamic", chunksize=4):
+                    if start == 2:
+                        # cold run in g2, warm run in place; keep the better, then stage it
+                        l_cold = 0.0
+                        l_warm = 0.0
+                        it = _doc_estep(indptr[d + 1] - indptr[d], &indices[indptr[d]],
+                                        &counts[indptr[d]], &expelog[0, 0], &shift[0],
+                                        &alpha[0], alpha_term, K, g2, False, tol, max_iter,
+                                        elog, A, acc, Z, NULL, &l_cold)
+                        it = it + _doc_estep(indptr[d + 1] - indptr[d], &indices[indptr[d]],
+                                             &counts[indptr[d]], &expelog[0, 0], &shift[0],
+                                             &alpha[0], alpha_term, K, &gamma[d, 0], True, tol,
+                                             max_iter, elog, A, acc, Z, NULL, &l_warm)
+                        if l_cold > l_warm:
+                            for k in range(K):
+                                gamma[d, k] = g2[k]
+                        _doc_estep(indptr[d + 1] - indptr[d], &indices[indptr[d]],
+                                   &counts[indptr[d]], &expelog[0, 0], &shift[0], &alpha[0],
+                                   alpha_term, K, &gamma[d, 0], True, tol, 0, elog, A, acc, Z,
+                                   (buf + (indptr[d] - e0) * K) if buf != NULL else NULL,
+                                   (bound_ptr + d) if bound_ptr != NULL else NULL)
+                    else:
+                        it = _doc_estep(indptr[d + 1] - indptr[d], &indices[indptr[d]],
+                                        &counts[indptr[d]], &expelog[0, 0], &shift[0],
+                                        &alpha[0], alpha_term, K, &gamma[d, 0], start == 1, tol,
+                                        max_iter, elog, A, acc, Z,
+                                        (buf + (indptr[d] - e0) * K) if buf != NULL else NULL,
+                                        (bound_ptr + d) if bound_ptr != NULL else NULL)
+                    if iter_ptr != NULL:
+                        iter_ptr[d] = it
+                free(elog); free(A); free(acc); free(Z); free(g2)
+            if ss_ptr != NULL:
+                # ordered reduction: every (w, k) receives its terms in entry order
+                for p in prange(P, schedule="static", chunksize=1, num_threads=threads):
+                    for e in range(e0, e1):
+                        w = indices[e]
+                        if w % P != p:
+                            continue
+                        for k in range(K):
+                            ss_ptr[w * K + k] += buf[(e - e0) * K + k]
+            d0 = d1
+    if buf != NULL:
+        free(buf)
+
+
+def mixture_probabilities(const int64_t[::1] indptr,    # IN  (D + 1) CSR offsets
+                          const int32_t[::1] indices,   # IN  (M) word ids
+                          const double[:, ::1] theta,   # IN  (D, K) document proportions
+                          const double[:, ::1] phi,     # IN  (V, K) word-major topics
+                          double[::1] out,              # OUT (M) sum_k theta_dk phi_wk
+                          int threads):
+    """p-hat(w | d) = sum_k theta_dk phi_wk of every CSR entry (§11.2).
+    Equivalent to ``tests/reference/vb.py::mixture_probabilities``."""
+    cdef Py_ssize_t D = indptr.shape[0] - 1, K = theta.shape[1]
+    cdef Py_ssize_t d, k
+    cdef int64_t j
+    cdef double s
+    if theta.shape[0] != D or phi.shape[1] != K or out.shape[0] != indices.shape[0]:
+        raise ValueError("theta, phi, indices and out do not fit together")
+    if threads < 1:
+        threads = 1
+    with nogil:
+        for d in prange(D, schedule="dynamic", chunksize=16, num_threads=threads):
+            for j in range(indptr[d], indptr[d + 1]):
+                s = 0.0
+                for k in range(K):
+                    s = s + theta[d, k] * phi[indices[j], k]
+                out[j] = s

@@ -1,0 +1,253 @@
+"""Collapsed variational Bayes for LDA: CVB with the Gaussian correction (Teh, Newman & Welling
+2007) and its zero-order variant CVB0 (Asuncion, Welling, Smyth & Teh 2009).
+
+ALGORITHMS.md §4. theta and phi are integrated out; q(z) keeps one K-vector mu per distinct
+(document, word) pair (TNW's gamma_ijk), updated with the exclusion rule of §4.4 (one token
+copy removed from the fields per pair update). One training step is one sweep over every pair
+(kernel :func:`topictk.inference._cvb.sweep`); every ``refresh_every`` steps the fields are
+recomputed from mu, every ``check_every`` steps the convergence statistic (the approximate
+bound of §4.6 for CVB, the training perplexity for CVB0) is compared with the previous one.
+The NumPy twin is ``tests/reference/cvb.py``.
+
+Evaluation (§11.2, §4.7): phi-hat = (beta + m_kw)/(V beta + m_k); a test document is folded in
+by CVB0 updates with phi-hat frozen, theta-hat = (alpha + m_dk)/(alpha_sum + N_obs). On a
+Protocol B store the training documents' held-out tokens use their own training fields.
+"""
+from __future__ import annotations
+
+import logging
+
+import numpy as np
+from scipy.special import gammaln
+
+from topictk._cy.special import psi1
+from topictk.config.schema import Option
+from topictk.corpus.store import Documents
+from topictk.errors import ConfigError, NumericalError
+from topictk.inference import _cvb
+from topictk.inference.base import Driver, StepInfo, TestSet, chunk_bounds_by_tokens
+from topictk.inference.registry import register
+from topictk.inference.vb import (_nan_to_none, _none_to_nan, csr_arrays, doc_lengths,
+                                  mixture_probabilities)
+from topictk.state.variational import CVBState
+from topictk.training import streams as keys
+from topictk.training.streams import Streams
+
+log = logging.getLogger("topictk")
+
+
+def gaussian_lngamma(a, m, v):
+    """G(a; m, v) = lnGamma(a + m) + psi'(a + m) v / 2, the second-order expectation of
+    lnGamma(a + n) for n with mean m and variance v (§4.6)."""
+    x = a + m
+    return gammaln(x) + 0.5 * psi1(x) * v
+
+
+@register
+class CVBDriver(Driver):
+    """CVB with the second-order (Gaussian) correction; one step is one sweep over all pairs."""
+
+    name = "cvb"
+    gaussian = True
+    objective_name = "train_bound_per_token"
+    OPTIONS = {
+        "chunks": Option("int", 1, low=1,
+                         help="document chunks updated in parallel against private word "
+                              "fields (1 = the sequential schedule); set chunks >= threads"),
+        "tol": Option("float", 1e-5, low=0,
+                      help="stop when the convergence statistic changes by less than this "
+                           "(relative; 0 = never); later steps do nothing"),
+        "check_every": Option("int", 10, low=1,
+                              help="steps between convergence checks (CVB: approximate bound; "
+                                   "CVB0: training perplexity)"),
+        "refresh_every": Option("int", 10, low=1,
+                                help="steps between recomputing the fields from mu (removes "
+                                     "floating-point drift)"),
+        "fold_in_tol": Option("float", 1e-6, low=0, low_open=True,
+                              help="fold-in of test documents stops at mean |change of mu| "
+                                   "below this"),
+        "fold_in_max_passes": Option("int", 200, low=1,
+                                     help="most fold-in passes per test document"),
+    }
+
+    @classmethod
+    def check_config(cls, data: dict, where: str) -> None:
+        if data["model"]["alpha"] == "auto":
+            raise ConfigError(f"model.alpha must be a number for inference.algorithm = "
+                              f"{cls.name}; got 'auto' (alpha learning is available for vb and "
+                              f"ovb) ({where})")
+
+    def __init__(self, config, store, threads: int = 1):
+        super().__init__(config, store, threads)
+        self.indptr, self.indices, self.counts = csr_arrays(store.train())
+        self.n_docs = self.indptr.size - 1
+        self.doc_lengths = doc_lengths(self.indptr, self.counts)
+        self.n_tokens = int(self.doc_lengths.sum())
+        self.V = store.n_words
+        self.K = int(config.model.topics)
+        token_ptr = np.zeros(self.n_docs + 1, dtype=np.int64)
+        np.cumsum(self.doc_lengths, out=token_ptr[1:])
+        self.bounds = chunk_bounds_by_tokens(token_ptr, int(config.inference.chunks))
+        self.n_chunks = self.bounds.size - 1
+        if self.threads > self.n_chunks:
+            log.warning("training.threads = %d but inference.chunks = %d: only %d thread(s) "
+                        "can work on the sweep; set inference.chunks >= threads", self.threads,
+                        self.n_chunks, self.n_chunks)
+        self.streams: Streams | None = None
+
+    # ------------------------------------------------------------------ state
+    def _empty_var(self):
+        return np.zeros((0, self.K)), np.zeros((0, self.K)), np.zeros(0)
+
+    def init_state(self, streams: Streams) -> CVBState:
+        """mu ~ Dir(1) per pair from the init stream (§4.7), fields from scratch."""
+        self.streams = streams
+        mu = np.empty((self.indices.size, self.K))
+        _cvb.init_mu(mu, streams.persistent(keys.INIT))
+        alpha = np.full(self.K, float(self.config.model.alpha))
+        state = CVBState(mu=mu, m_dk=np.zeros((self.n_docs, self.K)),
+                         m_kw=np.zeros((self.V, self.K)), m_k=np.zeros(self.K),
+                         v_dk=np.zeros((self.n_docs, self.K)) if self.gaussian else None,
+                         v_kw=np.zeros((self.V, self.K)) if self.gaussian else None,
+                         v_k=np.zeros(self.K) if self.gaussian else None,
+                         alpha=alpha, beta=float(self.config.model.beta), gaussian=self.gaussian)
+        self.refresh_fields(state)
+        if not self.gaussian:
+            state.v_dk, state.v_kw, state.v_k = self._empty_var()
+        return state
+
+    def attach(self, state: CVBState, streams: Streams) -> None:
+        self.streams = streams
+
+    def refresh_fields(self, state: CVBState) -> None:
+        """Recompute every field from mu (§4.7)."""
+        var = (state.v_dk, state.v_kw, state.v_k) if self.gaussian else (None, None, None)
+        _cvb.compute_fields(self.indptr, self.indices, self.counts, state.mu, state.m_dk,
+                            state.m_kw, state.m_k, *var, self.threads)
+
+    # ------------------------------------------------------------------- step
+    def step(self, state: CVBState, t: int) -> StepInfo:
+        if state.converged:
+            state.step = t + 1
+            return StepInfo(tokens=0, documents=0, extra={"converged": True})
+        var = (state.v_dk, state.v_kw, state.v_k) if self.gaussian else (None, None, None)
+        _cvb.sweep(self.indptr, self.indices, self.counts, state.mu, state.m_dk, state.m_kw,
+                   state.m_k, *var, state.alpha, state.beta, self.bounds, self.threads)
+        state.step = t + 1
+        opts = self.config.inference
+        if state.step % opts.refresh_every == 0:
+            self.refresh_fields(state)
+        extra = {}
+        if opts.tol > 0 and state.step % opts.check_every == 0:
+            value = self.monitor(state)
+            previous = state.monitor
+            if np.isfinite(previous) and abs(value - previous) <= opts.tol * abs(previous):
+                state.converged = True
+            state.monitor = value
+            extra["monitor"] = value
+        extra["converged"] = state.converged
+        return StepInfo(tokens=self.n_tokens, documents=self.n_docs, extra=extra)
+
+    def monitor(self, state: CVBState) -> float:
+        """The convergence statistic of §4.7: the bound (CVB), training perplexity (CVB0)."""
+        if self.gaussian:
+            return self.approximate_bound(state)
+        return self.training_perplexity(state)
+
+    # -------------------------------------------------------------- estimates
+    def topic_word(self, state: CVBState) -> np.ndarray:
+        return state.topic_word()
+
+    def approximate_bound(self, state: CVBState) -> float:
+        """B of §4.6 (second-order approximation of the collapsed free energy, total)."""
+        if self.gaussian:
+            m_dk, m_kw, m_k = state.m_dk, state.m_kw, state.m_k
+            v_dk, v_kw, v_k = state.v_dk, state.v_kw, state.v_k
+        else:  # CVB0 keeps no variances: one O(MK) pass when the bound is asked for
+            m_dk, m_kw, m_k = np.empty_like(state.m_dk), np.empty_like(state.m_kw), np.empty(self.K)
+            v_dk, v_kw, v_k = np.empty_like(state.m_dk), np.empty_like(state.m_kw), np.empty(self.K)
+            _cvb.compute_fields(self.indptr, self.indices, self.counts, state.mu, m_dk, m_kw,
+                                m_k, v_dk, v_kw, v_k, self.threads)
+        alpha, beta = state.alpha, state.beta
+        a_sum = alpha.sum()
+        vbeta = self.V * beta
+        doc = (self.n_docs * gammaln(a_sum) - gammaln(a_sum + self.doc_lengths).sum()
+               + (gaussian_lngamma(alpha, m_dk, v_dk) - gammaln(alpha)).sum())
+        topic = (self.K * gammaln(vbeta) - gaussian_lngamma(vbeta, m_k, v_k).sum()
+                 + (gaussian_lngamma(beta, m_kw, v_kw) - gammaln(beta)).sum())
+        ent = np.empty(self.indices.size)
+        _cvb.pair_entropy(self.counts, state.mu, ent, self.threads)
+        return float(doc + topic - ent.sum())
+
+    def training_perplexity(self, state: CVBState) -> float:
+        """exp(-sum n_dw ln(sum_k theta-hat_dk phi-hat_wk) / N) on the training pairs."""
+        train = Documents(None, None, self.indptr, self.indices, self.counts)
+        p = mixture_probabilities(train, state.theta(), state.phi(), self.threads)
+        return float(np.exp(-np.dot(self.counts, np.log(np.maximum(p, 1e-300))) / self.n_tokens))
+
+    def objective(self, state: CVBState) -> float:
+        """The approximate bound of §4.6 per training token."""
+        return self.approximate_bound(state) / max(self.n_tokens, 1)
+
+    def fold_in(self, state: CVBState, documents: Documents) -> np.ndarray:
+        """theta-hat of unseen documents by CVB0 updates with phi-hat frozen (§4.7)."""
+        indptr, indices, counts = csr_arrays(documents)
+        theta = np.empty((indptr.size - 1, self.K))
+        opts = self.config.inference
+        _cvb.fold_in(indptr, indices, counts, np.ascontiguousarray(state.phi()), state.alpha,
+                     float(opts.fold_in_tol), int(opts.fold_in_max_passes), theta, self.threads)
+        return theta
+
+    def heldout_probabilities(self, state: CVBState, samples, test: TestSet,
+                              pass_index: int) -> np.ndarray:
+        theta = self.fold_in(state, test.observed)
+        return mixture_probabilities(test.heldout, theta, state.phi(), self.threads)
+
+    def train_heldout_probabilities(self, state: CVBState, samples,
+                                    heldout: Documents) -> np.ndarray:
+        """Protocol B: theta-hat = (alpha + m_dk)/(alpha_sum + N_d) (TNW 2007 eq. 19)."""
+        return mixture_probabilities(heldout, state.theta(), state.phi(), self.threads)
+
+    # ------------------------------------------------------------ persistence
+    def state_to_arrays(self, state: CVBState):
+        header = {"step": state.step, "sample_steps": list(state.sample_steps),
+                  "beta": state.beta, "gaussian": state.gaussian,
+                  "monitor": _nan_to_none(state.monitor), "converged": bool(state.converged)}
+        arrays = {"mu": state.mu, "m_dk": state.m_dk, "m_kw": state.m_kw, "m_k": state.m_k,
+                  "v_dk": state.v_dk, "v_kw": state.v_kw, "v_k": state.v_k,
+                  "alpha": state.alpha}
+        return header, arrays
+
+    def state_from_arrays(self, header: dict, arrays: dict[str, np.ndarray]) -> CVBState:
+        def f64(name):
+            return np.ascontiguousarray(arrays[name], dtype=np.float64)
+
+        state = CVBState(mu=f64("mu"), m_dk=f64("m_dk"), m_kw=f64("m_kw"), m_k=f64("m_k"),
+                         v_dk=f64("v_dk"), v_kw=f64("v_kw"), v_k=f64("v_k"),
+                         alpha=f64("alpha"), beta=float(header["beta"]),
+                         gaussian=bool(header["gaussian"]),
+                         monitor=_none_to_nan(header["monitor"]),
+                         converged=bool(header["converged"]),
+                         sample_steps=[int(s) for s in header["sample_steps"]],
+                         step=int(header["step"]))
+        if (state.mu.shape != (self.indices.size, self.K)
+                or state.m_dk.shape != (self.n_docs, self.K)
+                or state.m_kw.shape != (self.V, self.K) or state.gaussian != self.gaussian):
+            raise ValueError("state arrays do not match the corpus and model size")
+        if self.gaussian and (state.v_dk.shape != state.m_dk.shape
+                              or state.v_kw.shape != state.m_kw.shape):
+            raise ValueError("variance fields do not match the corpus and model size")
+        return state
+
+    def check_state(self, state: CVBState) -> None:
+        for name in ("m_k", "v_k"):
+            if not np.all(np.isfinite(getattr(state, name))):
+                raise NumericalError(f"{name} became non-finite at step {state.step}")
+
+
+@register
+class CVB0Driver(CVBDriver):
+    """CVB0: the zero-order update (no variance fields, no exponential)."""
+
+    name = "cvb0"
+    gaussian = False

@@ -1,0 +1,345 @@
+"""Online variational Bayes (stochastic variational inference) for LDA (Hoffman, Blei & Bach
+2010).
+
+ALGORITHMS.md §5. One training step is one mini-batch update t:
+
+* the batch: the next ``batch_size`` positions of the current epoch's permutation (a fresh
+  permutation per epoch keyed by the main stream (1,); the last short batch is dropped), read
+  row by row from the memory-mapped store -- the corpus is never loaded whole;
+* the E-step of §3.2, cold-started, for every document of the batch (Cython kernel
+  :func:`topictk.inference._vb.e_step`), with E[ln phi] computed for the batch's words only;
+* the natural-gradient step lambda <- (1 - rho_t) lambda + rho_t (eta + R_B SS) with
+  rho_t = min(1, (tau0 + t)^-kappa) (Hoffman's tau0 and kappa), done lazily:
+  lambda = offset + scale * lam_tilde, so a step costs O(K V_B), not O(K V);
+* optionally a damped Newton step for an asymmetric alpha (``model.alpha: auto``) and for a
+  symmetric eta (``inference.learn_eta``), both with step rho_t.
+
+The NumPy twin is ``tests/reference/ovb.py``. Evaluation folds test documents in with the
+batch-VB E-step (cold start, lambda frozen; §11.2).
+
+**Choice (epoch permutations).** An epoch's permutation is not stored as an array of D indices
+(that would make memory grow with the corpus); it is a keyed Feistel permutation of
+0..D-1 (4 rounds of a SplitMix64 round function on a power-of-4 domain, cycle-walking into
+[0, D)) whose four 64-bit round keys are drawn from the main stream at the start of the epoch.
+The keys and the epoch index are in the checkpoint, so a resumed run draws exactly the batches
+of an uninterrupted one.
+"""
+from __future__ import annotations
+
+import logging
+
+import numpy as np
+from scipy.special import digamma, polygamma
+
+from topictk.config.schema import Option
+from topictk.corpus.store import Documents
+from topictk.errors import NumericalError
+from topictk.inference.base import Driver, StepInfo, TestSet
+from topictk.inference.registry import register
+from topictk.inference.vb import (ALPHA_MAX, ALPHA_MIN, ESTEP_OPTIONS, alpha_gradient,
+                                  e_step, elog_theta_sum, expected_log_topics, fold_in_theta,
+                                  mixture_probabilities, newton_direction, resolve_alpha)
+from topictk.state.variational import OnlineState
+from topictk.training import streams as keys
+from topictk.training.streams import Streams
+
+log = logging.getLogger("topictk")
+
+SCALE_FLOOR = 1e-100
+FEISTEL_ROUNDS = 4
+_M1 = np.uint64(0xBF58476D1CE4E5B9)
+_M2 = np.uint64(0x94D049BB133111EB)
+
+
+def step_size(t: int, tau0: float, kappa: float) -> float:
+    """rho_t = min(1, (tau0 + t)^-kappa) (§12.1; the min guards tau0 + t < 1)."""
+    base = tau0 + t
+    if base <= 1.0:
+        return 1.0
+    return min(1.0, base ** (-kappa))
+
+
+def _mix64(x: np.ndarray) -> np.ndarray:
+    """SplitMix64 finaliser on a uint64 array (wrapping arithmetic)."""
+    x = (x ^ (x >> np.uint64(30))) * _M1
+    x = (x ^ (x >> np.uint64(27))) * _M2
+    return x ^ (x >> np.uint64(31))
+
+
+def permute(positions: np.ndarray, n: int, round_keys: np.ndarray) -> np.ndarray:
+    """The document at each position of the epoch permutation of 0..n-1 keyed by
+    ``round_keys`` (4 uint64): a balanced Feistel network on 2h-bit numbers (4^h >= n), applied
+    repeatedly until the value falls inside [0, n) (cycle walking)."""
+    positions = np.asarray(positions, dtype=np.uint64)
+    half = max(1, (max(int(n) - 1, 1).bit_length() + 1) // 2)
+    mask = np.uint64((1 << half) - 1)
+    shift = np.uint64(half)
+    round_keys = np.asarray(round_keys, dtype=np.uint64)
+
+    def feistel(x: np.ndarray) -> np.ndarray:
+        left, right = x >> shift, x & mask
+        for r in range(FEISTEL_ROUNDS):
+            left, right = right, left ^ (_mix64(right ^ round_keys[r]) & mask)
+        return (left << shift) | right
+
+    out = feistel(positions)
+    outside = out >= np.uint64(n)
+    while np.any(outside):
+        out[outside] = feistel(out[outside])
+        outside = out >= np.uint64(n)
+    return out.astype(np.int64)
+
+
+def gather_rows(docs: Documents, rows: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """CSR (indptr, indices, counts) of the given rows, in that order, read from the (memory-
+    mapped) store without touching the other rows."""
+    starts = np.asarray(docs.indptr[rows], dtype=np.int64)
+    ends = np.asarray(docs.indptr[rows + 1], dtype=np.int64)
+    lengths = ends - starts
+    indptr = np.zeros(rows.size + 1, dtype=np.int64)
+    np.cumsum(lengths, out=indptr[1:])
+    entry = np.repeat(starts - indptr[:-1], lengths) + np.arange(indptr[-1], dtype=np.int64)
+    return (indptr, np.ascontiguousarray(docs.indices[entry], dtype=np.int32),
+            np.ascontiguousarray(docs.counts[entry], dtype=np.int32))
+
+
+@register
+class OVBDriver(Driver):
+    """Online VB / SVI; one step is one mini-batch update."""
+
+    name = "ovb"
+    objective_name = "train_bound_per_token"
+    OPTIONS = {
+        **ESTEP_OPTIONS,
+        "batch_size": Option("int", 64, low=1,
+                             help="documents per mini-batch |B| (clamped to the corpus size)"),
+        "tau0": Option("float", 1024.0, low=0,
+                       help="delay of the step size rho_t = (tau0 + t)^-kappa (Hoffman's tau0)"),
+        "kappa": Option("float", 0.7, low=0.5, high=1, low_open=True,
+                        help="forgetting rate of rho_t = (tau0 + t)^-kappa, in (0.5, 1]"),
+        "learn_eta": Option("bool", False,
+                            help="learn a symmetric topic prior eta (model.beta is its start)"),
+    }
+
+    def __init__(self, config, store, threads: int = 1):
+        super().__init__(config, store, threads)
+        self.train = store.train()               # memory-mapped; rows are read per batch
+        self.n_docs = int(self.train.indptr.shape[0] - 1)
+        self.V = store.n_words
+        self.K = int(config.model.topics)
+        opts = config.inference
+        batch = int(opts.batch_size)
+        if batch > self.n_docs:
+            log.warning("inference.batch_size = %d is larger than the corpus (%d training "
+                        "documents); using %d", batch, self.n_docs, self.n_docs)
+            batch = self.n_docs
+        self.batch_size = batch
+        self.batches_per_epoch = self.n_docs // batch
+        self.tau0 = float(opts.tau0)
+        self.kappa = float(opts.kappa)
+        self.learn_alpha = config.model.alpha == "auto"
+        self.learn_eta = bool(opts.learn_eta)
+        self.streams: Streams | None = None
+
+    # ------------------------------------------------------------------ state
+    def init_state(self, streams: Streams) -> OnlineState:
+        """lambda ~ Gam(100, rate 100) i.i.d. from the init stream (w outer, k inner), stored as
+        lam_tilde = lambda - beta with scale 1 and offset beta."""
+        self.streams = streams
+        gen = np.random.Generator(streams.persistent(keys.INIT))
+        beta = float(self.config.model.beta)
+        lam = gen.standard_gamma(100.0, size=(self.V, self.K)) / 100.0
+        lam_tilde = np.ascontiguousarray(lam - beta)
+        return OnlineState(lam_tilde=lam_tilde, lam_sum=lam_tilde.sum(axis=0), scale=1.0,
+                           offset=beta, alpha=resolve_alpha(self.config.model.alpha, self.K),
+                           beta=beta, keys=np.zeros(FEISTEL_ROUNDS, dtype=np.uint64), epoch=-1)
+
+    def attach(self, state: OnlineState, streams: Streams) -> None:
+        self.streams = streams
+
+    # ---------------------------------------------------------------- batches
+    def batch_documents(self, state: OnlineState, t: int) -> np.ndarray:
+        """Document ids of mini-batch t (draws the epoch's keys from the main stream when t
+        starts a new epoch)."""
+        epoch, position = divmod(t, self.batches_per_epoch)
+        if epoch != state.epoch:
+            if epoch != state.epoch + 1:
+                raise ValueError(f"mini-batch {t} is not in the current epoch {state.epoch} "
+                                 f"or the next")
+            state.keys = self.streams.persistent(keys.MAIN).random_raw(FEISTEL_ROUNDS)
+            state.keys = np.asarray(state.keys, dtype=np.uint64)
+            state.epoch = epoch
+        begin = position * self.batch_size
+        return permute(np.arange(begin, begin + self.batch_size), self.n_docs, state.keys)
+
+    def _batch_estep(self, state: OnlineState, docs: np.ndarray, with_sstats: bool):
+        """Cold E-step of the documents ``docs`` with the current lambda."""
+        indptr, indices, counts = gather_rows(self.train, docs)
+        words, local = np.unique(indices, return_inverse=True)
+        local = np.ascontiguousarray(local, dtype=np.int32)
+        B, shift, _ = expected_log_topics(state.lam_tilde, state.lam_totals(), state.beta, True,
+                                          self.threads, rows=words.astype(np.int32),
+                                          offset=state.offset, scale=state.scale)
+        gamma = np.empty((docs.size, self.K))
+        sstats = np.zeros((words.size, self.K)) if with_sstats else None
+        bound = np.zeros(docs.size)
+        iterations = np.zeros(docs.size, dtype=np.int32)
+        opts = self.config.inference
+        e_step(indptr, local, counts, B, shift, state.alpha, gamma, start="cold",
+               tol=opts.estep_tol, max_iter=opts.estep_max_iter, threads=self.threads,
+               sstats=sstats, doc_bound=bound, iterations=iterations)
+        return words, gamma, sstats, bound, int(counts.sum(dtype=np.int64)), iterations
+
+    # ------------------------------------------------------------------- step
+    def step(self, state: OnlineState, t: int) -> StepInfo:
+        docs = self.batch_documents(state, t)
+        words, gamma, sstats, _, n_tokens, iterations = self._batch_estep(state, docs, True)
+        rho = step_size(t, self.tau0, self.kappa)
+        ratio = self.n_docs / docs.size                         # R_B
+        self.update_lambda(state, words, sstats, rho, ratio)
+        if self.learn_alpha:
+            state.alpha = self.alpha_step(state.alpha, elog_theta_sum(gamma), rho, ratio)
+        if self.learn_eta:
+            state.beta = self.eta_step(state, rho)
+        state.rho = rho
+        state.step = t + 1
+        return StepInfo(tokens=n_tokens, documents=int(docs.size),
+                        extra={"rho": rho, "epoch": state.epoch,
+                               "estep_iterations": round(float(iterations.mean()), 4)})
+
+    def update_lambda(self, state: OnlineState, words: np.ndarray, sstats: np.ndarray,
+                      rho: float, ratio: float) -> None:
+        """lambda <- (1 - rho) lambda + rho (eta + R_B SS), lazily (§5)."""
+        scale = (1.0 - rho) * state.scale
+        state.offset = (1.0 - rho) * state.offset + rho * state.beta if self.learn_eta \
+            else state.offset
+        rescaled = scale < SCALE_FLOOR
+        if rescaled:        # fold the scale into lam_tilde (O(KV), rare; rho = 1 lands here)
+            state.lam_tilde *= scale
+            scale = 1.0
+        factor = rho * ratio / scale
+        state.lam_tilde[words] += factor * sstats
+        if rescaled:
+            state.lam_sum = state.lam_tilde.sum(axis=0)
+        else:
+            state.lam_sum += factor * sstats.sum(axis=0)
+        state.scale = scale
+
+    def alpha_step(self, alpha: np.ndarray, batch_S: np.ndarray, rho: float,
+                   ratio: float) -> np.ndarray:
+        """alpha <- alpha - rho H^-1 g with g, H of the corpus-scale alpha objective of §3.4
+        estimated from the batch (S = R_B sum_{d in B} E[ln theta_d]); the step is halved until
+        alpha stays positive."""
+        g = alpha_gradient(alpha, ratio * batch_S, self.n_docs)
+        delta = newton_direction(alpha, g, self.n_docs)
+        step = rho
+        for _ in range(31):
+            new = alpha - step * delta
+            if np.all(new > 0):
+                break
+            step *= 0.5
+        else:
+            return alpha
+        return np.clip(new, ALPHA_MIN, ALPHA_MAX)
+
+    def eta_step(self, state: OnlineState, rho: float) -> float:
+        """eta <- eta - rho g / h for the symmetric topic prior (O(KV) digammas):
+        g = K V [psi(V eta) - psi(eta)] + sum_kw Elogphi_kw, h = K V [V psi'(V eta) - psi'(eta)]."""
+        eta = state.beta
+        K, V = self.K, self.V
+        totals = state.lam_totals()
+        elog_sum = float(digamma(state.lam()).sum() - V * digamma(totals).sum())
+        g = K * V * (digamma(V * eta) - digamma(eta)) + elog_sum
+        h = K * V * (V * polygamma(1, V * eta) - polygamma(1, eta))
+        step = rho
+        for _ in range(31):
+            new = eta - step * g / h
+            if new > 0:
+                return float(min(max(new, ALPHA_MIN), ALPHA_MAX))
+            step *= 0.5
+        return eta
+
+    # -------------------------------------------------------------- estimates
+    def topic_word(self, state: OnlineState) -> np.ndarray:
+        return state.topic_word()
+
+    def objective(self, state: OnlineState) -> float | None:
+        """Hoffman's per-word ELBO estimate (§5) on the last mini-batch, recomputed with the
+        current lambda (a cold E-step of that batch plus the O(KV) topic terms)."""
+        if state.step == 0:
+            return None
+        t_last = state.step - 1
+        epoch, position = divmod(t_last, self.batches_per_epoch)
+        if epoch != state.epoch:
+            return None
+        begin = position * self.batch_size
+        docs = permute(np.arange(begin, begin + self.batch_size), self.n_docs, state.keys)
+        _, _, _, bound, n_tokens, _ = self._batch_estep(state, docs, False)
+        _, _, topic_part = expected_log_topics(state.lam_tilde, state.lam_totals(), state.beta,
+                                               True, self.threads, offset=state.offset,
+                                               scale=state.scale, with_term=True)
+        ratio = self.n_docs / docs.size
+        return (ratio * float(bound.sum()) + topic_part) / (ratio * max(n_tokens, 1))
+
+    def fold_in(self, state: OnlineState, documents: Documents) -> np.ndarray:
+        """theta-hat of unseen documents: cold E-step with lambda frozen (§11.2)."""
+        opts = self.config.inference
+        return fold_in_theta(documents, state.lam(), state.alpha, state.beta, True,
+                             opts.estep_tol, opts.estep_max_iter, self.threads)
+
+    def heldout_probabilities(self, state: OnlineState, samples, test: TestSet,
+                              pass_index: int) -> np.ndarray:
+        theta = self.fold_in(state, test.observed)
+        return mixture_probabilities(test.heldout, theta, state.phi(), self.threads)
+
+    def train_heldout_probabilities(self, state: OnlineState, samples, heldout: Documents,
+                                    block: int = 4096) -> np.ndarray:
+        """Protocol B. Online VB keeps no per-document state, so each training document's
+        theta-hat is gamma/gamma. of a cold E-step of its observed tokens with the final lambda
+        (what the algorithm would compute for it); documents are processed in blocks."""
+        lam = state.lam()
+        phi = lam / lam.sum(axis=0)
+        opts = self.config.inference
+        B, shift, _ = expected_log_topics(lam, lam.sum(axis=0), state.beta, True, self.threads)
+        held_indptr = np.asarray(heldout.indptr, dtype=np.int64)
+        out = np.zeros(held_indptr[-1])
+        for begin in range(0, self.n_docs, block):
+            rows = np.arange(begin, min(begin + block, self.n_docs))
+            indptr, indices, counts = gather_rows(self.train, rows)
+            gamma = np.empty((rows.size, self.K))
+            e_step(indptr, indices, counts, B, shift, state.alpha, gamma, start="cold",
+                   tol=opts.estep_tol, max_iter=opts.estep_max_iter, threads=self.threads)
+            theta = gamma / gamma.sum(axis=1, keepdims=True)
+            h_ptr, h_idx, h_cnt = gather_rows(heldout, rows)
+            out[held_indptr[rows[0]]:held_indptr[rows[-1] + 1]] = mixture_probabilities(
+                Documents(None, None, h_ptr, h_idx, h_cnt), theta, phi, self.threads)
+        return out
+
+    # ------------------------------------------------------------ persistence
+    def state_to_arrays(self, state: OnlineState):
+        header = {"step": state.step, "sample_steps": list(state.sample_steps),
+                  "beta": state.beta, "scale": state.scale, "offset": state.offset,
+                  "epoch": state.epoch, "rho": state.rho}
+        arrays = {"lam_tilde": state.lam_tilde, "lam_sum": state.lam_sum,
+                  "alpha": state.alpha, "keys": state.keys}
+        return header, arrays
+
+    def state_from_arrays(self, header: dict, arrays: dict[str, np.ndarray]) -> OnlineState:
+        state = OnlineState(lam_tilde=np.ascontiguousarray(arrays["lam_tilde"], dtype=np.float64),
+                            lam_sum=np.ascontiguousarray(arrays["lam_sum"], dtype=np.float64),
+                            scale=float(header["scale"]), offset=float(header["offset"]),
+                            alpha=np.ascontiguousarray(arrays["alpha"], dtype=np.float64),
+                            beta=float(header["beta"]),
+                            keys=np.ascontiguousarray(arrays["keys"], dtype=np.uint64),
+                            epoch=int(header["epoch"]), rho=float(header["rho"]),
+                            sample_steps=[int(s) for s in header["sample_steps"]],
+                            step=int(header["step"]))
+        if state.lam_tilde.shape != (self.V, self.K) or state.keys.shape != (FEISTEL_ROUNDS,):
+            raise ValueError("state arrays do not match the corpus and model size")
+        return state
+
+    def check_state(self, state: OnlineState) -> None:
+        if not (np.isfinite(state.scale) and np.all(np.isfinite(state.lam_sum))):
+            raise NumericalError(f"lambda became non-finite at update {state.step}")
+        if not np.all(np.isfinite(state.alpha)) or not np.isfinite(state.beta):
+            raise NumericalError(f"alpha or eta became non-finite at update {state.step}")
