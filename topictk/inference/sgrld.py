@@ -27,6 +27,7 @@ from topictk.training.streams import Streams
 log = logging.getLogger("topictk")
 
 FLOOR = 1e-300
+TRAIN_HELDOUT_PASS = 2**31 - 1   # eval-stream pass index of Protocol B scoring
 
 
 def minibatch_options(batch_size: int = 64) -> dict:
@@ -192,6 +193,20 @@ class SGRLDDriver(Driver):
             phi = np.ascontiguousarray(s["phi"])
             total += fold_in_probabilities(test, phi, phi, state.alpha, self.config.evaluation,
                                            self.streams, pass_index, self.threads)
+        return total / len(samples)
+
+    def train_heldout_probabilities(self, state: SimplexState, samples, heldout) -> np.ndarray:
+        """Protocol B (§11.2): each training document's theta-hat comes from local Gibbs chains
+        on its observed tokens with the sample's phi (what the algorithm's local step computes
+        for it), probabilities averaged over samples."""
+        if not samples:
+            samples = [self.sample(state)]
+        train = TestSet(observed=self.store.train(), heldout=heldout)
+        total = np.zeros(heldout.indices.size)
+        for s in samples:
+            phi = np.ascontiguousarray(s["phi"])
+            total += fold_in_probabilities(train, phi, phi, state.alpha, self.config.evaluation,
+                                           self.streams, TRAIN_HELDOUT_PASS, self.threads)
         return total / len(samples)
 
     def state_to_arrays(self, state: SimplexState):

@@ -1,0 +1,93 @@
+"""Hybrid stochastic variational-Gibbs inference for LDA (Mimno, Hoffman & Blei 2012).
+
+ALGORITHMS.md §6. The global q(phi_k) = Dir(lambda_k) and its schedule are those of online VB
+(:class:`topictk.inference.ovb.OVBDriver`: epochs, rho_t, the lazy lambda update, optional eta);
+the local step replaces the variational E-step by Gibbs sampling of each document's topics with
+theta collapsed, p(z = k) proportional to (alpha_k + n_dk) exp(E log phi_kw), run by the shared
+mini-batch kernel :mod:`topictk.inference._minibatch`. The lambda update touches only the
+(w, k) entries sampled in the batch.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from topictk.config.schema import Option
+from topictk.errors import ConfigError
+from topictk.inference.base import StepInfo, TestSet
+from topictk.inference.gibbs import fold_in_probabilities
+from topictk.inference.ovb import OVBDriver, step_size
+from topictk.inference.registry import register
+from topictk.inference.sgrld import (TRAIN_HELDOUT_PASS, check_minibatch_config,
+                                     local_statistics, minibatch_options)
+from topictk.inference.vb import ESTEP_OPTIONS, expected_log_topics
+from topictk.state.variational import OnlineState
+from topictk.training.batches import gather_batch
+
+
+def _options() -> dict[str, Option]:
+    options = {k: v for k, v in OVBDriver.OPTIONS.items() if k not in ESTEP_OPTIONS}
+    options.update({k: v for k, v in minibatch_options().items() if k != "batch_size"})
+    return options
+
+
+@register
+class HSVGDriver(OVBDriver):
+    """HSVG; one step is one mini-batch update of lambda from Gibbs local statistics."""
+
+    name = "hsvg"
+    objective_name = None
+    OPTIONS = _options()
+
+    @classmethod
+    def check_config(cls, data: dict, where: str) -> None:
+        check_minibatch_config(data["inference"], where)
+        if data["model"]["alpha"] == "auto":
+            raise ConfigError(f"model.alpha: auto is not available for {cls.name}; give a "
+                              f"number ({where})")
+
+    def __init__(self, config, store, threads: int = 1):
+        super().__init__(config, store, threads)
+        self.tokens = store.train()   # representation T, memory-mapped
+
+    def weights(self, state: OnlineState, words: np.ndarray | None = None) -> np.ndarray:
+        """exp(E log phi_kw - max_k E log phi_kw) for ``words`` (all words when None), (n, K)."""
+        rows = None if words is None else np.ascontiguousarray(words, dtype=np.int32)
+        E, _, _ = expected_log_topics(state.lam_tilde, state.lam_totals(), state.beta, True,
+                                      self.threads, rows=rows, offset=state.offset,
+                                      scale=state.scale)
+        return E
+
+    def step(self, state: OnlineState, t: int) -> StepInfo:
+        docs = self.batch_documents(state, t)
+        batch = gather_batch(self.tokens.doc_ptr, self.tokens.words, docs)
+        nbar, _, fallbacks = local_statistics(batch, self.weights(state, batch.vocab),
+                                              state.alpha, self.config.inference, self.streams,
+                                              t, self.threads)
+        rho = step_size(t, self.tau0, self.kappa)
+        self.update_lambda(state, batch.vocab, nbar, rho, self.n_docs / docs.size)
+        if self.learn_eta:
+            state.beta = self.eta_step(state, rho)
+        state.rho = rho
+        state.step = t + 1
+        return StepInfo(tokens=batch.n_tokens, documents=int(docs.size),
+                        extra={"rho": rho, "epoch": state.epoch, "fallbacks": fallbacks})
+
+    def objective(self, state: OnlineState) -> float | None:
+        return None
+
+    def heldout_probabilities(self, state: OnlineState, samples, test: TestSet,
+                              pass_index: int) -> np.ndarray:
+        """Gibbs fold-in with the weights exp(E log phi) of its own local step; predictive
+        p(w | doc) with phi-hat = lambda / lambda_k. (§11.2)."""
+        return fold_in_probabilities(test, self.weights(state), state.phi(), state.alpha,
+                                     self.config.evaluation, self.streams, pass_index,
+                                     self.threads)
+
+    def train_heldout_probabilities(self, state: OnlineState, samples, heldout,
+                                    block: int = 4096) -> np.ndarray:
+        """Protocol B: local Gibbs chains on each training document's observed tokens with the
+        final lambda, as its own local step would run them."""
+        train = TestSet(observed=self.tokens, heldout=heldout)
+        return fold_in_probabilities(train, self.weights(state), state.phi(), state.alpha,
+                                     self.config.evaluation, self.streams, TRAIN_HELDOUT_PASS,
+                                     self.threads)
