@@ -33,6 +33,12 @@ COMPILER_DIRECTIVES = {
 KERNELS = [
     "topictk._cy.special",
     "topictk.inference._gibbs",
+    "topictk.inference._minibatch",
+    "topictk.inference._vb",
+    "topictk.inference._cvb",
+    "topictk.inference._dlda",
+    "topictk.inference._pem",
+    "topictk.inference._dmr",
 ]
 
 

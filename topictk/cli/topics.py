@@ -5,19 +5,28 @@ import click
 
 from topictk.cli.options import run_dir_argument
 from topictk.evaluation.run import LoadedRun
-from topictk.evaluation.topics import format_topics, topic_table
+from topictk.evaluation.topics import render_topics
 
 
 @click.command()
 @run_dir_argument
 @click.option("--top", "-n", type=click.IntRange(min=1), default=10, show_default=True,
               help="Words per topic.")
-@click.option("--format", "fmt", type=click.Choice(["text", "tsv", "json"]), default="text",
-              show_default=True)
+@click.option("--format", "fmt", type=click.Choice(["text", "tsv", "json", "dot"]),
+              default="text", show_default=True, help="dot: the topic tree as Graphviz DOT.")
 @click.option("--checkpoint", type=int, default=None, metavar="STEP",
               help="Read this checkpoint instead of the final model.")
-def topics(run_dir, top, fmt, checkpoint):
-    """Top words of every topic with their probabilities."""
+@click.option("--layer", type=click.IntRange(min=1), default=None, metavar="L",
+              help="Deep models: only layer L (1 = the word layer); with --tree, the roots.")
+@click.option("--tree", is_flag=True,
+              help="Deep models: the hierarchy, each topic with its strongest children.")
+@click.option("--children", type=click.IntRange(min=1), default=3, show_default=True,
+              help="Children per topic in --tree.")
+@click.option("--features", type=click.IntRange(min=0), default=3, show_default=True,
+              help="DMR: metadata features per topic, those with the largest weights.")
+def topics(run_dir, top, fmt, checkpoint, layer, tree, children, features):
+    """Top words of every topic with their probabilities (per layer for deep models)."""
     run = LoadedRun(run_dir, checkpoint)
-    table = topic_table(run.driver.topic_word(run.state), run.store.vocab, top)
-    click.echo(format_topics(table, fmt), nl=False)
+    click.echo(render_topics(run.driver, run.state, run.store.vocab, top=top, fmt=fmt,
+                             layer=layer, tree=tree, children=children, features=features),
+               nl=False)

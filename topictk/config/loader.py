@@ -9,8 +9,8 @@ from typing import Any, Mapping
 
 import yaml
 
-from topictk.config.schema import (EVALUATION, INFERENCE_COMMON, MODEL, TOP_LEVEL, TRAINING,
-                                   Option)
+from topictk.config.schema import (EVALUATION, INFERENCE_COMMON, MODEL, MODEL_FAMILIES,
+                                   TOP_LEVEL, TRAINING, Option)
 from topictk.errors import ConfigError
 
 
@@ -133,6 +133,18 @@ def _check_section(raw: Any, schema: dict, section: str, where: str) -> dict:
     return out
 
 
+def _model_schema(raw: dict) -> dict:
+    """The keys of the model section: those of ``model.family``, or of the algorithm's family
+    when no family is given (``inference.algorithm: tlasgr`` implies ``family: dlda``)."""
+    from topictk.inference.registry import algorithm_names, get_driver
+
+    model, inf = raw.get("model"), raw.get("inference")
+    family = model.get("family") if isinstance(model, dict) else None
+    if family is None and isinstance(inf, dict) and inf.get("algorithm") in algorithm_names():
+        family = get_driver(inf["algorithm"]).family
+    return MODEL_FAMILIES.get(family, MODEL)
+
+
 def validate(raw: dict, where: str, base_dir: Path) -> Config:
     """Check every key of a raw config mapping and return the resolved :class:`Config`."""
     from topictk.inference.registry import algorithm_names, get_driver
@@ -150,7 +162,7 @@ def validate(raw: dict, where: str, base_dir: Path) -> Config:
         if not isinstance(value, str) or not value:
             raise ConfigError(f"{key} is required: a path ({where})")
         raw[key] = value
-    model = _check_section(raw.get("model"), MODEL, "model", where)
+    model = _check_section(raw.get("model"), _model_schema(raw), "model", where)
 
     inf_raw = raw.get("inference") or {}
     if not isinstance(inf_raw, dict):
@@ -165,6 +177,13 @@ def validate(raw: dict, where: str, base_dir: Path) -> Config:
         raise ConfigError(f"inference.algorithm must be one of {', '.join(names)}; got "
                           f"{algorithm!r} ({where}){hint}")
     driver_cls = get_driver(algorithm)
+    if (model["family"] == "dlda") != (driver_cls.family == "dlda"):
+        if driver_cls.family == "dlda":
+            fix = "trains deep LDA: set model.family: dlda and model.layers"
+        else:
+            deep = ", ".join(n for n in names if get_driver(n).family == "dlda")
+            fix = f"does not train deep LDA (model.family: dlda); use one of {deep}"
+        raise ConfigError(f"inference.algorithm {algorithm!r} {fix} ({where})")
     schema = dict(INFERENCE_COMMON)
     schema["algorithm"] = Option("choice", algorithm, choices=tuple(names))
     schema.update(driver_cls.OPTIONS)

@@ -115,12 +115,37 @@ def _fmt(x: float) -> str:
 
 
 MODEL = {
-    "family": Option("choice", "lda", choices=("lda",), help="model family"),
+    "family": Option("choice", "lda", choices=("lda", "dmr", "dlda"), help="model family"),
     "topics": Option("int", _REQUIRED, low=1, help="number of topics K"),
     "alpha": Option("float", 0.1, low=0, low_open=True, auto=True,
                     help="symmetric document-topic prior; auto learns an asymmetric alpha"),
     "beta": Option("float", 0.01, low=0, low_open=True, help="symmetric topic-word prior"),
 }
+
+# Deep LDA / Poisson gamma belief network (ALGORITHMS.md §8.10; defaults of Cong et al. 2017).
+MODEL_DLDA = {
+    "family": Option("choice", "dlda", choices=("lda", "dmr", "dlda"), help="model family"),
+    "layers": Option("int_list", _REQUIRED, low=1,
+                     help="topics per layer K_1, ..., K_L, bottom (word) layer first"),
+    "topics": Option("int", None, low=1, nullable=True,
+                     help="K_1; filled in from layers"),
+    "eta": Option("float", "auto", low=0, low_open=True, auto=True,
+                  help="Dirichlet prior of the columns of every Phi^(l); auto = 1/K_l"),
+    "a0": Option("float", 0.01, low=0, low_open=True, help="p_j^(2) ~ Beta(a0, b0)"),
+    "b0": Option("float", 0.01, low=0, low_open=True, help="p_j^(2) ~ Beta(a0, b0)"),
+    "gamma0": Option("float", 1.0, low=0, low_open=True, help="r_k ~ Gam(gamma0/K_L, c0)"),
+    "c0": Option("float", 1.0, low=0, low_open=True, help="rate of the prior of r"),
+    "e0": Option("float", 1.0, low=0, low_open=True, help="c_j^(l) ~ Gam(e0, f0)"),
+    "f0": Option("float", 1.0, low=0, low_open=True, help="c_j^(l) ~ Gam(e0, f0)"),
+}
+
+# DMR (ALGORITHMS.md §9): the LDA keys (model.alpha is alpha_init); inference.algorithm
+# dmr-sem / dmr-sgrld implies model.family: dmr
+MODEL_DMR = {**MODEL, "family": Option("choice", "dmr", choices=("lda", "dmr", "dlda"),
+                                       help="model family")}
+
+# model.family -> the keys of the model section (families not listed use MODEL)
+MODEL_FAMILIES = {"dlda": MODEL_DLDA, "dmr": MODEL_DMR}
 
 INFERENCE_COMMON = {
     "algorithm": Option("choice", _REQUIRED, choices=(), help="inference algorithm"),

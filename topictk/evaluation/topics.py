@@ -1,10 +1,12 @@
-"""Top words per topic with their probabilities, as text, TSV or JSON."""
+"""Top words per topic with their probabilities, as text, TSV or JSON; for deep models
+(model.family: dlda) per layer, and the topic hierarchy as a tree (text, TSV, JSON, DOT)."""
 from __future__ import annotations
 
 import json
 
 import numpy as np
 
+from topictk.errors import UsageError
 from topictk.evaluation.coherence import top_words
 
 
@@ -29,4 +31,145 @@ def format_topics(table: list[dict], fmt: str) -> str:
         for t in table:
             words = " ".join(f"{w['word']}({w['probability']:.3f})" for w in t["words"])
             lines.append(f"{t['topic']:>3}  {words}")
+            if t.get("features"):   # DMR: the metadata features with the largest weights nu
+                feats = " ".join(f"{f['feature']}({f['weight']:+.3f})" for f in t["features"])
+                lines.append(f"     metadata: {feats}")
     return "\n".join(lines) + "\n"
+
+
+# --------------------------------------------------------------------------- deep models
+def layer_tables(driver, state, vocab: list[str], n: int, layers: list[int]) -> list[dict]:
+    """[{"layer": l, "topics": topic_table(...)}] with each layer's topics projected to words
+    (Phi^(1) ... Phi^(l-1) phi_k^(l); ALGORITHMS.md §11.5)."""
+    return [{"layer": l, "topics": topic_table(driver.layer_topic_word(state, l), vocab, n)}
+            for l in layers]
+
+
+def format_layers(tables: list[dict], fmt: str) -> str:
+    if fmt == "json":
+        return json.dumps({"layers": tables}) + "\n"
+    lines = []
+    if fmt == "tsv":
+        lines.append("layer\ttopic\trank\tword\tprobability")
+        for table in tables:
+            for t in table["topics"]:
+                for rank, w in enumerate(t["words"], start=1):
+                    lines.append(f"{table['layer']}\t{t['topic']}\t{rank}\t{w['word']}\t"
+                                 f"{w['probability']:.6g}")
+        return "\n".join(lines) + "\n"
+    for i, table in enumerate(tables):
+        if i:
+            lines.append("")
+        lines.append(f"layer {table['layer']}")
+        lines.append(format_topics(table["topics"], "text").rstrip("\n"))
+    return "\n".join(lines) + "\n"
+
+
+def layer_usage(phis: list[np.ndarray], r: np.ndarray) -> list[np.ndarray]:
+    """Prior mass reaching each topic from the top: u^(L) = r, u^(l) = Phi^(l+1) u^(l+1);
+    u[l - 1] is layer l's (K_l,) vector. Used to order the roots of a tree."""
+    usage = [np.asarray(r, dtype=np.float64)]
+    for p in reversed(phis[1:]):
+        usage.insert(0, p @ usage[0])
+    return usage
+
+
+def topic_tree(driver, state, vocab: list[str], n_words: int, n_children: int,
+               root_layer: int) -> list[dict]:
+    """Topics of ``root_layer`` (strongest first) with, recursively down to layer 1, their
+    ``n_children`` strongest children: the lower-layer topics v with the largest phi_vk^(l).
+    Node: {"layer", "topic", "weight", "words": [word...], "children": [node...]}; a root's
+    weight is its share of the prior mass (layer_usage), a child's weight is phi_vk^(l)."""
+    phis = [driver.layer_weights(state, l) for l in range(1, len(state.layers) + 1)]
+    words = {l: top_words(driver.layer_topic_word(state, l), n_words)
+             for l in range(1, root_layer + 1)}
+    usage = layer_usage(phis, state.r)[root_layer - 1]
+
+    def node(layer: int, k: int, weight: float) -> dict:
+        out = {"layer": layer, "topic": int(k), "weight": float(weight),
+               "words": [vocab[w] for w in words[layer][k]], "children": []}
+        if layer > 1:
+            column = phis[layer - 1][:, k]
+            for v in np.argsort(-column, kind="stable")[:n_children]:
+                out["children"].append(node(layer - 1, int(v), column[v]))
+        return out
+
+    share = usage / usage.sum()
+    return [node(root_layer, int(k), share[k]) for k in np.argsort(-share, kind="stable")]
+
+
+def _walk(nodes: list[dict], depth: int = 0, parent: dict | None = None):
+    for n in nodes:
+        yield depth, parent, n
+        yield from _walk(n["children"], depth + 1, n)
+
+
+def format_tree(tree: list[dict], fmt: str) -> str:
+    """The hierarchy as indented text, TSV (one row per edge), JSON or Graphviz DOT."""
+    if fmt == "json":
+        return json.dumps({"tree": tree}) + "\n"
+    if fmt == "tsv":
+        lines = ["depth\tlayer\ttopic\tparent_layer\tparent_topic\tweight\twords"]
+        for depth, parent, n in _walk(tree):
+            pl, pt = (parent["layer"], parent["topic"]) if parent else ("", "")
+            lines.append(f"{depth}\t{n['layer']}\t{n['topic']}\t{pl}\t{pt}\t"
+                         f"{n['weight']:.6g}\t{' '.join(n['words'])}")
+        return "\n".join(lines) + "\n"
+    if fmt == "dot":
+        def ident(n):
+            return f"L{n['layer']}_{n['topic']}"
+
+        def quote(text):
+            text = text.replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n")
+            return '"' + text + '"'
+
+        lines = ["digraph dlda {", "  rankdir=TB;", "  node [shape=box, fontsize=10];"]
+        seen, edges = set(), set()
+        for _, parent, n in _walk(tree):
+            if ident(n) not in seen:
+                seen.add(ident(n))
+                label = f"L{n['layer']} #{n['topic']}\n" + " ".join(n["words"])
+                lines.append(f"  {ident(n)} [label={quote(label)}];")
+            if parent is not None and (ident(parent), ident(n)) not in edges:
+                edges.add((ident(parent), ident(n)))
+                width = 0.5 + 4.0 * min(1.0, n["weight"])
+                lines.append(f"  {ident(parent)} -> {ident(n)} [label=\"{n['weight']:.3f}\", "
+                             f"penwidth={width:.2f}];")
+        lines.append("}")
+        return "\n".join(lines) + "\n"
+    lines = []
+    for depth, parent, n in _walk(tree):
+        lines.append(f"{'    ' * depth}L{n['layer']} #{n['topic']} ({n['weight']:.3f})  "
+                     f"{' '.join(n['words'])}")
+    return "\n".join(lines) + "\n"
+
+
+def render_topics(driver, state, vocab: list[str], *, top: int, fmt: str,
+                  layer: int | None = None, tree: bool = False, children: int = 3,
+                  features: int = 3) -> str:
+    """What ``topictk topics`` prints: top words of every topic, for deep models per layer
+    (``layer`` picks one) or, with ``tree`` (or ``fmt`` dot), the hierarchy rooted at
+    ``layer`` (default: the top layer). For DMR, each topic also lists the ``features``
+    metadata features with the largest weights nu (text and JSON)."""
+    deep = getattr(driver, "family", "lda") == "dlda"
+    depth = len(state.layers) if deep else 1
+    if fmt == "dot":
+        tree = True
+    if not deep and (tree or (layer is not None and layer != 1)):
+        what = "--tree and --format dot need" if tree else "--layer > 1 needs"
+        raise UsageError(f"{what} a deep model (model.family: dlda); this run is "
+                         f"{getattr(driver, 'name', 'flat')}")
+    if layer is not None and layer > depth:
+        raise UsageError(f"--layer must be between 1 and {depth} (the model's layers); "
+                         f"got {layer}")
+    if tree:
+        root = depth if layer is None else layer
+        return format_tree(topic_tree(driver, state, vocab, top, children, root), fmt)
+    if not deep:
+        table = topic_table(driver.topic_word(state), vocab, top)
+        if hasattr(driver, "feature_table"):      # model.family: dmr
+            for t, feats in zip(table, driver.feature_table(state, features)):
+                t["features"] = feats
+        return format_topics(table, fmt)
+    layers = list(range(1, depth + 1)) if layer is None else [layer]
+    return format_layers(layer_tables(driver, state, vocab, top, layers), fmt)

@@ -17,6 +17,10 @@ def _load() -> None:
     global _LOADED
     if not _LOADED:
         from topictk.inference import gibbs  # noqa: F401  (registers its driver)
+        from topictk.inference import hsvg, sgrld  # noqa: F401
+        from topictk.inference import cvb, ovb, vb  # noqa: F401  (vb, cvb, cvb0, ovb)
+        from topictk.inference import dmr, pem  # noqa: F401  (dmr-sem, dmr-sgrld, pem)
+        from topictk.inference import dlda  # noqa: F401  (tlasgr, tlfsgr, dlda-sgrld, dlda-gibbs)
         _LOADED = True
 
 

@@ -1,0 +1,299 @@
+"""Particle EM (ALGORITHMS.md §10): the tempered E-step kernel against its NumPy twin, one EM
+iteration against the reference, the §10 oracles (a)-(e), resume = uninterrupted, threads 1 = 2
+and the config checks."""
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+
+from tests.fixtures import planted_corpus, write_token_store
+from tests.reference import pem as ref
+from tests.reference import vb as vb_ref
+from topictk.config import load_config
+from topictk.corpus.store import CorpusStore
+from topictk.errors import ConfigError
+from topictk.inference import _pem, _vb
+from topictk.inference.pem import (PEMDriver, particle_weights, tempered_objective,
+                                   tempered_weights)
+from topictk.inference.vb import VBDriver, newton_direction
+from topictk.training.checkpoint import load_arrays
+from topictk.training.run import train
+from topictk.training.streams import Streams
+
+START = {"cold": 0, "warm": 1, "best": 2}
+
+
+def _csr(rng, n_docs=25, n_words=18):
+    indptr, indices, counts = [0], [], []
+    for _ in range(n_docs):
+        m = int(rng.integers(1, 9))
+        words = np.sort(rng.choice(n_words, size=m, replace=False))
+        indices.extend(words)
+        counts.extend(rng.integers(1, 5, m))
+        indptr.append(len(indices))
+    return (np.array(indptr, np.int64), np.array(indices, np.int32),
+            np.array(counts, np.int32))
+
+
+def _kernel(indptr, indices, counts, phi, alpha, gamma, T, start, threads, tol=1e-6,
+            max_iter=50):
+    W, shift = tempered_weights(phi, T)
+    gamma = gamma.copy()
+    sstats = np.zeros(phi.shape)
+    bounds = np.zeros(indptr.size - 1)
+    its = np.zeros(indptr.size - 1, np.int32)
+    _pem.e_step_tempered(indptr, indices, counts, W, shift, alpha, gamma, T, START[start], tol,
+                         max_iter, sstats, bounds, its, threads)
+    return gamma, sstats, bounds, its
+
+
+# ------------------------------------------------------------------ kernel = twin
+@pytest.mark.parametrize("start", ["cold", "warm", "best"])
+@pytest.mark.parametrize("T", [0.0, 0.4, 1.0, 2.5])
+def test_tempered_e_step_equals_reference(seed, T, start):
+    rng = np.random.default_rng(seed)
+    indptr, indices, counts = _csr(rng)
+    K = 4
+    phi = rng.dirichlet(np.full(18, 0.5), size=K).T.copy()          # (V, K)
+    alpha = rng.random(K) + 0.05
+    gamma0 = rng.random((indptr.size - 1, K)) * 5 + alpha
+    g1, ss1, b1, it1 = _kernel(indptr, indices, counts, phi, alpha, gamma0, T, start, 1)
+    g2, ss2, b2, it2 = _kernel(indptr, indices, counts, phi, alpha, gamma0, T, start, 2)
+    for x, y in ((g1, g2), (ss1, ss2), (b1, b2), (it1, it2)):      # threads change nothing
+        np.testing.assert_array_equal(x, y)
+    if start == "best":
+        # the better of the cold and the warm run of every document (warm on ties); both
+        # converge near the same point, so rounding may pick the other one in the twin
+        gc, _, bc, _ = _kernel(indptr, indices, counts, phi, alpha, gamma0, T, "cold", 1)
+        gw, _, bw, _ = _kernel(indptr, indices, counts, phi, alpha, gamma0, T, "warm", 1)
+        cold = bc > bw
+        np.testing.assert_array_equal(g1, np.where(cold[:, None], gc, gw))
+        np.testing.assert_array_equal(b1, np.maximum(bc, bw))
+        return
+    g, ss, b, it = ref.e_step_tempered(indptr, indices, counts, np.log(phi), alpha, gamma0, T,
+                                       start, 1e-6, 50)
+    np.testing.assert_allclose(g1, g, rtol=1e-10)
+    np.testing.assert_allclose(ss1, ss, rtol=1e-10, atol=1e-12)
+    np.testing.assert_allclose(b1, b, rtol=1e-10)
+    np.testing.assert_array_equal(it1, it)
+    # every token is assigned once
+    assert ss1.sum() == pytest.approx(counts.sum(), rel=1e-12)
+
+
+def test_tempered_kernel_at_one_is_the_vb_kernel(seed):
+    rng = np.random.default_rng(seed)
+    indptr, indices, counts = _csr(rng)
+    K = 5
+    phi = rng.dirichlet(np.full(18, 0.3), size=K).T.copy()
+    alpha = np.full(K, 0.1)
+    gamma0 = np.ones((indptr.size - 1, K))
+    g1, ss1, b1, _ = _kernel(indptr, indices, counts, phi, alpha, gamma0, 1.0, "cold", 1,
+                             tol=1e-3, max_iter=100)
+    B, shift, _ = vb_ref.expected_log_topics(phi, None, 0.0, 1.0, None, False, 0.0)
+    g2 = gamma0.copy()
+    ss2 = np.zeros(phi.shape)
+    b2 = np.zeros(indptr.size - 1)
+    _vb.e_step(indptr, indices, counts, B, shift, alpha, g2, 0, 1e-3, 100, ss2, b2, None, 1)
+    np.testing.assert_allclose(g1, g2, rtol=1e-12)
+    np.testing.assert_allclose(ss1, ss2, rtol=1e-12, atol=1e-14)
+    np.testing.assert_allclose(b1, b2, rtol=1e-12)
+
+
+# ------------------------------------------------------------------------ drivers
+@pytest.fixture(scope="module")
+def planted_store(tmp_path_factory):
+    corpus = planted_corpus(seed=7, n_docs=160)
+    observed = [d[: int(0.8 * d.size)] for d in corpus.docs[:20]]
+    heldout = [d[int(0.8 * d.size):] for d in corpus.docs[:20]]
+    path = tmp_path_factory.mktemp("pem") / "store"
+    write_token_store(path, corpus.docs[20:], 50, test_observed=observed, test_heldout=heldout)
+    return path
+
+
+def _config(store, out, algorithm="pem", model=None, training=None, **inference):
+    inf = {"algorithm": algorithm, "iterations": 12}
+    inf.update(inference)
+    return load_config(None, raw={
+        "corpus": str(store), "output": str(out),
+        "model": {"topics": 5, "alpha": "auto", **(model or {})}, "inference": inf,
+        "training": {"seed": 3, "eval_every": 4, "checkpoint_every": 4, **(training or {})}})
+
+
+@pytest.mark.parametrize("start", ["warm", "best"])
+def test_a_one_particle_at_unit_temperature_is_unsmoothed_vb(planted_store, tmp_path, seed,
+                                                             start):
+    """§10 oracle (a): P = 1, T = 1 reproduces unsmoothed VB-EM (§3) exactly: same init, same
+    phi, gamma, alpha and bound after every iteration, same held-out probabilities."""
+    store = CorpusStore.open(planted_store)
+    vb = VBDriver(_config(planted_store, tmp_path / "vb", algorithm="vb", smoothed=False,
+                          estep_start=start, tol=0), store)
+    pem = PEMDriver(_config(planted_store, tmp_path / "pem", particles=1, temperature=1.0,
+                            estep_start=start, tol=0), store)
+    s_vb, s_pem = vb.init_state(Streams(seed)), pem.init_state(Streams(seed))
+    np.testing.assert_array_equal(s_vb.lam, s_pem.phi)
+    np.testing.assert_array_equal(s_vb.gamma, s_pem.gamma[0])
+    from topictk.inference.base import TestSet as _TestSet
+    test = _TestSet.from_store(store)
+    for t in range(8):
+        vb.step(s_vb, t)
+        pem.step(s_pem, t)
+        np.testing.assert_array_equal(s_vb.lam, s_pem.phi)
+        np.testing.assert_array_equal(s_vb.gamma, s_pem.gamma[0])
+        np.testing.assert_array_equal(s_vb.alpha, s_pem.alpha)
+        assert s_vb.bound == s_pem.bound
+        assert vb.objective(s_vb) == pem.objective(s_pem)
+    assert not np.allclose(s_vb.alpha, 0.1)                    # alpha was learnt
+    np.testing.assert_array_equal(vb.heldout_probabilities(s_vb, None, test, 0),
+                                  pem.heldout_probabilities(s_pem, None, test, 0))
+
+
+def test_b_weights():
+    """§10 oracle (b): omega sums to 1; L_1 - L_2 = T ln 3 gives (0.75, 0.25)."""
+    for T in (0.5, 1.0, 7.0):
+        omega = particle_weights(np.array([-1e6 + T * np.log(3.0), -1e6]), T)
+        np.testing.assert_allclose(omega, [0.75, 0.25], rtol=1e-9)
+    omega = particle_weights(np.array([-3.0, -1.0, -2.0, -1.5]), 2.0)
+    assert omega.sum() == pytest.approx(1.0, abs=1e-15)
+    np.testing.assert_allclose(omega, ref.particle_weights([-3.0, -1.0, -2.0, -1.5], 2.0))
+    # L_T at the weights is the maximum over omega: T log sum_p exp(L_p / T)
+    L = np.array([-3.0, -1.0, -2.0])
+    assert tempered_objective(L, particle_weights(L, 2.0), 2.0) == pytest.approx(
+        2.0 * np.log(np.sum(np.exp(L / 2.0))), rel=1e-12)
+
+
+@pytest.mark.parametrize("T", [1.0, 0.5, 0.0])
+def test_c_objective_is_non_decreasing(planted_store, tmp_path, seed, T):
+    """§10 oracle (c): L_T never decreases (alpha learnt, three particles)."""
+    driver = PEMDriver(_config(planted_store, tmp_path / "r", particles=3, temperature=T, tol=0),
+                       CorpusStore.open(planted_store))
+    state = driver.init_state(Streams(seed))
+    values = []
+    for t in range(15):
+        driver.step(state, t)
+        state.check_invariants()
+        values.append(state.bound)
+    diffs = np.diff(values)
+    assert np.all(diffs >= -1e-9 * np.abs(values[1:])), diffs
+
+
+def test_d_newton_direction_is_the_dense_solve(seed):
+    """§10 oracle (d): the O(K) Newton direction with the omega-weighted statistic equals a
+    dense solve of the K x K system."""
+    rng = np.random.default_rng(seed)
+    K, D = 6, 40
+    alpha = rng.random(K) + 0.05
+    gammas = rng.random((3, D, K)) * 10 + 0.1
+    omega = rng.dirichlet(np.ones(3))
+    from scipy.special import digamma
+    S = sum(o * (digamma(g) - digamma(g.sum(axis=1, keepdims=True))).sum(axis=0)
+            for o, g in zip(omega, gammas))
+    g = D * (digamma(alpha.sum()) - digamma(alpha)) + S
+    np.testing.assert_allclose(newton_direction(alpha, g, D),
+                               vb_ref.newton_direction_dense(alpha, S, D), rtol=1e-10)
+
+
+def test_e_zero_temperature_is_hard(seed):
+    """§10 oracle (e): T = 0 gives one-hot mu (whole tokens per topic) and T -> 0 tends to it:
+    at T = 1e-9 (where the shifted exponentials underflow and the kernel falls back to log
+    space) gamma, the statistics and the bound equal those of T = 0; omega is one-hot."""
+    rng = np.random.default_rng(seed)
+    indptr, indices, counts = _csr(rng)
+    K = 4
+    phi = rng.dirichlet(np.full(18, 0.5), size=K).T.copy()
+    alpha = np.full(K, 0.3)
+    gamma0 = np.ones((indptr.size - 1, K))
+    g0, ss0, b0, _ = _kernel(indptr, indices, counts, phi, alpha, gamma0, 0.0, "cold", 1)
+    np.testing.assert_array_equal(ss0, np.round(ss0))          # whole tokens per topic
+    g, ss, b, _ = _kernel(indptr, indices, counts, phi, alpha, gamma0, 1e-9, "cold", 2)
+    assert np.all(np.isfinite(g)) and np.all(np.isfinite(ss)) and np.all(np.isfinite(b))
+    np.testing.assert_allclose(g, g0, rtol=1e-9)
+    np.testing.assert_allclose(ss, ss0, atol=1e-9)
+    np.testing.assert_allclose(b, b0, rtol=1e-9)
+    for d in range(indptr.size - 1):                            # the twin's mu is one-hot
+        ids = indices[indptr[d]:indptr[d + 1]]
+        _, mu, _, _ = ref.e_step_document(ids, counts[indptr[d]:indptr[d + 1]], np.log(phi),
+                                          alpha, gamma0[d], 1e-9, 1e-6, 50)
+        assert np.all(mu.max(axis=1) > 1 - 1e-9)
+    assert list(particle_weights(np.array([-5.0, -2.0, -2.0 - 1e-9]), 0.0)) == [0, 1, 0]
+    assert particle_weights(np.array([-5.0, -2.0, -2.1]), 1e-3).max() > 1 - 1e-12
+
+
+def test_small_temperature_stays_finite(seed):
+    """At T = 0.01 most shifted exponentials underflow; the log-space fallback keeps every
+    number finite and equal to the twin."""
+    rng = np.random.default_rng(seed)
+    indptr, indices, counts = _csr(rng)
+    K = 6
+    phi = rng.dirichlet(np.full(18, 0.1), size=K).T.copy()
+    alpha = np.full(K, 0.05)
+    gamma0 = rng.random((indptr.size - 1, K)) * 3 + 0.05
+    g, ss, b, _ = _kernel(indptr, indices, counts, phi, alpha, gamma0, 0.01, "warm", 1)
+    gr, ssr, br, _ = ref.e_step_tempered(indptr, indices, counts, np.log(phi), alpha, gamma0,
+                                         0.01, "warm", 1e-6, 50)
+    np.testing.assert_allclose(g, gr, rtol=1e-9)
+    np.testing.assert_allclose(ss, ssr, rtol=1e-9, atol=1e-9)
+    np.testing.assert_allclose(b, br, rtol=1e-9)
+
+
+def test_em_iteration_equals_reference(planted_store, tmp_path, seed):
+    """Two PEM iterations (P = 3, T = 0.7, alpha fixed) equal the reference iteration."""
+    driver = PEMDriver(_config(planted_store, tmp_path / "r", model={"alpha": 0.2},
+                               particles=3, temperature=0.7, tol=0, estep_tol=1e-8,
+                               estep_max_iter=30),
+                       CorpusStore.open(planted_store))
+    state = driver.init_state(Streams(seed))
+    phi, gammas = state.phi.copy(), state.gamma.copy()
+    for t in range(2):
+        driver.step(state, t)
+        phi_next, gammas, omega, value = ref.em_iteration(
+            driver.indptr, driver.indices, driver.counts, phi, gammas, state.alpha, 0.7,
+            "warm", 1e-8, 30)
+        np.testing.assert_allclose(state.gamma, gammas, rtol=1e-9)
+        np.testing.assert_allclose(state.omega, omega, rtol=1e-9, atol=1e-12)
+        assert state.bound == pytest.approx(value, rel=1e-11)
+        np.testing.assert_allclose(state.phi, phi_next, rtol=1e-9, atol=1e-15)
+        phi = phi_next
+
+
+def test_particles_start_the_same_whatever_their_number(planted_store, tmp_path):
+    store = CorpusStore.open(planted_store)
+    two = PEMDriver(_config(planted_store, tmp_path / "a", particles=2), store)
+    four = PEMDriver(_config(planted_store, tmp_path / "b", particles=4), store)
+    a, b = two.init_state(Streams(1)), four.init_state(Streams(1))
+    np.testing.assert_array_equal(a.gamma, b.gamma[:2])
+    np.testing.assert_array_equal(a.phi, b.phi)
+    assert not np.allclose(b.gamma[1], b.gamma[2])
+    # every particle's gamma_d sums to alpha. + N_d
+    np.testing.assert_allclose(b.gamma.sum(axis=2), (b.gamma[0].sum(axis=1))[None, :]
+                               * np.ones((4, 1)), rtol=1e-12)
+
+
+def test_resume_equals_uninterrupted_and_threads(planted_store, tmp_path):
+    extra = {"particles": 2, "temperature": 0.8, "tol": 0}
+    train(_config(planted_store, tmp_path / "full", **extra), quiet=True)
+    train(_config(planted_store, tmp_path / "half", **{**extra, "iterations": 8}), quiet=True)
+    train(_config(planted_store, tmp_path / "half", **extra), resume=True, quiet=True)
+    train(_config(planted_store, tmp_path / "t2", training={"threads": 2}, **extra), quiet=True)
+    _, a = load_arrays(tmp_path / "full" / "model.npz")
+    lines = {}
+    for name in ("full", "half", "t2"):
+        _, b = load_arrays(tmp_path / name / "model.npz")
+        for key in ("phi", "gamma", "alpha", "omega", "particle_bounds"):
+            np.testing.assert_array_equal(a[key], b[key], err_msg=f"{name}: {key}")
+        lines[name] = [(m["step"], m["perplexity_point"], m["train_bound_per_token"])
+                       for m in map(json.loads,
+                                    (tmp_path / name / "metrics.jsonl").read_text().splitlines())]
+    assert lines["full"] == lines["half"] == lines["t2"]
+
+
+def test_config_checks(planted_store, tmp_path):
+    with pytest.raises(ConfigError, match=r"inference\.particles must be an integer >= 1; "
+                                          r"got 0 \(<config>\)"):
+        _config(planted_store, tmp_path / "x", particles=0)
+    with pytest.raises(ConfigError, match=r"inference\.temperature must be a number >= 0; "
+                                          r"got -0\.5 \(<config>\)"):
+        _config(planted_store, tmp_path / "x", temperature=-0.5)
+    # T = 0 is the hard-assignment limit of §10.3, so it is accepted
+    assert _config(planted_store, tmp_path / "x", temperature=0).inference.temperature == 0.0

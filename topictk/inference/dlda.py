@@ -1,0 +1,724 @@
+"""Deep LDA / the Poisson gamma belief network (Zhou, Cong & Chen 2016; Cong, Chen, Liu & Zhou
+2017) with four samplers for the globals Phi^(1..L), r:
+
+* ``tlasgr``     topic-layer-adaptive stochastic gradient Riemannian MCMC (Cong 2017 eqs. 15,
+                 17-19; ALGORITHMS.md §8.7, §8.8);
+* ``tlfsgr``     the same with one step for every topic of every layer (§8.9);
+* ``dlda-sgrld`` SGRLD on expanded-mean parameters (Cong 2017 eq. 5; §8.9);
+* ``dlda-gibbs`` the batch upward-downward Gibbs sampler (Zhou et al. 2016; §8.5).
+
+The local step (upward-downward Gibbs of each document's gamma units, §8.4) is the kernel
+:mod:`topictk.inference._dlda`; the global updates are dense NumPy on the driver, with their
+normal (SG-MCMC) or gamma (batch Gibbs) draws taken from the main stream in storage order:
+layers in order, each Phi^(l) row by row (lower unit v outer, topic k inner), then r.
+
+Held-out perplexity (§8.11) uses a *persistent test chain*: every test document keeps its local
+state, one upward-downward iteration on its observed counts is run at every evaluation of the
+training loop, and from update ``inference.burn_in`` on its Poisson rates Phi^(1) theta^(1) are
+accumulated. Because it runs inside :meth:`DLDADriver.heldout_probabilities`, which the loop
+calls outside the timed step, its time is evaluation time, never ``train_seconds``; so
+``training.eval_every`` sets how often it advances (1, as in the paper, for Table 1). The
+accumulated value is logged as ``perplexity`` (the driver's objective) and is what
+``topictk evaluate`` reports; the *point* perplexity of a fresh chain on the current globals
+(``inference.point_perplexity``) is logged as ``perplexity_point``.
+"""
+from __future__ import annotations
+
+import logging
+
+import numpy as np
+
+from topictk.config.schema import Option
+from topictk.errors import ConfigError, NumericalError
+from topictk.inference import _dlda
+from topictk.inference.base import (Driver, StepInfo, TestSet, chunk_bounds_by_docs,
+                                    chunk_bounds_by_tokens)
+from topictk.inference.registry import register
+from topictk.state.deep import DeepState
+from topictk.training import streams as keys
+from topictk.training.batches import EpochSchedule
+from topictk.training.schedules import sgmcmc_step
+from topictk.training.streams import Streams
+
+log = logging.getLogger("topictk")
+
+FLOOR = 1e-300
+CHAIN_PASS = 2**30        # eval-stream pass index offset of the persistent test chain
+_NO_I64 = np.zeros(0, dtype=np.int64)
+_NO_I32 = np.zeros(0, dtype=np.int32)
+_NO_F64 = np.zeros(0, dtype=np.float64)
+
+
+# --------------------------------------------------------------------------- helpers
+def resolve_eta(value, layers: list[int]) -> list[float]:
+    """model.eta -> eta^(l) for every layer; ``auto`` is 1/K_l (Cong 2017)."""
+    return [1.0 / k if value == "auto" else float(value) for k in layers]
+
+
+def initial_theta(n_docs: int, layers: list[int]) -> np.ndarray:
+    """theta_j^(l) = 1/K_l for every document (§8.6, §8.11): (n_docs, sum K_l)."""
+    return np.concatenate([np.full((n_docs, k), 1.0 / k) for k in layers], axis=1)
+
+
+def initial_phis(init: np.random.Generator, n_words: int, layers: list[int]) -> list[np.ndarray]:
+    """Phi^(l)_vk = 0.05 + 0.95 U, columns normalised (§8.10); uniforms in storage order."""
+    phis, rows = [], n_words
+    for k in layers:
+        p = 0.05 + 0.95 * init.random((rows, k))
+        phis.append(p / p.sum(axis=0))
+        rows = k
+    return phis
+
+
+def gather_csr(indptr, indices, counts, doc_ids: np.ndarray):
+    """Rows ``doc_ids`` of a (memory-mapped) CSR matrix with batch-local word ids
+    -> (indptr, local indices int32, counts int32, vocab int32 ascending)."""
+    doc_ids = np.asarray(doc_ids, dtype=np.int64)
+    starts = np.asarray(indptr[doc_ids], dtype=np.int64)
+    lengths = np.asarray(indptr[doc_ids + 1], dtype=np.int64) - starts
+    ptr = np.zeros(doc_ids.size + 1, dtype=np.int64)
+    np.cumsum(lengths, out=ptr[1:])
+    pos = np.repeat(starts - ptr[:-1], lengths) + np.arange(ptr[-1], dtype=np.int64)
+    words = np.asarray(indices[pos], dtype=np.int32)
+    vocab, local = np.unique(words, return_inverse=True)
+    return (ptr, local.astype(np.int32), np.ascontiguousarray(counts[pos], dtype=np.int32),
+            vocab.astype(np.int32))
+
+
+def perplexity(probabilities: np.ndarray, counts: np.ndarray) -> tuple[float, int]:
+    """§11.2: exp(-sum c ln max(p, 1e-300) / sum c) and the number of floored tokens (the
+    evaluation package's formula; inference does not import evaluation)."""
+    counts = np.asarray(counts, dtype=np.float64)
+    floored = probabilities < FLOOR
+    log_p = np.log(np.where(floored, FLOOR, probabilities))
+    return float(np.exp(-np.dot(counts, log_p) / counts.sum())), int(counts[floored].sum())
+
+
+def split_stats(stats: np.ndarray, sizes: list[int]) -> tuple[list[np.ndarray], np.ndarray]:
+    """Kernel statistics -> ([X^(1), ..., X^(L)], X^(L+1))."""
+    out, pos = [], 0
+    for a, b in zip(sizes[:-1], sizes[1:]):
+        out.append(stats[pos:pos + a * b].reshape(a, b))
+        pos += a * b
+    return out, stats[pos:]
+
+
+def condition_on_simplex(y: np.ndarray, phi_old: np.ndarray) -> np.ndarray:
+    """The exact part of Proj∠ (§8.8): a Gaussian step y ~ N(mu, (2 eps/M) diag(phi_old))
+    conditioned on the hyperplane sum = 1, u = y - (sum y - 1) phi_old, column by column;
+    u has covariance (2 eps/M)(diag phi - phi phi^T) and the same mean when sum mu = 1."""
+    return y - (y.sum(axis=0) - 1.0) * phi_old
+
+
+def project_simplex(y: np.ndarray, phi_old: np.ndarray) -> tuple[np.ndarray, int]:
+    """Proj∠ of §8.8, column by column: :func:`condition_on_simplex`, then, only for columns
+    with a non-positive or infinite coordinate, clamp at 0 (infinite -> 0), floor at 1e-300,
+    and renormalise. Returns (columns on the simplex, number of clamped columns).
+
+    Departure from §8.8: a NaN in y is not clamped to 0 but left in its column, so that the
+    non-finite check after the update reports it (§12.5: never silently replace NaN).
+    """
+    with np.errstate(invalid="ignore", over="ignore"):     # inf - inf: clamped below
+        u = condition_on_simplex(y, phi_old)
+    nan_cols = np.isnan(y).any(axis=0)
+    bad = ~np.all((u > 0) & np.isfinite(u), axis=0) & ~nan_cols
+    if bad.any():
+        ub = u[:, bad]
+        ub = np.where(np.isfinite(ub), np.maximum(ub, 0.0), 0.0)
+        u[:, bad] = np.maximum(ub, FLOOR)
+    u[:, nan_cols] = np.nan
+    return u / u.sum(axis=0), int(bad.sum())
+
+
+def fisher_scale(M: np.ndarray | float | None, total, t: int, eps_prime: float):
+    """Eq. 18/19: M = T at t = 0, else (1 - eps') M + eps' T."""
+    if t == 0 or M is None:
+        return np.array(total, dtype=np.float64, copy=True)
+    return (1.0 - eps_prime) * M + eps_prime * total
+
+
+def tlasgr_columns(phi: np.ndarray, xbar: np.ndarray, M: np.ndarray, eps: float, scale: float,
+                   eta: float, noise: np.ndarray | None) -> tuple[np.ndarray, np.ndarray, int]:
+    """Eq. 15 + Proj∠ for every column of one layer (§8.7).
+
+    ``xbar`` (K_{l-1}, K_l) is the batch average X-bar^(l), ``scale`` = R_B, ``M`` (K_l,) the
+    Fisher scales to use (M_k^(l) for TLASGR, M-bar for TLFSGR); the guard M_eff = max(M, eps A)
+    keeps the drift from overshooting a/A. Returns (new Phi^(l), eps / M_eff (K_l,), clamped)."""
+    a = scale * xbar + eta
+    A = a.sum(axis=0)
+    rate = eps / np.maximum(M, eps * A)                    # (K_l,)
+    y = phi + rate * (a - A * phi)
+    if noise is not None:
+        y += np.sqrt(2.0 * rate * phi) * noise
+    new, clamped = project_simplex(y, phi)
+    return new, rate, clamped
+
+
+def tlasgr_drift(phi: np.ndarray, a: np.ndarray, M: float) -> np.ndarray:
+    """I^-1 grad + Gamma of eq. 8.2 for one column: (a_v - A phi_v) / M (all coordinates)."""
+    return (a - a.sum() * phi) / M
+
+
+def r_update(r: np.ndarray, xtop: np.ndarray, qbar: float, M: float, eps: float, scale: float,
+             gamma0: float, c0: float, noise: np.ndarray | None) -> tuple[np.ndarray, float, int]:
+    """Eq. 17 with the M_eff guard (§8.7) -> (new r, eps / M_eff, floored entries)."""
+    A_r = c0 + scale * qbar
+    rate = eps / max(M, eps * A_r)
+    y = r + rate * ((scale * xtop + gamma0 / r.size) - r * A_r)
+    if noise is not None:
+        y += np.sqrt(2.0 * rate * r) * noise
+    np.abs(y, out=y)
+    low = y < FLOOR
+    y[low] = FLOOR
+    return y, rate, int(np.count_nonzero(low))
+
+
+def sgrld_columns(phi_hat: np.ndarray, xbar: np.ndarray, eps: float, scale: float, eta: float,
+                  noise: np.ndarray | None) -> tuple[np.ndarray, np.ndarray, int]:
+    """Cong 2017 eq. 5 (noise inside |.|; §8.9) on one layer's expanded means
+    -> (new phi_hat, eps / phi_hat_.k (the step on the simplex scale), floored entries)."""
+    total = phi_hat.sum(axis=0)
+    phi = phi_hat / total
+    drift = (scale * xbar + eta) - (scale * xbar.sum(axis=0) + total) * phi
+    new = phi_hat + eps * drift
+    if noise is not None:
+        new += np.sqrt(2.0 * eps * phi_hat) * noise
+    np.abs(new, out=new)
+    low = new < FLOOR
+    new[low] = FLOOR
+    return new, eps / total, int(np.count_nonzero(low))
+
+
+def dirichlet_columns(shape: np.ndarray, main: np.random.Generator) -> np.ndarray:
+    """Columns ~ Dir(shape[:, k]) (§12.3): gammas in storage order, floor 1e-300, normalise,
+    floor, renormalise."""
+    g = np.maximum(main.standard_gamma(shape), FLOOR)
+    phi = np.maximum(g / g.sum(axis=0), FLOOR)
+    return phi / phi.sum(axis=0)
+
+
+# --------------------------------------------------------------------------- options
+def _step_options(a: float, b: float, c: float) -> dict:
+    return {
+        "a": Option("float", a, low=0, low_open=True, help="epsilon_t scale a"),
+        "b": Option("float", b, low=0, low_open=True, help="epsilon_t offset b"),
+        "c": Option("float", c, low=0.5, high=1, low_open=True,
+                    help="epsilon_t decay c; (0.5, 1] so the steps sum to infinity and their "
+                         "squares do not"),
+    }
+
+
+COMMON_OPTIONS = {
+    "burn_in": Option("int", None, low=0, nullable=True,
+                      help="updates before the persistent test chain accumulates its rates "
+                           "(default: half the iterations)"),
+    "point_perplexity": {
+        "iterations": Option("int", 600, low=1,
+                             help="local iterations of the fresh test chain of a point "
+                                  "perplexity"),
+        "last": Option("int", 400, low=1, help="of which the last N are used ..."),
+        "thin": Option("int", 2, low=1, help="... every thin-th of them"),
+        "every": Option("int", 0, low=0,
+                        help="updates between point perplexities (0: at every evaluation); "
+                             "other evaluations log perplexity_point as NaN"),
+    },
+}
+
+SG_OPTIONS = {
+    "batch_size": Option("int", 200, low=1, help="documents per update (|B|)"),
+    "local_burn_in": Option("int", None, low=0, nullable=True,
+                            help="local upward-downward iterations discarded (default 20 L)"),
+    "local_samples": Option("int", None, low=1, nullable=True,
+                            help="local iterations averaged into the statistics (default 10 L)"),
+    "chunk_docs": Option("int", 16, low=1,
+                         help="documents per random-stream chunk of a mini-batch"),
+}
+
+FORGETTING = {
+    "a": Option("float", None, low=0, low_open=True, high=1, nullable=True,
+                help="epsilon'_t scale (default: step.a, i.e. epsilon' = epsilon)"),
+    "b": Option("float", None, low=0, low_open=True, nullable=True, help="default: step.b"),
+    "c": Option("float", None, low=0, low_open=True, nullable=True, help="default: step.c"),
+}
+
+
+# --------------------------------------------------------------------------- drivers
+class DLDADriver(Driver):
+    """What the four DLDA samplers share: layers, hyperparameters, initialisation, the test
+    chains, persistence. Subclasses implement ``step``."""
+
+    family = "dlda"
+    objective_name = "perplexity"   # the persistent test chain's accumulated perplexity
+    stochastic = True
+
+    @classmethod
+    def check_config(cls, data: dict, where: str) -> None:
+        model, inf = data["model"], data["inference"]
+        layers = model["layers"]
+        if model.get("topics") is None:
+            model["topics"] = layers[0]
+        elif model["topics"] != layers[0]:
+            raise ConfigError(f"model.topics must equal the first entry of model.layers "
+                              f"({layers[0]}) or be left out; got {model['topics']} ({where})")
+        wider = [i + 2 for i in range(len(layers) - 1) if layers[i + 1] > layers[i]]
+        if wider:
+            log.warning("model.layers = %s: layer %s is wider than the layer below it; deep "
+                        "LDA usually narrows upwards (%s)", layers,
+                        ", ".join(map(str, wider)), where)
+        if inf["burn_in"] is None:
+            inf["burn_in"] = inf["iterations"] // 2
+        if inf["burn_in"] >= inf["iterations"]:
+            raise ConfigError(f"inference.burn_in must be < inference.iterations "
+                              f"({inf['iterations']}); got {inf['burn_in']} ({where})")
+        pp = inf["point_perplexity"]
+        if pp["last"] > pp["iterations"]:
+            raise ConfigError(f"inference.point_perplexity.last must be <= "
+                              f"inference.point_perplexity.iterations ({pp['iterations']}); "
+                              f"got {pp['last']} ({where})")
+        if cls.stochastic:
+            L = len(layers)
+            if inf["local_burn_in"] is None:
+                inf["local_burn_in"] = 20 * L
+            if inf["local_samples"] is None:
+                inf["local_samples"] = 10 * L
+            if "forgetting" in inf:
+                for key in ("a", "b", "c"):
+                    if inf["forgetting"][key] is None:
+                        inf["forgetting"][key] = inf["step"][key]
+
+    def __init__(self, config, store, threads: int = 1):
+        super().__init__(config, store, threads)
+        model, inf = config.model, config.inference
+        self.layers = [int(k) for k in model.layers]
+        self.L = len(self.layers)
+        self.V = store.n_words
+        self.train = store.train()           # memory-mapped
+        self.n_docs = self.train.n_docs
+        self.eta = resolve_eta(model.eta, self.layers)
+        self.hyper = np.array([model.a0, model.b0, model.e0, model.f0], dtype=np.float64)
+        self.gamma0, self.c0 = float(model.gamma0), float(model.c0)
+        self.burn_in = int(inf.burn_in)
+        self.iterations = int(inf.iterations)
+        self.sizes = np.array([self.V] + self.layers, dtype=np.int64)
+        self.test = TestSet.from_store(store)
+        self.streams: Streams | None = None
+
+    # ---------------------------------------------------------------- state
+    def attach(self, state: DeepState, streams: Streams) -> None:
+        self.streams = streams
+
+    def init_state(self, streams: Streams) -> DeepState:
+        self.streams = streams
+        init = np.random.Generator(streams.persistent(keys.INIT))
+        phis = initial_phis(init, self.V, self.layers)
+        n_test = self.test.observed.n_docs
+        state = DeepState(
+            layers=list(self.layers), phi=phis,
+            r=np.full(self.layers[-1], 1.0 / self.layers[-1]),
+            theta_test=initial_theta(n_test, self.layers), c_test=np.ones((n_test, self.L)),
+            racc=np.zeros(self.test.heldout.indices.size), tacc=np.zeros(n_test))
+        self._init_extra(state)
+        return state
+
+    def _init_extra(self, state: DeepState) -> None:
+        """Algorithm-specific parts of the initial state."""
+
+    def check_state(self, state: DeepState) -> None:
+        where = "iteration" if not self.stochastic else "update"
+        for l, p in enumerate(state.phi, start=1):
+            if not np.all(np.isfinite(p)):
+                raise NumericalError(
+                    f"Phi^({l}) (layer {l}) became NaN or infinite at {where} {state.step}; "
+                    f"{self._advice()} (the last good checkpoint is kept)")
+        if not np.all(np.isfinite(state.r)):
+            raise NumericalError(
+                f"r (top layer {self.L}) became NaN or infinite at {where} {state.step}; "
+                f"{self._advice()} (the last good checkpoint is kept)")
+
+    def _advice(self) -> str:
+        return "lower inference.step.a"
+
+    def state_to_arrays(self, state: DeepState):
+        header = {"step": state.step, "layers": list(state.layers), "M_top": state.M_top,
+                  "chain_step": state.chain_step, "chain_samples": state.chain_samples,
+                  "floored": state.floored, "fallbacks": state.fallbacks,
+                  "clamped": state.clamped, "sample_steps": list(state.sample_steps)}
+        arrays = {"r": state.r, "theta_test": state.theta_test, "c_test": state.c_test,
+                  "racc": state.racc, "tacc": state.tacc}
+        for l, p in enumerate(state.phi, start=1):
+            arrays[f"phi_{l}"] = p
+        for name in ("M", "phi_hat"):
+            values = getattr(state, name)
+            if values is not None:
+                for l, p in enumerate(values, start=1):
+                    arrays[f"{name}_{l}"] = p
+        for name in ("theta_train", "c_train", "permutation"):
+            if getattr(state, name) is not None:
+                arrays[name] = getattr(state, name)
+        return header, arrays
+
+    def state_from_arrays(self, header: dict, arrays: dict) -> DeepState:
+        layers = [int(k) for k in header["layers"]]
+        if layers != self.layers:
+            raise ValueError(f"model.layers {layers} in the file, {self.layers} in the config")
+
+        def get(name, shape):
+            a = np.ascontiguousarray(arrays[name], dtype=np.float64)
+            if a.shape != shape:
+                raise ValueError(f"{name} has shape {a.shape}, expected {shape}")
+            return a
+
+        rows = [self.V] + self.layers
+        n_test, W = self.test.observed.n_docs, sum(self.layers)
+        phis = [get(f"phi_{l}", (rows[l - 1], rows[l])) for l in range(1, self.L + 1)]
+        state = DeepState(
+            layers=layers, phi=phis, r=get("r", (self.layers[-1],)),
+            theta_test=get("theta_test", (n_test, W)), c_test=get("c_test", (n_test, self.L)),
+            racc=get("racc", (self.test.heldout.indices.size,)), tacc=get("tacc", (n_test,)),
+            step=int(header["step"]), M_top=float(header["M_top"]),
+            chain_step=int(header["chain_step"]), chain_samples=int(header["chain_samples"]),
+            floored=int(header["floored"]), fallbacks=int(header["fallbacks"]),
+            clamped=int(header["clamped"]),
+            sample_steps=[int(s) for s in header["sample_steps"]])
+        if "M_1" in arrays:
+            state.M = [get(f"M_{l}", (self.layers[l - 1],)) for l in range(1, self.L + 1)]
+        if "phi_hat_1" in arrays:
+            state.phi_hat = [get(f"phi_hat_{l}", (rows[l - 1], rows[l]))
+                             for l in range(1, self.L + 1)]
+        if "theta_train" in arrays:
+            state.theta_train = get("theta_train", (self.n_docs, W))
+            state.c_train = get("c_train", (self.n_docs, self.L))
+        if "permutation" in arrays:
+            state.permutation = np.asarray(arrays["permutation"], dtype=np.int64)
+        self._check_loaded(state)
+        return state
+
+    def _check_loaded(self, state: DeepState) -> None:
+        """Raise ValueError when the algorithm's own arrays are missing."""
+
+    # ---------------------------------------------------------------- topics
+    def topic_word(self, state: DeepState) -> np.ndarray:
+        """First-layer topics (K_1, V)."""
+        return state.phi[0].T.copy()
+
+    def layer_topic_word(self, state: DeepState, layer: int) -> np.ndarray:
+        """Topics of ``layer`` projected to words, Phi^(1)...Phi^(l-1) phi_k^(l): (K_l, V)."""
+        return state.projected(layer).T.copy()
+
+    def layer_weights(self, state: DeepState, layer: int) -> np.ndarray:
+        """Phi^(layer) (K_{l-1}, K_l): how strongly each lower unit belongs to each topic."""
+        return state.phi[layer - 1]
+
+    # ---------------------------------------------------------------- local chains
+    def _chains(self, state: DeepState, docs, theta, c, n_iter: int, n_burn: int,
+                pc_start: int, chunk_docs: int, chunk_keys, *, flat=None, sizes=None,
+                stats=None, qsum=None, held=None, racc=None, tacc=None, acc_burn: int = 0,
+                acc_thin: int = 1) -> tuple[int, int]:
+        """Run the kernel over ``docs`` = (indptr, indices, counts) with streams
+        ``chunk_keys(c)``; returns (fallbacks, floored)."""
+        indptr, indices, counts = docs
+        bounds = chunk_bounds_by_docs(indptr.size - 1, chunk_docs)
+        streams = [self.streams.derived(chunk_keys(ch)) for ch in range(bounds.size - 1)]
+        held_ptr, held_idx = (_NO_I64, _NO_I32) if held is None else held
+        fb, fl = _dlda.local_chains(
+            np.ascontiguousarray(indptr, dtype=np.int64),
+            np.ascontiguousarray(indices, dtype=np.int32),
+            np.ascontiguousarray(counts, dtype=np.int32),
+            state.flat_phi() if flat is None else flat,
+            self.sizes if sizes is None else sizes, state.r, self.hyper, theta, c,
+            int(n_iter), int(n_burn), int(pc_start),
+            _NO_I64 if stats is None else stats, _NO_F64 if qsum is None else qsum,
+            np.ascontiguousarray(held_ptr, dtype=np.int64),
+            np.ascontiguousarray(held_idx, dtype=np.int32),
+            _NO_F64 if racc is None else racc, _NO_F64 if tacc is None else tacc,
+            int(acc_burn), int(acc_thin), bounds, streams, self.threads)
+        return fb, fl
+
+    def _advance_test_chain(self, state: DeepState) -> None:
+        """One iteration of the persistent test chain after update ``state.step`` (§8.11),
+        accumulating the rates once the update index t = step - 1 reaches the burn-in."""
+        if state.chain_step >= state.step or self.test.observed.n_docs == 0:
+            return
+        obs, held = self.test.observed, self.test.heldout
+        accumulate = state.step - 1 >= self.burn_in
+        step = state.step
+        self._chains(state, (obs.indptr, obs.indices, obs.counts), state.theta_test,
+                     state.c_test, 1, 1, 0, self.config.evaluation.chunk_docs,
+                     lambda ch: keys.eval_key(CHAIN_PASS + step, ch),
+                     held=(held.indptr, held.indices) if accumulate else None,
+                     racc=state.racc if accumulate else None,
+                     tacc=state.tacc if accumulate else None)
+        state.chain_step = state.step
+        state.chain_samples += int(accumulate)
+
+    def _rates(self, racc: np.ndarray, tacc: np.ndarray, test: TestSet) -> np.ndarray:
+        """p_vj = Racc_vj / Tacc_j for every held-out entry (§8.11)."""
+        held = test.heldout
+        row = np.repeat(np.arange(held.n_docs), np.diff(np.asarray(held.indptr)))
+        with np.errstate(divide="ignore", invalid="ignore"):
+            p = racc / tacc[row]
+        return np.where(np.isfinite(p), p, 0.0)
+
+    def point_probabilities(self, state: DeepState, test: TestSet,
+                            pass_index: int) -> np.ndarray:
+        """Point perplexity's p-hat (§8.11): a fresh chain on the current globals,
+        ``point_perplexity.iterations`` iterations, rates accumulated every ``thin``-th of
+        the ``last``; p/c sampling from iteration min(burn/2, 10) as in the local chains."""
+        pp = self.config.inference.point_perplexity
+        obs, held = test.observed, test.heldout
+        n, burn = int(pp["iterations"]), int(pp["iterations"]) - int(pp["last"])
+        racc, tacc = np.zeros(held.indices.size), np.zeros(obs.n_docs)
+        if obs.n_docs:
+            self._chains(state, (obs.indptr, obs.indices, obs.counts),
+                         initial_theta(obs.n_docs, self.layers), np.ones((obs.n_docs, self.L)),
+                         n, n, min(burn // 2, 10), self.config.evaluation.chunk_docs,
+                         lambda ch: keys.eval_key(pass_index, ch),
+                         held=(held.indptr, held.indices), racc=racc, tacc=tacc,
+                         acc_burn=burn, acc_thin=int(pp["thin"]))
+        return self._rates(racc, tacc, test)
+
+    def _point_due(self, step: int) -> bool:
+        every = int(self.config.inference.point_perplexity["every"])
+        return every == 0 or step % every == 0 or step >= self.iterations
+
+    def heldout_probabilities(self, state: DeepState, samples, test: TestSet,
+                              pass_index: int) -> np.ndarray:
+        """During training (``samples`` None): advance the persistent test chain, then return
+        the point perplexity's p-hat (NaN where it is not due). From ``topictk evaluate``
+        (a list of samples): the persistent chain's accumulated rates (§8.11), or the point
+        estimate when the chain has accumulated nothing yet."""
+        if samples is None:
+            self._advance_test_chain(state)
+            if not self._point_due(state.step):
+                return np.full(test.heldout.indices.size, np.nan)
+            return self.point_probabilities(state, test, pass_index)
+        if state.chain_samples == 0:
+            return self.point_probabilities(state, test, pass_index)
+        return self._rates(state.racc, state.tacc, test)
+
+    def objective(self, state: DeepState) -> float | None:
+        """The persistent test chain's perplexity (§8.11), None before it accumulates."""
+        if state.chain_samples == 0 or self.test.n_heldout_tokens == 0:
+            return None
+        ppl, _ = perplexity(self._rates(state.racc, state.tacc, self.test),
+                            self.test.heldout.counts)
+        return ppl
+
+    def evaluation_report(self, state: DeepState, test: TestSet) -> dict:
+        """Extra fields of ``topictk evaluate`` for deep models."""
+        ppl, floored = perplexity(self.point_probabilities(state, test, 0),
+                                  test.heldout.counts)
+        pp = self.config.inference.point_perplexity
+        point_samples = int(pp["last"]) // int(pp["thin"])
+        return {"layers": list(self.layers), "perplexity_point": ppl,
+                "point_floored_tokens": floored,
+                "samples": state.chain_samples or point_samples,
+                "perplexity_source": ("persistent test chain" if state.chain_samples
+                                      else "point (the test chain has no samples yet)")}
+
+
+class _StochasticDLDA(DLDADriver):
+    """Mini-batch samplers: local chains per batch (§8.6) then a global SG-MCMC step."""
+
+    OPTIONS = {**COMMON_OPTIONS, **SG_OPTIONS, "step": _step_options(1.0, 21.0, 0.7)}
+
+    def __init__(self, config, store, threads: int = 1):
+        super().__init__(config, store, threads)
+        inf = config.inference
+        if inf.batch_size > self.n_docs:
+            log.warning("inference.batch_size = %d is larger than the corpus (%d documents); "
+                        "using the whole corpus in every update", inf.batch_size, self.n_docs)
+        self.schedule = EpochSchedule(self.n_docs, int(inf.batch_size))
+
+    def local_statistics(self, state: DeepState, batch, t: int):
+        """§8.6: fresh chains for the batch documents, 20L + 10L iterations by default
+        -> ([X-bar^(l)] with X-bar^(1) over the batch vocabulary, X-bar^(L+1), Q-bar,
+        fallbacks, floored)."""
+        inf = self.config.inference
+        ptr, idx, cnt, vocab = batch
+        B = ptr.size - 1
+        burn, coll = int(inf.local_burn_in), int(inf.local_samples)
+        sizes = np.array([vocab.size] + self.layers, dtype=np.int64)
+        stats = np.zeros(int(np.sum(sizes[:-1] * sizes[1:])) + self.layers[-1], dtype=np.int64)
+        qsum = np.zeros(B)
+        fb, fl = self._chains(state, (ptr, idx, cnt), initial_theta(B, self.layers),
+                              np.ones((B, self.L)), burn + coll, burn, min(burn // 2, 10),
+                              int(inf.chunk_docs), lambda ch: keys.local_key(t, ch),
+                              flat=state.flat_phi(vocab), sizes=sizes, stats=stats, qsum=qsum)
+        xs, xtop = split_stats(stats, [int(s) for s in sizes])
+        return [x / coll for x in xs], xtop / coll, float(qsum.sum()) / coll, fb, fl
+
+    def step(self, state: DeepState, t: int) -> StepInfo:
+        inf = self.config.inference
+        main = np.random.Generator(self.streams.persistent(keys.MAIN))
+        ids, state.permutation = self.schedule.batch_ids(t, state.permutation, main)
+        batch = gather_csr(self.train.indptr, self.train.indices, self.train.counts, ids)
+        xbar, xtop, qbar, fb, fl = self.local_statistics(state, batch, t)
+        first = np.zeros((self.V, self.layers[0]))
+        first[batch[3]] = xbar[0]
+        xbar[0] = first
+        eps = sgmcmc_step(inf.step["a"], inf.step["b"], inf.step["c"], t)
+        scale = self.n_docs / ids.size
+        extra = self.global_update(state, xbar, xtop, qbar, eps, scale, t, main)
+        state.floored += fl
+        state.fallbacks += fb
+        state.step = t + 1
+        extra.update({"epsilon": eps, "floored": fl, "fallbacks": fb})
+        return StepInfo(tokens=int(batch[2].sum(dtype=np.int64)), documents=int(ids.size),
+                        extra=extra)
+
+    def global_update(self, state, xbar, xtop, qbar, eps, scale, t, main) -> dict:
+        raise NotImplementedError
+
+
+@register
+class TLASGRDriver(_StochasticDLDA):
+    """TLASGR-MCMC (Cong 2017): one step is one mini-batch update of every layer and r."""
+
+    name = "tlasgr"
+    OPTIONS = {**_StochasticDLDA.OPTIONS, "forgetting": FORGETTING}
+    shared_scale = False      # TLFSGR: one M-bar for every topic
+
+    def global_update(self, state, xbar, xtop, qbar, eps, scale, t, main) -> dict:
+        fg = self.config.inference.forgetting
+        eps_p = sgmcmc_step(fg["a"], fg["b"], fg["c"], t)
+        # eq. 18 for every layer and eq. 19 for r; all from the same batch statistics
+        state.M = [fisher_scale(None if state.M is None else state.M[l],
+                                scale * xbar[l].sum(axis=0), t, eps_p) for l in range(self.L)]
+        state.M_top = float(fisher_scale(state.M_top, scale * qbar, t, eps_p))
+        mbar = float(np.mean(state.M[0]))
+        extra, clamped = {}, 0
+        for l in range(self.L):
+            M = np.full(self.layers[l], mbar) if self.shared_scale else state.M[l]
+            noise = main.standard_normal(size=state.phi[l].shape)
+            state.phi[l], rate, c = tlasgr_columns(state.phi[l], xbar[l], M, eps, scale,
+                                                   self.eta[l], noise)
+            clamped += c
+            extra[f"lr_layer{l + 1}"] = float(np.mean(rate))
+        noise = main.standard_normal(size=state.r.shape)
+        state.r, rate_r, floored_r = r_update(state.r, xtop, qbar, state.M_top, eps, scale,
+                                              self.gamma0, self.c0, noise)
+        state.clamped += clamped
+        extra.update({"lr_r": rate_r, "clamped": clamped, "r_floored": floored_r})
+        return extra
+
+    def _check_loaded(self, state: DeepState) -> None:
+        if state.step > 0 and state.M is None:
+            raise ValueError("the Fisher scales M are missing")
+
+
+@register
+class TLFSGRDriver(TLASGRDriver):
+    """TLFSGR (Cong 2017 baseline): every topic of every layer uses M-bar = mean_k M_k^(1);
+    r keeps its own M^(L+1) (§8.9)."""
+
+    name = "tlfsgr"
+    shared_scale = True
+
+
+@register
+class DLDASGRLDDriver(_StochasticDLDA):
+    """SGRLD for DLDA (Cong 2017 eq. 5): expanded means per layer, no Fisher scales; r as in
+    TLASGR (§8.9). The 20News preset step is a = 0.1, b = 21, c = 0.9."""
+
+    name = "dlda-sgrld"
+    OPTIONS = {**COMMON_OPTIONS, **SG_OPTIONS, "step": _step_options(0.1, 21.0, 0.9)}
+
+    def _init_extra(self, state: DeepState) -> None:
+        state.phi_hat = [p.copy() for p in state.phi]
+
+    def global_update(self, state, xbar, xtop, qbar, eps, scale, t, main) -> dict:
+        state.M_top = float(fisher_scale(state.M_top, scale * qbar, t, eps))
+        extra, floored = {}, 0
+        for l in range(self.L):
+            noise = main.standard_normal(size=state.phi_hat[l].shape)
+            state.phi_hat[l], rate, f = sgrld_columns(state.phi_hat[l], xbar[l], eps, scale,
+                                                      self.eta[l], noise)
+            state.phi[l] = state.phi_hat[l] / state.phi_hat[l].sum(axis=0)
+            floored += f
+            extra[f"lr_layer{l + 1}"] = float(np.mean(rate))
+        noise = main.standard_normal(size=state.r.shape)
+        state.r, rate_r, floored_r = r_update(state.r, xtop, qbar, state.M_top, eps, scale,
+                                              self.gamma0, self.c0, noise)
+        extra.update({"lr_r": rate_r, "phi_hat_floored": floored, "r_floored": floored_r})
+        return extra
+
+    def check_state(self, state: DeepState) -> None:
+        for l, p in enumerate(state.phi_hat, start=1):
+            if not np.all(np.isfinite(p)):
+                raise NumericalError(
+                    f"phi_hat^({l}) (layer {l}) became NaN or infinite at update {state.step}; "
+                    f"lower inference.step.a (the last good checkpoint is kept)")
+        super().check_state(state)
+
+    def _check_loaded(self, state: DeepState) -> None:
+        if state.phi_hat is None:
+            raise ValueError("the expanded means phi_hat are missing")
+
+
+@register
+class DLDAGibbsDriver(DLDADriver):
+    """Batch upward-downward Gibbs (§8.5): one step is one iteration over the whole training
+    corpus; Phi^(l) ~ Dir, r ~ Gam between the upward and the downward pass."""
+
+    name = "dlda-gibbs"
+    stochastic = False
+    OPTIONS = {
+        **COMMON_OPTIONS,
+        "chunks": Option("int", 32, low=1,
+                         help="token-balanced blocks of training documents, each with its own "
+                              "persistent random stream; threads work on blocks (use >= "
+                              "threads); documents are independent given the globals, so this "
+                              "changes the random numbers, not the algorithm"),
+    }
+
+    def __init__(self, config, store, threads: int = 1):
+        super().__init__(config, store, threads)
+        self.bounds = chunk_bounds_by_tokens(np.asarray(self.train.doc_ptr),
+                                             int(config.inference.chunks))
+        self.n_tokens = int(self.train.n_tokens)
+        self.doc_m: np.ndarray | None = None    # (D, sum K_l) int32, m of the upward pass
+
+    def _advice(self) -> str:
+        return "check the corpus and the model hyperparameters"
+
+    def _init_extra(self, state: DeepState) -> None:
+        state.theta_train = initial_theta(self.n_docs, self.layers)
+        state.c_train = np.ones((self.n_docs, self.L))
+
+    def _check_loaded(self, state: DeepState) -> None:
+        if state.theta_train is None:
+            raise ValueError("the training documents' local state is missing")
+
+    def step(self, state: DeepState, t: int) -> StepInfo:
+        C = self.bounds.size - 1
+        streams = self.streams.chunk_streams((3,), C, persistent=True)
+        main = np.random.Generator(self.streams.persistent(keys.MAIN))
+        W = sum(self.layers)
+        if self.doc_m is None:
+            self.doc_m = np.zeros((self.n_docs, W), dtype=np.int32)
+        stats = np.zeros(int(np.sum(self.sizes[:-1] * self.sizes[1:])) + self.layers[-1],
+                         dtype=np.int64)
+        qcur = np.zeros(self.n_docs)
+        indptr = np.ascontiguousarray(self.train.indptr, dtype=np.int64)
+        fb = _dlda.gibbs_upward(indptr, np.ascontiguousarray(self.train.indices, np.int32),
+                                np.ascontiguousarray(self.train.counts, np.int32),
+                                state.flat_phi(), self.sizes, state.r, state.theta_train,
+                                state.c_train, self.doc_m, stats, qcur, self.bounds, streams,
+                                self.threads)
+        xs, xtop = split_stats(stats, [int(s) for s in self.sizes])
+        Q = float(np.sum(qcur))
+        state.phi = [dirichlet_columns(self.eta[l] + xs[l], main) for l in range(self.L)]
+        r = main.standard_gamma(self.gamma0 / self.layers[-1] + xtop) / (self.c0 + Q)
+        low = r < FLOOR
+        r[low] = FLOOR
+        state.r = r
+        fl = _dlda.gibbs_downward(state.flat_phi(), self.sizes, state.r, self.hyper,
+                                  state.theta_train, state.c_train, self.doc_m, self.bounds,
+                                  streams, self.threads)
+        state.floored += fl
+        state.fallbacks += fb
+        state.step = t + 1
+        return StepInfo(tokens=self.n_tokens, documents=self.n_docs,
+                        extra={"floored": fl, "fallbacks": fb,
+                               "r_floored": int(np.count_nonzero(low))})

@@ -1,0 +1,587 @@
+"""Dirichlet-multinomial regression topic model (Mimno & McCallum 2008): topics whose document
+prior depends on document metadata, alpha_dk = exp(x_d^T nu_k). ALGORITHMS.md §9.
+
+Two training algorithms:
+
+* ``dmr-sem`` -- stochastic EM (§9.2): collapsed Gibbs sweeps with a prior per document (the
+  dense sampler of :func:`topictk.inference._gibbs.gibbs_sweep`, AD-LDA chunks for threads;
+  ``sparse: true`` opts in to the exact SparseLDA sampler with a prior per document of
+  :func:`topictk.inference._dmr.sparse_sweep`), and every ``optimize_interval`` sweeps after
+  ``optimize_burn_in`` the weights nu maximise the Polya log likelihood of the current topic
+  counts plus the Gaussian prior, by L-BFGS (scipy, warm start, one BLAS thread). Each objective
+  evaluation is one call of :func:`topictk.inference._dmr.polya_terms` (per-document terms,
+  O(D K)) and two (D, K) x (D, F) products in NumPy's own loops. NumPy twins:
+  ``tests/reference/dmr.py``.
+* ``dmr-sgrld`` -- the DMR report's variant (§9.3): SGRLD for the expanded-mean topics (§7) and
+  SGLD for nu, from the same local Gibbs samples of each mini-batch (kernel
+  :func:`topictk.inference._minibatch.local_gibbs`, which also sums the gradient factor g_dk
+  over the kept sweeps).
+
+``x_d`` comes from the store's ``train_features`` / ``test_features`` (``topictk prepare --meta``;
+the intercept is the last feature). In Mimno & McCallum (2008) and in the DMR report nu is
+called lambda. ``model.alpha`` is alpha_init: nu starts at ln(alpha_init) for the intercept and
+0 elsewhere. Test documents are folded in with alpha_d = exp(x_d^T nu) (§9.4, §11.2).
+"""
+from __future__ import annotations
+
+import contextlib
+import ctypes
+import logging
+
+import numpy as np
+from scipy.optimize import minimize
+from scipy.special import gammaln
+
+from topictk.config.schema import Option
+from topictk.errors import ConfigError, CorpusError, CorpusUsageError, NumericalError
+from topictk.inference import _dmr, _gibbs, _minibatch
+from topictk.inference.base import (Driver, StepInfo, TestSet, chunk_bounds_by_docs,
+                                    chunk_bounds_by_tokens)
+from topictk.inference.gibbs import fold_in_probabilities
+from topictk.inference.registry import register
+from topictk.inference.sgrld import (FLOOR, TRAIN_HELDOUT_PASS, SGRLDDriver, sgrld_update)
+from topictk.state.counts import phi_hat as counts_phi_hat
+from topictk.state.dmr import (DMRCountState, DMRSimplexState, document_alpha,
+                               feature_products, linear_predictor)
+from topictk.training import streams as keys
+from topictk.training.batches import gather_batch
+from topictk.training.schedules import sgmcmc_step
+from topictk.training.streams import Streams
+
+log = logging.getLogger("topictk")
+
+LBFGS_GTOL = 1e-5        # §9.2
+LBFGS_MAX_ITER = 200     # §9.2
+# scipy's relative-decrease stop (ftol) would end the search long before the gradient test of
+# §9.2 on a corpus-sized objective (|l| ~ 1e6); set it near machine precision so gtol decides.
+LBFGS_FTOL = 1e-14
+
+
+# ---------------------------------------------------------------------------------------------
+# Features and the objective of §9.1 / §9.2
+def training_features(store) -> np.ndarray:
+    """The store's (D, F) training features, or the usage error that says how to add them."""
+    X = store.features("train")
+    if X is None:
+        raise CorpusUsageError(
+            f"{store.path}: the corpus store has no document features, and model.family dmr "
+            f"needs them; prepare it again with --meta FIELDS (fields of a .jsonl input, or "
+            f"columns of --meta-file FILE.tsv for other inputs), e.g. 'topictk prepare INPUT "
+            f"--meta-file meta.tsv --meta year,party:cat --out {store.path} --force'")
+    X = np.ascontiguousarray(X, dtype=np.float64)
+    if X.shape[1] == 0 or not np.all(X[:, -1] == 1.0):
+        raise CorpusError(f"{store.path}: the last feature is not the always-1 intercept; "
+                          f"prepare the corpus again with this version of topictk (--force)")
+    return X
+
+
+def prior_variances(n_features: int, sigma2: float, sigma2_intercept: float) -> np.ndarray:
+    """sigma_f^2 for every feature (F,): ``sigma2`` for metadata, ``sigma2_intercept`` last."""
+    var = np.full(n_features, float(sigma2))
+    var[-1] = float(sigma2_intercept)
+    return var
+
+
+def initial_nu(n_topics: int, n_features: int, alpha_init: float) -> np.ndarray:
+    """nu_k,intercept = ln(alpha_init), every other weight 0 (§9.2)."""
+    nu = np.zeros((n_topics, n_features))
+    nu[:, -1] = np.log(alpha_init)
+    return nu
+
+
+def polya_log_likelihood(nu: np.ndarray, X: np.ndarray, ndk: np.ndarray,
+                         lengths: np.ndarray, with_gradient: bool = True, threads: int = 1):
+    """sum_d ln p(z_d | nu) (§9.1) and its gradient (K, F) sum_d x_df g_dk.
+
+    ln p(z_d | nu) = lnG(alpha_d.) - lnG(alpha_d. + N_d)
+                     + sum_k [lnG(alpha_dk + n_dk) - lnG(alpha_dk)]
+    g_dk = alpha_dk [psi(alpha_d.) - psi(alpha_d. + N_d) + psi(alpha_dk + n_dk) - psi(alpha_dk)]
+    Per-document terms from the kernel :func:`topictk.inference._dmr.polya_terms`; the sums over
+    documents in NumPy (fixed order, so the result does not depend on ``threads``).
+    """
+    eta = linear_predictor(X, nu)                                # (D, K)
+    values = np.empty(eta.shape[0])
+    g = np.empty(eta.shape) if with_gradient else None
+    _dmr.polya_terms(eta, np.ascontiguousarray(ndk, dtype=np.int32),
+                     np.ascontiguousarray(lengths, dtype=np.int64), values, g, int(threads))
+    value = float(values.sum())
+    if not with_gradient:
+        return value, None
+    return value, feature_products(g, X)
+
+
+def nu_objective(nu: np.ndarray, X: np.ndarray, ndk: np.ndarray, lengths: np.ndarray,
+                 variances: np.ndarray, mean: float = 0.0,
+                 threads: int = 1) -> tuple[float, np.ndarray]:
+    """l(nu) = sum_d ln p(z_d | nu) - sum_kf (nu_kf - mu_f)^2 / (2 sigma_f^2) and its gradient."""
+    value, grad = polya_log_likelihood(nu, X, ndk, lengths, threads=threads)
+    diff = nu - mean
+    value -= float(np.sum(diff * diff / (2.0 * variances)))
+    grad = grad - diff / variances
+    return value, grad
+
+
+_BLAS_HANDLES: list | None = None
+
+
+def _openblas_thread_handles() -> list:
+    """(get, set) thread-count functions of every OpenBLAS loaded in this process (Linux:
+    found through /proc/self/maps; elsewhere none)."""
+    global _BLAS_HANDLES
+    if _BLAS_HANDLES is None:
+        _BLAS_HANDLES = []
+        try:
+            with open("/proc/self/maps", encoding="utf-8") as f:
+                paths = sorted({line.split()[-1] for line in f
+                                if "openblas" in line.lower() and line.split()[-1][:1] == "/"})
+        except OSError:
+            paths = []
+        for path in paths:
+            try:
+                lib = ctypes.CDLL(path)
+            except OSError:
+                continue
+            for prefix in ("openblas", "scipy_openblas"):
+                for suffix in ("", "64_"):
+                    get = getattr(lib, f"{prefix}_get_num_threads{suffix}", None)
+                    set_ = getattr(lib, f"{prefix}_set_num_threads{suffix}", None)
+                    if get is not None and set_ is not None:
+                        get.restype = ctypes.c_int
+                        set_.argtypes = [ctypes.c_int]
+                        _BLAS_HANDLES.append((get, set_))
+    return _BLAS_HANDLES
+
+
+@contextlib.contextmanager
+def single_blas_thread():
+    """Run the block with one BLAS thread. scipy's L-BFGS-B calls BLAS on (2m x 2m) matrices,
+    far too small to gain from threads: with OpenBLAS's default threads it ran 13 times slower
+    on a busy 2-core machine; one thread also keeps its roundings independent of the machine."""
+    handles = _openblas_thread_handles()
+    saved = [get() for get, _ in handles]
+    for _, set_ in handles:
+        set_(1)
+    try:
+        yield
+    finally:
+        for (_, set_), n in zip(handles, saved):
+            set_(n)
+
+
+def optimize_nu(nu: np.ndarray, X: np.ndarray, ndk: np.ndarray, lengths: np.ndarray,
+                variances: np.ndarray, threads: int = 1) -> tuple[np.ndarray, dict]:
+    """Maximise l(nu) by L-BFGS from ``nu`` (warm start; gtol 1e-5, <= 200 iterations, §9.2)."""
+    shape = nu.shape
+    ndk = np.ascontiguousarray(ndk, dtype=np.int32)
+    lengths = np.ascontiguousarray(lengths, dtype=np.int64)
+
+    def negative(flat):
+        value, grad = nu_objective(flat.reshape(shape), X, ndk, lengths, variances,
+                                   threads=threads)
+        return -value, -grad.ravel()
+
+    with single_blas_thread():
+        result = minimize(negative, np.asarray(nu, dtype=np.float64).ravel(), jac=True,
+                          method="L-BFGS-B",
+                          options={"gtol": LBFGS_GTOL, "maxiter": LBFGS_MAX_ITER,
+                                   "ftol": LBFGS_FTOL})
+    new = np.ascontiguousarray(result.x.reshape(shape))
+    if not np.all(np.isfinite(new)):
+        raise NumericalError("nu became non-finite in the L-BFGS update; lower "
+                             "inference.sigma2 (a tighter prior)")
+    return new, {"lbfgs_iterations": int(result.nit), "nu_objective": float(-result.fun)}
+
+
+def dmr_options() -> dict[str, Option]:
+    """Prior options both DMR algorithms share (§9.2, §9.3)."""
+    return {
+        "sigma2": Option("float", 0.5, low=0, low_open=True,
+                         help="prior variance of the metadata weights nu (Mimno & McCallum's "
+                              "MALLET default)"),
+        "sigma2_intercept": Option("float", 100.0, low=0, low_open=True,
+                                   help="prior variance of the intercept weights"),
+    }
+
+
+def check_dmr_config(cls, data: dict, where: str) -> None:
+    """model.family must be dmr; model.alpha is alpha_init, so auto makes no sense."""
+    family = data["model"]["family"]
+    if family != "dmr":
+        raise ConfigError(f"inference.algorithm {cls.name} fits model.family dmr; got "
+                          f"model.family {family}; set model.family: dmr ({where})")
+    if data["model"]["alpha"] == "auto":
+        raise ConfigError(f"model.alpha: auto is not available for {cls.name}: DMR learns the "
+                          f"document priors through nu, and model.alpha is their starting "
+                          f"value alpha_init; give a number ({where})")
+
+
+def feature_table(nu: np.ndarray, names: list[str], n: int) -> list[list[dict]]:
+    """Per topic, the ``n`` metadata features (intercept excluded) with the largest nu_kf:
+    [{"feature", "weight", "contrast"}], contrast = nu_kf - mean_j nu_jf (the identifiable
+    part; a common shift of column f only scales alpha_d.)."""
+    F = nu.shape[1]
+    meta = np.arange(F - 1)
+    contrast = nu - nu.mean(axis=0, keepdims=True)
+    table = []
+    for k in range(nu.shape[0]):
+        order = meta[np.argsort(-nu[k, meta], kind="stable")][:n]
+        table.append([{"feature": names[f] if f < len(names) else f"x{f}",
+                       "weight": float(nu[k, f]), "contrast": float(contrast[k, f])}
+                      for f in order])
+    return table
+
+
+# ---------------------------------------------------------------------------------------------
+@register
+class DMRSEMDriver(Driver):
+    """DMR by stochastic EM; one step is one Gibbs sweep (preceded by the nu update when due)."""
+
+    name = "dmr-sem"
+    family = "dmr"
+    objective_name = "log_joint_per_token"
+    OPTIONS = {
+        "burn_in": Option("int", None, low=0, nullable=True,
+                          help="sweeps before samples are saved (default: half the iterations)"),
+        "thin": Option("int", None, low=1, nullable=True,
+                       help="sweeps between saved samples (default: 10 samples after burn-in)"),
+        "chunks": Option("int", 1, low=1,
+                         help="AD-LDA chunks: 1 = exact sequential sampler; threads work on "
+                              "chunks in parallel, so set chunks >= threads"),
+        "sparse": Option("bool", False,
+                         help="false = the dense sampler of §9.2; true = SparseLDA buckets with "
+                              "the document's prior (exact, faster once topics are sparse)"),
+        "optimize_interval": Option("int", 50, low=1, help="sweeps between nu updates"),
+        "optimize_burn_in": Option("int", 100, low=0,
+                                   help="sweeps before the first nu update"),
+        **dmr_options(),
+    }
+
+    @classmethod
+    def check_config(cls, data: dict, where: str) -> None:
+        check_dmr_config(cls, data, where)
+        inf = data["inference"]
+        iterations = inf["iterations"]
+        if inf["burn_in"] is None:
+            inf["burn_in"] = iterations // 2
+        if inf["burn_in"] >= iterations:
+            raise ConfigError(f"inference.burn_in must be < inference.iterations ({iterations}); "
+                              f"got {inf['burn_in']} ({where})")
+        if inf["thin"] is None:
+            inf["thin"] = max(1, (iterations - inf["burn_in"]) // 10)
+
+    def __init__(self, config, store, threads: int = 1):
+        super().__init__(config, store, threads)
+        self.X = training_features(store)
+        train = store.train()
+        self.doc_ptr = np.ascontiguousarray(train.doc_ptr, dtype=np.int64)
+        self.words = np.ascontiguousarray(train.words, dtype=np.int32)
+        self.n_docs = self.doc_ptr.size - 1
+        self.n_tokens = int(self.doc_ptr[-1])
+        self.lengths = np.diff(self.doc_ptr)
+        self.V = store.n_words
+        self.K = int(config.model.topics)
+        opts = config.inference
+        self.variances = prior_variances(self.X.shape[1], opts.sigma2, opts.sigma2_intercept)
+        self.bounds = chunk_bounds_by_tokens(self.doc_ptr, int(opts.chunks))
+        self.n_chunks = self.bounds.size - 1
+        if self.threads > self.n_chunks:
+            log.warning("training.threads = %d but inference.chunks = %d: only %d thread(s) "
+                        "can work; set inference.chunks >= threads", self.threads,
+                        self.n_chunks, self.n_chunks)
+        self.bits = _gibbs.topic_bits(self.K)
+        self.sparse = bool(opts.sparse)
+        # SparseLDA per-word topic lists (the dense sampler needs none)
+        self._wt_ptr = np.zeros(self.V + 1, dtype=np.int64)
+        if self.sparse:
+            word_freq = np.bincount(self.words, minlength=self.V)
+            np.cumsum(np.minimum(word_freq, self.K), out=self._wt_ptr[1:])
+        self._wt_entries = np.zeros(max(1, int(self._wt_ptr[-1])), dtype=np.int64)
+        self._wt_len = np.zeros(self.V, dtype=np.int32)
+        self._lists_for = None
+        self._alpha_cache: tuple[np.ndarray, np.ndarray] | None = None
+        self.streams: Streams | None = None
+
+    # ------------------------------------------------------------------ state
+    def init_state(self, streams: Streams) -> DMRCountState:
+        """z uniform (§2.2 init, init stream), nu from alpha_init (§9.2)."""
+        self.streams = streams
+        z = np.zeros(self.n_tokens, dtype=np.int32)
+        ndk = np.zeros((self.n_docs, self.K), dtype=np.int32)
+        nkw = np.zeros((self.V, self.K), dtype=np.int32)
+        nk = np.zeros(self.K, dtype=np.int64)
+        _gibbs.init_topics(self.doc_ptr, self.words, z, ndk, nkw, nk, streams.persistent(keys.INIT))
+        nu = initial_nu(self.K, self.X.shape[1], float(self.config.model.alpha))
+        return DMRCountState(z=z, ndk=ndk, nkw=nkw, nk=nk, alpha=np.exp(nu[:, -1]),
+                             beta=float(self.config.model.beta), nu=nu)
+
+    def attach(self, state: DMRCountState, streams: Streams) -> None:
+        self.streams = streams
+
+    def document_alpha(self, state) -> np.ndarray:
+        """(D, K) alpha_d = exp(x_d^T nu) of the training documents, cached until nu changes
+        (only every ``optimize_interval`` sweeps)."""
+        cached = self._alpha_cache
+        if cached is None or not np.array_equal(cached[0], state.nu):
+            cached = (state.nu.copy(), document_alpha(self.X, state.nu))
+            self._alpha_cache = cached
+        return cached[1]
+
+    def step(self, state: DMRCountState, t: int) -> StepInfo:
+        opts = self.config.inference
+        sweep = t + 1
+        extra = {}
+        if sweep > opts.optimize_burn_in and sweep % opts.optimize_interval == 0:
+            state.nu, info = optimize_nu(state.nu, self.X, state.ndk, self.lengths,
+                                         self.variances, self.threads)
+            state.alpha = np.exp(state.nu[:, -1])
+            state.optimizations += 1
+            extra.update(info)
+        chunk_streams = self.streams.chunk_streams((3,), self.n_chunks, persistent=True)
+        if self.sparse:
+            if self._lists_for is not state.nkw:
+                _gibbs.build_word_topic_lists(state.nkw, self._wt_ptr, self._wt_entries,
+                                              self._wt_len, self.bits, self.threads)
+                self._lists_for = state.nkw
+            fallbacks = _dmr.sparse_sweep(
+                self.doc_ptr, self.words, state.z, state.ndk, state.nkw, state.nk,
+                self.document_alpha(state), state.beta, self.bounds, chunk_streams,
+                self._wt_ptr, self._wt_entries, self._wt_len, self.bits, self.threads)
+            if self.n_chunks > 1:       # the merge changed the counts: lists from counts
+                _gibbs.build_word_topic_lists(state.nkw, self._wt_ptr, self._wt_entries,
+                                              self._wt_len, self.bits, self.threads)
+        else:
+            fallbacks = _gibbs.gibbs_sweep(
+                self.doc_ptr, self.words, state.z, state.ndk, state.nkw, state.nk,
+                self.document_alpha(state), state.beta, self.bounds, chunk_streams, False,
+                self._wt_ptr, self._wt_entries, self._wt_len, self.bits, self.threads)
+        state.step = sweep
+        collect = (state.step > opts.burn_in and (state.step - opts.burn_in) % opts.thin == 0)
+        extra["fallbacks"] = int(fallbacks)
+        return StepInfo(tokens=self.n_tokens, documents=self.n_docs, collect_sample=collect,
+                        extra=extra)
+
+    def topic_word(self, state: DMRCountState) -> np.ndarray:
+        return state.topic_word()
+
+    def feature_table(self, state, n: int) -> list[list[dict]]:
+        """Per topic, the ``n`` metadata features with the largest nu_kf (``topictk topics``)."""
+        return feature_table(state.nu, self.store.feature_names, n)
+
+    def objective(self, state: DMRCountState) -> float:
+        """Collapsed log joint ln p(w, z | nu, beta) per token (§1.3 with alpha_d, §9.1)."""
+        doc_part, _ = polya_log_likelihood(state.nu, self.X, state.ndk, self.lengths,
+                                           with_gradient=False, threads=self.threads)
+        beta, V = state.beta, self.V
+        nz = state.nkw[state.nkw > 0]
+        topic_part = (self.K * gammaln(V * beta) - gammaln(V * beta + state.nk).sum()
+                      + (gammaln(nz + beta) - gammaln(beta)).sum())
+        return float((doc_part + topic_part) / max(self.n_tokens, 1))
+
+    def sample(self, state: DMRCountState) -> dict[str, np.ndarray]:
+        arrays = {"nkw": state.nkw.copy(), "nk": state.nk.copy(), "nu": state.nu.copy()}
+        if self.store.train_heldout() is not None:   # Protocol B scores with n_dk per sample
+            arrays["ndk"] = state.ndk.copy()
+        return arrays
+
+    def heldout_probabilities(self, state: DMRCountState, samples, test: TestSet,
+                              pass_index: int) -> np.ndarray:
+        """Gibbs fold-in with phi-hat of each sample and alpha_d = exp(x_d^T nu) of the test
+        document (§9.4), probabilities averaged over samples (§11.2)."""
+        X_test = np.ascontiguousarray(self.store.features("test"), dtype=np.float64)
+        if not samples:
+            samples = [self.sample(state)]
+        total = np.zeros(test.heldout.indices.size)
+        for s in samples:
+            phi = counts_phi_hat(s["nkw"], s["nk"], state.beta)
+            total += fold_in_probabilities(test, phi, phi, document_alpha(X_test, s["nu"]),
+                                           self.config.evaluation, self.streams, pass_index,
+                                           self.threads)
+        return total / len(samples)
+
+    def train_heldout_probabilities(self, state: DMRCountState, samples,
+                                    heldout) -> np.ndarray:
+        """Protocol B (§11.2): theta-hat^s = (n_dk + alpha_dk)/(N_d + alpha_d.) per sample."""
+        from topictk.inference.vb import mixture_probabilities
+
+        samples = [s for s in (samples or []) if "ndk" in s] or [self.sample(state) | {
+            "ndk": state.ndk}]
+        total = np.zeros(np.asarray(heldout.indices).size)
+        for s in samples:
+            alpha = document_alpha(self.X, s["nu"])
+            ndk = s["ndk"].astype(np.float64)
+            theta = (ndk + alpha) / (ndk.sum(axis=1, keepdims=True) + alpha.sum(axis=1,
+                                                                               keepdims=True))
+            total += mixture_probabilities(heldout, theta,
+                                           counts_phi_hat(s["nkw"], s["nk"], state.beta),
+                                           self.threads)
+        return total / len(samples)
+
+    # ------------------------------------------------------------ persistence
+    def state_to_arrays(self, state: DMRCountState):
+        header = {"step": state.step, "sample_steps": list(state.sample_steps),
+                  "beta": state.beta, "optimizations": state.optimizations}
+        arrays = {"z": state.z, "ndk": state.ndk, "nkw": state.nkw, "nk": state.nk,
+                  "nu": state.nu}
+        return header, arrays
+
+    def state_from_arrays(self, header: dict, arrays: dict[str, np.ndarray]) -> DMRCountState:
+        nu = np.ascontiguousarray(arrays["nu"], dtype=np.float64)
+        state = DMRCountState(z=np.ascontiguousarray(arrays["z"], dtype=np.int32),
+                              ndk=np.ascontiguousarray(arrays["ndk"], dtype=np.int32),
+                              nkw=np.ascontiguousarray(arrays["nkw"], dtype=np.int32),
+                              nk=np.ascontiguousarray(arrays["nk"], dtype=np.int64),
+                              alpha=np.exp(nu[:, -1]), beta=float(header["beta"]),
+                              sample_steps=[int(s) for s in header["sample_steps"]],
+                              step=int(header["step"]), nu=nu,
+                              optimizations=int(header["optimizations"]))
+        if state.z.size != self.n_tokens or state.ndk.shape != (self.n_docs, self.K) \
+                or state.nkw.shape != (self.V, self.K) or nu.shape != (self.K, self.X.shape[1]):
+            raise ValueError("state arrays do not match the corpus, its features and the model "
+                             "size")
+        return state
+
+    def check_state(self, state: DMRCountState) -> None:
+        if not np.all(np.isfinite(state.nu)):
+            raise NumericalError(f"nu became non-finite at step {state.step}")
+
+
+# ---------------------------------------------------------------------------------------------
+def _nu_step_options() -> dict[str, Option]:
+    return {
+        "a": Option("float", None, low=0, low_open=True, nullable=True,
+                    help="epsilon^nu_t scale a_nu (default 0.1 / D: the nu-gradient grows "
+                         "with the corpus size)"),
+        "b": Option("float", 1000.0, low=0, low_open=True, help="epsilon^nu_t offset b_nu"),
+        "c": Option("float", 0.55, low=0.5, high=1, low_open=True,
+                    help="epsilon^nu_t decay c_nu in (0.5, 1]"),
+    }
+
+
+@register
+class DMRSGRLDDriver(SGRLDDriver):
+    """DMR by SGRLD for the topics and SGLD for nu; one step is one mini-batch update (§9.3)."""
+
+    name = "dmr-sgrld"
+    family = "dmr"
+    OPTIONS = {**SGRLDDriver.OPTIONS, "nu_step": _nu_step_options(), **dmr_options()}
+
+    @classmethod
+    def check_config(cls, data: dict, where: str) -> None:
+        check_dmr_config(cls, data, where)
+        super().check_config(data, where)
+
+    def __init__(self, config, store, threads: int = 1):
+        self.X = training_features(store)
+        super().__init__(config, store, threads)
+        opts = config.inference
+        self.variances = prior_variances(self.X.shape[1], opts.sigma2, opts.sigma2_intercept)
+        a_nu = opts.nu_step["a"]
+        self.a_nu = 0.1 / self.n_docs if a_nu is None else float(a_nu)
+
+    def init_state(self, streams: Streams) -> DMRSimplexState:
+        """phi_hat ~ Gam(1, 1) (init stream, §7.5); nu from alpha_init (§9.2)."""
+        self.streams = streams
+        init = np.random.Generator(streams.persistent(keys.INIT))
+        phi_hat = init.standard_gamma(1.0, size=(self.V, self.K))
+        np.maximum(phi_hat, FLOOR, out=phi_hat)
+        nu = initial_nu(self.K, self.X.shape[1], float(self.config.model.alpha))
+        return DMRSimplexState(phi_hat=phi_hat, alpha=np.exp(nu[:, -1]),
+                               beta=float(self.config.model.beta), nu=nu)
+
+    def local_statistics(self, batch, phi: np.ndarray, alpha: np.ndarray,
+                         t: int) -> tuple[np.ndarray, np.ndarray, int]:
+        """E[n_kw] (V_B, K) and g-bar (B, K), the kept-sweep averages of the local chains."""
+        inf = self.config.inference
+        K = phi.shape[1]
+        bounds = chunk_bounds_by_docs(batch.doc_ids.size, inf["chunk_docs"])
+        chunk_streams = [self.streams.derived(keys.local_key(t, c))
+                         for c in range(bounds.size - 1)]
+        word_topic = np.zeros((batch.vocab.size, K), dtype=np.int64)
+        doc_topic = np.zeros((batch.doc_ids.size, K), dtype=np.int64)
+        doc_grad = np.zeros((batch.doc_ids.size, K), dtype=np.float64)
+        fallbacks = _minibatch.local_gibbs(
+            batch.doc_ptr, batch.words, np.ascontiguousarray(phi), np.ascontiguousarray(alpha),
+            int(inf["sweeps"]), int(inf["local_burn_in"]), bounds, chunk_streams, word_topic,
+            doc_topic, self.threads, doc_grad)
+        kept = inf["sweeps"] - inf["local_burn_in"]
+        return word_topic / kept, doc_grad / kept, int(fallbacks)
+
+    def step(self, state: DMRSimplexState, t: int) -> StepInfo:
+        inf = self.config.inference
+        main = np.random.Generator(self.streams.persistent(keys.MAIN))
+        ids, state.permutation = self.schedule.batch_ids(t, state.permutation, main)
+        batch = gather_batch(self.doc_ptr, self.words, ids)
+        X_batch = self.X[ids]
+        phi = state.phi()
+        nbar_w, gbar, fallbacks = self.local_statistics(
+            batch, phi[batch.vocab], document_alpha(X_batch, state.nu), t)
+        scale = self.n_docs / ids.size                              # R_B
+        # topics: SGRLD (§7.3); normals for phi_hat first, then for nu (main stream)
+        eps = sgmcmc_step(inf.step["a"], inf.step["b"], inf.step["c"], t)
+        noise = main.standard_normal(size=state.phi_hat.shape)
+        state.phi_hat, n_floored = sgrld_update(state.phi_hat, nbar_w, batch.vocab, state.beta,
+                                                eps, scale, noise)
+        # weights: SGLD, G = -(nu - mu)/sigma^2 + R_B sum_d x_d g-bar_d (§9.3)
+        eps_nu = sgmcmc_step(self.a_nu, inf.nu_step["b"], inf.nu_step["c"], t)
+        gradient = -state.nu / self.variances + scale * feature_products(gbar, X_batch)
+        noise_nu = main.standard_normal(size=state.nu.shape)
+        state.nu = state.nu + eps_nu * gradient + np.sqrt(2.0 * eps_nu) * noise_nu
+        state.alpha = np.exp(state.nu[:, -1])
+        state.floored += n_floored
+        state.step = t + 1
+        return StepInfo(tokens=batch.n_tokens, documents=int(ids.size),
+                        collect_sample=state.step in self.collect_at,
+                        extra={"epsilon": eps, "epsilon_nu": eps_nu, "floored": n_floored,
+                               "fallbacks": fallbacks})
+
+    def check_state(self, state: DMRSimplexState) -> None:
+        super().check_state(state)
+        if not np.all(np.isfinite(state.nu)):
+            raise NumericalError(f"nu became NaN or infinite at update {state.step}; lower "
+                                 f"inference.nu_step.a (the last good checkpoint is kept)")
+
+    def feature_table(self, state, n: int) -> list[list[dict]]:
+        """Per topic, the ``n`` metadata features with the largest nu_kf (``topictk topics``)."""
+        return feature_table(state.nu, self.store.feature_names, n)
+
+    def sample(self, state: DMRSimplexState) -> dict[str, np.ndarray]:
+        return {"phi": state.phi(), "nu": state.nu.copy()}
+
+    def _fold_in(self, state, samples, test: TestSet, X: np.ndarray, pass_index: int):
+        if not samples:
+            samples = [self.sample(state)]
+        total = np.zeros(test.heldout.indices.size)
+        for s in samples:
+            phi = np.ascontiguousarray(s["phi"])
+            total += fold_in_probabilities(test, phi, phi, document_alpha(X, s["nu"]),
+                                           self.config.evaluation, self.streams, pass_index,
+                                           self.threads)
+        return total / len(samples)
+
+    def heldout_probabilities(self, state: DMRSimplexState, samples, test: TestSet,
+                              pass_index: int) -> np.ndarray:
+        """Gibbs fold-in with each sample's (phi, nu): alpha_d = exp(x_d^T nu) of the test
+        document (§9.4), probabilities averaged over samples (§11.2)."""
+        X_test = np.ascontiguousarray(self.store.features("test"), dtype=np.float64)
+        return self._fold_in(state, samples, test, X_test, pass_index)
+
+    def train_heldout_probabilities(self, state: DMRSimplexState, samples,
+                                    heldout) -> np.ndarray:
+        """Protocol B: local chains on each training document's observed tokens with the
+        sample's (phi, nu), as the algorithm's local step runs them."""
+        train = TestSet(observed=self.store.train(), heldout=heldout)
+        return self._fold_in(state, samples, train, self.X, TRAIN_HELDOUT_PASS)
+
+    def state_to_arrays(self, state: DMRSimplexState):
+        header, arrays = super().state_to_arrays(state)
+        arrays["nu"] = state.nu
+        return header, arrays
+
+    def state_from_arrays(self, header: dict, arrays: dict) -> DMRSimplexState:
+        base = super().state_from_arrays(header, arrays)
+        nu = np.ascontiguousarray(arrays["nu"], dtype=np.float64)
+        if nu.shape != (self.K, self.X.shape[1]):
+            raise ValueError("nu does not match the corpus features and the model size")
+        return DMRSimplexState(phi_hat=base.phi_hat, alpha=np.exp(nu[:, -1]), beta=base.beta,
+                               step=base.step, permutation=base.permutation,
+                               floored=base.floored, sample_steps=base.sample_steps, nu=nu)
