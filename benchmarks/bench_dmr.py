@@ -1,0 +1,562 @@
+#!/usr/bin/env python3
+"""DMR and particle-EM benchmarks (ALGORITHMS.md §9, §10).
+
+Part ``dmr`` -- on stm_poliblog5k (metadata rating, blog) and nips12 (year), K = 20 and 50:
+
+* topictk ``dmr-sem`` (stochastic EM), ``dmr-sgrld`` (SGRLD + SGLD) and plain LDA ``gibbs``
+  (SparseLDA, symmetric alpha 0.1) on the same store, scored by ``topictk evaluate`` (document
+  completion, fold-in with alpha_d = exp(x_d^T nu) for DMR, averaged over the 10 saved samples);
+* tomotopy's ``DMRModel`` with the same K, alpha (0.1), eta (0.01), iterations, nu burn-in and
+  optimisation interval, prior standard deviation sqrt(0.5), fed the store's training tokens with
+  one categorical metadata string per document ("Conservative|ha"; NIPS: the year), snapshots
+  of (phi, lambda) taken at the sweeps where topictk saves its samples, and scored by topictk's
+  own evaluator: phi-hat from ``get_topic_word_dist``, alpha_d of each test document from
+  ``get_topic_prior(its metadata)``, ``topictk.inference.gibbs.fold_in_probabilities`` with that
+  (D_test, K) alpha and ``perplexity_from_probabilities``, averaged over the snapshots as topictk
+  averages its samples (same fold-in settings and eval streams).
+
+Part ``pem`` -- on uci_kos: particle EM with P in {1, 2, 4, 8} (T = 1, learnt alpha) beside batch
+VB (smoothed, its defaults) and unsmoothed VB: held-out perplexity, EM iterations, training time,
+peak memory.
+
+Every training run is its own process (wall time, CPU time and peak RSS from wait4); one thread
+everywhere. Results go to ``benchmarks/work/dmr/results.json`` and to the section
+"## DMR and particle EM" of ``benchmarks/RESULTS.md`` (that section only; the others are left as
+they are).
+
+Usage (a venv with ``pip install -e . -r benchmarks/requirements.txt``)::
+
+    python benchmarks/bench_dmr.py                     # both parts, writes RESULTS.md
+    python benchmarks/bench_dmr.py --part pem --em-iterations 10 --no-write   # quick check
+"""
+from __future__ import annotations
+
+import argparse
+import datetime as _dt
+import json
+import os
+import platform
+import shlex
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+REPO = HERE.parent
+DATA = (REPO / ".." / "shared" / "data").resolve()
+WORK = HERE / "work" / "dmr"
+RESULTS = HERE / "RESULTS.md"
+SECTION = "## DMR and particle EM"
+
+ALPHA, BETA = 0.1, 0.01
+SIGMA2, SIGMA2_INTERCEPT = 0.5, 100.0
+FOLD_IN_SWEEPS, FOLD_IN_BURN_IN = 50, 25
+
+CORPORA = {
+    "poliblog": {
+        "prepare": ["stm_poliblog5k/docword.poliblog5k.txt.gz",
+                    "--vocab", "stm_poliblog5k/vocab.poliblog5k.txt",
+                    "--meta-file", "stm_poliblog5k/metadata.tsv", "--meta", "rating,blog"],
+        "fields": ["rating", "blog"],
+        "sgrld": {"updates": 400, "batch": 256},
+    },
+    "nips": {
+        "prepare": ["nips12_roweis_knowceans/docword.nips12.txt.gz",
+                    "--vocab", "nips12_roweis_knowceans/vocab.nips12.txt",
+                    "--meta-file", "nips12_roweis_knowceans/metadata.tsv", "--meta", "year"],
+        "fields": ["year"],
+        "sgrld": {"updates": 300, "batch": 128},
+    },
+    "kos": {
+        "prepare": ["uci_kos/docword.kos.txt.gz", "--vocab", "uci_kos/vocab.kos.txt"],
+        "fields": [],
+    },
+}
+
+
+def _data_args(args: list[str]) -> list[str]:
+    return [str(DATA / a) if a.endswith((".gz", ".txt", ".tsv")) else a for a in args]
+
+
+# --------------------------------------------------------------------------- measuring
+def run_measured(cmd: list[str], log_path: Path) -> dict:
+    """Run ``cmd`` in its own process: exit code, wall time, CPU time, peak RSS (wait4)."""
+    log_path.parent.mkdir(parents=True, exist_ok=True)
+    with open(log_path, "w") as log:
+        log.write("$ " + shlex.join(cmd) + "\n")
+        log.flush()
+        began = time.perf_counter()
+        proc = subprocess.Popen(cmd, stdout=log, stderr=log, cwd=REPO)
+        _, status, usage = os.wait4(proc.pid, 0)
+        wall = time.perf_counter() - began
+    return {"rc": os.waitstatus_to_exitcode(status), "wall": wall,
+            "cpu": usage.ru_utime + usage.ru_stime, "maxrss": usage.ru_maxrss * 1024}
+
+
+def process_cpu() -> float:
+    import resource
+    r = resource.getrusage(resource.RUSAGE_SELF)
+    return r.ru_utime + r.ru_stime
+
+
+def load_average() -> float:
+    return os.getloadavg()[0]
+
+
+# --------------------------------------------------------------------------- workers
+def worker_topictk(spec: dict) -> None:
+    """``topictk train`` in this process, with the driver's ``step`` wrapped to add up its CPU
+    time (the run's own ``train_seconds`` is the wall time of the same calls)."""
+    from topictk.inference.registry import get_driver
+
+    cls = get_driver(spec["algorithm"])
+    step, acc = cls.step, {"step_cpu": 0.0, "steps": 0, "active_steps": 0}
+
+    def timed_step(self, state, t):
+        c0 = process_cpu()
+        out = step(self, state, t)
+        acc["step_cpu"] += process_cpu() - c0
+        acc["steps"] += 1
+        acc["active_steps"] += int(out.tokens > 0)     # VB and PEM idle once converged
+        return out
+
+    cls.step = timed_step
+    from topictk.cli import main as topictk_main
+    sys.argv = ["topictk", "train", "--config", spec["config"], "--force", "--quiet"]
+    code = 0
+    try:
+        topictk_main()
+    except SystemExit as exc:
+        code = exc.code if isinstance(exc.code, int) else (0 if exc.code is None else 1)
+    Path(spec["info"]).write_text(json.dumps(acc))
+    sys.exit(code)
+
+
+def metadata_strings(store, part: str, fields: list[str]) -> list[str]:
+    """One categorical metadata string per document: the fields joined by '|'."""
+    meta = store.metadata(part)
+    if meta is None:
+        raise SystemExit(f"{store.path}: no {part} metadata")
+    return ["|".join(str(m.get(f, "")) for f in fields) for m in meta]
+
+
+def worker_tomotopy(spec: dict) -> None:
+    """Train tomotopy's DMRModel on the store's training tokens; snapshot (phi, alpha of the
+    test documents) at the sample sweeps; score with topictk's evaluator."""
+    import numpy as np
+    import tomotopy as tp
+
+    from topictk.config.loader import Section
+    from topictk.config.schema import EVALUATION
+    from topictk.corpus.store import CorpusStore
+    from topictk.evaluation.perplexity import perplexity_from_probabilities
+    from topictk.inference.base import TestSet
+    from topictk.inference.gibbs import fold_in_probabilities
+    from topictk.training.streams import Streams
+
+    store = CorpusStore.open(spec["store"])
+    train = store.train()
+    V, K = store.n_words, int(spec["K"])
+    doc_ptr, words = np.asarray(train.doc_ptr), np.asarray(train.words)
+    vocab = store.vocab
+    train_meta = metadata_strings(store, "train", spec["fields"])
+    test_meta = metadata_strings(store, "test", spec["fields"])
+    t0 = time.perf_counter()
+    mdl = tp.DMRModel(tw=tp.TermWeight.ONE, min_cf=0, min_df=0, rm_top=0, k=K, alpha=ALPHA,
+                      eta=BETA, sigma=float(np.sqrt(SIGMA2)), seed=int(spec["seed"]))
+    mdl.burn_in = int(spec["optimize_burn_in"])
+    mdl.optim_interval = int(spec["optimize_interval"])
+    for d in range(doc_ptr.size - 1):
+        mdl.add_doc([vocab[w] for w in words[doc_ptr[d]:doc_ptr[d + 1]]], metadata=train_meta[d])
+    mdl.train(0, workers=1)
+    construct = time.perf_counter() - t0
+    if mdl.num_words != words.size:
+        raise SystemExit(f"tomotopy dropped tokens: {mdl.num_words} of {words.size}")
+    index = {w: i for i, w in enumerate(vocab)}
+    ids = np.array([index[w] for w in mdl.used_vocabs], dtype=np.int64)
+    sample_steps = sorted(int(s) for s in spec["sample_steps"])
+    snapshots, wall, cpu, done = [], 0.0, 0.0, 0
+    for target in sample_steps:
+        w0, c0 = time.perf_counter(), process_cpu()
+        mdl.train(target - done, workers=1)
+        wall += time.perf_counter() - w0
+        cpu += process_cpu() - c0
+        done = target
+        phi = np.full((V, K), 0.0)
+        phi[ids] = np.array([mdl.get_topic_word_dist(k) for k in range(K)]).T
+        priors = {m: np.asarray(mdl.get_topic_prior(m), dtype=np.float64)
+                  for m in sorted(set(test_meta))}
+        alpha = np.array([priors[m] for m in test_meta])
+        snapshots.append((phi, alpha))
+    if done != int(spec["iterations"]) or mdl.global_step != done:
+        raise SystemExit(f"tomotopy ran {mdl.global_step} sweeps, expected {spec['iterations']}")
+    evaluation = Section({**{k: o.default for k, o in EVALUATION.items()},
+                          "fold_in_sweeps": FOLD_IN_SWEEPS, "fold_in_burn_in": FOLD_IN_BURN_IN})
+    test = TestSet.from_store(store)
+    e0 = time.perf_counter()
+    total = np.zeros(test.heldout.indices.size)
+    for phi, alpha in snapshots:
+        phi = np.ascontiguousarray(phi)
+        total += fold_in_probabilities(test, phi, phi, np.ascontiguousarray(alpha), evaluation,
+                                       Streams(int(spec["seed"])), 0, 1)
+    ppl, floored = perplexity_from_probabilities(total / len(snapshots), test.heldout.counts)
+    Path(spec["out"]).write_text(json.dumps({
+        "train_seconds": wall, "train_cpu": cpu, "construct_seconds": construct,
+        "perplexity": ppl, "floored": floored, "samples": len(snapshots),
+        "eval_seconds": time.perf_counter() - e0, "version": tp.__version__, "isa": tp.isa,
+        "metadata_categories": len(mdl.metadata_dict),
+        "lambdas_shape": list(np.asarray(mdl.lambdas).shape)}))
+
+
+def worker_baseline(spec: dict) -> None:
+    import importlib
+    for name in spec["modules"]:
+        importlib.import_module(name)
+
+
+# --------------------------------------------------------------------------- orchestration
+class Bench:
+    def __init__(self, args):
+        self.args = args
+        self.py = sys.executable
+        self.results = self.load()
+
+    def log(self, msg: str) -> None:
+        print(f"[{time.strftime('%H:%M:%S')}] {msg}", file=sys.stderr, flush=True)
+
+    def load(self) -> dict:
+        path = WORK / "results.json"
+        if self.args.fresh or not path.exists():
+            return {"rows": {}}
+        return json.loads(path.read_text())
+
+    def save(self) -> None:
+        WORK.mkdir(parents=True, exist_ok=True)
+        (WORK / "results.json").write_text(json.dumps(self.results, indent=1, sort_keys=True))
+
+    def worker(self, mode: str, spec: dict, log: Path) -> dict:
+        return run_measured([self.py, str(Path(__file__).resolve()), mode, json.dumps(spec)], log)
+
+    def store(self, name: str) -> Path:
+        out = WORK / "stores" / name
+        if not (out / "manifest.json").exists():
+            cmd = [self.py, "-m", "topictk", "prepare", *_data_args(CORPORA[name]["prepare"]),
+                   "--out", str(out), "--force"]
+            res = run_measured(cmd, WORK / "logs" / f"prepare-{name}.log")
+            if res["rc"] != 0:
+                raise SystemExit(f"prepare {name} failed; see {WORK / 'logs'}")
+        return out
+
+    # ---- topictk runs
+    def topictk_row(self, key: str, store: Path, config: dict) -> dict:
+        if key in self.results["rows"] and not self.args.rerun:
+            return self.results["rows"][key]
+        base = WORK / "runs" / key
+        base.mkdir(parents=True, exist_ok=True)
+        run_dir = base / "run"
+        config = {"corpus": str(store), "output": str(run_dir), **config,
+                  "training": {"seed": self.args.seed, "threads": 1, "eval_every": 0,
+                               "checkpoint_every": 0, "keep_checkpoints": 1},
+                  "evaluation": {"fold_in_sweeps": FOLD_IN_SWEEPS,
+                                 "fold_in_burn_in": FOLD_IN_BURN_IN}}
+        cfg_path = base / "config.yaml"
+        cfg_path.write_text(json.dumps(config, indent=1))          # JSON is YAML
+        load0 = load_average()
+        res = self.worker("_topictk", {"config": str(cfg_path), "info": str(base / "info.json"),
+                                       "algorithm": config["inference"]["algorithm"]},
+                          base / "train.log")
+        if res["rc"] != 0:
+            return {"error": f"train exit {res['rc']} (see {base / 'train.log'})"}
+        from topictk.training import checkpoint as ckpt
+        header, _ = ckpt.load_arrays(run_dir / "model.npz")
+        info = json.loads((base / "info.json").read_text())
+        ev = base / "evaluate.json"
+        e = run_measured([self.py, "-m", "topictk", "evaluate", str(run_dir), "--json"],
+                         base / "evaluate.log")
+        if e["rc"] != 0:
+            return {"error": f"evaluate exit {e['rc']} (see {base / 'evaluate.log'})"}
+        text = (base / "evaluate.log").read_text()
+        result = json.loads(text[text.index("{"):])
+        ev.write_text(json.dumps(result))
+        row = {"train_seconds": float(header["clock"]["train_seconds"]),
+               "train_cpu": info["step_cpu"], "steps": info["steps"],
+               "em_iterations": info["active_steps"],
+               "peak_rss": res["maxrss"], "perplexity": result["perplexity"],
+               "samples": result.get("samples"), "eval_seconds": e["wall"],
+               "load_before": load0, "load_after": load_average(),
+               "tokens_seen": int(header["clock"]["tokens_seen"])}
+        for k in ("umass", "npmi", "diversity"):
+            row[k] = result.get(k)
+        self.results["rows"][key] = row
+        self.save()
+        return row
+
+    def tomotopy_row(self, key: str, store: Path, corpus: str, K: int, iterations: int,
+                     sample_steps: list[int]) -> dict:
+        if key in self.results["rows"] and not self.args.rerun:
+            return self.results["rows"][key]
+        base = WORK / "runs" / key
+        base.mkdir(parents=True, exist_ok=True)
+        load0 = load_average()
+        res = self.worker("_tomotopy", {
+            "store": str(store), "K": K, "iterations": iterations, "seed": self.args.seed,
+            "fields": CORPORA[corpus]["fields"], "optimize_burn_in": self.args.optimize_burn_in,
+            "optimize_interval": self.args.optimize_interval, "sample_steps": sample_steps,
+            "out": str(base / "result.json")}, base / "train.log")
+        if res["rc"] != 0:
+            return {"error": f"tomotopy exit {res['rc']} (see {base / 'train.log'})"}
+        row = json.loads((base / "result.json").read_text())
+        row.update({"peak_rss": res["maxrss"], "load_before": load0,
+                    "load_after": load_average()})
+        self.results["rows"][key] = row
+        self.save()
+        return row
+
+    # ---- parts
+    def sample_schedule(self, iterations: int) -> tuple[int, int, list[int]]:
+        burn = iterations // 2
+        thin = max(1, (iterations - burn) // 10)
+        return burn, thin, [s for s in range(burn + thin, iterations + 1, thin)]
+
+    def part_dmr(self) -> None:
+        a = self.args
+        for corpus in a.corpora:
+            store = self.store(corpus)
+            for K in a.topics:
+                I = a.iterations
+                burn, thin, steps = self.sample_schedule(I)
+                common = {"iterations": I, "burn_in": burn, "thin": thin}
+                sg = CORPORA[corpus]["sgrld"]
+                jobs = [
+                    ("gibbs", lambda: self.topictk_row(
+                        f"{corpus}-K{K}-gibbs", store,
+                        {"model": {"topics": K, "alpha": ALPHA, "beta": BETA},
+                         "inference": {"algorithm": "gibbs", **common}})),
+                    ("dmr-sem", lambda: self.topictk_row(
+                        f"{corpus}-K{K}-dmr-sem", store,
+                        {"model": {"family": "dmr", "topics": K, "alpha": ALPHA, "beta": BETA},
+                         "inference": {"algorithm": "dmr-sem", **common, "sparse": False,
+                                       "optimize_burn_in": a.optimize_burn_in,
+                                       "optimize_interval": a.optimize_interval,
+                                       "sigma2": SIGMA2, "sigma2_intercept": SIGMA2_INTERCEPT}})),
+                    ("dmr-sem-sparse", lambda: self.topictk_row(
+                        f"{corpus}-K{K}-dmr-sem-sparse", store,
+                        {"model": {"family": "dmr", "topics": K, "alpha": ALPHA, "beta": BETA},
+                         "inference": {"algorithm": "dmr-sem", **common, "sparse": True,
+                                       "optimize_burn_in": a.optimize_burn_in,
+                                       "optimize_interval": a.optimize_interval,
+                                       "sigma2": SIGMA2, "sigma2_intercept": SIGMA2_INTERCEPT}})),
+                    ("tomotopy-dmr", lambda: self.tomotopy_row(
+                        f"{corpus}-K{K}-tomotopy", store, corpus, K, I, steps)),
+                    ("dmr-sgrld", lambda: self.topictk_row(
+                        f"{corpus}-K{K}-dmr-sgrld", store,
+                        {"model": {"family": "dmr", "topics": K, "alpha": ALPHA, "beta": BETA},
+                         "inference": {"algorithm": "dmr-sgrld", "iterations": sg["updates"],
+                                       "batch_size": sg["batch"], "sweeps": a.sgrld_sweeps,
+                                       "step": {"a": a.sgrld_a, "b": 1000, "c": 0.55},
+                                       "burn_in": sg["updates"] // 2, "samples": 10,
+                                       "sigma2": SIGMA2,
+                                       "sigma2_intercept": SIGMA2_INTERCEPT}})),
+                ]
+                for name, job in jobs:
+                    if name not in a.libs:
+                        continue
+                    self.log(f"{corpus} K={K} {name} ...")
+                    row = job()
+                    self.log("  " + (row.get("error") or
+                                     f"perplexity {row['perplexity']:.1f}, "
+                                     f"train {row['train_seconds']:.1f} s wall / "
+                                     f"{row['train_cpu']:.1f} s CPU"))
+
+    def part_pem(self) -> None:
+        a = self.args
+        store = self.store("kos")
+        K, I = a.pem_topics, a.em_iterations
+        rows = [("vb", {"algorithm": "vb"}),
+                ("vb-unsmoothed", {"algorithm": "vb", "smoothed": False, "estep_start": "warm"})]
+        rows += [(f"pem-P{P}", {"algorithm": "pem", "particles": P, "temperature": 1.0})
+                 for P in a.particles]
+        for name, inference in rows:
+            self.log(f"kos K={K} {name} ...")
+            row = self.topictk_row(f"kos-K{K}-{name}", store,
+                                   {"model": {"topics": K, "alpha": "auto", "beta": BETA},
+                                    "inference": {"iterations": I, **inference}})
+            self.log("  " + (row.get("error") or f"perplexity {row['perplexity']:.1f}, "
+                                                  f"{row['steps']} EM steps, "
+                                                  f"{row['train_seconds']:.1f} s"))
+
+    def main(self) -> None:
+        began = time.perf_counter()
+        self.results.setdefault("machine", {
+            "cpus": os.cpu_count(), "python": platform.python_version(),
+            "platform": platform.platform()})
+        self.results["settings"] = {k: v for k, v in vars(self.args).items()}
+        if self.args.part in ("dmr", "all"):
+            self.part_dmr()
+        if self.args.part in ("pem", "all"):
+            self.part_pem()
+        self.results["bench_seconds_last_invocation"] = time.perf_counter() - began
+        self.save()
+        if not self.args.no_write:
+            write_section(self.results, self.args)
+
+
+# --------------------------------------------------------------------------- report
+def _fmt(x, spec=".1f"):
+    return "n/a" if x is None else format(x, spec)
+
+
+def write_section(results: dict, args) -> None:
+    rows = results["rows"]
+    today = _dt.date.today().isoformat()
+    lines = [SECTION, ""]
+    try:
+        import tomotopy
+        tomo = f"tomotopy {tomotopy.__version__} ({tomotopy.isa})"
+    except ImportError:
+        tomo = "tomotopy (not importable here)"
+    lines += [
+        f"Measured {today} by `benchmarks/bench_dmr.py` on a shared {os.cpu_count()}-core machine "
+        f"(other engineers' jobs ran at the same time: the load average before/after each run is "
+        f"in `benchmarks/work/dmr/results.json`; CPU seconds are less sensitive to it than wall "
+        f"seconds). One thread everywhere; {tomo}; seed {args.seed}.",
+        "",
+        "### DMR: held-out perplexity against plain LDA and tomotopy",
+        "",
+        f"Document completion on the store's 10 % test documents (20 % of each held out), fold-in "
+        f"{FOLD_IN_SWEEPS} sweeps ({FOLD_IN_BURN_IN} burn-in), probabilities averaged over 10 "
+        f"samples (topictk: its saved samples; tomotopy: snapshots at the same sweeps), all scored "
+        f"by topictk's evaluator. **Fewer iterations than the paper defaults** (budget of about "
+        f"40 minutes for every benchmark on a busy 2-core machine), the same for every library: "
+        f"{args.iterations} sweeps for `gibbs`, `dmr-sem` and tomotopy (samples every "
+        f"{max(1, (args.iterations - args.iterations // 2) // 10)} sweeps after "
+        f"{args.iterations // 2}); nu/lambda optimised every {args.optimize_interval} sweeps after "
+        f"{args.optimize_burn_in} (both libraries); `dmr-sgrld`: "
+        + ", ".join(f"{c} {v['sgrld']['updates']} updates of {v['sgrld']['batch']} documents"
+                    for c, v in CORPORA.items() if "sgrld" in v)
+        + f" (about as many token draws as {args.iterations} sweeps), {args.sgrld_sweeps} local "
+        f"sweeps, a_eps = {args.sgrld_a}, 10 samples from the second half. "
+        f"alpha(_init) = {ALPHA}, beta = eta = {BETA}, "
+        f"sigma^2 = {SIGMA2} (tomotopy: sigma = sqrt({SIGMA2}); its lambdas have no intercept: "
+        f"one weight per topic and metadata category with prior mean ln alpha, while topictk "
+        f"has one-hot features with prior mean 0 plus an intercept with sigma^2 = "
+        f"{SIGMA2_INTERCEPT:g}). Metadata: poliblog `--meta rating,blog` (topictk: 8 one-hot "
+        f"features + intercept; tomotopy: the 12 categories rating|blog), nips `--meta year` "
+        f"(topictk: standardised year + intercept; tomotopy: the 13 years as categories). "
+        f"`gibbs` is plain LDA with symmetric alpha = {ALPHA}.",
+        "",
+        "| corpus | K | method | perplexity | train s (wall) | train s (CPU) | peak RSS MiB | "
+        "vs LDA gibbs | vs tomotopy |",
+        "| --- | --- | --- | --- | --- | --- | --- | --- | --- |",
+    ]
+    for corpus in ("poliblog", "nips"):
+        for K in (20, 50):
+            lda = rows.get(f"{corpus}-K{K}-gibbs", {})
+            tomo_row = rows.get(f"{corpus}-K{K}-tomotopy", {})
+            for name, label in (("gibbs", "topictk gibbs (LDA)"),
+                                ("dmr-sem", "topictk dmr-sem (dense, §9.2 default)"),
+                                ("dmr-sem-sparse", "topictk dmr-sem `sparse: true`"),
+                                ("dmr-sgrld", "topictk dmr-sgrld"),
+                                ("tomotopy", "tomotopy DMRModel")):
+                r = rows.get(f"{corpus}-K{K}-{name}")
+                if not r or "error" in r:
+                    continue
+                rel_lda = ("" if name == "gibbs" or "perplexity" not in lda else
+                           f"{100 * (r['perplexity'] / lda['perplexity'] - 1):+.1f} %")
+                rel_tomo = ""
+                if name.startswith("dmr") and "perplexity" in tomo_row:
+                    rel_tomo = (f"ppl {100 * (r['perplexity'] / tomo_row['perplexity'] - 1):+.1f} %"
+                                f", wall x{r['train_seconds'] / tomo_row['train_seconds']:.2f}"
+                                f", CPU x{r['train_cpu'] / tomo_row['train_cpu']:.2f}")
+                lines.append(f"| {corpus} | {K} | {label} | {_fmt(r['perplexity'])} | "
+                             f"{_fmt(r['train_seconds'])} | {_fmt(r['train_cpu'])} | "
+                             f"{_fmt(r['peak_rss'] / 2**20, '.0f')} | {rel_lda} | {rel_tomo} |")
+    lines += ["", "### Particle EM on uci_kos", ""]
+    K, I = args.pem_topics, args.em_iterations
+    lines += [
+        f"K = {K}, alpha learnt (Newton, `model.alpha: auto`), at most {I} EM iterations (EM "
+        f"tolerance 1e-5 on the objective; fewer than the 100 of the defaults, for the time "
+        f"budget), E-step tolerance 1e-3 / 100 iterations. Particle EM: T = 1, warm-started "
+        f"particles (§10.4), phi a point estimate (unsmoothed). `vb`: batch VB with its defaults "
+        f"(smoothed q(phi), `estep_start: best`); `vb unsmoothed` (warm starts) is what P = 1 "
+        f"reproduces exactly. Cost = training wall/CPU seconds and peak RSS of the process.",
+        "",
+        "| method | perplexity | EM iterations | train s (wall) | train s (CPU) | s per iteration "
+        "| peak RSS MiB |",
+        "| --- | --- | --- | --- | --- | --- | --- |",
+    ]
+    for name, label in [("vb", "vb (smoothed)"), ("vb-unsmoothed", "vb unsmoothed")] + [
+            (f"pem-P{P}", f"pem P = {P}") for P in args.particles]:
+        r = rows.get(f"kos-K{K}-{name}")
+        if not r or "error" in r:
+            continue
+        its = r.get("em_iterations") or r["steps"]
+        lines.append(f"| {label} | {_fmt(r['perplexity'])} | {its} | "
+                     f"{_fmt(r['train_seconds'])} | {_fmt(r['train_cpu'])} | "
+                     f"{_fmt(r['train_seconds'] / max(its, 1), '.2f')} | "
+                     f"{_fmt(r['peak_rss'] / 2**20, '.0f')} |")
+    notes = results.get("notes", [])
+    if notes:
+        lines += [""] + [f"* {n}" for n in notes]
+    lines.append("")
+    replace_section("\n".join(lines))
+
+
+def replace_section(text: str) -> None:
+    """Put ``text`` (starting with SECTION) in RESULTS.md: replace that section if it is there,
+    else append it; every other section is left byte for byte."""
+    old = RESULTS.read_text(encoding="utf-8") if RESULTS.exists() else "# Benchmark results\n"
+    start = old.find("\n" + SECTION + "\n")
+    if start < 0:
+        new = old.rstrip("\n") + "\n\n" + text
+    else:
+        start += 1
+        end = old.find("\n## ", start + len(SECTION))
+        new = old[:start] + text + ("" if end < 0 else old[end:])
+    tmp = RESULTS.with_suffix(".md.tmp-dmr")
+    tmp.write_text(new if new.endswith("\n") else new + "\n", encoding="utf-8")
+    os.replace(tmp, RESULTS)
+
+
+# --------------------------------------------------------------------------- CLI
+def parse_args(argv):
+    p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    p.add_argument("--part", choices=["dmr", "pem", "all"], default="all")
+    p.add_argument("--corpora", nargs="+", default=["poliblog", "nips"])
+    p.add_argument("--topics", nargs="+", type=int, default=[20, 50])
+    p.add_argument("--libs", nargs="+", default=["gibbs", "dmr-sem", "dmr-sem-sparse",
+                                                 "tomotopy-dmr", "dmr-sgrld"])
+    p.add_argument("--iterations", type=int, default=300)
+    p.add_argument("--optimize-burn-in", type=int, default=100)
+    p.add_argument("--optimize-interval", type=int, default=50)
+    p.add_argument("--sgrld-sweeps", type=int, default=10)
+    p.add_argument("--sgrld-a", type=float, default=0.01)
+    p.add_argument("--pem-topics", type=int, default=20)
+    p.add_argument("--em-iterations", type=int, default=50)
+    p.add_argument("--particles", nargs="+", type=int, default=[1, 2, 4, 8])
+    p.add_argument("--seed", type=int, default=1)
+    p.add_argument("--rerun", action="store_true", help="run rows already in results.json again")
+    p.add_argument("--fresh", action="store_true", help="forget results.json")
+    p.add_argument("--no-write", action="store_true", help="do not touch RESULTS.md")
+    p.add_argument("--report-only", action="store_true",
+                   help="rewrite the section from results.json")
+    return p.parse_args(argv)
+
+
+def main() -> None:
+    if len(sys.argv) >= 3 and sys.argv[1].startswith("_"):
+        mode, spec = sys.argv[1], json.loads(sys.argv[2])
+        {"_topictk": worker_topictk, "_tomotopy": worker_tomotopy,
+         "_baseline": worker_baseline}[mode](spec)
+        return
+    args = parse_args(sys.argv[1:])
+    bench = Bench(args)
+    if args.report_only:
+        write_section(bench.results, args)
+        return
+    bench.main()
+
+
+if __name__ == "__main__":
+    main()
