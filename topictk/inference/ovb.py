@@ -17,12 +17,9 @@ ALGORITHMS.md §5. One training step is one mini-batch update t:
 The NumPy twin is ``tests/reference/ovb.py``. Evaluation folds test documents in with the
 batch-VB E-step (cold start, lambda frozen; §11.2).
 
-**Choice (epoch permutations).** An epoch's permutation is not stored as an array of D indices
-(that would make memory grow with the corpus); it is a keyed Feistel permutation of
-0..D-1 (4 rounds of a SplitMix64 round function on a power-of-4 domain, cycle-walking into
-[0, D)) whose four 64-bit round keys are drawn from the main stream at the start of the epoch.
-The keys and the epoch index are in the checkpoint, so a resumed run draws exactly the batches
-of an uninterrupted one.
+Epoch permutations are the keyed Feistel permutations of :mod:`topictk.training.batches`; the
+keys and the epoch index are in the checkpoint, so a resumed run draws exactly the batches of
+an uninterrupted one.
 """
 from __future__ import annotations
 
@@ -41,14 +38,12 @@ from topictk.inference.vb import (ALPHA_MAX, ALPHA_MIN, ESTEP_OPTIONS, alpha_gra
                                   mixture_probabilities, newton_direction, resolve_alpha)
 from topictk.state.variational import OnlineState
 from topictk.training import streams as keys
+from topictk.training.batches import FEISTEL_ROUNDS, permute  # noqa: F401  (re-exported)
 from topictk.training.streams import Streams
 
 log = logging.getLogger("topictk")
 
 SCALE_FLOOR = 1e-100
-FEISTEL_ROUNDS = 4
-_M1 = np.uint64(0xBF58476D1CE4E5B9)
-_M2 = np.uint64(0x94D049BB133111EB)
 
 
 def step_size(t: int, tau0: float, kappa: float) -> float:
@@ -57,37 +52,6 @@ def step_size(t: int, tau0: float, kappa: float) -> float:
     if base <= 1.0:
         return 1.0
     return min(1.0, base ** (-kappa))
-
-
-def _mix64(x: np.ndarray) -> np.ndarray:
-    """SplitMix64 finaliser on a uint64 array (wrapping arithmetic)."""
-    x = (x ^ (x >> np.uint64(30))) * _M1
-    x = (x ^ (x >> np.uint64(27))) * _M2
-    return x ^ (x >> np.uint64(31))
-
-
-def permute(positions: np.ndarray, n: int, round_keys: np.ndarray) -> np.ndarray:
-    """The document at each position of the epoch permutation of 0..n-1 keyed by
-    ``round_keys`` (4 uint64): a balanced Feistel network on 2h-bit numbers (4^h >= n), applied
-    repeatedly until the value falls inside [0, n) (cycle walking)."""
-    positions = np.asarray(positions, dtype=np.uint64)
-    half = max(1, (max(int(n) - 1, 1).bit_length() + 1) // 2)
-    mask = np.uint64((1 << half) - 1)
-    shift = np.uint64(half)
-    round_keys = np.asarray(round_keys, dtype=np.uint64)
-
-    def feistel(x: np.ndarray) -> np.ndarray:
-        left, right = x >> shift, x & mask
-        for r in range(FEISTEL_ROUNDS):
-            left, right = right, left ^ (_mix64(right ^ round_keys[r]) & mask)
-        return (left << shift) | right
-
-    out = feistel(positions)
-    outside = out >= np.uint64(n)
-    while np.any(outside):
-        out[outside] = feistel(out[outside])
-        outside = out >= np.uint64(n)
-    return out.astype(np.int64)
 
 
 def gather_rows(docs: Documents, rows: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:

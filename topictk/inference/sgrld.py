@@ -68,20 +68,26 @@ def local_statistics(batch, weights: np.ndarray, alpha: np.ndarray, inf, streams
 
 
 def sgrld_update(phi_hat: np.ndarray, nbar_w: np.ndarray, batch_vocab: np.ndarray, beta: float,
-                 eps: float, scale: float, noise: np.ndarray | None) -> tuple[np.ndarray, int]:
+                 eps: float, scale: float, noise: np.ndarray | None,
+                 phi: np.ndarray | None = None) -> tuple[np.ndarray, int]:
     """One SGRLD step (§7.3) -> (new phi_hat, number of entries floored at 1e-300).
 
     phi_hat <- | phi_hat + eps (beta - phi_hat + R_B (nbar_kw - phi_kw nbar_k))
                  + sqrt(2 eps phi_hat) xi |,
     with ``nbar_w`` (V_B, K) the batch's expected counts of the words ``batch_vocab`` and
-    ``noise`` the standard normals xi (None switches the noise off).
+    ``noise`` the standard normals xi (None switches the noise off); ``phi`` may pass the
+    normalised phi_hat when the caller has it.
     """
-    phi = phi_hat / phi_hat.sum(axis=0, keepdims=True)
-    drift = beta - phi_hat - scale * phi * nbar_w.sum(axis=0)
-    drift[batch_vocab] += scale * nbar_w
-    new = phi_hat + eps * drift
+    if phi is None:
+        phi = phi_hat / phi_hat.sum(axis=0, keepdims=True)
+    # new = phi_hat + eps (beta - phi_hat - R_B phi nbar_k) (+ R_B nbar_kw on batch words), in place
+    new = phi * (-eps * scale * nbar_w.sum(axis=0))
+    new += (1.0 - eps) * phi_hat
+    new += eps * beta
+    new[batch_vocab] += (eps * scale) * nbar_w
     if noise is not None:
-        new += np.sqrt(2.0 * eps * phi_hat) * noise
+        noise *= np.sqrt(2.0 * eps * phi_hat)
+        new += noise
     np.abs(new, out=new)
     low = new < FLOOR
     new[low] = FLOOR
@@ -165,7 +171,7 @@ class SGRLDDriver(Driver):
         eps = sgmcmc_step(inf.step["a"], inf.step["b"], inf.step["c"], t)
         noise = main.standard_normal(size=state.phi_hat.shape)
         state.phi_hat, n_floored = sgrld_update(state.phi_hat, nbar_w, batch.vocab, state.beta,
-                                                eps, self.n_docs / ids.size, noise)
+                                                eps, self.n_docs / ids.size, noise, phi)
         state.floored += n_floored
         state.step = t + 1
         return StepInfo(tokens=batch.n_tokens, documents=int(ids.size),
@@ -224,6 +230,6 @@ class SGRLDDriver(Driver):
         perm = arrays.get("permutation")
         return SimplexState(phi_hat=phi_hat, alpha=np.asarray(arrays["alpha"], dtype=np.float64),
                             beta=float(header["beta"]), step=int(header["step"]),
-                            permutation=None if perm is None else np.asarray(perm, np.int64),
+                            permutation=None if perm is None else np.asarray(perm, np.uint64),
                             floored=int(header["floored"]),
                             sample_steps=[int(s) for s in header["sample_steps"]])

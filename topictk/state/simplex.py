@@ -10,7 +10,8 @@ import numpy as np
 class SimplexState:
     """phi_hat (V, K) float64 word-major, > 0; phi_k = phi_hat[:, k] / phi_hat[:, k].sum().
 
-    ``permutation`` is the current epoch's document order (None for whole-corpus batches),
+    ``permutation`` is the current epoch's state (epoch index and Feistel keys, five uint64;
+    None for whole-corpus batches),
     ``floored`` counts entries lifted to 1e-300 after mirroring.
     """
 
