@@ -164,7 +164,8 @@ def train(config: Config, *, resume: bool = False, force: bool = False,
 
     test = TestSet.from_store(store)
     has_test = test.n_heldout_tokens > 0
-    deadline = time.monotonic() + training.time_limit if training.time_limit else None
+    # time_limit counts training seconds (evaluation excluded), like train_seconds
+    time_limit = training.time_limit
     status, last_ppl = "completed", None
 
     def write_checkpoint(step: int, status_: str) -> None:
@@ -206,8 +207,11 @@ def train(config: Config, *, resume: bool = False, force: bool = False,
                 if last_ppl is not None:
                     progress.set_postfix(perplexity=f"{last_ppl:.1f}", refresh=False)
             progress.update(1)
-            if stop.signal_name or (deadline is not None and time.monotonic() >= deadline):
+            out_of_time = time_limit is not None and clock["train_seconds"] >= time_limit
+            if stop.signal_name or out_of_time:
                 status = "interrupted" if stop.signal_name else "time_limit"
+                if out_of_time and training.eval_every and step % training.eval_every:
+                    evaluate(step, record.info.extra)   # the last state gets its metrics line
                 write_checkpoint(step, status)
                 break
             if final or (training.checkpoint_every and step % training.checkpoint_every == 0):
