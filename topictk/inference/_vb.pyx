@@ -73,7 +73,8 @@ def expected_log_topics(const double[:, ::1] lam,      # IN  (V, K) lambda (or l
                 x = offset + scale * lam[w, k]
                 if smoothed:
                     e = digamma(x) - psi_total[k]
-                    t = t + (beta - x) * e + lngamma(x)
+                    if term_ptr != NULL:   # the topic term of the ELBO, only when asked for
+                        t = t + (beta - x) * e + lngamma(x)
                 else:
                     e = log(x)
                 expelog[j, k] = e
