@@ -226,3 +226,13 @@ def test_resolved_config_is_written_to_the_run_directory(tmp_path):
     assert written["evaluation"]["fold_in_sweeps"] == 50   # defaults are spelled out
     # the resolved file is itself a valid config that resolves to the same values
     assert load_config(tmp_path / "run" / "config.yaml").to_dict() == written
+
+
+def test_every_algorithm_name_resolves_to_its_driver():
+    """The registry imports a driver module only when its algorithm is asked for; every name
+    it lists must resolve to a driver of that name."""
+    from topictk.inference.registry import ALGORITHMS, algorithm_names, get_driver
+
+    assert algorithm_names() == sorted(ALGORITHMS)
+    for name in ALGORITHMS:
+        assert get_driver(name).name == name

@@ -1,10 +1,33 @@
-"""Algorithm name -> driver class."""
+"""Algorithm name -> driver class.
+
+Driver modules are imported only when their algorithm is asked for, so a run pays (in memory
+and start-up time) only for the algorithm it uses.
+"""
 from __future__ import annotations
+
+import importlib
 
 from topictk.inference.base import Driver
 
+# inference.algorithm -> the module whose @register class implements it
+ALGORITHMS: dict[str, str] = {
+    "gibbs": "topictk.inference.gibbs",
+    "vb": "topictk.inference.vb",
+    "cvb": "topictk.inference.cvb",
+    "cvb0": "topictk.inference.cvb",
+    "ovb": "topictk.inference.ovb",
+    "hsvg": "topictk.inference.hsvg",
+    "sgrld": "topictk.inference.sgrld",
+    "tlasgr": "topictk.inference.dlda",
+    "tlfsgr": "topictk.inference.dlda",
+    "dlda-sgrld": "topictk.inference.dlda",
+    "dlda-gibbs": "topictk.inference.dlda",
+    "dmr-sem": "topictk.inference.dmr",
+    "dmr-sgrld": "topictk.inference.dmr",
+    "pem": "topictk.inference.pem",
+}
+
 _DRIVERS: dict[str, type[Driver]] = {}
-_LOADED = False
 
 
 def register(cls: type[Driver]) -> type[Driver]:
@@ -13,22 +36,11 @@ def register(cls: type[Driver]) -> type[Driver]:
     return cls
 
 
-def _load() -> None:
-    global _LOADED
-    if not _LOADED:
-        from topictk.inference import gibbs  # noqa: F401  (registers its driver)
-        from topictk.inference import hsvg, sgrld  # noqa: F401
-        from topictk.inference import cvb, ovb, vb  # noqa: F401  (vb, cvb, cvb0, ovb)
-        from topictk.inference import dmr, pem  # noqa: F401  (dmr-sem, dmr-sgrld, pem)
-        from topictk.inference import dlda  # noqa: F401  (tlasgr, tlfsgr, dlda-sgrld, dlda-gibbs)
-        _LOADED = True
-
-
 def algorithm_names() -> list[str]:
-    _load()
-    return sorted(_DRIVERS)
+    return sorted(ALGORITHMS)
 
 
 def get_driver(name: str) -> type[Driver]:
-    _load()
+    if name not in _DRIVERS:
+        importlib.import_module(ALGORITHMS[name])
     return _DRIVERS[name]
