@@ -316,10 +316,14 @@ def worker_eval(spec: dict) -> None:
 
 
 def worker_baseline(spec: dict) -> None:
-    """Import a set of modules and exit (the RSS floor of a worker of that kind)."""
+    """Import a set of modules (and call ``module:function`` entries) and exit: the RSS floor
+    of a worker of that kind."""
     import importlib
     for name in spec["modules"]:
-        importlib.import_module(name)
+        mod, _, func = name.partition(":")
+        m = importlib.import_module(mod)
+        if func:
+            getattr(m, func)()
 
 
 # --------------------------------------------------------------------------- orchestration
@@ -362,7 +366,12 @@ class Bench:
         sets = {
             "python": [],
             "python + numpy": ["numpy"],
-            "topictk train process imports (numpy, scipy, click, yaml, tqdm, topictk)":
+            "topictk train process imports (numpy, scipy, click, yaml, tqdm, topictk "
+            "incl. every algorithm module the driver registry loads)":
+                ["topictk.cli", "topictk.training.run", "topictk.inference.gibbs",
+                 "topictk.evaluation.run", "topictk.inference.registry:algorithm_names"],
+            "the same without the registry (topictk.cli, training.run, inference.gibbs, "
+            "evaluation.run only)":
                 ["topictk.cli", "topictk.training.run", "topictk.inference.gibbs",
                  "topictk.evaluation.run"],
             "tomotopy worker imports (numpy, tomotopy, topictk.corpus.store)":
@@ -659,7 +668,7 @@ class Bench:
             f"- topictk: git {head}" + (f" with uncommitted changes in {len(dirty)} files "
                                          f"under topictk/ (the checkout is shared and in flux)"
                                          if dirty else " (clean)")
-            + f"; _gibbs.pyx sha256 {sha256_file(pyx)[:12]}; compiled kernels fingerprint "
+            + f"; _gibbs.pyx sha256 {sha256_file(pyx)[:12]}; Gibbs sources fingerprint "
               f"{self.kernel}",
         ]
 
@@ -706,7 +715,9 @@ class Bench:
               f"(≤ {a.max_wait:g} s) until other processes leave the row's threads their cores "
               f"(contention < cores − threads + {a.quiet:g}); a row shorter than 120 s whose "
               f"contention was ≥ cores − threads + {a.contended:g} is run again (up to "
-              f"{a.contended_retries}×) and the faster run is kept.", ""]
+              f"{a.contended_retries}×) and the faster run is kept"
+              + (" (disabled here: `--contended-retries 0`, the machine was busy throughout)."
+                 if a.contended_retries == 0 else "."), ""]
         L += ["### Baseline RSS (import only)", "", "| process | peak RSS MiB |", "| --- | ---: |"]
         for k, v in self.base_rss.items():
             L.append(f"| {k} | {mib(v)} |")
@@ -873,11 +884,16 @@ def main(argv=None) -> None:
     p.add_argument("--merge", action="store_true",
                    help="rerun only the selected rows and merge them into the previous "
                         "benchmarks/work/bench_gibbs_results.json, then rewrite the section")
+    p.add_argument("--report-only", action="store_true",
+                   help="run no row: measure the baselines again and rewrite the section from "
+                        "benchmarks/work/bench_gibbs_results.json (implies --merge)")
     p.add_argument("--reuse-stores", action="store_true",
                    help="keep existing stores in benchmarks/work/stores")
     p.add_argument("--results", default=str(HERE / "RESULTS.md"))
     args = p.parse_args(argv)
     args.sweeps_for = parse_sweeps_for(args.sweeps_for)
+    if args.report_only:
+        args.merge, args.corpora = True, []
     if not DATA.is_dir():
         raise SystemExit(f"bench_gibbs: {DATA} not found (expected ../shared/data beside the repo)")
     Bench(args).main()
