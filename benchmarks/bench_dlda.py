@@ -11,9 +11,9 @@ left alone):
 * ``table``: the twelve 20News configs ``configs/20news_dlda_{tlasgr,tlfsgr,sgrld,gibbs}_
   {128,128-64,128-64-32}.yaml`` (2000 burn-in + 1500 collected updates for the mini-batch
   samplers, 1000 + 500 sweeps for batch Gibbs). Every run is resumed from its last checkpoint,
-  so a long table can be spread over several sittings: ``--budget`` seconds are shared by the
-  configs of one sitting, and each training process stops gracefully (checkpoint written) when
-  its share runs out. Finished runs are scored by ``topictk evaluate`` (the persistent test
+  so a long table can be spread over several sittings: ``--budget`` wall-clock seconds are
+  shared by the configs of one sitting, and each training process is stopped with SIGTERM
+  when its share runs out (it finishes the current step and writes a checkpoint). Finished runs are scored by ``topictk evaluate`` (the persistent test
   chain's rate-accumulated perplexity, §8.11, and a point perplexity); unfinished ones show the
   latest value in their metrics.
 
@@ -35,6 +35,7 @@ import datetime as _dt
 import json
 import os
 import platform
+import signal
 import subprocess
 import sys
 import time
@@ -231,10 +232,11 @@ def run_status(method: str, size: str) -> dict:
 
 
 def train_for(method: str, size: str, seconds: float, threads: int | None) -> float:
-    """Train (or resume) one config for at most ``seconds``; returns the wall time used."""
+    """Train (or resume) one config for at most ``seconds`` of wall-clock time (training and
+    its evaluations): at the deadline the process gets SIGTERM, finishes its current step,
+    writes a checkpoint and exits. Returns the wall time used."""
     d = run_dir(method, size)
-    cmd = topictk_cmd() + ["train", "--config", str(config_path(method, size)), "-q",
-                           "--set", f"training.time_limit={max(seconds, 1.0):.0f}"]
+    cmd = topictk_cmd() + ["train", "--config", str(config_path(method, size)), "-q"]
     if threads:
         cmd += ["--set", f"training.threads={threads}"]
     if any((d / "checkpoints").glob("step-*.npz")):
@@ -242,8 +244,13 @@ def train_for(method: str, size: str, seconds: float, threads: int | None) -> fl
     elif d.exists() and any(d.iterdir()):
         cmd.append("--force")            # a run that never reached its first checkpoint
     began = time.perf_counter()
-    print("$", " ".join(cmd[2:]), file=sys.stderr)
-    subprocess.run(cmd, cwd=REPO, check=False)
+    print("$", " ".join(cmd[2:]), f"(for at most {seconds:.0f} s)", file=sys.stderr)
+    proc = subprocess.Popen(cmd, cwd=REPO)
+    try:
+        proc.wait(timeout=max(seconds, 1.0))
+    except subprocess.TimeoutExpired:
+        proc.send_signal(signal.SIGTERM)
+        proc.wait()
     return time.perf_counter() - began
 
 
@@ -366,6 +373,14 @@ def section(state: dict) -> str:
     return "\n".join(L) + "\n"
 
 
+def refresh(state: dict) -> None:
+    """Progress of every Table 1 run from its run directory (cheap: headers and metrics)."""
+    for m in METHODS:
+        for s in SIZES:
+            entry = state["runs"].setdefault(f"{m}_{s}", {"wall_seconds": 0.0, "sittings": 0})
+            entry.update(run_status(m, s))
+
+
 def write_section(state: dict) -> None:
     """Replace this script's section of RESULTS.md (between its markers), or append it."""
     text = RESULTS.read_text() if RESULTS.exists() else ""
@@ -396,7 +411,7 @@ def main(argv=None) -> None:
                    help="seconds to wait for other processes to go quiet before a row")
     t = sub.add_parser("table", help="train / resume the Table 1 configs, then report")
     t.add_argument("--budget", type=float, default=3600.0,
-                   help="seconds of training in this sitting, shared by the unfinished runs")
+                   help="wall-clock seconds of this sitting, shared by the unfinished runs")
     t.add_argument("--configs", nargs="*", default=[],
                    help="METHOD_SIZE, METHOD or SIZE to select, e.g. tlasgr_128-64-32 gibbs 128")
     t.add_argument("--threads", type=int, default=None, help="override training.threads")
@@ -410,6 +425,8 @@ def main(argv=None) -> None:
         save_state(state)
     elif args.command == "table":
         table(args, state)
+    refresh(state)
+    save_state(state)
     write_section(state)
 
 

@@ -113,7 +113,7 @@ def condition_on_simplex(y: np.ndarray, phi_old: np.ndarray) -> np.ndarray:
 def project_simplex(y: np.ndarray, phi_old: np.ndarray) -> tuple[np.ndarray, int]:
     """Proj∠ of §8.8, column by column: :func:`condition_on_simplex`, then, only for columns
     with a non-positive or infinite coordinate, clamp at 0 (infinite -> 0), floor at 1e-300,
-    and renormalise. Returns (columns on the simplex, number of clamped columns).
+    and renormalise. Returns (columns on the simplex, number of clamped coordinates).
 
     Departure from §8.8: a NaN in y is not clamped to 0 but left in its column, so that the
     non-finite check after the update reports it (§12.5: never silently replace NaN).
@@ -121,13 +121,15 @@ def project_simplex(y: np.ndarray, phi_old: np.ndarray) -> tuple[np.ndarray, int
     with np.errstate(invalid="ignore", over="ignore"):     # inf - inf: clamped below
         u = condition_on_simplex(y, phi_old)
     nan_cols = np.isnan(y).any(axis=0)
-    bad = ~np.all((u > 0) & np.isfinite(u), axis=0) & ~nan_cols
+    outside = ~((u > 0) & np.isfinite(u))
+    outside[:, nan_cols] = False
+    bad = outside.any(axis=0)
     if bad.any():
         ub = u[:, bad]
         ub = np.where(np.isfinite(ub), np.maximum(ub, 0.0), 0.0)
         u[:, bad] = np.maximum(ub, FLOOR)
     u[:, nan_cols] = np.nan
-    return u / u.sum(axis=0), int(bad.sum())
+    return u / u.sum(axis=0), int(np.count_nonzero(outside))
 
 
 def fisher_scale(M: np.ndarray | float | None, total, t: int, eps_prime: float):
@@ -388,8 +390,8 @@ class DLDADriver(Driver):
         if "theta_train" in arrays:
             state.theta_train = get("theta_train", (self.n_docs, W))
             state.c_train = get("c_train", (self.n_docs, self.L))
-        if "permutation" in arrays:
-            state.permutation = np.asarray(arrays["permutation"], dtype=np.int64)
+        if "permutation" in arrays:      # the epoch state of EpochSchedule (uint64)
+            state.permutation = np.asarray(arrays["permutation"], dtype=np.uint64)
         self._check_loaded(state)
         return state
 

@@ -23,9 +23,9 @@ class DeepState:
     ``racc``, ``tacc`` (held nnz,), (D_test,): its accumulated rates (§8.11)
     ``chain_step``    the update count after which the test chain last advanced
     ``chain_samples`` how many of its iterations were accumulated
-    ``permutation``   the current epoch's document order (mini-batch algorithms)
+    ``permutation``   the epoch state of the mini-batch schedule (training.batches), else None
     ``floored``, ``fallbacks``, ``clamped``: running counts of gamma draws floored at 1e-300,
-    uniform fallbacks of the partition draws, and simplex columns clamped by Proj.
+    uniform fallbacks of the partition draws, and simplex coordinates clamped by Proj.
     """
 
     layers: list[int]
