@@ -472,6 +472,29 @@ def write_section(results: dict, args) -> None:
                 lines.append(f"| {corpus} | {K} | {label} | {_fmt(r['perplexity'])} | "
                              f"{_fmt(r['train_seconds'])} | {_fmt(r['train_cpu'])} | "
                              f"{_fmt(r['peak_rss'] / 2**20, '.0f')} | {rel_lda} | {rel_tomo} |")
+    lines += ["", "Targets, from the table (perplexity differences of a few tenths of a percent "
+              "are within the spread between chains, which was not measured for lack of time):",
+              ""]
+    for corpus in ("poliblog", "nips"):
+        for K in (20, 50):
+            lda = rows.get(f"{corpus}-K{K}-gibbs", {}).get("perplexity")
+            tomo = rows.get(f"{corpus}-K{K}-tomotopy", {})
+            parts = []
+            for name in ("dmr-sem", "dmr-sem-sparse", "dmr-sgrld"):
+                r = rows.get(f"{corpus}-K{K}-{name}")
+                if not r or "error" in r or lda is None:
+                    continue
+                below = r["perplexity"] < lda
+                text = f"`{name}` {'below' if below else '**not below**'} LDA"
+                if name != "dmr-sgrld" and "perplexity" in tomo:
+                    ok_ppl = r["perplexity"] <= tomo["perplexity"]
+                    ok_wall = r["train_seconds"] <= tomo["train_seconds"]
+                    ok_cpu = r["train_cpu"] <= tomo["train_cpu"]
+                    text += (f", perplexity {'no worse than' if ok_ppl else '**worse than**'} "
+                             f"tomotopy, wall {'<=' if ok_wall else '**>**'} tomotopy's, "
+                             f"CPU {'<=' if ok_cpu else '**>**'} tomotopy's")
+                parts.append(text)
+            lines.append(f"* {corpus} K = {K}: " + "; ".join(parts) + ".")
     lines += ["", "### Particle EM on uci_kos", ""]
     K, I = args.pem_topics, args.em_iterations
     lines += [
@@ -482,9 +505,9 @@ def write_section(results: dict, args) -> None:
         f"(smoothed q(phi), `estep_start: best`); `vb unsmoothed` (warm starts) is what P = 1 "
         f"reproduces exactly. Cost = training wall/CPU seconds and peak RSS of the process.",
         "",
-        "| method | perplexity | EM iterations | train s (wall) | train s (CPU) | s per iteration "
-        "| peak RSS MiB |",
-        "| --- | --- | --- | --- | --- | --- | --- |",
+        "| method | perplexity | final training objective per token | EM iterations | "
+        "train s (wall) | train s (CPU) | s per iteration | peak RSS MiB |",
+        "| --- | --- | --- | --- | --- | --- | --- | --- |",
     ]
     for name, label in [("vb", "vb (smoothed)"), ("vb-unsmoothed", "vb unsmoothed")] + [
             (f"pem-P{P}", f"pem P = {P}") for P in args.particles]:
@@ -492,15 +515,33 @@ def write_section(results: dict, args) -> None:
         if not r or "error" in r:
             continue
         its = r.get("em_iterations") or r["steps"]
-        lines.append(f"| {label} | {_fmt(r['perplexity'])} | {its} | "
+        lines.append(f"| {label} | {_fmt(r['perplexity'])} | {_fmt(final_bound(K, name), '.5f')} "
+                     f"| {its} | "
                      f"{_fmt(r['train_seconds'])} | {_fmt(r['train_cpu'])} | "
                      f"{_fmt(r['train_seconds'] / max(its, 1), '.2f')} | "
                      f"{_fmt(r['peak_rss'] / 2**20, '.0f')} |")
     notes = results.get("notes", [])
     if notes:
-        lines += [""] + [f"* {n}" for n in notes]
+        lines += ["", "Notes:", ""] + [f"* {n}" for n in notes]
+    commands = results.get("commands", [])
+    if commands:
+        lines += ["", "Exactly what was run (from the repository root; raw numbers in "
+                      "`benchmarks/work/dmr/results.json`):", "", "```bash", *commands, "```"]
     lines.append("")
     replace_section("\n".join(lines))
+
+
+def final_bound(K: int, name: str) -> float | None:
+    """The run's last training objective per token (VB: ELBO; PEM: L_T) from its model.npz."""
+    try:
+        import numpy as np  # noqa: F401  (load_arrays needs it)
+
+        from topictk.training import checkpoint as ckpt
+        header, _ = ckpt.load_arrays(WORK / "runs" / f"kos-K{K}-{name}" / "run" / "model.npz")
+        manifest = json.loads((WORK / "stores" / "kos" / "manifest.json").read_text())
+        return float(header["state"]["bound"]) / manifest["counts"]["train_tokens"]
+    except (OSError, KeyError, TypeError, ValueError):
+        return None
 
 
 def replace_section(text: str) -> None:
