@@ -418,7 +418,7 @@ def write_section(results: dict, args) -> None:
         tomo = "tomotopy (not importable here)"
     lines += [
         f"Measured {today} by `benchmarks/bench_dmr.py` on a shared {os.cpu_count()}-core machine "
-        f"(other engineers' jobs ran at the same time: the load average before/after each run is "
+        f"(other jobs ran at the same time: the load average before/after each run is "
         f"in `benchmarks/work/dmr/results.json`; CPU seconds are less sensitive to it than wall "
         f"seconds). One thread everywhere; {tomo}; seed {args.seed}.",
         "",

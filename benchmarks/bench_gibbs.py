@@ -93,7 +93,7 @@ def sha256_file(path: Path) -> str:
 def kernel_fingerprint() -> str:
     """sha256 over the sources of the Gibbs sampler (kernel, its Cython helpers, the driver).
 
-    Detects a change of the code mid-run. Compiled modules are not hashed: other engineers'
+    Detects a change of the code mid-run. Compiled modules are not hashed: concurrent
     editable installs rebuild them every few minutes with different bytes from the same source.
     """
     h = hashlib.sha256()
@@ -447,7 +447,7 @@ class Bench:
 
     def train_once(self, store, K, sweeps, spec, base, tag) -> dict:
         """One training process; retried when it fails or topictk's kernel changed meanwhile
-        (other engineers rebuild the checkout while we run)."""
+        (the checkout may be rebuilt while a run goes on)."""
         for attempt in range(4):
             before = kernel_fingerprint()
             if spec["lib"] == "topictk":
