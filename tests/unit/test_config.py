@@ -236,3 +236,15 @@ def test_every_algorithm_name_resolves_to_its_driver():
     assert algorithm_names() == sorted(ALGORITHMS)
     for name in ALGORITHMS:
         assert get_driver(name).name == name
+
+
+def test_model_family_must_match_the_algorithm(tmp_path):
+    """model.family: dmr with an LDA algorithm would silently train plain LDA: refused."""
+    from topictk.config import load_config
+    from topictk.errors import ConfigError
+
+    raw = {"corpus": "c", "output": "o", "model": {"family": "dmr", "topics": 3},
+           "inference": {"algorithm": "gibbs", "iterations": 10}}
+    with pytest.raises(ConfigError, match=r"'gibbs' trains model.family lda, the config says dmr; "
+                                          r"use one of dmr-sem, dmr-sgrld"):
+        load_config(None, raw=raw)

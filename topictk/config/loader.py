@@ -200,6 +200,12 @@ def validate(raw: dict, where: str, base_dir: Path) -> Config:
         "model": model, "inference": inference, "training": training, "evaluation": evaluation,
     }
     driver_cls.check_config(data, where)
+    family = data["model"]["family"]
+    if family != driver_cls.family:
+        fitting = ", ".join(n for n in names if get_driver(n).family == family)
+        raise ConfigError(f"inference.algorithm {algorithm!r} trains model.family "
+                          f"{driver_cls.family}, the config says {family}; use one of {fitting} "
+                          f"or set model.family: {driver_cls.family} ({where})")
     return Config(data, None)
 
 
