@@ -31,9 +31,12 @@ def test_init_topics_equals_reference(seed):
 
 
 @pytest.mark.parametrize("sparse", [False, True], ids=["dense", "sparse"])
-@pytest.mark.parametrize("n_chunks", [1, 3])
+@pytest.mark.parametrize("n_chunks,threads", [(1, 1), (2, 1), (2, 2), (3, 1), (3, 2)])
 @pytest.mark.parametrize("alpha", [SYMMETRIC, ASYMMETRIC], ids=["symmetric", "asymmetric"])
-def test_sweep_equals_reference(seed, sparse, n_chunks, alpha):
+def test_sweep_equals_reference(seed, sparse, n_chunks, threads, alpha):
+    """Chunk 0 samples in place, the other chunks on copies of the start of the iteration
+    (dense with two chunks: on the snapshot itself); every combination equals AD-LDA with a
+    private copy per chunk, for any number of threads."""
     doc_ptr, words = random_corpus(np.random.default_rng(seed), D, V, 25)
     beta = 0.05
     bounds = even_bounds(D, n_chunks)
@@ -43,7 +46,7 @@ def test_sweep_equals_reference(seed, sparse, n_chunks, alpha):
     ref_rngs = [np.random.Generator(stream(seed, 3, c)) for c in range(n_chunks)]
     start_z = z.copy()
     for sweep in range(5):
-        fallbacks = state.sweep(alpha, beta, bounds, kernel_streams, sparse)
+        fallbacks = state.sweep(alpha, beta, bounds, kernel_streams, sparse, threads)
         ref.sweep(doc_ptr, words, z, ndk, nkw, nk, alpha, beta, bounds, ref_rngs, sparse)
         assert fallbacks == 0
         for name, got, want in zip(("z", "ndk", "nkw", "nk"), state.arrays(), (z, ndk, nkw, nk)):
@@ -81,7 +84,7 @@ def test_topic_bits(n_topics, bits):
     assert _gibbs.topic_bits(n_topics) == bits == ref.topic_bits(n_topics)
 
 
-@pytest.mark.parametrize("n_chunks", [1, 3])
+@pytest.mark.parametrize("n_chunks", [1, 2, 3])
 def test_sparse_lists_maintained_equal_lists_rebuilt_from_counts(seed, n_chunks):
     """What makes resume exact: after any sweep the lists are a pure function of the counts."""
     doc_ptr, words = random_corpus(np.random.default_rng(seed), 40, V, 30)
@@ -191,7 +194,7 @@ def test_fold_in_per_document_alpha_is_used_per_document(seed):
     assert not np.allclose(out_a[rows], out_b[rows])
 
 
-@pytest.mark.parametrize("n_chunks", [1, 3])
+@pytest.mark.parametrize("n_chunks", [1, 2, 3])
 def test_dense_sweep_with_a_prior_per_document_equals_reference(seed, n_chunks):
     """DMR's sampler (§9.2): the dense sweep with alpha (D, K) equals the twin, and with equal
     rows it is the ordinary dense sweep."""

@@ -23,8 +23,8 @@ chunking only, not on the number of threads.
 cimport cython
 from cython.parallel cimport parallel, prange, threadid
 from libc.stdint cimport int32_t, int64_t
-from libc.stdlib cimport free, malloc, qsort
-from libc.string cimport memcpy
+from libc.stdlib cimport calloc, free, malloc, qsort
+from libc.string cimport memcmp, memcpy
 
 from numpy.random cimport bitgen_t
 
@@ -92,19 +92,96 @@ cdef inline void _wt_increment_at(int64_t* lst, int32_t* length, Py_ssize_t j, i
     lst[j] = new_value
 
 
-cdef void _lists_to_counts(const int64_t* wt_entries, const int64_t* wt_ptr,
-                           const int32_t* wt_len, int32_t* nkw, Py_ssize_t V, Py_ssize_t K,
-                           int bits) noexcept nogil:
-    """Dense (V, K) counts from the SparseLDA lists."""
+cdef void _refresh_counts(const int64_t* old_entries, const int32_t* old_len,
+                          const int64_t* new_entries, const int64_t* wt_ptr,
+                          const int32_t* new_len, int32_t* nkw, Py_ssize_t K, int bits,
+                          Py_ssize_t w_begin, Py_ssize_t w_end) noexcept nogil:
+    """Bring the dense counts of words [w_begin, w_end) from the old lists to the new ones:
+    clear the old entries, write the new ones (O(list entries) instead of O(V K))."""
     cdef Py_ssize_t w, j
     cdef int64_t e
     cdef int64_t mask = ((<int64_t> 1) << bits) - 1
-    for w in range(V * K):
-        nkw[w] = 0
-    for w in range(V):
-        for j in range(wt_len[w]):
-            e = wt_entries[wt_ptr[w] + j]
-            nkw[w * K + (e & mask)] = <int32_t> (e >> bits)
+    cdef int32_t* row
+    for w in range(w_begin, w_end):
+        row = nkw + w * K
+        for j in range(old_len[w]):
+            row[old_entries[wt_ptr[w] + j] & mask] = 0
+        for j in range(new_len[w]):
+            e = new_entries[wt_ptr[w] + j]
+            row[e & mask] = <int32_t> (e >> bits)
+
+
+cdef void _merge_word(Py_ssize_t w, int64_t* g_entries, int32_t* g_len,
+                      const int64_t* snap_entries, const int32_t* snap_len,
+                      int64_t** loc_entries, int32_t** loc_len, Py_ssize_t n_loc,
+                      const int64_t* wt_ptr, int32_t* nkw, Py_ssize_t K, int bits,
+                      int64_t* row, int64_t* tmp, char* changed) noexcept nogil:
+    """AD-LDA merge of one word's list: shared (snapshot + chunk 0's changes) plus, for every
+    chunk c >= 1, its list minus the snapshot; then the word's dense row follows the lists.
+
+    ``row`` is a zeroed (K) scratch row and is left zeroed; ``tmp`` holds K entries."""
+    cdef int64_t mask = ((<int64_t> 1) << bits) - 1
+    cdef int64_t base = wt_ptr[w]
+    cdef int64_t* gl = g_entries + base
+    cdef const int64_t* sl = snap_entries + base
+    cdef const int64_t* ll
+    cdef int32_t* dense = nkw + w * K
+    cdef Py_ssize_t n_s = snap_len[w], n_g = g_len[w], n_l, n, j, a, c
+    cdef int64_t e, x
+    cdef bint any_change = False
+    for c in range(n_loc):
+        ll = loc_entries[c] + base
+        n_l = loc_len[c][w]
+        changed[c] = not (n_l == n_s and memcmp(ll, sl, n_s * sizeof(int64_t)) == 0)
+        if not changed[c]:
+            continue
+        if not any_change:
+            for j in range(n_g):
+                row[gl[j] & mask] += gl[j] >> bits
+            any_change = True
+        for j in range(n_l):
+            row[ll[j] & mask] += ll[j] >> bits
+        for j in range(n_s):
+            row[sl[j] & mask] -= sl[j] >> bits
+    for j in range(n_s):
+        dense[sl[j] & mask] = 0
+    if any_change:
+        # collect the topics with a positive count, the shared list's first (nearly sorted
+        # already), zeroing the scratch row on the way; then restore the descending order
+        n = 0
+        for j in range(n_g):
+            e = gl[j] & mask
+            if row[e] > 0:
+                tmp[n] = (row[e] << bits) | e
+                n += 1
+            row[e] = 0
+        for c in range(n_loc):
+            if changed[c]:
+                ll = loc_entries[c] + base
+                for j in range(loc_len[c][w]):
+                    e = ll[j] & mask
+                    if row[e] > 0:
+                        tmp[n] = (row[e] << bits) | e
+                        n += 1
+                    row[e] = 0
+        for j in range(n_s):
+            e = sl[j] & mask
+            if row[e] > 0:
+                tmp[n] = (row[e] << bits) | e
+                n += 1
+            row[e] = 0
+        for a in range(1, n):
+            x = tmp[a]
+            j = a
+            while j > 0 and tmp[j - 1] < x:
+                tmp[j] = tmp[j - 1]
+                j -= 1
+            tmp[j] = x
+        memcpy(gl, tmp, n * sizeof(int64_t))
+        g_len[w] = <int32_t> n
+        n_g = n
+    for j in range(n_g):
+        dense[gl[j] & mask] = <int32_t> (gl[j] >> bits)
 
 
 def topic_bits(int n_topics):
@@ -363,21 +440,36 @@ def gibbs_sweep(const int64_t[::1] doc_ptr,      # IN  (D + 1) token offsets
     cdef Py_ssize_t pool = wt_entries.shape[0]
     cdef double vbeta = V * beta
     cdef int64_t fallbacks = 0
-    cdef Py_ssize_t c, tid, i, k, p, P
-    cdef int32_t w, k_old, k_new, cnt
+    cdef Py_ssize_t c, i, k, p, P, start1, n_rest
+    cdef int32_t w, k_old, k_new
     cdef int64_t one = (<int64_t> 1) << bits
+    cdef int64_t mask = one - 1
     cdef bitgen_t** gens
-    cdef int32_t* l_nkw
     cdef int64_t* l_nk
-    cdef int64_t* l_wt
-    cdef int32_t* l_wt_len
+    cdef int64_t** t_wt
+    cdef int32_t** t_len
+    cdef int32_t** t_nkw
+    cdef Py_ssize_t tid
     cdef int32_t* dt
     cdef int32_t* dt_pos
     cdef double* coef
     cdef double* qbuf
     cdef double* rden
     cdef int64_t* nk_delta
+    cdef int64_t* glst
     cdef int32_t* z_old = NULL
+    cdef int64_t* snap_wt = NULL
+    cdef int32_t* snap_len = NULL
+    cdef int32_t* snap_nkw = NULL
+    cdef int64_t* snap_nk = NULL
+    cdef bint private, per_chunk
+    cdef int64_t** c_wt
+    cdef int32_t** c_len
+    cdef int64_t* c_nk
+    cdef int64_t* row
+    cdef int64_t* tmp
+    cdef char* flags
+    cdef Py_ssize_t v
 
     if len(streams) != C:
         raise ValueError(f"{C} chunks need {C} streams, got {len(streams)}")
@@ -388,6 +480,13 @@ def gibbs_sweep(const int64_t[::1] doc_ptr,      # IN  (D + 1) token offsets
     gens = <bitgen_t**> malloc(C * sizeof(bitgen_t*))
     for c in range(C):
         gens[c] = bitgen_of(streams[c])
+    if sparse:
+        # the lists at the start of the iteration: the dense counts are refreshed from the
+        # difference (O(list entries), not O(V K)), and chunks >= 1 sample against them
+        snap_wt = <int64_t*> malloc((pool if pool > 0 else 1) * sizeof(int64_t))
+        snap_len = <int32_t*> malloc(V * sizeof(int32_t))
+        memcpy(snap_wt, &wt_entries[0], pool * sizeof(int64_t))
+        memcpy(snap_len, &wt_len[0], V * sizeof(int32_t))
 
     if C == 1:
         dt = <int32_t*> malloc(K * sizeof(int32_t))
@@ -401,82 +500,162 @@ def gibbs_sweep(const int64_t[::1] doc_ptr,      # IN  (D + 1) token offsets
                     chunk_bounds[0], chunk_bounds[1], &doc_ptr[0], &words[0], &z[0], &ndk[0, 0],
                     &nk[0], &alpha[0, 0], beta, vbeta, K, &wt_entries[0], &wt_ptr[0],
                     &wt_len[0], bits, dt, dt_pos, coef, qbuf, rden, gens[0])
-                _lists_to_counts(&wt_entries[0], &wt_ptr[0], &wt_len[0], &nkw[0, 0], V, K, bits)
+                _refresh_counts(snap_wt, snap_len, &wt_entries[0], &wt_ptr[0], &wt_len[0],
+                                &nkw[0, 0], K, bits, 0, V)
             else:
                 fallbacks = _sweep_chunk_dense(
                     chunk_bounds[0], chunk_bounds[1], &doc_ptr[0], &words[0], &z[0], &ndk[0, 0],
                     &nkw[0, 0], &nk[0], &alpha[0, 0], per_doc_alpha, beta, vbeta, K, coef, rden,
                     gens[0])
         free(dt); free(dt_pos); free(coef); free(qbuf); free(rden); free(gens)
+        free(snap_wt); free(snap_len)
         return fallbacks
 
-    z_old = <int32_t*> malloc(N * sizeof(int32_t))
-    memcpy(z_old, &z[0], N * sizeof(int32_t))
+    # AD-LDA. Chunk 0 samples in place on the shared counts; chunks 1..C-1 sample on copies of
+    # the counts of the start of the iteration (the snapshot; the dense sampler with two chunks
+    # uses the snapshot itself), and only their changes are merged afterwards: with SparseLDA
+    # and at most one chunk >= 1 per thread, word by word from each chunk's lists; otherwise
+    # by replaying the changed tokens. Either way the result is the one of a private copy for
+    # every chunk.
+    per_chunk = sparse and C - 1 <= threads
+    start1 = doc_ptr[chunk_bounds[1]]
+    n_rest = N - start1
+    if not per_chunk:
+        z_old = <int32_t*> malloc((n_rest if n_rest > 0 else 1) * sizeof(int32_t))
+        memcpy(z_old, &z[start1], n_rest * sizeof(int32_t))
+    snap_nk = <int64_t*> malloc(K * sizeof(int64_t))
+    memcpy(snap_nk, &nk[0], K * sizeof(int64_t))
+    if not sparse:
+        snap_nkw = <int32_t*> malloc(V * K * sizeof(int32_t))
+        memcpy(snap_nkw, &nkw[0, 0], V * K * sizeof(int32_t))
+    private = C > 2     # dense path: with two chunks, chunk 1 samples on the snapshot itself
+    # private buffers, allocated by the threads that sample a chunk >= 1 only (per_chunk: one
+    # list pool per chunk >= 1, kept for the merge)
+    t_wt = <int64_t**> calloc(threads, sizeof(int64_t*))
+    t_len = <int32_t**> calloc(threads, sizeof(int32_t*))
+    t_nkw = <int32_t**> calloc(threads, sizeof(int32_t*))
+    c_wt = <int64_t**> calloc(C, sizeof(int64_t*))
+    c_len = <int32_t**> calloc(C, sizeof(int32_t*))
+    c_nk = <int64_t*> calloc(C * K, sizeof(int64_t))
     with nogil, parallel(num_threads=threads):
-        l_nkw = <int32_t*> malloc((1 if sparse else V * K) * sizeof(int32_t))
         l_nk = <int64_t*> malloc(K * sizeof(int64_t))
-        l_wt = <int64_t*> malloc((pool if pool > 0 else 1) * sizeof(int64_t))
-        l_wt_len = <int32_t*> malloc(V * sizeof(int32_t))
         dt = <int32_t*> malloc(K * sizeof(int32_t))
         dt_pos = <int32_t*> malloc(K * sizeof(int32_t))
         coef = <double*> malloc(K * sizeof(double))
         qbuf = <double*> malloc(K * sizeof(double))
         rden = <double*> malloc(K * sizeof(double))
         for c in prange(C, schedule="dynamic", chunksize=1):
-            memcpy(l_nk, &nk[0], K * sizeof(int64_t))
-            if sparse:
-                memcpy(l_wt, &wt_entries[0], pool * sizeof(int64_t))
-                memcpy(l_wt_len, &wt_len[0], V * sizeof(int32_t))
+            if c == 0:
+                if sparse:
+                    fallbacks += _sweep_chunk_sparse(
+                        chunk_bounds[0], chunk_bounds[1], &doc_ptr[0], &words[0], &z[0],
+                        &ndk[0, 0], &nk[0], &alpha[0, 0], beta, vbeta, K, &wt_entries[0],
+                        &wt_ptr[0], &wt_len[0], bits, dt, dt_pos, coef, qbuf, rden, gens[0])
+                else:
+                    fallbacks += _sweep_chunk_dense(
+                        chunk_bounds[0], chunk_bounds[1], &doc_ptr[0], &words[0], &z[0],
+                        &ndk[0, 0], &nkw[0, 0], &nk[0], &alpha[0, 0], per_doc_alpha, beta,
+                        vbeta, K, coef, rden, gens[0])
+            elif per_chunk:
+                # the snapshot is still needed by the merge: sample on a copy kept for it
+                c_wt[c - 1] = <int64_t*> malloc((pool if pool > 0 else 1) * sizeof(int64_t))
+                c_len[c - 1] = <int32_t*> malloc(V * sizeof(int32_t))
+                memcpy(&c_nk[(c - 1) * K], snap_nk, K * sizeof(int64_t))
+                memcpy(c_wt[c - 1], snap_wt, pool * sizeof(int64_t))
+                memcpy(c_len[c - 1], snap_len, V * sizeof(int32_t))
                 fallbacks += _sweep_chunk_sparse(
                     chunk_bounds[c], chunk_bounds[c + 1], &doc_ptr[0], &words[0], &z[0],
-                    &ndk[0, 0], l_nk, &alpha[0, 0], beta, vbeta, K, l_wt, &wt_ptr[0],
-                    l_wt_len, bits, dt, dt_pos, coef, qbuf, rden, gens[c])
-            else:
-                memcpy(l_nkw, &nkw[0, 0], V * K * sizeof(int32_t))
-                fallbacks += _sweep_chunk_dense(
+                    &ndk[0, 0], &c_nk[(c - 1) * K], &alpha[0, 0], beta, vbeta, K, c_wt[c - 1],
+                    &wt_ptr[0], c_len[c - 1], bits, dt, dt_pos, coef, qbuf, rden, gens[c])
+            elif sparse:
+                tid = threadid()
+                if t_wt[tid] == NULL:
+                    t_wt[tid] = <int64_t*> malloc((pool if pool > 0 else 1) * sizeof(int64_t))
+                    t_len[tid] = <int32_t*> malloc(V * sizeof(int32_t))
+                memcpy(l_nk, snap_nk, K * sizeof(int64_t))
+                memcpy(t_wt[tid], snap_wt, pool * sizeof(int64_t))
+                memcpy(t_len[tid], snap_len, V * sizeof(int32_t))
+                fallbacks += _sweep_chunk_sparse(
                     chunk_bounds[c], chunk_bounds[c + 1], &doc_ptr[0], &words[0], &z[0],
-                    &ndk[0, 0], l_nkw, l_nk, &alpha[0, 0], per_doc_alpha, beta, vbeta, K, coef,
-                    rden, gens[c])
-        free(l_nkw); free(l_nk); free(l_wt); free(l_wt_len)
+                    &ndk[0, 0], l_nk, &alpha[0, 0], beta, vbeta, K, t_wt[tid], &wt_ptr[0],
+                    t_len[tid], bits, dt, dt_pos, coef, qbuf, rden, gens[c])
+            else:
+                memcpy(l_nk, snap_nk, K * sizeof(int64_t))
+                if private:
+                    tid = threadid()
+                    if t_nkw[tid] == NULL:
+                        t_nkw[tid] = <int32_t*> malloc(V * K * sizeof(int32_t))
+                    memcpy(t_nkw[tid], snap_nkw, V * K * sizeof(int32_t))
+                    fallbacks += _sweep_chunk_dense(
+                        chunk_bounds[c], chunk_bounds[c + 1], &doc_ptr[0], &words[0], &z[0],
+                        &ndk[0, 0], t_nkw[tid], l_nk, &alpha[0, 0], per_doc_alpha, beta, vbeta, K,
+                        coef, rden, gens[c])
+                else:
+                    fallbacks += _sweep_chunk_dense(
+                        chunk_bounds[c], chunk_bounds[c + 1], &doc_ptr[0], &words[0], &z[0],
+                        &ndk[0, 0], snap_nkw, l_nk, &alpha[0, 0], per_doc_alpha, beta, vbeta,
+                        K, coef, rden, gens[c])
+        free(l_nk)
         free(dt); free(dt_pos); free(coef); free(qbuf); free(rden)
+    for p in range(threads):
+        free(t_wt[p]); free(t_len[p]); free(t_nkw[p])
+    free(t_wt); free(t_len); free(t_nkw)
 
-    # Merge: replay every changed token on the global counts (and SparseLDA lists). Words are
-    # split between workers by w mod P; the lists are a function of the counts, so the replay
-    # order does not matter.
-    P = threads
-    cdef int64_t mask = one - 1
-    cdef int64_t* glst
-    nk_delta = <int64_t*> malloc(P * K * sizeof(int64_t))
-    with nogil:
-        for i in range(P * K):
-            nk_delta[i] = 0
-        for p in prange(P, schedule="static", chunksize=1, num_threads=threads):
-            for i in range(N):
-                w = words[i]
-                if w % P != p:
-                    continue
-                k_old = z_old[i]
-                k_new = z[i]
-                if k_old == k_new:
-                    continue
-                cnt = nkw[w, k_old]
-                nkw[w, k_old] = cnt - 1
-                nk_delta[p * K + k_old] -= 1
-                cnt = nkw[w, k_new]
-                nkw[w, k_new] = cnt + 1
-                nk_delta[p * K + k_new] += 1
-                if sparse:
-                    glst = &wt_entries[0] + wt_ptr[w]
-                    _wt_decrement_at(glst, &wt_len[w], _find_topic(glst, wt_len[w], k_old, mask),
-                                     one)
-                    _wt_increment_at(glst, &wt_len[w], _find_topic(glst, wt_len[w], k_new, mask),
-                                     k_new, one)
-        for p in range(P):
-            for k in range(K):
-                nk[k] += nk_delta[p * K + k]
-    free(nk_delta)
+    if per_chunk:
+        with nogil:
+            for c in range(1, C):
+                for k in range(K):
+                    nk[k] += c_nk[(c - 1) * K + k] - snap_nk[k]
+            with parallel(num_threads=threads):
+                row = <int64_t*> calloc(K, sizeof(int64_t))
+                tmp = <int64_t*> malloc(K * sizeof(int64_t))
+                flags = <char*> malloc(C * sizeof(char))
+                for v in prange(V, schedule="guided"):
+                    _merge_word(v, &wt_entries[0], &wt_len[0], snap_wt, snap_len, c_wt, c_len,
+                                C - 1, &wt_ptr[0], &nkw[0, 0], K, bits, row, tmp, flags)
+                free(row); free(tmp); free(flags)
+    else:
+        # replay the changed tokens of chunks 1..C-1 on the shared counts (lists or dense),
+        # words split between workers by w mod P
+        P = threads
+        nk_delta = <int64_t*> malloc(P * K * sizeof(int64_t))
+        with nogil:
+            for i in range(P * K):
+                nk_delta[i] = 0
+            for p in prange(P, schedule="static", chunksize=1, num_threads=threads):
+                for i in range(n_rest):
+                    w = words[start1 + i]
+                    if w % P != p:
+                        continue
+                    k_old = z_old[i]
+                    k_new = z[start1 + i]
+                    if k_old == k_new:
+                        continue
+                    nk_delta[p * K + k_old] -= 1
+                    nk_delta[p * K + k_new] += 1
+                    if sparse:
+                        glst = &wt_entries[0] + wt_ptr[w]
+                        _wt_decrement_at(glst, &wt_len[w],
+                                         _find_topic(glst, wt_len[w], k_old, mask), one)
+                        _wt_increment_at(glst, &wt_len[w],
+                                         _find_topic(glst, wt_len[w], k_new, mask), k_new, one)
+                    else:
+                        nkw[w, k_old] -= 1
+                        nkw[w, k_new] += 1
+            for p in range(P):
+                for k in range(K):
+                    nk[k] += nk_delta[p * K + k]
+            if sparse:
+                for p in prange(P, schedule="static", chunksize=1, num_threads=threads):
+                    _refresh_counts(snap_wt, snap_len, &wt_entries[0], &wt_ptr[0], &wt_len[0],
+                                    &nkw[0, 0], K, bits, p * V // P, (p + 1) * V // P)
+        free(nk_delta)
+    for c in range(C):
+        free(c_wt[c]); free(c_len[c])
+    free(c_wt); free(c_len); free(c_nk)
     free(z_old)
     free(gens)
+    free(snap_wt); free(snap_len); free(snap_nk); free(snap_nkw)
     return fallbacks
 
 
