@@ -361,3 +361,18 @@ def test_projected_topics_are_distributions(deep_run):
         np.testing.assert_allclose(topics.sum(axis=1), 1.0, rtol=1e-12)
     np.testing.assert_allclose(run.driver.layer_topic_word(run.state, 2),
                                (run.state.phi[0] @ run.state.phi[1]).T)
+
+
+def test_forgetting_rate_above_one_is_capped(small_store, tmp_path):
+    """epsilon'_t = a'(1 + t/b')^-c' mixes old and new Fisher scales (eq. 18/19), so it is
+    capped at 1: a scale a' > 1 may be given, and M stays a convex combination (positive)."""
+    path, _ = small_store
+    config = dlda_config(path, tmp_path / "run", "tlasgr", [8, 4], iterations=6,
+                         forgetting={"a": 5.0, "b": None, "c": None})
+    assert config.inference.forgetting["a"] == 5.0
+    driver = get_driver("tlasgr")(config, CorpusStore.open(path))
+    state = driver.init_state(Streams(3))
+    for t in range(6):
+        driver.step(state, t)
+        driver.check_state(state)
+        assert all(np.all(m > 0) for m in state.M)

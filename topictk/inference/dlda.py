@@ -237,8 +237,9 @@ SG_OPTIONS = {
 }
 
 FORGETTING = {
-    "a": Option("float", None, low=0, low_open=True, high=1, nullable=True,
-                help="epsilon'_t scale (default: step.a, i.e. epsilon' = epsilon)"),
+    "a": Option("float", None, low=0, low_open=True, nullable=True,
+                help="epsilon'_t scale (default: step.a, i.e. epsilon' = epsilon); "
+                     "epsilon'_t is capped at 1"),
     "b": Option("float", None, low=0, low_open=True, nullable=True, help="default: step.b"),
     "c": Option("float", None, low=0, low_open=True, nullable=True, help="default: step.c"),
 }
@@ -583,7 +584,7 @@ class TLASGRDriver(_StochasticDLDA):
 
     def global_update(self, state, xbar, xtop, qbar, eps, scale, t, main) -> dict:
         fg = self.config.inference.forgetting
-        eps_p = sgmcmc_step(fg["a"], fg["b"], fg["c"], t)
+        eps_p = min(1.0, sgmcmc_step(fg["a"], fg["b"], fg["c"], t))   # a convex combination
         # eq. 18 for every layer and eq. 19 for r; all from the same batch statistics
         state.M = [fisher_scale(None if state.M is None else state.M[l],
                                 scale * xbar[l].sum(axis=0), t, eps_p) for l in range(self.L)]
