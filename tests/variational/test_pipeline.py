@@ -175,6 +175,38 @@ def test_evaluate_reports_protocol_b(tmp_path, algorithm):
     assert result["train_heldout_floored_tokens"] == 0
 
 
+@pytest.mark.parametrize("algorithm", ["gibbs", "vb", "cvb0", "ovb"])
+def test_protocol_b_perplexity_is_logged_during_training(tmp_path, algorithm):
+    """metrics.jsonl carries the training documents' held-out perplexity at every evaluation;
+    it is the point estimate evaluate gives for the same state, and logging it leaves the
+    chain alone (a run without evaluations ends in the same state)."""
+    import json
+
+    from topictk.evaluation.perplexity import train_heldout_perplexity
+
+    store = _protocol_b_store(tmp_path)
+    inference = {"batch_size": 16} if algorithm == "ovb" else {}
+    runs = {}
+    for every in (5, 0):
+        cfg = make_config(store, tmp_path / f"run{every}", algorithm, topics=3, iterations=20,
+                          inference=inference, training={"eval_every": every})
+        train(cfg, quiet=True)
+        runs[every] = LoadedRun(tmp_path / f"run{every}")
+    lines = [json.loads(line) for line in
+             (tmp_path / "run5" / "metrics.jsonl").read_text().splitlines()]
+    assert [r["step"] for r in lines] == [5, 10, 15, 20]
+    assert all(1 < r["perplexity_train_heldout_point"] < 60 for r in lines)
+    run = runs[5]
+    final = train_heldout_perplexity(run.driver, run.state, run.store, None)
+    assert lines[-1]["perplexity_train_heldout_point"] == pytest.approx(
+        final["perplexity_train_heldout"], rel=1e-12)
+    a, b = runs[5].driver.state_to_arrays(runs[5].state)[1], \
+        runs[0].driver.state_to_arrays(runs[0].state)[1]
+    assert a.keys() == b.keys()
+    for key in a:
+        np.testing.assert_array_equal(a[key], b[key])
+
+
 def test_protocol_b_uses_the_training_state(tmp_path):
     """VB and CVB score training documents with their own theta-hat from training."""
     store = _protocol_b_store(tmp_path)

@@ -25,3 +25,18 @@ def heldout_perplexity(driver, state, test, samples, pass_index: int) -> dict:
     ppl, floored = perplexity_from_probabilities(probs, test.heldout.counts)
     return {"perplexity": ppl, "heldout_tokens": test.n_heldout_tokens,
             "floored_tokens": floored}
+
+
+def train_heldout_perplexity(driver, state, store, samples) -> dict:
+    """Protocol B (§11.1): perplexity of the training documents' held-out tokens scored with
+    each document's own training state; empty when the store has none or the algorithm does
+    not support it."""
+    held = store.train_heldout()
+    if held is None or held.n_tokens == 0:
+        return {}
+    probs = driver.train_heldout_probabilities(state, samples, held)
+    if probs is None:
+        return {}
+    ppl, floored = perplexity_from_probabilities(probs, held.counts)
+    return {"perplexity_train_heldout": ppl, "train_heldout_tokens": held.n_tokens,
+            "train_heldout_floored_tokens": floored}

@@ -6,7 +6,8 @@ from pathlib import Path
 from topictk.config.loader import load_config
 from topictk.errors import CheckpointError, UsageError
 from topictk.evaluation.coherence import topic_quality
-from topictk.evaluation.perplexity import heldout_perplexity, perplexity_from_probabilities
+from topictk.evaluation.perplexity import (heldout_perplexity, perplexity_from_probabilities,
+                                          train_heldout_perplexity)
 from topictk.inference.base import TestSet
 from topictk.inference.registry import get_driver
 from topictk.training import checkpoint as ckpt
@@ -53,21 +54,6 @@ class LoadedRun:
 
     def samples(self) -> list[dict]:
         return load_samples(self.run_dir, self.state.sample_steps)
-
-
-def train_heldout_perplexity(driver, state, store, samples) -> dict:
-    """Protocol B (§11.1): perplexity of the training documents' held-out tokens scored with
-    each document's own training state; empty when the store has none or the algorithm does
-    not support it."""
-    held = store.train_heldout()
-    if held is None or held.n_tokens == 0:
-        return {}
-    probs = driver.train_heldout_probabilities(state, samples, held)
-    if probs is None:
-        return {}
-    ppl, floored = perplexity_from_probabilities(probs, held.counts)
-    return {"perplexity_train_heldout": ppl, "train_heldout_tokens": held.n_tokens,
-            "train_heldout_floored_tokens": floored}
 
 
 def evaluate_run(run_dir: str | Path, checkpoint: int | None = None,

@@ -24,7 +24,7 @@ from tqdm import tqdm
 from topictk.config.loader import Config
 from topictk.corpus.store import CorpusStore
 from topictk.errors import CheckpointError, CorpusUsageError, UsageError
-from topictk.evaluation.perplexity import heldout_perplexity
+from topictk.evaluation.perplexity import heldout_perplexity, train_heldout_perplexity
 from topictk.inference.base import Driver, TestSet
 from topictk.inference.registry import get_driver
 from topictk.training import checkpoint as ckpt
@@ -164,6 +164,8 @@ def train(config: Config, *, resume: bool = False, force: bool = False,
 
     test = TestSet.from_store(store)
     has_test = test.n_heldout_tokens > 0
+    train_held = store.train_heldout()
+    has_train_held = train_held is not None and train_held.n_tokens > 0
     # time_limit counts training seconds (evaluation excluded), like train_seconds
     time_limit = training.time_limit
     status, last_ppl = "completed", None
@@ -183,6 +185,12 @@ def train(config: Config, *, resume: bool = False, force: bool = False,
             result = heldout_perplexity(driver, state, test, None, pass_index=step)
             record["perplexity_point"] = result["perplexity"]
             last_ppl = result["perplexity"]
+        if has_train_held:      # Protocol B: the training documents' held-out tokens
+            result = train_heldout_perplexity(driver, state, store, None)
+            if result:
+                record["perplexity_train_heldout_point"] = result["perplexity_train_heldout"]
+                if not has_test:
+                    last_ppl = result["perplexity_train_heldout"]
         if driver.objective_name:
             record[driver.objective_name] = driver.objective(state)
         record.update(info_extra)
