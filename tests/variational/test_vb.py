@@ -181,15 +181,40 @@ def test_driver_step_equals_twin_em_iteration(planted_store, tmp_path, start):
         assert captured[t][2] == pytest.approx(elbo, rel=1e-12)
 
 
-@pytest.mark.parametrize("start,alpha,best_iterations", [
-    ("best", 0.1, 0), ("warm", 0.1, 0), ("best", "auto", 0), ("warm", "auto", 0),
-    ("best", 0.1, 5)])
-def test_elbo_is_non_decreasing(planted_store, tmp_path, seed, start, alpha, best_iterations):
+def test_best_start_schedule(planted_store, tmp_path, monkeypatch):
+    """Both starts in the first best_iterations EM iterations, then in every best_every-th;
+    the first iteration's stored gamma is the cold start, so it runs once."""
+    from topictk.inference import vb as vb_module
+
+    starts = []
+    real = vb_module.e_step
+
+    def spy(*args, start, **kw):
+        starts.append(start)
+        return real(*args, start=start, **kw)
+
+    monkeypatch.setattr(vb_module, "e_step", spy)
+    cfg = make_config(planted_store, tmp_path / "run", "vb", iterations=12,
+                      inference={"tol": 0, "best_iterations": 4, "best_every": 3})
+    run_driver(cfg, 12)
+    assert starts == ["cold", "best", "best", "best", "warm", "warm", "best", "warm", "warm",
+                      "best", "warm", "warm"]
+    defaults = make_config(planted_store, tmp_path / "run", "vb").inference
+    assert (defaults.estep_start, defaults.best_iterations, defaults.best_every) == \
+        ("best", 20, 5)
+
+
+@pytest.mark.parametrize("start,alpha,best_iterations,best_every", [
+    ("best", 0.1, 0, 1), ("warm", 0.1, 0, 1), ("best", "auto", 0, 1), ("warm", "auto", 0, 1),
+    ("best", 0.1, 5, 1), ("best", 0.1, 5, 3), ("best", "auto", 5, 3)])
+def test_elbo_is_non_decreasing(planted_store, tmp_path, seed, start, alpha, best_iterations,
+                                best_every):
     """§3 oracle (a): the recorded ELBO never decreases (relative tolerance 1e-9)."""
     cfg = make_config(planted_store, tmp_path / "run", "vb", iterations=25,
                       model={"alpha": alpha},
                       inference={"tol": 0, "estep_start": start,
-                                 "best_iterations": best_iterations})
+                                 "best_iterations": best_iterations,
+                                 "best_every": best_every})
     bounds = []
     run_driver(cfg, 25, seed=seed, each=lambda d, s, t: bounds.append(s.bound))
     bounds = np.array(bounds)
