@@ -71,7 +71,7 @@ NIPS = {
     # short grid runs (updates) and long runs of the best settings (updates)
     "grid_updates": {"batch": {"sgrld": 8, "ovb": 4, "hsvg": 8},
                      "mb50": {"sgrld": 170, "ovb": 170, "hsvg": 170}},
-    "final_updates": {"batch": {"sgrld": 50, "ovb": 25, "hsvg": 50},
+    "final_updates": {"batch": {"sgrld": 200, "ovb": 200, "hsvg": 200},
                       "mb50": {"sgrld": 680, "ovb": 680, "hsvg": 680}},
     "gibbs_sweeps": 500,
     "sgrld_grid": {"batch": {"a": [0.01, 0.1, 1.0], "b": [10, 1000]},
@@ -82,6 +82,12 @@ NIPS = {
                 "mb50": [(1, 0.55), (1, 0.9), (64, 0.55), (64, 0.9), (1024, 0.55),
                          (1024, 0.9)]},
     "hsvg_sweeps": 10,
+    # batch mode, second round at the full length (the 8-update grid favours large constant
+    # steps, whose discretisation bias dominates 200 updates): decaying SGRLD schedules and
+    # the neighbours of the best OVB/HSVG settings, 10 samples for SGRLD as in the finals
+    "batch_long_grid": {"sgrld": [(0.1, 10, 0.55), (0.3, 10, 0.55), (1.0, 10, 0.55),
+                                  (0.1, 10, 0.8), (0.3, 10, 0.8), (1.0, 10, 0.8)],
+                        "ovb": [(1, 0.9)], "hsvg": [(1, 0.9), (64, 0.55)]},
 }
 NEWS = {
     "model": {"topics": 128, "alpha": 0.1, "beta": 0.01},
@@ -366,6 +372,13 @@ def part_nips(args) -> None:
                                 (10 if c["inference"]["algorithm"] == "ovb" else 1)
                                 * (30 if c["inference"]["batch_size"] == D else 1)))
     run_all(finals, args.jobs)
+    long = NIPS["batch_long_grid"]
+    extra = [sgrld("batch", a, b, c, 5, F["batch"]["sgrld"], 10, "final") for a, b, c in long["sgrld"]]
+    extra += [vi(alg, "batch", tau0, kappa, F["batch"][alg], "final")
+              for alg in ("ovb", "hsvg") for tau0, kappa in long[alg]]
+    extra.sort(key=lambda c: -(c["inference"]["iterations"] *
+                               {"ovb": 2.5, "hsvg": 1.6, "sgrld": 1}[c["inference"]["algorithm"]]))
+    run_all(extra, args.jobs)
     log(f"nips done in {time.perf_counter() - t0:.0f} s (this invocation)")
 
 
