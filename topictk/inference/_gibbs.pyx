@@ -92,6 +92,21 @@ cdef inline void _wt_increment_at(int64_t* lst, int32_t* length, Py_ssize_t j, i
     lst[j] = new_value
 
 
+cdef void _lists_to_counts(const int64_t* wt_entries, const int64_t* wt_ptr,
+                           const int32_t* wt_len, int32_t* nkw, Py_ssize_t V, Py_ssize_t K,
+                           int bits) noexcept nogil:
+    """Dense (V, K) counts from the SparseLDA lists."""
+    cdef Py_ssize_t w, j
+    cdef int64_t e
+    cdef int64_t mask = ((<int64_t> 1) << bits) - 1
+    for w in range(V * K):
+        nkw[w] = 0
+    for w in range(V):
+        for j in range(wt_len[w]):
+            e = wt_entries[wt_ptr[w] + j]
+            nkw[w * K + (e & mask)] = <int32_t> (e >> bits)
+
+
 cdef void _refresh_counts(const int64_t* old_entries, const int32_t* old_len,
                           const int64_t* new_entries, const int64_t* wt_ptr,
                           const int32_t* new_len, int32_t* nkw, Py_ssize_t K, int bits,
@@ -480,9 +495,9 @@ def gibbs_sweep(const int64_t[::1] doc_ptr,      # IN  (D + 1) token offsets
     gens = <bitgen_t**> malloc(C * sizeof(bitgen_t*))
     for c in range(C):
         gens[c] = bitgen_of(streams[c])
-    if sparse:
-        # the lists at the start of the iteration: the dense counts are refreshed from the
-        # difference (O(list entries), not O(V K)), and chunks >= 1 sample against them
+    if sparse and C > 1:
+        # the lists at the start of the iteration: chunks >= 1 sample against them and the
+        # merge takes their changes from them
         snap_wt = <int64_t*> malloc((pool if pool > 0 else 1) * sizeof(int64_t))
         snap_len = <int32_t*> malloc(V * sizeof(int32_t))
         memcpy(snap_wt, &wt_entries[0], pool * sizeof(int64_t))
@@ -500,8 +515,8 @@ def gibbs_sweep(const int64_t[::1] doc_ptr,      # IN  (D + 1) token offsets
                     chunk_bounds[0], chunk_bounds[1], &doc_ptr[0], &words[0], &z[0], &ndk[0, 0],
                     &nk[0], &alpha[0, 0], beta, vbeta, K, &wt_entries[0], &wt_ptr[0],
                     &wt_len[0], bits, dt, dt_pos, coef, qbuf, rden, gens[0])
-                _refresh_counts(snap_wt, snap_len, &wt_entries[0], &wt_ptr[0], &wt_len[0],
-                                &nkw[0, 0], K, bits, 0, V)
+                # O(V K) writes, but no copy of the lists (the sweep itself costs O(N))
+                _lists_to_counts(&wt_entries[0], &wt_ptr[0], &wt_len[0], &nkw[0, 0], V, K, bits)
             else:
                 fallbacks = _sweep_chunk_dense(
                     chunk_bounds[0], chunk_bounds[1], &doc_ptr[0], &words[0], &z[0], &ndk[0, 0],
