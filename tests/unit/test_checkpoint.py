@@ -159,3 +159,20 @@ def test_check_compatible_refuses_another_algorithm_topics_or_corpus():
         check_compatible({**good, "corpus_id": "zzz"}, config, store, path)
     assert f"was trained on another corpus than {store.path}" in str(info.value)
     assert info.value.exit_code == 2
+
+
+def test_arrays_of_every_shape_and_dtype_round_trip(tmp_path):
+    """The npz writer streams each array from its own memory; np.load reads it back."""
+    arrays = {"z": np.arange(7, dtype=np.int32), "m": np.arange(12.0).reshape(3, 4),
+              "f": np.asfortranarray(np.arange(6, dtype=np.int64).reshape(2, 3)),
+              "b": np.array([True, False, True]), "s": np.array(2.5), "e": np.zeros((0, 4)),
+              "u": np.frombuffer(b"abc", dtype=np.uint8)}
+    ckpt.save_arrays(tmp_path / "a.npz", {"step": 3}, arrays)
+    header, back = ckpt.load_arrays(tmp_path / "a.npz")
+    assert header["step"] == 3
+    assert back.keys() == arrays.keys()
+    for key, value in arrays.items():
+        assert back[key].dtype == value.dtype and back[key].shape == value.shape
+        np.testing.assert_array_equal(back[key], value)
+    with np.load(tmp_path / "a.npz") as plain:          # a plain npz, nothing topictk-specific
+        np.testing.assert_array_equal(plain["a_m"], arrays["m"])

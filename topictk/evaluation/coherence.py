@@ -3,7 +3,6 @@ the training corpus) and topic diversity."""
 from __future__ import annotations
 
 import numpy as np
-import scipy.sparse as sp
 
 
 def top_words(topic_word: np.ndarray, n: int) -> np.ndarray:
@@ -12,19 +11,21 @@ def top_words(topic_word: np.ndarray, n: int) -> np.ndarray:
     return order[:, :n]
 
 
-def incidence_matrix(indptr: np.ndarray, indices: np.ndarray, n_words: int) -> sp.csc_matrix:
+def incidence_matrix(indptr: np.ndarray, indices: np.ndarray, n_words: int) -> "sp.csc_matrix":
     """Binary document x word incidence (D, V) as CSC, for column slicing."""
+    import scipy.sparse as sp     # here: `train` does not pay SciPy's import (about 23 MiB)
+
     data = np.ones(indices.size, dtype=np.float64)
     return sp.csr_matrix((data, np.asarray(indices), np.asarray(indptr)),
                          shape=(indptr.size - 1, n_words)).tocsc()
 
 
-def _co_document_counts(incidence: sp.csc_matrix, words: np.ndarray) -> np.ndarray:
+def _co_document_counts(incidence: "sp.csc_matrix", words: np.ndarray) -> np.ndarray:
     sub = incidence[:, words]
     return np.asarray((sub.T @ sub).todense())
 
 
-def umass(top: np.ndarray, incidence: sp.csc_matrix) -> np.ndarray:
+def umass(top: np.ndarray, incidence: "sp.csc_matrix") -> np.ndarray:
     """Per-topic UMass: sum_{m>l} ln((D(v_m, v_l) + 1) / D(v_l))."""
     scores = []
     for words in top:
@@ -37,7 +38,7 @@ def umass(top: np.ndarray, incidence: sp.csc_matrix) -> np.ndarray:
     return np.array(scores)
 
 
-def npmi(top: np.ndarray, incidence: sp.csc_matrix) -> np.ndarray:
+def npmi(top: np.ndarray, incidence: "sp.csc_matrix") -> np.ndarray:
     """Per-topic mean NPMI over all pairs of top words (document co-occurrence)."""
     n_docs = incidence.shape[0]
     scores = []

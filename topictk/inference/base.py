@@ -58,6 +58,15 @@ def chunk_bounds_by_docs(n_docs: int, chunk_docs: int) -> np.ndarray:
     return np.append(bounds, np.int64(n_docs))
 
 
+def word_frequencies(words: np.ndarray, n_words: int, block: int = 1 << 20) -> np.ndarray:
+    """Occurrences of every word id in ``words``, counted block by block: ``np.bincount``
+    converts its whole input to intp first, a transient twice the size of an int32 corpus."""
+    freq = np.zeros(n_words, dtype=np.int64)
+    for begin in range(0, words.size, block):
+        freq += np.bincount(words[begin:begin + block], minlength=n_words)
+    return freq
+
+
 def chunk_bounds_by_tokens(doc_ptr: np.ndarray, n_chunks: int) -> np.ndarray:
     """C contiguous blocks of documents with about equal token counts (greedy, §2.4)."""
     n_docs = doc_ptr.size - 1

@@ -36,7 +36,7 @@ from topictk.config.schema import Option
 from topictk.errors import ConfigError, CorpusError, CorpusUsageError, NumericalError
 from topictk.inference import _dmr, _gibbs, _minibatch
 from topictk.inference.base import (Driver, StepInfo, TestSet, chunk_bounds_by_docs,
-                                    chunk_bounds_by_tokens)
+                                    chunk_bounds_by_tokens, word_frequencies)
 from topictk.inference.gibbs import fold_in_probabilities
 from topictk.inference.registry import register
 from topictk.inference.sgrld import (FLOOR, TRAIN_HELDOUT_PASS, SGRLDDriver, sgrld_update)
@@ -293,7 +293,7 @@ class DMRSEMDriver(Driver):
         # SparseLDA per-word topic lists (the dense sampler needs none)
         self._wt_ptr = np.zeros(self.V + 1, dtype=np.int64)
         if self.sparse:
-            word_freq = np.bincount(self.words, minlength=self.V)
+            word_freq = word_frequencies(self.words, self.V)
             np.cumsum(np.minimum(word_freq, self.K), out=self._wt_ptr[1:])
         self._wt_entries = np.zeros(max(1, int(self._wt_ptr[-1])), dtype=np.int64)
         self._wt_len = np.zeros(self.V, dtype=np.int32)

@@ -9,13 +9,13 @@ from __future__ import annotations
 import logging
 
 import numpy as np
-from scipy.special import gammaln
+from topictk._cy.special import gammaln
 
 from topictk.config.schema import Option
 from topictk.errors import ConfigError, NumericalError
 from topictk.inference import _gibbs
 from topictk.inference.base import (Driver, StepInfo, TestSet, chunk_bounds_by_docs,
-                                    chunk_bounds_by_tokens)
+                                    chunk_bounds_by_tokens, word_frequencies)
 from topictk.inference.hyper import minka_alpha
 from topictk.inference.registry import register
 from topictk.state.counts import CountState, phi_hat
@@ -107,7 +107,7 @@ class GibbsDriver(Driver):
                         "can work; set inference.chunks >= threads", self.threads,
                         self.n_chunks, self.n_chunks)
         self.bits = _gibbs.topic_bits(self.K)
-        word_freq = np.bincount(self.words, minlength=self.V)
+        word_freq = word_frequencies(self.words, self.V)
         self.wt_ptr = np.zeros(self.V + 1, dtype=np.int64)
         np.cumsum(np.minimum(word_freq, self.K), out=self.wt_ptr[1:])
         self.wt_entries = np.zeros(max(1, int(self.wt_ptr[-1])) if self.sparse else 1, np.int64)
