@@ -366,14 +366,13 @@ class Bench:
         sets = {
             "python": [],
             "python + numpy": ["numpy"],
-            "topictk train process imports (numpy, scipy, click, yaml, tqdm, topictk "
-            "incl. every algorithm module the driver registry loads)":
-                ["topictk.cli", "topictk.training.run", "topictk.inference.gibbs",
-                 "topictk.evaluation.run", "topictk.inference.registry:algorithm_names"],
-            "the same without the registry (topictk.cli, training.run, inference.gibbs, "
-            "evaluation.run only)":
+            "topictk train process imports for Gibbs (topictk.cli, training.run, "
+            "inference.gibbs, evaluation.run: numpy, click, yaml, tqdm; no SciPy)":
                 ["topictk.cli", "topictk.training.run", "topictk.inference.gibbs",
                  "topictk.evaluation.run"],
+            "the same plus the driver registry's name list":
+                ["topictk.cli", "topictk.training.run", "topictk.inference.gibbs",
+                 "topictk.evaluation.run", "topictk.inference.registry:algorithm_names"],
             "tomotopy worker imports (numpy, tomotopy, topictk.corpus.store)":
                 ["numpy", "tomotopy", "topictk.corpus.store"],
             "lda worker imports (numpy, scipy.sparse, lda, topictk.corpus.store)":
