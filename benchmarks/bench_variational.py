@@ -110,7 +110,14 @@ def csr_matrix(store: CorpusStore):
 
 
 # ------------------------------------------------------------------------------- part 1
-def run_topictk_online(store_path: Path, K: int, epochs: int, seed: int = 0) -> dict:
+def peers_initial_lambda(seed: int, K: int, V: int) -> np.ndarray:
+    """The (V, K) initial lambda both peers draw for ``random_state=seed``: scikit-learn's
+    ``components_`` and gensim's ``state.sstats`` are RandomState(seed).gamma(100, 1/100, (K, V))."""
+    return np.random.RandomState(seed).gamma(100.0, 1.0 / 100.0, (K, V)).T
+
+
+def run_topictk_online(store_path: Path, K: int, epochs: int, seed: int = 0,
+                       same_init: bool = False) -> dict:
     store = CorpusStore.open(store_path)
     test = TestSet.from_store(store)
     raw = {"corpus": str(store_path), "output": str(WORK / "unused"),
@@ -122,6 +129,11 @@ def run_topictk_online(store_path: Path, K: int, epochs: int, seed: int = 0) -> 
     clock = Clock()
     with clock:
         state = driver.init_state(Streams(seed))
+        if same_init:
+            # common random numbers: start from the peers' lambda (lambda = offset + lam_tilde)
+            state.lam_tilde[:] = peers_initial_lambda(seed, K, driver.V) - state.offset
+            state.scale = 1.0
+            state.lam_sum = state.lam_tilde.sum(axis=0)
     per_epoch = driver.batches_per_epoch
     steps = epochs * per_epoch
     every = max(1, per_epoch // EVALS_PER_EPOCH)
@@ -294,6 +306,9 @@ def main() -> None:
     parser.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2],
                         help="initialisation seeds of every library (online part)")
     parser.add_argument("--quick", action="store_true")
+    parser.add_argument("--same-init", action="store_true",
+                        help="topictk's online VB starts from the peers' initial lambda of each "
+                             "seed (the comparison is then paired, not dominated by the draws)")
     parser.add_argument("--plot-only", metavar="JSON",
                         help="redraw benchmarks/variational_online.png from a results file")
     args = parser.parse_args()
@@ -304,7 +319,8 @@ def main() -> None:
     WORK.mkdir(parents=True, exist_ok=True)
     results = {"settings": {"alpha": ALPHA, "eta": ETA, "batch_size": BATCH, "kappa": KAPPA,
                             "tau0": TAU0, "estep_tol": ESTEP_TOL, "estep_max_iter": ESTEP_MAX,
-                            "epochs": EPOCHS, "threads": 1},
+                            "epochs": EPOCHS, "threads": 1, "same_init": args.same_init,
+                            "seeds": args.seeds},
                "online": [], "throughput": []}
     began = time.perf_counter()
     if "online" in args.parts:
@@ -314,7 +330,8 @@ def main() -> None:
             for K in args.topics:
                 runs = {"topictk": [], "scikit-learn": [], "gensim": []}
                 for seed in args.seeds:
-                    runs["topictk"].append(run_topictk_online(store, K, epochs, seed))
+                    runs["topictk"].append(run_topictk_online(store, K, epochs, seed,
+                                                              args.same_init))
                     runs["scikit-learn"].append(run_sklearn_online(store, K, epochs, seed))
                     runs["gensim"].append(run_gensim_online(store, K, epochs, seed))
                 ours = mean_run(runs["topictk"])
@@ -352,7 +369,7 @@ def main() -> None:
                       f"x{row[label + '_speedup_wall']:.1f} wall)" for label in variants),
                   flush=True)
     results["wall_seconds"] = time.perf_counter() - began
-    suffix = "_quick" if args.quick else ""
+    suffix = ("_quick" if args.quick else "") + ("_same_init" if args.same_init else "")
     parts = "_".join(args.parts)
     (WORK / f"variational_{parts}{suffix}.json").write_text(json.dumps(results, indent=1))
     if results["online"] and not args.quick:
