@@ -137,8 +137,9 @@ def plot(results: list[dict], path: Path) -> None:
     import matplotlib.pyplot as plt
 
     colours = {"gibbs": "tab:green", "cvb": "tab:blue", "cvb0": "tab:cyan", "vb": "tab:red"}
-    fig, axes = plt.subplots(1, len(DATASETS), figsize=(11, 4))
-    for ax, name in zip(np.atleast_1d(axes), DATASETS):
+    names = [name for name in DATASETS if any(r["dataset"] == name for r in results)]
+    fig, axes = plt.subplots(1, len(names), figsize=(5.5 * len(names), 4))
+    for ax, name in zip(np.atleast_1d(axes), names):
         for r in results:
             if r["dataset"] != name:
                 continue
@@ -167,8 +168,17 @@ def main() -> None:
                         help="initialisation seeds (default: 0 1 for kos, 0 for nips)")
     parser.add_argument("--threads", type=int, default=1)
     parser.add_argument("--quick", action="store_true", help="a few iterations only")
+    parser.add_argument("--from-results", nargs="+", metavar="JSON", default=None,
+                        help="run nothing: merge saved results files (e.g. one run per "
+                             "dataset) into cvb_results.json, redraw the plot, print the table")
     args = parser.parse_args()
     WORK.mkdir(parents=True, exist_ok=True)
+    if args.from_results:
+        results = [r for f in args.from_results for r in json.loads(Path(f).read_text())["results"]]
+        (WORK / "cvb_results.json").write_text(json.dumps({"results": results}, indent=1))
+        plot(results, ROOT / "benchmarks" / "variational_cvb.png")
+        print(table(results))
+        return
     results = []
     began = time.perf_counter()
     for name in args.datasets:
