@@ -373,10 +373,10 @@ def test_topics_lists_metadata_weights(dmr_store, tmp_path):
 
 
 # ------------------------------------------------- opt-in sparse sampler (sparse: true)
-@pytest.mark.parametrize("n_chunks", [1, 3])
-def test_sparse_sweep_equals_reference(seed, n_chunks):
+@pytest.mark.parametrize("n_chunks,threads", [(1, 1), (2, 1), (2, 2), (3, 2)])
+def test_sparse_sweep_equals_reference(seed, n_chunks, threads):
     """The SparseLDA sweep with a prior per document equals its NumPy twin (counts and z)."""
-    from topictk.inference import _dmr, _gibbs
+    from topictk.inference import _gibbs
 
     rng = np.random.default_rng(seed)
     D, V, K = 24, 12, 5
@@ -401,8 +401,8 @@ def test_sparse_sweep_equals_reference(seed, n_chunks):
     for sweep in range(4):
         streams = [np.random.PCG64(seed * 100 + sweep * 10 + c) for c in range(n_chunks)]
         _gibbs.build_word_topic_lists(nkw, wt_ptr, wt_entries, wt_len, bits, 1)
-        _dmr.sparse_sweep(ptr, words, z, ndk, nkw, nk, alpha, 0.1, bounds, streams, wt_ptr,
-                          wt_entries, wt_len, bits, 2)
+        _gibbs.gibbs_sweep(ptr, words, z, ndk, nkw, nk, alpha, 0.1, bounds, streams, True,
+                           wt_ptr, wt_entries, wt_len, bits, threads)
         rngs = [np.random.Generator(np.random.PCG64(seed * 100 + sweep * 10 + c))
                 for c in range(n_chunks)]
         ref.sparse_sweep(ptr, words, *ref_state, alpha, 0.1, bounds, rngs)
@@ -463,8 +463,8 @@ def test_exact_enumeration_with_document_priors(sampler):
     n = 200_000
     for _ in range(n):
         if sampler == "sparse":
-            _dmr.sparse_sweep(ptr, words, z, ndk, nkw, nk, alpha, beta, bounds, streams, wt_ptr,
-                              wt_entries, wt_len, bits, 1)
+            _gibbs.gibbs_sweep(ptr, words, z, ndk, nkw, nk, alpha, beta, bounds, streams, True,
+                               wt_ptr, wt_entries, wt_len, bits, 1)
         else:
             _gibbs.gibbs_sweep(ptr, words, z, ndk, nkw, nk, alpha, beta, bounds, streams, False,
                                wt_ptr, wt_entries, wt_len, bits, 1)

@@ -225,8 +225,10 @@ def test_dense_sweep_with_a_prior_per_document_equals_reference(seed, n_chunks):
         np.testing.assert_array_equal(nkw, nkw2)
         results.append(z.copy())
     np.testing.assert_array_equal(results[1], results[2])
-    with pytest.raises(ValueError, match="SparseLDA needs one alpha"):
-        _gibbs.gibbs_sweep(doc_ptr, words, z, ndk, nkw, nk, alpha, 0.05, bounds,
-                           [np.random.PCG64(1) for _ in range(n_chunks)], True,
+    # a prior per document must have one row per document (SparseLDA's per-document buckets are
+    # compared with their twin in tests/dmr/test_dmr.py)
+    with pytest.raises(ValueError, match="alpha has 5 rows for 30 documents"):
+        _gibbs.gibbs_sweep(doc_ptr, words, z, ndk, nkw, nk, np.ascontiguousarray(alpha[:5]),
+                           0.05, bounds, [np.random.PCG64(1) for _ in range(n_chunks)], True,
                            np.zeros(21, np.int64), np.zeros(1, np.int64), np.zeros(20, np.int32),
                            2, 1)

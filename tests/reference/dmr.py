@@ -186,8 +186,8 @@ def _sparse_chunk(docs, doc_ptr, words, z, ndk, nkw, nk, alpha, beta, rng, lists
 
 
 def sparse_sweep(doc_ptr, words, z, ndk, nkw, nk, alpha, beta, chunk_bounds, rngs) -> None:
-    """Twin of ``topictk/inference/_dmr.pyx::sparse_sweep`` (AD-LDA over the chunks, one chunk:
-    the exact sequential sampler), in place; ``alpha`` is (D, K)."""
+    """Twin of ``topictk/inference/_gibbs.pyx::gibbs_sweep`` with sparse=True and a (D, K)
+    alpha (AD-LDA over the chunks, one chunk: the exact sequential sampler), in place."""
     bits = gibbs_ref.topic_bits(ndk.shape[1])
     n_chunks = len(chunk_bounds) - 1
     start_nkw, start_nk = nkw.copy(), nk.copy()

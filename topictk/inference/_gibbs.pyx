@@ -284,7 +284,8 @@ cdef int64_t _sweep_chunk_dense(int64_t d_begin, int64_t d_end, const int64_t* d
 
 cdef int64_t _sweep_chunk_sparse(int64_t d_begin, int64_t d_end, const int64_t* doc_ptr,
                                  const int32_t* words, int32_t* z, int32_t* ndk,
-                                 int64_t* nk, const double* alpha, double beta, double vbeta,
+                                 int64_t* nk, const double* alpha, bint per_doc_alpha,
+                                 double beta, double vbeta,
                                  Py_ssize_t K, int64_t* wt_entries, const int64_t* wt_ptr,
                                  int32_t* wt_len, int bits, int32_t* dt, int32_t* dt_pos,
                                  double* coef, double* qbuf, double* rden,
@@ -296,6 +297,10 @@ cdef int64_t _sweep_chunk_sparse(int64_t d_begin, int64_t d_end, const int64_t* 
     recomputed from scratch at every chunk (s) and document (r) start. Topic-word counts live
     in the lists only (the caller refreshes the dense n_kw from them), so a token touches its
     word's list and no dense (V, K) row.
+
+    With ``per_doc_alpha`` ``alpha`` is (D, K), a prior per document (DMR, §9.2 with the buckets
+    of §2.3, alpha_k replaced by alpha_dk): s_d and every coefficient are then computed from
+    scratch at each document start (O(K), the order of the loop that lists its topics).
     """
     cdef int64_t d, i
     cdef Py_ssize_t k, kk, j, n_dt, n_wt, pos
@@ -308,23 +313,38 @@ cdef int64_t _sweep_chunk_sparse(int64_t d_begin, int64_t d_end, const int64_t* 
     cdef double s = 0.0, r, q, u, acc, inv
     cdef int64_t fallbacks = 0
     cdef bint found
+    cdef const double* a = alpha
 
     for k in range(K):
         rden[k] = 1.0 / (vbeta + nk[k])
-        s += alpha[k] * beta * rden[k]
-        coef[k] = alpha[k] * rden[k]
+        if not per_doc_alpha:
+            s += alpha[k] * beta * rden[k]
+            coef[k] = alpha[k] * rden[k]
 
     for d in range(d_begin, d_end):
         nd = ndk + d * K
         n_dt = 0
         r = 0.0
-        for k in range(K):
-            if nd[k] > 0:
-                dt_pos[k] = <int32_t> n_dt
-                dt[n_dt] = <int32_t> k
-                n_dt += 1
-                r += nd[k] * beta * rden[k]
-                coef[k] = (alpha[k] + nd[k]) * rden[k]
+        if per_doc_alpha:
+            # document start: s_d, r and every coefficient from scratch (alpha_d is new)
+            a = alpha + d * K
+            s = 0.0
+            for k in range(K):
+                s += a[k] * beta * rden[k]
+                coef[k] = (a[k] + nd[k]) * rden[k]
+                if nd[k] > 0:
+                    dt_pos[k] = <int32_t> n_dt
+                    dt[n_dt] = <int32_t> k
+                    n_dt += 1
+                    r += nd[k] * beta * rden[k]
+        else:
+            for k in range(K):
+                if nd[k] > 0:
+                    dt_pos[k] = <int32_t> n_dt
+                    dt[n_dt] = <int32_t> k
+                    n_dt += 1
+                    r += nd[k] * beta * rden[k]
+                    coef[k] = (alpha[k] + nd[k]) * rden[k]
         for i in range(doc_ptr[d], doc_ptr[d + 1]):
             w = words[i]
             lst = wt_entries + wt_ptr[w]
@@ -335,7 +355,7 @@ cdef int64_t _sweep_chunk_sparse(int64_t d_begin, int64_t d_end, const int64_t* 
 
             # remove the token from every count
             inv = rden[k]
-            s -= alpha[k] * beta * inv
+            s -= a[k] * beta * inv
             r -= nd[k] * beta * inv
             _wt_decrement_at(lst, &wt_len[w], _find_topic(lst, wt_len[w], k, mask), one)
             nd[k] -= 1
@@ -347,9 +367,9 @@ cdef int64_t _sweep_chunk_sparse(int64_t d_begin, int64_t d_end, const int64_t* 
                 dt_pos[dt[j]] = <int32_t> j
             inv = 1.0 / (vbeta + nk[k])
             rden[k] = inv
-            s += alpha[k] * beta * inv
+            s += a[k] * beta * inv
             r += nd[k] * beta * inv
-            coef[k] = (alpha[k] + nd[k]) * inv
+            coef[k] = (a[k] + nd[k]) * inv
 
             # topic-word bucket
             q = 0.0
@@ -387,7 +407,7 @@ cdef int64_t _sweep_chunk_sparse(int64_t d_begin, int64_t d_end, const int64_t* 
                 u = u - q - r
                 acc = 0.0
                 for kk in range(K):
-                    acc = acc + alpha[kk] * beta * rden[kk]
+                    acc = acc + a[kk] * beta * rden[kk]
                     if u < acc:
                         k = kk
                         found = True
@@ -400,7 +420,7 @@ cdef int64_t _sweep_chunk_sparse(int64_t d_begin, int64_t d_end, const int64_t* 
             # add the token with its new topic
             z[i] = <int32_t> k
             inv = rden[k]
-            s -= alpha[k] * beta * inv
+            s -= a[k] * beta * inv
             r -= nd[k] * beta * inv
             if pos == -2:
                 pos = _find_topic(lst, wt_len[w], k, mask)
@@ -413,13 +433,14 @@ cdef int64_t _sweep_chunk_sparse(int64_t d_begin, int64_t d_end, const int64_t* 
             nk[k] += 1
             inv = 1.0 / (vbeta + nk[k])
             rden[k] = inv
-            s += alpha[k] * beta * inv
+            s += a[k] * beta * inv
             r += nd[k] * beta * inv
-            coef[k] = (alpha[k] + nd[k]) * inv
+            coef[k] = (a[k] + nd[k]) * inv
 
-        for j in range(n_dt):
-            k = dt[j]
-            coef[k] = alpha[k] * rden[k]
+        if not per_doc_alpha:
+            for j in range(n_dt):
+                k = dt[j]
+                coef[k] = a[k] * rden[k]
     return fallbacks
 
 
@@ -429,7 +450,7 @@ def gibbs_sweep(const int64_t[::1] doc_ptr,      # IN  (D + 1) token offsets
                 int32_t[:, ::1] ndk,             # IN/OUT (D, K)
                 int32_t[:, ::1] nkw,             # IN/OUT (V, K) word-major
                 int64_t[::1] nk,                 # IN/OUT (K)
-                const double[:, ::1] alpha,      # IN  (1, K), or (D, K) per document (dense only)
+                const double[:, ::1] alpha,      # IN  (1, K), or (D, K) per document (DMR)
                 double beta,
                 const int64_t[::1] chunk_bounds, # IN  (C + 1) document boundaries of chunks
                 list streams,                    # IN  C PCG64 bit generators, one per chunk
@@ -447,8 +468,8 @@ def gibbs_sweep(const int64_t[::1] doc_ptr,      # IN  (D + 1) token offsets
     the merge order does not matter). Equivalent to ``tests/reference/gibbs.py::sweep``.
     """
     cdef bint per_doc_alpha = alpha.shape[0] > 1
-    if per_doc_alpha and sparse:
-        raise ValueError("SparseLDA needs one alpha for every document; use the dense sampler")
+    if per_doc_alpha and alpha.shape[0] != ndk.shape[0]:
+        raise ValueError(f"alpha has {alpha.shape[0]} rows for {ndk.shape[0]} documents")
     cdef Py_ssize_t C = chunk_bounds.shape[0] - 1
     cdef Py_ssize_t K = ndk.shape[1], V = nkw.shape[0]
     cdef Py_ssize_t N = words.shape[0]
@@ -513,8 +534,8 @@ def gibbs_sweep(const int64_t[::1] doc_ptr,      # IN  (D + 1) token offsets
             if sparse:
                 fallbacks = _sweep_chunk_sparse(
                     chunk_bounds[0], chunk_bounds[1], &doc_ptr[0], &words[0], &z[0], &ndk[0, 0],
-                    &nk[0], &alpha[0, 0], beta, vbeta, K, &wt_entries[0], &wt_ptr[0],
-                    &wt_len[0], bits, dt, dt_pos, coef, qbuf, rden, gens[0])
+                    &nk[0], &alpha[0, 0], per_doc_alpha, beta, vbeta, K, &wt_entries[0],
+                    &wt_ptr[0], &wt_len[0], bits, dt, dt_pos, coef, qbuf, rden, gens[0])
                 # O(V K) writes, but no copy of the lists (the sweep itself costs O(N))
                 _lists_to_counts(&wt_entries[0], &wt_ptr[0], &wt_len[0], &nkw[0, 0], V, K, bits)
             else:
@@ -564,8 +585,9 @@ def gibbs_sweep(const int64_t[::1] doc_ptr,      # IN  (D + 1) token offsets
                 if sparse:
                     fallbacks += _sweep_chunk_sparse(
                         chunk_bounds[0], chunk_bounds[1], &doc_ptr[0], &words[0], &z[0],
-                        &ndk[0, 0], &nk[0], &alpha[0, 0], beta, vbeta, K, &wt_entries[0],
-                        &wt_ptr[0], &wt_len[0], bits, dt, dt_pos, coef, qbuf, rden, gens[0])
+                        &ndk[0, 0], &nk[0], &alpha[0, 0], per_doc_alpha, beta, vbeta, K,
+                        &wt_entries[0], &wt_ptr[0], &wt_len[0], bits, dt, dt_pos, coef, qbuf,
+                        rden, gens[0])
                 else:
                     fallbacks += _sweep_chunk_dense(
                         chunk_bounds[0], chunk_bounds[1], &doc_ptr[0], &words[0], &z[0],
@@ -580,8 +602,9 @@ def gibbs_sweep(const int64_t[::1] doc_ptr,      # IN  (D + 1) token offsets
                 memcpy(c_len[c - 1], snap_len, V * sizeof(int32_t))
                 fallbacks += _sweep_chunk_sparse(
                     chunk_bounds[c], chunk_bounds[c + 1], &doc_ptr[0], &words[0], &z[0],
-                    &ndk[0, 0], &c_nk[(c - 1) * K], &alpha[0, 0], beta, vbeta, K, c_wt[c - 1],
-                    &wt_ptr[0], c_len[c - 1], bits, dt, dt_pos, coef, qbuf, rden, gens[c])
+                    &ndk[0, 0], &c_nk[(c - 1) * K], &alpha[0, 0], per_doc_alpha, beta, vbeta, K,
+                    c_wt[c - 1], &wt_ptr[0], c_len[c - 1], bits, dt, dt_pos, coef, qbuf, rden,
+                    gens[c])
             elif sparse:
                 tid = threadid()
                 if t_wt[tid] == NULL:
@@ -592,8 +615,8 @@ def gibbs_sweep(const int64_t[::1] doc_ptr,      # IN  (D + 1) token offsets
                 memcpy(t_len[tid], snap_len, V * sizeof(int32_t))
                 fallbacks += _sweep_chunk_sparse(
                     chunk_bounds[c], chunk_bounds[c + 1], &doc_ptr[0], &words[0], &z[0],
-                    &ndk[0, 0], l_nk, &alpha[0, 0], beta, vbeta, K, t_wt[tid], &wt_ptr[0],
-                    t_len[tid], bits, dt, dt_pos, coef, qbuf, rden, gens[c])
+                    &ndk[0, 0], l_nk, &alpha[0, 0], per_doc_alpha, beta, vbeta, K, t_wt[tid],
+                    &wt_ptr[0], t_len[tid], bits, dt, dt_pos, coef, qbuf, rden, gens[c])
             else:
                 memcpy(l_nk, snap_nk, K * sizeof(int64_t))
                 if private:

@@ -5,8 +5,8 @@ Two training algorithms:
 
 * ``dmr-sem`` -- stochastic EM (§9.2): collapsed Gibbs sweeps with a prior per document (the
   dense sampler of :func:`topictk.inference._gibbs.gibbs_sweep`, AD-LDA chunks for threads;
-  ``sparse: true`` opts in to the exact SparseLDA sampler with a prior per document of
-  :func:`topictk.inference._dmr.sparse_sweep`), and every ``optimize_interval`` sweeps after
+  ``sparse: true`` opts in to the exact SparseLDA sampler of the same kernel with the prior
+  per document in its buckets), and every ``optimize_interval`` sweeps after
   ``optimize_burn_in`` the weights nu maximise the Polya log likelihood of the current topic
   counts plus the Gaussian prior, by L-BFGS (scipy, warm start, one BLAS thread). Each objective
   evaluation is one call of :func:`topictk.inference._dmr.polya_terms` (per-document terms,
@@ -342,18 +342,10 @@ class DMRSEMDriver(Driver):
                 _gibbs.build_word_topic_lists(state.nkw, self._wt_ptr, self._wt_entries,
                                               self._wt_len, self.bits, self.threads)
                 self._lists_for = state.nkw
-            fallbacks = _dmr.sparse_sweep(
-                self.doc_ptr, self.words, state.z, state.ndk, state.nkw, state.nk,
-                self.document_alpha(state), state.beta, self.bounds, chunk_streams,
-                self._wt_ptr, self._wt_entries, self._wt_len, self.bits, self.threads)
-            if self.n_chunks > 1:       # the merge changed the counts: lists from counts
-                _gibbs.build_word_topic_lists(state.nkw, self._wt_ptr, self._wt_entries,
-                                              self._wt_len, self.bits, self.threads)
-        else:
-            fallbacks = _gibbs.gibbs_sweep(
-                self.doc_ptr, self.words, state.z, state.ndk, state.nkw, state.nk,
-                self.document_alpha(state), state.beta, self.bounds, chunk_streams, False,
-                self._wt_ptr, self._wt_entries, self._wt_len, self.bits, self.threads)
+        fallbacks = _gibbs.gibbs_sweep(
+            self.doc_ptr, self.words, state.z, state.ndk, state.nkw, state.nk,
+            self.document_alpha(state), state.beta, self.bounds, chunk_streams, self.sparse,
+            self._wt_ptr, self._wt_entries, self._wt_len, self.bits, self.threads)
         state.step = sweep
         collect = (state.step > opts.burn_in and (state.step - opts.burn_in) % opts.thin == 0)
         extra["fallbacks"] = int(fallbacks)
