@@ -74,32 +74,46 @@ def _sweep_dense(docs, doc_ptr, words, z, ndk, nkw, nk, alpha, beta, rng):
 
 def _sweep_sparse(docs, doc_ptr, words, z, ndk, nkw, nk, alpha, beta, rng, lists, bits):
     """SparseLDA with the s, r, q buckets maintained incrementally as the kernel does:
-    rden[k] = 1 / (V beta + n_k) and coef[k] = (alpha_k + n_dk) rden[k] are cached."""
+    rden[k] = 1 / (V beta + n_k) and coef[k] = (alpha_k + n_dk) rden[k] are cached. With a
+    (D, K) alpha (DMR) s_d and every coefficient are computed afresh at each document start."""
     K = ndk.shape[1]
     vbeta = nkw.shape[0] * beta
     mask = (1 << bits) - 1
-    alpha = [float(a) for a in np.ravel(alpha)]
+    per_doc = np.ndim(alpha) == 2 and np.shape(alpha)[0] > 1
+    alpha_rows = alpha
+    a = None if per_doc else [float(x) for x in np.ravel(alpha)]
     s = 0.0
     rden = [0.0] * K
     coef = [0.0] * K
     for k in range(K):
         rden[k] = 1.0 / (vbeta + float(nk[k]))
-        s += alpha[k] * beta * rden[k]
-        coef[k] = alpha[k] * rden[k]
+        if not per_doc:
+            s += a[k] * beta * rden[k]
+            coef[k] = a[k] * rden[k]
     for d in docs:
         nd = ndk[d]
         dt: list[int] = []
         r = 0.0
-        for k in range(K):
-            if nd[k] > 0:
-                dt.append(k)
-                r += float(nd[k]) * beta * rden[k]
-                coef[k] = (alpha[k] + float(nd[k])) * rden[k]
+        if per_doc:
+            a = [float(x) for x in alpha_rows[d]]
+            s = 0.0
+            for k in range(K):
+                s += a[k] * beta * rden[k]
+                coef[k] = (a[k] + float(nd[k])) * rden[k]
+                if nd[k] > 0:
+                    dt.append(k)
+                    r += float(nd[k]) * beta * rden[k]
+        else:
+            for k in range(K):
+                if nd[k] > 0:
+                    dt.append(k)
+                    r += float(nd[k]) * beta * rden[k]
+                    coef[k] = (a[k] + float(nd[k])) * rden[k]
         for i in range(doc_ptr[d], doc_ptr[d + 1]):
             w, k = int(words[i]), int(z[i])
             lst = lists[w]
             inv = rden[k]
-            s -= alpha[k] * beta * inv
+            s -= a[k] * beta * inv
             r -= float(nd[k]) * beta * inv
             lst.remove((int(nkw[w, k]) << bits) | k)
             if nkw[w, k] > 1:
@@ -115,9 +129,9 @@ def _sweep_sparse(docs, doc_ptr, words, z, ndk, nkw, nk, alpha, beta, rng, lists
                     dt[j] = last
             inv = 1.0 / (vbeta + float(nk[k]))
             rden[k] = inv
-            s += alpha[k] * beta * inv
+            s += a[k] * beta * inv
             r += float(nd[k]) * beta * inv
-            coef[k] = (alpha[k] + float(nd[k])) * inv
+            coef[k] = (a[k] + float(nd[k])) * inv
 
             q, qcum = 0.0, []
             for e in lst:
@@ -137,13 +151,13 @@ def _sweep_sparse(docs, doc_ptr, words, z, ndk, nkw, nk, alpha, beta, rng, lists
                 u = u - q - r
                 acc, cum = 0.0, []
                 for kk in range(K):
-                    acc = acc + alpha[kk] * beta * rden[kk]
+                    acc = acc + a[kk] * beta * rden[kk]
                     cum.append(acc)
                 k = _draw(u, cum)
 
             z[i] = k
             inv = rden[k]
-            s -= alpha[k] * beta * inv
+            s -= a[k] * beta * inv
             r -= float(nd[k]) * beta * inv
             if nkw[w, k] > 0:
                 lst.remove((int(nkw[w, k]) << bits) | k)
@@ -156,11 +170,12 @@ def _sweep_sparse(docs, doc_ptr, words, z, ndk, nkw, nk, alpha, beta, rng, lists
             nk[k] += 1
             inv = 1.0 / (vbeta + float(nk[k]))
             rden[k] = inv
-            s += alpha[k] * beta * inv
+            s += a[k] * beta * inv
             r += float(nd[k]) * beta * inv
-            coef[k] = (alpha[k] + float(nd[k])) * inv
-        for k in dt:
-            coef[k] = alpha[k] * rden[k]
+            coef[k] = (a[k] + float(nd[k])) * inv
+        if not per_doc:
+            for k in dt:
+                coef[k] = a[k] * rden[k]
 
 
 def sweep(doc_ptr, words, z, ndk, nkw, nk, alpha, beta, chunk_bounds, rngs, sparse):
