@@ -37,7 +37,7 @@ from topictk.errors import ConfigError, CorpusError, CorpusUsageError, Numerical
 from topictk.inference import _dmr, _gibbs, _minibatch
 from topictk.inference.base import (Driver, StepInfo, TestSet, chunk_bounds_by_docs,
                                     chunk_bounds_by_tokens, word_frequencies)
-from topictk.inference.gibbs import fold_in_probabilities
+from topictk.inference.gibbs import fold_in_probabilities, resolve_sample_schedule
 from topictk.inference.registry import register
 from topictk.inference.sgrld import (FLOOR, TRAIN_HELDOUT_PASS, SGRLDDriver, sgrld_update)
 from topictk.state.counts import phi_hat as counts_phi_hat
@@ -259,15 +259,7 @@ class DMRSEMDriver(Driver):
     @classmethod
     def check_config(cls, data: dict, where: str) -> None:
         check_dmr_config(cls, data, where)
-        inf = data["inference"]
-        iterations = inf["iterations"]
-        if inf["burn_in"] is None:
-            inf["burn_in"] = iterations // 2
-        if inf["burn_in"] >= iterations:
-            raise ConfigError(f"inference.burn_in must be < inference.iterations ({iterations}); "
-                              f"got {inf['burn_in']} ({where})")
-        if inf["thin"] is None:
-            inf["thin"] = max(1, (iterations - inf["burn_in"]) // 10)
+        resolve_sample_schedule(data["inference"], where)
 
     def __init__(self, config, store, threads: int = 1):
         super().__init__(config, store, threads)

@@ -56,6 +56,19 @@ def fold_in_probabilities(test: TestSet, weights: np.ndarray, phi: np.ndarray,
     return out
 
 
+def resolve_sample_schedule(inf: dict, where: str) -> None:
+    """Defaults and check of a sweep-based sampler's samples: burn-in half the iterations,
+    then 10 samples (Gibbs, dmr-sem)."""
+    iterations = inf["iterations"]
+    if inf["burn_in"] is None:
+        inf["burn_in"] = iterations // 2
+    if inf["burn_in"] >= iterations:
+        raise ConfigError(f"inference.burn_in must be < inference.iterations ({iterations}); "
+                          f"got {inf['burn_in']} ({where})")
+    if inf["thin"] is None:
+        inf["thin"] = max(1, (iterations - inf["burn_in"]) // 10)
+
+
 @register
 class GibbsDriver(Driver):
     """Collapsed Gibbs sampling; one step is one sweep over the training corpus."""
@@ -79,15 +92,7 @@ class GibbsDriver(Driver):
 
     @classmethod
     def check_config(cls, data: dict, where: str) -> None:
-        inf = data["inference"]
-        iterations = inf["iterations"]
-        if inf["burn_in"] is None:
-            inf["burn_in"] = iterations // 2
-        if inf["burn_in"] >= iterations:
-            raise ConfigError(f"inference.burn_in must be < inference.iterations ({iterations}); "
-                              f"got {inf['burn_in']} ({where})")
-        if inf["thin"] is None:
-            inf["thin"] = max(1, (iterations - inf["burn_in"]) // 10)
+        resolve_sample_schedule(data["inference"], where)
 
     def __init__(self, config, store, threads: int = 1):
         super().__init__(config, store, threads)
