@@ -75,8 +75,11 @@ def peak():
         if line.startswith("VmHWM:"):
             open(out, "w").write(line.split()[1])
 atexit.register(peak)
-sys.argv = sys.argv[2:]
-runpy.run_module(sys.argv[0], run_name="__main__", alter_sys=True)
+if sys.argv[2] == "-c":
+    exec(sys.argv[3])
+else:
+    sys.argv = sys.argv[3:]
+    runpy.run_module(sys.argv[0], run_name="__main__", alter_sys=True)
 """
 
 
@@ -85,13 +88,7 @@ def run(cmd: list[str]) -> tuple[int, float, int]:
     ``python -c CODE``."""
     peak_file = WORK / "peak.txt"
     peak_file.unlink(missing_ok=True)
-    if cmd[1] == "-m":
-        cmd = [cmd[0], "-c", PEAK_WRAPPER, str(peak_file)] + cmd[2:]
-    else:
-        cmd = [cmd[0], "-c", PEAK_WRAPPER.replace("runpy.run_module(sys.argv[0], "
-                                                  "run_name=\"__main__\", alter_sys=True)",
-                                                  "exec(sys.argv[1])"),
-               str(peak_file), "-c", cmd[2]]
+    cmd = [cmd[0], "-c", PEAK_WRAPPER, str(peak_file)] + cmd[1:]
     began = time.perf_counter()
     proc = subprocess.run(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
     if proc.returncode != 0:
