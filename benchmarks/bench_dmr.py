@@ -52,6 +52,7 @@ SECTION = "## DMR and particle EM"
 ALPHA, BETA = 0.1, 0.01
 SIGMA2, SIGMA2_INTERCEPT = 0.5, 100.0
 FOLD_IN_SWEEPS, FOLD_IN_BURN_IN = 50, 25
+DMR_LIBS = ["gibbs", "dmr-sem", "dmr-sem-dense", "tomotopy-dmr", "sgrld", "dmr-sgrld"]
 
 CORPORA = {
     "poliblog": {
@@ -64,7 +65,7 @@ CORPORA = {
     "nips": {
         "prepare": ["nips12_roweis_knowceans/docword.nips12.txt.gz",
                     "--vocab", "nips12_roweis_knowceans/vocab.nips12.txt",
-                    "--meta-file", "nips12_roweis_knowceans/metadata.tsv", "--meta", "year"],
+                    "--meta-file", "nips12_roweis_knowceans/metadata.tsv", "--meta", "year:cat"],
         "fields": ["year"],
         "sgrld": {"updates": 300, "batch": 128},
     },
@@ -86,12 +87,22 @@ def run_measured(cmd: list[str], log_path: Path) -> dict:
     with open(log_path, "w") as log:
         log.write("$ " + shlex.join(cmd) + "\n")
         log.flush()
+        busy0 = busy_seconds()
         began = time.perf_counter()
         proc = subprocess.Popen(cmd, stdout=log, stderr=log, cwd=REPO)
         _, status, usage = os.wait4(proc.pid, 0)
         wall = time.perf_counter() - began
-    return {"rc": os.waitstatus_to_exitcode(status), "wall": wall,
-            "cpu": usage.ru_utime + usage.ru_stime, "maxrss": usage.ru_maxrss * 1024}
+        busy = busy_seconds() - busy0
+    cpu = usage.ru_utime + usage.ru_stime
+    return {"rc": os.waitstatus_to_exitcode(status), "wall": wall, "cpu": cpu,
+            "maxrss": usage.ru_maxrss * 1024, "contention": max(0.0, busy - cpu) / wall}
+
+
+def busy_seconds() -> float:
+    """CPU seconds all processes have used since boot (from /proc/stat)."""
+    with open("/proc/stat") as f:
+        parts = [int(x) for x in f.readline().split()[1:]]
+    return (sum(parts) - parts[3] - parts[4]) / os.sysconf("SC_CLK_TCK")
 
 
 def process_cpu() -> float:
@@ -249,14 +260,15 @@ class Bench:
         return out
 
     # ---- topictk runs
-    def topictk_row(self, key: str, store: Path, config: dict) -> dict:
+    def topictk_row(self, key: str, store: Path, config: dict, seed: int | None = None) -> dict:
         if key in self.results["rows"] and not self.args.rerun:
             return self.results["rows"][key]
         base = WORK / "runs" / key
         base.mkdir(parents=True, exist_ok=True)
         run_dir = base / "run"
         config = {"corpus": str(store), "output": str(run_dir), **config,
-                  "training": {"seed": self.args.seed, "threads": 1, "eval_every": 0,
+                  "training": {"seed": self.args.seeds[0] if seed is None else seed,
+                               "threads": 1, "eval_every": 0,
                                "checkpoint_every": 0, "keep_checkpoints": 1},
                   "evaluation": {"fold_in_sweeps": FOLD_IN_SWEEPS,
                                  "fold_in_burn_in": FOLD_IN_BURN_IN}}
@@ -285,6 +297,7 @@ class Bench:
                "peak_rss": res["maxrss"], "perplexity": result["perplexity"],
                "samples": result.get("samples"), "eval_seconds": e["wall"],
                "load_before": load0, "load_after": load_average(),
+               "contention": res["contention"],
                "tokens_seen": int(header["clock"]["tokens_seen"])}
         for k in ("umass", "npmi", "diversity"):
             row[k] = result.get(k)
@@ -293,14 +306,14 @@ class Bench:
         return row
 
     def tomotopy_row(self, key: str, store: Path, corpus: str, K: int, iterations: int,
-                     sample_steps: list[int]) -> dict:
+                     sample_steps: list[int], seed: int) -> dict:
         if key in self.results["rows"] and not self.args.rerun:
             return self.results["rows"][key]
         base = WORK / "runs" / key
         base.mkdir(parents=True, exist_ok=True)
         load0 = load_average()
         res = self.worker("_tomotopy", {
-            "store": str(store), "K": K, "iterations": iterations, "seed": self.args.seed,
+            "store": str(store), "K": K, "iterations": iterations, "seed": seed,
             "fields": CORPORA[corpus]["fields"], "optimize_burn_in": self.args.optimize_burn_in,
             "optimize_interval": self.args.optimize_interval, "sample_steps": sample_steps,
             "out": str(base / "result.json")}, base / "train.log")
@@ -308,7 +321,7 @@ class Bench:
             return {"error": f"tomotopy exit {res['rc']} (see {base / 'train.log'})"}
         row = json.loads((base / "result.json").read_text())
         row.update({"peak_rss": res["maxrss"], "load_before": load0,
-                    "load_after": load_average()})
+                    "load_after": load_average(), "contention": res["contention"]})
         self.results["rows"][key] = row
         self.save()
         return row
@@ -319,55 +332,55 @@ class Bench:
         thin = max(1, (iterations - burn) // 10)
         return burn, thin, [s for s in range(burn + thin, iterations + 1, thin)]
 
+    def dmr_jobs(self, corpus: str, K: int, store: Path, seed: int) -> dict:
+        """name -> job for one corpus, K and seed (each job trains, evaluates and returns a
+        row). Plain LDA is trained by both DMR algorithms' counterparts: collapsed Gibbs for
+        dmr-sem, SGRLD (same schedule, batches and local sweeps) for dmr-sgrld."""
+        a = self.args
+        I = a.iterations
+        burn, thin, steps = self.sample_schedule(I)
+        common = {"iterations": I, "burn_in": burn, "thin": thin}
+        sg = CORPORA[corpus]["sgrld"]
+        sgrld = {"iterations": sg["updates"], "batch_size": sg["batch"], "sweeps": a.sgrld_sweeps,
+                 "step": {"a": a.sgrld_a, "b": 1000, "c": 0.55}, "burn_in": sg["updates"] // 2,
+                 "samples": 10}
+        lda = {"topics": K, "alpha": ALPHA, "beta": BETA}
+        dmr = {"family": "dmr", **lda}
+        regression = {"sigma2": SIGMA2, "sigma2_intercept": SIGMA2_INTERCEPT}
+        sem = {"algorithm": "dmr-sem", **common, "optimize_burn_in": a.optimize_burn_in,
+               "optimize_interval": a.optimize_interval, **regression}
+        configs = {
+            "gibbs": {"model": lda, "inference": {"algorithm": "gibbs", **common}},
+            "dmr-sem": {"model": dmr, "inference": {**sem, "sparse": True}},
+            "dmr-sem-dense": {"model": dmr, "inference": {**sem, "sparse": False}},
+            "sgrld": {"model": lda, "inference": {"algorithm": "sgrld", **sgrld}},
+            "dmr-sgrld": {"model": dmr,
+                          "inference": {"algorithm": "dmr-sgrld", **sgrld, **regression}},
+        }
+        jobs = {name: (lambda name=name, config=config: self.topictk_row(
+                    f"{corpus}-K{K}-{name}-s{seed}", store, config, seed))
+                for name, config in configs.items()}
+        jobs["tomotopy-dmr"] = lambda: self.tomotopy_row(
+            f"{corpus}-K{K}-tomotopy-dmr-s{seed}", store, corpus, K, I, steps, seed)
+        return jobs
+
     def part_dmr(self) -> None:
         a = self.args
         for corpus in a.corpora:
             store = self.store(corpus)
             for K in a.topics:
-                I = a.iterations
-                burn, thin, steps = self.sample_schedule(I)
-                common = {"iterations": I, "burn_in": burn, "thin": thin}
-                sg = CORPORA[corpus]["sgrld"]
-                jobs = [
-                    ("gibbs", lambda: self.topictk_row(
-                        f"{corpus}-K{K}-gibbs", store,
-                        {"model": {"topics": K, "alpha": ALPHA, "beta": BETA},
-                         "inference": {"algorithm": "gibbs", **common}})),
-                    ("dmr-sem", lambda: self.topictk_row(
-                        f"{corpus}-K{K}-dmr-sem", store,
-                        {"model": {"family": "dmr", "topics": K, "alpha": ALPHA, "beta": BETA},
-                         "inference": {"algorithm": "dmr-sem", **common, "sparse": False,
-                                       "optimize_burn_in": a.optimize_burn_in,
-                                       "optimize_interval": a.optimize_interval,
-                                       "sigma2": SIGMA2, "sigma2_intercept": SIGMA2_INTERCEPT}})),
-                    ("dmr-sem-sparse", lambda: self.topictk_row(
-                        f"{corpus}-K{K}-dmr-sem-sparse", store,
-                        {"model": {"family": "dmr", "topics": K, "alpha": ALPHA, "beta": BETA},
-                         "inference": {"algorithm": "dmr-sem", **common, "sparse": True,
-                                       "optimize_burn_in": a.optimize_burn_in,
-                                       "optimize_interval": a.optimize_interval,
-                                       "sigma2": SIGMA2, "sigma2_intercept": SIGMA2_INTERCEPT}})),
-                    ("tomotopy-dmr", lambda: self.tomotopy_row(
-                        f"{corpus}-K{K}-tomotopy", store, corpus, K, I, steps)),
-                    ("dmr-sgrld", lambda: self.topictk_row(
-                        f"{corpus}-K{K}-dmr-sgrld", store,
-                        {"model": {"family": "dmr", "topics": K, "alpha": ALPHA, "beta": BETA},
-                         "inference": {"algorithm": "dmr-sgrld", "iterations": sg["updates"],
-                                       "batch_size": sg["batch"], "sweeps": a.sgrld_sweeps,
-                                       "step": {"a": a.sgrld_a, "b": 1000, "c": 0.55},
-                                       "burn_in": sg["updates"] // 2, "samples": 10,
-                                       "sigma2": SIGMA2,
-                                       "sigma2_intercept": SIGMA2_INTERCEPT}})),
-                ]
-                for name, job in jobs:
-                    if name not in a.libs:
-                        continue
-                    self.log(f"{corpus} K={K} {name} ...")
-                    row = job()
-                    self.log("  " + (row.get("error") or
-                                     f"perplexity {row['perplexity']:.1f}, "
-                                     f"train {row['train_seconds']:.1f} s wall / "
-                                     f"{row['train_cpu']:.1f} s CPU"))
+                for seed in a.seeds:
+                    jobs = self.dmr_jobs(corpus, K, store, seed)
+                    for name in DMR_LIBS:
+                        if name not in a.libs:
+                            continue
+                        self.log(f"{corpus} K={K} seed {seed} {name} ...")
+                        row = jobs[name]()
+                        self.log("  " + (row.get("error") or
+                                         f"perplexity {row['perplexity']:.1f}, "
+                                         f"train {row['train_seconds']:.1f} s wall / "
+                                         f"{row['train_cpu']:.1f} s CPU, contention "
+                                         f"{row.get('contention', float('nan')):.2f}"))
 
     def part_pem(self) -> None:
         a = self.args
@@ -407,8 +420,52 @@ def _fmt(x, spec=".1f"):
     return "n/a" if x is None else format(x, spec)
 
 
+def _seed_rows(rows: dict, corpus: str, K: int, name: str, seeds: list[int]) -> dict:
+    """seed -> row of one method (rows with errors left out)."""
+    out = {}
+    for seed in seeds:
+        r = rows.get(f"{corpus}-K{K}-{name}-s{seed}")
+        if r and "error" not in r:
+            out[seed] = r
+    return out
+
+
+def _mean(values) -> float:
+    values = list(values)
+    return sum(values) / len(values)
+
+
+def _sd(values) -> float:
+    values = list(values)
+    if len(values) < 2:
+        return 0.0
+    m = _mean(values)
+    return (sum((v - m) ** 2 for v in values) / (len(values) - 1)) ** 0.5
+
+
+def _paired(a: dict, b: dict) -> tuple[float, int, int] | None:
+    """Mean relative perplexity difference a/b - 1 over the seeds both have, and how many of
+    those seeds have a below b."""
+    common = sorted(set(a) & set(b))
+    if not common:
+        return None
+    rel = [a[s]["perplexity"] / b[s]["perplexity"] - 1 for s in common]
+    return _mean(rel), sum(r < 0 for r in rel), len(common)
+
+
+LABELS = {"gibbs": "topictk gibbs (LDA)",
+          "dmr-sem": "topictk dmr-sem (SparseLDA, default)",
+          "dmr-sem-dense": "topictk dmr-sem `sparse: false` (dense, §9.2)",
+          "tomotopy-dmr": "tomotopy DMRModel",
+          "sgrld": "topictk sgrld (LDA)",
+          "dmr-sgrld": "topictk dmr-sgrld"}
+LDA_OF = {"dmr-sem": "gibbs", "dmr-sem-dense": "gibbs", "tomotopy-dmr": "gibbs",
+          "dmr-sgrld": "sgrld"}
+
+
 def write_section(results: dict, args) -> None:
     rows = results["rows"]
+    seeds = list(args.seeds)
     today = _dt.date.today().isoformat()
     lines = [SECTION, ""]
     try:
@@ -416,85 +473,94 @@ def write_section(results: dict, args) -> None:
         tomo = f"tomotopy {tomotopy.__version__} ({tomotopy.isa})"
     except ImportError:
         tomo = "tomotopy (not importable here)"
+    contention = [r["contention"] for r in rows.values()
+                  if isinstance(r, dict) and "contention" in r]
     lines += [
-        f"Measured {today} by `benchmarks/bench_dmr.py` on a shared {os.cpu_count()}-core machine "
-        f"(other jobs ran at the same time: the load average before/after each run is "
-        f"in `benchmarks/work/dmr/results.json`; CPU seconds are less sensitive to it than wall "
-        f"seconds). One thread everywhere; {tomo}; seed {args.seed}.",
+        f"Measured {today} by `benchmarks/bench_dmr.py` on a {os.cpu_count()}-core machine. "
+        f"Every training run is its own process with one thread; `contention` is the number of "
+        f"cores other processes kept busy while it ran (from /proc/stat; "
+        + (f"{min(contention):.2f}-{max(contention):.2f} over the rows" if contention else "n/a")
+        + f"), the same background for topictk and tomotopy rows. {tomo}; seeds "
+        f"{', '.join(map(str, seeds))} (each row is run once per seed).",
         "",
         "### DMR: held-out perplexity against plain LDA and tomotopy",
         "",
         f"Document completion on the store's 10 % test documents (20 % of each held out), fold-in "
         f"{FOLD_IN_SWEEPS} sweeps ({FOLD_IN_BURN_IN} burn-in), probabilities averaged over 10 "
         f"samples (topictk: its saved samples; tomotopy: snapshots at the same sweeps), all scored "
-        f"by topictk's evaluator. **Fewer iterations than the paper defaults** (budget of about "
-        f"40 minutes for every benchmark on a busy 2-core machine), the same for every library: "
-        f"{args.iterations} sweeps for `gibbs`, `dmr-sem` and tomotopy (samples every "
-        f"{max(1, (args.iterations - args.iterations // 2) // 10)} sweeps after "
-        f"{args.iterations // 2}); nu/lambda optimised every {args.optimize_interval} sweeps after "
-        f"{args.optimize_burn_in} (both libraries); `dmr-sgrld`: "
+        f"by topictk's evaluator. {args.iterations} sweeps for `gibbs`, `dmr-sem` and tomotopy "
+        f"(samples every {max(1, (args.iterations - args.iterations // 2) // 10)} sweeps after "
+        f"{args.iterations // 2}; fewer than §9.2's 1,000, the same for every library); "
+        f"nu/lambda optimised every {args.optimize_interval} sweeps after "
+        f"{args.optimize_burn_in} (both libraries); `sgrld` and `dmr-sgrld`: "
         + ", ".join(f"{c} {v['sgrld']['updates']} updates of {v['sgrld']['batch']} documents"
                     for c, v in CORPORA.items() if "sgrld" in v)
         + f" (about as many token draws as {args.iterations} sweeps), {args.sgrld_sweeps} local "
-        f"sweeps, a_eps = {args.sgrld_a}, 10 samples from the second half. "
+        f"sweeps, a_eps = {args.sgrld_a}, b = 1000, c = 0.55, 10 samples from the second half. "
         f"alpha(_init) = {ALPHA}, beta = eta = {BETA}, "
         f"sigma^2 = {SIGMA2} (tomotopy: sigma = sqrt({SIGMA2}); its lambdas have no intercept: "
         f"one weight per topic and metadata category with prior mean ln alpha, while topictk "
         f"has one-hot features with prior mean 0 plus an intercept with sigma^2 = "
         f"{SIGMA2_INTERCEPT:g}). Metadata: poliblog `--meta rating,blog` (topictk: 8 one-hot "
-        f"features + intercept; tomotopy: the 12 categories rating|blog), nips `--meta year` "
-        f"(topictk: standardised year + intercept; tomotopy: the 13 years as categories). "
-        f"`gibbs` is plain LDA with symmetric alpha = {ALPHA}.",
+        f"features + intercept; tomotopy: the 12 categories rating|blog), nips "
+        f"`--meta year:cat` (13 one-hot years + intercept; tomotopy: the 13 years as "
+        f"categories). Plain LDA (`gibbs`, `sgrld`) has symmetric alpha = {ALPHA}; each DMR "
+        f"method is compared with LDA trained by its own kind of algorithm (collapsed Gibbs for "
+        f"`dmr-sem` and tomotopy, SGRLD for `dmr-sgrld`), seed by seed.",
         "",
-        "| corpus | K | method | perplexity | train s (wall) | train s (CPU) | peak RSS MiB | "
-        "vs LDA gibbs | vs tomotopy |",
-        "| --- | --- | --- | --- | --- | --- | --- | --- | --- |",
+        "| corpus | K | method | perplexity (mean ± sd) | train s wall | train s CPU | "
+        "contention | peak RSS MiB | vs its LDA: mean, seeds below | vs tomotopy: ppl, wall, CPU |",
+        "| --- | --- | --- | --- | ---: | ---: | ---: | ---: | --- | --- |",
     ]
+    verdicts = []
     for corpus in ("poliblog", "nips"):
         for K in (20, 50):
-            lda = rows.get(f"{corpus}-K{K}-gibbs", {})
-            tomo_row = rows.get(f"{corpus}-K{K}-tomotopy", {})
-            for name, label in (("gibbs", "topictk gibbs (LDA)"),
-                                ("dmr-sem", "topictk dmr-sem (dense, §9.2 default)"),
-                                ("dmr-sem-sparse", "topictk dmr-sem `sparse: true`"),
-                                ("dmr-sgrld", "topictk dmr-sgrld"),
-                                ("tomotopy", "tomotopy DMRModel")):
-                r = rows.get(f"{corpus}-K{K}-{name}")
-                if not r or "error" in r:
+            by_name = {name: _seed_rows(rows, corpus, K, name, seeds) for name in DMR_LIBS}
+            tomo_rows = by_name["tomotopy-dmr"]
+            for name in DMR_LIBS:
+                rs = by_name[name]
+                if not rs:
                     continue
-                rel_lda = ("" if name == "gibbs" or "perplexity" not in lda else
-                           f"{100 * (r['perplexity'] / lda['perplexity'] - 1):+.1f} %")
+                ppl = [r["perplexity"] for r in rs.values()]
+                wall = _mean(r["train_seconds"] for r in rs.values())
+                cpu = _mean(r["train_cpu"] for r in rs.values())
+                cont = [r["contention"] for r in rs.values() if "contention" in r]
+                rel_lda = ""
+                if name in LDA_OF and (p := _paired(rs, by_name[LDA_OF[name]])):
+                    rel_lda = f"{100 * p[0]:+.2f} % ({LDA_OF[name]}), {p[1]} of {p[2]}"
                 rel_tomo = ""
-                if name.startswith("dmr") and "perplexity" in tomo_row:
-                    rel_tomo = (f"ppl {100 * (r['perplexity'] / tomo_row['perplexity'] - 1):+.1f} %"
-                                f", wall x{r['train_seconds'] / tomo_row['train_seconds']:.2f}"
-                                f", CPU x{r['train_cpu'] / tomo_row['train_cpu']:.2f}")
-                lines.append(f"| {corpus} | {K} | {label} | {_fmt(r['perplexity'])} | "
-                             f"{_fmt(r['train_seconds'])} | {_fmt(r['train_cpu'])} | "
-                             f"{_fmt(r['peak_rss'] / 2**20, '.0f')} | {rel_lda} | {rel_tomo} |")
-    lines += ["", "Targets, from the table (perplexity differences of a few tenths of a percent "
-              "are within the spread between chains, which was not measured for lack of time):",
-              ""]
-    for corpus in ("poliblog", "nips"):
-        for K in (20, 50):
-            lda = rows.get(f"{corpus}-K{K}-gibbs", {}).get("perplexity")
-            tomo = rows.get(f"{corpus}-K{K}-tomotopy", {})
+                if name.startswith("dmr-sem") and tomo_rows:
+                    tp = _paired(rs, tomo_rows)
+                    t_wall = _mean(r["train_seconds"] for r in tomo_rows.values())
+                    t_cpu = _mean(r["train_cpu"] for r in tomo_rows.values())
+                    rel_tomo = (f"{100 * tp[0]:+.2f} %, x{wall / t_wall:.2f}, "
+                                f"x{cpu / t_cpu:.2f}")
+                lines.append(
+                    f"| {corpus} | {K} | {LABELS[name]} | {_mean(ppl):.1f} ± {_sd(ppl):.1f} "
+                    f"({len(ppl)}) | {wall:.1f} | {cpu:.1f} | "
+                    f"{_fmt(_mean(cont) if cont else None, '.2f')} | "
+                    f"{_fmt(max(r['peak_rss'] for r in rs.values()) / 2**20, '.0f')} | "
+                    f"{rel_lda} | {rel_tomo} |")
             parts = []
-            for name in ("dmr-sem", "dmr-sem-sparse", "dmr-sgrld"):
-                r = rows.get(f"{corpus}-K{K}-{name}")
-                if not r or "error" in r or lda is None:
+            for name in ("dmr-sem", "dmr-sgrld"):
+                rs, lda = by_name[name], by_name[LDA_OF[name]]
+                p = _paired(rs, lda)
+                if p is None:
                     continue
-                below = r["perplexity"] < lda
-                text = f"`{name}` {'below' if below else '**not below**'} LDA"
-                if name != "dmr-sgrld" and "perplexity" in tomo:
-                    ok_ppl = r["perplexity"] <= tomo["perplexity"]
-                    ok_wall = r["train_seconds"] <= tomo["train_seconds"]
-                    ok_cpu = r["train_cpu"] <= tomo["train_cpu"]
-                    text += (f", perplexity {'no worse than' if ok_ppl else '**worse than**'} "
-                             f"tomotopy, wall {'<=' if ok_wall else '**>**'} tomotopy's, "
-                             f"CPU {'<=' if ok_cpu else '**>**'} tomotopy's")
+                text = (f"`{name}` {'below' if p[0] < 0 else '**not below**'} LDA "
+                        f"({LDA_OF[name]}; {100 * p[0]:+.2f} %, {p[1]} of {p[2]} seeds)")
+                if name == "dmr-sem" and tomo_rows:
+                    tp = _paired(rs, tomo_rows)
+                    wall = _mean(r["train_seconds"] for r in rs.values())
+                    t_wall = _mean(r["train_seconds"] for r in tomo_rows.values())
+                    text += (f", perplexity {'no worse than' if tp[0] <= 0 else '**worse than**'}"
+                             f" tomotopy ({100 * tp[0]:+.2f} %), wall "
+                             f"{'<=' if wall <= t_wall else '**>**'} tomotopy's "
+                             f"(x{wall / t_wall:.2f})")
                 parts.append(text)
-            lines.append(f"* {corpus} K = {K}: " + "; ".join(parts) + ".")
+            if parts:
+                verdicts.append(f"* {corpus} K = {K}: " + "; ".join(parts) + ".")
+    lines += ["", "Targets (means over the seeds):", ""] + verdicts
     lines += ["", "### Particle EM on uci_kos", ""]
     K, I = args.pem_topics, args.em_iterations
     lines += [
@@ -566,8 +632,7 @@ def parse_args(argv):
     p.add_argument("--part", choices=["dmr", "pem", "all"], default="all")
     p.add_argument("--corpora", nargs="+", default=["poliblog", "nips"])
     p.add_argument("--topics", nargs="+", type=int, default=[20, 50])
-    p.add_argument("--libs", nargs="+", default=["gibbs", "dmr-sem", "dmr-sem-sparse",
-                                                 "tomotopy-dmr", "dmr-sgrld"])
+    p.add_argument("--libs", nargs="+", default=DMR_LIBS, choices=DMR_LIBS)
     p.add_argument("--iterations", type=int, default=300)
     p.add_argument("--optimize-burn-in", type=int, default=100)
     p.add_argument("--optimize-interval", type=int, default=50)
@@ -576,7 +641,9 @@ def parse_args(argv):
     p.add_argument("--pem-topics", type=int, default=20)
     p.add_argument("--em-iterations", type=int, default=50)
     p.add_argument("--particles", nargs="+", type=int, default=[1, 2, 4, 8])
-    p.add_argument("--seed", type=int, default=1)
+    p.add_argument("--seeds", nargs="+", type=int, default=[1, 2, 3],
+                   help="seeds of the DMR part (every row once per seed); the PEM part uses the "
+                        "first")
     p.add_argument("--rerun", action="store_true", help="run rows already in results.json again")
     p.add_argument("--fresh", action="store_true", help="forget results.json")
     p.add_argument("--no-write", action="store_true", help="do not touch RESULTS.md")

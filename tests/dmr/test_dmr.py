@@ -153,7 +153,7 @@ def test_c_frozen_intercept_sweep_is_the_dense_gibbs_sweep(intercept_store, tmp_
     alpha = float(np.exp(np.log(0.1)))
     store = CorpusStore.open(intercept_store)
     dmr = DMRSEMDriver(_config(intercept_store, tmp_path / "a", model={"alpha": 0.1},
-                               optimize_burn_in=1000), store)
+                               optimize_burn_in=1000, sparse=False), store)
     gibbs = GibbsDriver(gibbs_config(intercept_store, tmp_path / "b", topics=5,
                                      model={"alpha": alpha, "beta": 0.05},
                                      inference={"sparse": False}), store)
@@ -180,7 +180,7 @@ def test_d_planted_topics_and_weights_recovered_by_stochastic_em(dmr_store, tmp_
     contrast nu_0,f - mean_{k != 0} nu_k,f is within 0.5 of 2, and the topics are recovered."""
     path, corpus = dmr_store
     config = _config(path, tmp_path / "run", iterations=300, sigma2=10.0, optimize_burn_in=50,
-                     optimize_interval=25, training={"seed": seed})
+                     optimize_interval=25, sparse=False, training={"seed": seed})
     driver = DMRSEMDriver(config, CorpusStore.open(path))
     state = driver.init_state(Streams(seed))
     for t in range(300):
@@ -220,7 +220,8 @@ def test_d_planted_topics_and_weights_recovered_by_sgrld(dmr_store, tmp_path, se
 def test_sem_sweep_equals_reference(dmr_store, tmp_path, seed):
     """A dmr-sem step with nu fixed is the reference sweep with alpha_d = exp(x_d^T nu)."""
     path, _ = dmr_store
-    driver = DMRSEMDriver(_config(path, tmp_path / "run", optimize_burn_in=1000, chunks=2),
+    driver = DMRSEMDriver(_config(path, tmp_path / "run", optimize_burn_in=1000, chunks=2,
+                                  sparse=False),
                           CorpusStore.open(path))
     streams = Streams(seed)
     state = driver.init_state(streams)
@@ -372,7 +373,7 @@ def test_topics_lists_metadata_weights(dmr_store, tmp_path):
     assert np.isfinite(evaluation["perplexity"]) and evaluation["samples"] >= 1
 
 
-# ------------------------------------------------- opt-in sparse sampler (sparse: true)
+# ------------------------------------------- the default sparse sampler (sparse: true)
 @pytest.mark.parametrize("n_chunks,threads", [(1, 1), (2, 1), (2, 2), (3, 2)])
 def test_sparse_sweep_equals_reference(seed, n_chunks, threads):
     """The SparseLDA sweep with a prior per document equals its NumPy twin (counts and z)."""

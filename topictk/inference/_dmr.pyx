@@ -1,12 +1,13 @@
 # cython: language_level=3
 """Kernels of DMR stochastic EM (ALGORITHMS.md §9).
 
-:func:`polya_terms` evaluates the Polya log likelihood of every document and the gradient
-factors g_dk of §9.1 for the nu update (L-BFGS calls it once per function evaluation).
+:func:`polya_objective` evaluates the Polya log likelihood of every document and its gradient in
+nu (§9.1) in one pass over the documents, from the features in sparse rows (L-BFGS calls it once
+per function evaluation).
 
-The sweeps themselves are :func:`topictk.inference._gibbs.gibbs_sweep` with a (D, K) alpha: the
-dense sampler of §9.2 (the default) or SparseLDA with alpha_k replaced by alpha_dk
-(``inference.sparse: true``), AD-LDA chunks for threads in both.
+The sweeps themselves are :func:`topictk.inference._gibbs.gibbs_sweep` with a (D, K) alpha:
+SparseLDA with alpha_k replaced by alpha_dk (the default) or the dense sampler of §9.2
+(``inference.sparse: false``), AD-LDA chunks for threads in both.
 """
 cimport cython
 from cython.parallel cimport prange
@@ -32,47 +33,82 @@ cdef inline (double, double) _polya_terms(double a, int32_t n) noexcept nogil:
     return lngamma(a + n) - lngamma(a), digamma(a + n) - digamma(a)
 
 
-def polya_terms(const double[:, ::1] eta,      # IN  (D, K) x_d^T nu_k
-                const int32_t[:, ::1] ndk,     # IN  (D, K) topic counts
-                const int64_t[::1] lengths,    # IN  (D) N_d
-                double[::1] value,             # OUT (D) ln p(z_d | nu)
-                object g,                      # OUT (D, K) g_dk, or None
-                int threads):
-    """The Polya log likelihood of every document and the gradient factors of §9.1:
+def polya_objective(const int64_t[::1] x_ptr,     # IN  (D + 1) CSR rows of the features
+                    const int32_t[::1] x_idx,     # IN  (nnz) feature index f
+                    const double[::1] x_val,      # IN  (nnz) x_df
+                    const double[:, ::1] nu_t,    # IN  (F, K) nu transposed
+                    const int32_t[:, ::1] ndk,    # IN  (D, K) topic counts
+                    const int64_t[::1] lengths,   # IN  (D) N_d
+                    double eta_min, double eta_max,
+                    double[::1] value,            # OUT (D) ln p(z_d | nu)
+                    double[:, :, ::1] grad_t,     # OUT (B, F, K) per-block sum_d x_df g_dk
+                    double[:, ::1] scratch,       # TMP (B, 2K)
+                    int64_t block_docs,           # documents per block of grad_t
+                    int threads):
+    """The Polya log likelihood of every document and, per block of ``block_docs`` documents,
+    the gradient sum_d x_df g_dk (transposed, (F, K)), with
 
+    eta_dk = clip(x_d^T nu_k, eta_min, eta_max),  alpha_dk = exp(eta_dk),
     ln p(z_d | nu) = lnG(alpha_d.) - lnG(alpha_d. + N_d)
                      + sum_k [lnG(alpha_dk + n_dk) - lnG(alpha_dk)]
     g_dk = alpha_dk [psi(alpha_d.) - psi(alpha_d. + N_d) + psi(alpha_dk + n_dk) - psi(alpha_dk)]
 
-    with alpha_dk = exp(eta_dk) (eta clipped to [-300, 300] by the caller). Documents are
-    independent, so OpenMP over documents changes no number. Equivalent to
-    ``tests/reference/dmr.py::log_likelihood`` / ``gradient`` (per document).
+    O(K nnz(x_d)) per document for eta and the gradient, special functions only where
+    n_dk > 0. Blocks are fixed by ``block_docs`` and summed by the caller in block order, so
+    the result does not depend on ``threads``. Equivalent to ``tests/reference/dmr.py::
+    log_likelihood`` / ``gradient``.
     """
-    cdef Py_ssize_t D = eta.shape[0], K = eta.shape[1], d, k
-    cdef double[:, ::1] g_v
-    cdef double* g_ptr = NULL
-    cdef double total, v, lg, dg, c, a
-    if ndk.shape[0] != D or ndk.shape[1] != K or lengths.shape[0] != D or value.shape[0] != D:
-        raise ValueError("eta, ndk, lengths and value disagree on D or K")
-    if g is not None:
-        g_v = g
-        if g_v.shape[0] != D or g_v.shape[1] != K:
-            raise ValueError("g must be (D, K)")
-        if D > 0 and K > 0:
-            g_ptr = &g_v[0, 0]
+    cdef Py_ssize_t D = ndk.shape[0], K = ndk.shape[1], F = nu_t.shape[0]
+    cdef Py_ssize_t B = grad_t.shape[0], b, d, k, j, f, d_end
+    cdef double total, v, lg, dg, c, x
+    cdef double* a
+    cdef double* g
+    if (nu_t.shape[1] != K or lengths.shape[0] != D or value.shape[0] != D
+            or x_ptr.shape[0] != D + 1 or grad_t.shape[1] != F or grad_t.shape[2] != K):
+        raise ValueError("features, nu, ndk, lengths, value and grad disagree on D, F or K")
+    if block_docs < 1 or B != (D + block_docs - 1) // block_docs:
+        raise ValueError("grad_t must have one block per block_docs documents")
+    if scratch.shape[0] != B or scratch.shape[1] != 2 * K:
+        raise ValueError("scratch must be (B, 2K)")
+    if B == 0 or K == 0:
+        return
     if threads < 1:
         threads = 1
     with nogil:
-        for d in prange(D, schedule="static", num_threads=threads):
-            total = 0.0
-            for k in range(K):
-                total = total + exp(eta[d, k])
-            v = lngamma(total) - lngamma(total + lengths[d])
-            c = digamma(total) - digamma(total + lengths[d])
-            for k in range(K):
-                a = exp(eta[d, k])
-                lg, dg = _polya_terms(a, ndk[d, k])
-                v = v + lg
-                if g_ptr != NULL:
-                    g_ptr[d * K + k] = a * (c + dg)
-            value[d] = v
+        for b in prange(B, schedule="dynamic", num_threads=threads):
+            a = &scratch[b, 0]
+            g = &scratch[b, K]
+            for f in range(F):
+                for k in range(K):
+                    grad_t[b, f, k] = 0.0
+            d_end = (b + 1) * block_docs
+            if d_end > D:
+                d_end = D
+            for d in range(b * block_docs, d_end):
+                for k in range(K):
+                    a[k] = 0.0
+                for j in range(x_ptr[d], x_ptr[d + 1]):
+                    x = x_val[j]
+                    f = x_idx[j]
+                    for k in range(K):
+                        a[k] = a[k] + x * nu_t[f, k]
+                total = 0.0
+                for k in range(K):
+                    if a[k] < eta_min:
+                        a[k] = eta_min
+                    elif a[k] > eta_max:
+                        a[k] = eta_max
+                    a[k] = exp(a[k])
+                    total = total + a[k]
+                v = lngamma(total) - lngamma(total + lengths[d])
+                c = digamma(total) - digamma(total + lengths[d])
+                for k in range(K):
+                    lg, dg = _polya_terms(a[k], ndk[d, k])
+                    v = v + lg
+                    g[k] = a[k] * (c + dg)
+                value[d] = v
+                for j in range(x_ptr[d], x_ptr[d + 1]):
+                    x = x_val[j]
+                    f = x_idx[j]
+                    for k in range(K):
+                        grad_t[b, f, k] = grad_t[b, f, k] + x * g[k]
