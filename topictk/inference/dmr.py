@@ -133,6 +133,14 @@ class PolyaObjective:
                              self.scratch, self.BLOCK_DOCS, self.threads)
         return float(self.values.sum()), np.ascontiguousarray(self.grad_t.sum(axis=0).T)
 
+    def penalised(self, nu: np.ndarray, variances: np.ndarray,
+                  mean: float = 0.0) -> tuple[float, np.ndarray]:
+        """The likelihood plus the Gaussian prior of §9.2 (l(nu) of :func:`nu_objective`)."""
+        value, grad = self(nu)
+        diff = nu - mean
+        return (value - float(np.sum(diff * diff / (2.0 * variances))),
+                grad - diff / variances)
+
 
 def polya_log_likelihood(nu: np.ndarray, X: np.ndarray, ndk: np.ndarray,
                          lengths: np.ndarray, threads: int = 1) -> tuple[float, np.ndarray]:
@@ -140,18 +148,11 @@ def polya_log_likelihood(nu: np.ndarray, X: np.ndarray, ndk: np.ndarray,
     return PolyaObjective(X, ndk, lengths, threads)(nu)
 
 
-def nu_objective(nu: np.ndarray, X, ndk: np.ndarray | None = None,
-                 lengths: np.ndarray | None = None, variances: np.ndarray | None = None,
-                 mean: float = 0.0, threads: int = 1) -> tuple[float, np.ndarray]:
-    """l(nu) = sum_d ln p(z_d | nu) - sum_kf (nu_kf - mu_f)^2 / (2 sigma_f^2) and its gradient.
-    ``X`` is the (D, F) features, or a :class:`PolyaObjective` already built on them (then
-    ``ndk`` and ``lengths`` are not needed)."""
-    polya = X if isinstance(X, PolyaObjective) else PolyaObjective(X, ndk, lengths, threads)
-    value, grad = polya(nu)
-    diff = nu - mean
-    value -= float(np.sum(diff * diff / (2.0 * variances)))
-    grad = grad - diff / variances
-    return value, grad
+def nu_objective(nu: np.ndarray, X: np.ndarray, ndk: np.ndarray, lengths: np.ndarray,
+                 variances: np.ndarray, mean: float = 0.0,
+                 threads: int = 1) -> tuple[float, np.ndarray]:
+    """l(nu) = sum_d ln p(z_d | nu) - sum_kf (nu_kf - mu_f)^2 / (2 sigma_f^2) and its gradient."""
+    return PolyaObjective(X, ndk, lengths, threads).penalised(nu, variances, mean)
 
 
 _BLAS_HANDLES: list | None = None
@@ -208,7 +209,7 @@ def optimize_nu(nu: np.ndarray, X: np.ndarray, ndk: np.ndarray, lengths: np.ndar
     polya = PolyaObjective(X, ndk, lengths, threads)
 
     def negative(flat):
-        value, grad = nu_objective(flat.reshape(shape), polya, variances=variances)
+        value, grad = polya.penalised(flat.reshape(shape), variances)
         return -value, -grad.ravel()
 
     with single_blas_thread():
