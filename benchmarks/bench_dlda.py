@@ -51,6 +51,8 @@ import sys
 import time
 from pathlib import Path
 
+from _results import replace_section   # benchmarks/_results.py (this directory)
+
 HERE = Path(__file__).resolve().parent
 REPO = HERE.parent
 DATA = (REPO / ".." / "shared" / "data" / "20news_gan2015").resolve()
@@ -519,20 +521,8 @@ def refresh(state: dict) -> None:
 
 
 def write_section(state: dict) -> None:
-    """Replace this script's section of RESULTS.md (between its markers), or append it."""
-    text = RESULTS.read_text() if RESULTS.exists() else ""
-    new = section(state)
-    start = text.find(SECTION + "\n\n" + BEGIN)
-    if start >= 0:
-        end = text.index(END, start) + len(END)
-        if text[end:end + 1] == "\n":
-            end += 1
-        text = text[:start] + new + text[end:]
-    else:
-        if text and not text.endswith("\n\n"):
-            text += "\n" if text.endswith("\n") else "\n\n"
-        text += new
-    RESULTS.write_text(text)
+    """Replace this script's section of RESULTS.md (up to its end marker), or append it."""
+    replace_section(RESULTS, SECTION, section(state), end_marker=END)
     print("wrote", RESULTS, file=sys.stderr)
 
 

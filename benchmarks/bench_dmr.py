@@ -42,6 +42,8 @@ import sys
 import time
 from pathlib import Path
 
+from _results import replace_section   # benchmarks/_results.py (this directory)
+
 HERE = Path(__file__).resolve().parent
 REPO = HERE.parent
 DATA = (REPO / ".." / "shared" / "data").resolve()
@@ -594,7 +596,7 @@ def write_section(results: dict, args) -> None:
         lines += ["", "Exactly what was run (from the repository root; raw numbers in "
                       "`benchmarks/work/dmr/results.json`):", "", "```bash", *commands, "```"]
     lines.append("")
-    replace_section("\n".join(lines))
+    write_results("\n".join(lines))
 
 
 def final_bound(K: int, name: str) -> float | None:
@@ -610,20 +612,9 @@ def final_bound(K: int, name: str) -> float | None:
         return None
 
 
-def replace_section(text: str) -> None:
-    """Put ``text`` (starting with SECTION) in RESULTS.md: replace that section if it is there,
-    else append it; every other section is left byte for byte."""
-    old = RESULTS.read_text(encoding="utf-8") if RESULTS.exists() else "# Benchmark results\n"
-    start = old.find("\n" + SECTION + "\n")
-    if start < 0:
-        new = old.rstrip("\n") + "\n\n" + text
-    else:
-        start += 1
-        end = old.find("\n## ", start + len(SECTION))
-        new = old[:start] + text + ("" if end < 0 else old[end:])
-    tmp = RESULTS.with_suffix(".md.tmp-dmr")
-    tmp.write_text(new if new.endswith("\n") else new + "\n", encoding="utf-8")
-    os.replace(tmp, RESULTS)
+def write_results(text: str) -> None:
+    """Put ``text`` (starting with SECTION) in RESULTS.md in place of this script's section."""
+    replace_section(RESULTS, SECTION, text)
 
 
 # --------------------------------------------------------------------------- CLI

@@ -31,6 +31,8 @@ import sys
 import time
 from pathlib import Path
 
+from _results import replace_section   # benchmarks/_results.py (this directory)
+
 HERE = Path(__file__).resolve().parent
 REPO = HERE.parent
 DATA = (REPO / ".." / "shared" / "data").resolve()
@@ -820,22 +822,8 @@ KEEP = "### Observations (hand-written)"   # kept when the section is regenerate
 
 
 def write_section(path: Path, text: str) -> None:
-    """Replace (or append) only our ``## `` section of RESULTS.md, re-reading the file first
-    (other benchmarks keep their own sections in the same file)."""
-    current = path.read_text() if path.exists() else "# topictk benchmarks\n\n"
-    lines = current.splitlines(keepends=True)
-    start = next((i for i, ln in enumerate(lines) if ln.rstrip() == SECTION), None)
-    if start is None:
-        sep = "" if current.endswith("\n\n") else ("\n" if current.endswith("\n") else "\n\n")
-        path.write_text(current + sep + text)
-        return
-    end = next((i for i in range(start + 1, len(lines)) if lines[i].startswith("## ")),
-               len(lines))
-    keep = next((i for i in range(start, end) if lines[i].rstrip() == KEEP), None)
-    if keep is not None:
-        text = text.rstrip("\n") + "\n\n" + "".join(lines[keep:end]).rstrip("\n") + "\n"
-    tail = "".join(lines[end:])
-    path.write_text("".join(lines[:start]) + text + ("\n" + tail if tail else ""))
+    """Replace (or append) only our section of RESULTS.md, keeping its hand-written notes."""
+    replace_section(path, SECTION, text, keep=KEEP)
 
 
 def parse_sweeps_for(items: list[str]) -> dict[int, int]:

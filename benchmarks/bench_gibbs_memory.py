@@ -28,6 +28,8 @@ from pathlib import Path
 import numpy as np
 import yaml
 
+from _results import replace_section   # benchmarks/_results.py (this directory)
+
 HERE = Path(__file__).resolve().parent
 REPO = HERE.parent
 DATA = (REPO / ".." / "shared" / "data").resolve()
@@ -159,16 +161,7 @@ def report(rows: list[dict], base: int, command: str) -> str:
 
 def write_section(path: Path, text: str) -> None:
     """Replace (or append) this script's section of RESULTS.md."""
-    current = path.read_text() if path.exists() else ""
-    lines = current.splitlines(keepends=True)
-    start = next((i for i, l in enumerate(lines) if l.rstrip() == SECTION), None)
-    if start is None:
-        path.write_text(current.rstrip("\n") + "\n\n" + text)
-        return
-    end = next((i for i in range(start + 1, len(lines)) if lines[i].startswith("## ")),
-               len(lines))
-    rest = "".join(lines[end:])
-    path.write_text("".join(lines[:start]) + text + ("\n" + rest if rest else ""))
+    replace_section(path, SECTION, text)
 
 
 def main(argv=None) -> None:

@@ -52,6 +52,8 @@ from pathlib import Path
 
 import yaml
 
+from _results import replace_section   # benchmarks/_results.py (this directory)
+
 HERE = Path(__file__).resolve().parent
 REPO = HERE.parent
 DATA = (REPO / ".." / "shared" / "data").resolve()
@@ -929,18 +931,8 @@ def part_report(args) -> None:
 
 
 def write_section(text: str) -> None:
-    """Replace (or append) only our section of RESULTS.md, re-reading the file first."""
-    current = RESULTS_MD.read_text() if RESULTS_MD.exists() else ""
-    lines = current.splitlines(keepends=True)
-    start = next((i for i, l in enumerate(lines) if l.rstrip() == SECTION), None)
-    if start is None:
-        sep = "" if not current or current.endswith("\n\n") else ("\n" if current.endswith("\n") else "\n\n")
-        RESULTS_MD.write_text(current + sep + text)
-        return
-    end = next((i for i in range(start + 1, len(lines)) if lines[i].startswith("## ")),
-               len(lines))
-    tail_text = "".join(lines[end:])
-    RESULTS_MD.write_text("".join(lines[:start]) + text + ("\n" + tail_text if tail_text else ""))
+    """Replace (or append) only our section of RESULTS.md."""
+    replace_section(RESULTS_MD, SECTION, text)
 
 
 def main(argv=None) -> None:
