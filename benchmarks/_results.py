@@ -27,8 +27,8 @@ def _splice(current: str, heading: str, text: str, keep: str | None,
                len(lines))
     if end_marker is not None:
         marker = next((i for i in range(start, end) if lines[i].rstrip() == end_marker), None)
-        if marker is not None:
-            end = marker + 1
+        if marker is not None:   # what follows the marker is kept byte for byte
+            return "".join(lines[:start]) + body + "".join(lines[marker + 1:])
     if keep is not None:
         kept = next((i for i in range(start, end) if lines[i].rstrip() == keep), None)
         if kept is not None:
