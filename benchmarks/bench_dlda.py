@@ -10,7 +10,7 @@ left alone):
   on the same mini-batches (same seed). Targets: < 1 s on one core; 2 threads >= 1.7x faster.
 * ``table``: the twelve 20News configs ``configs/20news_dlda_{tlasgr,tlfsgr,sgrld,gibbs}_
   {128,128-64,128-64-32}.yaml`` (2000 burn-in + 1500 collected updates for the mini-batch
-  samplers, 1000 + 500 sweeps for batch Gibbs). Every run is resumed from its last checkpoint,
+  samplers, 2000 + 1500 sweeps of the whole corpus for batch Gibbs). Every run is resumed from its last checkpoint,
   so a long table can be spread over several sittings: ``--budget`` wall-clock seconds are
   shared by the configs of one sitting, and each training process is stopped with SIGTERM
   when its share runs out (it finishes the current step and writes a checkpoint). Finished runs are scored by ``topictk evaluate`` (the persistent test
@@ -554,7 +554,7 @@ def section(state: dict) -> str:
         L += ["### Perplexity against training time (Figure 1a)", "",
               f"![point perplexity against training time]({PLOT.name})", "",
               "`python benchmarks/bench_dlda.py plot`: the point perplexity of each Table 1 run "
-              "(every 500 updates, 250 sweeps for Gibbs) against its training clock (evaluation "
+              "(every 500 updates or sweeps) against its training clock (evaluation "
               "excluded), and the persistent test chain's perplexity after its burn-in (dashed). "
               "The paper's Figure 1a is the 128 panel.", ""]
     L += [f"Sittings so far: {len(state.get('sittings', []))}. Continue with "
