@@ -296,19 +296,19 @@ def table(args, state: dict) -> None:
             break
         share = left / (len(todo) - i) if args.share else left
         key = f"{m}_{s}"
+        update_entry(state, key, run_status(m, s))
         used = train_for(m, s, share, args.threads)
-        entry = state["runs"].setdefault(key, {"wall_seconds": 0.0, "sittings": 0})
+        entry = state["runs"][key]
         entry["wall_seconds"] += used
         entry["sittings"] += 1
         sitting["trained"].append({"config": key, "seconds": used})
         save_state(state)
     for m, s in selected:
-        key = f"{m}_{s}"
         status = run_status(m, s)
-        entry = state["runs"].setdefault(key, {"wall_seconds": 0.0, "sittings": 0})
-        entry.update(status)
+        entry = update_entry(state, f"{m}_{s}", status)
         if status["status"] == "completed" and "evaluation" not in entry:
             entry["evaluation"] = evaluate(m, s, args.threads)
+            entry["evaluation"]["scored_state"] = [status["step"], status["train_seconds"]]
         save_state(state)
     state["sittings"].append(sitting)
     save_state(state)
@@ -563,12 +563,27 @@ def section(state: dict) -> str:
     return "\n".join(L) + "\n"
 
 
+def update_entry(state: dict, key: str, status: dict) -> dict:
+    """Bring a run's entry up to date with its directory. A run started again with another
+    schedule (its planned updates changed) is a new run: the old run's wall time and
+    evaluation are dropped, as is an evaluation of an earlier state of the run."""
+    entry = state["runs"].setdefault(key, {"wall_seconds": 0.0, "sittings": 0})
+    if entry.get("iterations") not in (None, status["iterations"]):
+        for k in ("evaluation", "chain_perplexity", "point_perplexity", "point_step"):
+            entry.pop(k, None)
+        entry.update(wall_seconds=0.0, sittings=0)
+    scored = (entry.get("evaluation") or {}).get("scored_state")
+    if scored is not None and scored != [status["step"], status["train_seconds"]]:
+        entry.pop("evaluation")
+    entry.update(status)
+    return entry
+
+
 def refresh(state: dict) -> None:
     """Progress of every Table 1 run from its run directory (cheap: headers and metrics)."""
     for m in METHODS:
         for s in SIZES:
-            entry = state["runs"].setdefault(f"{m}_{s}", {"wall_seconds": 0.0, "sittings": 0})
-            entry.update(run_status(m, s))
+            update_entry(state, f"{m}_{s}", run_status(m, s))
 
 
 def write_section(state: dict) -> None:
