@@ -470,7 +470,7 @@ def target_lines(state: dict) -> list[str]:
                 got = f"{ours[lo]:.1f} vs {ours[hi]:.1f}"
                 held = "**yes**" if ours[lo] < ours[hi] else "no"
             else:
-                got, held = "–", "not run yet"
+                got, held = "–", "not finished yet"
             L.append(f"| {method_name(lo[0])} {lo[1]} ({PAPER[lo]}) | "
                      f"{method_name(hi[0])} {hi[1]} ({PAPER[hi]}) | {100 * gap:.1f} % | {got} | "
                      f"{held} |")
