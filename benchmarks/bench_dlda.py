@@ -537,16 +537,20 @@ def section(state: dict) -> str:
                 point = f"{ev['perplexity_point']:.1f} (final)"
             train_h = e.get("train_seconds", 0.0) / 3600
             wall_h = e.get("wall_seconds", 0.0) / 3600
-            # a run partly trained before this script kept wall time: mark the sum incomplete
-            wall = f"{wall_h:.2f}" if wall_h >= train_h else f"{wall_h:.2f}†"
+            # a run partly trained outside this script: its own clocks instead (training and
+            # the evaluations during training), marked
+            own_h = (e.get("train_seconds", 0.0) + e.get("eval_seconds", 0.0)) / 3600
+            wall = f"{wall_h:.2f}" if wall_h >= train_h else f"{own_h:.2f}†"
             partial |= wall_h < train_h
             L.append(f"| {method_name(m)} | {s} | {PAPER[(m, s)]} | {ours} | {point} | "
                      f"{e.get('step', 0)} / {e.get('iterations', '?')} | "
                      f"{e.get('chain_samples', 0)} | {train_h:.2f} | {wall} | "
                      f"{e.get('status', 'not started')} |")
     if partial:
-        L += ["", "† part of this run's training ran before the script recorded wall time, so "
-                  "the sum covers only the later sittings."]
+        L += ["", "† part of this run was trained outside this script, which therefore has no "
+                  "wall time for it: the value is the run's own clock (training plus the "
+                  "evaluations during training, from its checkpoint and metrics), without the "
+                  "final `topictk evaluate`."]
     L += [""] + target_lines(state)
     L += [""] + memory_lines(json.loads(MEMORY_FILE.read_text()) if MEMORY_FILE.exists()
                              else None)
