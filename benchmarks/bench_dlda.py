@@ -10,10 +10,11 @@ left alone):
   on the same mini-batches (same seed). Targets: < 1 s on one core; 2 threads >= 1.7x faster.
 * ``table``: the twelve 20News configs ``configs/20news_dlda_{tlasgr,tlfsgr,sgrld,gibbs}_
   {128,128-64,128-64-32}.yaml`` (2000 burn-in + 1500 collected updates for the mini-batch
-  samplers, 2000 + 1500 sweeps of the whole corpus for batch Gibbs). Every run is resumed from its last checkpoint,
-  so a long table can be spread over several sittings: ``--budget`` wall-clock seconds are
-  shared by the configs of one sitting, and each training process is stopped with SIGTERM
-  when its share runs out (it finishes the current step and writes a checkpoint). Finished runs are scored by ``topictk evaluate`` (the persistent test
+  samplers, 2000 + 1500 sweeps of the whole corpus for batch Gibbs). Every run is resumed
+  from its last checkpoint, so a long table can be spread over several sittings: ``--budget``
+  wall-clock seconds are shared by the configs of one sitting, and each training process is
+  stopped with SIGTERM when its share runs out (it finishes the current step and writes a
+  checkpoint). Finished runs are scored by ``topictk evaluate`` (the persistent test
   chain's rate-accumulated perplexity, §8.11, and a point perplexity); unfinished ones show the
   latest value in their metrics.
 

@@ -596,7 +596,7 @@ def write_section(results: dict, args) -> None:
         lines += ["", "Exactly what was run (from the repository root; raw numbers in "
                       "`benchmarks/work/dmr/results.json`):", "", "```bash", *commands, "```"]
     lines.append("")
-    write_results("\n".join(lines))
+    replace_section(RESULTS, SECTION, "\n".join(lines))
 
 
 def final_bound(K: int, name: str) -> float | None:
@@ -610,11 +610,6 @@ def final_bound(K: int, name: str) -> float | None:
         return float(header["state"]["bound"]) / manifest["counts"]["train_tokens"]
     except (OSError, KeyError, TypeError, ValueError):
         return None
-
-
-def write_results(text: str) -> None:
-    """Put ``text`` (starting with SECTION) in RESULTS.md in place of this script's section."""
-    replace_section(RESULTS, SECTION, text)
 
 
 # --------------------------------------------------------------------------- CLI
