@@ -20,8 +20,8 @@ from topictk.corpus.store import CorpusStore
 from topictk.errors import ConfigError
 from topictk.inference import _minibatch
 from topictk.inference import base
-from topictk.inference.dmr import (DMRSEMDriver, DMRSGRLDDriver, nu_objective, optimize_nu,
-                                   polya_log_likelihood, prior_variances)
+from topictk.inference.dmr import (DMRSEMDriver, DMRSGRLDDriver, PolyaObjective, nu_objective,
+                                   optimize_nu, polya_log_likelihood, prior_variances)
 from topictk.inference.gibbs import GibbsDriver
 from topictk.inference.hyper import minka_alpha
 from topictk.state.dmr import document_alpha
@@ -102,6 +102,49 @@ def test_polya_likelihood_and_gradient_equal_reference(seed):
     value2, grad2 = polya_log_likelihood(nu, X, ndk, lengths, threads=2)
     assert value2 == value
     np.testing.assert_array_equal(grad2, grad)
+
+
+@pytest.mark.parametrize("grouped", [True, False])
+def test_polya_likelihood_of_shared_feature_rows_equals_reference(seed, grouped):
+    """One-hot metadata: documents share a few feature rows. The grouped form (histograms of
+    the counts per row and topic) and the per-document form both equal the reference loops,
+    with empty documents and counts on both sides of 16; the automatic choice takes the grouped
+    form when rows repeat."""
+    rng = np.random.default_rng(seed)
+    D, K, C = 150, 5, 4
+    X = np.zeros((D, C + 1))
+    X[np.arange(D), rng.integers(0, C, D)] = 1.0
+    X[:, C] = 1.0
+    lengths = rng.integers(0, 70, D)
+    lengths[:3] = 0
+    ndk = np.array([rng.multinomial(n, rng.dirichlet(np.full(K, 0.3))) for n in lengths],
+                   dtype=np.int32)
+    assert ndk.max() > 16 and np.any((ndk > 0) & (ndk <= 16))
+    nu = rng.normal(scale=0.5, size=(K, C + 1))
+    value, grad = polya_log_likelihood(nu, X, ndk, lengths, grouped=grouped)
+    assert value == pytest.approx(ref.log_likelihood(nu, X, ndk, lengths), rel=1e-12)
+    np.testing.assert_allclose(grad, ref.gradient(nu, X, ndk, lengths), rtol=1e-10, atol=1e-9)
+    assert PolyaObjective(X, ndk, lengths).grouped
+    assert not PolyaObjective(np.column_stack([rng.normal(size=D), np.ones(D)]), ndk,
+                              lengths).grouped
+
+
+def test_nu_optimum_same_in_both_forms(seed):
+    """L-BFGS reaches the same nu from the grouped and the per-document objective."""
+    rng = np.random.default_rng(seed)
+    D, K = 400, 4
+    X = np.zeros((D, 4))
+    X[np.arange(D), rng.integers(0, 3, D)] = 1.0
+    X[:, 3] = 1.0
+    lengths = rng.integers(5, 50, D)
+    ndk = np.array([rng.multinomial(n, rng.dirichlet(np.full(K, 0.5))) for n in lengths],
+                   dtype=np.int32)
+    variances = prior_variances(4, 0.5, 100.0)
+    start = np.zeros((K, 4))
+    start[:, 3] = np.log(0.1)
+    a, _ = optimize_nu(start, X, ndk, lengths, variances, grouped=True)
+    b, _ = optimize_nu(start, X, ndk, lengths, variances, grouped=False)
+    np.testing.assert_allclose(a, b, atol=1e-4)
 
 
 # ------------------------------------------------------------------------ §9 oracles

@@ -3,7 +3,8 @@
 
 :func:`polya_objective` evaluates the Polya log likelihood of every document and its gradient in
 nu (§9.1) in one pass over the documents, from the features in sparse rows (L-BFGS calls it once
-per function evaluation).
+per function evaluation). :func:`polya_objective_grouped` gives the same sums when documents share
+feature rows (categorical metadata), from histograms of the counts of each row's documents.
 
 The sweeps themselves are :func:`topictk.inference._gibbs.gibbs_sweep` with a (D, K) alpha:
 SparseLDA with alpha_k replaced by alpha_dk (the default) or the dense sampler of §9.2
@@ -112,3 +113,86 @@ def polya_objective(const int64_t[::1] x_ptr,     # IN  (D + 1) CSR rows of the 
                     f = x_idx[j]
                     for k in range(K):
                         grad_t[b, f, k] = grad_t[b, f, k] + x * g[k]
+
+
+def polya_objective_grouped(const int64_t[::1] x_ptr,     # IN  (G + 1) CSR rows of the groups
+                            const int32_t[::1] x_idx,     # IN  (nnz) feature index f
+                            const double[::1] x_val,      # IN  (nnz) x_gf
+                            const double[:, ::1] nu_t,    # IN  (F, K) nu transposed
+                            const int64_t[::1] cell_ptr,  # IN  (G K + 1) entries per (g, k)
+                            const int32_t[::1] cell_n,    # IN  distinct n_dk > 0 of the cell
+                            const double[::1] cell_docs,  # IN  documents with that n_dk
+                            const int64_t[::1] len_ptr,   # IN  (G + 1) entries per group
+                            const int64_t[::1] len_n,     # IN  distinct N_d > 0 of the group
+                            const double[::1] len_docs,   # IN  documents with that N_d
+                            double eta_min, double eta_max,
+                            double[:, ::1] grad_t,        # OUT (F, K) sum_d x_df g_dk
+                            double[::1] scratch):         # TMP (2K)
+    """The Polya log likelihood summed over documents, and its gradient, for documents that
+    share their feature rows: the G distinct rows are the groups, and each group's documents
+    enter only through histograms, the number of documents with each topic count n_dk > 0 per
+    (group, topic) cell and with each length N_d > 0 per group. Every document of a group has
+    the same alpha_g, so with c(n) documents at count n
+
+    sum_{d in g} [lnG(alpha_gk + n_dk) - lnG(alpha_gk)] = sum_n c(n) [lnG(alpha_gk + n) - lnG(alpha_gk)]
+
+    and the same for psi, the lengths and alpha_g. (terms of n = 0 and of empty documents
+    vanish). The value and gradient are those of :func:`polya_objective` summed over the
+    documents, in O(cells + distinct counts) instead of O(sum_d K) per evaluation; with one-hot
+    metadata G is the number of distinct metadata values. One thread, a fixed order: the result
+    is a function of the histograms alone.
+    """
+    cdef Py_ssize_t G = x_ptr.shape[0] - 1, K = nu_t.shape[1], F = nu_t.shape[0]
+    cdef Py_ssize_t g, k, j, f
+    cdef double total, v = 0.0, c, m, x, lg, dg, s
+    cdef double* a = &scratch[0]
+    cdef double* t = &scratch[K]
+    if (cell_ptr.shape[0] != G * K + 1 or len_ptr.shape[0] != G + 1
+            or grad_t.shape[0] != F or grad_t.shape[1] != K or scratch.shape[0] != 2 * K):
+        raise ValueError("groups, nu, histograms, grad and scratch disagree on G, F or K")
+    if cell_n.shape[0] != cell_docs.shape[0] or len_n.shape[0] != len_docs.shape[0]:
+        raise ValueError("histogram values and document counts differ in length")
+    with nogil:
+        for f in range(F):
+            for k in range(K):
+                grad_t[f, k] = 0.0
+        for g in range(G):
+            for k in range(K):
+                a[k] = 0.0
+            for j in range(x_ptr[g], x_ptr[g + 1]):
+                x = x_val[j]
+                f = x_idx[j]
+                for k in range(K):
+                    a[k] = a[k] + x * nu_t[f, k]
+            total = 0.0
+            for k in range(K):
+                if a[k] < eta_min:
+                    a[k] = eta_min
+                elif a[k] > eta_max:
+                    a[k] = eta_max
+                a[k] = exp(a[k])
+                total = total + a[k]
+            # document terms: sum over the group's lengths
+            m = 0.0
+            lg = 0.0
+            dg = 0.0
+            for j in range(len_ptr[g], len_ptr[g + 1]):
+                m = m + len_docs[j]
+                lg = lg + len_docs[j] * lngamma(total + len_n[j])
+                dg = dg + len_docs[j] * digamma(total + len_n[j])
+            v = v + (m * lngamma(total) - lg)
+            c = m * digamma(total) - dg
+            # topic terms: sum over each cell's counts
+            for k in range(K):
+                s = 0.0
+                for j in range(cell_ptr[g * K + k], cell_ptr[g * K + k + 1]):
+                    lg, dg = _polya_terms(a[k], cell_n[j])
+                    v = v + cell_docs[j] * lg
+                    s = s + cell_docs[j] * dg
+                t[k] = a[k] * (c + s)
+            for j in range(x_ptr[g], x_ptr[g + 1]):
+                x = x_val[j]
+                f = x_idx[j]
+                for k in range(K):
+                    grad_t[f, k] = grad_t[f, k] + x * t[k]
+    return v

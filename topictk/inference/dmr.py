@@ -12,8 +12,9 @@ Two training algorithms:
   (NIPS, K = 50: 0.12 s against 0.20 s per sweep once the topics are sparse). Every ``optimize_interval`` sweeps after
   ``optimize_burn_in`` the weights nu maximise the Polya log likelihood of the current topic
   counts plus the Gaussian prior, by L-BFGS (scipy, warm start, one BLAS thread). Each objective
-  evaluation is one call of :func:`topictk.inference._dmr.polya_objective` (O(K nnz(x_d)) per
-  document, special functions only where n_dk > 0). NumPy twins:
+  evaluation is one kernel call: per document (O(K nnz(x_d)), special functions only where
+  n_dk > 0), or, when documents share feature rows as with categorical metadata, per distinct
+  row from histograms of its documents' counts (:class:`PolyaObjective`). NumPy twins:
   ``tests/reference/dmr.py``.
 * ``dmr-sgrld`` -- the DMR report's variant (§9.3): SGRLD for the expanded-mean topics (§7) and
   SGLD for nu, from the same local Gibbs samples of each mini-batch (kernel
@@ -92,6 +93,32 @@ def initial_nu(n_topics: int, n_features: int, alpha_init: float) -> np.ndarray:
     return nu
 
 
+def feature_groups(X: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The distinct feature rows of X and the index of each document's row."""
+    rows, inverse = np.unique(np.asarray(X, dtype=np.float64), axis=0, return_inverse=True)
+    return np.ascontiguousarray(rows), inverse.reshape(-1).astype(np.int64)
+
+
+def _csr_rows(X: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(row pointers, column indices, values) of the non-zeros of a dense matrix."""
+    rows, cols = np.nonzero(X)
+    ptr = np.zeros(X.shape[0] + 1, dtype=np.int64)
+    np.cumsum(np.bincount(rows, minlength=X.shape[0]), out=ptr[1:])
+    return ptr, cols.astype(np.int32), np.ascontiguousarray(X[rows, cols], dtype=np.float64)
+
+
+def _histograms(cell: np.ndarray, value: np.ndarray,
+                n_cells: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Per cell, the distinct values and how many entries have each, as (cell pointers (n_cells
+    + 1), values ascending within a cell (int32), counts (float64))."""
+    value = np.asarray(value, dtype=np.int64)
+    span = int(value.max()) + 1 if value.size else 1
+    keys, counts = np.unique(np.asarray(cell, dtype=np.int64) * span + value, return_counts=True)
+    ptr = np.zeros(n_cells + 1, dtype=np.int64)
+    np.cumsum(np.bincount(keys // span, minlength=n_cells), out=ptr[1:])
+    return ptr, (keys % span).astype(np.int32), counts.astype(np.float64)
+
+
 class PolyaObjective:
     """sum_d ln p(z_d | nu) (§9.1) and its gradient (K, F) sum_d x_df g_dk for fixed features,
     topic counts and lengths:
@@ -100,35 +127,66 @@ class PolyaObjective:
                      + sum_k [lnG(alpha_dk + n_dk) - lnG(alpha_dk)]
     g_dk = alpha_dk [psi(alpha_d.) - psi(alpha_d. + N_d) + psi(alpha_dk + n_dk) - psi(alpha_dk)]
 
-    The features are kept as sparse rows (one-hot metadata has a few non-zeros per document) and
-    one kernel call (:func:`topictk.inference._dmr.polya_objective`) does everything per document;
-    its gradient comes in fixed blocks of documents, summed here in block order, so the result
-    does not depend on ``threads``. L-BFGS evaluates it many times on the same counts, so the
-    set-up is done once.
+    L-BFGS evaluates it many times on the same counts, so the set-up is done once, in one of two
+    forms:
+
+    * grouped, when at most half as many distinct feature rows as documents (categorical
+      metadata: one row per combination of values): documents of one row share alpha_d, so
+      only histograms of their counts enter, one kernel pass
+      (:func:`topictk.inference._dmr.polya_objective_grouped`) in O(distinct counts);
+    * per document otherwise (:func:`topictk.inference._dmr.polya_objective`): sparse feature
+      rows, the gradient in fixed blocks of documents summed here in block order.
+
+    Either result is independent of ``threads``. ``groups`` = (distinct rows, row of each
+    document) as from ``np.unique(X, axis=0, return_inverse=True)``, to skip that search when
+    the caller keeps it; ``grouped`` forces one form (None: by the rule above).
     """
 
     BLOCK_DOCS = 256
 
-    def __init__(self, X: np.ndarray, ndk: np.ndarray, lengths: np.ndarray, threads: int = 1):
+    def __init__(self, X: np.ndarray, ndk: np.ndarray, lengths: np.ndarray, threads: int = 1,
+                 groups: tuple[np.ndarray, np.ndarray] | None = None,
+                 grouped: bool | None = None):
         X = np.asarray(X, dtype=np.float64)
         D, F = X.shape
-        rows, cols = np.nonzero(X)
-        self.x_ptr = np.zeros(D + 1, dtype=np.int64)
-        np.cumsum(np.bincount(rows, minlength=D), out=self.x_ptr[1:])
-        self.x_idx = cols.astype(np.int32)
-        self.x_val = np.ascontiguousarray(X[rows, cols])
-        self.ndk = np.ascontiguousarray(ndk, dtype=np.int32)
-        self.lengths = np.ascontiguousarray(lengths, dtype=np.int64)
-        K = self.ndk.shape[1]
-        blocks = -(-D // self.BLOCK_DOCS)
-        self.values = np.empty(D)
-        self.grad_t = np.empty((blocks, F, K))
-        self.scratch = np.empty((blocks, 2 * K))
+        ndk = np.ascontiguousarray(ndk, dtype=np.int32)
+        lengths = np.ascontiguousarray(lengths, dtype=np.int64)
+        K = ndk.shape[1]
+        if groups is None and grouped is not False:
+            groups = feature_groups(X)
+        if grouped is None:
+            grouped = 2 * groups[0].shape[0] <= D
+        self.grouped = bool(grouped)
         self.threads = int(threads)
+        if self.grouped:
+            rows, inverse = groups
+            self.x_ptr, self.x_idx, self.x_val = _csr_rows(rows)
+            G = rows.shape[0]
+            d, k = np.nonzero(ndk)
+            self.cell_ptr, self.cell_n, self.cell_docs = _histograms(
+                inverse[d] * K + k, ndk[d, k], G * K)
+            d = np.flatnonzero(lengths)
+            self.len_ptr, self.len_n, self.len_docs = _histograms(inverse[d], lengths[d], G)
+            self.len_n = self.len_n.astype(np.int64)
+            self.grad_t = np.empty((F, K))
+            self.scratch = np.empty(2 * K)
+        else:
+            self.x_ptr, self.x_idx, self.x_val = _csr_rows(X)
+            self.ndk, self.lengths = ndk, lengths
+            blocks = -(-D // self.BLOCK_DOCS)
+            self.values = np.empty(D)
+            self.grad_t = np.empty((blocks, F, K))
+            self.scratch = np.empty((blocks, 2 * K))
 
     def __call__(self, nu: np.ndarray) -> tuple[float, np.ndarray]:
-        _dmr.polya_objective(self.x_ptr, self.x_idx, self.x_val,
-                             np.ascontiguousarray(np.asarray(nu, dtype=np.float64).T), self.ndk,
+        nu_t = np.ascontiguousarray(np.asarray(nu, dtype=np.float64).T)
+        if self.grouped:
+            value = _dmr.polya_objective_grouped(
+                self.x_ptr, self.x_idx, self.x_val, nu_t, self.cell_ptr, self.cell_n,
+                self.cell_docs, self.len_ptr, self.len_n, self.len_docs, ETA_MIN, ETA_MAX,
+                self.grad_t, self.scratch)
+            return float(value), np.ascontiguousarray(self.grad_t.T)
+        _dmr.polya_objective(self.x_ptr, self.x_idx, self.x_val, nu_t, self.ndk,
                              self.lengths, ETA_MIN, ETA_MAX, self.values, self.grad_t,
                              self.scratch, self.BLOCK_DOCS, self.threads)
         return float(self.values.sum()), np.ascontiguousarray(self.grad_t.sum(axis=0).T)
@@ -143,9 +201,10 @@ class PolyaObjective:
 
 
 def polya_log_likelihood(nu: np.ndarray, X: np.ndarray, ndk: np.ndarray,
-                         lengths: np.ndarray, threads: int = 1) -> tuple[float, np.ndarray]:
+                         lengths: np.ndarray, threads: int = 1,
+                         grouped: bool | None = None) -> tuple[float, np.ndarray]:
     """sum_d ln p(z_d | nu) and its gradient, once (see :class:`PolyaObjective`)."""
-    return PolyaObjective(X, ndk, lengths, threads)(nu)
+    return PolyaObjective(X, ndk, lengths, threads, grouped=grouped)(nu)
 
 
 def nu_objective(nu: np.ndarray, X: np.ndarray, ndk: np.ndarray, lengths: np.ndarray,
@@ -203,10 +262,13 @@ def single_blas_thread():
 
 
 def optimize_nu(nu: np.ndarray, X: np.ndarray, ndk: np.ndarray, lengths: np.ndarray,
-                variances: np.ndarray, threads: int = 1) -> tuple[np.ndarray, dict]:
-    """Maximise l(nu) by L-BFGS from ``nu`` (warm start; gtol 1e-5, <= 200 iterations, §9.2)."""
+                variances: np.ndarray, threads: int = 1,
+                groups: tuple[np.ndarray, np.ndarray] | None = None,
+                grouped: bool | None = None) -> tuple[np.ndarray, dict]:
+    """Maximise l(nu) by L-BFGS from ``nu`` (warm start; gtol 1e-5, <= 200 iterations, §9.2).
+    ``groups`` and ``grouped``: see :class:`PolyaObjective`."""
     shape = nu.shape
-    polya = PolyaObjective(X, ndk, lengths, threads)
+    polya = PolyaObjective(X, ndk, lengths, threads, groups=groups, grouped=grouped)
 
     def negative(flat):
         value, grad = polya.penalised(flat.reshape(shape), variances)
@@ -297,6 +359,7 @@ class DMRSEMDriver(Driver):
     def __init__(self, config, store, threads: int = 1):
         super().__init__(config, store, threads)
         self.X = training_features(store)
+        self.groups = feature_groups(self.X)     # the nu objective's grouped form (see there)
         train = store.train()
         self.doc_ptr = np.ascontiguousarray(train.doc_ptr, dtype=np.int64)
         self.words = np.ascontiguousarray(train.words, dtype=np.int32)
@@ -357,7 +420,7 @@ class DMRSEMDriver(Driver):
         extra = {}
         if sweep > opts.optimize_burn_in and sweep % opts.optimize_interval == 0:
             state.nu, info = optimize_nu(state.nu, self.X, state.ndk, self.lengths,
-                                         self.variances, self.threads)
+                                         self.variances, self.threads, groups=self.groups)
             state.alpha = np.exp(state.nu[:, -1])
             state.optimizations += 1
             extra.update(info)
@@ -386,8 +449,8 @@ class DMRSEMDriver(Driver):
 
     def objective(self, state: DMRCountState) -> float:
         """Collapsed log joint ln p(w, z | nu, beta) per token (§1.3 with alpha_d, §9.1)."""
-        doc_part, _ = polya_log_likelihood(state.nu, self.X, state.ndk, self.lengths,
-                                           threads=self.threads)
+        doc_part, _ = PolyaObjective(self.X, state.ndk, self.lengths, self.threads,
+                                     groups=self.groups)(state.nu)
         beta, V = state.beta, self.V
         nz = state.nkw[state.nkw > 0]
         topic_part = (self.K * gammaln(V * beta) - gammaln(V * beta + state.nk).sum()
