@@ -558,7 +558,7 @@ def write_section(results: dict, args) -> None:
                     text += (f", perplexity {'no worse than' if tp[0] <= 0 else '**worse than**'}"
                              f" tomotopy ({100 * tp[0]:+.2f} %), wall "
                              f"{'<=' if wall <= t_wall else '**>**'} tomotopy's "
-                             f"(x{wall / t_wall:.2f})")
+                             f"(x{wall / t_wall:.3f})")
                 parts.append(text)
             if parts:
                 verdicts.append(f"* {corpus} K = {K}: " + "; ".join(parts) + ".")
@@ -602,8 +602,6 @@ def write_section(results: dict, args) -> None:
 def final_bound(K: int, name: str) -> float | None:
     """The run's last training objective per token (VB: ELBO; PEM: L_T) from its model.npz."""
     try:
-        import numpy as np  # noqa: F401  (load_arrays needs it)
-
         from topictk.training import checkpoint as ckpt
         header, _ = ckpt.load_arrays(WORK / "runs" / f"kos-K{K}-{name}" / "run" / "model.npz")
         manifest = json.loads((WORK / "stores" / "kos" / "manifest.json").read_text())

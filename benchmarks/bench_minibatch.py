@@ -387,7 +387,6 @@ def part_nips(args) -> None:
 
 def nips_grid_results(alg: str, mode: str, D: int) -> list[dict]:
     _, sgrld, vi = nips_configs(D)
-    G = NIPS["grid_updates"][mode]
     out = []
     for path in sorted((WORK / "runs" / "nips").glob(f"grid-{alg}-{mode}-*/result.json")):
         out.append(json.loads(path.read_text()))

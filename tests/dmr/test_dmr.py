@@ -10,7 +10,7 @@ import pytest
 from scipy.optimize import linear_sum_assignment
 
 from tests.dmr.conftest import FEATURE_NAMES, write_feature_store
-from tests.fixtures import gibbs_config, matched_l1, planted_corpus, write_token_store
+from tests.fixtures import gibbs_config, planted_corpus, write_token_store
 from tests.integration._cli import fails, ok, write_config
 from tests.reference import dmr as ref
 from tests.reference import gibbs as gibbs_ref
@@ -484,7 +484,7 @@ def _exact_posterior(docs, V, K, alpha, beta):
 def test_exact_enumeration_with_document_priors(sampler):
     """§2 oracle (a) with a prior per document: the chain's state frequencies over 200 000
     sweeps are within total variation 0.01 of the exact posterior (both DMR samplers)."""
-    from topictk.inference import _dmr, _gibbs
+    from topictk.inference import _gibbs
 
     docs, V, K, beta = [[0, 1], [1, 2]], 3, 2, 0.3
     alpha = np.array([[0.5, 1.2], [2.0, 0.3]])

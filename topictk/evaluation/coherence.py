@@ -2,7 +2,12 @@
 the training corpus) and topic diversity."""
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import numpy as np
+
+if TYPE_CHECKING:
+    import scipy.sparse as sp
 
 
 def top_words(topic_word: np.ndarray, n: int) -> np.ndarray:

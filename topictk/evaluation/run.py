@@ -6,8 +6,7 @@ from pathlib import Path
 from topictk.config.loader import load_config
 from topictk.errors import CheckpointError, UsageError
 from topictk.evaluation.coherence import topic_quality
-from topictk.evaluation.perplexity import (heldout_perplexity, perplexity_from_probabilities,
-                                          train_heldout_perplexity)
+from topictk.evaluation.perplexity import heldout_perplexity, train_heldout_perplexity
 from topictk.inference.base import TestSet
 from topictk.inference.registry import get_driver
 from topictk.training import checkpoint as ckpt
