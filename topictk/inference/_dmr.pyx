@@ -34,6 +34,30 @@ cdef inline (double, double) _polya_terms(double a, int32_t n) noexcept nogil:
     return lngamma(a + n) - lngamma(a), digamma(a + n) - digamma(a)
 
 
+cdef inline double _row_alpha(const int64_t[::1] x_ptr, const int32_t[::1] x_idx,
+                              const double[::1] x_val, const double[:, ::1] nu_t, Py_ssize_t row,
+                              double eta_min, double eta_max, double* a) noexcept nogil:
+    """a[k] = exp(clip(x_row^T nu_k, eta_min, eta_max)) for the sparse feature row ``row``;
+    returns sum_k a[k]."""
+    cdef Py_ssize_t K = nu_t.shape[1], j, k, f
+    cdef double x, total = 0.0
+    for k in range(K):
+        a[k] = 0.0
+    for j in range(x_ptr[row], x_ptr[row + 1]):
+        x = x_val[j]
+        f = x_idx[j]
+        for k in range(K):
+            a[k] = a[k] + x * nu_t[f, k]
+    for k in range(K):
+        if a[k] < eta_min:
+            a[k] = eta_min
+        elif a[k] > eta_max:
+            a[k] = eta_max
+        a[k] = exp(a[k])
+        total = total + a[k]
+    return total
+
+
 def polya_objective(const int64_t[::1] x_ptr,     # IN  (D + 1) CSR rows of the features
                     const int32_t[::1] x_idx,     # IN  (nnz) feature index f
                     const double[::1] x_val,      # IN  (nnz) x_df
@@ -86,21 +110,7 @@ def polya_objective(const int64_t[::1] x_ptr,     # IN  (D + 1) CSR rows of the 
             if d_end > D:
                 d_end = D
             for d in range(b * block_docs, d_end):
-                for k in range(K):
-                    a[k] = 0.0
-                for j in range(x_ptr[d], x_ptr[d + 1]):
-                    x = x_val[j]
-                    f = x_idx[j]
-                    for k in range(K):
-                        a[k] = a[k] + x * nu_t[f, k]
-                total = 0.0
-                for k in range(K):
-                    if a[k] < eta_min:
-                        a[k] = eta_min
-                    elif a[k] > eta_max:
-                        a[k] = eta_max
-                    a[k] = exp(a[k])
-                    total = total + a[k]
+                total = _row_alpha(x_ptr, x_idx, x_val, nu_t, d, eta_min, eta_max, a)
                 v = lngamma(total) - lngamma(total + lengths[d])
                 c = digamma(total) - digamma(total + lengths[d])
                 for k in range(K):
@@ -157,21 +167,7 @@ def polya_objective_grouped(const int64_t[::1] x_ptr,     # IN  (G + 1) CSR rows
             for k in range(K):
                 grad_t[f, k] = 0.0
         for g in range(G):
-            for k in range(K):
-                a[k] = 0.0
-            for j in range(x_ptr[g], x_ptr[g + 1]):
-                x = x_val[j]
-                f = x_idx[j]
-                for k in range(K):
-                    a[k] = a[k] + x * nu_t[f, k]
-            total = 0.0
-            for k in range(K):
-                if a[k] < eta_min:
-                    a[k] = eta_min
-                elif a[k] > eta_max:
-                    a[k] = eta_max
-                a[k] = exp(a[k])
-                total = total + a[k]
+            total = _row_alpha(x_ptr, x_idx, x_val, nu_t, g, eta_min, eta_max, a)
             # document terms: sum over the group's lengths
             m = 0.0
             lg = 0.0
