@@ -398,6 +398,7 @@ def curves(method: str, size: str) -> dict:
 def plot(args) -> None:
     import matplotlib
     matplotlib.use("Agg")
+    from matplotlib import ticker
     import matplotlib.pyplot as plt
 
     fig, axes = plt.subplots(1, len(SIZES), figsize=(5 * len(SIZES), 4), sharey=True)
@@ -417,6 +418,10 @@ def plot(args) -> None:
                 ax.plot(x, y, "--", color=styles[m], alpha=0.6, linewidth=1,
                         label=f"{name} (test chain)")
         ax.set_xscale("log")
+        # labels at 1, 2 and 5 times the powers of ten, as plain numbers; none on minor ticks
+        ax.xaxis.set_major_locator(ticker.LogLocator(subs=(1.0, 2.0, 5.0)))
+        ax.xaxis.set_major_formatter(ticker.FuncFormatter(lambda v, _: f"{v:g}"))
+        ax.xaxis.set_minor_formatter(ticker.NullFormatter())
         ax.set_xlabel("training time (s)")
         ax.set_title(f"20News, DLDA {size}" + ("  (Figure 1a)" if size == "128" else ""))
         ax.grid(alpha=0.3)
