@@ -133,7 +133,7 @@ def polya_objective_grouped(const int64_t[::1] x_ptr,     # IN  (G + 1) CSR rows
                             const int32_t[::1] cell_n,    # IN  distinct n_dk > 0 of the cell
                             const double[::1] cell_docs,  # IN  documents with that n_dk
                             const int64_t[::1] len_ptr,   # IN  (G + 1) entries per group
-                            const int64_t[::1] len_n,     # IN  distinct N_d > 0 of the group
+                            const int32_t[::1] len_n,     # IN  distinct N_d > 0 of the group
                             const double[::1] len_docs,   # IN  documents with that N_d
                             double eta_min, double eta_max,
                             double[:, ::1] grad_t,        # OUT (F, K) sum_d x_df g_dk
@@ -144,10 +144,11 @@ def polya_objective_grouped(const int64_t[::1] x_ptr,     # IN  (G + 1) CSR rows
     (group, topic) cell and with each length N_d > 0 per group. Every document of a group has
     the same alpha_g, so with c(n) documents at count n
 
-    sum_{d in g} [lnG(alpha_gk + n_dk) - lnG(alpha_gk)] = sum_n c(n) [lnG(alpha_gk + n) - lnG(alpha_gk)]
+    sum_{d in g} [lnG(alpha_gk + n_dk) - lnG(alpha_gk)]
+        = sum_n c(n) [lnG(alpha_gk + n) - lnG(alpha_gk)],
 
-    and the same for psi, the lengths and alpha_g. (terms of n = 0 and of empty documents
-    vanish). The value and gradient are those of :func:`polya_objective` summed over the
+    and the same for psi and for the length terms in alpha_g. (terms of n = 0 and of empty
+    documents vanish). The value and gradient are those of :func:`polya_objective` summed over the
     documents, in O(cells + distinct counts) instead of O(sum_d K) per evaluation; with one-hot
     metadata G is the number of distinct metadata values. One thread, a fixed order: the result
     is a function of the histograms alone.

@@ -9,13 +9,13 @@ Two training algorithms:
   that §9.2 chooses). §9.2 prefers the dense sampler because the smoothing bucket s depends on
   the document; rebuilding s and the coefficients at each document start costs O(K) per
   document, against O(K) per token for the dense draw, so the sparse sweep is the faster one
-  (NIPS, K = 50: 0.12 s against 0.20 s per sweep once the topics are sparse). Every ``optimize_interval`` sweeps after
-  ``optimize_burn_in`` the weights nu maximise the Polya log likelihood of the current topic
-  counts plus the Gaussian prior, by L-BFGS (scipy, warm start, one BLAS thread). Each objective
-  evaluation is one kernel call: per document (O(K nnz(x_d)), special functions only where
-  n_dk > 0), or, when documents share feature rows as with categorical metadata, per distinct
-  row from histograms of its documents' counts (:class:`PolyaObjective`). NumPy twins:
-  ``tests/reference/dmr.py``.
+  (NIPS, K = 50: 0.12 s against 0.20 s per sweep once the topics are sparse). Every
+  ``optimize_interval`` sweeps after ``optimize_burn_in`` the weights nu maximise the Polya log
+  likelihood of the current topic counts plus the Gaussian prior, by L-BFGS (scipy, warm
+  start, one BLAS thread). Each objective evaluation is one kernel call: per document
+  (O(K nnz(x_d)), special functions only where n_dk > 0), or, when documents share feature
+  rows as with categorical metadata, per distinct row from histograms of its documents'
+  counts (:class:`PolyaObjective`). NumPy twins: ``tests/reference/dmr.py``.
 * ``dmr-sgrld`` -- the DMR report's variant (§9.3): SGRLD for the expanded-mean topics (§7) and
   SGLD for nu, from the same local Gibbs samples of each mini-batch (kernel
   :func:`topictk.inference._minibatch.local_gibbs`, which also sums the gradient factor g_dk
@@ -34,6 +34,7 @@ import logging
 
 import numpy as np
 from scipy.optimize import minimize
+from scipy.sparse import csr_matrix
 from scipy.special import gammaln
 
 from topictk.config.schema import Option
@@ -100,11 +101,11 @@ def feature_groups(X: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
 
 
 def _csr_rows(X: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """(row pointers, column indices, values) of the non-zeros of a dense matrix."""
-    rows, cols = np.nonzero(X)
-    ptr = np.zeros(X.shape[0] + 1, dtype=np.int64)
-    np.cumsum(np.bincount(rows, minlength=X.shape[0]), out=ptr[1:])
-    return ptr, cols.astype(np.int32), np.ascontiguousarray(X[rows, cols], dtype=np.float64)
+    """(row pointers (int64), column indices (int32), values) of the non-zeros of X, row by row
+    in column order, as the kernels take them."""
+    m = csr_matrix(np.asarray(X, dtype=np.float64))
+    return (m.indptr.astype(np.int64), m.indices.astype(np.int32),
+            np.ascontiguousarray(m.data, dtype=np.float64))
 
 
 def _histograms(cell: np.ndarray, value: np.ndarray,
@@ -167,7 +168,6 @@ class PolyaObjective:
                 inverse[d] * K + k, ndk[d, k], G * K)
             d = np.flatnonzero(lengths)
             self.len_ptr, self.len_n, self.len_docs = _histograms(inverse[d], lengths[d], G)
-            self.len_n = self.len_n.astype(np.int64)
             self.grad_t = np.empty((F, K))
             self.scratch = np.empty(2 * K)
         else:
