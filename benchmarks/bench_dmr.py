@@ -20,7 +20,9 @@ VB (smoothed, its defaults) and unsmoothed VB: held-out perplexity, EM iteration
 peak memory.
 
 Every training run is its own process (wall time, CPU time and peak RSS from wait4); one thread
-everywhere. Results go to ``benchmarks/work/dmr/results.json`` and to the section
+by default. ``--threads N`` trains the topictk rows with N threads on N AD-LDA chunks and tomotopy
+with N workers; those rows are kept apart (keys ``<method>-tN``) and reported in a table of their
+own. Results go to ``benchmarks/work/dmr/results.json`` and to the section
 "## DMR and particle EM" of ``benchmarks/RESULTS.md`` (that section only; the others are left as
 they are).
 
@@ -36,6 +38,7 @@ import datetime as _dt
 import json
 import os
 import platform
+import re
 import shlex
 import subprocess
 import sys
@@ -182,7 +185,8 @@ def worker_tomotopy(spec: dict) -> None:
     mdl.optim_interval = int(spec["optimize_interval"])
     for d in range(doc_ptr.size - 1):
         mdl.add_doc([vocab[w] for w in words[doc_ptr[d]:doc_ptr[d + 1]]], metadata=train_meta[d])
-    mdl.train(0, workers=1)
+    workers = int(spec.get("workers", 1))
+    mdl.train(0, workers=workers)
     construct = time.perf_counter() - t0
     if mdl.num_words != words.size:
         raise SystemExit(f"tomotopy dropped tokens: {mdl.num_words} of {words.size}")
@@ -192,7 +196,7 @@ def worker_tomotopy(spec: dict) -> None:
     snapshots, wall, cpu, done = [], 0.0, 0.0, 0
     for target in sample_steps:
         w0, c0 = time.perf_counter(), process_cpu()
-        mdl.train(target - done, workers=1)
+        mdl.train(target - done, workers=workers)
         wall += time.perf_counter() - w0
         cpu += process_cpu() - c0
         done = target
@@ -270,7 +274,7 @@ class Bench:
         run_dir = base / "run"
         config = {"corpus": str(store), "output": str(run_dir), **config,
                   "training": {"seed": self.args.seeds[0] if seed is None else seed,
-                               "threads": 1, "eval_every": 0,
+                               "threads": self.args.threads, "eval_every": 0,
                                "checkpoint_every": 0, "keep_checkpoints": 1},
                   "evaluation": {"fold_in_sweeps": FOLD_IN_SWEEPS,
                                  "fold_in_burn_in": FOLD_IN_BURN_IN}}
@@ -318,6 +322,7 @@ class Bench:
             "store": str(store), "K": K, "iterations": iterations, "seed": seed,
             "fields": CORPORA[corpus]["fields"], "optimize_burn_in": self.args.optimize_burn_in,
             "optimize_interval": self.args.optimize_interval, "sample_steps": sample_steps,
+            "workers": self.args.threads,
             "out": str(base / "result.json")}, base / "train.log")
         if res["rc"] != 0:
             return {"error": f"tomotopy exit {res['rc']} (see {base / 'train.log'})"}
@@ -342,6 +347,9 @@ class Bench:
         I = a.iterations
         burn, thin, steps = self.sample_schedule(I)
         common = {"iterations": I, "burn_in": burn, "thin": thin}
+        if a.threads > 1:
+            common["chunks"] = a.threads        # AD-LDA: one chunk per thread
+        sfx = thread_suffix(a.threads)
         sg = CORPORA[corpus]["sgrld"]
         sgrld = {"iterations": sg["updates"], "batch_size": sg["batch"], "sweeps": a.sgrld_sweeps,
                  "step": {"a": a.sgrld_a, "b": 1000, "c": 0.55}, "burn_in": sg["updates"] // 2,
@@ -360,10 +368,10 @@ class Bench:
                           "inference": {"algorithm": "dmr-sgrld", **sgrld, **regression}},
         }
         jobs = {name: (lambda name=name, config=config: self.topictk_row(
-                    f"{corpus}-K{K}-{name}-s{seed}", store, config, seed))
+                    f"{corpus}-K{K}-{name}{sfx}-s{seed}", store, config, seed))
                 for name, config in configs.items()}
         jobs["tomotopy-dmr"] = lambda: self.tomotopy_row(
-            f"{corpus}-K{K}-tomotopy-dmr-s{seed}", store, corpus, K, I, steps, seed)
+            f"{corpus}-K{K}-tomotopy-dmr{sfx}-s{seed}", store, corpus, K, I, steps, seed)
         return jobs
 
     def part_dmr(self) -> None:
@@ -418,6 +426,11 @@ class Bench:
 
 
 # --------------------------------------------------------------------------- report
+def thread_suffix(threads: int) -> str:
+    """Row-name suffix of runs with more than one thread (one-thread rows have none)."""
+    return "" if threads == 1 else f"-t{threads}"
+
+
 def _fmt(x, spec=".1f"):
     return "n/a" if x is None else format(x, spec)
 
@@ -461,63 +474,22 @@ LABELS = {"gibbs": "topictk gibbs (LDA)",
           "tomotopy-dmr": "tomotopy DMRModel",
           "sgrld": "topictk sgrld (LDA)",
           "dmr-sgrld": "topictk dmr-sgrld"}
+TABLE_HEADER = [
+    "| corpus | K | method | perplexity (mean ± sd) | train s wall | train s CPU | "
+    "contention | peak RSS MiB | vs its LDA: mean, seeds below | vs tomotopy: ppl, wall, CPU |",
+    "| --- | --- | --- | --- | ---: | ---: | ---: | ---: | --- | --- |"]
 LDA_OF = {"dmr-sem": "gibbs", "dmr-sem-dense": "gibbs", "tomotopy-dmr": "gibbs",
           "dmr-sgrld": "sgrld"}
 
 
-def write_section(results: dict, args) -> None:
-    rows = results["rows"]
-    seeds = list(args.seeds)
-    today = _dt.date.today().isoformat()
-    lines = [SECTION, ""]
-    try:
-        import tomotopy
-        tomo = f"tomotopy {tomotopy.__version__} ({tomotopy.isa})"
-    except ImportError:
-        tomo = "tomotopy (not importable here)"
-    contention = [r["contention"] for r in rows.values()
-                  if isinstance(r, dict) and "contention" in r]
-    lines += [
-        f"Measured {today} by `benchmarks/bench_dmr.py` on a {os.cpu_count()}-core machine. "
-        f"Every training run is its own process with one thread; `contention` is the number of "
-        f"cores other processes kept busy while it ran (from /proc/stat; "
-        + (f"{min(contention):.2f}-{max(contention):.2f} over the rows" if contention else "n/a")
-        + f"), the same background for topictk and tomotopy rows. {tomo}; seeds "
-        f"{', '.join(map(str, seeds))} (each row is run once per seed).",
-        "",
-        "### DMR: held-out perplexity against plain LDA and tomotopy",
-        "",
-        f"Document completion on the store's 10 % test documents (20 % of each held out), fold-in "
-        f"{FOLD_IN_SWEEPS} sweeps ({FOLD_IN_BURN_IN} burn-in), probabilities averaged over 10 "
-        f"samples (topictk: its saved samples; tomotopy: snapshots at the same sweeps), all scored "
-        f"by topictk's evaluator. {args.iterations} sweeps for `gibbs`, `dmr-sem` and tomotopy "
-        f"(samples every {max(1, (args.iterations - args.iterations // 2) // 10)} sweeps after "
-        f"{args.iterations // 2}; fewer than §9.2's 1,000, the same for every library); "
-        f"nu/lambda optimised every {args.optimize_interval} sweeps after "
-        f"{args.optimize_burn_in} (both libraries); `sgrld` and `dmr-sgrld`: "
-        + ", ".join(f"{c} {v['sgrld']['updates']} updates of {v['sgrld']['batch']} documents"
-                    for c, v in CORPORA.items() if "sgrld" in v)
-        + f" (about as many token draws as {args.iterations} sweeps), {args.sgrld_sweeps} local "
-        f"sweeps, a_eps = {args.sgrld_a}, b = 1000, c = 0.55, 10 samples from the second half. "
-        f"alpha(_init) = {ALPHA}, beta = eta = {BETA}, "
-        f"sigma^2 = {SIGMA2} (tomotopy: sigma = sqrt({SIGMA2}); its lambdas have no intercept: "
-        f"one weight per topic and metadata category with prior mean ln alpha, while topictk "
-        f"has one-hot features with prior mean 0 plus an intercept with sigma^2 = "
-        f"{SIGMA2_INTERCEPT:g}). Metadata: poliblog `--meta rating,blog` (topictk: 8 one-hot "
-        f"features + intercept; tomotopy: the 12 categories rating|blog), nips "
-        f"`--meta year:cat` (13 one-hot years + intercept; tomotopy: the 13 years as "
-        f"categories). Plain LDA (`gibbs`, `sgrld`) has symmetric alpha = {ALPHA}; each DMR "
-        f"method is compared with LDA trained by its own kind of algorithm (collapsed Gibbs for "
-        f"`dmr-sem` and tomotopy, SGRLD for `dmr-sgrld`), seed by seed.",
-        "",
-        "| corpus | K | method | perplexity (mean ± sd) | train s wall | train s CPU | "
-        "contention | peak RSS MiB | vs its LDA: mean, seeds below | vs tomotopy: ppl, wall, CPU |",
-        "| --- | --- | --- | --- | ---: | ---: | ---: | ---: | --- | --- |",
-    ]
-    verdicts = []
+def _dmr_table(rows: dict, seeds: list[int], sfx: str) -> tuple[list[str], list[str]]:
+    """Table rows and target verdicts of the DMR part for the runs whose names end in ``sfx``
+    (see :func:`thread_suffix`)."""
+    lines, verdicts = [], []
     for corpus in ("poliblog", "nips"):
         for K in (20, 50):
-            by_name = {name: _seed_rows(rows, corpus, K, name, seeds) for name in DMR_LIBS}
+            by_name = {name: _seed_rows(rows, corpus, K, name + sfx, seeds)
+                       for name in DMR_LIBS}
             tomo_rows = by_name["tomotopy-dmr"]
             for name in DMR_LIBS:
                 rs = by_name[name]
@@ -562,7 +534,72 @@ def write_section(results: dict, args) -> None:
                 parts.append(text)
             if parts:
                 verdicts.append(f"* {corpus} K = {K}: " + "; ".join(parts) + ".")
+    return lines, verdicts
+
+
+def write_section(results: dict, args) -> None:
+    rows = results["rows"]
+    seeds = list(args.seeds)
+    today = _dt.date.today().isoformat()
+    lines = [SECTION, ""]
+    try:
+        import tomotopy
+        tomo = f"tomotopy {tomotopy.__version__} ({tomotopy.isa})"
+    except ImportError:
+        tomo = "tomotopy (not importable here)"
+    contention = [r["contention"] for r in rows.values()
+                  if isinstance(r, dict) and "contention" in r]
+    lines += [
+        f"Measured {today} by `benchmarks/bench_dmr.py` on a {os.cpu_count()}-core machine. "
+        f"Every training run is its own process, with one thread unless a table says otherwise; "
+        f"`contention` is the number of "
+        f"cores other processes kept busy while it ran (from /proc/stat; "
+        + (f"{min(contention):.2f}-{max(contention):.2f} over the rows" if contention else "n/a")
+        + f"), the same background for topictk and tomotopy rows. {tomo}; seeds "
+        f"{', '.join(map(str, seeds))} (each row is run once per seed).",
+        "",
+        "### DMR: held-out perplexity against plain LDA and tomotopy",
+        "",
+        f"Document completion on the store's 10 % test documents (20 % of each held out), fold-in "
+        f"{FOLD_IN_SWEEPS} sweeps ({FOLD_IN_BURN_IN} burn-in), probabilities averaged over 10 "
+        f"samples (topictk: its saved samples; tomotopy: snapshots at the same sweeps), all scored "
+        f"by topictk's evaluator. {args.iterations} sweeps for `gibbs`, `dmr-sem` and tomotopy "
+        f"(samples every {max(1, (args.iterations - args.iterations // 2) // 10)} sweeps after "
+        f"{args.iterations // 2}; fewer than §9.2's 1,000, the same for every library); "
+        f"nu/lambda optimised every {args.optimize_interval} sweeps after "
+        f"{args.optimize_burn_in} (both libraries); `sgrld` and `dmr-sgrld`: "
+        + ", ".join(f"{c} {v['sgrld']['updates']} updates of {v['sgrld']['batch']} documents"
+                    for c, v in CORPORA.items() if "sgrld" in v)
+        + f" (about as many token draws as {args.iterations} sweeps), {args.sgrld_sweeps} local "
+        f"sweeps, a_eps = {args.sgrld_a}, b = 1000, c = 0.55, 10 samples from the second half. "
+        f"alpha(_init) = {ALPHA}, beta = eta = {BETA}, "
+        f"sigma^2 = {SIGMA2} (tomotopy: sigma = sqrt({SIGMA2}); its lambdas have no intercept: "
+        f"one weight per topic and metadata category with prior mean ln alpha, while topictk "
+        f"has one-hot features with prior mean 0 plus an intercept with sigma^2 = "
+        f"{SIGMA2_INTERCEPT:g}). Metadata: poliblog `--meta rating,blog` (topictk: 8 one-hot "
+        f"features + intercept; tomotopy: the 12 categories rating|blog), nips "
+        f"`--meta year:cat` (13 one-hot years + intercept; tomotopy: the 13 years as "
+        f"categories). Plain LDA (`gibbs`, `sgrld`) has symmetric alpha = {ALPHA}; each DMR "
+        f"method is compared with LDA trained by its own kind of algorithm (collapsed Gibbs for "
+        f"`dmr-sem` and tomotopy, SGRLD for `dmr-sgrld`), seed by seed.",
+        "",
+        *TABLE_HEADER,
+    ]
+    table, verdicts = _dmr_table(rows, seeds, "")
+    lines += table
     lines += ["", "Targets (means over the seeds):", ""] + verdicts
+    for threads in sorted({int(m.group(1)) for k in rows
+                           if (m := re.search(r"-t(\d+)-s\d+$", k))}):
+        table, verdicts = _dmr_table(rows, seeds, thread_suffix(threads))
+        lines += [
+            "", f"### DMR with {threads} threads", "",
+            f"The same runs as above with {threads} threads per run: topictk "
+            f"`training.threads: {threads}` on `inference.chunks: {threads}` (AD-LDA, §2.4: "
+            f"the result does not depend on the thread count, only on the chunks), tomotopy "
+            f"`train(..., workers={threads})` (its default parallel scheme). Every other "
+            f"setting, the seeds and the evaluation are those of the table above; `contention` "
+            f"counts cores busy outside the run, so 0 means the machine was otherwise idle.",
+            "", *TABLE_HEADER, *table, "", "Targets (means over the seeds):", "", *verdicts]
     lines += ["", "### Particle EM on uci_kos", ""]
     K, I = args.pem_topics, args.em_iterations
     lines += [
@@ -625,6 +662,9 @@ def parse_args(argv):
     p.add_argument("--pem-topics", type=int, default=20)
     p.add_argument("--em-iterations", type=int, default=50)
     p.add_argument("--particles", nargs="+", type=int, default=[1, 2, 4, 8])
+    p.add_argument("--threads", type=int, default=1,
+                   help="threads per DMR-part training run (topictk: training.threads and "
+                        "inference.chunks; tomotopy: workers); N > 1 rows are kept apart")
     p.add_argument("--seeds", nargs="+", type=int, default=[1, 2, 3],
                    help="seeds of the DMR part (every row once per seed); the PEM part uses the "
                         "first")
