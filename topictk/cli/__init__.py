@@ -45,7 +45,7 @@ class _StderrHandler(logging.StreamHandler):
 @click.option("--debug", is_flag=True, help="Show tracebacks and debug logging.")
 @click.pass_context
 def cli(ctx: click.Context, debug: bool) -> None:
-    """Topic models from the command line: prepare a corpus, train, evaluate, read topics."""
+    """Topic models from the command line: prepare a corpus, train, evaluate, read topics, infer."""
     ctx.ensure_object(dict)
     ctx.obj["debug"] = debug
     logger = logging.getLogger("topictk")
@@ -56,12 +56,13 @@ def cli(ctx: click.Context, debug: bool) -> None:
     logger.setLevel(logging.DEBUG if debug else logging.INFO)
 
 
-from topictk.cli import evaluate, prepare, topics, train  # noqa: E402  (register commands)
+from topictk.cli import evaluate, infer, prepare, topics, train  # noqa: E402  (register commands)
 
 cli.add_command(prepare.prepare)
 cli.add_command(train.train)
 cli.add_command(evaluate.evaluate)
 cli.add_command(topics.topics)
+cli.add_command(infer.infer)
 
 
 def main() -> None:

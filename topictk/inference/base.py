@@ -23,6 +23,7 @@ import numpy as np
 
 from topictk.config.schema import Option
 from topictk.corpus.store import CorpusStore, Documents
+from topictk.errors import UsageError
 from topictk.training.streams import Streams
 
 
@@ -85,6 +86,7 @@ class Driver(ABC):
     family: ClassVar[str] = "lda"
     OPTIONS: ClassVar[dict[str, Option]] = {}
     objective_name: ClassVar[str | None] = None
+    uses_features: ClassVar[bool] = False     # the document prior depends on metadata (DMR)
 
     def __init__(self, config, store: CorpusStore, threads: int = 1):
         self.config = config
@@ -128,6 +130,16 @@ class Driver(ABC):
         documents (row d = training document d), from each document's own training state.
         None when the algorithm does not support it."""
         return None
+
+    def document_prior(self, state: Any, features: np.ndarray | None) -> np.ndarray:
+        """The Dirichlet prior of theta for new documents (``topictk infer``): (1, K), or
+        (D, K) from the documents' ``features`` when the prior depends on metadata
+        (``uses_features``). The default is the state's ``alpha``."""
+        alpha = getattr(state, "alpha", None)
+        if alpha is None:
+            raise UsageError(f"'{self.name}' runs have no Dirichlet document prior to fold new "
+                             f"documents in with; infer works with the LDA and DMR algorithms")
+        return np.atleast_2d(np.asarray(alpha, dtype=np.float64))
 
     def check_state(self, state: Any) -> None:
         """Raise :class:`topictk.errors.NumericalError` if global parameters are not finite."""

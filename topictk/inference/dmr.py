@@ -326,8 +326,22 @@ def feature_table(nu: np.ndarray, names: list[str], n: int) -> list[list[dict]]:
 
 
 # ---------------------------------------------------------------------------------------------
+class DMRPriorMixin:
+    """What both DMR drivers share: the per-document prior and nu's feature table."""
+
+    uses_features = True
+
+    def document_prior(self, state, features: np.ndarray | None) -> np.ndarray:
+        """alpha_d = exp(x_d^T nu) of new documents (``topictk infer``)."""
+        return document_alpha(features, state.nu)
+
+    def feature_table(self, state, n: int) -> list[list[dict]]:
+        """Per topic, the ``n`` metadata features with the largest nu_kf (``topictk topics``)."""
+        return feature_table(state.nu, self.store.feature_names, n)
+
+
 @register
-class DMRSEMDriver(Driver):
+class DMRSEMDriver(DMRPriorMixin, Driver):
     """DMR by stochastic EM; one step is one Gibbs sweep (preceded by the nu update when due)."""
 
     name = "dmr-sem"
@@ -443,10 +457,6 @@ class DMRSEMDriver(Driver):
     def topic_word(self, state: DMRCountState) -> np.ndarray:
         return state.topic_word()
 
-    def feature_table(self, state, n: int) -> list[list[dict]]:
-        """Per topic, the ``n`` metadata features with the largest nu_kf (``topictk topics``)."""
-        return feature_table(state.nu, self.store.feature_names, n)
-
     def objective(self, state: DMRCountState) -> float:
         """Collapsed log joint ln p(w, z | nu, beta) per token (§1.3 with alpha_d, §9.1)."""
         doc_part, _ = PolyaObjective(self.X, state.ndk, self.lengths, self.threads,
@@ -538,7 +548,7 @@ def _nu_step_options() -> dict[str, Option]:
 
 
 @register
-class DMRSGRLDDriver(SGRLDDriver):
+class DMRSGRLDDriver(DMRPriorMixin, SGRLDDriver):
     """DMR by SGRLD for the topics and SGLD for nu; one step is one mini-batch update (§9.3)."""
 
     name = "dmr-sgrld"
@@ -619,10 +629,6 @@ class DMRSGRLDDriver(SGRLDDriver):
         if not np.all(np.isfinite(state.nu)):
             raise NumericalError(f"nu became NaN or infinite at update {state.step}; lower "
                                  f"inference.nu_step.a (the last good checkpoint is kept)")
-
-    def feature_table(self, state, n: int) -> list[list[dict]]:
-        """Per topic, the ``n`` metadata features with the largest nu_kf (``topictk topics``)."""
-        return feature_table(state.nu, self.store.feature_names, n)
 
     def sample(self, state: DMRSimplexState) -> dict[str, np.ndarray]:
         return {"phi": state.phi(), "nu": state.nu.copy()}

@@ -3,7 +3,8 @@
 Every stream is ``PCG64(SeedSequence(entropy=seed, spawn_key=KEY))``. Persistent streams
 (init ``(0,)``, main ``(1,)``, batch sampler ``(3, c)``) are created once, advance across steps
 and are saved in checkpoints; derived streams (local ``(2, t, c)``, eval ``(4, e, c)``) are
-re-created from their key whenever needed, so they need no saving.
+re-created from their key whenever needed, so they need no saving; ``topictk infer`` uses
+``(5, c)`` of the seed it is given.
 """
 from __future__ import annotations
 
@@ -23,6 +24,10 @@ def sampler_key(chunk: int) -> tuple[int, ...]:
 
 def eval_key(pass_index: int, chunk: int) -> tuple[int, ...]:
     return (4, pass_index, chunk)
+
+
+def infer_key(chunk: int) -> tuple[int, ...]:
+    return (5, chunk)
 
 
 def make_stream(seed: int, key: tuple[int, ...]) -> np.random.PCG64:

@@ -1,0 +1,244 @@
+"""``topictk infer``: topic proportions of new documents equal the NumPy twin of the fold-in,
+recover planted topics, apply the store's metadata encoding (DMR), do not depend on the thread
+count, and refuse bad input without touching an existing output."""
+from __future__ import annotations
+
+import json
+from types import SimpleNamespace
+
+import numpy as np
+import pytest
+from scipy.optimize import linear_sum_assignment
+
+from tests.dmr.conftest import planted_dmr_corpus
+from tests.fixtures import gibbs_config, planted_corpus, write_token_store
+from tests.integration._cli import EXAMPLE, fails, ok
+from tests.reference import minibatch as minibatch_ref
+from topictk.config import load_config
+from topictk.corpus.store import CorpusStore
+from topictk.errors import UsageError
+from topictk.evaluation.infer import CHUNK_DOCS
+from topictk.inference.base import Driver, chunk_bounds_by_docs
+from topictk.training.checkpoint import load_arrays
+from topictk.training.run import train
+from topictk.training.streams import infer_key, make_stream
+
+N_WORDS = 50
+VOCAB = [f"w{chr(97 + v // 26)}{chr(97 + v % 26)}" for v in range(N_WORDS)]   # letters only
+
+
+def _lines(docs) -> str:
+    return "".join(" ".join(VOCAB[w] for w in d) + "\n" for d in docs)
+
+
+def _expected_theta(doc_ptr, words, phi, alpha, sweeps, burn_in, seed):
+    """theta from the NumPy twin of the local Gibbs kernel, streams keyed as infer keys them."""
+    vocab, local = np.unique(words, return_inverse=True)
+    weights = np.ascontiguousarray(phi[:, vocab].T)
+    bounds = chunk_bounds_by_docs(len(doc_ptr) - 1, CHUNK_DOCS)
+    rngs = [np.random.Generator(make_stream(seed, infer_key(c))) for c in range(bounds.size - 1)]
+    _, doc_topic = minibatch_ref.local_gibbs(doc_ptr, local.astype(np.int32), weights, alpha,
+                                             sweeps, burn_in, bounds, rngs)
+    alpha = np.broadcast_to(np.atleast_2d(alpha), doc_topic.shape)
+    lengths = np.diff(doc_ptr)
+    return (doc_topic / (sweeps - burn_in) + alpha) / (lengths + alpha.sum(axis=1))[:, None]
+
+
+@pytest.fixture(scope="module")
+def lda_run(tmp_path_factory):
+    """collapsed Gibbs on a planted corpus whose words are letter strings (so text input
+    tokenises back to the same words)."""
+    tmp = tmp_path_factory.mktemp("infer")
+    corpus = planted_corpus(seed=5, n_docs=300)
+    store = write_token_store(tmp / "store", corpus.docs, N_WORDS, vocab=VOCAB)
+    cfg = gibbs_config(store, tmp / "run", topics=5, iterations=100,
+                       model={"alpha": 0.2, "beta": 0.05}, training={"seed": 1})
+    train(cfg, quiet=True)
+    return tmp / "run", corpus
+
+
+def test_theta_equals_the_reference_fold_in(lda_run, tmp_path):
+    run, corpus = lda_run
+    new = planted_corpus(seed=11, n_docs=70).docs      # 70 documents: two chunks of streams
+    text = _lines(new).splitlines()
+    text[3] += " unknownword another"                  # out-of-vocabulary tokens are dropped
+    (tmp_path / "new.txt").write_text("\n".join(text) + "\n")
+    out = ok("infer", run, tmp_path / "new.txt", "--sweeps", "12", "--burn-in", "4",
+             "--seed", "9").stdout
+    records = [json.loads(line) for line in out.splitlines()]
+    assert len(records) == 70
+    assert [r["unknown"] for r in records[2:5]] == [0, 2, 0]
+    assert all(r["tokens"] == d.size for r, d in zip(records, new))
+    _, model = load_arrays(run / "model.npz")
+    nkw = model["nkw"].astype(np.float64)                          # (V, K)
+    phi = ((nkw + 0.05) / (nkw.sum(axis=0) + N_WORDS * 0.05)).T    # the run's phi-hat (K, V)
+    doc_ptr = np.concatenate([[0], np.cumsum([d.size for d in new])])
+    expected = _expected_theta(doc_ptr, np.concatenate(new), phi, np.full((1, 5), 0.2), 12, 4, 9)
+    theta = np.array([r["theta"] for r in records])
+    np.testing.assert_allclose(theta, expected, rtol=1e-12)
+    np.testing.assert_allclose(theta.sum(axis=1), 1.0, rtol=1e-12)
+    assert [r["top_topics"] for r in records] == [
+        list(np.argsort(-t, kind="stable")[:3]) for t in theta]
+
+
+def test_single_topic_documents_get_their_topic(lda_run, tmp_path):
+    """New documents drawn from one planted topic each are assigned to the learnt topic matched
+    to it, with most of their mass."""
+    run, corpus = lda_run
+    _, model = load_arrays(run / "model.npz")
+    learnt = model["nkw"].T / model["nkw"].sum(axis=0)[:, None]          # (K, V)
+    cost = np.abs(corpus.phi[:, None, :] - learnt[None, :, :]).sum(axis=2)
+    _, match = linear_sum_assignment(cost)
+    assert cost[np.arange(5), match].max() < 0.3          # the run found the planted topics
+    rng = np.random.default_rng(0)
+    docs = [rng.choice(N_WORDS, size=60, p=corpus.phi[k]) for k in range(5) for _ in range(4)]
+    (tmp_path / "one.txt").write_text(_lines(docs))
+    records = [json.loads(line) for line in ok("infer", run, tmp_path / "one.txt").stdout
+               .splitlines()]
+    for i, r in enumerate(records):
+        planted = i // 4
+        assert r["top_topics"][0] == match[planted]
+        assert r["theta"][match[planted]] > 0.8
+
+
+def test_threads_seed_tsv_and_atomic_output(lda_run, tmp_path):
+    run, _ = lda_run
+    new = planted_corpus(seed=12, n_docs=150).docs
+    (tmp_path / "new.txt").write_text(_lines(new))
+    one = ok("infer", run, tmp_path / "new.txt", "--threads", "1").stdout
+    two = ok("infer", run, tmp_path / "new.txt", "--threads", "2").stdout
+    assert one == two
+    assert ok("infer", run, tmp_path / "new.txt", "--seed", "7").stdout != one
+    out = tmp_path / "theta.tsv"
+    assert ok("infer", run, tmp_path / "new.txt", "--output-format", "tsv", "--out", out,
+              "--threads", "2").stdout == ""
+    rows = out.read_text().splitlines()
+    assert rows[0].split("\t") == ["id", "tokens", "unknown"] + [f"topic_{k}" for k in range(5)]
+    tsv = np.array([[float(x) for x in row.split("\t")[3:]] for row in rows[1:]])
+    np.testing.assert_array_equal(tsv, [json.loads(line)["theta"] for line in one.splitlines()])
+    # a failing call leaves the existing output as it was
+    before = out.read_bytes()
+    message = fails(2, "infer", run, tmp_path / "new.txt", "--sweeps", "5", "--burn-in", "5",
+                    "--out", out)
+    assert "--sweeps must be larger than --burn-in" in message
+    (tmp_path / "empty.txt").write_text("")
+    assert "no documents found" in fails(2, "infer", run, tmp_path / "empty.txt", "--out", out)
+    assert "no such file" in fails(2, "infer", run, tmp_path / "missing.txt", "--out", out)
+    assert "folder not found" in fails(2, "infer", run, tmp_path / "new.txt", "--out",
+                                       tmp_path / "nowhere" / "x.tsv")
+    assert out.read_bytes() == before
+    assert "not a run directory" in fails(2, "infer", tmp_path, tmp_path / "new.txt")
+
+
+def test_documents_without_known_words_get_the_prior_mean(lda_run, tmp_path):
+    run, _ = lda_run
+    (tmp_path / "odd.txt").write_text("nothing known here\n\n" + _lines([[0, 1, 2]]))
+    outcome = ok("infer", run, tmp_path / "odd.txt")
+    records = [json.loads(line) for line in outcome.stdout.splitlines()]
+    assert [r["tokens"] for r in records] == [0, 0, 3]
+    np.testing.assert_allclose(records[0]["theta"], 0.2)
+    assert "2 document(s) have no word of the model's vocabulary" in outcome.stderr
+
+
+def test_models_without_a_dirichlet_prior_are_refused():
+    state = SimpleNamespace(phi=[np.ones((3, 2))])           # a deep-LDA-like state: no alpha
+    with pytest.raises(UsageError, match="'tlasgr' runs have no Dirichlet document prior"):
+        Driver.document_prior(SimpleNamespace(name="tlasgr"), state, None)
+
+
+# ------------------------------------------------------------------ DMR: the saved encoding
+@pytest.fixture(scope="module")
+def dmr_run(tmp_path_factory):
+    """A store prepared from JSONL with a categorical and a numeric field, and a dmr-sem run."""
+    tmp = tmp_path_factory.mktemp("infer_dmr")
+    corpus = planted_dmr_corpus(seed=4, n_docs=300)
+    rng = np.random.default_rng(1)
+    with open(tmp / "docs.jsonl", "w") as f:
+        for d, doc in enumerate(corpus.docs):
+            f.write(json.dumps({"id": f"d{d}", "text": " ".join(VOCAB[w] for w in doc),
+                                "group": "on" if corpus.X[d, 0] else "off",
+                                "year": int(rng.integers(1990, 2000))}) + "\n")
+    ok("prepare", tmp / "docs.jsonl", "--out", tmp / "store", "--meta", "group,year")
+    cfg = load_config(None, raw={
+        "corpus": str(tmp / "store"), "output": str(tmp / "run"),
+        "model": {"family": "dmr", "topics": 5, "alpha": 0.2, "beta": 0.05},
+        "inference": {"algorithm": "dmr-sem", "iterations": 30, "burn_in": 20, "thin": 5,
+                      "optimize_burn_in": 10, "optimize_interval": 10},
+        "training": {"seed": 2}})
+    train(cfg, quiet=True)
+    return tmp
+
+
+def _encode(manifest, group, year):
+    """The features a document gets, from the manifest's numbers (written out here)."""
+    fields = {f["name"]: f for f in manifest["features"]["fields"]}
+    x = [1.0 if group == c else 0.0 for c in fields["group"]["categories"]]
+    x.append(0.0 if year is None else (year - fields["year"]["mean"]) / fields["year"]["std"])
+    return np.array(x + [1.0])
+
+
+def test_dmr_prior_follows_the_saved_encoding(dmr_run, tmp_path):
+    manifest = json.loads((dmr_run / "store" / "manifest.json").read_text())
+    assert manifest["features"]["names"] == ["group=off", "group=on", "year", "(intercept)"]
+    _, model = load_arrays(dmr_run / "run" / "model.npz")
+    nu = model["nu"]
+    cases = [("on", 1991), ("off", 1998), ("maybe", 1995), (None, None)]
+    with open(tmp_path / "new.jsonl", "w") as f:
+        for group, year in cases:
+            meta = {k: v for k, v in (("group", group), ("year", year)) if v is not None}
+            f.write(json.dumps({"text": "nothing known", **meta}) + "\n")
+        f.write(json.dumps({"text": " ".join(VOCAB[w] for w in range(0, 50, 3)), "group": "on",
+                            "year": 1993}) + "\n")
+    store_vocab = CorpusStore.open(dmr_run / "store").vocab      # frequency order, no stopwords
+    words = np.array([store_vocab.index(VOCAB[w]) for w in range(0, 50, 3)
+                      if VOCAB[w] in store_vocab])
+    outcome = ok("infer", dmr_run / "run", tmp_path / "new.jsonl", "--seed", "5")
+    theta = np.array([json.loads(line)["theta"] for line in outcome.stdout.splitlines()])
+    assert "1 categorical value(s) not seen in training" in outcome.stderr
+    assert "2 metadata value(s) missing" in outcome.stderr
+    for i, (group, year) in enumerate(cases):
+        alpha = np.exp(nu @ _encode(manifest, group, year))
+        np.testing.assert_allclose(theta[i], alpha / alpha.sum(), rtol=1e-12)
+    # the document with words: the twin fold-in with its own alpha_d (dense per-document path)
+    assert json.loads(outcome.stdout.splitlines()[4])["tokens"] == words.size
+    nkw = model["nkw"].astype(np.float64)
+    phi = ((nkw + 0.05) / (nkw.sum(axis=0) + len(store_vocab) * 0.05)).T
+    alpha = np.exp(np.array([_encode(manifest, *c) for c in cases + [("on", 1993)]]) @ nu.T)
+    expected = _expected_theta(np.array([0, 0, 0, 0, 0, words.size]), words, phi, alpha, 50, 25,
+                               5)
+    np.testing.assert_allclose(theta, expected, rtol=1e-12)
+    # metadata given in a file instead of JSONL fields
+    (tmp_path / "plain.txt").write_text("nothing known\n")
+    (tmp_path / "meta.tsv").write_text("group\tyear\noff\t1998\n")
+    got = json.loads(ok("infer", dmr_run / "run", tmp_path / "plain.txt", "--meta-file",
+                        tmp_path / "meta.tsv").stdout)["theta"]
+    np.testing.assert_allclose(got, theta[1], rtol=1e-12)
+
+
+def test_dmr_without_metadata_is_refused_with_the_fix(dmr_run, tmp_path):
+    (tmp_path / "plain.txt").write_text("waa wab wac\n")
+    message = fails(2, "infer", dmr_run / "run", tmp_path / "plain.txt")
+    assert "metadata fields group, year" in message and "--meta-file" in message
+    (tmp_path / "meta.tsv").write_text("group\tyear\noff\t1998\non\t1990\n")
+    assert "has 2 rows but the input has 1 documents" in fails(
+        1, "infer", dmr_run / "run", tmp_path / "plain.txt", "--meta-file", tmp_path / "meta.tsv")
+
+
+# ------------------------------------------------------------------ the bundled example
+def test_example_corpus_training_documents_keep_their_topic(tmp_path):
+    """Real text: after training on the bundled corpus, its own training documents are inferred
+    with the topic their trained assignments favour, for most documents."""
+    ok("prepare", EXAMPLE, "--out", tmp_path / "store")
+    cfg = gibbs_config(tmp_path / "store", tmp_path / "run", topics=8, iterations=150,
+                       training={"seed": 1})
+    train(cfg, quiet=True)
+    records = [json.loads(line) for line in ok("infer", tmp_path / "run", EXAMPLE).stdout
+               .splitlines()]
+    by_id = {r["id"]: r for r in records}
+    _, model = load_arrays(tmp_path / "run" / "model.npz")
+    ids = (tmp_path / "store" / "train_ids.txt").read_text().splitlines()
+    ndk = model["ndk"]
+    long_docs = [d for d in range(len(ids)) if ndk[d].sum() >= 20]
+    agree = [by_id[ids[d]]["top_topics"][0] == int(np.argmax(ndk[d])) for d in long_docs]
+    assert len(long_docs) >= 100
+    assert np.mean(agree) > 0.8

@@ -1,0 +1,59 @@
+"""``topictk infer``."""
+from __future__ import annotations
+
+import click
+
+from topictk.cli.options import run_dir_argument
+from topictk.evaluation.infer import (INPUT_FORMATS, check_sweeps, infer_run, output_path_ok,
+                                      render_jsonl, render_tsv)
+from topictk.evaluation.run import LoadedRun
+from topictk.training.checkpoint import atomic_write_text
+
+
+@click.command()
+@run_dir_argument
+@click.argument("inputs", nargs=-1, required=True)
+@click.option("--format", "fmt", type=click.Choice(INPUT_FORMATS), default="auto",
+              show_default=True, help="Input format, as for 'topictk prepare'.")
+@click.option("--meta-file", type=click.Path(dir_okay=False), default=None,
+              help="DMR runs: tab-separated metadata, row i for document i (JSONL fields "
+                   "work too).")
+@click.option("--out", "-o", "out", type=click.Path(), default=None,
+              help="Write here (atomically) instead of standard output.")
+@click.option("--output-format", type=click.Choice(["jsonl", "tsv"]), default="jsonl",
+              show_default=True, help="jsonl: one object per document; tsv: a header and one "
+                                      "row of proportions per document.")
+@click.option("--top", "-n", type=click.IntRange(min=1), default=3, show_default=True,
+              help="jsonl: topics listed in 'top_topics', largest first.")
+@click.option("--sweeps", type=click.IntRange(min=1), default=50, show_default=True,
+              help="Gibbs sweeps per document with the topics fixed.")
+@click.option("--burn-in", type=click.IntRange(min=0), default=25, show_default=True,
+              help="Sweeps discarded before the counts are averaged.")
+@click.option("--seed", type=int, default=None, help="Seed of the fold-in (default: the run's "
+                                                     "training.seed).")
+@click.option("--checkpoint", type=int, default=None, metavar="STEP",
+              help="Use this checkpoint instead of the final model.")
+@click.option("--encoding-errors", type=click.Choice(["strict", "skip"]), default="strict",
+              show_default=True, help="Undecodable documents: stop, or skip them.")
+@click.option("--threads", type=click.IntRange(min=1), default=None,
+              help="Threads for the fold-in (default: the run's training.threads); the "
+                   "result does not depend on it.")
+def infer(run_dir, inputs, fmt, meta_file, out, output_format, top, sweeps, burn_in, seed,
+          checkpoint, encoding_errors, threads):
+    """Topic proportions of new documents under a trained run (LDA and DMR algorithms).
+
+    INPUTS are read like 'topictk prepare' input and mapped onto the run's vocabulary; words
+    it does not know are dropped and counted. One output record per input document, in input
+    order.
+    """
+    check_sweeps(sweeps, burn_in)
+    out_path = output_path_ok(out)
+    run = LoadedRun(run_dir, checkpoint)
+    docs, theta = infer_run(run, list(inputs), fmt=fmt, meta_file=meta_file, sweeps=sweeps,
+                            burn_in=burn_in, seed=seed, encoding_errors=encoding_errors,
+                            threads=threads)
+    text = render_tsv(docs, theta) if output_format == "tsv" else render_jsonl(docs, theta, top)
+    if out_path is None:
+        click.echo(text, nl=False)
+    else:
+        atomic_write_text(out_path, text)

@@ -1,0 +1,222 @@
+"""``topictk infer``: topic proportions of new documents under a trained run.
+
+The documents are read like ``topictk prepare`` reads its input (lines, a folder of ``.txt``
+files, JSONL, or a UCI docword file), tokenised with the store's settings and mapped onto the
+store's vocabulary; words the store does not know are dropped and counted. Metadata (DMR runs)
+are encoded with the encoding saved in the store's manifest, so a new document gets exactly
+the features a test document would get.
+
+Every flat model is folded in the same way: collapsed Gibbs over each document's topic
+assignments with the run's topics fixed (the point estimate ``topic_word``) and the run's
+document prior (alpha, or alpha_d = exp(x_d^T nu) for DMR), ``sweeps`` sweeps of which the first
+``burn_in`` are discarded; theta_d = (n-bar_dk + alpha_dk) / (N_d + alpha_d.) from the kept
+sweeps' average counts. Documents are cut into chunks of 64 with one stream each (key
+``infer_key``), so the result depends on the seed only, not on the number of threads.
+"""
+from __future__ import annotations
+
+import json
+import logging
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from topictk.corpus import readers
+from topictk.corpus.features import FeatureEncoding, read_meta_file
+from topictk.corpus.text import tokenize
+from topictk.errors import CorpusError, CorpusUsageError, UsageError
+from topictk.inference import _minibatch
+from topictk.inference.base import chunk_bounds_by_docs
+from topictk.training.batches import gather_batch
+from topictk.training.streams import Streams, infer_key
+
+log = logging.getLogger("topictk")
+
+CHUNK_DOCS = 64
+INPUT_FORMATS = ("auto", "text", "dir", "jsonl", "uci")
+
+
+@dataclass
+class NewDocuments:
+    """Documents to infer, over the store's vocabulary."""
+
+    ids: list[str]
+    doc_ptr: np.ndarray          # (D + 1,) int64
+    words: np.ndarray            # (N,) int32 store word ids
+    unknown: np.ndarray          # (D,) int64 tokens dropped as out of vocabulary
+    metas: list[dict] | None     # metadata fields per document (JSONL fields, --meta-file)
+
+    @property
+    def n_docs(self) -> int:
+        return len(self.ids)
+
+
+def check_sweeps(sweeps: int, burn_in: int) -> None:
+    if burn_in < 0 or sweeps <= burn_in:
+        raise UsageError(f"--sweeps must be larger than --burn-in (>= 0); got sweeps = {sweeps}, "
+                         f"burn-in = {burn_in}")
+
+
+def read_new_documents(inputs: list[str], store, fmt: str = "auto",
+                       meta_file: str | None = None,
+                       encoding_errors: str = "strict") -> NewDocuments:
+    """Read and map ``inputs`` onto ``store``'s vocabulary (see the module docstring)."""
+    if not inputs:
+        raise CorpusUsageError("no input given; name files, a folder, a .jsonl file, a UCI "
+                               "docword file, or - for standard input")
+    if fmt == "auto":
+        fmt = readers.detect_format(inputs)
+    if fmt not in INPUT_FORMATS:
+        raise UsageError(f"--format must be one of {', '.join(INPUT_FORMATS)}; got {fmt}")
+    index = {w: i for i, w in enumerate(store.vocab)}
+    ids: list[str] = []
+    docs: list[np.ndarray] = []
+    unknown: list[int] = []
+    metas: list[dict] = []
+    if fmt == "uci":
+        if len(inputs) != 1:
+            raise UsageError("UCI input is one docword file")
+        bag = readers.read_uci(inputs[0], None)
+        to_store = np.array([index.get(w, -1) for w in bag.vocab], dtype=np.int64)
+        for d in range(bag.indptr.size - 1):
+            lo, hi = bag.indptr[d], bag.indptr[d + 1]
+            mapped = to_store[bag.indices[lo:hi]]
+            counts = bag.counts[lo:hi]
+            known = mapped >= 0
+            docs.append(np.repeat(mapped[known], counts[known]).astype(np.int32))
+            unknown.append(int(counts[~known].sum()))
+            ids.append(str(d + 1))
+            metas.append({})
+    else:
+        stats = readers.ReadStats()
+        min_length = int(store.manifest.get("options", {}).get("min_length", 3))
+        for source in inputs:
+            if fmt == "dir":
+                stream = readers.read_directory(source, encoding_errors, stats)
+            elif fmt == "jsonl":
+                stream = readers.read_jsonl(source, encoding_errors, stats)
+            else:
+                stream = readers.read_lines(source, encoding_errors, stats)
+            for doc in stream:
+                tokens = tokenize(doc.text, min_length)
+                known = [index[t] for t in tokens if t in index]
+                docs.append(np.array(known, dtype=np.int32))
+                unknown.append(len(tokens) - len(known))
+                ids.append(doc.id)
+                metas.append(doc.meta)
+        if stats.skipped_undecodable:
+            log.warning("%d undecodable document(s) skipped (--encoding-errors skip)",
+                        stats.skipped_undecodable)
+    if not ids:
+        raise CorpusUsageError(f"{', '.join(inputs)}: no documents found; the input is empty")
+    if meta_file is not None:
+        rows = read_meta_file(meta_file)
+        if len(rows) != len(ids):
+            raise CorpusError(f"{meta_file}: has {len(rows)} rows but the input has {len(ids)} "
+                              f"documents; row i must describe document i")
+        metas = [dict(r, **m) for r, m in zip(rows, metas)]
+    doc_ptr = np.zeros(len(docs) + 1, dtype=np.int64)
+    np.cumsum([d.size for d in docs], out=doc_ptr[1:])
+    words = np.concatenate(docs).astype(np.int32) if docs else np.zeros(0, dtype=np.int32)
+    return NewDocuments(ids=ids, doc_ptr=doc_ptr, words=words,
+                        unknown=np.array(unknown, dtype=np.int64),
+                        metas=metas if any(metas) else None)
+
+
+def document_features(store, docs: NewDocuments, where: str) -> np.ndarray:
+    """The (D, F) features of ``docs`` under the store's saved encoding (DMR runs)."""
+    spec = store.manifest.get("features")
+    if spec is None:
+        raise UsageError(f"{store.path}: the store has no metadata features, so this run has "
+                         f"none to apply")
+    encoding = FeatureEncoding.from_json(spec)
+    fields = [f["name"] for f in encoding.fields]
+    if docs.metas is None:
+        raise UsageError(f"{where}: this run's prior depends on the metadata fields "
+                         f"{', '.join(fields)}; give them as JSONL fields or with --meta-file")
+    X, stats = encoding.encode(docs.metas, docs.ids, where)
+    if stats["missing_values"]:
+        log.warning("%s: %d metadata value(s) missing (fields %s): those features are left at "
+                    "0, the training baseline", where, stats["missing_values"], ", ".join(fields))
+    if stats["unseen_categories"]:
+        log.warning("%s: %d categorical value(s) not seen in training: encoded as no category "
+                    "(the intercept alone)", where, stats["unseen_categories"])
+    return X
+
+
+def infer_theta(driver, state, docs: NewDocuments, features: np.ndarray | None, *,
+                sweeps: int, burn_in: int, seed: int, threads: int = 1) -> np.ndarray:
+    """(D, K) topic proportions of ``docs`` (see the module docstring)."""
+    check_sweeps(sweeps, burn_in)
+    phi = np.asarray(driver.topic_word(state), dtype=np.float64)          # (K, V)
+    K = phi.shape[0]
+    alpha = np.ascontiguousarray(driver.document_prior(state, features), dtype=np.float64)
+    D = docs.n_docs
+    batch = gather_batch(docs.doc_ptr, docs.words, np.arange(D, dtype=np.int64))
+    weights = np.ascontiguousarray(phi[:, batch.vocab].T)
+    bounds = chunk_bounds_by_docs(D, CHUNK_DOCS)
+    streams = Streams(seed)
+    chunk_streams = [streams.derived(infer_key(c)) for c in range(bounds.size - 1)]
+    word_topic = np.zeros((batch.vocab.size, K), dtype=np.int64)
+    doc_topic = np.zeros((D, K), dtype=np.int64)
+    _minibatch.local_gibbs(batch.doc_ptr, batch.words, weights, alpha, int(sweeps), int(burn_in),
+                           bounds, chunk_streams, word_topic, doc_topic, int(threads))
+    nbar = doc_topic / float(sweeps - burn_in)
+    prior = np.broadcast_to(alpha, (D, K))
+    lengths = np.diff(docs.doc_ptr).astype(np.float64)
+    return (nbar + prior) / (lengths + prior.sum(axis=1))[:, None]
+
+
+def render_jsonl(docs: NewDocuments, theta: np.ndarray, top: int) -> str:
+    lines = []
+    for d in range(docs.n_docs):
+        order = np.argsort(-theta[d], kind="stable")[:top]
+        lines.append(json.dumps({
+            "id": docs.ids[d], "tokens": int(docs.doc_ptr[d + 1] - docs.doc_ptr[d]),
+            "unknown": int(docs.unknown[d]),
+            "top_topics": [int(k) for k in order],
+            "theta": [float(x) for x in theta[d]]}))
+    return "\n".join(lines) + "\n"
+
+
+def render_tsv(docs: NewDocuments, theta: np.ndarray) -> str:
+    K = theta.shape[1]
+    rows = ["\t".join(["id", "tokens", "unknown", *(f"topic_{k}" for k in range(K))])]
+    for d in range(docs.n_docs):
+        doc_id = docs.ids[d].replace("\t", " ").replace("\n", " ")
+        rows.append("\t".join([doc_id, str(int(docs.doc_ptr[d + 1] - docs.doc_ptr[d])),
+                               str(int(docs.unknown[d])), *(repr(float(x)) for x in theta[d])]))
+    return "\n".join(rows) + "\n"
+
+
+def infer_run(run, inputs: list[str], *, fmt: str = "auto", meta_file: str | None = None,
+              sweeps: int = 50, burn_in: int = 25, seed: int | None = None,
+              encoding_errors: str = "strict",
+              threads: int | None = None) -> tuple[NewDocuments, np.ndarray]:
+    """Read ``inputs`` and infer their topic proportions under a loaded run."""
+    check_sweeps(sweeps, burn_in)
+    docs = read_new_documents(inputs, run.store, fmt, meta_file, encoding_errors)
+    where = meta_file or ", ".join(inputs)
+    features = (document_features(run.store, docs, where)
+                if getattr(run.driver, "uses_features", False) else None)
+    empty = int(np.count_nonzero(np.diff(docs.doc_ptr) == 0))
+    if empty:
+        log.warning("%d document(s) have no word of the model's vocabulary: their proportions "
+                    "are the prior mean", empty)
+    theta = infer_theta(run.driver, run.state, docs, features, sweeps=sweeps, burn_in=burn_in,
+                        seed=run.config.training.seed if seed is None else seed,
+                        threads=run.driver.threads if threads is None else threads)
+    return docs, theta
+
+
+def output_path_ok(path: str | None) -> Path | None:
+    """The ``--out`` path, checked before any work: its folder must exist."""
+    if path is None:
+        return None
+    out = Path(path)
+    if out.is_dir():
+        raise UsageError(f"{out}: is a folder; --out takes a file name")
+    if not out.parent.exists():
+        raise UsageError(f"{out.parent}: folder not found; create it or choose another --out")
+    return out
