@@ -130,6 +130,34 @@ def test_threads_seed_tsv_and_atomic_output(lda_run, tmp_path):
     assert "not a run directory" in fails(2, "infer", tmp_path, tmp_path / "new.txt")
 
 
+def test_uci_input_gives_what_text_input_gives(lda_run, tmp_path):
+    """The same documents as a UCI docword file (its own vocabulary order, one word the store
+    does not know) and as text lines give the same proportions up to token order, which the
+    fold-in sees: so compare with text whose tokens are in docword order."""
+    run, _ = lda_run
+    docs = [np.array([3, 3, 7, 12, 40]), np.array([1, 2, 2, 2, 49, 30])]
+    uci_vocab = ["zzunknown"] + VOCAB[::-1]                 # docword ids 1.. = this order
+    position = {w: i + 1 for i, w in enumerate(uci_vocab)}
+    entries = []
+    for d, doc in enumerate(docs):
+        words, counts = np.unique([position[VOCAB[w]] for w in doc], return_counts=True)
+        entries += [(d + 1, int(w), int(c)) for w, c in zip(words, counts)]
+    entries.append((2, position["zzunknown"], 4))
+    entries.sort()
+    (tmp_path / "docword.new.txt").write_text(
+        f"2\n{len(uci_vocab)}\n{len(entries)}\n" + "".join(f"{d} {w} {c}\n" for d, w, c in entries))
+    (tmp_path / "words.txt").write_text("\n".join(uci_vocab) + "\n")
+    got = [json.loads(line) for line in ok("infer", run, tmp_path / "docword.new.txt",
+                                           "--vocab", tmp_path / "words.txt").stdout.splitlines()]
+    assert [r["unknown"] for r in got] == [0, 4] and [r["tokens"] for r in got] == [5, 6]
+    in_docword_order = [sorted(doc, key=lambda w: position[VOCAB[w]]) for doc in docs]
+    (tmp_path / "same.txt").write_text(_lines(in_docword_order))
+    text = [json.loads(line) for line in ok("infer", run, tmp_path / "same.txt").stdout
+            .splitlines()]
+    assert [r["theta"] for r in got] == [r["theta"] for r in text]
+    assert "vocabulary" in fails(2, "infer", run, tmp_path / "docword.new.txt")
+
+
 def test_documents_without_known_words_get_the_prior_mean(lda_run, tmp_path):
     run, _ = lda_run
     (tmp_path / "odd.txt").write_text("nothing known here\n\n" + _lines([[0, 1, 2]]))

@@ -15,6 +15,9 @@ from topictk.training.checkpoint import atomic_write_text
 @click.argument("inputs", nargs=-1, required=True)
 @click.option("--format", "fmt", type=click.Choice(INPUT_FORMATS), default="auto",
               show_default=True, help="Input format, as for 'topictk prepare'.")
+@click.option("--vocab", type=click.Path(dir_okay=False), default=None,
+              help="UCI input: its vocabulary (default: vocab.NAME.txt beside the docword "
+                   "file).")
 @click.option("--meta-file", type=click.Path(dir_okay=False), default=None,
               help="DMR runs: tab-separated metadata, row i for document i (JSONL fields "
                    "work too).")
@@ -38,7 +41,7 @@ from topictk.training.checkpoint import atomic_write_text
 @click.option("--threads", type=click.IntRange(min=1), default=None,
               help="Threads for the fold-in (default: the run's training.threads); the "
                    "result does not depend on it.")
-def infer(run_dir, inputs, fmt, meta_file, out, output_format, top, sweeps, burn_in, seed,
+def infer(run_dir, inputs, fmt, vocab, meta_file, out, output_format, top, sweeps, burn_in, seed,
           checkpoint, encoding_errors, threads):
     """Topic proportions of new documents under a trained run (LDA and DMR algorithms).
 
@@ -51,7 +54,7 @@ def infer(run_dir, inputs, fmt, meta_file, out, output_format, top, sweeps, burn
     run = LoadedRun(run_dir, checkpoint)
     docs, theta = infer_run(run, list(inputs), fmt=fmt, meta_file=meta_file, sweeps=sweeps,
                             burn_in=burn_in, seed=seed, encoding_errors=encoding_errors,
-                            threads=threads)
+                            vocab=vocab, threads=threads)
     text = render_tsv(docs, theta) if output_format == "tsv" else render_jsonl(docs, theta, top)
     if out_path is None:
         click.echo(text, nl=False)

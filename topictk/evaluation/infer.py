@@ -59,8 +59,8 @@ def check_sweeps(sweeps: int, burn_in: int) -> None:
 
 
 def read_new_documents(inputs: list[str], store, fmt: str = "auto",
-                       meta_file: str | None = None,
-                       encoding_errors: str = "strict") -> NewDocuments:
+                       meta_file: str | None = None, encoding_errors: str = "strict",
+                       vocab: str | None = None) -> NewDocuments:
     """Read and map ``inputs`` onto ``store``'s vocabulary (see the module docstring)."""
     if not inputs:
         raise CorpusUsageError("no input given; name files, a folder, a .jsonl file, a UCI "
@@ -77,7 +77,7 @@ def read_new_documents(inputs: list[str], store, fmt: str = "auto",
     if fmt == "uci":
         if len(inputs) != 1:
             raise UsageError("UCI input is one docword file")
-        bag = readers.read_uci(inputs[0], None)
+        bag = readers.read_uci(inputs[0], vocab)
         to_store = np.array([index.get(w, -1) for w in bag.vocab], dtype=np.int64)
         for d in range(bag.indptr.size - 1):
             lo, hi = bag.indptr[d], bag.indptr[d + 1]
@@ -192,11 +192,11 @@ def render_tsv(docs: NewDocuments, theta: np.ndarray) -> str:
 
 def infer_run(run, inputs: list[str], *, fmt: str = "auto", meta_file: str | None = None,
               sweeps: int = 50, burn_in: int = 25, seed: int | None = None,
-              encoding_errors: str = "strict",
+              encoding_errors: str = "strict", vocab: str | None = None,
               threads: int | None = None) -> tuple[NewDocuments, np.ndarray]:
     """Read ``inputs`` and infer their topic proportions under a loaded run."""
     check_sweeps(sweeps, burn_in)
-    docs = read_new_documents(inputs, run.store, fmt, meta_file, encoding_errors)
+    docs = read_new_documents(inputs, run.store, fmt, meta_file, encoding_errors, vocab)
     where = meta_file or ", ".join(inputs)
     features = (document_features(run.store, docs, where)
                 if getattr(run.driver, "uses_features", False) else None)
