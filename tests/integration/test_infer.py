@@ -10,15 +10,18 @@ import numpy as np
 import pytest
 from scipy.optimize import linear_sum_assignment
 
+from tests.dlda._helpers import dlda_config, pgbn_corpus
 from tests.dmr.conftest import planted_dmr_corpus
 from tests.fixtures import gibbs_config, planted_corpus, write_token_store
 from tests.integration._cli import EXAMPLE, fails, ok
+from tests.reference import dlda as dlda_ref
 from tests.reference import minibatch as minibatch_ref
 from topictk.config import load_config
-from topictk.corpus.store import CorpusStore
+from topictk.corpus.store import CorpusStore, ptr_to_csr
+from topictk.evaluation.run import LoadedRun
 from topictk.errors import UsageError
-from topictk.evaluation.infer import CHUNK_DOCS
-from topictk.inference.base import Driver, chunk_bounds_by_docs
+from topictk.inference.base import INFER_CHUNK_DOCS, Driver, chunk_bounds_by_docs
+from topictk.inference.dlda import initial_theta
 from topictk.training.checkpoint import load_arrays
 from topictk.training.run import train
 from topictk.training.streams import infer_key, make_stream
@@ -35,7 +38,7 @@ def _expected_theta(doc_ptr, words, phi, alpha, sweeps, burn_in, seed):
     """theta from the NumPy twin of the local Gibbs kernel, streams keyed as infer keys them."""
     vocab, local = np.unique(words, return_inverse=True)
     weights = np.ascontiguousarray(phi[:, vocab].T)
-    bounds = chunk_bounds_by_docs(len(doc_ptr) - 1, CHUNK_DOCS)
+    bounds = chunk_bounds_by_docs(len(doc_ptr) - 1, INFER_CHUNK_DOCS)
     rngs = [np.random.Generator(make_stream(seed, infer_key(c))) for c in range(bounds.size - 1)]
     _, doc_topic = minibatch_ref.local_gibbs(doc_ptr, local.astype(np.int32), weights, alpha,
                                              sweeps, burn_in, bounds, rngs)
@@ -270,3 +273,56 @@ def test_example_corpus_training_documents_keep_their_topic(tmp_path):
     agree = [by_id[ids[d]]["top_topics"][0] == int(np.argmax(ndk[d])) for d in long_docs]
     assert len(long_docs) >= 100
     assert np.mean(agree) > 0.8
+
+
+# ------------------------------------------------------------------ deep LDA
+@pytest.fixture(scope="module")
+def dlda_run(tmp_path_factory):
+    """dlda-gibbs, layers (4, 2), on a planted PGBN corpus with letter-string words."""
+    tmp = tmp_path_factory.mktemp("infer_dlda")
+    docs, _ = pgbn_corpus(3, layers=(4, 2), n_words=40, n_docs=400, mean_length=60)
+    store = write_token_store(tmp / "store", docs, 40, vocab=VOCAB[:40])
+    train(dlda_config(store, tmp / "run", "dlda-gibbs", [4, 2], iterations=40), quiet=True)
+    return tmp / "run"
+
+
+def test_dlda_proportions_equal_the_reference_chains(dlda_run, tmp_path):
+    rng = np.random.default_rng(4)
+    docs = [rng.integers(0, 40, size=int(n)) for n in rng.integers(0, 30, size=70)]
+    (tmp_path / "new.txt").write_text(_lines(docs))
+    records = [json.loads(line) for line in ok("infer", dlda_run, tmp_path / "new.txt",
+                                               "--sweeps", "8", "--burn-in", "5", "--seed",
+                                               "6", "--threads", "2").stdout.splitlines()]
+    theta = np.array([r["theta"] for r in records])
+    run = LoadedRun(dlda_run)
+    doc_ptr = np.concatenate([[0], np.cumsum([d.size for d in docs])])
+    csr = ptr_to_csr(doc_ptr, np.concatenate(docs).astype(np.int32), 40)
+    net = dlda_ref.Net(run.state.phi, run.state.r, run.driver.hyper)
+    th, c = initial_theta(70, [4, 2]), np.ones((70, 2))
+    bounds = chunk_bounds_by_docs(70, INFER_CHUNK_DOCS)
+    rngs = [np.random.Generator(make_stream(6, infer_key(ch))) for ch in range(bounds.size - 1)]
+    total = np.zeros((70, 4))
+    for it in range(1, 9):
+        # p/c sampled from iteration min(5 // 2, 10) = 2 on
+        dlda_ref.local_chains(*csr, net, th, c, 1, 1, 1 if it >= 2 else 2, rngs, bounds,
+                              collect=False)
+        if it > 5:
+            total += th[:, :4] / th[:, :4].sum(axis=1, keepdims=True)
+    np.testing.assert_allclose(theta, total / 3, rtol=1e-12)
+    np.testing.assert_allclose(theta.sum(axis=1), 1.0, rtol=1e-12)
+    one = ok("infer", dlda_run, tmp_path / "new.txt", "--sweeps", "8", "--burn-in", "5",
+             "--seed", "6", "--threads", "1").stdout
+    assert [json.loads(line)["theta"] for line in one.splitlines()] == theta.tolist()
+
+
+def test_dlda_documents_of_one_topic_get_it(dlda_run, tmp_path):
+    """Documents drawn from one of the run's own first-layer topics put most mass on it."""
+    phi = LoadedRun(dlda_run).driver.topic_word(LoadedRun(dlda_run).state)       # (4, 40)
+    rng = np.random.default_rng(2)
+    docs = [rng.choice(40, size=80, p=phi[k] / phi[k].sum()) for k in range(4) for _ in range(3)]
+    (tmp_path / "one.txt").write_text(_lines(docs))
+    records = [json.loads(line) for line in ok("infer", dlda_run, tmp_path / "one.txt").stdout
+               .splitlines()]
+    for i, r in enumerate(records):
+        assert r["top_topics"][0] == i // 3
+        assert r["theta"][i // 3] > 0.5

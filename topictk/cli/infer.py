@@ -43,7 +43,7 @@ from topictk.training.checkpoint import atomic_write_text
                    "result does not depend on it.")
 def infer(run_dir, inputs, fmt, vocab, meta_file, out, output_format, top, sweeps, burn_in, seed,
           checkpoint, encoding_errors, threads):
-    """Topic proportions of new documents under a trained run (LDA and DMR algorithms).
+    """Topic proportions of new documents under a trained run.
 
     INPUTS are read like 'topictk prepare' input and mapped onto the run's vocabulary; words
     it does not know are dropped and counted. One output record per input document, in input

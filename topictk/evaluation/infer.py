@@ -6,12 +6,12 @@ store's vocabulary; words the store does not know are dropped and counted. Metad
 are encoded with the encoding saved in the store's manifest, so a new document gets exactly
 the features a test document would get.
 
-Every flat model is folded in the same way: collapsed Gibbs over each document's topic
-assignments with the run's topics fixed (the point estimate ``topic_word``) and the run's
-document prior (alpha, or alpha_d = exp(x_d^T nu) for DMR), ``sweeps`` sweeps of which the first
-``burn_in`` are discarded; theta_d = (n-bar_dk + alpha_dk) / (N_d + alpha_d.) from the kept
-sweeps' average counts. Documents are cut into chunks of 64 with one stream each (key
-``infer_key``), so the result depends on the seed only, not on the number of threads.
+The driver folds the documents in (``Driver.infer_proportions``): for every LDA and DMR
+algorithm collapsed Gibbs over each document's topic assignments with the run's topics fixed
+(the point estimate ``topic_word``) and the run's document prior (alpha, or
+alpha_d = exp(x_d^T nu) for DMR), see :func:`topictk.inference.base.fold_in_proportions`; for
+deep LDA the upward-downward chain of every document with the run's networks fixed. The
+result depends on the seed only, not on the number of threads.
 """
 from __future__ import annotations
 
@@ -26,14 +26,9 @@ from topictk.corpus import readers
 from topictk.corpus.features import FeatureEncoding, read_meta_file
 from topictk.corpus.text import tokenize
 from topictk.errors import CorpusError, CorpusUsageError, UsageError
-from topictk.inference import _minibatch
-from topictk.inference.base import chunk_bounds_by_docs
-from topictk.training.batches import gather_batch
-from topictk.training.streams import Streams, infer_key
 
 log = logging.getLogger("topictk")
 
-CHUNK_DOCS = 64
 INPUT_FORMATS = ("auto", "text", "dir", "jsonl", "uci")
 
 
@@ -145,29 +140,6 @@ def document_features(store, docs: NewDocuments, where: str) -> np.ndarray:
     return X
 
 
-def infer_theta(driver, state, docs: NewDocuments, features: np.ndarray | None, *,
-                sweeps: int, burn_in: int, seed: int, threads: int = 1) -> np.ndarray:
-    """(D, K) topic proportions of ``docs`` (see the module docstring)."""
-    check_sweeps(sweeps, burn_in)
-    phi = np.asarray(driver.topic_word(state), dtype=np.float64)          # (K, V)
-    K = phi.shape[0]
-    alpha = np.ascontiguousarray(driver.document_prior(state, features), dtype=np.float64)
-    D = docs.n_docs
-    batch = gather_batch(docs.doc_ptr, docs.words, np.arange(D, dtype=np.int64))
-    weights = np.ascontiguousarray(phi[:, batch.vocab].T)
-    bounds = chunk_bounds_by_docs(D, CHUNK_DOCS)
-    streams = Streams(seed)
-    chunk_streams = [streams.derived(infer_key(c)) for c in range(bounds.size - 1)]
-    word_topic = np.zeros((batch.vocab.size, K), dtype=np.int64)
-    doc_topic = np.zeros((D, K), dtype=np.int64)
-    _minibatch.local_gibbs(batch.doc_ptr, batch.words, weights, alpha, int(sweeps), int(burn_in),
-                           bounds, chunk_streams, word_topic, doc_topic, int(threads))
-    nbar = doc_topic / float(sweeps - burn_in)
-    prior = np.broadcast_to(alpha, (D, K))
-    lengths = np.diff(docs.doc_ptr).astype(np.float64)
-    return (nbar + prior) / (lengths + prior.sum(axis=1))[:, None]
-
-
 def render_jsonl(docs: NewDocuments, theta: np.ndarray, top: int) -> str:
     lines = []
     for d in range(docs.n_docs):
@@ -204,9 +176,10 @@ def infer_run(run, inputs: list[str], *, fmt: str = "auto", meta_file: str | Non
     if empty:
         log.warning("%d document(s) have no word of the model's vocabulary: their proportions "
                     "are the prior mean", empty)
-    theta = infer_theta(run.driver, run.state, docs, features, sweeps=sweeps, burn_in=burn_in,
-                        seed=run.config.training.seed if seed is None else seed,
-                        threads=run.driver.threads if threads is None else threads)
+    theta = run.driver.infer_proportions(
+        run.state, docs.doc_ptr, docs.words, features, sweeps=sweeps, burn_in=burn_in,
+        seed=run.config.training.seed if seed is None else seed,
+        threads=run.driver.threads if threads is None else threads)
     return docs, theta
 
 

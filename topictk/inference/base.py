@@ -24,7 +24,9 @@ import numpy as np
 from topictk.config.schema import Option
 from topictk.corpus.store import CorpusStore, Documents
 from topictk.errors import UsageError
-from topictk.training.streams import Streams
+from topictk.inference import _minibatch
+from topictk.training.batches import gather_batch
+from topictk.training.streams import Streams, infer_key
 
 
 @dataclass
@@ -57,6 +59,35 @@ def chunk_bounds_by_docs(n_docs: int, chunk_docs: int) -> np.ndarray:
     """Consecutive chunks of ``chunk_docs`` documents: boundaries (C + 1,) int64."""
     bounds = np.arange(0, n_docs, chunk_docs, dtype=np.int64)
     return np.append(bounds, np.int64(n_docs))
+
+
+INFER_CHUNK_DOCS = 64
+
+
+def fold_in_proportions(topic_word: np.ndarray, alpha: np.ndarray, doc_ptr: np.ndarray,
+                        words: np.ndarray, *, sweeps: int, burn_in: int, seed: int,
+                        threads: int = 1) -> np.ndarray:
+    """Topic proportions of documents under fixed topics (K, V) and a Dirichlet prior (1 or D,
+    K): collapsed Gibbs over each document's assignments, ``sweeps`` sweeps of which the first
+    ``burn_in`` are discarded, theta_d = (n-bar_dk + alpha_dk) / (N_d + alpha_d.) from the kept
+    sweeps' average counts. Chunks of 64 documents with one stream each (``infer_key``), so
+    the result depends on ``seed`` only, not on ``threads``."""
+    phi = np.asarray(topic_word, dtype=np.float64)
+    K = phi.shape[0]
+    alpha = np.ascontiguousarray(np.atleast_2d(alpha), dtype=np.float64)
+    D = doc_ptr.size - 1
+    batch = gather_batch(doc_ptr, words, np.arange(D, dtype=np.int64))
+    weights = np.ascontiguousarray(phi[:, batch.vocab].T)
+    bounds = chunk_bounds_by_docs(D, INFER_CHUNK_DOCS)
+    streams = Streams(seed)
+    chunk_streams = [streams.derived(infer_key(c)) for c in range(bounds.size - 1)]
+    word_topic = np.zeros((batch.vocab.size, K), dtype=np.int64)
+    doc_topic = np.zeros((D, K), dtype=np.int64)
+    _minibatch.local_gibbs(batch.doc_ptr, batch.words, weights, alpha, int(sweeps), int(burn_in),
+                           bounds, chunk_streams, word_topic, doc_topic, int(threads))
+    prior = np.broadcast_to(alpha, (D, K))
+    lengths = np.diff(doc_ptr).astype(np.float64)
+    return (doc_topic / float(sweeps - burn_in) + prior) / (lengths + prior.sum(axis=1))[:, None]
 
 
 def word_frequencies(words: np.ndarray, n_words: int, block: int = 1 << 20) -> np.ndarray:
@@ -131,6 +162,16 @@ class Driver(ABC):
         None when the algorithm does not support it."""
         return None
 
+    def infer_proportions(self, state: Any, doc_ptr: np.ndarray, words: np.ndarray,
+                          features: np.ndarray | None, *, sweeps: int, burn_in: int, seed: int,
+                          threads: int = 1) -> np.ndarray:
+        """(D, K) topic proportions of new documents (``topictk infer``), by default the
+        Dirichlet fold-in of :func:`fold_in_proportions` with ``topic_word`` and
+        ``document_prior``."""
+        return fold_in_proportions(self.topic_word(state), self.document_prior(state, features),
+                                   doc_ptr, words, sweeps=sweeps, burn_in=burn_in, seed=seed,
+                                   threads=threads)
+
     def document_prior(self, state: Any, features: np.ndarray | None) -> np.ndarray:
         """The Dirichlet prior of theta for new documents (``topictk infer``): (1, K), or
         (D, K) from the documents' ``features`` when the prior depends on metadata
@@ -138,7 +179,7 @@ class Driver(ABC):
         alpha = getattr(state, "alpha", None)
         if alpha is None:
             raise UsageError(f"'{self.name}' runs have no Dirichlet document prior to fold new "
-                             f"documents in with; infer works with the LDA and DMR algorithms")
+                             f"documents in with")
         return np.atleast_2d(np.asarray(alpha, dtype=np.float64))
 
     def check_state(self, state: Any) -> None:

@@ -29,10 +29,11 @@ import logging
 import numpy as np
 
 from topictk.config.schema import Option
+from topictk.corpus.store import ptr_to_csr
 from topictk.errors import ConfigError, NumericalError
 from topictk.inference import _dlda
-from topictk.inference.base import (Driver, StepInfo, TestSet, chunk_bounds_by_docs,
-                                    chunk_bounds_by_tokens)
+from topictk.inference.base import (INFER_CHUNK_DOCS, Driver, StepInfo, TestSet,
+                                    chunk_bounds_by_docs, chunk_bounds_by_tokens)
 from topictk.inference.registry import register
 from topictk.state.deep import DeepState
 from topictk.training import streams as keys
@@ -411,6 +412,35 @@ class DLDADriver(Driver):
     def layer_weights(self, state: DeepState, layer: int) -> np.ndarray:
         """Phi^(layer) (K_{l-1}, K_l): how strongly each lower unit belongs to each topic."""
         return state.phi[layer - 1]
+
+    def infer_proportions(self, state: DeepState, doc_ptr: np.ndarray, words: np.ndarray,
+                          features: np.ndarray | None, *, sweeps: int, burn_in: int, seed: int,
+                          threads: int = 1) -> np.ndarray:
+        """(D, K_1) topic proportions of new documents (``topictk infer``): each document's
+        upward-downward chain (§8.4) with the networks and r fixed, started as the test chain
+        is (§8.11: theta^(l) = 1/K_l, c = 1), p/c sampled from iteration min(burn_in // 2, 10)
+        on as in the point perplexity; theta^(1) normalised and averaged over the iterations
+        after ``burn_in``. One stream per chunk of 64 documents (``infer_key``), advancing
+        across the iterations, so the result depends on ``seed`` only."""
+        D = doc_ptr.size - 1
+        indptr, indices, counts = ptr_to_csr(doc_ptr, words, self.V)
+        theta, c = initial_theta(D, self.layers), np.ones((D, self.L))
+        bounds = chunk_bounds_by_docs(D, INFER_CHUNK_DOCS)
+        streams = Streams(seed)
+        gens = [streams.derived(keys.infer_key(ch)) for ch in range(bounds.size - 1)]
+        flat, K1 = state.flat_phi(), self.layers[0]
+        pc_from = min(burn_in // 2, 10)
+        total = np.zeros((D, K1))
+        for it in range(1, sweeps + 1):
+            # one iteration per call; the call numbers it 1, so pc_start 1 = on, 2 = off
+            _dlda.local_chains(indptr, indices, counts, flat, self.sizes, state.r, self.hyper,
+                               theta, c, 1, 1, 1 if it >= pc_from else 2, _NO_I64, _NO_F64,
+                               _NO_I64, _NO_I32, _NO_F64, _NO_F64, 0, 1, bounds, gens,
+                               int(threads))
+            if it > burn_in:
+                first = theta[:, :K1]
+                total += first / first.sum(axis=1, keepdims=True)
+        return total / (sweeps - burn_in)
 
     # ---------------------------------------------------------------- local chains
     def _chains(self, state: DeepState, docs, theta, c, n_iter: int, n_burn: int,
