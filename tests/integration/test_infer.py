@@ -20,6 +20,7 @@ from topictk.config import load_config
 from topictk.corpus.store import CorpusStore, ptr_to_csr
 from topictk.evaluation.run import LoadedRun
 from topictk.errors import UsageError
+from topictk.evaluation import infer as infer_module
 from topictk.inference.base import INFER_CHUNK_DOCS, Driver, chunk_bounds_by_docs
 from topictk.inference.dlda import initial_theta
 from topictk.training.checkpoint import load_arrays
@@ -104,7 +105,7 @@ def test_single_topic_documents_get_their_topic(lda_run, tmp_path):
         assert r["theta"][match[planted]] > 0.8
 
 
-def test_threads_seed_tsv_and_atomic_output(lda_run, tmp_path):
+def test_threads_seed_blocks_tsv_and_atomic_output(lda_run, tmp_path, monkeypatch):
     run, _ = lda_run
     new = planted_corpus(seed=12, n_docs=150).docs
     (tmp_path / "new.txt").write_text(_lines(new))
@@ -112,6 +113,10 @@ def test_threads_seed_tsv_and_atomic_output(lda_run, tmp_path):
     two = ok("infer", run, tmp_path / "new.txt", "--threads", "2").stdout
     assert one == two
     assert ok("infer", run, tmp_path / "new.txt", "--seed", "7").stdout != one
+    # folded in and written in blocks: cutting the input differently changes nothing
+    monkeypatch.setattr(infer_module, "BLOCK_DOCS", INFER_CHUNK_DOCS)
+    assert ok("infer", run, tmp_path / "new.txt").stdout == one
+    monkeypatch.undo()
     out = tmp_path / "theta.tsv"
     assert ok("infer", run, tmp_path / "new.txt", "--output-format", "tsv", "--out", out,
               "--threads", "2").stdout == ""

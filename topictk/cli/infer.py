@@ -5,9 +5,9 @@ import click
 
 from topictk.cli.options import run_dir_argument
 from topictk.evaluation.infer import (INPUT_FORMATS, check_sweeps, infer_run, output_path_ok,
-                                      render_jsonl, render_tsv)
+                                      render_jsonl, render_tsv, tsv_header)
 from topictk.evaluation.run import LoadedRun
-from topictk.training.checkpoint import atomic_write_text
+from topictk.training.checkpoint import atomic_write_bytes
 
 
 @click.command()
@@ -52,11 +52,23 @@ def infer(run_dir, inputs, fmt, vocab, meta_file, out, output_format, top, sweep
     check_sweeps(sweeps, burn_in)
     out_path = output_path_ok(out)
     run = LoadedRun(run_dir, checkpoint)
-    docs, theta = infer_run(run, list(inputs), fmt=fmt, meta_file=meta_file, sweeps=sweeps,
-                            burn_in=burn_in, seed=seed, encoding_errors=encoding_errors,
-                            vocab=vocab, threads=threads)
-    text = render_tsv(docs, theta) if output_format == "tsv" else render_jsonl(docs, theta, top)
+    docs, blocks = infer_run(run, list(inputs), fmt=fmt, meta_file=meta_file, sweeps=sweeps,
+                             burn_in=burn_in, seed=seed, encoding_errors=encoding_errors,
+                             vocab=vocab, threads=threads)
+
+    def texts():
+        if output_format == "tsv":
+            yield tsv_header(int(run.config.model.topics))
+        for start, theta in blocks:
+            yield (render_tsv(docs, start, theta) if output_format == "tsv"
+                   else render_jsonl(docs, start, theta, top))
+
     if out_path is None:
-        click.echo(text, nl=False)
+        for text in texts():
+            click.echo(text, nl=False)
     else:
-        atomic_write_text(out_path, text)
+        def write(file) -> None:
+            for text in texts():
+                file.write(text.encode("utf-8"))
+
+        atomic_write_bytes(out_path, write)

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import json
 import logging
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -26,10 +27,12 @@ from topictk.corpus import readers
 from topictk.corpus.features import FeatureEncoding, read_meta_file
 from topictk.corpus.text import tokenize
 from topictk.errors import CorpusError, CorpusUsageError, UsageError
+from topictk.inference.base import INFER_CHUNK_DOCS
 
 log = logging.getLogger("topictk")
 
 INPUT_FORMATS = ("auto", "text", "dir", "jsonl", "uci")
+BLOCK_DOCS = 64 * INFER_CHUNK_DOCS     # documents folded in (and written) at a time
 
 
 @dataclass
@@ -140,33 +143,43 @@ def document_features(store, docs: NewDocuments, where: str) -> np.ndarray:
     return X
 
 
-def render_jsonl(docs: NewDocuments, theta: np.ndarray, top: int) -> str:
+def render_jsonl(docs: NewDocuments, start: int, theta: np.ndarray, top: int) -> str:
+    """JSON lines of documents ``start``.. (one per row of ``theta``)."""
     lines = []
-    for d in range(docs.n_docs):
-        order = np.argsort(-theta[d], kind="stable")[:top]
+    for i, row in enumerate(theta):
+        d = start + i
+        order = np.argsort(-row, kind="stable")[:top]
         lines.append(json.dumps({
             "id": docs.ids[d], "tokens": int(docs.doc_ptr[d + 1] - docs.doc_ptr[d]),
             "unknown": int(docs.unknown[d]),
             "top_topics": [int(k) for k in order],
-            "theta": [float(x) for x in theta[d]]}))
-    return "\n".join(lines) + "\n"
+            "theta": [float(x) for x in row]}) + "\n")
+    return "".join(lines)
 
 
-def render_tsv(docs: NewDocuments, theta: np.ndarray) -> str:
-    K = theta.shape[1]
-    rows = ["\t".join(["id", "tokens", "unknown", *(f"topic_{k}" for k in range(K))])]
-    for d in range(docs.n_docs):
+def tsv_header(n_topics: int) -> str:
+    return "\t".join(["id", "tokens", "unknown", *(f"topic_{k}" for k in range(n_topics))]) + "\n"
+
+
+def render_tsv(docs: NewDocuments, start: int, theta: np.ndarray) -> str:
+    """TSV rows of documents ``start``.. (one per row of ``theta``)."""
+    rows = []
+    for i, row in enumerate(theta):
+        d = start + i
         doc_id = docs.ids[d].replace("\t", " ").replace("\n", " ")
         rows.append("\t".join([doc_id, str(int(docs.doc_ptr[d + 1] - docs.doc_ptr[d])),
-                               str(int(docs.unknown[d])), *(repr(float(x)) for x in theta[d])]))
-    return "\n".join(rows) + "\n"
+                               str(int(docs.unknown[d])), *(repr(float(x)) for x in row)]) + "\n")
+    return "".join(rows)
 
 
 def infer_run(run, inputs: list[str], *, fmt: str = "auto", meta_file: str | None = None,
               sweeps: int = 50, burn_in: int = 25, seed: int | None = None,
               encoding_errors: str = "strict", vocab: str | None = None,
-              threads: int | None = None) -> tuple[NewDocuments, np.ndarray]:
-    """Read ``inputs`` and infer their topic proportions under a loaded run."""
+              threads: int | None = None) -> tuple[NewDocuments, Iterator[tuple[int, np.ndarray]]]:
+    """Read ``inputs`` (all of it, so that bad input stops the command before any output) and
+    return them with an iterator over (first document, topic proportions) of blocks of
+    ``BLOCK_DOCS`` documents, so that neither the proportions nor the output of a large input
+    are held whole."""
     check_sweeps(sweeps, burn_in)
     docs = read_new_documents(inputs, run.store, fmt, meta_file, encoding_errors, vocab)
     where = meta_file or ", ".join(inputs)
@@ -176,11 +189,20 @@ def infer_run(run, inputs: list[str], *, fmt: str = "auto", meta_file: str | Non
     if empty:
         log.warning("%d document(s) have no word of the model's vocabulary: their proportions "
                     "are the prior mean", empty)
-    theta = run.driver.infer_proportions(
-        run.state, docs.doc_ptr, docs.words, features, sweeps=sweeps, burn_in=burn_in,
-        seed=run.config.training.seed if seed is None else seed,
-        threads=run.driver.threads if threads is None else threads)
-    return docs, theta
+    seed = run.config.training.seed if seed is None else seed
+    threads = run.driver.threads if threads is None else threads
+
+    def blocks() -> Iterator[tuple[int, np.ndarray]]:
+        for start in range(0, docs.n_docs, BLOCK_DOCS):
+            stop = min(docs.n_docs, start + BLOCK_DOCS)
+            lo, hi = docs.doc_ptr[start], docs.doc_ptr[stop]
+            yield start, run.driver.infer_proportions(
+                run.state, docs.doc_ptr[start:stop + 1] - lo, docs.words[lo:hi],
+                None if features is None else features[start:stop], sweeps=sweeps,
+                burn_in=burn_in, seed=seed, threads=threads,
+                first_chunk=start // INFER_CHUNK_DOCS)
+
+    return docs, blocks()
 
 
 def output_path_ok(path: str | None) -> Path | None:

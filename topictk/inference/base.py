@@ -66,12 +66,13 @@ INFER_CHUNK_DOCS = 64
 
 def fold_in_proportions(topic_word: np.ndarray, alpha: np.ndarray, doc_ptr: np.ndarray,
                         words: np.ndarray, *, sweeps: int, burn_in: int, seed: int,
-                        threads: int = 1) -> np.ndarray:
+                        threads: int = 1, first_chunk: int = 0) -> np.ndarray:
     """Topic proportions of documents under fixed topics (K, V) and a Dirichlet prior (1 or D,
     K): collapsed Gibbs over each document's assignments, ``sweeps`` sweeps of which the first
     ``burn_in`` are discarded, theta_d = (n-bar_dk + alpha_dk) / (N_d + alpha_d.) from the kept
-    sweeps' average counts. Chunks of 64 documents with one stream each (``infer_key``), so
-    the result depends on ``seed`` only, not on ``threads``."""
+    sweeps' average counts. Chunks of 64 documents with one stream each (``infer_key`` of the
+    chunk's index in the whole input, counted from ``first_chunk``), so the result depends on
+    ``seed`` only, not on ``threads`` or on how the input is cut into calls."""
     phi = np.asarray(topic_word, dtype=np.float64)
     K = phi.shape[0]
     alpha = np.ascontiguousarray(np.atleast_2d(alpha), dtype=np.float64)
@@ -80,7 +81,7 @@ def fold_in_proportions(topic_word: np.ndarray, alpha: np.ndarray, doc_ptr: np.n
     weights = np.ascontiguousarray(phi[:, batch.vocab].T)
     bounds = chunk_bounds_by_docs(D, INFER_CHUNK_DOCS)
     streams = Streams(seed)
-    chunk_streams = [streams.derived(infer_key(c)) for c in range(bounds.size - 1)]
+    chunk_streams = [streams.derived(infer_key(first_chunk + c)) for c in range(bounds.size - 1)]
     word_topic = np.zeros((batch.vocab.size, K), dtype=np.int64)
     doc_topic = np.zeros((D, K), dtype=np.int64)
     _minibatch.local_gibbs(batch.doc_ptr, batch.words, weights, alpha, int(sweeps), int(burn_in),
@@ -164,13 +165,14 @@ class Driver(ABC):
 
     def infer_proportions(self, state: Any, doc_ptr: np.ndarray, words: np.ndarray,
                           features: np.ndarray | None, *, sweeps: int, burn_in: int, seed: int,
-                          threads: int = 1) -> np.ndarray:
+                          threads: int = 1, first_chunk: int = 0) -> np.ndarray:
         """(D, K) topic proportions of new documents (``topictk infer``), by default the
         Dirichlet fold-in of :func:`fold_in_proportions` with ``topic_word`` and
-        ``document_prior``."""
+        ``document_prior``. ``first_chunk``: the index of the documents' first chunk of
+        ``INFER_CHUNK_DOCS`` in the whole input (its streams are keyed by it)."""
         return fold_in_proportions(self.topic_word(state), self.document_prior(state, features),
                                    doc_ptr, words, sweeps=sweeps, burn_in=burn_in, seed=seed,
-                                   threads=threads)
+                                   threads=threads, first_chunk=first_chunk)
 
     def document_prior(self, state: Any, features: np.ndarray | None) -> np.ndarray:
         """The Dirichlet prior of theta for new documents (``topictk infer``): (1, K), or

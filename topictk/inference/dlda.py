@@ -415,19 +415,21 @@ class DLDADriver(Driver):
 
     def infer_proportions(self, state: DeepState, doc_ptr: np.ndarray, words: np.ndarray,
                           features: np.ndarray | None, *, sweeps: int, burn_in: int, seed: int,
-                          threads: int = 1) -> np.ndarray:
+                          threads: int = 1, first_chunk: int = 0) -> np.ndarray:
         """(D, K_1) topic proportions of new documents (``topictk infer``): each document's
         upward-downward chain (§8.4) with the networks and r fixed, started as the test chain
         is (§8.11: theta^(l) = 1/K_l, c = 1), p/c sampled from iteration min(burn_in // 2, 10)
         on as in the point perplexity; theta^(1) normalised and averaged over the iterations
-        after ``burn_in``. One stream per chunk of 64 documents (``infer_key``), advancing
-        across the iterations, so the result depends on ``seed`` only."""
+        after ``burn_in``. One stream per chunk of 64 documents (``infer_key`` as in
+        :func:`topictk.inference.base.fold_in_proportions`), advancing across the iterations,
+        so the result depends on ``seed`` only."""
         D = doc_ptr.size - 1
         indptr, indices, counts = ptr_to_csr(doc_ptr, words, self.V)
         theta, c = initial_theta(D, self.layers), np.ones((D, self.L))
         bounds = chunk_bounds_by_docs(D, INFER_CHUNK_DOCS)
         streams = Streams(seed)
-        gens = [streams.derived(keys.infer_key(ch)) for ch in range(bounds.size - 1)]
+        gens = [streams.derived(keys.infer_key(first_chunk + ch))
+                for ch in range(bounds.size - 1)]
         flat, K1 = state.flat_phi(), self.layers[0]
         pc_from = min(burn_in // 2, 10)
         total = np.zeros((D, K1))
