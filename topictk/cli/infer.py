@@ -4,8 +4,9 @@ from __future__ import annotations
 import click
 
 from topictk.cli.options import run_dir_argument
-from topictk.evaluation.infer import (INPUT_FORMATS, check_sweeps, infer_run, output_path_ok,
-                                      render_jsonl, render_tsv, tsv_header)
+from topictk.corpus.readers import FORMATS
+from topictk.evaluation.infer import (check_sweeps, infer_run, output_path_ok, render_jsonl,
+                                      render_tsv, tsv_header)
 from topictk.evaluation.run import LoadedRun
 from topictk.training.checkpoint import atomic_write_bytes
 
@@ -13,7 +14,7 @@ from topictk.training.checkpoint import atomic_write_bytes
 @click.command()
 @run_dir_argument
 @click.argument("inputs", nargs=-1, required=True)
-@click.option("--format", "fmt", type=click.Choice(INPUT_FORMATS), default="auto",
+@click.option("--format", "fmt", type=click.Choice(FORMATS), default="auto",
               show_default=True, help="Input format, as for 'topictk prepare'.")
 @click.option("--vocab", type=click.Path(dir_okay=False), default=None,
               help="UCI input: its vocabulary (default: vocab.NAME.txt beside the docword "

@@ -112,23 +112,16 @@ def _read_text_documents(inputs: list[str], fmt: str, opts: PrepareOptions,
     whose out-of-vocabulary tokens are dropped as they are read)."""
     type_ids: dict[str, int] = {w: i for i, w in enumerate(fixed_vocab)} if fixed_vocab else {}
     docs, ids, metas = [], [], []
-    for source in inputs:
-        if fmt == "dir":
-            stream = readers.read_directory(source, opts.encoding_errors, stats)
-        elif fmt == "jsonl":
-            stream = readers.read_jsonl(source, opts.encoding_errors, stats)
+    for doc in readers.read_text_documents(inputs, fmt, opts.encoding_errors, stats):
+        tokens = tokenize(doc.text, opts.min_length)
+        if fixed_vocab:
+            known = [type_ids[t] for t in tokens if t in type_ids]
+            docs.append(np.array(known, dtype=np.int32))
         else:
-            stream = readers.read_lines(source, opts.encoding_errors, stats)
-        for doc in stream:
-            tokens = tokenize(doc.text, opts.min_length)
-            if fixed_vocab:
-                known = [type_ids[t] for t in tokens if t in type_ids]
-                docs.append(np.array(known, dtype=np.int32))
-            else:
-                docs.append(np.fromiter((type_ids.setdefault(t, len(type_ids)) for t in tokens),
-                                        dtype=np.int32, count=len(tokens)))
-            ids.append(doc.id)
-            metas.append(doc.meta)
+            docs.append(np.fromiter((type_ids.setdefault(t, len(type_ids)) for t in tokens),
+                                    dtype=np.int32, count=len(tokens)))
+        ids.append(doc.id)
+        metas.append(doc.meta)
     names = [""] * len(type_ids)
     for name, i in type_ids.items():
         names[i] = name

@@ -150,6 +150,18 @@ def read_jsonl(source: str, errors: str, stats: ReadStats,
             yield TextDocument(id=doc_id, text=text, meta=record)
 
 
+def read_text_documents(inputs: list[str], fmt: str, errors: str,
+                        stats: ReadStats) -> Iterator[TextDocument]:
+    """The documents of every input in order, read as ``fmt`` ("dir", "jsonl" or "text")."""
+    for source in inputs:
+        if fmt == "dir":
+            yield from read_directory(source, errors, stats)
+        elif fmt == "jsonl":
+            yield from read_jsonl(source, errors, stats)
+        else:
+            yield from read_lines(source, errors, stats)
+
+
 def read_vocab(path: Path) -> list[str]:
     """A vocabulary file: one word per line, line i is word id i (1-based in UCI files)."""
     with _open_binary(path) as stream:

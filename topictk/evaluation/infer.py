@@ -31,7 +31,6 @@ from topictk.inference.base import INFER_CHUNK_DOCS
 
 log = logging.getLogger("topictk")
 
-INPUT_FORMATS = ("auto", "text", "dir", "jsonl", "uci")
 BLOCK_DOCS = 64 * INFER_CHUNK_DOCS     # documents folded in (and written) at a time
 
 
@@ -65,8 +64,8 @@ def read_new_documents(inputs: list[str], store, fmt: str = "auto",
                                "docword file, or - for standard input")
     if fmt == "auto":
         fmt = readers.detect_format(inputs)
-    if fmt not in INPUT_FORMATS:
-        raise UsageError(f"--format must be one of {', '.join(INPUT_FORMATS)}; got {fmt}")
+    if fmt not in readers.FORMATS:
+        raise UsageError(f"--format must be one of {', '.join(readers.FORMATS)}; got {fmt}")
     index = {w: i for i, w in enumerate(store.vocab)}
     ids: list[str] = []
     docs: list[np.ndarray] = []
@@ -89,20 +88,13 @@ def read_new_documents(inputs: list[str], store, fmt: str = "auto",
     else:
         stats = readers.ReadStats()
         min_length = int(store.manifest.get("options", {}).get("min_length", 3))
-        for source in inputs:
-            if fmt == "dir":
-                stream = readers.read_directory(source, encoding_errors, stats)
-            elif fmt == "jsonl":
-                stream = readers.read_jsonl(source, encoding_errors, stats)
-            else:
-                stream = readers.read_lines(source, encoding_errors, stats)
-            for doc in stream:
-                tokens = tokenize(doc.text, min_length)
-                known = [index[t] for t in tokens if t in index]
-                docs.append(np.array(known, dtype=np.int32))
-                unknown.append(len(tokens) - len(known))
-                ids.append(doc.id)
-                metas.append(doc.meta)
+        for doc in readers.read_text_documents(inputs, fmt, encoding_errors, stats):
+            tokens = tokenize(doc.text, min_length)
+            known = [index[t] for t in tokens if t in index]
+            docs.append(np.array(known, dtype=np.int32))
+            unknown.append(len(tokens) - len(known))
+            ids.append(doc.id)
+            metas.append(doc.meta)
         if stats.skipped_undecodable:
             log.warning("%d undecodable document(s) skipped (--encoding-errors skip)",
                         stats.skipped_undecodable)
