@@ -256,6 +256,13 @@ def test_dmr_without_metadata_is_refused_with_the_fix(dmr_run, tmp_path):
     message = fails(2, "infer", dmr_run / "run", tmp_path / "plain.txt")
     assert "metadata fields group, year" in message and "--meta-file" in message
     (tmp_path / "meta.tsv").write_text("group\tyear\noff\t1998\non\t1990\n")
+    (tmp_path / "bad.jsonl").write_text('{"text": "waa", "group": "on", "year": "late"}\n'
+                                        '{"text": "waa", "group": "on", "year": NaN}\n')
+    message = fails(1, "infer", dmr_run / "run", tmp_path / "bad.jsonl")
+    assert "field 'year' = 'late' is not a number" in message
+    assert "trained with the field as a number" in message and "--meta" not in message
+    (tmp_path / "nan.jsonl").write_text('{"text": "waa", "group": "on", "year": NaN}\n')
+    assert "not a finite number" in fails(1, "infer", dmr_run / "run", tmp_path / "nan.jsonl")
     assert "has 2 rows but the input has 1 documents" in fails(
         1, "infer", dmr_run / "run", tmp_path / "plain.txt", "--meta-file", tmp_path / "meta.tsv")
 

@@ -84,8 +84,10 @@ class FeatureEncoding:
     def from_json(cls, data: dict) -> "FeatureEncoding":
         return cls(fields=list(data["fields"]), dropped=list(data.get("dropped", [])))
 
-    def encode(self, metas: list[dict], ids: list[str], where: str) -> tuple[np.ndarray, dict]:
-        """(n, F) float64 features and the counts of filled-in and unseen values."""
+    def encode(self, metas: list[dict], ids: list[str], where: str,
+               fixed: bool = False) -> tuple[np.ndarray, dict]:
+        """(n, F) float64 features and the counts of filled-in and unseen values; ``fixed``
+        as in :func:`_numeric`."""
         n, F = len(metas), len(self.names)
         X = np.zeros((n, F))
         X[:, -1] = 1.0
@@ -98,7 +100,7 @@ class FeatureEncoding:
                     if name not in meta or meta[name] is None or meta[name] == "":
                         missing += 1
                         continue
-                    x = _numeric(meta[name], name, ids[i], where)
+                    x = _numeric(meta[name], name, ids[i], where, fixed)
                     X[i, col] = (x - f["mean"]) / f["std"]
                 col += 1
             else:
@@ -116,12 +118,15 @@ class FeatureEncoding:
         return X, {"missing_values": missing, "unseen_categories": unseen}
 
 
-def _numeric(value, name: str, doc_id: str, where: str) -> float:
+def _numeric(value, name: str, doc_id: str, where: str, fixed: bool = False) -> float:
+    """``value`` as a finite float, or a CorpusError naming the document; ``fixed``: the
+    field's type is settled (a trained model's encoding), so only the value can change."""
     x = _as_number(value)
     if x is None:
+        fix = ("fix the value: the model was trained with the field as a number" if fixed else
+               f"fix the value or declare the field categorical with --meta {name}:cat")
         raise CorpusError(f"{where}: document {doc_id}: field '{name}' = {value!r} is not a "
-                          f"number; fix the value or declare the field categorical with "
-                          f"--meta {name}:cat")
+                          f"number; {fix}")
     if not math.isfinite(x):
         raise CorpusError(f"{where}: document {doc_id}: field '{name}' = {value!r} is not a "
                           f"finite number; fix or remove the value")

@@ -125,7 +125,7 @@ def document_features(store, docs: NewDocuments, where: str) -> np.ndarray:
     if docs.metas is None:
         raise UsageError(f"{where}: this run's prior depends on the metadata fields "
                          f"{', '.join(fields)}; give them as JSONL fields or with --meta-file")
-    X, stats = encoding.encode(docs.metas, docs.ids, where)
+    X, stats = encoding.encode(docs.metas, docs.ids, where, fixed=True)
     if stats["missing_values"]:
         log.warning("%s: %d metadata value(s) missing (fields %s): those features are left at "
                     "0, the training baseline", where, stats["missing_values"], ", ".join(fields))
