@@ -56,7 +56,8 @@ def lda_run(tmp_path_factory):
     corpus = planted_corpus(seed=5, n_docs=300)
     store = write_token_store(tmp / "store", corpus.docs, N_WORDS, vocab=VOCAB)
     cfg = gibbs_config(store, tmp / "run", topics=5, iterations=100,
-                       model={"alpha": 0.2, "beta": 0.05}, training={"seed": 1})
+                       model={"alpha": 0.2, "beta": 0.05},
+                       training={"seed": 1, "checkpoint_every": 50, "keep_checkpoints": 2})
     train(cfg, quiet=True)
     return tmp / "run", corpus
 
@@ -83,6 +84,23 @@ def test_theta_equals_the_reference_fold_in(lda_run, tmp_path):
     np.testing.assert_allclose(theta.sum(axis=1), 1.0, rtol=1e-12)
     assert [r["top_topics"] for r in records] == [
         list(np.argsort(-t, kind="stable")[:3]) for t in theta]
+
+
+def test_a_checkpoint_can_be_used(lda_run, tmp_path):
+    run, _ = lda_run
+    new = planted_corpus(seed=13, n_docs=20).docs
+    (tmp_path / "new.txt").write_text(_lines(new))
+    got = np.array([json.loads(line)["theta"] for line in ok(
+        "infer", run, tmp_path / "new.txt", "--checkpoint", "50").stdout.splitlines()])
+    _, model = load_arrays(run / "checkpoints" / "step-00000050.npz")
+    nkw = model["nkw"].astype(np.float64)
+    phi = ((nkw + 0.05) / (nkw.sum(axis=0) + N_WORDS * 0.05)).T
+    doc_ptr = np.concatenate([[0], np.cumsum([d.size for d in new])])
+    expected = _expected_theta(doc_ptr, np.concatenate(new), phi, np.full((1, 5), 0.2), 50, 25,
+                               1)
+    np.testing.assert_allclose(got, expected, rtol=1e-12)
+    assert "no checkpoint at step 7" in fails(1, "infer", run, tmp_path / "new.txt",
+                                              "--checkpoint", "7")
 
 
 def test_single_topic_documents_get_their_topic(lda_run, tmp_path):
