@@ -25,6 +25,7 @@ import numpy as np
 
 from topictk.corpus import readers
 from topictk.corpus.features import FeatureEncoding, read_meta_file
+from topictk.corpus.store import csr_to_tokens
 from topictk.corpus.text import tokenize
 from topictk.errors import CorpusError, CorpusUsageError, UsageError
 from topictk.inference.base import INFER_CHUNK_DOCS
@@ -76,13 +77,10 @@ def read_new_documents(inputs: list[str], store, fmt: str = "auto",
             raise UsageError("UCI input is one docword file")
         bag = readers.read_uci(inputs[0], vocab)
         to_store = np.array([index.get(w, -1) for w in bag.vocab], dtype=np.int64)
-        for d in range(bag.indptr.size - 1):
-            lo, hi = bag.indptr[d], bag.indptr[d + 1]
-            mapped = to_store[bag.indices[lo:hi]]
-            counts = bag.counts[lo:hi]
-            known = mapped >= 0
-            docs.append(np.repeat(mapped[known], counts[known]).astype(np.int32))
-            unknown.append(int(counts[~known].sum()))
+        for d, tokens in enumerate(csr_to_tokens(bag.indptr, bag.indices, bag.counts)):
+            mapped = to_store[tokens]
+            docs.append(mapped[mapped >= 0].astype(np.int32))
+            unknown.append(tokens.size - docs[-1].size)
             ids.append(str(d + 1))
             metas.append({})
     else:
@@ -130,8 +128,8 @@ def document_features(store, docs: NewDocuments, where: str) -> np.ndarray:
         log.warning("%s: %d metadata value(s) missing (fields %s): those features are left at "
                     "0, the training baseline", where, stats["missing_values"], ", ".join(fields))
     if stats["unseen_categories"]:
-        log.warning("%s: %d categorical value(s) not seen in training: encoded as no category "
-                    "(the intercept alone)", where, stats["unseen_categories"])
+        log.warning("%s: %d categorical value(s) not seen in training: none of that field's "
+                    "columns is set", where, stats["unseen_categories"])
     return X
 
 

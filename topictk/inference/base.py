@@ -25,7 +25,6 @@ from topictk.config.schema import Option
 from topictk.corpus.store import CorpusStore, Documents
 from topictk.errors import UsageError
 from topictk.inference import _minibatch
-from topictk.training.batches import gather_batch
 from topictk.training.streams import Streams, infer_key
 
 
@@ -77,15 +76,18 @@ def fold_in_proportions(topic_word: np.ndarray, alpha: np.ndarray, doc_ptr: np.n
     K = phi.shape[0]
     alpha = np.ascontiguousarray(np.atleast_2d(alpha), dtype=np.float64)
     D = doc_ptr.size - 1
-    batch = gather_batch(doc_ptr, words, np.arange(D, dtype=np.int64))
-    weights = np.ascontiguousarray(phi[:, batch.vocab].T)
+    # the documents are already contiguous: only the words need local ids, as in a batch
+    vocab, local = np.unique(words, return_inverse=True)
+    weights = np.ascontiguousarray(phi[:, vocab].T)
     bounds = chunk_bounds_by_docs(D, INFER_CHUNK_DOCS)
     streams = Streams(seed)
     chunk_streams = [streams.derived(infer_key(first_chunk + c)) for c in range(bounds.size - 1)]
-    word_topic = np.zeros((batch.vocab.size, K), dtype=np.int64)
+    word_topic = np.zeros((vocab.size, K), dtype=np.int64)
     doc_topic = np.zeros((D, K), dtype=np.int64)
-    _minibatch.local_gibbs(batch.doc_ptr, batch.words, weights, alpha, int(sweeps), int(burn_in),
-                           bounds, chunk_streams, word_topic, doc_topic, int(threads))
+    _minibatch.local_gibbs(np.ascontiguousarray(doc_ptr, dtype=np.int64),
+                           local.reshape(-1).astype(np.int32), weights, alpha, int(sweeps),
+                           int(burn_in), bounds, chunk_streams, word_topic, doc_topic,
+                           int(threads))
     prior = np.broadcast_to(alpha, (D, K))
     lengths = np.diff(doc_ptr).astype(np.float64)
     return (doc_topic / float(sweeps - burn_in) + prior) / (lengths + prior.sum(axis=1))[:, None]
