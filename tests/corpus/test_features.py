@@ -44,7 +44,10 @@ def test_encoding_fitted_on_training_documents_and_applied_to_test(tmp_path):
     np.testing.assert_allclose(store.features("test"), [
         [(2006 - mean) / std, 0, 1, 1], [0, 0, 0, 1], [0, 1, 0, 1]])
     features = store.manifest["features"]
-    assert features["test"] == {"missing_values": 1, "unseen_categories": 1}
+    assert features["test"] == {"missing_values": 1, "unseen_categories": 1,
+                                "missing_by_field": {"year": 1},
+                                "unseen_by_field": {"party": 1},
+                                "unseen_examples": {"party": ["c"]}}
     assert "unseen test categories 1" in result.output
 
 
@@ -116,3 +119,116 @@ def test_meta_file_with_uci_input(tmp_path):
     assert X.shape == (4, 3)
     np.testing.assert_array_equal(np.sort(X[:, :2].sum(axis=1)), [1, 1, 1, 1])
     np.testing.assert_array_equal(X[:, 2], 1)
+
+
+def _prepare_text(tmp_path, meta_text: bytes | str, *args, n_docs=3):
+    src = tmp_path / "docs.txt"
+    src.write_text(f"{TEXT}\n" * n_docs)
+    meta = tmp_path / "meta.tsv"
+    if isinstance(meta_text, str):
+        meta.write_text(meta_text)
+    else:
+        meta.write_bytes(meta_text)
+    return CliRunner().invoke(cli, ["prepare", str(src), "--meta-file", str(meta),
+                                    "--test-docs", "0", "--out", str(tmp_path / "s"), *args])
+
+
+def test_meta_file_rows_with_the_wrong_number_of_cells(tmp_path):
+    result = _prepare_text(tmp_path, "doc\tyear\n1\t2000\n2\t2001\textra\n3\t2002\n", "--meta",
+                           "year")
+    assert result.exit_code == 1
+    assert "line 3 has 3 tab-separated cells, the header has 2" in result.output
+    assert "Traceback" not in result.output and not (tmp_path / "s").exists()
+    result = _prepare_text(tmp_path, "doc\tyear\n1\t2000\n2\n3\t2002\n", "--meta", "year")
+    assert result.exit_code == 1 and "line 3 has 1 tab-separated cells" in result.output
+
+
+def test_meta_file_header_bom_duplicates_and_blank_lines(tmp_path):
+    # a byte-order mark is not part of the first column's name; a blank line is no row
+    result = _prepare_text(tmp_path, "\ufeffyear\tgroup\n2000\ta\n\n2001\tb\n2002\ta\n".encode(),
+                           "--meta", "year,group")
+    assert result.exit_code == 0, result.output
+    X = CorpusStore.open(tmp_path / "s").features("train")
+    np.testing.assert_allclose(X[:, 0] * np.std([2000, 2001, 2002]) + 2001, [2000, 2001, 2002])
+    result = _prepare_text(tmp_path, "year\tyear\n1\t2\n1\t2\n1\t2\n", "--meta", "year")
+    assert result.exit_code == 1 and "column 'year' appears twice" in result.output
+
+
+def test_meta_options_that_cannot_be_meant(tmp_path):
+    result = _prepare_text(tmp_path, "year\n1\n2\n3\n", "--meta", "year,year")
+    assert result.exit_code == 2 and "field 'year' is named twice" in result.output
+    result = _prepare_text(tmp_path, "year\n1\n2\n3\n")
+    assert result.exit_code == 2 and "nothing uses it; add --meta" in result.output
+
+
+def test_field_in_both_jsonl_and_meta_file_is_refused(tmp_path):
+    src = tmp_path / "docs.jsonl"
+    src.write_text("".join(json.dumps({"text": TEXT, "year": 2000 + d}) + "\n" for d in range(3)))
+    meta = tmp_path / "meta.tsv"
+    meta.write_text("year\tgroup\n1990\ta\n1991\tb\n1992\ta\n")
+    runner = CliRunner()
+    result = runner.invoke(cli, ["prepare", str(src), "--meta-file", str(meta), "--meta",
+                                 "year,group", "--test-docs", "0", "--out", str(tmp_path / "s")])
+    assert result.exit_code == 2
+    assert "field 'year' is given both by this file and by the JSONL documents" in result.output
+    # fields from both sources are fine when each comes from one of them
+    result = runner.invoke(cli, ["prepare", str(src), "--meta-file", str(meta), "--meta",
+                                 "group", "--test-docs", "0", "--out", str(tmp_path / "s")])
+    assert result.exit_code == 0, result.output
+
+
+def test_a_stray_text_value_makes_a_field_categorical_with_a_warning(tmp_path, caplog):
+    records = [{"split": "train", "score": v} for v in (1, 2, "high", 3)]
+    with caplog.at_level(logging.WARNING, logger="topictk"):
+        result, out = _prepare(tmp_path, records, "--meta", "score")
+    assert result.exit_code == 0, result.output
+    assert CorpusStore.open(out).feature_names[:-1] == ["score=1", "score=2", "score=3",
+                                                        "score=high"]
+    messages = " ".join(r.message for r in caplog.records)
+    assert "3 of 4 values are numbers and 1 are not" in messages and "'high'" in messages
+    assert "--meta score:num" in messages
+
+
+def test_values_too_large_to_standardise(tmp_path):
+    records = [{"split": "train", "id": f"d{i}", "size": v}
+               for i, v in enumerate((1.7e308, 1.7e308, -1.7e308))]
+    result, _ = _prepare(tmp_path, records, "--meta", "size")
+    assert result.exit_code == 1
+    assert "document d2: field 'size' = -1.7e+308 is too large" in result.output
+    # large but representable values standardise without overflow
+    records = [{"split": "train", "size": v} for v in (1e200, 2e200, 3e200)]
+    result, out = _prepare(tmp_path, records, "--meta", "size")
+    assert result.exit_code == 0, result.output
+    np.testing.assert_allclose(CorpusStore.open(out).features("train")[:, 0],
+                               np.array([-1, 0, 1]) / np.std([1, 2, 3]), rtol=1e-12)
+
+
+def test_jsonl_on_standard_input(tmp_path):
+    lines = "".join(json.dumps({"text": TEXT, "year": 2000 + d}) + "\n" for d in range(3))
+    (tmp_path / "docs.jsonl").write_text(lines)
+    runner = CliRunner()
+    piped = runner.invoke(cli, ["prepare", "--format", "jsonl", "-", "--meta", "year",
+                                "--test-docs", "0", "--out", str(tmp_path / "a")], input=lines)
+    assert piped.exit_code == 0, piped.output
+    named = runner.invoke(cli, ["prepare", str(tmp_path / "docs.jsonl"), "--meta", "year",
+                                "--test-docs", "0", "--out", str(tmp_path / "b")])
+    assert named.exit_code == 0, named.output
+    np.testing.assert_array_equal(CorpusStore.open(tmp_path / "a").features("train"),
+                                  CorpusStore.open(tmp_path / "b").features("train"))
+
+
+def test_damaged_feature_array_is_refused(tmp_path):
+    records = [{"split": "train", "year": y} for y in (1, 2, 3)]
+    _, out = _prepare(tmp_path, records, "--meta", "year")
+    X = np.load(out / "train_features.npy")
+    X[0, 0] = np.nan
+    np.save(out / "train_features.npy", X)
+    from topictk.errors import CorpusError
+    with pytest.raises(CorpusError, match="train_features.npy: holds values that are not finite"):
+        CorpusStore.open(out).features("train")
+
+
+def test_category_keys():
+    from topictk.corpus.features import category_key
+    assert [category_key(v) for v in (1, 1.0, "1.0", 2.5, True, "a")] == [
+        "1", "1", "1.0", "2.5", "True", "a"]

@@ -8,6 +8,7 @@ from types import SimpleNamespace
 
 import numpy as np
 import pytest
+from click.testing import CliRunner
 from scipy.optimize import linear_sum_assignment
 
 from tests.dlda._helpers import dlda_config, pgbn_corpus
@@ -16,6 +17,7 @@ from tests.fixtures import gibbs_config, planted_corpus, write_token_store
 from tests.integration._cli import EXAMPLE, fails, ok
 from tests.reference import dlda as dlda_ref
 from tests.reference import minibatch as minibatch_ref
+from topictk.cli import cli
 from topictk.config import load_config
 from topictk.corpus.store import CorpusStore, ptr_to_csr
 from topictk.evaluation.run import LoadedRun
@@ -248,8 +250,9 @@ def test_dmr_prior_follows_the_saved_encoding(dmr_run, tmp_path):
                       if VOCAB[w] in store_vocab])
     outcome = ok("infer", dmr_run / "run", tmp_path / "new.jsonl", "--seed", "5")
     theta = np.array([json.loads(line)["theta"] for line in outcome.stdout.splitlines()])
-    assert "1 categorical value(s) not seen in training" in outcome.stderr
-    assert "2 metadata value(s) missing" in outcome.stderr
+    assert "field 'group': 1 value(s) not seen in training ('maybe')" in outcome.stderr
+    assert "field 'group' missing from 1 document(s)" in outcome.stderr
+    assert "field 'year' missing from 1 document(s)" in outcome.stderr
     for i, (group, year) in enumerate(cases):
         alpha = np.exp(nu @ _encode(manifest, group, year))
         np.testing.assert_allclose(theta[i], alpha / alpha.sum(), rtol=1e-12)
@@ -356,3 +359,72 @@ def test_dlda_documents_of_one_topic_get_it(dlda_run, tmp_path):
     for i, r in enumerate(records):
         assert r["top_topics"][0] == i // 3
         assert r["theta"][i // 3] > 0.5
+
+
+def test_dmr_metadata_edge_cases(dmr_run, tmp_path):
+    run = dmr_run / "run"
+    text = "waa wab wac\n" * 2
+    (tmp_path / "plain.txt").write_text(text)
+    # a meta-file with none of the model's fields is refused, naming what is expected
+    (tmp_path / "other.tsv").write_text("foo\tbar\n1\t2\n1\t2\n")
+    message = fails(2, "infer", run, tmp_path / "plain.txt", "--meta-file", tmp_path / "other.tsv")
+    assert "none of this run's metadata fields (group, year)" in message and "bar, foo" in message
+    # a field given both by the JSONL documents and by the meta-file is refused
+    (tmp_path / "both.jsonl").write_text('{"text": "waa", "group": "on"}\n'
+                                         '{"text": "wab", "group": "off"}\n')
+    (tmp_path / "group.tsv").write_text("group\tyear\non\t1991\noff\t1992\n")
+    assert "field 'group' is given both" in fails(2, "infer", run, tmp_path / "both.jsonl",
+                                                  "--meta-file", tmp_path / "group.tsv")
+    # numbers far outside the training range give a prior that overflows: refused by document
+    (tmp_path / "huge.jsonl").write_text('{"id": "x", "text": "waa", "group": "on", '
+                                         '"year": 1e300}\n')
+    message = fails(1, "infer", run, tmp_path / "huge.jsonl")
+    assert "document x" in message and "year" in message
+    (tmp_path / "far.jsonl").write_text('{"id": "y", "text": "waa", "group": "on", '
+                                        '"year": 1e12}\n')
+    assert "document y" in fails(1, "infer", run, tmp_path / "far.jsonl")
+    # JSONL on standard input with --format jsonl; auto-detection reads stdin as text and the
+    # refusal names --format jsonl
+    lines = '{"text": "waa wab", "group": "on", "year": 1995}\n'
+    result = CliRunner().invoke(cli, ["infer", str(run), "--format", "jsonl",
+                                                      "-"], input=lines)
+    assert result.exit_code == 0, result.stderr
+    (tmp_path / "one.jsonl").write_text(lines)
+    assert result.stdout.replace("<stdin>", "one.jsonl") == ok("infer", run,
+                                                                tmp_path / "one.jsonl").stdout
+    result = CliRunner().invoke(cli, ["infer", str(run), "-"], input=lines)
+    assert result.exit_code == 2 and "--format jsonl" in result.stderr
+
+
+def test_categories_match_across_number_forms(dmr_run, tmp_path):
+    """A category trained from JSON numbers is found from a tab-separated cell and from a JSON
+    float with the same value."""
+    tmp = tmp_path
+    with open(tmp / "docs.jsonl", "w") as f:
+        for d in range(40):
+            f.write(json.dumps({"text": "waa wab wac wad", "level": d % 2}) + "\n")
+    ok("prepare", tmp / "docs.jsonl", "--out", tmp / "store", "--meta", "level:cat",
+       "--test-docs", "0")
+    store = CorpusStore.open(tmp / "store")
+    assert store.feature_names == ["level=0", "level=1", "(intercept)"]
+    from topictk.corpus.features import FeatureEncoding
+    encoding = FeatureEncoding.from_json(store.manifest["features"])
+    X, stats = encoding.encode([{"level": "1"}, {"level": 1.0}, {"level": "1.0"}, {"level": 0},
+                                {"level": "2"}], list("abcde"), "m")
+    np.testing.assert_array_equal(X[:, :2], [[0, 1], [0, 1], [0, 1], [1, 0], [0, 0]])
+    assert stats["unseen_by_field"] == {"level": 1}
+
+
+def test_lda_run_ignores_a_meta_file_with_a_warning(lda_run, tmp_path):
+    run, _ = lda_run
+    (tmp_path / "new.txt").write_text("waa wab\n")
+    (tmp_path / "m.tsv").write_text("group\non\n")
+    outcome = ok("infer", run, tmp_path / "new.txt", "--meta-file", tmp_path / "m.tsv")
+    assert "m.tsv: ignored: this run's model (gibbs) does not use metadata" in outcome.stderr
+
+
+def test_all_documents_skipped_says_so(lda_run, tmp_path):
+    run, _ = lda_run
+    (tmp_path / "bin.txt").write_bytes(b"\x00\x01\x02\n\xff\xfe\n")
+    message = fails(2, "infer", run, tmp_path / "bin.txt", "--encoding-errors", "skip")
+    assert "all 2 were skipped as undecodable" in message

@@ -11,9 +11,17 @@ Behaviour at the edges (each counted in the manifest):
   categorical -> all zeros;
 * a category not seen in training (test documents): all zeros;
 * a field no training document has: an error naming the field;
-* a non-numeric, NaN or infinite value in a numeric field: an error naming the document;
+* a non-numeric, NaN or infinite value in a field declared numeric (``:num``), or in a field
+  of a trained model's encoding: an error naming the document; an undeclared field with both
+  numbers and other values is categorical, with a warning naming a non-numeric value;
+* a numeric value whose standardised feature is not a finite number (magnitudes near the
+  largest float): an error naming the document and the field;
 * a field with a single category or a constant numeric value: dropped with a warning (it
   carries nothing the intercept does not).
+
+Categories are compared by :func:`category_key`: JSON numbers by value (1 and 1.0 are one
+category), strings as written; a string that is not a training category but reads as a number
+is looked up by that number too, so a tab-separated ``1`` finds a JSON-trained ``1.0``.
 """
 from __future__ import annotations
 
@@ -41,6 +49,8 @@ def parse_meta_option(text: str) -> list[tuple[str, str]]:
         kind = kind or "auto"
         if kind not in ("auto", "num", "cat"):
             raise UsageError(f"--meta {part}: the type after ':' must be num or cat")
+        if any(name == other for other, _ in specs):
+            raise UsageError(f"--meta {text}: field '{name}' is named twice; name each field once")
         specs.append((name, kind))
     if not specs:
         raise UsageError("--meta needs at least one field name")
@@ -58,6 +68,34 @@ def _as_number(value) -> float | None:
         except ValueError:
             return None
     return None
+
+
+def category_key(value) -> str:
+    """The category a metadata value stands for: JSON numbers by value (``1.0`` -> ``"1"``),
+    everything else as its string."""
+    if isinstance(value, bool):
+        return str(value)
+    if isinstance(value, int):
+        return str(value)
+    if isinstance(value, float) and math.isfinite(value):
+        return str(int(value)) if value.is_integer() and abs(value) < 2.0 ** 53 else repr(value)
+    return str(value)
+
+
+def _category_index(index: dict, value) -> int | None:
+    """Column of ``value`` among a field's training categories (see :func:`category_key`)."""
+    j = index.get(category_key(value))
+    if j is None:
+        j = index.get(str(value))
+    if j is None and isinstance(value, str):
+        number = _as_number(value)
+        if number is not None:
+            j = index.get(category_key(number))
+    return j
+
+
+def _missing(meta: dict, name: str) -> bool:
+    return name not in meta or meta[name] is None or meta[name] == ""
 
 
 @dataclass
@@ -86,36 +124,52 @@ class FeatureEncoding:
 
     def encode(self, metas: list[dict], ids: list[str], where: str,
                fixed: bool = False) -> tuple[np.ndarray, dict]:
-        """(n, F) float64 features and the counts of filled-in and unseen values; ``fixed``
-        as in :func:`_numeric`."""
+        """(n, F) float64 features and what was filled in: the totals ``missing_values`` and
+        ``unseen_categories``, the same per field (``missing_by_field``, ``unseen_by_field``)
+        and up to three unseen values per field (``unseen_examples``); ``fixed`` as in
+        :func:`_numeric`."""
         n, F = len(metas), len(self.names)
         X = np.zeros((n, F))
         X[:, -1] = 1.0
-        missing = unseen = 0
+        missing: dict[str, int] = {}
+        unseen: dict[str, int] = {}
+        examples: dict[str, list[str]] = {}
         col = 0
         for f in self.fields:
             name = f["name"]
             if f["type"] == "num":
                 for i, meta in enumerate(metas):
-                    if name not in meta or meta[name] is None or meta[name] == "":
-                        missing += 1
+                    if _missing(meta, name):
+                        missing[name] = missing.get(name, 0) + 1
                         continue
                     x = _numeric(meta[name], name, ids[i], where, fixed)
                     X[i, col] = (x - f["mean"]) / f["std"]
+                    if not math.isfinite(X[i, col]):
+                        raise CorpusError(f"{where}: document {ids[i]}: field '{name}' = "
+                                          f"{meta[name]!r} is too large for the field's "
+                                          f"encoding (training mean {f['mean']:.6g}, standard "
+                                          f"deviation {f['std']:.6g}); fix the value")
                 col += 1
             else:
                 index = {c: j for j, c in enumerate(f["categories"])}
                 for i, meta in enumerate(metas):
-                    if name not in meta or meta[name] is None or meta[name] == "":
-                        missing += 1
+                    if _missing(meta, name):
+                        missing[name] = missing.get(name, 0) + 1
                         continue
-                    j = index.get(str(meta[name]))
+                    j = _category_index(index, meta[name])
                     if j is None:
-                        unseen += 1
+                        unseen[name] = unseen.get(name, 0) + 1
+                        seen = examples.setdefault(name, [])
+                        value = str(meta[name])
+                        if len(seen) < 3 and value not in seen:
+                            seen.append(value)
                     else:
                         X[i, col + j] = 1.0
                 col += len(f["categories"])
-        return X, {"missing_values": missing, "unseen_categories": unseen}
+        return X, {"missing_values": sum(missing.values()),
+                   "unseen_categories": sum(unseen.values()),
+                   "missing_by_field": missing, "unseen_by_field": unseen,
+                   "unseen_examples": examples}
 
 
 def _numeric(value, name: str, doc_id: str, where: str, fixed: bool = False) -> float:
@@ -133,31 +187,47 @@ def _numeric(value, name: str, doc_id: str, where: str, fixed: bool = False) -> 
     return x
 
 
+def _mean_std(values: np.ndarray) -> tuple[float, float]:
+    """Mean and standard deviation, computed on values scaled to at most 1 in magnitude so
+    that large values do not overflow the squares."""
+    scale = float(np.max(np.abs(values)))
+    if scale == 0.0:
+        return 0.0, 0.0
+    scaled = values / scale
+    return float(scaled.mean()) * scale, float(scaled.std()) * scale
+
+
 def fit_encoding(specs: list[tuple[str, str]], metas: list[dict], ids: list[str],
                  where: str) -> FeatureEncoding:
     """Choose the columns from the training documents' metadata."""
     encoding = FeatureEncoding()
-    available = sorted({k for m in metas for k in m})
+    available = sorted({str(k) for m in metas for k in m})
     for name, kind in specs:
-        present = [(i, m[name]) for i, m in enumerate(metas)
-                   if name in m and m[name] is not None and m[name] != ""]
+        present = [(i, m[name]) for i, m in enumerate(metas) if not _missing(m, name)]
         if not present:
             raise CorpusUsageError(f"{where}: --meta {name}: no training document has the field "
                                    f"'{name}'; fields present: {', '.join(available) or 'none'}")
         if kind == "auto":
-            kind = "num" if all(_as_number(v) is not None for _, v in present) else "cat"
+            text = [(i, v) for i, v in present if _as_number(v) is None]
+            kind = "cat" if text else "num"
+            if text and len(text) < len(present):
+                i, v = text[0]
+                log.warning("--meta %s: %d of %d values are numbers and %d are not (document "
+                            "%s: %r), so the field is categorical; declare --meta %s:num to "
+                            "have each such value reported, or --meta %s:cat to keep the "
+                            "categories", name, len(present) - len(text), len(present),
+                            len(text), ids[i], v, name, name)
         if kind == "num":
             values = np.array([_numeric(v, name, ids[i], where) for i, v in present])
-            std = float(values.std())
+            mean, std = _mean_std(values)       # finite: both at most the largest |value|
             if std == 0.0:
                 log.warning("--meta %s: every training document has the same value; the field "
                             "is dropped (the intercept carries it)", name)
                 encoding.dropped.append(name)
                 continue
-            encoding.fields.append({"name": name, "type": "num", "mean": float(values.mean()),
-                                    "std": std})
+            encoding.fields.append({"name": name, "type": "num", "mean": mean, "std": std})
         else:
-            categories = sorted({str(v) for _, v in present})
+            categories = sorted({category_key(v) for _, v in present})
             if len(categories) == 1:
                 log.warning("--meta %s: only one category (%s); the field is dropped (the "
                             "intercept carries it)", name, categories[0])
@@ -176,11 +246,47 @@ def read_meta_file(path: str) -> list[dict]:
     if not file.exists():
         raise CorpusUsageError(f"{file}: metadata file not found")
     try:
-        with open(file, encoding="utf-8", newline="") as f:
-            reader = csv.DictReader(f, delimiter="\t", quoting=csv.QUOTE_NONE)
-            rows = [dict(r) for r in reader]
+        # utf-8-sig: a byte-order mark is not part of the first column's name
+        with open(file, encoding="utf-8-sig", newline="") as f:
+            reader = csv.reader(f, delimiter="\t", quoting=csv.QUOTE_NONE)
+            header = next(reader, None)
+            lines = list(reader)
     except UnicodeDecodeError:
         raise CorpusError(f"{file}: metadata file is not valid UTF-8") from None
-    if not rows:
+    except csv.Error as exc:
+        raise CorpusError(f"{file}: cannot be read as tab-separated values ({exc})") from None
+    if header is None or not any(lines):
         raise CorpusUsageError(f"{file}: metadata file has no rows")
+    names = [h.strip() for h in header]
+    seen = set()
+    for name in names:
+        if not name:
+            raise CorpusError(f"{file}: line 1: the header has an empty column name; name "
+                              f"every column")
+        if name in seen:
+            raise CorpusError(f"{file}: line 1: column '{name}' appears twice in the header; "
+                              f"name each column once")
+        seen.add(name)
+    rows = []
+    for lineno, cells in enumerate(lines, start=2):
+        if not cells:
+            continue        # a blank line is no row
+        if len(cells) != len(names):
+            raise CorpusError(f"{file}: line {lineno} has {len(cells)} tab-separated cells, the "
+                              f"header has {len(names)}; give every row one cell per column "
+                              f"(an empty cell for a missing value)")
+        rows.append(dict(zip(names, cells)))
     return rows
+
+
+def merge_meta_file(rows: list[dict], metas: list[dict] | None, fields: list[str],
+                    file: str) -> list[dict]:
+    """Each document's fields from its ``--meta-file`` row and its JSONL record together; a
+    field among ``fields`` that both give is refused (which one should count is not clear)."""
+    if metas:
+        header = rows[0].keys()
+        for name in fields:
+            if name in header and any(name in m for m in metas):
+                raise CorpusUsageError(f"{file}: field '{name}' is given both by this file and by "
+                                       f"the JSONL documents; keep it in one of them")
+    return [dict(r, **(metas[i] if metas else {})) for i, r in enumerate(rows)]

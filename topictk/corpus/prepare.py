@@ -8,7 +8,8 @@ from pathlib import Path
 import numpy as np
 
 from topictk.corpus import readers
-from topictk.corpus.features import fit_encoding, parse_meta_option, read_meta_file
+from topictk.corpus.features import (fit_encoding, merge_meta_file, parse_meta_option,
+                                     read_meta_file)
 from topictk.corpus.splits import choose_test_documents, split_tokens, split_train_tokens
 from topictk.corpus.stopwords import ENGLISH_STOPWORDS
 from topictk.corpus.store import csr_to_tokens, ptr_to_csr, tokens_to_ptr, write_store
@@ -67,6 +68,9 @@ class PrepareOptions:
                              "--vocab-size")
         if (self.test_observed is None) != (self.test_heldout is None):
             raise UsageError("--test-observed and --test-heldout go together: give both docword files")
+        if self.meta_file is not None and self.meta is None and self.split_field is None:
+            raise UsageError(f"--meta-file {self.meta_file}: nothing uses it; add --meta FIELD,... "
+                             f"to keep fields as features (or --split-field FIELD)")
 
 
 def _stopword_set(option: str | None, default_on: bool) -> frozenset[str]:
@@ -202,14 +206,16 @@ def prepare(inputs: list[str], out: str | Path, opts: PrepareOptions) -> dict:
 
     n_read = len(all_docs)
     if n_read == 0:
-        where = ", ".join(inputs)
-        raise CorpusUsageError(f"{where}: no documents found; the input is empty")
+        raise CorpusUsageError(readers.no_documents_message(inputs, stats))
     if opts.meta_file is not None:
         rows = read_meta_file(opts.meta_file)
         if len(rows) != n_read:
             raise CorpusError(f"{opts.meta_file}: has {len(rows)} rows but the input has "
                               f"{n_read} documents; row i must describe document i")
-        metas = [dict(r, **(metas[i] if metas else {})) for i, r in enumerate(rows)]
+        used = [name for name, _ in parse_meta_option(opts.meta)] if opts.meta else []
+        if opts.split_field is not None:
+            used.append(opts.split_field)
+        metas = merge_meta_file(rows, metas, used, opts.meta_file)
 
     if opts.split_field is not None:
         test_mask = _split_from_field(opts.split_field, metas, doc_ids, inputs)

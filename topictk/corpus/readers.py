@@ -127,11 +127,17 @@ def read_directory(directory: str, errors: str, stats: ReadStats) -> Iterator[Te
 
 def read_jsonl(source: str, errors: str, stats: ReadStats,
                text_field: str = "text") -> Iterator[TextDocument]:
-    """One JSON object per line: ``text`` is the document, every other field is metadata."""
-    path = Path(source)
-    with _open_binary(path) as stream:
+    """One JSON object per line of a file (``.gz`` allowed) or of standard input (``-``):
+    ``text`` is the document, every other field is metadata."""
+    if source == "-":
+        stream: IO[bytes] = sys.stdin.buffer
+        name = "<stdin>"
+    else:
+        stream = _open_binary(Path(source))
+        name = source
+    try:
         for lineno, raw in enumerate(stream, start=1):
-            where = f"{path}:{lineno}"
+            where = f"{name}:{lineno}"
             line = _decode(raw, where, errors, stats)
             if line is None or not line.strip():
                 continue
@@ -146,8 +152,23 @@ def read_jsonl(source: str, errors: str, stats: ReadStats,
             if not isinstance(text, str):
                 raise CorpusError(f"{where}: missing or non-string '{text_field}' field; every "
                                   f"line needs the document text in '{text_field}'")
-            doc_id = str(record.get("id", record.get("doc_id", f"{path.name}:{lineno}")))
+            default_id = f"{Path(name).name if source != '-' else name}:{lineno}"
+            doc_id = str(record.get("id", record.get("doc_id", default_id)))
             yield TextDocument(id=doc_id, text=text, meta=record)
+    except (OSError, EOFError) as exc:
+        raise CorpusError(f"{name}: cannot be read ({exc}); check that the file is complete") from None
+    finally:
+        if stream is not sys.stdin.buffer:
+            stream.close()
+
+
+def no_documents_message(inputs: list[str], stats: ReadStats) -> str:
+    """Why an input gave no document: empty, or every document skipped as undecodable."""
+    where = ", ".join(inputs)
+    if stats.skipped_undecodable:
+        return (f"{where}: no documents left: all {stats.skipped_undecodable} were skipped as "
+                f"undecodable (--encoding-errors skip); convert the input to UTF-8 text")
+    return f"{where}: no documents found; the input is empty"
 
 
 def read_text_documents(inputs: list[str], fmt: str, errors: str,

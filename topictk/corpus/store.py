@@ -268,7 +268,12 @@ class CorpusStore:
         name = f"{part}_features"
         if name not in self.manifest.get("arrays", {}):
             return None
-        return self.array(name)
+        X = self.array(name)
+        if not np.all(np.isfinite(X)):
+            raise CorpusError(f"{self.path / (name + '.npy')}: holds values that are not finite "
+                              f"numbers, which prepare never writes: the store is damaged; "
+                              f"prepare it again")
+        return X
 
     @property
     def feature_names(self) -> list[str]:

@@ -24,11 +24,12 @@ from pathlib import Path
 import numpy as np
 
 from topictk.corpus import readers
-from topictk.corpus.features import FeatureEncoding, read_meta_file
+from topictk.corpus.features import FeatureEncoding, merge_meta_file, read_meta_file
 from topictk.corpus.store import csr_to_tokens
 from topictk.corpus.text import tokenize
 from topictk.errors import CorpusError, CorpusUsageError, UsageError
 from topictk.inference.base import INFER_CHUNK_DOCS
+from topictk.state.dmr import ETA_MAX, ETA_MIN
 
 log = logging.getLogger("topictk")
 
@@ -83,8 +84,8 @@ def read_new_documents(inputs: list[str], store, fmt: str = "auto",
             unknown.append(tokens.size - docs[-1].size)
             ids.append(str(d + 1))
             metas.append({})
-    else:
-        stats = readers.ReadStats()
+    stats = readers.ReadStats()
+    if fmt != "uci":
         min_length = int(store.manifest.get("options", {}).get("min_length", 3))
         for doc in readers.read_text_documents(inputs, fmt, encoding_errors, stats):
             tokens = tokenize(doc.text, min_length)
@@ -97,13 +98,14 @@ def read_new_documents(inputs: list[str], store, fmt: str = "auto",
             log.warning("%d undecodable document(s) skipped (--encoding-errors skip)",
                         stats.skipped_undecodable)
     if not ids:
-        raise CorpusUsageError(f"{', '.join(inputs)}: no documents found; the input is empty")
+        raise CorpusUsageError(readers.no_documents_message(inputs, stats))
     if meta_file is not None:
         rows = read_meta_file(meta_file)
         if len(rows) != len(ids):
             raise CorpusError(f"{meta_file}: has {len(rows)} rows but the input has {len(ids)} "
                               f"documents; row i must describe document i")
-        metas = [dict(r, **m) for r, m in zip(rows, metas)]
+        fields = [f["name"] for f in store.manifest.get("features", {}).get("fields", [])]
+        metas = merge_meta_file(rows, metas, fields, meta_file)
     doc_ptr = np.zeros(len(docs) + 1, dtype=np.int64)
     np.cumsum([d.size for d in docs], out=doc_ptr[1:])
     words = np.concatenate(docs).astype(np.int32) if docs else np.zeros(0, dtype=np.int32)
@@ -120,17 +122,42 @@ def document_features(store, docs: NewDocuments, where: str) -> np.ndarray:
                          f"none to apply")
     encoding = FeatureEncoding.from_json(spec)
     fields = [f["name"] for f in encoding.fields]
+    how = ("give them as JSONL fields (a .jsonl file, or --format jsonl for standard input) or "
+           "with --meta-file")
     if docs.metas is None:
         raise UsageError(f"{where}: this run's prior depends on the metadata fields "
-                         f"{', '.join(fields)}; give them as JSONL fields or with --meta-file")
+                         f"{', '.join(fields)}; {how}")
+    found = sorted({str(k) for m in docs.metas for k in m})
+    if fields and not set(fields) & set(found):
+        raise UsageError(f"{where}: none of this run's metadata fields ({', '.join(fields)}) is "
+                         f"in the input, which has {', '.join(found)}; {how}")
     X, stats = encoding.encode(docs.metas, docs.ids, where, fixed=True)
-    if stats["missing_values"]:
-        log.warning("%s: %d metadata value(s) missing (fields %s): those features are left at "
-                    "0, the training baseline", where, stats["missing_values"], ", ".join(fields))
-    if stats["unseen_categories"]:
-        log.warning("%s: %d categorical value(s) not seen in training: none of that field's "
-                    "columns is set", where, stats["unseen_categories"])
+    for name, count in stats["missing_by_field"].items():
+        log.warning("%s: field '%s' missing from %d document(s): its features are left at 0, "
+                    "the training baseline", where, name, count)
+    for name, count in stats["unseen_by_field"].items():
+        log.warning("%s: field '%s': %d value(s) not seen in training (%s): none of the field's "
+                    "columns is set for them", where, name, count,
+                    ", ".join(repr(v) for v in stats["unseen_examples"][name]))
     return X
+
+
+def check_document_prior(alpha: np.ndarray, docs: NewDocuments, features: np.ndarray,
+                         names: list[str], where: str) -> None:
+    """Refuse documents whose metadata put the prior's exponent x_d^T nu_k outside the range in
+    which it is taken (``ETA_MIN``..``ETA_MAX``, alpha from 5e-131 to 2e130): only values far
+    outside the training range get there, and the clipped prior would mean nothing."""
+    low, high = np.exp(ETA_MIN) * (1 + 1e-9), np.exp(ETA_MAX) * (1 - 1e-9)
+    bad = np.flatnonzero(~np.all(np.isfinite(alpha) & (alpha > low) & (alpha < high), axis=1))
+    if bad.size:
+        more = f" (and {bad.size - 1} more)" if bad.size > 1 else ""
+        row = features[bad[0], :-1]
+        j = int(np.argmax(np.abs(row))) if row.size else 0
+        field, value = (names[j], row[j]) if row.size else ("(intercept)", 1.0)
+        raise CorpusError(f"{where}: document {docs.ids[bad[0]]}{more}: its metadata lie so far "
+                          f"outside the training range (feature '{field}' = {value:.3g} "
+                          f"training standard deviations) that the prior exp(x_d^T nu) over- or "
+                          f"underflows; fix the value")
 
 
 def render_jsonl(docs: NewDocuments, start: int, theta: np.ndarray, top: int) -> str:
@@ -173,8 +200,14 @@ def infer_run(run, inputs: list[str], *, fmt: str = "auto", meta_file: str | Non
     check_sweeps(sweeps, burn_in)
     docs = read_new_documents(inputs, run.store, fmt, meta_file, encoding_errors, vocab)
     where = meta_file or ", ".join(inputs)
-    features = (document_features(run.store, docs, where)
-                if getattr(run.driver, "uses_features", False) else None)
+    features = None
+    if getattr(run.driver, "uses_features", False):
+        features = document_features(run.store, docs, where)
+        check_document_prior(run.driver.document_prior(run.state, features), docs, features,
+                             run.store.feature_names, where)
+    elif meta_file is not None:
+        log.warning("%s: ignored: this run's model (%s) does not use metadata", meta_file,
+                    run.driver.name)
     empty = int(np.count_nonzero(np.diff(docs.doc_ptr) == 0))
     if empty:
         log.warning("%d document(s) have no word of the model's vocabulary: their proportions "
