@@ -50,6 +50,24 @@ def seed(request) -> int:
     return request.param
 
 
+@pytest.fixture
+def set_umask():
+    """``set_umask(mask)`` sets the process umask (and topictk's cached copy) for the test;
+    the umask of before is restored afterwards."""
+    from topictk import _fileio
+
+    before = os.umask(0o022)
+    os.umask(before)
+
+    def apply(mask: int) -> None:
+        os.umask(mask)
+        _fileio.umask.cache_clear()
+
+    yield apply
+    os.umask(before)
+    _fileio.umask.cache_clear()
+
+
 def pytest_report_header(config) -> list[str]:
     return [
         f"topictk: seed(s) {SEEDS}; numpy {np.__version__}, scipy {scipy.__version__}, "

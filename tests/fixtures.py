@@ -68,8 +68,9 @@ def matched_l1(estimated: np.ndarray, planted: np.ndarray) -> float:
 def write_token_store(path: Path, train: list[np.ndarray], n_words: int, *,
                       test_observed: list[np.ndarray] | None = None,
                       test_heldout: list[np.ndarray] | None = None,
-                      vocab: list[str] | None = None) -> Path:
-    """Write token lists (word ids < ``n_words``) as a corpus store at ``path``."""
+                      vocab: list[str] | None = None, force: bool = False) -> Path:
+    """Write token lists (word ids < ``n_words``) as a corpus store at ``path`` (``force``:
+    replace a store there)."""
     test_observed = test_observed or []
     test_heldout = test_heldout or [np.zeros(0, np.int32)] * len(test_observed)
     assert len(test_observed) == len(test_heldout)
@@ -100,7 +101,7 @@ def write_token_store(path: Path, train: list[np.ndarray], n_words: int, *,
     write_store(Path(path), arrays, vocab, manifest,
                 train_ids=[str(i) for i in range(len(train))],
                 test_ids=[str(i) for i in range(len(test_observed))],
-                train_meta=None, test_meta=None)
+                train_meta=None, test_meta=None, force=force)
     return Path(path)
 
 

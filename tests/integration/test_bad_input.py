@@ -4,12 +4,14 @@ the fix, never a traceback, and an existing output directory left exactly as it 
 from __future__ import annotations
 
 import json
+import shutil
 from pathlib import Path
 
 import pytest
 import yaml
 
-from tests.integration._cli import (EXAMPLE, fails, ok, run, snapshot, write_config)
+from tests.integration._cli import (EXAMPLE, assert_same_arrays, fails, model_arrays, ok, run,
+                                    snapshot, write_config)
 from topictk.errors import CorpusUsageError
 from topictk.inference.registry import algorithm_names
 
@@ -340,6 +342,66 @@ def test_damaged_checkpoint_on_resume(trained, damage):
     latest.unlink()
     out = ok("train", "--config", config, "-q", "--resume", "--set", "inference.iterations=30")
     assert out.stdout.startswith(f"{run_dir}: step 30")
+
+
+def _damage(path: Path) -> None:
+    data = path.read_bytes()
+    path.write_bytes(data[: len(data) // 3])
+
+
+def test_damaged_final_model_advises_resume_or_retraining(trained):
+    """evaluate, topics and infer read model.npz: deleting it does not help, resuming from
+    the last checkpoint writes it again."""
+    _, run_dir = trained
+    model, run_config = run_dir / "model.npz", run_dir / "config.yaml"
+    _, before = model_arrays(run_dir)
+    _damage(model)
+    fix = (f"resume the run from its last checkpoint with 'topictk train --config {run_config} "
+           f"--resume', which writes it again, or pick a checkpoint with --checkpoint STEP "
+           f"(available: 10, 20)")
+    for args in (("evaluate", run_dir), ("topics", run_dir), ("infer", run_dir, EXAMPLE)):
+        message = fails(1, *args)
+        assert message.startswith(f"{model}: truncated or corrupt (") and message.endswith(fix)
+        assert "delete it" not in message
+    # following the advice works and gives the model back
+    ok("train", "--config", run_config, "-q", "--resume")
+    assert_same_arrays(model_arrays(run_dir)[1], before)
+    ok("evaluate", run_dir, "--json")
+    # without checkpoints only training again helps
+    shutil.rmtree(run_dir / "checkpoints")
+    _damage(model)
+    message = fails(1, "evaluate", run_dir)
+    assert message.endswith(f"; train the run again with 'topictk train --config {run_config} "
+                            f"--force'")
+
+
+def test_damaged_checkpoint_named_by_step_advises_another(trained):
+    _, run_dir = trained
+    path = run_dir / "checkpoints" / "step-00000010.npz"
+    _damage(path)
+    for command in ("evaluate", "topics"):
+        message = fails(1, command, run_dir, "--checkpoint", "10")
+        assert message.startswith(f"{path}: truncated or corrupt (")
+        assert message.endswith("; choose another step with --checkpoint (available: 20) or "
+                                "omit --checkpoint to use the final model")
+    ok("evaluate", run_dir, "--checkpoint", "20", "--json")
+    (run_dir / "model.npz").unlink()
+    message = fails(1, "evaluate", run_dir, "--checkpoint", "10")
+    assert message.endswith("; choose another step with --checkpoint (available: 20)")
+
+
+def test_damaged_sample_advises_training_again(trained):
+    _, run_dir = trained
+    sample = min((run_dir / "samples").iterdir())
+    _damage(sample)
+    run_config = run_dir / "config.yaml"
+    for args in ((), ("--checkpoint", "20")):
+        message = fails(1, "evaluate", run_dir, *args)
+        assert message.startswith(f"{sample}: truncated or corrupt (")
+        assert message.endswith(f"; samples are only saved during training; train the run "
+                                f"again with 'topictk train --config {run_config} --force'")
+    ok("train", "--config", run_config, "-q", "--force")
+    ok("evaluate", run_dir, "--json")
 
 
 def test_resume_without_checkpoint(tmp_path, example_store):

@@ -2,6 +2,8 @@
 from __future__ import annotations
 
 import json
+import os
+import stat
 import zipfile
 from pathlib import Path
 from types import SimpleNamespace
@@ -58,6 +60,28 @@ def test_failed_write_keeps_the_old_file_and_removes_the_temporary(tmp_path):
         ckpt.atomic_write_bytes(path, broken_writer)
     assert path.read_bytes() == before
     assert [p.name for p in tmp_path.iterdir()] == ["model.npz"]
+
+
+@pytest.mark.parametrize("mask, mode", [(0o022, 0o644), (0o077, 0o600), (0o002, 0o664)])
+def test_new_files_follow_the_umask(tmp_path, set_umask, mask, mode):
+    """mkstemp alone would leave 0600 whatever the umask: new files get 0o666 & ~umask."""
+    set_umask(mask)
+    ckpt.save_arrays(tmp_path / "ck" / "step-00000001.npz", {}, _arrays())
+    ckpt.atomic_write_text(tmp_path / "config.yaml", "a: 1\n")
+    ckpt.atomic_write_bytes(tmp_path / "out.jsonl", lambda f: f.write(b"{}\n"))
+    for path in (tmp_path / "ck" / "step-00000001.npz", tmp_path / "config.yaml",
+                 tmp_path / "out.jsonl"):
+        assert stat.S_IMODE(path.stat().st_mode) == mode, path
+
+
+def test_a_replaced_file_keeps_its_mode(tmp_path, set_umask):
+    set_umask(0o022)
+    path = tmp_path / "model.npz"
+    ckpt.save_arrays(path, {}, _arrays())
+    os.chmod(path, 0o640)
+    ckpt.save_arrays(path, {"again": True}, _arrays(1))
+    assert stat.S_IMODE(path.stat().st_mode) == 0o640
+    assert ckpt.load_arrays(path)[0]["again"] is True
 
 
 @pytest.mark.parametrize("keep_fraction", [0.0, 0.3, 0.6, 0.95])

@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import json
 import os
+import stat
 
 import numpy as np
 import pytest
@@ -105,6 +106,21 @@ def test_store_refuses_an_existing_directory_and_replaces_it_with_force(tmp_path
         write_token_store(path, [np.array([1, 1, 1])], 2)
     assert {p.name: p.read_bytes() for p in path.iterdir()} == before
     assert [p.name for p in tmp_path.iterdir()] == ["store"]          # no temporary left over
+
+
+@pytest.mark.parametrize("mask", [0o022, 0o077])
+def test_store_directory_and_files_follow_the_umask(tmp_path, set_umask, mask):
+    """mkdtemp alone would leave the store directory 0700 whatever the umask; with --force the
+    replaced store's mode is kept."""
+    set_umask(mask)
+    path = write_token_store(tmp_path / "store", [np.array([0, 1])], 2)
+    assert stat.S_IMODE(path.stat().st_mode) == 0o777 & ~mask
+    for file in path.iterdir():
+        assert stat.S_IMODE(file.stat().st_mode) == 0o666 & ~mask, file.name
+    os.chmod(path, 0o750)
+    write_token_store(path, [np.array([1, 1, 1])], 2, force=True)
+    assert stat.S_IMODE(path.stat().st_mode) == 0o750
+    assert CorpusStore.open(path).train().n_tokens == 3
 
 
 def test_damaged_store_is_reported_with_the_file(tmp_path):

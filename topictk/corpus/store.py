@@ -30,6 +30,7 @@ from pathlib import Path
 
 import numpy as np
 
+from topictk._fileio import new_dir_mode, replacement_mode
 from topictk.errors import CorpusError, CorpusUsageError
 
 FORMAT = "topictk-corpus"
@@ -111,13 +112,16 @@ def write_store(out: Path, arrays: dict[str, np.ndarray], vocab: list[str], mani
     """Write a complete store to a temporary directory beside ``out``, then rename it.
 
     An existing ``out`` is refused unless ``force``; with ``force`` it is replaced only once
-    the new store is complete, so a failure leaves the old one untouched.
+    the new store is complete, so a failure leaves the old one untouched. The directory gets
+    the mode of the one it replaces, or 0o777 & ~umask when it is new (``mkdtemp`` alone
+    leaves 0700); the files in it follow the umask.
     """
     out = Path(out)
     if out.exists() and not force:
         raise CorpusUsageError(f"{out}: output directory exists; choose another --out or add "
                                f"--force to replace it")
     out.parent.mkdir(parents=True, exist_ok=True)
+    mode = replacement_mode(out, new_dir_mode()) if out.is_dir() else new_dir_mode()
     tmp = Path(tempfile.mkdtemp(prefix=f".{out.name}.tmp-", dir=out.parent))
     try:
         hashes = {}
@@ -148,6 +152,7 @@ def write_store(out: Path, arrays: dict[str, np.ndarray], vocab: list[str], mani
         for path in tmp.iterdir():
             with open(path, "rb") as f:
                 os.fsync(f.fileno())
+        os.chmod(tmp, mode)    # once filled: the mode replaced may lack write permission
         _fsync_dir(tmp)
         if out.exists():
             old = Path(tempfile.mkdtemp(prefix=f".{out.name}.old-", dir=out.parent))

@@ -10,8 +10,29 @@ from topictk.evaluation.perplexity import heldout_perplexity, train_heldout_perp
 from topictk.inference.base import TestSet
 from topictk.inference.registry import get_driver
 from topictk.training import checkpoint as ckpt
-from topictk.training.run import MODEL_FILE, check_compatible, load_samples, open_store
+from topictk.training.run import (MODEL_FILE, check_compatible, load_samples, open_store,
+                                  retrain_command)
 from topictk.training.streams import Streams
+
+
+def _damaged_model_fix(run_dir: Path, checkpoint: int | None) -> str:
+    """What to do when the final model (``checkpoint`` None) or checkpoint ``checkpoint`` of
+    the run cannot be read."""
+    steps = [s for s, _ in ckpt.list_checkpoints(run_dir / "checkpoints")]
+    config = run_dir / "config.yaml"
+    if checkpoint is None:
+        if steps:   # train --resume ends by writing model.npz, even with nothing to train
+            return (f"resume the run from its last checkpoint with 'topictk train --config "
+                    f"{config} --resume', which writes it again, or pick a checkpoint with "
+                    f"--checkpoint STEP (available: {', '.join(map(str, steps))})")
+        return f"train the run again with {retrain_command(run_dir)}"
+    others = [str(s) for s in steps if s != checkpoint]
+    choices = []
+    if others:
+        choices.append(f"choose another step with --checkpoint (available: {', '.join(others)})")
+    if (run_dir / MODEL_FILE).exists():
+        choices.append("omit --checkpoint to use the final model")
+    return " or ".join(choices) or f"train the run again with {retrain_command(run_dir)}"
 
 
 class LoadedRun:
@@ -38,7 +59,8 @@ class LoadedRun:
                 raise CheckpointError(f"{path}: no checkpoint at step {checkpoint}; available: "
                                       f"{', '.join(map(str, have)) or 'none'}")
         self.path = path
-        header, arrays = ckpt.load_arrays(path)
+        fix = _damaged_model_fix(run_dir, checkpoint)
+        header, arrays = ckpt.load_arrays(path, fix)
         self.store = open_store(self.config)
         check_compatible(header, self.config, self.store, path)
         threads = threads if threads is not None else self.config.training.threads
@@ -46,7 +68,7 @@ class LoadedRun:
         try:
             self.state = self.driver.state_from_arrays(header["state"], arrays)
         except (KeyError, ValueError) as exc:
-            raise CheckpointError(f"{path}: incomplete model ({exc})") from None
+            raise CheckpointError(f"{path}: incomplete model ({exc}); {fix}") from None
         self.streams = Streams.from_state(header["streams"])
         self.driver.attach(self.state, self.streams)
         self.header = header

@@ -16,6 +16,7 @@ from pathlib import Path
 
 import numpy as np
 
+from topictk._fileio import new_file_mode, replacement_mode
 from topictk.errors import CheckpointError
 
 CHECKPOINT_FORMAT = "topictk-checkpoint"
@@ -24,12 +25,17 @@ _NAME = re.compile(r"^step-(\d+)\.npz$")
 
 
 def atomic_write_bytes(path: Path, writer) -> None:
-    """Call ``writer(file)`` on a temporary file beside ``path``, fsync, then rename."""
+    """Call ``writer(file)`` on a temporary file beside ``path``, fsync, then rename.
+
+    The file gets the mode of the file it replaces, or 0o666 & ~umask when it is new (as
+    ``open`` would give it; ``mkstemp`` alone leaves 0600)."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
+    mode = replacement_mode(path, new_file_mode())
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
     try:
         with os.fdopen(fd, "wb") as f:
+            os.fchmod(f.fileno(), mode)
             writer(f)
             f.flush()
             os.fsync(f.fileno())
@@ -81,12 +87,16 @@ def _write_npz(f, payload: dict[str, np.ndarray]) -> None:
                     member.write(memoryview(array).cast("B"))
 
 
-def load_arrays(path: Path) -> tuple[dict, dict[str, np.ndarray]]:
-    """Read a file written by :func:`save_arrays`; any damage raises :class:`CheckpointError`."""
+# what to do about a damaged checkpoint that ``train --resume`` was reading
+RESUME_FIX = "delete it to fall back to an earlier checkpoint, or train again without --resume"
+
+
+def load_arrays(path: Path, fix: str = RESUME_FIX) -> tuple[dict, dict[str, np.ndarray]]:
+    """Read a file written by :func:`save_arrays`; any damage raises :class:`CheckpointError`
+    whose message ends with ``fix``, what the user can do about it where the file was read."""
     path = Path(path)
-    fix = "delete it to fall back to an earlier checkpoint, or train again without --resume"
     if not path.exists():
-        raise CheckpointError(f"{path}: not found")
+        raise CheckpointError(f"{path}: not found; {fix}")
     try:
         # open the file here: np.load leaks its own handle when a damaged zip fails to open
         with open(path, "rb") as f:

@@ -106,10 +106,18 @@ def _save_sample(run_dir: Path, driver: Driver, state, step: int) -> None:
     ckpt.save_arrays(run_dir / "samples" / f"step-{step:08d}.npz", {"step": step}, arrays)
 
 
+def retrain_command(run_dir: Path) -> str:
+    """The command that trains the run in ``run_dir`` again from the start."""
+    return f"'topictk train --config {Path(run_dir) / 'config.yaml'} --force'"
+
+
 def load_samples(run_dir: Path, steps: list[int]) -> list[dict]:
+    # samples are saved only as training passes their steps: a damaged one needs a new run
+    fix = (f"samples are only saved during training; train the run again with "
+           f"{retrain_command(run_dir)}")
     samples = []
     for step in steps:
-        _, arrays = ckpt.load_arrays(Path(run_dir) / "samples" / f"step-{step:08d}.npz")
+        _, arrays = ckpt.load_arrays(Path(run_dir) / "samples" / f"step-{step:08d}.npz", fix)
         samples.append(arrays)
     return samples
 
@@ -140,7 +148,7 @@ def train(config: Config, *, resume: bool = False, force: bool = False,
             raise CheckpointError(f"{ckpt_dir}: no checkpoint to resume from; train without "
                                   f"--resume")
         _, path = found[-1]
-        header, arrays = ckpt.load_arrays(path)
+        header, arrays = ckpt.load_arrays(path, ckpt.RESUME_FIX)
         check_compatible(header, config, store, path)
         try:
             state = driver.state_from_arrays(header["state"], arrays)
