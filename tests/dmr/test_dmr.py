@@ -4,6 +4,7 @@ the refusal of a store without features, and the metadata weights in ``topictk t
 from __future__ import annotations
 
 import json
+import logging
 
 import numpy as np
 import pytest
@@ -383,8 +384,9 @@ def test_store_without_features_is_refused_with_the_fix(tmp_path):
 
 def test_family_and_alpha_are_checked(dmr_store, tmp_path):
     path, _ = dmr_store
-    with pytest.raises(ConfigError, match=r"inference\.algorithm dmr-sgrld fits model\.family "
-                                          r"dmr; got model\.family lda"):
+    with pytest.raises(ConfigError, match=r"inference\.algorithm 'dmr-sgrld' trains "
+                                          r"model\.family dmr, the config says lda; use one of "
+                                          r"cvb, .*, sgrld, vb or set model\.family: dmr"):
         _config(path, tmp_path / "x", algorithm="dmr-sgrld", model={"family": "lda"})
     with pytest.raises(ConfigError, match=r"model\.alpha: auto is not available for dmr-sem"):
         _config(path, tmp_path / "x", model={"alpha": "auto"})
@@ -394,6 +396,48 @@ def test_family_and_alpha_are_checked(dmr_store, tmp_path):
     raw = _config(path, tmp_path / "x").to_dict()
     del raw["model"]["family"]
     assert load_config(None, raw=raw).model.family == "dmr"
+
+
+@pytest.mark.parametrize("burn_in, interval, iterations, updates", [
+    (3, 2, 4, 1),       # nu is updated before sweep 4, the last one
+    (4, 2, 4, 0),       # optimize_burn_in = iterations
+    (1, 5, 4, 0),       # the first multiple of the interval after the burn-in comes too late
+])
+def test_nu_never_optimised_is_warned(dmr_store, tmp_path, caplog, burn_in, interval,
+                                      iterations, updates):
+    """Not an error (DMR with nu fixed at its start may be meant), but said."""
+    path, _ = dmr_store
+    with caplog.at_level(logging.WARNING, logger="topictk"):
+        config = _config(path, tmp_path / "x", iterations=iterations, burn_in=2, thin=1,
+                         optimize_burn_in=burn_in, optimize_interval=interval)
+    warnings = [r.getMessage() for r in caplog.records if "nu is never optimised" in
+                r.getMessage()]
+    driver = DMRSEMDriver(config, CorpusStore.open(path))
+    state = driver.init_state(Streams(1))
+    for t in range(iterations):
+        driver.step(state, t)
+    assert state.optimizations == updates
+    if updates:
+        assert warnings == []
+    else:
+        first = (burn_in // interval + 1) * interval
+        assert warnings == [(
+            f"inference.optimize_burn_in = {burn_in} with inference.optimize_interval = "
+            f"{interval}: the first nu update would come before sweep {first}, after "
+            f"inference.iterations = {iterations}, so nu is never optimised and every document "
+            f"keeps the prior model.alpha; lower inference.optimize_burn_in to learn from the "
+            f"metadata (<config>)")]
+
+
+def test_more_samples_than_updates_after_burn_in_is_warned(dmr_store, tmp_path, caplog):
+    path, _ = dmr_store
+    with caplog.at_level(logging.WARNING, logger="topictk"):
+        config = _config(path, tmp_path / "x", algorithm="dmr-sgrld", iterations=40,
+                         burn_in=35, samples=10)
+    assert ("inference.samples = 10 but only 5 updates follow inference.burn_in = 35 "
+            "(inference.iterations = 40): keeping 5 samples (<config>)") in caplog.text
+    assert config.inference.samples == 5
+    assert len(DMRSGRLDDriver(config, CorpusStore.open(path)).collect_at) == 5
 
 
 def test_topics_lists_metadata_weights(dmr_store, tmp_path):

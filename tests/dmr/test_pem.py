@@ -15,6 +15,7 @@ from topictk.config import load_config
 from topictk.corpus.store import CorpusStore
 from topictk.errors import ConfigError
 from topictk.inference import _pem, _vb
+from topictk.inference.base import TestSet as HeldOut
 from topictk.inference.pem import (PEMDriver, particle_weights, tempered_objective,
                                    tempered_weights)
 from topictk.inference.vb import VBDriver, newton_direction
@@ -237,6 +238,52 @@ def test_small_temperature_stays_finite(seed):
     np.testing.assert_allclose(b, br, rtol=1e-9)
 
 
+def test_tiny_temperature_weights_tend_to_the_zero_limit():
+    """Dividing the bounds by T before subtracting their maximum gave inf - inf."""
+    for T in (1e-300, 5e-324):
+        np.testing.assert_array_equal(particle_weights(np.array([-5.0, -2.0, -2.1]), T),
+                                      [0.0, 1.0, 0.0])
+        np.testing.assert_array_equal(particle_weights(np.array([-3e5, -2e5, -2e5]), T),
+                                      [0.0, 0.5, 0.5])             # T -> 0+ shares ties
+
+
+@pytest.mark.parametrize("T", [1e-300, 1e-310, 5e-324])
+def test_tiny_positive_temperature_runs_as_the_zero_limit(planted_store, tmp_path, seed, T):
+    """A positive T far below any gap of the objective (here down to the smallest double)
+    stays finite and gives the T = 0 run: one-hot weights, the same topics, bound and
+    held-out probabilities (no ties in this corpus)."""
+    store = CorpusStore.open(planted_store)
+    test = HeldOut.from_store(store)
+    runs = []
+    for temperature in (0.0, T):
+        driver = PEMDriver(_config(planted_store, tmp_path / "r", particles=3,
+                                   temperature=temperature, tol=0), store)
+        state = driver.init_state(Streams(seed))
+        for t in range(6):
+            driver.step(state, t)
+            driver.check_state(state)
+        runs.append((driver, state))
+    (d0, s0), (d1, s1) = runs
+    np.testing.assert_array_equal(s1.omega, s0.omega)
+    assert sorted(s1.omega) == [0.0, 0.0, 1.0]
+    np.testing.assert_allclose(s1.phi, s0.phi, rtol=1e-9, atol=1e-300)
+    np.testing.assert_allclose(s1.gamma, s0.gamma, rtol=1e-9)
+    assert s1.bound == pytest.approx(s0.bound, rel=1e-12)
+    np.testing.assert_allclose(d1.heldout_probabilities(s1, None, test, 0),
+                               d0.heldout_probabilities(s0, None, test, 0), rtol=1e-9)
+
+
+def test_tiny_positive_temperature_trains(planted_store, tmp_path):
+    """The whole run (E-steps, weights, evaluation, checkpoints) at T = 5e-324: no overflow
+    warning (warnings are errors here), every number finite."""
+    train(_config(planted_store, tmp_path / "run", particles=2, temperature=5e-324), quiet=True)
+    _, arrays = load_arrays(tmp_path / "run" / "model.npz")
+    assert all(np.all(np.isfinite(arrays[k])) for k in ("phi", "gamma", "alpha", "omega"))
+    perplexities = [json.loads(line)["perplexity_point"] for line in
+                    (tmp_path / "run" / "metrics.jsonl").read_text().splitlines()]
+    assert perplexities and all(np.isfinite(perplexities))
+
+
 def test_em_iteration_equals_reference(planted_store, tmp_path, seed):
     """Two PEM iterations (P = 3, T = 0.7, alpha fixed) equal the reference iteration."""
     driver = PEMDriver(_config(planted_store, tmp_path / "r", model={"alpha": 0.2},
@@ -297,3 +344,6 @@ def test_config_checks(planted_store, tmp_path):
         _config(planted_store, tmp_path / "x", temperature=-0.5)
     # T = 0 is the hard-assignment limit of §10.3, so it is accepted
     assert _config(planted_store, tmp_path / "x", temperature=0).inference.temperature == 0.0
+    with pytest.raises(ConfigError, match=r"inference\.temperature must be a finite number "
+                                          r">= 0; got inf \(<config>\)"):
+        _config(planted_store, tmp_path / "x", temperature=float("inf"))

@@ -3,6 +3,7 @@ recovery, resume = uninterrupted, threads 1 = 2, bad config values and NaN detec
 from __future__ import annotations
 
 import json
+import logging
 
 import numpy as np
 import pytest
@@ -140,6 +141,24 @@ def test_step_decay_outside_range_rejected(planted_store, tmp_path, c):
     path, _ = planted_store
     with pytest.raises(ConfigError, match=r"inference\.step\.c must be a number in \(0\.5, 1\]"):
         _config(path, tmp_path / "x", step={"a": 0.01, "b": 10, "c": c})
+
+
+def test_more_samples_than_updates_after_burn_in_is_warned(planted_store, tmp_path, caplog):
+    """The samples are clamped to the updates after burn-in, as before, but no longer
+    silently; the resolved config records the number used."""
+    path, _ = planted_store
+    with caplog.at_level(logging.WARNING, logger="topictk"):
+        config = _config(path, tmp_path / "x", iterations=60, burn_in=30, samples=45)
+    assert caplog.messages == ["inference.samples = 45 but only 30 updates follow "
+                               "inference.burn_in = 30 (inference.iterations = 60): keeping 30 "
+                               "samples (<config>)"]
+    assert config.inference.samples == 30
+    assert len(SGRLDDriver(config, CorpusStore.open(path)).collect_at) == 30
+    caplog.clear()
+    with caplog.at_level(logging.WARNING, logger="topictk"):
+        assert _config(path, tmp_path / "x", iterations=60, burn_in=30,
+                       samples=30).inference.samples == 30
+    assert caplog.messages == []
 
 
 def test_nan_stops_run_and_keeps_last_checkpoint(planted_store, tmp_path, monkeypatch):

@@ -11,7 +11,7 @@ import yaml
 from tests.fixtures import write_token_store
 from topictk.config import load_config, parse_override
 from topictk.errors import ConfigError, UsageError
-from topictk.inference.registry import algorithm_names
+from topictk.inference.registry import algorithm_names, get_driver
 
 ALGORITHMS = ", ".join(algorithm_names())
 
@@ -78,6 +78,23 @@ def test_unknown_key_names_path_file_and_suggestion(tmp_path):
     assert "unknown key 'model.topcs'" in message
     assert "did you mean 'topics'?" in message
     assert "allowed: alpha, beta, family, topics" in message
+
+
+def test_unknown_key_without_a_close_match(tmp_path):
+    message = _error(tmp_path, _edit(model={"zzz": 5}))
+    assert message == (f"unknown key 'model.zzz' ({tmp_path / 'exp.yaml'}); allowed: alpha, "
+                       f"beta, family, topics")
+
+
+@pytest.mark.parametrize("value, shown", [(float("inf"), "inf"), (float("-inf"), "-inf"),
+                                          (float("nan"), "nan")])
+def test_non_finite_numbers_are_refused_as_not_finite(tmp_path, value, shown):
+    message = _error(tmp_path, _edit(model={"beta": value}))
+    path = tmp_path / "exp.yaml"
+    assert message == f"model.beta must be a finite number > 0; got {shown} ({path})"
+    # through --set, as YAML spells infinity
+    message = _error(tmp_path, _edit(), ["training.time_limit=.inf"])
+    assert message.startswith("training.time_limit must be a finite number > 0 or null; got inf")
 
 
 def test_unknown_section_with_suggestion(tmp_path):
@@ -236,6 +253,29 @@ def test_every_algorithm_name_resolves_to_its_driver():
     assert algorithm_names() == sorted(ALGORITHMS)
     for name in ALGORITHMS:
         assert get_driver(name).name == name
+
+
+@pytest.mark.parametrize("model, inference, expected", [
+    ({"family": "dmr"}, {"algorithm": "gibbs", "sigma2": 0.5},
+     ("inference.algorithm 'gibbs' trains model.family lda, the config says dmr; use one of "
+      "dmr-sem, dmr-sgrld or set model.family: lda")),
+    ({"family": "lda"}, {"algorithm": "dmr-sem", "sigma2": 0.5},
+     (f"inference.algorithm 'dmr-sem' trains model.family dmr, the config says lda; use one "
+      f"of {', '.join(n for n in algorithm_names() if get_driver(n).family == 'lda')} or set "
+      f"model.family: dmr")),
+    ({"family": "lda", "layers": [4, 2]}, {"algorithm": "tlasgr"},
+     "inference.algorithm 'tlasgr' trains deep LDA: set model.family: dlda and model.layers"),
+])
+def test_family_mismatch_is_reported_before_the_keys_of_either_family(tmp_path, model,
+                                                                      inference, expected):
+    """The keys of the intended family (inference.sigma2, model.layers) are not reported as
+    unknown: the algorithm that does not train model.family is."""
+    data = _edit(model=model, inference={"iterations": 20, **inference})
+    for key in ("burn_in", "thin"):
+        data["inference"].pop(key)
+    message = _error(tmp_path, data)
+    assert message.startswith(expected), message
+    assert "unknown key" not in message
 
 
 def test_model_family_must_match_the_algorithm(tmp_path):

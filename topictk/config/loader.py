@@ -76,8 +76,8 @@ class Config:
 
 def _suggest(key: str, allowed: list[str]) -> str:
     close = difflib.get_close_matches(key, allowed, n=1, cutoff=0.6)
-    hint = f"; did you mean '{close[0]}'?" if close else ""
-    return f"{hint} allowed: {', '.join(sorted(allowed))}"
+    hint = f"; did you mean '{close[0]}'? allowed: " if close else "; allowed: "
+    return f"{hint}{', '.join(sorted(allowed))}"
 
 
 def parse_override(text: str) -> tuple[list[str], Any]:
@@ -145,6 +145,28 @@ def _model_schema(raw: dict) -> dict:
     return MODEL_FAMILIES.get(family, MODEL)
 
 
+def _check_family(family: str, algorithm: str, where: str) -> None:
+    """Refuse an algorithm that does not train ``model.family`` (model.family: dmr with
+    inference.algorithm gibbs would silently train plain LDA)."""
+    from topictk.inference.registry import algorithm_names, get_driver
+
+    trains = get_driver(algorithm).family
+    if family == trains:
+        return
+    names = algorithm_names()
+    if (family == "dlda") != (trains == "dlda"):
+        if trains == "dlda":
+            fix = "trains deep LDA: set model.family: dlda and model.layers"
+        else:
+            deep = ", ".join(n for n in names if get_driver(n).family == "dlda")
+            fix = f"does not train deep LDA (model.family: dlda); use one of {deep}"
+        raise ConfigError(f"inference.algorithm {algorithm!r} {fix} ({where})")
+    fitting = ", ".join(n for n in names if get_driver(n).family == family)
+    raise ConfigError(f"inference.algorithm {algorithm!r} trains model.family {trains}, the "
+                      f"config says {family}; use one of {fitting} or set model.family: "
+                      f"{trains} ({where})")
+
+
 def validate(raw: dict, where: str, base_dir: Path) -> Config:
     """Check every key of a raw config mapping and return the resolved :class:`Config`."""
     from topictk.inference.registry import algorithm_names, get_driver
@@ -162,7 +184,15 @@ def validate(raw: dict, where: str, base_dir: Path) -> Config:
         if not isinstance(value, str) or not value:
             raise ConfigError(f"{key} is required: a path ({where})")
         raw[key] = value
-    model = _check_section(raw.get("model"), _model_schema(raw), "model", where)
+    # a family the algorithm does not train is reported before the keys of either section:
+    # the keys of the intended family (inference.sigma2 of DMR with algorithm gibbs,
+    # model.layers of deep LDA with family lda) would otherwise be reported as unknown
+    model_raw, inf_raw = raw.get("model"), raw.get("inference")
+    family = model_raw.get("family") if isinstance(model_raw, dict) else None
+    algorithm = inf_raw.get("algorithm") if isinstance(inf_raw, dict) else None
+    if family in MODEL["family"].choices and algorithm in algorithm_names():
+        _check_family(family, algorithm, where)
+    model = _check_section(model_raw, _model_schema(raw), "model", where)
 
     inf_raw = raw.get("inference") or {}
     if not isinstance(inf_raw, dict):
@@ -177,13 +207,7 @@ def validate(raw: dict, where: str, base_dir: Path) -> Config:
         raise ConfigError(f"inference.algorithm must be one of {', '.join(names)}; got "
                           f"{algorithm!r} ({where}){hint}")
     driver_cls = get_driver(algorithm)
-    if (model["family"] == "dlda") != (driver_cls.family == "dlda"):
-        if driver_cls.family == "dlda":
-            fix = "trains deep LDA: set model.family: dlda and model.layers"
-        else:
-            deep = ", ".join(n for n in names if get_driver(n).family == "dlda")
-            fix = f"does not train deep LDA (model.family: dlda); use one of {deep}"
-        raise ConfigError(f"inference.algorithm {algorithm!r} {fix} ({where})")
+    _check_family(model["family"], algorithm, where)    # also when the family was left out
     schema = dict(INFERENCE_COMMON)
     schema["algorithm"] = Option("choice", algorithm, choices=tuple(names))
     schema.update(driver_cls.OPTIONS)
@@ -200,12 +224,6 @@ def validate(raw: dict, where: str, base_dir: Path) -> Config:
         "model": model, "inference": inference, "training": training, "evaluation": evaluation,
     }
     driver_cls.check_config(data, where)
-    family = data["model"]["family"]
-    if family != driver_cls.family:
-        fitting = ", ".join(n for n in names if get_driver(n).family == family)
-        raise ConfigError(f"inference.algorithm {algorithm!r} trains model.family "
-                          f"{driver_cls.family}, the config says {family}; use one of {fitting} "
-                          f"or set model.family: {driver_cls.family} ({where})")
     return Config(data, None)
 
 

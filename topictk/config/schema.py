@@ -37,8 +37,9 @@ class Option:
     def required(self) -> bool:
         return self.default is _REQUIRED
 
-    def describe(self) -> str:
-        """The allowed values, as shown in error messages."""
+    def describe(self, finite: bool = False) -> str:
+        """The allowed values, as shown in error messages; ``finite`` says that numbers must be
+        finite (the message for a value of inf or nan)."""
         if self.kind == "choice":
             text = "one of " + ", ".join(str(c) for c in self.choices)
         elif self.kind == "bool":
@@ -46,7 +47,7 @@ class Option:
         elif self.kind in ("str", "path"):
             text = "a string" if self.kind == "str" else "a path"
         else:
-            noun = {"int": "an integer", "float": "a number",
+            noun = {"int": "an integer", "float": "a finite number" if finite else "a number",
                     "int_list": "a list of integers"}[self.kind]
             if self.low is not None and self.high is not None:
                 text = (f"{noun} in {'(' if self.low_open else '['}{_fmt(self.low)}, "
@@ -65,8 +66,8 @@ class Option:
 
     def check(self, value: Any, key: str, where: str) -> Any:
         """Return the normalised value or raise :class:`ConfigError`."""
-        def fail() -> ConfigError:
-            return ConfigError(f"{key} must be {self.describe()}; got {value!r} ({where})")
+        def fail(finite: bool = False) -> ConfigError:
+            return ConfigError(f"{key} must be {self.describe(finite)}; got {value!r} ({where})")
 
         if value is None:
             if self.nullable:
@@ -102,7 +103,7 @@ class Option:
         else:
             value = float(value)
             if not math.isfinite(value):
-                raise fail()
+                raise fail(finite=True)
         if self.low is not None and (value < self.low or (self.low_open and value == self.low)):
             raise fail()
         if self.high is not None and (value > self.high or (self.high_open and value == self.high)):

@@ -298,11 +298,8 @@ def dmr_options() -> dict[str, Option]:
 
 
 def check_dmr_config(cls, data: dict, where: str) -> None:
-    """model.family must be dmr; model.alpha is alpha_init, so auto makes no sense."""
-    family = data["model"]["family"]
-    if family != "dmr":
-        raise ConfigError(f"inference.algorithm {cls.name} fits model.family dmr; got "
-                          f"model.family {family}; set model.family: dmr ({where})")
+    """model.alpha is alpha_init, so auto makes no sense (the config loader has checked that
+    model.family is dmr)."""
     if data["model"]["alpha"] == "auto":
         raise ConfigError(f"model.alpha: auto is not available for {cls.name}: DMR learns the "
                           f"document priors through nu, and model.alpha is their starting "
@@ -368,7 +365,18 @@ class DMRSEMDriver(DMRPriorMixin, Driver):
     @classmethod
     def check_config(cls, data: dict, where: str) -> None:
         check_dmr_config(cls, data, where)
-        resolve_sample_schedule(data["inference"], where)
+        inf = data["inference"]
+        resolve_sample_schedule(inf, where)
+        # nu is updated before sweep s when s > optimize_burn_in and s % optimize_interval == 0
+        first = (inf["optimize_burn_in"] // inf["optimize_interval"] + 1) * inf["optimize_interval"]
+        if first > inf["iterations"]:   # allowed: a run of DMR with nu fixed at its start
+            log.warning("inference.optimize_burn_in = %d with inference.optimize_interval = %d: "
+                        "the first nu update would come before sweep %d, after "
+                        "inference.iterations = %d, so nu is never optimised and every "
+                        "document keeps the prior model.alpha; lower "
+                        "inference.optimize_burn_in to learn from the metadata (%s)",
+                        inf["optimize_burn_in"], inf["optimize_interval"], first,
+                        inf["iterations"], where)
 
     def __init__(self, config, store, threads: int = 1):
         super().__init__(config, store, threads)

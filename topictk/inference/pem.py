@@ -61,16 +61,33 @@ def particle_key(p: int) -> tuple[int, int]:
     return (keys.INIT[0], int(p))
 
 
+# Positive temperatures below this are computed at it (PEMDriver). The tempered E-step divides
+# differences of log weights by T, in tempered_weights and in the kernel; near T = 1e-305 the
+# quotients overflow to -inf and the kernel's log-space fallback divides 0 by 0. At 1e-280 a
+# difference would have to exceed 1e28 to overflow, and exp(-d / T) is already 0 for every
+# d > 1e-277: the responsibilities are those of the T = 0 limit, but for exact ties, which
+# T -> 0+ shares evenly where T = 0 gives them to the first topic.
+MIN_TEMPERATURE = 1e-280
+
+
+def working_temperature(temperature: float) -> float:
+    """``temperature`` as computed: 0 stays 0, positive values below MIN_TEMPERATURE become
+    MIN_TEMPERATURE."""
+    temperature = float(temperature)
+    return MIN_TEMPERATURE if 0.0 < temperature < MIN_TEMPERATURE else temperature
+
+
 def particle_weights(bounds: np.ndarray, temperature: float) -> np.ndarray:
     """omega_p = exp(L_p / T) / sum_p' exp(L_p' / T) by log-sum-exp; T = 0: one-hot on the
-    best particle (the first of equals)."""
+    best particle (the first of equals). The maximum is subtracted before dividing by T, so
+    a tiny T gives weights that tend to the T = 0 ones (ties shared) instead of inf - inf."""
     bounds = np.asarray(bounds, dtype=np.float64)
     if temperature <= 0.0:
         omega = np.zeros(bounds.size)
         omega[int(np.argmax(bounds))] = 1.0
         return omega
-    x = bounds / temperature
-    x = np.exp(x - x.max())
+    with np.errstate(over="ignore", under="ignore"):   # -inf and exp(-inf) = 0 are right here
+        x = np.exp((bounds - bounds.max()) / temperature)
     return x / x.sum()
 
 
@@ -192,7 +209,9 @@ class PEMDriver(Driver):
         "particles": Option("int", 4, low=1, help="number of particles P"),
         "temperature": Option("float", 1.0, low=0,
                               help="T multiplying the z-entropy and the entropy of the particle "
-                                   "weights; 1 = VB, 0 = hard assignment to the arg-max topic"),
+                                   "weights; 1 = VB, 0 = hard assignment to the arg-max topic; "
+                                   "positive values below 1e-280 are computed at 1e-280, "
+                                   "already the T -> 0 limit in double precision"),
         **ESTEP_OPTIONS,
         "tol": Option("float", 1e-5, low=0,
                       help="stop when the relative change of L_T falls below this (0 = never); "
@@ -215,7 +234,7 @@ class PEMDriver(Driver):
         self.K = int(config.model.topics)
         opts = config.inference
         self.P = int(opts.particles)
-        self.temperature = float(opts.temperature)
+        self.temperature = working_temperature(opts.temperature)
         self.learn_alpha = config.model.alpha == "auto"
         self.streams: Streams | None = None
 

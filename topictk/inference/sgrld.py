@@ -129,6 +129,12 @@ class SGRLDDriver(Driver):
         if inf["burn_in"] >= inf["iterations"]:
             raise ConfigError(f"inference.burn_in must be < inference.iterations "
                               f"({inf['iterations']}); got {inf['burn_in']} ({where})")
+        after = inf["iterations"] - inf["burn_in"]     # one sample per update at most
+        if inf["samples"] > after:
+            log.warning("inference.samples = %d but only %d updates follow inference.burn_in = "
+                        "%d (inference.iterations = %d): keeping %d samples (%s)",
+                        inf["samples"], after, inf["burn_in"], inf["iterations"], after, where)
+            inf["samples"] = after     # the resolved config (run's config.yaml) says what is used
         if data["model"]["alpha"] == "auto":
             raise ConfigError(f"model.alpha: auto is not available for {cls.name}; give a "
                               f"number ({where})")
