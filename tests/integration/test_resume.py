@@ -48,6 +48,7 @@ def test_fifty_plus_fifty_resumed_equals_one_hundred(tmp_path, example_store, sp
     assert (f"topictk: resuming {tmp_path / 'halves'} from step 50 (step-00000050.npz)"
             in resumed.stderr)
     assert resumed.stdout.startswith(f"{tmp_path / 'halves'}: step 100, ")
+    assert "settings that differ" not in resumed.stderr      # iterations may change
     _assert_same_run(tmp_path / "straight", tmp_path / "halves")
     assert [m["step"] for m in metrics(tmp_path / "halves")] == list(range(10, 101, 10))
 
@@ -200,3 +201,15 @@ def test_more_threads_than_chunks_is_warned_about(tmp_path, example_store):
     assert ("topictk: training.threads = 2 but inference.chunks = 1: only 1 thread(s) can work; "
             "set inference.chunks >= threads") in out.stderr
     assert np.isfinite(metrics(tmp_path / "run")[-1]["perplexity_point"])
+
+
+def test_resume_with_changed_settings_names_them(tmp_path, example_store):
+    cfg = write_config(tmp_path, example_store, output=str(tmp_path / "run"),
+                       inference={"iterations": 20, "burn_in": 4, "thin": 2},
+                       training={"checkpoint_every": 10})
+    ok("train", "--config", cfg, "-q", "--set", "inference.iterations=10")
+    resumed = ok("train", "--config", cfg, "--resume", "--set", "model.beta=0.02",
+                 "--set", "training.threads=2")
+    assert "resuming with settings that differ from the run's: model.beta 0.01 -> 0.02" in (
+        resumed.stderr.replace("\n", " "))
+    assert "training.threads 1 -> 2" not in resumed.stderr and "training.threads 1" not in resumed.stderr

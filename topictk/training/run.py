@@ -122,6 +122,39 @@ def load_samples(run_dir: Path, steps: list[int]) -> list[dict]:
     return samples
 
 
+# settings a resumed run may change without changing the chain it continues
+RESUMABLE_CHANGES = frozenset({
+    "inference.iterations", "training.threads", "training.time_limit",
+    "training.checkpoint_every", "training.keep_checkpoints", "training.eval_every"})
+
+
+def _flatten(data, prefix: str = "") -> dict:
+    if not isinstance(data, dict):
+        return {prefix: data}
+    flat = {}
+    for key, value in data.items():
+        flat.update(_flatten(value, f"{prefix}.{key}" if prefix else str(key)))
+    return flat
+
+
+def warn_changed_settings(saved: Path, config: Config) -> None:
+    """On resume, name the settings that differ from the run's saved config (other than those
+    in RESUMABLE_CHANGES): the run continues under the new ones, so it is no longer the chain
+    either config would give from the start."""
+    try:
+        before = _flatten(yaml.safe_load(saved.read_text(encoding="utf-8")) or {})
+    except (OSError, yaml.YAMLError, UnicodeDecodeError):
+        return
+    after = _flatten(config.to_dict())
+    changed = [f"{key} {before.get(key)!r} -> {after.get(key)!r}"
+               for key in sorted(set(before) | set(after))
+               if before.get(key) != after.get(key) and key not in RESUMABLE_CHANGES]
+    if changed:
+        log.warning("%s: resuming with settings that differ from the run's: %s; the chain "
+                    "continues under the new ones (train into a new output to compare them)",
+                    saved, "; ".join(changed))
+
+
 def train(config: Config, *, resume: bool = False, force: bool = False,
           quiet: bool = False) -> TrainResult:
     """Train ``config`` to ``inference.iterations`` steps (or resume it there)."""
@@ -160,6 +193,7 @@ def train(config: Config, *, resume: bool = False, force: bool = False,
         clock = dict(header["clock"])
         start = int(header["state"]["step"])
         truncate_metrics(metrics_path, start)
+        warn_changed_settings(run_dir / "config.yaml", config)
         log.info("resuming %s from step %d (%s)", run_dir, start, path.name)
     else:
         streams = Streams(training.seed)
