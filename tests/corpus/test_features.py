@@ -185,7 +185,7 @@ def test_a_stray_text_value_makes_a_field_categorical_with_a_warning(tmp_path, c
     assert CorpusStore.open(out).feature_names[:-1] == ["score=1", "score=2", "score=3",
                                                         "score=high"]
     messages = " ".join(r.message for r in caplog.records)
-    assert "3 of 4 values are numbers and 1 are not" in messages and "'high'" in messages
+    assert "3 of 4 values are numbers but not all" in messages and "'high'" in messages
     assert "--meta score:num" in messages
 
 
@@ -231,4 +231,53 @@ def test_damaged_feature_array_is_refused(tmp_path):
 def test_category_keys():
     from topictk.corpus.features import category_key
     assert [category_key(v) for v in (1, 1.0, "1.0", 2.5, True, "a")] == [
-        "1", "1", "1.0", "2.5", "True", "a"]
+        "1", "1", "1.0", "2.5", "true", "a"]
+
+
+def test_meta_file_rows_of_skipped_documents_are_dropped_with_them(tmp_path):
+    """Row i of --meta-file describes input document i, undecodable ones included: skipping a
+    document drops its row, so the other rows stay with their documents."""
+    src = tmp_path / "docs.txt"
+    lines = [f"{TEXT} one".encode(), b"\xff\xfe bad", f"{TEXT} two".encode(),
+             f"{TEXT} three".encode()]
+    src.write_bytes(b"\n".join(lines) + b"\n")
+    meta = tmp_path / "meta.tsv"
+    meta.write_text("year\n2001\n1999\n2002\n2003\n")
+    runner = CliRunner()
+    result = runner.invoke(cli, ["prepare", str(src), "--meta-file", str(meta), "--meta", "year",
+                                 "--encoding-errors", "skip", "--test-docs", "0",
+                                 "--out", str(tmp_path / "s")])
+    assert result.exit_code == 0, result.output
+    X = CorpusStore.open(tmp_path / "s").features("train")
+    years = np.array([2001, 2002, 2003])
+    np.testing.assert_allclose(X[:, 0], (years - years.mean()) / years.std())
+    meta.write_text("year\n2001\n2002\n2003\n")           # one row per surviving document
+    result = runner.invoke(cli, ["prepare", str(src), "--meta-file", str(meta), "--meta", "year",
+                                 "--encoding-errors", "skip", "--test-docs", "0",
+                                 "--out", str(tmp_path / "t")])
+    assert result.exit_code == 1
+    assert "has 3 rows but the input has 4 documents (1 of them skipped" in result.output
+
+
+def test_repeated_meta_options(tmp_path):
+    records = [{"split": "train", "a": v, "b": 10 - v} for v in (1, 2, 3)]
+    result, out = _prepare(tmp_path, records, "--meta", "a", "--meta", "b")
+    assert result.exit_code == 0, result.output
+    assert CorpusStore.open(out).feature_names == ["a", "b", "(intercept)"]
+    result = _prepare_text(tmp_path, "a\n1\n2\n3\n", "--meta", "a", "--meta-file",
+                           str(tmp_path / "other.tsv"))
+    assert result.exit_code == 2 and "--meta-file is given 2 times" in result.output
+
+
+def test_boolean_categories_match_their_spellings(tmp_path):
+    records = [{"split": "train", "flag": v} for v in (True, False, True)]
+    result, out = _prepare(tmp_path, records, "--meta", "flag")
+    assert result.exit_code == 0, result.output
+    store = CorpusStore.open(out)
+    assert store.feature_names == ["flag=false", "flag=true", "(intercept)"]
+    from topictk.corpus.features import FeatureEncoding
+    X, stats = FeatureEncoding.from_json(store.manifest["features"]).encode(
+        [{"flag": True}, {"flag": "true"}, {"flag": "True"}, {"flag": "false"}, {"flag": "yes"}],
+        list("abcde"), "m")
+    np.testing.assert_array_equal(X[:, :2], [[0, 1], [0, 1], [0, 1], [1, 0], [0, 0]])
+    assert stats["unseen_examples"] == {"flag": ["yes"]}

@@ -425,7 +425,8 @@ def test_nu_never_optimised_is_warned(dmr_store, tmp_path, caplog, burn_in, inte
             f"inference.optimize_burn_in = {burn_in} with inference.optimize_interval = "
             f"{interval}: the first nu update would come before sweep {first}, after "
             f"inference.iterations = {iterations}, so nu is never optimised and every document "
-            f"keeps the prior model.alpha; lower inference.optimize_burn_in to learn from the "
+            f"keeps the prior model.alpha; lower inference.optimize_burn_in or "
+            f"inference.optimize_interval, or raise inference.iterations, to learn from the "
             f"metadata (<config>)")]
 
 

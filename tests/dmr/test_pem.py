@@ -339,11 +339,14 @@ def test_config_checks(planted_store, tmp_path):
     with pytest.raises(ConfigError, match=r"inference\.particles must be an integer >= 1; "
                                           r"got 0 \(<config>\)"):
         _config(planted_store, tmp_path / "x", particles=0)
-    with pytest.raises(ConfigError, match=r"inference\.temperature must be a number >= 0; "
-                                          r"got -0\.5 \(<config>\)"):
+    with pytest.raises(ConfigError, match=r"inference\.temperature must be a number in "
+                                          r"\[0, 1000000\]; got -0\.5 \(<config>\)"):
         _config(planted_store, tmp_path / "x", temperature=-0.5)
     # T = 0 is the hard-assignment limit of §10.3, so it is accepted
     assert _config(planted_store, tmp_path / "x", temperature=0).inference.temperature == 0.0
     with pytest.raises(ConfigError, match=r"inference\.temperature must be a finite number "
-                                          r">= 0; got inf \(<config>\)"):
+                                          r"in \[0, 1000000\]; got inf \(<config>\)"):
         _config(planted_store, tmp_path / "x", temperature=float("inf"))
+    # beyond 1e6 every weight is flat to double precision, and near 1e305 the E-step overflows
+    with pytest.raises(ConfigError, match=r"got 1e\+308"):
+        _config(planted_store, tmp_path / "x", temperature=1e308)

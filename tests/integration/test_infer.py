@@ -427,4 +427,4 @@ def test_all_documents_skipped_says_so(lda_run, tmp_path):
     run, _ = lda_run
     (tmp_path / "bin.txt").write_bytes(b"\x00\x01\x02\n\xff\xfe\n")
     message = fails(2, "infer", run, tmp_path / "bin.txt", "--encoding-errors", "skip")
-    assert "all 2 were skipped as undecodable" in message
+    assert "every one (2) was skipped as undecodable" in message

@@ -14,8 +14,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from tests.integration._cli import (REPO, assert_same_arrays, comparable_metrics, metrics,
-                                    model_arrays, ok, samples, write_config)
+from tests.integration._cli import (REPO, assert_same_arrays, comparable_metrics, fails,
+                                    metrics, model_arrays, ok, samples, write_config)
 from topictk.training.checkpoint import list_checkpoints, load_arrays
 
 
@@ -213,3 +213,17 @@ def test_resume_with_changed_settings_names_them(tmp_path, example_store):
     assert "resuming with settings that differ from the run's: model.beta 0.01 -> 0.02" in (
         resumed.stderr.replace("\n", " "))
     assert "training.threads 1 -> 2" not in resumed.stderr and "training.threads 1" not in resumed.stderr
+
+
+def test_force_keeps_the_old_run_when_the_new_config_is_refused(tmp_path, example_store):
+    cfg = write_config(tmp_path, example_store, output=str(tmp_path / "run"),
+                       inference={"iterations": 10, "burn_in": 4, "thin": 2})
+    ok("train", "--config", cfg, "-q")
+    before = sorted(p.name for p in (tmp_path / "run").iterdir())
+    bad = write_config(tmp_path, example_store, name="dmr.yaml", output=str(tmp_path / "run"),
+                       model={"family": "dmr", "topics": 6, "alpha": 0.1, "beta": 0.01},
+                       inference={"algorithm": "dmr-sem", "iterations": 10, "burn_in": 4,
+                                  "thin": 2})
+    assert "--meta" in fails(2, "train", "--config", bad, "--force", "-q")
+    assert sorted(p.name for p in (tmp_path / "run").iterdir()) == before
+    ok("evaluate", tmp_path / "run")

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import click
 
-from topictk.cli.options import run_dir_argument
+from topictk.cli.options import meta_file_option, run_dir_argument, single
 from topictk.corpus.readers import FORMATS
 from topictk.evaluation.infer import (check_sweeps, infer_run, output_path_ok, render_jsonl,
                                       render_tsv, tsv_header)
@@ -19,9 +19,8 @@ from topictk.training.checkpoint import atomic_write_bytes
 @click.option("--vocab", type=click.Path(dir_okay=False), default=None,
               help="UCI input: its vocabulary (default: vocab.NAME.txt beside the docword "
                    "file).")
-@click.option("--meta-file", type=click.Path(dir_okay=False), default=None,
-              help="DMR runs: tab-separated metadata, row i for document i (JSONL fields "
-                   "work too).")
+@meta_file_option("DMR runs: tab-separated metadata, row i for document i (JSONL fields "
+                  "work too).")
 @click.option("--out", "-o", "out", type=click.Path(), default=None,
               help="Write here (atomically) instead of standard output.")
 @click.option("--output-format", type=click.Choice(["jsonl", "tsv"]), default="jsonl",
@@ -51,6 +50,7 @@ def infer(run_dir, inputs, fmt, vocab, meta_file, out, output_format, top, sweep
     order.
     """
     check_sweeps(sweeps, burn_in)
+    meta_file = single(meta_file, "--meta-file")
     out_path = output_path_ok(out)
     run = LoadedRun(run_dir, checkpoint)
     docs, blocks = infer_run(run, list(inputs), fmt=fmt, meta_file=meta_file, sweeps=sweeps,

@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import click
 
+from topictk.cli.options import meta_file_option, single
 from topictk.corpus.prepare import PrepareOptions, prepare as prepare_corpus
 from topictk.corpus.readers import FORMATS
 
@@ -77,11 +78,11 @@ def _summary(manifest: dict, out: str) -> str:
 @click.option("--vocab-list", type=click.Path(dir_okay=False, path_type=str), default=None,
               help="A fixed vocabulary, one word per line; other words are dropped as the "
                    "input is read.")
-@click.option("--meta", default=None, metavar="FIELDS",
+@click.option("--meta", multiple=True, metavar="FIELDS",
               help="Metadata fields kept as document features, e.g. year,party:cat "
-                   "(numeric standardised, categorical one-hot; :num/:cat force the type).")
-@click.option("--meta-file", type=click.Path(dir_okay=False, path_type=str), default=None,
-              help="Tab-separated metadata with a header row, row i for input document i.")
+                   "(numeric standardised, categorical one-hot; :num/:cat force the type); "
+                   "may be repeated.")
+@meta_file_option("Tab-separated metadata with a header row, row i for input document i.")
 @click.option("--force", is_flag=True, help="Replace an existing output directory.")
 def prepare(inputs, out, fmt, vocab, min_length, stopwords, min_df, max_df, vocab_size,
             test_docs, heldout_fraction, heldout_train_fraction, seed, test_observed,
@@ -91,6 +92,8 @@ def prepare(inputs, out, fmt, vocab, min_length, stopwords, min_df, max_df, voca
     INPUTS are files with one document per line, a folder of .txt files, a .jsonl file,
     a UCI docword.NAME.txt[.gz] file, or - for standard input.
     """
+    meta = ",".join(meta) if meta else None
+    meta_file = single(meta_file, "--meta-file")
     opts = PrepareOptions(format=fmt, vocab=vocab, min_length=min_length, stopwords=stopwords,
                           min_df=min_df, max_df=max_df, vocab_size=vocab_size,
                           test_docs=test_docs, heldout_fraction=heldout_fraction,

@@ -21,7 +21,8 @@ Behaviour at the edges (each counted in the manifest):
 
 Categories are compared by :func:`category_key`: JSON numbers by value (1 and 1.0 are one
 category), strings as written; a string that is not a training category but reads as a number
-is looked up by that number too, so a tab-separated ``1`` finds a JSON-trained ``1.0``.
+(or as true/false) is looked up by that value too, so a tab-separated ``1`` finds a JSON-trained
+``1.0`` and ``True`` a JSON ``true``.
 """
 from __future__ import annotations
 
@@ -72,9 +73,9 @@ def _as_number(value) -> float | None:
 
 def category_key(value) -> str:
     """The category a metadata value stands for: JSON numbers by value (``1.0`` -> ``"1"``),
-    everything else as its string."""
+    JSON booleans as JSON writes them, everything else as its string."""
     if isinstance(value, bool):
-        return str(value)
+        return "true" if value else "false"       # as JSON writes it
     if isinstance(value, int):
         return str(value)
     if isinstance(value, float) and math.isfinite(value):
@@ -91,6 +92,8 @@ def _category_index(index: dict, value) -> int | None:
         number = _as_number(value)
         if number is not None:
             j = index.get(category_key(number))
+        elif value.strip().lower() in ("true", "false"):
+            j = index.get(value.strip().lower())
     return j
 
 
@@ -212,11 +215,11 @@ def fit_encoding(specs: list[tuple[str, str]], metas: list[dict], ids: list[str]
             kind = "cat" if text else "num"
             if text and len(text) < len(present):
                 i, v = text[0]
-                log.warning("--meta %s: %d of %d values are numbers and %d are not (document "
+                log.warning("--meta %s: %d of %d values are numbers but not all (document "
                             "%s: %r), so the field is categorical; declare --meta %s:num to "
-                            "have each such value reported, or --meta %s:cat to keep the "
+                            "have each non-number reported, or --meta %s:cat to keep the "
                             "categories", name, len(present) - len(text), len(present),
-                            len(text), ids[i], v, name, name)
+                            ids[i], v, name, name)
         if kind == "num":
             values = np.array([_numeric(v, name, ids[i], where) for i, v in present])
             mean, std = _mean_std(values)       # finite: both at most the largest |value|
@@ -276,6 +279,21 @@ def read_meta_file(path: str) -> list[dict]:
                               f"header has {len(names)}; give every row one cell per column "
                               f"(an empty cell for a missing value)")
         rows.append(dict(zip(names, cells)))
+    return rows
+
+
+def rows_for_documents(rows: list[dict], n_read: int, skipped: list[int],
+                       file: str) -> list[dict]:
+    """The ``--meta-file`` rows of the documents read: row i describes input document i, the
+    documents skipped as undecodable (positions ``skipped``) included, and their rows dropped."""
+    total = n_read + len(skipped)
+    if len(rows) != total:
+        also = f" ({len(skipped)} of them skipped as undecodable)" if skipped else ""
+        raise CorpusError(f"{file}: has {len(rows)} rows but the input has {total} "
+                          f"documents{also}; row i must describe input document i")
+    if skipped:
+        drop = set(skipped)
+        rows = [r for i, r in enumerate(rows) if i not in drop]
     return rows
 
 

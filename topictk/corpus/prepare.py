@@ -9,7 +9,7 @@ import numpy as np
 
 from topictk.corpus import readers
 from topictk.corpus.features import (fit_encoding, merge_meta_file, parse_meta_option,
-                                     read_meta_file)
+                                     read_meta_file, rows_for_documents)
 from topictk.corpus.splits import choose_test_documents, split_tokens, split_train_tokens
 from topictk.corpus.stopwords import ENGLISH_STOPWORDS
 from topictk.corpus.store import csr_to_tokens, ptr_to_csr, tokens_to_ptr, write_store
@@ -208,10 +208,8 @@ def prepare(inputs: list[str], out: str | Path, opts: PrepareOptions) -> dict:
     if n_read == 0:
         raise CorpusUsageError(readers.no_documents_message(inputs, stats))
     if opts.meta_file is not None:
-        rows = read_meta_file(opts.meta_file)
-        if len(rows) != n_read:
-            raise CorpusError(f"{opts.meta_file}: has {len(rows)} rows but the input has "
-                              f"{n_read} documents; row i must describe document i")
+        rows = rows_for_documents(read_meta_file(opts.meta_file), n_read,
+                                  stats.skipped_positions, opts.meta_file)
         used = [name for name, _ in parse_meta_option(opts.meta)] if opts.meta else []
         if opts.split_field is not None:
             used.append(opts.split_field)
@@ -278,8 +276,9 @@ def prepare(inputs: list[str], out: str | Path, opts: PrepareOptions) -> dict:
     if opts.meta is not None:
         where = opts.meta_file or ", ".join(inputs)
         if train_meta is None:
-            raise CorpusUsageError(f"{where}: --meta needs document metadata: JSONL fields or "
-                                   f"a --meta-file")
+            raise CorpusUsageError(f"{where}: --meta needs document metadata: JSONL fields (a "
+                                   f".jsonl file, or --format jsonl for standard input) or a "
+                                   f"--meta-file")
         encoding = fit_encoding(parse_meta_option(opts.meta), train_meta, train_ids_kept, where)
         arrays["train_features"], train_stats = encoding.encode(train_meta, train_ids_kept, where)
         if test_meta is None and obs_mapped:

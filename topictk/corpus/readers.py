@@ -33,9 +33,18 @@ class TextDocument:
 
 @dataclass
 class ReadStats:
-    """What the readers skipped, for the prepare summary."""
+    """What the readers skipped, for the prepare summary, and where: ``skipped_positions``
+    are the input documents' positions (0-based, counting skipped ones) of those skipped, so
+    that a ``--meta-file`` row per input document can still be matched."""
 
     skipped_undecodable: int = 0
+    documents: int = 0                       # input documents met so far, skipped or not
+    skipped_positions: list[int] = field(default_factory=list)
+
+    def skip(self) -> None:
+        self.skipped_undecodable += 1
+        self.skipped_positions.append(self.documents)
+        self.documents += 1
 
 
 @dataclass
@@ -78,7 +87,7 @@ def _open_binary(path: Path) -> IO[bytes]:
 def _decode(raw: bytes, where: str, errors: str, stats: ReadStats) -> str | None:
     if b"\x00" in raw:
         if errors == "skip":
-            stats.skipped_undecodable += 1
+            stats.skip()
             return None
         raise CorpusError(f"{where}: looks like a binary file (NUL byte); give a text file, "
                           f"or --encoding-errors skip to skip such lines")
@@ -86,7 +95,7 @@ def _decode(raw: bytes, where: str, errors: str, stats: ReadStats) -> str | None
         return raw.decode("utf-8")
     except UnicodeDecodeError:
         if errors == "skip":
-            stats.skipped_undecodable += 1
+            stats.skip()
             return None
         raise CorpusError(f"{where}: not valid UTF-8; convert the file to UTF-8, or use "
                           f"--encoding-errors skip to count and skip such lines") from None
@@ -104,6 +113,7 @@ def read_lines(source: str, errors: str, stats: ReadStats) -> Iterator[TextDocum
         for lineno, raw in enumerate(stream, start=1):
             text = _decode(raw, f"{name}:{lineno}", errors, stats)
             if text is not None:
+                stats.documents += 1
                 yield TextDocument(id=f"{name}:{lineno}", text=text)
     except (OSError, EOFError) as exc:
         raise CorpusError(f"{name}: cannot be read ({exc}); check that the file is complete") from None
@@ -122,6 +132,7 @@ def read_directory(directory: str, errors: str, stats: ReadStats) -> Iterator[Te
     for path in files:
         text = _decode(path.read_bytes(), str(path), errors, stats)
         if text is not None:
+            stats.documents += 1
             yield TextDocument(id=str(path.relative_to(root)), text=text)
 
 
@@ -154,6 +165,7 @@ def read_jsonl(source: str, errors: str, stats: ReadStats,
                                   f"line needs the document text in '{text_field}'")
             default_id = f"{Path(name).name if source != '-' else name}:{lineno}"
             doc_id = str(record.get("id", record.get("doc_id", default_id)))
+            stats.documents += 1
             yield TextDocument(id=doc_id, text=text, meta=record)
     except (OSError, EOFError) as exc:
         raise CorpusError(f"{name}: cannot be read ({exc}); check that the file is complete") from None
@@ -166,8 +178,9 @@ def no_documents_message(inputs: list[str], stats: ReadStats) -> str:
     """Why an input gave no document: empty, or every document skipped as undecodable."""
     where = ", ".join(inputs)
     if stats.skipped_undecodable:
-        return (f"{where}: no documents left: all {stats.skipped_undecodable} were skipped as "
-                f"undecodable (--encoding-errors skip); convert the input to UTF-8 text")
+        return (f"{where}: no documents left: every one ({stats.skipped_undecodable}) was "
+                f"skipped as undecodable (--encoding-errors skip); convert the input to UTF-8 "
+                f"text")
     return f"{where}: no documents found; the input is empty"
 
 

@@ -24,7 +24,8 @@ from pathlib import Path
 import numpy as np
 
 from topictk.corpus import readers
-from topictk.corpus.features import FeatureEncoding, merge_meta_file, read_meta_file
+from topictk.corpus.features import (FeatureEncoding, merge_meta_file, read_meta_file,
+                                     rows_for_documents)
 from topictk.corpus.store import csr_to_tokens
 from topictk.corpus.text import tokenize
 from topictk.errors import CorpusError, CorpusUsageError, UsageError
@@ -94,16 +95,14 @@ def read_new_documents(inputs: list[str], store, fmt: str = "auto",
             unknown.append(len(tokens) - len(known))
             ids.append(doc.id)
             metas.append(doc.meta)
-        if stats.skipped_undecodable:
-            log.warning("%d undecodable document(s) skipped (--encoding-errors skip)",
-                        stats.skipped_undecodable)
     if not ids:
         raise CorpusUsageError(readers.no_documents_message(inputs, stats))
+    if stats.skipped_undecodable:
+        log.warning("%d undecodable document(s) skipped (--encoding-errors skip)",
+                    stats.skipped_undecodable)
     if meta_file is not None:
-        rows = read_meta_file(meta_file)
-        if len(rows) != len(ids):
-            raise CorpusError(f"{meta_file}: has {len(rows)} rows but the input has {len(ids)} "
-                              f"documents; row i must describe document i")
+        rows = rows_for_documents(read_meta_file(meta_file), len(ids), stats.skipped_positions,
+                                  meta_file)
         fields = [f["name"] for f in store.manifest.get("features", {}).get("fields", [])]
         metas = merge_meta_file(rows, metas, fields, meta_file)
     doc_ptr = np.zeros(len(docs) + 1, dtype=np.int64)
@@ -136,9 +135,11 @@ def document_features(store, docs: NewDocuments, where: str) -> np.ndarray:
         log.warning("%s: field '%s' missing from %d document(s): its features are left at 0, "
                     "the training baseline", where, name, count)
     for name, count in stats["unseen_by_field"].items():
-        log.warning("%s: field '%s': %d value(s) not seen in training (%s): none of the field's "
-                    "columns is set for them", where, name, count,
-                    ", ".join(repr(v) for v in stats["unseen_examples"][name]))
+        examples = stats["unseen_examples"][name]
+        more = ", ..." if count > len(examples) else ""
+        log.warning("%s: field '%s': %d value(s) not seen in training (%s%s): none of the "
+                    "field's columns is set for them", where, name, count,
+                    ", ".join(repr(v) for v in examples), more)
     return X
 
 
@@ -198,16 +199,18 @@ def infer_run(run, inputs: list[str], *, fmt: str = "auto", meta_file: str | Non
     ``BLOCK_DOCS`` documents, so that neither the proportions nor the output of a large input
     are held whole."""
     check_sweeps(sweeps, burn_in)
+    uses_features = getattr(run.driver, "uses_features", False)
+    if meta_file is not None and not uses_features:
+        log.warning("%s: ignored: this run's model (%s) does not use metadata", meta_file,
+                    run.driver.name)
+        meta_file = None
     docs = read_new_documents(inputs, run.store, fmt, meta_file, encoding_errors, vocab)
     where = meta_file or ", ".join(inputs)
     features = None
-    if getattr(run.driver, "uses_features", False):
+    if uses_features:
         features = document_features(run.store, docs, where)
         check_document_prior(run.driver.document_prior(run.state, features), docs, features,
                              run.store.feature_names, where)
-    elif meta_file is not None:
-        log.warning("%s: ignored: this run's model (%s) does not use metadata", meta_file,
-                    run.driver.name)
     empty = int(np.count_nonzero(np.diff(docs.doc_ptr) == 0))
     if empty:
         log.warning("%d document(s) have no word of the model's vocabulary: their proportions "

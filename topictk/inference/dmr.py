@@ -374,7 +374,8 @@ class DMRSEMDriver(DMRPriorMixin, Driver):
                         "the first nu update would come before sweep %d, after "
                         "inference.iterations = %d, so nu is never optimised and every "
                         "document keeps the prior model.alpha; lower "
-                        "inference.optimize_burn_in to learn from the metadata (%s)",
+                        "inference.optimize_burn_in or inference.optimize_interval, or raise "
+                        "inference.iterations, to learn from the metadata (%s)",
                         inf["optimize_burn_in"], inf["optimize_interval"], first,
                         inf["iterations"], where)
 

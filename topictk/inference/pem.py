@@ -207,7 +207,7 @@ class PEMDriver(Driver):
     objective_name = "train_bound_per_token"
     OPTIONS = {
         "particles": Option("int", 4, low=1, help="number of particles P"),
-        "temperature": Option("float", 1.0, low=0,
+        "temperature": Option("float", 1.0, low=0, high=1e6,
                               help="T multiplying the z-entropy and the entropy of the particle "
                                    "weights; 1 = VB, 0 = hard assignment to the arg-max topic; "
                                    "positive values below 1e-280 are computed at 1e-280, "

@@ -165,16 +165,17 @@ def train(config: Config, *, resume: bool = False, force: bool = False,
     training = config.training
     iterations = int(config.inference.iterations)
 
-    if not resume and run_dir.exists() and any(run_dir.iterdir()):
-        if not force:
-            raise UsageError(f"{run_dir}: output directory already holds a run; add --resume to "
-                             f"continue it, --force to replace it, or choose another output")
+    replace = not resume and run_dir.exists() and any(run_dir.iterdir())
+    if replace and not force:
+        raise UsageError(f"{run_dir}: output directory already holds a run; add --resume to "
+                         f"continue it, --force to replace it, or choose another output")
+    # the driver first: a config or corpus it refuses leaves the run being replaced intact
+    driver = get_driver(config.inference.algorithm)(config, store, training.threads)
+    if replace:
         for name in ("checkpoints", "samples"):
             shutil.rmtree(run_dir / name, ignore_errors=True)
         for name in ("metrics.jsonl", MODEL_FILE, "config.yaml"):
             (run_dir / name).unlink(missing_ok=True)
-
-    driver = get_driver(config.inference.algorithm)(config, store, training.threads)
     if resume:
         found = ckpt.list_checkpoints(ckpt_dir)
         if not found:
