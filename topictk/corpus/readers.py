@@ -101,8 +101,9 @@ def _decode(raw: bytes, where: str, errors: str, stats: ReadStats) -> str | None
                           f"--encoding-errors skip to count and skip such lines") from None
 
 
-def read_lines(source: str, errors: str, stats: ReadStats) -> Iterator[TextDocument]:
-    """One document per line of a file (``.gz`` allowed) or of standard input (``-``)."""
+def _numbered_lines(source: str) -> Iterator[tuple[str, int, bytes]]:
+    """(name, line number, raw line) of a file (``.gz`` allowed) or of standard input (``-``),
+    closing the file and naming it when it cannot be read to the end."""
     if source == "-":
         stream: IO[bytes] = sys.stdin.buffer
         name = "<stdin>"
@@ -111,15 +112,21 @@ def read_lines(source: str, errors: str, stats: ReadStats) -> Iterator[TextDocum
         name = source
     try:
         for lineno, raw in enumerate(stream, start=1):
-            text = _decode(raw, f"{name}:{lineno}", errors, stats)
-            if text is not None:
-                stats.documents += 1
-                yield TextDocument(id=f"{name}:{lineno}", text=text)
+            yield name, lineno, raw
     except (OSError, EOFError) as exc:
         raise CorpusError(f"{name}: cannot be read ({exc}); check that the file is complete") from None
     finally:
         if stream is not sys.stdin.buffer:
             stream.close()
+
+
+def read_lines(source: str, errors: str, stats: ReadStats) -> Iterator[TextDocument]:
+    """One document per line of a file (``.gz`` allowed) or of standard input (``-``)."""
+    for name, lineno, raw in _numbered_lines(source):
+        text = _decode(raw, f"{name}:{lineno}", errors, stats)
+        if text is not None:
+            stats.documents += 1
+            yield TextDocument(id=f"{name}:{lineno}", text=text)
 
 
 def read_directory(directory: str, errors: str, stats: ReadStats) -> Iterator[TextDocument]:
@@ -140,38 +147,26 @@ def read_jsonl(source: str, errors: str, stats: ReadStats,
                text_field: str = "text") -> Iterator[TextDocument]:
     """One JSON object per line of a file (``.gz`` allowed) or of standard input (``-``):
     ``text`` is the document, every other field is metadata."""
-    if source == "-":
-        stream: IO[bytes] = sys.stdin.buffer
-        name = "<stdin>"
-    else:
-        stream = _open_binary(Path(source))
-        name = source
-    try:
-        for lineno, raw in enumerate(stream, start=1):
-            where = f"{name}:{lineno}"
-            line = _decode(raw, where, errors, stats)
-            if line is None or not line.strip():
-                continue
-            try:
-                record = json.loads(line)
-            except json.JSONDecodeError as exc:
-                raise CorpusError(f"{where}: not valid JSON ({exc.msg}); each line must be one "
-                                  f"JSON object") from None
-            if not isinstance(record, dict):
-                raise CorpusError(f"{where}: expected a JSON object with a '{text_field}' field")
-            text = record.pop(text_field, None)
-            if not isinstance(text, str):
-                raise CorpusError(f"{where}: missing or non-string '{text_field}' field; every "
-                                  f"line needs the document text in '{text_field}'")
-            default_id = f"{Path(name).name if source != '-' else name}:{lineno}"
-            doc_id = str(record.get("id", record.get("doc_id", default_id)))
-            stats.documents += 1
-            yield TextDocument(id=doc_id, text=text, meta=record)
-    except (OSError, EOFError) as exc:
-        raise CorpusError(f"{name}: cannot be read ({exc}); check that the file is complete") from None
-    finally:
-        if stream is not sys.stdin.buffer:
-            stream.close()
+    for name, lineno, raw in _numbered_lines(source):
+        where = f"{name}:{lineno}"
+        line = _decode(raw, where, errors, stats)
+        if line is None or not line.strip():
+            continue
+        try:
+            record = json.loads(line)
+        except json.JSONDecodeError as exc:
+            raise CorpusError(f"{where}: not valid JSON ({exc.msg}); each line must be one "
+                              f"JSON object") from None
+        if not isinstance(record, dict):
+            raise CorpusError(f"{where}: expected a JSON object with a '{text_field}' field")
+        text = record.pop(text_field, None)
+        if not isinstance(text, str):
+            raise CorpusError(f"{where}: missing or non-string '{text_field}' field; every "
+                              f"line needs the document text in '{text_field}'")
+        default_id = f"{Path(name).name if source != '-' else name}:{lineno}"
+        doc_id = str(record.get("id", record.get("doc_id", default_id)))
+        stats.documents += 1
+        yield TextDocument(id=doc_id, text=text, meta=record)
 
 
 def no_documents_message(inputs: list[str], stats: ReadStats) -> str:
