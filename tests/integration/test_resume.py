@@ -227,3 +227,49 @@ def test_force_keeps_the_old_run_when_the_new_config_is_refused(tmp_path, exampl
     assert "--meta" in fails(2, "train", "--config", bad, "--force", "-q")
     assert sorted(p.name for p in (tmp_path / "run").iterdir()) == before
     ok("evaluate", tmp_path / "run")
+
+
+def test_force_puts_the_old_run_back_when_the_new_one_fails_before_its_first_checkpoint(
+        tmp_path, example_store, monkeypatch):
+    from topictk.config import load_config
+    from topictk.inference.gibbs import GibbsDriver
+    from topictk.training.run import train
+
+    cfg = write_config(tmp_path, example_store, output=str(tmp_path / "run"),
+                       inference={"iterations": 10, "burn_in": 4, "thin": 2},
+                       training={"checkpoint_every": 5})
+    ok("train", "--config", cfg, "-q")
+    run = tmp_path / "run"
+
+    def listing():
+        return sorted(str(p.relative_to(run)) for p in run.rglob("*"))
+
+    def digest():
+        return {p: p.read_bytes() for p in run.rglob("*") if p.is_file()}
+
+    before = listing()
+    original = GibbsDriver.step
+
+    def failing(self, state, t):
+        if t == 6:
+            raise FloatingPointError("diverged")
+        return original(self, state, t)
+
+    monkeypatch.setattr(GibbsDriver, "step", failing)
+    config = load_config(cfg)
+    with pytest.raises(FloatingPointError):
+        train(config, force=True, quiet=True)
+    # it failed after its first checkpoint (5): the old run is gone, the new one resumable
+    assert [s for s, _ in list_checkpoints(run / "checkpoints")] == [5]
+    assert not any(p.name.startswith(".replaced-") for p in run.iterdir())
+    assert listing() != before
+
+    monkeypatch.setattr(GibbsDriver, "step", original)
+    ok("train", "--config", cfg, "-q", "--force")          # a complete run again
+    assert not any(p.name.startswith(".replaced-") for p in run.iterdir())
+    before, files = listing(), digest()
+    monkeypatch.setattr(GibbsDriver, "step", lambda self, state, t: (_ for _ in ()).throw(
+        FloatingPointError("diverged at once")))
+    with pytest.raises(FloatingPointError):
+        train(config, force=True, quiet=True)
+    assert listing() == before and digest() == files     # the old run, byte for byte

@@ -11,9 +11,11 @@ Run directory::
 from __future__ import annotations
 
 import logging
+import os
 import shutil
 import signal
 import sys
+import tempfile
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -122,6 +124,36 @@ def load_samples(run_dir: Path, steps: list[int]) -> list[dict]:
     return samples
 
 
+RUN_FILES = ("checkpoints", "samples", "metrics.jsonl", MODEL_FILE, "config.yaml")
+
+
+class ReplacedRun:
+    """The files of a run that ``train --force`` replaces, moved into a hidden folder of the
+    run directory until the new run has something to show for itself (:meth:`discard`), or put
+    back if it fails before that (:meth:`restore`)."""
+
+    def __init__(self, run_dir: Path):
+        self.run_dir = Path(run_dir)
+        self.folder = Path(tempfile.mkdtemp(prefix=".replaced-", dir=self.run_dir))
+        for name in RUN_FILES:
+            if (self.run_dir / name).exists():
+                os.replace(self.run_dir / name, self.folder / name)
+
+    def discard(self) -> None:
+        shutil.rmtree(self.folder, ignore_errors=True)
+
+    def restore(self) -> None:
+        for name in RUN_FILES:
+            new = self.run_dir / name
+            if new.is_dir():
+                shutil.rmtree(new, ignore_errors=True)
+            else:
+                new.unlink(missing_ok=True)
+            if (self.folder / name).exists():
+                os.replace(self.folder / name, new)
+        shutil.rmtree(self.folder, ignore_errors=True)
+
+
 # settings a resumed run may change without changing the chain it continues
 RESUMABLE_CHANGES = frozenset({
     "inference.iterations", "training.threads", "training.time_limit",
@@ -171,107 +203,117 @@ def train(config: Config, *, resume: bool = False, force: bool = False,
                          f"continue it, --force to replace it, or choose another output")
     # the driver first: a config or corpus it refuses leaves the run being replaced intact
     driver = get_driver(config.inference.algorithm)(config, store, training.threads)
-    if replace:
-        for name in ("checkpoints", "samples"):
-            shutil.rmtree(run_dir / name, ignore_errors=True)
-        for name in ("metrics.jsonl", MODEL_FILE, "config.yaml"):
-            (run_dir / name).unlink(missing_ok=True)
-    if resume:
-        found = ckpt.list_checkpoints(ckpt_dir)
-        if not found:
-            raise CheckpointError(f"{ckpt_dir}: no checkpoint to resume from; train without "
-                                  f"--resume")
-        _, path = found[-1]
-        header, arrays = ckpt.load_arrays(path, ckpt.RESUME_FIX)
-        check_compatible(header, config, store, path)
-        try:
-            state = driver.state_from_arrays(header["state"], arrays)
-        except (KeyError, ValueError) as exc:
-            raise CheckpointError(f"{path}: does not hold a complete {driver.name} state "
-                                  f"({exc}); delete it to fall back to an earlier one") from None
-        streams = Streams.from_state(header["streams"])
-        driver.attach(state, streams)
-        clock = dict(header["clock"])
-        start = int(header["state"]["step"])
-        truncate_metrics(metrics_path, start)
-        warn_changed_settings(run_dir / "config.yaml", config)
-        log.info("resuming %s from step %d (%s)", run_dir, start, path.name)
-    else:
-        streams = Streams(training.seed)
-        state = driver.init_state(streams)
-        clock = {"train_seconds": 0.0, "tokens_seen": 0, "documents_seen": 0}
-        start = 0
-    run_dir.mkdir(parents=True, exist_ok=True)
-    ckpt.atomic_write_text(run_dir / "config.yaml",
-                           yaml.safe_dump(config.to_dict(), sort_keys=False))
+    # the run being replaced is moved aside, and removed once the new run has written its
+    # first checkpoint (or its model); a failure before that puts it back
+    replaced = ReplacedRun(run_dir) if replace else None
+    try:
+        if resume:
+            found = ckpt.list_checkpoints(ckpt_dir)
+            if not found:
+                raise CheckpointError(f"{ckpt_dir}: no checkpoint to resume from; train without "
+                                      f"--resume")
+            _, path = found[-1]
+            header, arrays = ckpt.load_arrays(path, ckpt.RESUME_FIX)
+            check_compatible(header, config, store, path)
+            try:
+                state = driver.state_from_arrays(header["state"], arrays)
+            except (KeyError, ValueError) as exc:
+                raise CheckpointError(f"{path}: does not hold a complete {driver.name} state "
+                                      f"({exc}); delete it to fall back to an earlier one") from None
+            streams = Streams.from_state(header["streams"])
+            driver.attach(state, streams)
+            clock = dict(header["clock"])
+            start = int(header["state"]["step"])
+            truncate_metrics(metrics_path, start)
+            warn_changed_settings(run_dir / "config.yaml", config)
+            log.info("resuming %s from step %d (%s)", run_dir, start, path.name)
+        else:
+            streams = Streams(training.seed)
+            state = driver.init_state(streams)
+            clock = {"train_seconds": 0.0, "tokens_seen": 0, "documents_seen": 0}
+            start = 0
+        run_dir.mkdir(parents=True, exist_ok=True)
+        ckpt.atomic_write_text(run_dir / "config.yaml",
+                               yaml.safe_dump(config.to_dict(), sort_keys=False))
 
-    test = TestSet.from_store(store)
-    has_test = test.n_heldout_tokens > 0
-    train_held = store.train_heldout()
-    has_train_held = train_held is not None and train_held.n_tokens > 0
-    # time_limit counts training seconds (evaluation excluded), like train_seconds
-    time_limit = training.time_limit
-    status, last_ppl = "completed", None
+        test = TestSet.from_store(store)
+        has_test = test.n_heldout_tokens > 0
+        train_held = store.train_heldout()
+        has_train_held = train_held is not None and train_held.n_tokens > 0
+        # time_limit counts training seconds (evaluation excluded), like train_seconds
+        time_limit = training.time_limit
+        status, last_ppl = "completed", None
 
-    def write_checkpoint(step: int, status_: str) -> None:
-        header, arrays = _header(driver, store, config, state, streams, clock, status_)
-        ckpt.save_arrays(ckpt.checkpoint_path(ckpt_dir, step), header, arrays)
-        ckpt.prune_checkpoints(ckpt_dir, training.keep_checkpoints)
+        def write_checkpoint(step: int, status_: str) -> None:
+            nonlocal replaced
+            header, arrays = _header(driver, store, config, state, streams, clock, status_)
+            ckpt.save_arrays(ckpt.checkpoint_path(ckpt_dir, step), header, arrays)
+            ckpt.prune_checkpoints(ckpt_dir, training.keep_checkpoints)
+            if replaced is not None:        # the new run can now be resumed
+                replaced.discard()
+                replaced = None
 
-    def evaluate(step: int, info_extra: dict) -> None:
-        nonlocal last_ppl
-        began = time.perf_counter()
-        record = {"step": step, "tokens_seen": clock["tokens_seen"],
-                  "documents_seen": clock["documents_seen"],
-                  "train_seconds": round(clock["train_seconds"], 6)}
-        if has_test:
-            result = heldout_perplexity(driver, state, test, None, pass_index=step)
-            record["perplexity_point"] = result["perplexity"]
-            last_ppl = result["perplexity"]
-        if has_train_held:      # Protocol B: the training documents' held-out tokens
-            result = train_heldout_perplexity(driver, state, store, None)
-            if result:
-                record["perplexity_train_heldout_point"] = result["perplexity_train_heldout"]
-                if not has_test:
-                    last_ppl = result["perplexity_train_heldout"]
-        if driver.objective_name:
-            record[driver.objective_name] = driver.objective(state)
-        record.update(info_extra)
-        record["eval_seconds"] = round(time.perf_counter() - began, 6)
-        append_metrics(metrics_path, record)
+        def evaluate(step: int, info_extra: dict) -> None:
+            nonlocal last_ppl
+            began = time.perf_counter()
+            record = {"step": step, "tokens_seen": clock["tokens_seen"],
+                      "documents_seen": clock["documents_seen"],
+                      "train_seconds": round(clock["train_seconds"], 6)}
+            if has_test:
+                result = heldout_perplexity(driver, state, test, None, pass_index=step)
+                record["perplexity_point"] = result["perplexity"]
+                last_ppl = result["perplexity"]
+            if has_train_held:      # Protocol B: the training documents' held-out tokens
+                result = train_heldout_perplexity(driver, state, store, None)
+                if result:
+                    record["perplexity_train_heldout_point"] = result["perplexity_train_heldout"]
+                    if not has_test:
+                        last_ppl = result["perplexity_train_heldout"]
+            if driver.objective_name:
+                record[driver.objective_name] = driver.objective(state)
+            record.update(info_extra)
+            record["eval_seconds"] = round(time.perf_counter() - began, 6)
+            append_metrics(metrics_path, record)
 
-    progress = tqdm(total=iterations, initial=min(start, iterations), disable=quiet,
-                    file=sys.stderr, unit="step", dynamic_ncols=True, leave=False)
-    step = start
-    with _StopFlag() as stop:
-        for record in train_steps(driver, state, start, iterations):
-            step = record.step
-            clock["train_seconds"] += record.seconds
-            clock["tokens_seen"] += record.info.tokens
-            clock["documents_seen"] += record.info.documents
-            if record.info.collect_sample:
-                _save_sample(run_dir, driver, state, step)
-                state.sample_steps.append(step)
-            final = step == iterations
-            if training.eval_every and (step % training.eval_every == 0 or final):
-                evaluate(step, record.info.extra)
-                if last_ppl is not None:
-                    progress.set_postfix(perplexity=f"{last_ppl:.1f}", refresh=False)
-            progress.update(1)
-            out_of_time = time_limit is not None and clock["train_seconds"] >= time_limit
-            if stop.signal_name or out_of_time:
-                status = "interrupted" if stop.signal_name else "time_limit"
-                if out_of_time and training.eval_every and step % training.eval_every:
-                    evaluate(step, record.info.extra)   # the last state gets its metrics line
-                write_checkpoint(step, status)
-                break
-            if final or (training.checkpoint_every and step % training.checkpoint_every == 0):
-                write_checkpoint(step, "completed" if final else "running")
-    progress.close()
-    if start >= iterations and not resume:
-        status = "completed"
-    if status != "interrupted":
-        header, arrays = _header(driver, store, config, state, streams, clock, status)
-        ckpt.save_arrays(run_dir / MODEL_FILE, header, arrays)
-    return TrainResult(run_dir=run_dir, step=step, status=status,
-                       signal_name=stop.signal_name, perplexity=last_ppl)
+        progress = tqdm(total=iterations, initial=min(start, iterations), disable=quiet,
+                        file=sys.stderr, unit="step", dynamic_ncols=True, leave=False)
+        step = start
+        with _StopFlag() as stop:
+            for record in train_steps(driver, state, start, iterations):
+                step = record.step
+                clock["train_seconds"] += record.seconds
+                clock["tokens_seen"] += record.info.tokens
+                clock["documents_seen"] += record.info.documents
+                if record.info.collect_sample:
+                    _save_sample(run_dir, driver, state, step)
+                    state.sample_steps.append(step)
+                final = step == iterations
+                if training.eval_every and (step % training.eval_every == 0 or final):
+                    evaluate(step, record.info.extra)
+                    if last_ppl is not None:
+                        progress.set_postfix(perplexity=f"{last_ppl:.1f}", refresh=False)
+                progress.update(1)
+                out_of_time = time_limit is not None and clock["train_seconds"] >= time_limit
+                if stop.signal_name or out_of_time:
+                    status = "interrupted" if stop.signal_name else "time_limit"
+                    if out_of_time and training.eval_every and step % training.eval_every:
+                        evaluate(step, record.info.extra)   # the last state gets its metrics line
+                    write_checkpoint(step, status)
+                    break
+                if final or (training.checkpoint_every and step % training.checkpoint_every == 0):
+                    write_checkpoint(step, "completed" if final else "running")
+        progress.close()
+        if start >= iterations and not resume:
+            status = "completed"
+        if status != "interrupted":
+            header, arrays = _header(driver, store, config, state, streams, clock, status)
+            ckpt.save_arrays(run_dir / MODEL_FILE, header, arrays)
+        if replaced is not None:            # a run with no checkpoint that completed
+            replaced.discard()
+            replaced = None
+        return TrainResult(run_dir=run_dir, step=step, status=status,
+                           signal_name=stop.signal_name, perplexity=last_ppl)
+    except BaseException:
+        if replaced is not None:
+            replaced.restore()
+        raise
