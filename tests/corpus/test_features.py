@@ -220,12 +220,17 @@ def test_jsonl_on_standard_input(tmp_path):
 def test_damaged_feature_array_is_refused(tmp_path):
     records = [{"split": "train", "year": y} for y in (1, 2, 3)]
     _, out = _prepare(tmp_path, records, "--meta", "year")
-    X = np.load(out / "train_features.npy")
-    X[0, 0] = np.nan
-    np.save(out / "train_features.npy", X)
     from topictk.errors import CorpusError
-    with pytest.raises(CorpusError, match="train_features.npy: holds values that are not finite"):
-        CorpusStore.open(out).features("train")
+    original = np.load(out / "train_features.npy")
+    for value in (np.nan, 1e300):           # not finite, or finite but not what prepare wrote
+        X = original.copy()
+        X[0, 0] = value
+        np.save(out / "train_features.npy", X)
+        with pytest.raises(CorpusError, match="train_features.npy: content differs from "
+                                              "manifest.json"):
+            CorpusStore.open(out).features("train")
+    np.save(out / "train_features.npy", original)
+    np.testing.assert_array_equal(CorpusStore.open(out).features("train"), original)
 
 
 def test_category_keys():

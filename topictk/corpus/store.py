@@ -274,10 +274,13 @@ class CorpusStore:
         if name not in self.manifest.get("arrays", {}):
             return None
         X = self.array(name)
-        if not np.all(np.isfinite(X)):
-            raise CorpusError(f"{self.path / (name + '.npy')}: holds values that are not finite "
-                              f"numbers, which prepare never writes: the store is damaged; "
-                              f"prepare it again")
+        # small (documents x features) and read once per command: checked against its sha256,
+        # since a damaged prior would not show anywhere else (the token arrays are checked by
+        # shape, and by verify())
+        path = self.path / f"{name}.npy"
+        if _sha256_file(path) != self.manifest["arrays"][name]["sha256"]:
+            raise CorpusError(f"{path}: content differs from manifest.json (sha256); the store "
+                              f"is damaged, prepare the corpus again with --force")
         return X
 
     @property
