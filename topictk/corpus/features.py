@@ -76,8 +76,6 @@ def category_key(value) -> str:
     JSON booleans as JSON writes them, everything else as its string."""
     if isinstance(value, bool):
         return "true" if value else "false"       # as JSON writes it
-    if isinstance(value, int):
-        return str(value)
     if isinstance(value, float) and math.isfinite(value):
         return str(int(value)) if value.is_integer() and abs(value) < 2.0 ** 53 else repr(value)
     return str(value)

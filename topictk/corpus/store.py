@@ -195,6 +195,7 @@ class CorpusStore:
         self.path = Path(path)
         self.manifest = manifest
         self._vocab: list[str] | None = None
+        self._hashed: set[str] = set()     # arrays already checked against their sha256
 
     @classmethod
     def open(cls, path: str | Path) -> "CorpusStore":
@@ -239,11 +240,14 @@ class CorpusStore:
 
     def verify(self) -> None:
         """Check every array against the sha256 recorded in the manifest."""
-        for name, info in self.manifest["arrays"].items():
-            path = self.path / f"{name}.npy"
-            if _sha256_file(path) != info["sha256"]:
-                raise CorpusError(f"{path}: content differs from manifest.json (sha256); the "
-                                  f"store is damaged, prepare the corpus again with --force")
+        for name in self.manifest["arrays"]:
+            self._check_hash(name)
+
+    def _check_hash(self, name: str) -> None:
+        path = self.path / f"{name}.npy"
+        if _sha256_file(path) != self.manifest["arrays"][name]["sha256"]:
+            raise CorpusError(f"{path}: content differs from manifest.json (sha256); the "
+                              f"store is damaged, prepare the corpus again with --force")
 
     def train(self) -> Documents:
         return Documents(self.array("train_doc_ptr"), self.array("train_words"),
@@ -273,15 +277,13 @@ class CorpusStore:
         name = f"{part}_features"
         if name not in self.manifest.get("arrays", {}):
             return None
-        X = self.array(name)
-        # small (documents x features) and read once per command: checked against its sha256,
+        # small (documents x features): checked against its sha256 the first time it is read,
         # since a damaged prior would not show anywhere else (the token arrays are checked by
         # shape, and by verify())
-        path = self.path / f"{name}.npy"
-        if _sha256_file(path) != self.manifest["arrays"][name]["sha256"]:
-            raise CorpusError(f"{path}: content differs from manifest.json (sha256); the store "
-                              f"is damaged, prepare the corpus again with --force")
-        return X
+        if name not in self._hashed:
+            self._check_hash(name)
+            self._hashed.add(name)
+        return self.array(name)
 
     @property
     def feature_names(self) -> list[str]:
