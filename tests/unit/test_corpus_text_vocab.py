@@ -1,6 +1,8 @@
 """Tokenisation and vocabulary selection (topictk/corpus/text.py, vocab.py, prepare.py)."""
 from __future__ import annotations
 
+import unicodedata
+
 import numpy as np
 import pytest
 
@@ -27,6 +29,23 @@ def test_tokenize_min_length_counts_characters():
     assert tokenize("a an ant", 1) == ["a", "an", "ant"]
     assert tokenize("a an ant", 4) == []
     assert tokenize("", 3) == []
+
+
+def test_tokenize_one_word_whatever_the_normal_form():
+    composed = "Naïve café résumé Zürich"
+    decomposed = unicodedata.normalize("NFD", composed)
+    assert decomposed != composed
+    assert tokenize(decomposed) == tokenize(composed) == ["naïve", "café", "résumé", "zürich"]
+
+
+def test_tokenize_keeps_combining_marks_inside_words():
+    # vowel signs and viramas are marks (Mc, Mn), not letters: without them the words of
+    # Indic and Thai scripts fall apart into single letters
+    assert tokenize("हिन्दी भाषा का इतिहास") == ["हिन्दी", "भाषा", "इतिहास"]
+    assert tokenize("ภาษาไทย สวัสดี", 1) == ["ภาษาไทย", "สวัสดี"]
+    assert tokenize("𑀅𑀲𑁄𑀓 brahmi") == ["𑀅𑀲𑁄𑀓", "brahmi"]    # marks above U+FFFF
+    # a mark with no letter before it starts no word
+    assert tokenize("\u0301abc x\u0301yz", 1) == ["abc", "x\u0301yz"]
 
 
 # --------------------------------------------------------------------------- vocabulary
