@@ -66,6 +66,8 @@ class AtomicFile:
         parent = self.path.parent
         if not parent.is_dir():
             raise UsageError(f"{self.path}: output directory {parent} does not exist")
+        if self.path.is_dir():      # found now, not at the rename after all the work
+            raise UsageError(f"{self.path}: is a directory; give the output file's name")
         try:
             fd, tmp = tempfile.mkstemp(dir=parent, prefix=f".{self.path.name}.", suffix=".tmp")
         except OSError as exc:
@@ -83,8 +85,12 @@ class AtomicFile:
         if not self._done:
             self._done = True
             self.file.close()
-            os.chmod(self.tmp_path, 0o666 & ~_umask())
-            os.replace(self.tmp_path, self.path)
+            try:
+                os.chmod(self.tmp_path, 0o666 & ~_umask())
+                os.replace(self.tmp_path, self.path)
+            except BaseException:
+                self.tmp_path.unlink(missing_ok=True)
+                raise
         return self.path
 
     def discard(self) -> None:

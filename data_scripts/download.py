@@ -44,13 +44,16 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from _common import ArgumentParser, DataError, run_main
+from _common import ArgumentParser, DataError, UsageError, run_main
 
 PROG = "download.py"
 CHUNK_SIZE = 1 << 16
 USER_AGENT = "topictk-data-scripts/1.0 (Python urllib)"
 _SHA256_RE = re.compile(r"^[0-9a-f]{64}$")
 _CONTENT_RANGE_RE = re.compile(r"^\s*bytes\s+(?:(\d+)-(\d+)|\*)/(\d+|\*)\s*$", re.IGNORECASE)
+
+
+URL_SCHEMES = ("https", "http", "ftp", "file")
 
 
 class DownloadError(DataError):
@@ -106,6 +109,10 @@ def download(
     expected_sha = normalize_sha256(sha256) if sha256 is not None else None
     if size is not None and size < 0:
         raise ValueError(f"size must be >= 0, got {size}")
+    scheme = urllib.parse.urlsplit(url).scheme.lower()
+    if scheme not in URL_SCHEMES:
+        raise UsageError(f"{url}: not a URL this script can fetch; give it with its scheme "
+                         f"({', '.join(s + '://' for s in URL_SCHEMES)})")
     dest = Path(dest_dir) if dest_dir is not None else default_cache_dir()
     try:
         dest.mkdir(parents=True, exist_ok=True)

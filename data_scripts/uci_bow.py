@@ -128,8 +128,13 @@ def fetch_corpus(
     _, n_words, _ = read_docword_header(docword)
     n_vocab = count_lines(vocab)
     if n_vocab != n_words:
+        # one of the two is not the file served for this corpus: without deleting them, every
+        # later run would find them in the cache and fail the same way
+        docword.unlink(missing_ok=True)
+        vocab.unlink(missing_ok=True)
         raise DataError(
-            f"{vocab}: has {n_vocab} words, but the header of {docword.name} says W = {n_words}"
+            f"{vocab}: has {n_vocab} words, but the header of {docword.name} says W = {n_words}; "
+            f"both files were deleted from the cache, run again to download them afresh"
         )
     return docword, vocab
 

@@ -171,6 +171,11 @@ def test_cli_usage_errors(capsys: pytest.CaptureFixture[str]) -> None:
     assert res.err.count("\n") == 1
     res = run_in_process(dl, [], capsys)
     assert res.code == 2 and "URL" in res.err
+    res = run_in_process(dl, ["archive.ics.uci.edu/ml/x.txt", "--quiet"], capsys)
+    assert res.code == 2 and res.err == (
+        "download.py: error: archive.ics.uci.edu/ml/x.txt: not a URL this script can fetch; "
+        "give it with its scheme (https://, http://, ftp://, file://)\n"
+    )
 
 
 def test_cli_help_subprocess() -> None:

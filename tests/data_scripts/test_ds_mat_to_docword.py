@@ -142,6 +142,18 @@ def test_not_a_mat_file_and_usage(tmp_path: Path, capsys: pytest.CaptureFixture[
     assert res.code == 2 and "OUT_DIR" in res.err
 
 
+def test_output_named_by_a_directory_writes_nothing(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    mat = write_mat(tmp_path / "20news_data.mat")
+    out = tmp_path / "out"
+    (out / "vocab.txt").mkdir(parents=True)      # the fifth output's name is taken by a folder
+    res = run_in_process(m2d, [str(mat), str(out)], capsys)
+    assert res.code == 2
+    assert f"{out / 'vocab.txt'}: is a directory; give the output file's name" in res.err
+    assert sorted(p.name for p in out.iterdir()) == ["vocab.txt"]     # all or nothing
+
+
 def test_help_subprocess() -> None:
     res = run_subprocess("mat_to_docword", ["--help"])
     assert res.code == 0 and "OUT_DIR" in res.out

@@ -64,6 +64,14 @@ def test_vocabulary_size_must_match_header(
     assert (
         "vocab.enron.txt: has 2 words, but the header of docword.enron.txt.gz says W = 3" in res.err
     )
+    # the pair is dropped from the cache, so the next run downloads it again and succeeds
+    assert not (tmp_path / "vocab.enron.txt").exists()
+    assert not (tmp_path / "docword.enron.txt.gz").exists()
+    serve(http_server, "enron", gzip.compress(DOCWORD.encode()), VOCAB.encode())
+    res = run_in_process(
+        ub, ["enron", "--cache", str(tmp_path), "--base-url", base.rstrip("/"), "--quiet"], capsys
+    )
+    assert res.code == 0, res.err
 
 
 def test_download_failure_is_reported(
