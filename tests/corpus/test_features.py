@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import logging
+import shutil
 
 import numpy as np
 import pytest
@@ -129,6 +130,7 @@ def _prepare_text(tmp_path, meta_text: bytes | str, *args, n_docs=3):
         meta.write_text(meta_text)
     else:
         meta.write_bytes(meta_text)
+    shutil.rmtree(tmp_path / "s", ignore_errors=True)    # each call prepares afresh
     return CliRunner().invoke(cli, ["prepare", str(src), "--meta-file", str(meta),
                                     "--test-docs", "0", "--out", str(tmp_path / "s"), *args])
 

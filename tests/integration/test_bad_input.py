@@ -104,12 +104,52 @@ def test_uci_document_id_beyond_d(tmp_path, existing_store):
                        f"with the body")
 
 
-def test_uci_vocabulary_shorter_than_largest_word_id(tmp_path, existing_store):
-    path = _uci(tmp_path, "short", (2, 3, 3), ["1 1 2", "1 2 1", "2 3 4"], ["ant", "bee"])
+@pytest.mark.parametrize("name, words", [
+    ("short", ["ant", "bee"]),
+    # longer than W: every id is in range, but the file belongs to another vocabulary (the
+    # NIPS folder ships the full and the filtered one side by side)
+    ("long", ["ant", "bee", "cat", "dog"]),
+])
+def test_uci_vocabulary_length_must_be_w(tmp_path, existing_store, name, words):
+    path = _uci(tmp_path, name, (2, 3, 3), ["1 1 2", "1 2 1", "2 3 4"], words)
     message = _prepare_fails(1, existing_store, path)
-    vocab = tmp_path / "vocab.short.txt"
-    assert message == (f"{vocab}: vocabulary has 2 words but {path} uses word id 3; give the "
-                       f"vocabulary that belongs to this file")
+    vocab = tmp_path / f"vocab.{name}.txt"
+    assert message == (f"{vocab}: vocabulary has {len(words)} words but {path} says W = 3; "
+                       f"give the vocabulary that belongs to this file")
+
+
+@pytest.mark.parametrize("words, line, problem", [
+    (["ant", "", "cat"], 2, "empty line in the vocabulary"),
+    (["ant", "bee", "ant"], 3, "'ant' repeats line 1"),
+])
+def test_uci_vocabulary_lines_are_distinct_words(tmp_path, existing_store, words, line,
+                                                  problem):
+    path = _uci(tmp_path, "dup", (2, 3, 3), ["1 1 2", "1 2 1", "2 3 4"], words)
+    message = _prepare_fails(1, existing_store, path)
+    assert message.startswith(f"{tmp_path / 'vocab.dup.txt'}:{line}: {problem}")
+
+
+def test_uci_count_beyond_int32_or_memory(tmp_path, existing_store):
+    path = _uci(tmp_path, "big", (2, 3, 3), ["1 1 2", "1 2 4294967298", "2 3 4"],
+                ["ant", "bee", "cat"])
+    message = _prepare_fails(1, existing_store, path)
+    assert message == (f"{path}:5: count 4294967298 is more than 2,147,483,647 tokens of one "
+                       f"word in one document; the file is damaged")
+    # each count fits, but together they would not fit in any machine's memory (4.4 TiB):
+    # refused before expanding them into tokens
+    body = [f"{d} {w} 2000000000" for d in (1, 2) for w in range(1, 51)]
+    body[7] = "1 8 2000000001"
+    path = _uci(tmp_path, "huge", (2, 50, 100), body, [f"w{i}" for i in range(50)])
+    message = _prepare_fails(1, existing_store, path)
+    assert message == (f"{path}: 200,000,000,001 tokens would need about 4470 GiB of memory, "
+                       f"more than this machine has; check the counts (the largest, "
+                       f"2,000,000,001, is on line 11)")
+
+
+def test_missing_docword_is_not_a_vocabulary_problem(tmp_path, existing_store):
+    path = tmp_path / "docword.nosuch.txt"
+    message = _prepare_fails(2, existing_store, path)
+    assert message == f"{path}: no such file; check the input path"
 
 
 def test_uci_without_vocabulary(tmp_path, existing_store):
@@ -180,6 +220,131 @@ def test_bad_option_values_are_usage_errors(tmp_path, existing_store):
     outcome = run("prepare", EXAMPLE, "--out", tmp_path / "x", "--format", "pdf")
     assert outcome.exit_code == 2 and "Invalid value for '--format'" in outcome.stderr
     assert not (tmp_path / "x").exists()
+
+
+@pytest.mark.parametrize("args, expected", [
+    (["--seed", "-1"], "--seed must be >= 0; got -1"),
+    (["--test-docs", "nan"], "--test-docs must be a finite number; got nan"),
+    (["--test-docs", "inf"], "--test-docs must be a finite number; got inf"),
+    (["--min-df", "nan"], "--min-df must be a finite number; got nan"),
+    (["--stopwords", "english", "--vocab-list", EXAMPLE],
+     "--vocab-list fixes the vocabulary; drop --min-df, --max-df, --vocab-size and --stopwords "
+     "(leave out of the list the words to drop)"),
+    (["--vocab", EXAMPLE], "--vocab names the vocabulary of UCI docword input, not of text "
+                           "input; to fix the vocabulary of text use --vocab-list"),
+    (["--test-docs", "60"], "--test-docs 60 leaves no training document (the input has 60 "
+                            "documents); give a smaller share or count"),
+])
+def test_option_values_and_combinations_refused(tmp_path, existing_store, args, expected):
+    small = tmp_path / "small.txt"
+    small.write_text("".join(f"python class object number {i % 7} string value\n"
+                             for i in range(60)))
+    assert _prepare_fails(2, existing_store, small, *args) == expected
+
+
+def test_options_an_imported_split_or_split_field_would_ignore(tmp_path, existing_store):
+    (tmp_path / "vocab.toy.txt").write_text("ant\nbee\n")
+    for name in ("toy", "obs", "held"):
+        (tmp_path / f"docword.{name}.txt").write_text("1\n2\n2\n1 1 2\n1 2 1\n")
+    docword = tmp_path / "docword.toy.txt"
+    split = ["--test-observed", tmp_path / "docword.obs.txt",
+             "--test-heldout", tmp_path / "docword.held.txt"]
+    for extra, given in ((["--test-docs", "0.2"], "--test-docs"),
+                         (["--heldout-fraction", "0.5"], "--heldout-fraction")):
+        message = _prepare_fails(2, existing_store, docword, *split, *extra)
+        assert message == (f"{given} cannot be used with the imported split (--test-observed/"
+                           f"--test-heldout), which already fixes the test set; drop {given}")
+    message = _prepare_fails(2, existing_store, docword, "--vocab-list", tmp_path / "vocab.toy.txt")
+    assert message.startswith("--vocab-list fixes the vocabulary of text input; UCI input comes "
+                              "with its own (--vocab)")
+    jsonl = tmp_path / "docs.jsonl"
+    jsonl.write_text('{"text": "python class object", "part": "train"}\n'
+                     '{"text": "python class string", "part": "test"}\n')
+    message = _prepare_fails(2, existing_store, jsonl, "--split-field", "part", "--test-docs", "1")
+    assert message == ("--test-docs cannot be used with --split-field part, which already fixes "
+                       "the test set; drop --test-docs")
+    # the held-out share still applies to the documents the field chose
+    ok("prepare", jsonl, "--split-field", "part", "--heldout-fraction", "0.5",
+       "--out", tmp_path / "fielded")
+
+
+def test_splits_with_nothing_to_score_warn(tmp_path):
+    outcome = ok("prepare", EXAMPLE, "--test-docs", "0.0001", "--out", tmp_path / "s")
+    assert "--test-docs 0.0001 of" in outcome.stderr and "rounds to no test document" in outcome.stderr
+    outcome = ok("prepare", EXAMPLE, "--heldout-fraction", "0.001", "--out", tmp_path / "h")
+    assert ("--heldout-fraction 0.001 holds out no token of the 34 test document(s) (each has "
+            "fewer than 1/0.001 tokens): there will be nothing to score" in outcome.stderr)
+    assert "nothing to score" not in ok("prepare", EXAMPLE, "--out", tmp_path / "d").stderr
+
+
+def test_inputs_of_mixed_formats_are_refused(tmp_path, existing_store):
+    jsonl = tmp_path / "docs.jsonl"
+    jsonl.write_text('{"text": "python class object"}\n')
+    message = _prepare_fails(2, existing_store, EXAMPLE, jsonl)
+    assert message == (f"the inputs mix formats: {EXAMPLE} (text), {jsonl} (jsonl); give inputs "
+                       f"of one format, or --format to read them all one way")
+    # --format reads them all one way, as asked
+    ok("prepare", EXAMPLE, jsonl, "--format", "text", "--out", tmp_path / "as_text")
+
+
+def test_stopword_and_vocabulary_files_that_cannot_be_read(tmp_path, existing_store):
+    folder = tmp_path / "words"
+    folder.mkdir()
+    message = _prepare_fails(2, existing_store, EXAMPLE, "--stopwords", folder)
+    assert message.startswith(f"{folder}: stop-word file not found")
+    latin1 = tmp_path / "stop.txt"
+    latin1.write_bytes(b"caf\xe9\n")
+    message = _prepare_fails(1, existing_store, EXAMPLE, "--stopwords", latin1)
+    assert message == f"{latin1}: stop-word file is not valid UTF-8; convert it to UTF-8"
+    path = _uci(tmp_path, "gz", (1, 2, 2), ["1 1 2", "1 2 1"], ["ant", "bee"])
+    fake_gz = tmp_path / "vocab.gz"
+    fake_gz.write_text("ant\nbee\n")
+    message = _prepare_fails(1, existing_store, path, "--vocab", fake_gz)
+    assert message.startswith(f"{fake_gz}: cannot be read (")
+    assert message.endswith("check that the vocabulary file is complete")
+
+
+def test_force_replaces_corpus_stores_only(tmp_path, existing_store, monkeypatch):
+    victim = tmp_path / "victim"
+    victim.mkdir()
+    data = victim / "mydata.txt"
+    shutil.copy(EXAMPLE, data)
+    before = snapshot(victim)
+    message = fails(2, "prepare", data, "--out", victim, "--force")
+    assert message == (f"{victim}: exists and is not a corpus store; --force replaces corpus "
+                       f"stores only: choose another --out, or remove it yourself")
+    assert snapshot(victim) == before
+    a_file = tmp_path / "afile"
+    a_file.write_text("hi\n")
+    fails(2, "prepare", EXAMPLE, "--out", a_file, "--force")
+    assert a_file.read_text() == "hi\n"
+    assert sorted(p.name for p in tmp_path.iterdir() if p.name.startswith(".")) == []
+    # a store holding the input, and the working directory, are not replaced either
+    shutil.copy(EXAMPLE, existing_store / "input.txt")
+    message = fails(2, "prepare", existing_store / "input.txt", "--out", existing_store, "--force")
+    assert message == (f"{existing_store}: holds the input {existing_store / 'input.txt'}, which "
+                       f"--force would delete; choose another --out")
+    monkeypatch.chdir(existing_store)
+    message = fails(2, "prepare", EXAMPLE, "--out", ".", "--force")
+    assert message == (".: is the working directory or contains it; run prepare from another "
+                       "directory or choose another --out")
+    assert (existing_store / "input.txt").exists()
+    # an empty directory and a damaged store (a manifest that does not parse) are replaced
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    ok("prepare", EXAMPLE, "--out", empty, "--force")
+    (empty / "manifest.json").write_text("{")
+    ok("prepare", EXAMPLE, "--out", empty, "--force")
+
+
+def test_directory_input_skips_hidden_files_and_folders(tmp_path):
+    docs = tmp_path / "docs"
+    (docs / ".ipynb_checkpoints").mkdir(parents=True)
+    (docs / "a.txt").write_text("python class object\n")
+    (docs / ".b.txt").write_text("editor backup words\n")
+    (docs / ".ipynb_checkpoints" / "a-checkpoint.txt").write_text("checkpoint copy words\n")
+    ok("prepare", docs, "--test-docs", "0", "--out", tmp_path / "s")
+    assert (tmp_path / "s" / "train_ids.txt").read_text() == "a.txt\n"
 
 
 def test_debug_shows_the_exception(tmp_path):

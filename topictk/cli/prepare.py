@@ -4,7 +4,8 @@ from __future__ import annotations
 import click
 
 from topictk.cli.options import meta_file_option, single
-from topictk.corpus.prepare import PrepareOptions, prepare as prepare_corpus
+from topictk.corpus.prepare import (DEFAULT_HELDOUT_FRACTION, DEFAULT_TEST_DOCS, PrepareOptions,
+                                    prepare as prepare_corpus)
 from topictk.corpus.readers import FORMATS
 
 
@@ -58,9 +59,10 @@ def _summary(manifest: dict, out: str) -> str:
 @click.option("--max-df", type=float, default=1.0, show_default=True,
               help="Keep words in at most this share of training documents (or this count, if > 1).")
 @click.option("--vocab-size", type=int, default=None, help="Keep the most frequent words only.")
-@click.option("--test-docs", type=float, default=0.1, show_default=True,
+@click.option("--test-docs", type=float, default=None, show_default=str(DEFAULT_TEST_DOCS),
               help="Test documents: a share (< 1) or a count.")
-@click.option("--heldout-fraction", type=float, default=0.2, show_default=True,
+@click.option("--heldout-fraction", type=float, default=None,
+              show_default=str(DEFAULT_HELDOUT_FRACTION),
               help="Share of each test document's tokens held out for scoring.")
 @click.option("--heldout-train-fraction", type=float, default=None,
               help="Protocol B: also hold out this share of every training document's tokens "
@@ -83,7 +85,8 @@ def _summary(manifest: dict, out: str) -> str:
                    "(numeric standardised, categorical one-hot; :num/:cat force the type); "
                    "may be repeated.")
 @meta_file_option("Tab-separated metadata with a header row, row i for input document i.")
-@click.option("--force", is_flag=True, help="Replace an existing output directory.")
+@click.option("--force", is_flag=True,
+              help="Replace an existing corpus store (nothing else is ever replaced).")
 def prepare(inputs, out, fmt, vocab, min_length, stopwords, min_df, max_df, vocab_size,
             test_docs, heldout_fraction, heldout_train_fraction, seed, test_observed,
             test_heldout, encoding_errors, split_field, vocab_list, meta, meta_file, force):

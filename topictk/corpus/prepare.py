@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import logging
+import math
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -12,12 +13,17 @@ from topictk.corpus.features import (fit_encoding, merge_meta_file, parse_meta_o
                                      read_meta_file, rows_for_documents)
 from topictk.corpus.splits import choose_test_documents, split_tokens, split_train_tokens
 from topictk.corpus.stopwords import ENGLISH_STOPWORDS
-from topictk.corpus.store import csr_to_tokens, ptr_to_csr, tokens_to_ptr, write_store
+from topictk.corpus.store import (check_replaceable, csr_to_tokens, ptr_to_csr, tokens_to_ptr,
+                                  write_store)
 from topictk.corpus.text import tokenize
 from topictk.corpus.vocab import document_frequency, select_vocabulary, vocab_hash
 from topictk.errors import CorpusError, CorpusUsageError, UsageError
 
 log = logging.getLogger("topictk")
+
+
+DEFAULT_TEST_DOCS = 0.1
+DEFAULT_HELDOUT_FRACTION = 0.2
 
 
 @dataclass
@@ -31,8 +37,8 @@ class PrepareOptions:
     min_df: float = 1
     max_df: float = 1.0
     vocab_size: int | None = None
-    test_docs: float = 0.1
-    heldout_fraction: float = 0.2
+    test_docs: float | None = None       # None: DEFAULT_TEST_DOCS (not with an imported split)
+    heldout_fraction: float | None = None  # None: DEFAULT_HELDOUT_FRACTION
     heldout_train_fraction: float | None = None   # Protocol B: share of each training doc held out
     seed: int = 0
     test_observed: str | None = None
@@ -45,6 +51,30 @@ class PrepareOptions:
     vocab_list: str | None = None        # a fixed vocabulary, one word per line
 
     def check(self) -> None:
+        """Refuse values out of range and options that would be ignored; then fill in the
+        split defaults."""
+        for option, value in (("--min-df", self.min_df), ("--max-df", self.max_df),
+                              ("--test-docs", self.test_docs),
+                              ("--heldout-fraction", self.heldout_fraction),
+                              ("--heldout-train-fraction", self.heldout_train_fraction)):
+            if value is not None and not math.isfinite(value):
+                raise UsageError(f"{option} must be a finite number; got {value}")
+        if self.seed < 0:
+            raise UsageError(f"--seed must be >= 0; got {self.seed}")
+        if self.test_observed is not None or self.split_field is not None:
+            fixed = [("--test-docs", self.test_docs)]
+            if self.test_observed is not None:      # a split field chooses documents only
+                fixed.append(("--heldout-fraction", self.heldout_fraction))
+            given = [option for option, value in fixed if value is not None]
+            if given:
+                source = ("the imported split (--test-observed/--test-heldout)"
+                          if self.test_observed is not None else f"--split-field {self.split_field}")
+                raise UsageError(f"{' and '.join(given)} cannot be used with {source}, which "
+                                 f"already fixes the test set; drop {' and '.join(given)}")
+        if self.test_docs is None:
+            self.test_docs = DEFAULT_TEST_DOCS
+        if self.heldout_fraction is None:
+            self.heldout_fraction = DEFAULT_HELDOUT_FRACTION
         if self.min_length < 1:
             raise UsageError(f"--min-length must be >= 1; got {self.min_length}")
         if self.min_df <= 0 or (self.min_df >= 1 and self.min_df != int(self.min_df)):
@@ -63,9 +93,11 @@ class PrepareOptions:
         if self.encoding_errors not in ("strict", "skip"):
             raise UsageError(f"--encoding-errors must be strict or skip; got {self.encoding_errors}")
         if self.vocab_list is not None and (self.vocab_size is not None or self.min_df != 1
-                                            or self.max_df != 1.0):
-            raise UsageError("--vocab-list fixes the vocabulary; drop --min-df, --max-df and "
-                             "--vocab-size")
+                                            or self.max_df != 1.0
+                                            or self.stopwords not in (None, "none")):
+            raise UsageError("--vocab-list fixes the vocabulary; drop --min-df, --max-df, "
+                             "--vocab-size and --stopwords (leave out of the list the words to "
+                             "drop)")
         if (self.test_observed is None) != (self.test_heldout is None):
             raise UsageError("--test-observed and --test-heldout go together: give both docword files")
         if self.meta_file is not None and self.meta is None and self.split_field is None:
@@ -81,10 +113,14 @@ def _stopword_set(option: str | None, default_on: bool) -> frozenset[str]:
     if option == "none":
         return frozenset()
     path = Path(option)
-    if not path.exists():
+    if not path.is_file():
         raise CorpusUsageError(f"{path}: stop-word file not found; give 'english', 'none' or a "
                                f"file with one word per line")
-    return frozenset(w.strip().lower() for w in path.read_text(encoding="utf-8").split())
+    try:
+        text = path.read_text(encoding="utf-8")
+    except UnicodeDecodeError:
+        raise CorpusError(f"{path}: stop-word file is not valid UTF-8; convert it to UTF-8") from None
+    return frozenset(w.strip().lower() for w in text.split())
 
 
 def read_vocab_list(path: str) -> list[str]:
@@ -149,6 +185,17 @@ def _split_from_field(field: str, metas: list[dict] | None, doc_ids: list[str],
     return mask
 
 
+def _check_test_documents(n_test: int, n_docs: int, test_docs: float) -> None:
+    """Refuse a test set that leaves no training document; warn when a share gives none."""
+    if n_test >= n_docs:
+        raise CorpusUsageError(f"--test-docs {test_docs:g} leaves no training document (the "
+                               f"input has {n_docs} documents); give a smaller share or count")
+    if n_test == 0 and test_docs > 0:
+        log.warning("--test-docs %g of %d documents rounds to no test document: there will be "
+                    "nothing to score; give a count (e.g. --test-docs 1) or a larger share",
+                    test_docs, n_docs)
+
+
 def _remap(docs: list[np.ndarray], keep: np.ndarray, n_types: int) -> list[np.ndarray]:
     """Map input type ids to vocabulary ids (-1 = dropped) and drop the rest."""
     table = np.full(n_types, -1, dtype=np.int64)
@@ -166,12 +213,27 @@ def prepare(inputs: list[str], out: str | Path, opts: PrepareOptions) -> dict:
     if not inputs:
         raise CorpusUsageError("no input given; name files, a folder, a .jsonl file, a UCI "
                                "docword file, or - for standard input")
+    out = Path(out)
+    if out.exists():
+        if not opts.force:
+            raise CorpusUsageError(f"{out}: output directory exists; choose another --out or "
+                                   f"add --force to replace it")
+        named = [*inputs, opts.vocab, opts.vocab_list, opts.test_observed, opts.test_heldout,
+                 opts.meta_file, opts.stopwords]
+        check_replaceable(out, [str(p) for p in named if p is not None])
     fmt = readers.detect_format(inputs) if opts.format == "auto" else opts.format
     if fmt not in readers.FORMATS:
         raise UsageError(f"--format must be one of {', '.join(readers.FORMATS)}; got {fmt}")
     if opts.test_observed and fmt != "uci":
         raise UsageError("--test-observed/--test-heldout import a published split and need UCI "
                          "docword input (--format uci)")
+    if opts.vocab is not None and fmt != "uci":
+        raise UsageError(f"--vocab names the vocabulary of UCI docword input, not of {fmt} "
+                         f"input; to fix the vocabulary of text use --vocab-list")
+    if opts.vocab_list is not None and fmt == "uci":
+        raise UsageError("--vocab-list fixes the vocabulary of text input; UCI input comes with "
+                         "its own (--vocab): drop --vocab-list, or choose words with --min-df, "
+                         "--max-df, --stopwords or --vocab-size")
     stats = readers.ReadStats()
     imported = opts.test_observed is not None
     metas = None
@@ -220,6 +282,7 @@ def prepare(inputs: list[str], out: str | Path, opts: PrepareOptions) -> dict:
     if not imported:
         if opts.split_field is None:
             test_mask = choose_test_documents(n_read, opts.test_docs, opts.seed)
+            _check_test_documents(int(test_mask.sum()), n_read, opts.test_docs)
         train_idx = np.flatnonzero(~test_mask)
         test_idx = np.flatnonzero(test_mask)
         train_docs = [all_docs[i] for i in train_idx]
@@ -256,6 +319,10 @@ def prepare(inputs: list[str], out: str | Path, opts: PrepareOptions) -> dict:
         dropped_test = len(test_full) - len(test_keep)
         test_full = [test_full[j] for j in test_keep]
         obs_mapped, held_mapped = split_tokens(test_full, opts.heldout_fraction, opts.seed)
+        if test_full and not any(h.size for h in held_mapped):
+            log.warning("--heldout-fraction %g holds out no token of the %d test document(s) "
+                        "(each has fewer than 1/%g tokens): there will be nothing to score; "
+                        "raise it", opts.heldout_fraction, len(test_full), opts.heldout_fraction)
         test_ids = [doc_ids[test_idx[j]] for j in test_keep]
         test_meta = [metas[test_idx[j]] for j in test_keep] if metas is not None else None
         train_ids_all = [doc_ids[i] for i in train_idx]

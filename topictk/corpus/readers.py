@@ -7,8 +7,8 @@ Every error names the file and, where there is one, the line.
 from __future__ import annotations
 
 import gzip
-
 import json
+import os
 import sys
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -20,6 +20,17 @@ import numpy as np
 from topictk.errors import CorpusError, CorpusUsageError
 
 FORMATS = ("auto", "text", "dir", "jsonl", "uci")
+COUNT_MAX = 2**31 - 1      # tokens of one word in one document (int32 counts)
+BYTES_PER_TOKEN = 24       # what prepare holds per token at its peak (ids, split, CSR, copies)
+
+
+def max_tokens() -> int:
+    """The most tokens ``prepare`` can hold in this machine's physical memory."""
+    try:
+        memory = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+    except (ValueError, OSError, AttributeError):
+        return 2**62
+    return memory // BYTES_PER_TOKEN
 
 
 @dataclass
@@ -58,12 +69,10 @@ class BagOfWords:
     source: str
 
 
-def detect_format(inputs: list[str]) -> str:
-    """Guess the input format from the names given on the command line."""
-    first = inputs[0]
-    if first == "-":
+def _format_of(source: str) -> str:
+    if source == "-":
         return "text"
-    path = Path(first)
+    path = Path(source)
     if path.is_dir():
         return "dir"
     name = path.name.lower()
@@ -72,6 +81,18 @@ def detect_format(inputs: list[str]) -> str:
     if name.startswith("docword."):
         return "uci"
     return "text"
+
+
+def detect_format(inputs: list[str]) -> str:
+    """The input format, guessed from the names given on the command line; every input must
+    have the same one (one format is read per command)."""
+    formats = {source: _format_of(source) for source in inputs}
+    kinds = sorted(set(formats.values()))
+    if len(kinds) > 1:
+        listed = ", ".join(f"{source} ({kind})" for source, kind in formats.items())
+        raise CorpusUsageError(f"the inputs mix formats: {listed}; give inputs of one format, or "
+                               f"--format to read them all one way")
+    return kinds[0]
 
 
 def _open_binary(path: Path) -> IO[bytes]:
@@ -130,12 +151,16 @@ def read_lines(source: str, errors: str, stats: ReadStats) -> Iterator[TextDocum
 
 
 def read_directory(directory: str, errors: str, stats: ReadStats) -> Iterator[TextDocument]:
-    """One document per ``.txt`` file in a directory (recursively), in sorted path order."""
+    """One document per ``.txt`` file in a directory (recursively), in sorted path order;
+    files and folders whose names start with a dot (``.ipynb_checkpoints``, editors' backups)
+    are not documents and are skipped."""
     root = Path(directory)
-    files = sorted(p for p in root.rglob("*.txt") if p.is_file())
+    files = sorted(p for p in root.rglob("*.txt") if p.is_file()
+                   and not any(part.startswith(".") for part in p.relative_to(root).parts))
     if not files:
-        raise CorpusUsageError(f"{root}: no .txt files found; give a folder of .txt files, "
-                               f"or files with one document per line")
+        raise CorpusUsageError(f"{root}: no .txt files found (hidden files and folders are "
+                               f"skipped); give a folder of .txt files, or files with one "
+                               f"document per line")
     for path in files:
         text = _decode(path.read_bytes(), str(path), errors, stats)
         if text is not None:
@@ -192,9 +217,14 @@ def read_text_documents(inputs: list[str], fmt: str, errors: str,
 
 
 def read_vocab(path: Path) -> list[str]:
-    """A vocabulary file: one word per line, line i is word id i (1-based in UCI files)."""
+    """A vocabulary file: one word per line, line i is word id i (1-based in UCI files); no
+    empty line (other than at the end) and no word twice."""
     with _open_binary(path) as stream:
-        raw = stream.read()
+        try:
+            raw = stream.read()
+        except (OSError, EOFError) as exc:
+            raise CorpusError(f"{path}: cannot be read ({exc}); check that the vocabulary file "
+                              f"is complete") from None
     try:
         text = raw.decode("utf-8")
     except UnicodeDecodeError:
@@ -204,6 +234,15 @@ def read_vocab(path: Path) -> list[str]:
         words.pop()
     if not words:
         raise CorpusUsageError(f"{path}: vocabulary file is empty")
+    seen: dict[str, int] = {}
+    for lineno, word in enumerate(words, start=1):
+        if not word:
+            raise CorpusError(f"{path}:{lineno}: empty line in the vocabulary; line i must be "
+                              f"word id i, so every line needs a word")
+        if word in seen:
+            raise CorpusError(f"{path}:{lineno}: '{word}' repeats line {seen[word]}; two word "
+                              f"ids would have one name")
+        seen[word] = lineno
     return words
 
 
@@ -224,6 +263,8 @@ def find_uci_vocab(docword: Path) -> Path | None:
 def read_uci(docword: str, vocab_path: str | None) -> BagOfWords:
     """Read a UCI ``docword`` file (three header lines D, W, NNZ, then ``doc word count``)."""
     path = Path(docword)
+    if not path.exists():
+        raise CorpusUsageError(f"{path}: no such file; check the input path")
     vpath = Path(vocab_path) if vocab_path else find_uci_vocab(path)
     if vpath is None:
         raise CorpusUsageError(f"{path}: UCI input needs its vocabulary; add --vocab vocab.NAME.txt")
@@ -267,9 +308,20 @@ def read_uci(docword: str, vocab_path: str | None) -> BagOfWords:
     if nnz and counts.min() < 1:
         line = 4 + int(np.argmax(counts < 1))
         raise CorpusError(f"{path}:{line}: counts must be positive integers")
-    if nnz and word_ids.max() > len(vocab):
-        raise CorpusError(f"{vpath}: vocabulary has {len(vocab)} words but {path} uses word id "
-                          f"{int(word_ids.max())}; give the vocabulary that belongs to this file")
+    if nnz and counts.max() > COUNT_MAX:
+        line = 4 + int(np.argmax(counts > COUNT_MAX))
+        raise CorpusError(f"{path}:{line}: count {int(counts.max())} is more than {COUNT_MAX:,} "
+                          f"tokens of one word in one document; the file is damaged")
+    if len(vocab) != n_words:
+        raise CorpusError(f"{vpath}: vocabulary has {len(vocab)} words but {path} says W = "
+                          f"{n_words}; give the vocabulary that belongs to this file")
+    total = int(counts.sum())
+    if total > max_tokens():
+        line = 4 + int(np.argmax(counts))
+        raise CorpusError(f"{path}: {total:,} tokens would need about "
+                          f"{total * BYTES_PER_TOKEN / 2**30:.0f} GiB of memory, more than this "
+                          f"machine has; check the counts (the largest, {int(counts.max()):,}, "
+                          f"is on line {line})")
     order = np.lexsort((word_ids, docs))
     docs, word_ids, counts = docs[order] - 1, word_ids[order] - 1, counts[order]
     if nnz > 1:

@@ -105,6 +105,27 @@ def _fsync_dir(path: Path) -> None:
         os.close(fd)
 
 
+def check_replaceable(out: Path, inputs: list[str] = ()) -> None:
+    """Refuse to replace what is not a corpus store (a directory with a manifest.json, even a
+    damaged one, or an empty directory), the working directory or a folder above it, or a
+    folder holding one of the inputs."""
+    out = Path(out)
+    if not out.exists():
+        return
+    if not out.is_dir() or not ((out / "manifest.json").is_file() or not any(out.iterdir())):
+        raise CorpusUsageError(f"{out}: exists and is not a corpus store; --force replaces corpus "
+                               f"stores only: choose another --out, or remove it yourself")
+    target = out.resolve()
+    cwd = Path.cwd().resolve()
+    if target == cwd or target in cwd.parents:
+        raise CorpusUsageError(f"{out}: is the working directory or contains it; run prepare "
+                               f"from another directory or choose another --out")
+    for source in inputs:
+        if source != "-" and target in Path(source).resolve().parents:
+            raise CorpusUsageError(f"{out}: holds the input {source}, which --force would "
+                                   f"delete; choose another --out")
+
+
 def write_store(out: Path, arrays: dict[str, np.ndarray], vocab: list[str], manifest: dict,
                 *, train_ids: list[str], test_ids: list[str],
                 train_meta: list[dict] | None, test_meta: list[dict] | None,
@@ -120,6 +141,8 @@ def write_store(out: Path, arrays: dict[str, np.ndarray], vocab: list[str], mani
     if out.exists() and not force:
         raise CorpusUsageError(f"{out}: output directory exists; choose another --out or add "
                                f"--force to replace it")
+    if out.exists():
+        check_replaceable(out)
     out.parent.mkdir(parents=True, exist_ok=True)
     mode = replacement_mode(out, new_dir_mode()) if out.is_dir() else new_dir_mode()
     tmp = Path(tempfile.mkdtemp(prefix=f".{out.name}.tmp-", dir=out.parent))
