@@ -13,6 +13,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+import yaml
 
 from tests.integration._cli import (REPO, assert_same_arrays, comparable_metrics, fails,
                                     metrics, model_arrays, ok, samples, write_config)
@@ -203,16 +204,94 @@ def test_more_threads_than_chunks_is_warned_about(tmp_path, example_store):
     assert np.isfinite(metrics(tmp_path / "run")[-1]["perplexity_point"])
 
 
-def test_resume_with_changed_settings_names_them(tmp_path, example_store):
-    cfg = write_config(tmp_path, example_store, output=str(tmp_path / "run"),
-                       inference={"iterations": 20, "burn_in": 4, "thin": 2},
-                       training={"checkpoint_every": 10})
+def _config(tmp_path, store, name: str, output: str, inference: dict, model: dict | None = None,
+            **sections) -> Path:
+    """write_config with ``inference`` (and ``model``) as whole sections, not merged into the
+    collapsed-Gibbs defaults."""
+    cfg = write_config(tmp_path, store, name=name, output=str(tmp_path / output), **sections)
+    data = yaml.safe_load(cfg.read_text())
+    data["inference"] = inference
+    if model is not None:
+        data["model"] = model
+    cfg.write_text(yaml.safe_dump(data))
+    return cfg
+
+
+def _snapshot_run(run: Path) -> dict[str, bytes]:
+    return {str(p.relative_to(run)): p.read_bytes() for p in sorted(run.rglob("*")) if p.is_file()}
+
+
+@pytest.mark.parametrize("algorithm, sections, change", [
+    # priors and the seed live in the saved state: the new values would not even apply
+    ("gibbs", {}, "model.beta=0.02"),
+    ("gibbs", {}, "model.alpha=2.0"),
+    ("gibbs", {}, "training.seed=9"),
+    # the state's shape or meaning changes: mini-batch epochs, q(phi) smoothing
+    ("ovb", {"inference": {"algorithm": "ovb", "batch_size": 16}}, "inference.batch_size=8"),
+    ("vb", {"inference": {"algorithm": "vb", "tol": 0}}, "inference.smoothed=false"),
+])
+def test_resume_with_changed_settings_is_refused_and_leaves_the_run(tmp_path, example_store,
+                                                                    algorithm, sections, change):
+    inference = sections.get("inference", {"algorithm": "gibbs", "burn_in": 4, "thin": 2})
+    cfg = _config(tmp_path, example_store, "exp.yaml", "run", {"iterations": 20, **inference},
+                  training={"checkpoint_every": 5})
     ok("train", "--config", cfg, "-q", "--set", "inference.iterations=10")
-    resumed = ok("train", "--config", cfg, "--resume", "--set", "model.beta=0.02",
-                 "--set", "training.threads=2")
-    assert "resuming with settings that differ from the run's: model.beta 0.01 -> 0.02" in (
-        resumed.stderr.replace("\n", " "))
-    assert "training.threads 1 -> 2" not in resumed.stderr and "training.threads 1" not in resumed.stderr
+    before = _snapshot_run(tmp_path / "run")
+    key, value = change.split("=")
+    message = fails(2, "train", "--config", cfg, "--resume", "--set", change, "--set",
+                    "training.threads=2", "--set", "inference.iterations=20")
+    assert message.startswith(f"{tmp_path / 'run' / 'config.yaml'}: --resume continues the run "
+                              f"as it was configured, but these settings differ from it: {key} ")
+    assert f"-> {value}" in message.replace("'", "").replace("False", "false")
+    assert "training.threads" not in message.split("; resume with")[0]   # threads may change
+    assert "inference.iterations 10" not in message
+    assert _snapshot_run(tmp_path / "run") == before
+    # with the run's settings it resumes (threads and iterations may change)
+    ok("train", "--config", cfg, "--resume", "--set", "training.threads=2", "-q",
+       "--set", "inference.iterations=20")
+
+
+def test_sgrld_resume_that_would_move_its_samples_is_refused(tmp_path, example_store):
+    cfg = _config(tmp_path, example_store, "exp.yaml", "run",
+                  {"algorithm": "sgrld", "iterations": 30, "burn_in": 10, "samples": 5,
+                   "batch_size": 16}, training={"checkpoint_every": 10, "eval_every": 10})
+    ok("train", "--config", cfg, "-q")
+    before = _snapshot_run(tmp_path / "run")
+    # 60 iterations with burn-in 10 take samples at 20, 30, 40, 50, 60; the run has 14, 18, ...
+    message = fails(2, "train", "--config", cfg, "--resume", "--set", "inference.iterations=60")
+    assert message == (f"{tmp_path / 'run' / 'config.yaml'}: with these settings sgrld collects "
+                       f"its samples up to step 30 at steps [20, 30], but the run saved them at "
+                       f"[14, 18, 22, 26, 30]; the samples depend on inference.iterations and "
+                       f"inference.burn_in, so resume with the run's values or train a new run "
+                       f"with the new ones")
+    assert _snapshot_run(tmp_path / "run") == before
+
+
+def test_deep_lda_extended_with_sparse_evaluations_equals_uninterrupted(tmp_path, example_store):
+    # eval_every 3: the persistent test chain advances at steps 3, 6, 9, ... only, also when
+    # the first part ends at step 10 (no extra evaluation there) and when it is resumed
+    common = dict(model={"family": "dlda", "layers": [6, 3]},
+                  inference={"algorithm": "tlasgr", "iterations": 16, "burn_in": 4,
+                             "batch_size": 32, "local_burn_in": 4, "local_samples": 4,
+                             "point_perplexity": {"iterations": 6, "last": 2, "thin": 1,
+                                                  "every": 0}},
+                  training={"eval_every": 3, "checkpoint_every": 5})
+    straight = _config(tmp_path, example_store, "straight.yaml", "straight", **common)
+    ok("train", "--config", straight, "-q")
+    parts = _config(tmp_path, example_store, "parts.yaml", "parts", **common)
+    ok("train", "--config", parts, "-q", "--set", "inference.iterations=10")
+    assert [m["step"] for m in metrics(tmp_path / "parts")] == [3, 6, 9]
+    ok("train", "--config", parts, "-q", "--resume")
+    ha, a = model_arrays(tmp_path / "straight")
+    hb, b = model_arrays(tmp_path / "parts")
+    assert_same_arrays(a, b)
+    assert ha["state"] == hb["state"] and ha["streams"] == hb["streams"]
+    assert comparable_metrics(tmp_path / "straight") == comparable_metrics(tmp_path / "parts")
+    assert [m["step"] for m in metrics(tmp_path / "parts")] == [3, 6, 9, 12, 15]
+    # the evaluation schedule is part of the chain: it may not change on resume
+    message = fails(2, "train", "--config", parts, "--resume", "--set", "training.eval_every=2",
+                    "--set", "inference.iterations=20")
+    assert "training.eval_every 3 -> 2" in message
 
 
 def test_force_keeps_the_old_run_when_the_new_config_is_refused(tmp_path, example_store):

@@ -118,6 +118,23 @@ class Driver(ABC):
 
     name: ClassVar[str]
     family: ClassVar[str] = "lda"
+    # True when held-out evaluation during training advances a chain kept in the state (deep
+    # LDA's persistent test chain): the loop then evaluates on the eval_every schedule only,
+    # and a resumed run may not change that schedule
+    persistent_evaluation: ClassVar[bool] = False
+
+    @property
+    def fixed_on_resume(self) -> frozenset[str]:
+        """Settings a resumed run of this driver may not change although others' may."""
+        return frozenset({"training.eval_every"}) if self.persistent_evaluation else frozenset()
+
+    def scheduled_samples(self, upto: int) -> list[int] | None:
+        """The steps up to ``upto`` at which this config collects posterior samples, when the
+        schedule depends on the whole run (``collect_at``); None when each step decides."""
+        collect_at = getattr(self, "collect_at", None)
+        if collect_at is None:
+            return None
+        return sorted(s for s in collect_at if s <= upto)
     OPTIONS: ClassVar[dict[str, Option]] = {}
     objective_name: ClassVar[str | None] = None
     uses_features: ClassVar[bool] = False     # the document prior depends on metadata (DMR)

@@ -254,6 +254,7 @@ class DLDADriver(Driver):
     family = "dlda"
     objective_name = "perplexity"   # the persistent test chain's accumulated perplexity
     stochastic = True
+    persistent_evaluation = True    # every evaluation advances the persistent test chain
 
     @classmethod
     def check_config(cls, data: dict, where: str) -> None:

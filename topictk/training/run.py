@@ -154,10 +154,12 @@ class ReplacedRun:
         shutil.rmtree(self.folder, ignore_errors=True)
 
 
-# settings a resumed run may change without changing the chain it continues
+# settings a resumed run may change without changing the chain it continues (the corpus and
+# output paths may change too: the corpus is checked by its id, and a run may be moved)
 RESUMABLE_CHANGES = frozenset({
     "inference.iterations", "training.threads", "training.time_limit",
     "training.checkpoint_every", "training.keep_checkpoints", "training.eval_every"})
+_PATHS = frozenset({"corpus", "output"})
 
 
 def _flatten(data, prefix: str = "") -> dict:
@@ -169,22 +171,40 @@ def _flatten(data, prefix: str = "") -> dict:
     return flat
 
 
-def warn_changed_settings(saved: Path, config: Config) -> None:
-    """On resume, name the settings that differ from the run's saved config (other than those
-    in RESUMABLE_CHANGES): the run continues under the new ones, so it is no longer the chain
-    either config would give from the start."""
+def check_resume_settings(saved: Path, config: Config, driver: Driver) -> None:
+    """Refuse to resume under settings that differ from the run's saved config, other than
+    those a resumed run may change (RESUMABLE_CHANGES, less the driver's own
+    ``fixed_on_resume``): the run would continue a chain that neither config gives from the
+    start, and some settings (priors, the seed) are part of the saved state and would not even
+    apply."""
     try:
         before = _flatten(yaml.safe_load(saved.read_text(encoding="utf-8")) or {})
     except (OSError, yaml.YAMLError, UnicodeDecodeError):
         return
     after = _flatten(config.to_dict())
+    free = (RESUMABLE_CHANGES - driver.fixed_on_resume) | _PATHS
     changed = [f"{key} {before.get(key)!r} -> {after.get(key)!r}"
                for key in sorted(set(before) | set(after))
-               if before.get(key) != after.get(key) and key not in RESUMABLE_CHANGES]
+               if before.get(key) != after.get(key) and key not in free]
     if changed:
-        log.warning("%s: resuming with settings that differ from the run's: %s; the chain "
-                    "continues under the new ones (train into a new output to compare them)",
-                    saved, "; ".join(changed))
+        allowed = ", ".join(sorted(RESUMABLE_CHANGES - driver.fixed_on_resume))
+        raise UsageError(f"{saved}: --resume continues the run as it was configured, but these "
+                         f"settings differ from it: {'; '.join(changed)}; resume with the run's "
+                         f"settings (only {allowed} may change), or train into a new output")
+
+
+def check_sample_schedule(driver: Driver, state, start: int, saved: Path) -> None:
+    """Refuse to resume when the samples the config schedules up to ``start`` are not those
+    the run saved (SG-MCMC spreads its samples over the second half of the iterations, so
+    changing ``inference.iterations`` moves them)."""
+    expected = driver.scheduled_samples(start)
+    taken = [s for s in state.sample_steps if s <= start]
+    if expected is not None and expected != taken:
+        raise UsageError(f"{saved}: with these settings {driver.name} collects its samples up to "
+                         f"step {start} at steps {expected or 'none'}, but the run saved them at "
+                         f"{taken or 'none'}; the samples depend on inference.iterations and "
+                         f"inference.burn_in, so resume with the run's values or train a new "
+                         f"run with the new ones")
 
 
 def train(config: Config, *, resume: bool = False, force: bool = False,
@@ -215,17 +235,19 @@ def train(config: Config, *, resume: bool = False, force: bool = False,
             _, path = found[-1]
             header, arrays = ckpt.load_arrays(path, ckpt.RESUME_FIX)
             check_compatible(header, config, store, path)
+            check_resume_settings(run_dir / "config.yaml", config, driver)
             try:
                 state = driver.state_from_arrays(header["state"], arrays)
             except (KeyError, ValueError) as exc:
                 raise CheckpointError(f"{path}: does not hold a complete {driver.name} state "
                                       f"({exc}); delete it to fall back to an earlier one") from None
+            check_sample_schedule(driver, state, int(header["state"]["step"]),
+                                  run_dir / "config.yaml")
             streams = Streams.from_state(header["streams"])
             driver.attach(state, streams)
             clock = dict(header["clock"])
             start = int(header["state"]["step"])
             truncate_metrics(metrics_path, start)
-            warn_changed_settings(run_dir / "config.yaml", config)
             log.info("resuming %s from step %d (%s)", run_dir, start, path.name)
         else:
             streams = Streams(training.seed)
@@ -288,7 +310,12 @@ def train(config: Config, *, resume: bool = False, force: bool = False,
                     _save_sample(run_dir, driver, state, step)
                     state.sample_steps.append(step)
                 final = step == iterations
-                if training.eval_every and (step % training.eval_every == 0 or final):
+                # a driver whose evaluation advances a chain of its own is evaluated on its
+                # schedule only: an extra evaluation at the last step of a run that is later
+                # extended (or stopped by the time limit) would move that chain
+                off_schedule_ok = not driver.persistent_evaluation
+                if training.eval_every and (step % training.eval_every == 0
+                                            or (final and off_schedule_ok)):
                     evaluate(step, record.info.extra)
                     if last_ppl is not None:
                         progress.set_postfix(perplexity=f"{last_ppl:.1f}", refresh=False)
@@ -296,7 +323,8 @@ def train(config: Config, *, resume: bool = False, force: bool = False,
                 out_of_time = time_limit is not None and clock["train_seconds"] >= time_limit
                 if stop.signal_name or out_of_time:
                     status = "interrupted" if stop.signal_name else "time_limit"
-                    if out_of_time and training.eval_every and step % training.eval_every:
+                    if (out_of_time and training.eval_every and step % training.eval_every
+                            and off_schedule_ok):
                         evaluate(step, record.info.extra)   # the last state gets its metrics line
                     write_checkpoint(step, status)
                     break
