@@ -258,11 +258,11 @@ def test_config_defaults(small_store):
     assert dlda_module.resolve_eta("auto", [128, 64]) == [1 / 128, 1 / 64]
 
 
-@pytest.mark.parametrize("layers", [[8, 0], [0], [-3, 2]])
-def test_layers_below_one_rejected(small_store, layers):
+@pytest.mark.parametrize("layers", [[8, 0], [0], [-3, 2], [16, 3_000_000_000]])
+def test_layers_out_of_range_rejected(small_store, layers):
     path, _ = small_store
-    with pytest.raises(ConfigError, match=r"model\.layers must be a list of integers >= 1; "
-                                          r"got \[.*\] \(<config>\)"):
+    with pytest.raises(ConfigError, match=r"model\.layers must be a list of integers in "
+                                          r"\[1, 1000000\]; got \[.*\] \(<config>\)"):
         load_config(None, raw=_raw(path, layers=layers))
 
 

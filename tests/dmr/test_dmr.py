@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import logging
+import re
 
 import numpy as np
 import pytest
@@ -589,3 +590,23 @@ def test_sparse_sampler_recovers_and_resumes(dmr_store, tmp_path, seed):
         _, b = load_arrays(tmp_path / name / "model.npz")
         for key in a:
             np.testing.assert_array_equal(a[key], b[key], err_msg=f"{name}: {key}")
+
+
+@pytest.mark.parametrize("a_nu", [1e6, 1.0])
+def test_sgrld_nu_running_away_stops_training(dmr_store, tmp_path, a_nu, recwarn):
+    """Too large SGLD steps for nu: training stops with the numerical error (exit 1 through
+    the command line), before the prior overflows, naming the update and the setting; no
+    NumPy warning leaks."""
+    from topictk.errors import NumericalError
+    path, _ = dmr_store
+    config = _config(path, tmp_path / "run", algorithm="dmr-sgrld", batch_size=40, sweeps=4,
+                     nu_step={"a": a_nu})
+    with pytest.raises(NumericalError, match=rf"nu diverged at update \d+: the prior of topic "
+                                             rf"\d+ in training document \d+ reached exp\("
+                                             rf".*lower inference.nu_step.a \(now "
+                                             rf"{re.escape(format(a_nu, 'g'))};"):
+        train(config, quiet=True)
+    assert not [w for w in recwarn if issubclass(w.category, RuntimeWarning)]
+    # the default step size stays far from the bound on the same corpus
+    train(_config(path, tmp_path / "ok", algorithm="dmr-sgrld", batch_size=40, sweeps=4),
+          quiet=True)

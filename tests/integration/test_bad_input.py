@@ -378,7 +378,7 @@ def _train_fails(code: int, run_dir: Path, *args) -> str:
                       "alpha, beta, family, topics"),
     ("inference.burnin=5", "unknown key 'inference.burnin' ({config}); did you mean 'burn_in'?"),
     ("model.alpha=-0.1", "model.alpha must be a number > 0 or auto; got -0.1 ({config})"),
-    ("model.topics=0", "model.topics must be an integer >= 1; got 0 ({config})"),
+    ("model.topics=0", "model.topics must be an integer in [1, 1000000]; got 0 ({config})"),
     ("inference.burn_in=20", "inference.burn_in must be < inference.iterations (20); got 20 "
                              "({config})"),
     ("training.threads=0", "training.threads must be an integer >= 1; got 0 ({config})"),

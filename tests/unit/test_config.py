@@ -118,14 +118,14 @@ def test_negative_alpha(tmp_path):
     assert "must be a number > 0" in _error(tmp_path, _edit(model={"alpha": 0}))
 
 
-@pytest.mark.parametrize("topics", [0, -3])
-def test_topics_below_one(tmp_path, topics):
+@pytest.mark.parametrize("topics", [0, -3, 1_000_001, 3_000_000_000])
+def test_topics_out_of_range(tmp_path, topics):
     message = _error(tmp_path, _edit(model={"topics": topics}))
-    assert message.startswith(f"model.topics must be an integer >= 1; got {topics} (")
+    assert message.startswith(f"model.topics must be an integer in [1, 1000000]; got {topics} (")
 
 
 @pytest.mark.parametrize("section,key,value,allowed", [
-    ("model", "topics", 2.5, "an integer >= 1"),
+    ("model", "topics", 2.5, "an integer in [1, 1000000]"),
     ("model", "beta", "small", "a number > 0"),
     ("inference", "sparse", "yes please", "true or false"),
     ("training", "threads", 0, "an integer >= 1"),
@@ -141,7 +141,7 @@ def test_out_of_range_values_name_the_allowed_range(tmp_path, section, key, valu
 def test_missing_required_keys(tmp_path):
     data = _edit()
     del data["model"]["topics"]
-    assert "model.topics is required: an integer >= 1" in _error(tmp_path, data)
+    assert "model.topics is required: an integer in [1, 1000000]" in _error(tmp_path, data)
     data = _edit()
     del data["inference"]["algorithm"]
     assert f"inference.algorithm is required: one of {ALGORITHMS}" in _error(tmp_path, data)

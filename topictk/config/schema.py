@@ -115,9 +115,13 @@ def _fmt(x: float) -> str:
     return str(int(x)) if float(x).is_integer() else str(x)
 
 
+# more topics than this cannot be held (dense K-wide rows per word and document) and overflow
+# the kernels' packed topic ids
+MAX_TOPICS = 1_000_000
+
 MODEL = {
     "family": Option("choice", "lda", choices=("lda", "dmr", "dlda"), help="model family"),
-    "topics": Option("int", _REQUIRED, low=1, help="number of topics K"),
+    "topics": Option("int", _REQUIRED, low=1, high=MAX_TOPICS, help="number of topics K"),
     "alpha": Option("float", 0.1, low=0, low_open=True, auto=True,
                     help="symmetric document-topic prior; auto learns an asymmetric alpha"),
     "beta": Option("float", 0.01, low=0, low_open=True, help="symmetric topic-word prior"),
@@ -126,9 +130,9 @@ MODEL = {
 # Deep LDA / Poisson gamma belief network (ALGORITHMS.md §8.10; defaults of Cong et al. 2017).
 MODEL_DLDA = {
     "family": Option("choice", "dlda", choices=("lda", "dmr", "dlda"), help="model family"),
-    "layers": Option("int_list", _REQUIRED, low=1,
+    "layers": Option("int_list", _REQUIRED, low=1, high=MAX_TOPICS,
                      help="topics per layer K_1, ..., K_L, bottom (word) layer first"),
-    "topics": Option("int", None, low=1, nullable=True,
+    "topics": Option("int", None, low=1, high=MAX_TOPICS, nullable=True,
                      help="K_1; filled in from layers"),
     "eta": Option("float", "auto", low=0, low_open=True, auto=True,
                   help="Dirichlet prior of the columns of every Phi^(l); auto = 1/K_l"),

@@ -576,6 +576,7 @@ class DMRSGRLDDriver(DMRPriorMixin, SGRLDDriver):
         self.variances = prior_variances(self.X.shape[1], opts.sigma2, opts.sigma2_intercept)
         a_nu = opts.nu_step["a"]
         self.a_nu = 0.1 / self.n_docs if a_nu is None else float(a_nu)
+        self.feature_bound = np.abs(self.X).max(axis=0) if self.X.size else np.zeros(0)
 
     def init_state(self, streams: Streams) -> DMRSimplexState:
         """phi_hat ~ Gam(1, 1) (init stream, §7.5); nu from alpha_init (§9.2)."""
@@ -625,7 +626,8 @@ class DMRSGRLDDriver(DMRPriorMixin, SGRLDDriver):
         gradient = -state.nu / self.variances + scale * feature_products(gbar, X_batch)
         noise_nu = main.standard_normal(size=state.nu.shape)
         state.nu = state.nu + eps_nu * gradient + np.sqrt(2.0 * eps_nu) * noise_nu
-        state.alpha = np.exp(state.nu[:, -1])
+        with np.errstate(over="ignore"):      # a diverged nu is reported by check_state
+            state.alpha = np.exp(state.nu[:, -1])
         state.floored += n_floored
         state.step = t + 1
         return StepInfo(tokens=batch.n_tokens, documents=int(ids.size),
@@ -634,10 +636,23 @@ class DMRSGRLDDriver(DMRPriorMixin, SGRLDDriver):
                                "fallbacks": fallbacks})
 
     def check_state(self, state: DMRSimplexState) -> None:
-        super().check_state(state)
+        """Also stop when nu has run away: once x_d^T nu_k of a training document reaches the
+        clip bound of the prior (alpha_dk = e^300), the SGLD steps are too large for the
+        gradient and the prior no longer follows nu."""
+        fix = (f"lower inference.nu_step.a (now {self.a_nu:g}; the last good checkpoint is "
+               f"kept)")
         if not np.all(np.isfinite(state.nu)):
-            raise NumericalError(f"nu became NaN or infinite at update {state.step}; lower "
-                                 f"inference.nu_step.a (the last good checkpoint is kept)")
+            raise NumericalError(f"nu became NaN or infinite at update {state.step}; {fix}")
+        # |x_d^T nu_k| <= sum_f max_d |x_df| |nu_kf|: exact products only when that bound is hit
+        bound = np.einsum("kf,f->k", np.abs(state.nu), self.feature_bound)
+        if np.max(bound, initial=0.0) >= ETA_MAX:
+            eta = np.abs(np.einsum("df,kf->dk", self.X, state.nu))
+            if eta.size and eta.max() >= ETA_MAX:
+                d, k = np.unravel_index(int(np.argmax(eta)), eta.shape)
+                raise NumericalError(f"nu diverged at update {state.step}: the prior of topic {k} "
+                                     f"in training document {d} reached exp({eta[d, k]:.3g}); "
+                                     f"{fix}")
+        super().check_state(state)
 
     def sample(self, state: DMRSimplexState) -> dict[str, np.ndarray]:
         return {"phi": state.phi(), "nu": state.nu.copy()}
