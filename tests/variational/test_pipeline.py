@@ -10,6 +10,7 @@ import pytest
 from click.testing import CliRunner
 
 from tests.fixtures import write_token_store
+from tests.integration._cli import EXAMPLE
 from tests.variational.conftest import make_config, random_docs
 from topictk.cli import cli
 from topictk.corpus.store import CorpusStore
@@ -155,6 +156,26 @@ def test_protocol_b_store_layout(tmp_path):
     # n_obs = ceil(0.9 N_d): every training document keeps an observed token
     assert np.all(np.diff(np.asarray(train.doc_ptr)) >= 1)
     assert np.all(np.diff(np.asarray(train.doc_ptr)) == np.ceil(0.9 * lengths - 1e-9))
+
+
+def test_protocol_b_vocabulary_is_learnable_from_observed_tokens(tmp_path):
+    """Every word of a Protocol B store has an observed training token: one seen only in the
+    held-out parts is dropped with its tokens (the example corpus has 53 such words), so an
+    unsmoothed point estimate never scores tokens of a word it could not learn."""
+    out = tmp_path / "store"
+    result = CliRunner().invoke(cli, ["prepare", str(EXAMPLE), "--out", str(out),
+                                      "--heldout-train-fraction", "0.1"])
+    assert result.exit_code == 0, result.output
+    store = CorpusStore.open(out)
+    observed = np.bincount(np.asarray(store.train().words), minlength=store.n_words)
+    assert observed.min() >= 1
+    counts = store.manifest["counts"]
+    assert counts["unobserved_words_dropped"] == 53
+    assert counts["train_heldout_tokens_dropped"] == 54
+    assert "53 word(s) occur only in the held-out part" in result.output
+    held = store.train_heldout()
+    assert held.n_tokens == counts["train_heldout_tokens"]
+    assert int(np.asarray(held.indices).max()) < store.n_words
 
 
 def test_stores_without_protocol_b_still_open(planted_store):

@@ -196,6 +196,36 @@ def _check_test_documents(n_test: int, n_docs: int, test_docs: float) -> None:
                     test_docs, n_docs)
 
 
+def _drop_unobserved_words(vocab: list[str], observed: list[np.ndarray],
+                           others: list[list[np.ndarray]]):
+    """Protocol B: words of the vocabulary none of whose training tokens stayed observed are
+    dropped, with their tokens in ``others`` (the training documents' held-out parts and the
+    test parts). No model can learn such a word from the observed tokens; a point estimate of
+    its topics would be ~0 and its held-out tokens would dominate the perplexity.
+
+    Returns the new vocabulary, the remapped (observed, *others), and {} or the counts
+    dropped ({"words", "train_heldout", "test"})."""
+    V = len(vocab)
+    seen = np.zeros(V, dtype=bool)
+    for tokens in observed:
+        seen[tokens] = True
+    if seen.all():
+        return vocab, (observed, *others), {}
+    table = np.full(V, -1, dtype=np.int64)
+    table[seen] = np.arange(int(seen.sum()))
+    remapped, lost = [], []
+    for docs in (observed, *others):
+        mapped = [table[t] for t in docs]
+        lost.append(sum(int((m < 0).sum()) for m in mapped))
+        remapped.append([m[m >= 0].astype(np.int32) for m in mapped])
+    words = [w for w, s in zip(vocab, seen) if s]
+    log.warning("Protocol B: %d word(s) occur only in the held-out part of the training "
+                "documents; dropped from the vocabulary with their %d held-out and %d test "
+                "token(s)", V - len(words), lost[1], lost[2] + lost[3])
+    return words, tuple(remapped), {"words": V - len(words), "train_heldout": lost[1],
+                                    "test": lost[2] + lost[3]}
+
+
 def _remap(docs: list[np.ndarray], keep: np.ndarray, n_types: int) -> list[np.ndarray]:
     """Map input type ids to vocabulary ids (-1 = dropped) and drop the rest."""
     table = np.full(n_types, -1, dtype=np.int64)
@@ -337,6 +367,24 @@ def prepare(inputs: list[str], out: str | Path, opts: PrepareOptions) -> dict:
         raise CorpusUsageError(f"{', '.join(inputs)}: every training document is empty after "
                                f"filtering; relax --min-df/--stopwords or give more text")
 
+    train_held = None
+    unseen_dropped = 0
+    if opts.heldout_train_fraction is not None:
+        # Protocol B (§11.1): the observed parts are the training corpus
+        train_mapped, train_held = split_train_tokens(train_mapped, opts.heldout_train_fraction,
+                                                      opts.seed)
+        vocab, (train_mapped, train_held, obs_mapped, held_mapped), unseen_dropped = \
+            _drop_unobserved_words(vocab, train_mapped, [train_held, obs_mapped, held_mapped])
+        if unseen_dropped:
+            oov_test += unseen_dropped["test"]
+            test_keep = [j for j, (o, h) in enumerate(zip(obs_mapped, held_mapped))
+                         if o.size + h.size]
+            dropped_test += len(obs_mapped) - len(test_keep)
+            obs_mapped = [obs_mapped[j] for j in test_keep]
+            held_mapped = [held_mapped[j] for j in test_keep]
+            test_ids = [test_ids[j] for j in test_keep]
+            test_meta = [test_meta[j] for j in test_keep] if test_meta is not None else None
+
     V = len(vocab)
     arrays = {}
     features = None
@@ -352,11 +400,7 @@ def prepare(inputs: list[str], out: str | Path, opts: PrepareOptions) -> dict:
             raise CorpusUsageError(f"{where}: --meta needs metadata for the test documents too")
         arrays["test_features"], test_stats = encoding.encode(test_meta or [], test_ids, where)
         features = dict(encoding.to_json(), train=train_stats, test=test_stats)
-    train_held = None
-    if opts.heldout_train_fraction is not None:
-        # Protocol B (§11.1): the observed parts are the training corpus
-        train_mapped, train_held = split_train_tokens(train_mapped, opts.heldout_train_fraction,
-                                                      opts.seed)
+    if train_held is not None:
         tptr, twords = tokens_to_ptr(train_held)
         (arrays["train_held_indptr"], arrays["train_held_indices"],
          arrays["train_held_counts"]) = ptr_to_csr(tptr, twords, V)
@@ -392,6 +436,8 @@ def prepare(inputs: list[str], out: str | Path, opts: PrepareOptions) -> dict:
               "test_docs": opts.test_docs, "heldout_fraction": opts.heldout_fraction})
     if train_held is not None:
         counts["train_heldout_tokens"] = int(sum(t.size for t in train_held))
+        counts["unobserved_words_dropped"] = (unseen_dropped or {}).get("words", 0)
+        counts["train_heldout_tokens_dropped"] = (unseen_dropped or {}).get("train_heldout", 0)
         split["heldout_train_fraction"] = opts.heldout_train_fraction
         split["train_protocol"] = "token-holdout"
     manifest = {
