@@ -37,5 +37,11 @@ class CheckpointError(TopictkError):
     """A checkpoint or saved model is missing, truncated, corrupt or belongs to another run."""
 
 
+class CheckpointUsageError(CheckpointError, UsageError):
+    """The checkpoint asked for does not exist (a step not kept, nothing to resume)."""
+
+    exit_code = 2
+
+
 class NumericalError(TopictkError):
     """A global parameter became NaN or infinite; the message names the update."""

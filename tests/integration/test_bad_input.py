@@ -571,7 +571,7 @@ def test_damaged_sample_advises_training_again(trained):
 
 def test_resume_without_checkpoint(tmp_path, example_store):
     config = write_config(tmp_path, example_store)
-    message = fails(1, "train", "--config", config, "--resume")
+    message = fails(2, "train", "--config", config, "--resume")
     assert message == (f"{tmp_path / 'run' / 'checkpoints'}: no checkpoint to resume from; "
                        f"train without --resume")
 
@@ -581,7 +581,9 @@ def test_evaluate_errors(tmp_path, trained):
     assert message == (f"{tmp_path}: not a run directory (no config.yaml); give the output "
                        f"directory of 'topictk train'")
     _, run_dir = trained
-    message = fails(1, "evaluate", run_dir, "--checkpoint", "15")
+    outcome = run("evaluate", run_dir, "--checkpoint", "-1")
+    assert outcome.exit_code == 2 and "-1 is not in the range x>=0" in outcome.stderr
+    message = fails(2, "evaluate", run_dir, "--checkpoint", "15")
     assert message == (f"{run_dir / 'checkpoints' / 'step-00000015.npz'}: no checkpoint at step "
                        f"15; available: 10, 20")
     (run_dir / "model.npz").unlink()

@@ -101,7 +101,7 @@ def test_a_checkpoint_can_be_used(lda_run, tmp_path):
     expected = _expected_theta(doc_ptr, np.concatenate(new), phi, np.full((1, 5), 0.2), 50, 25,
                                1)
     np.testing.assert_allclose(got, expected, rtol=1e-12)
-    assert "no checkpoint at step 7" in fails(1, "infer", run, tmp_path / "new.txt",
+    assert "no checkpoint at step 7" in fails(2, "infer", run, tmp_path / "new.txt",
                                               "--checkpoint", "7")
 
 

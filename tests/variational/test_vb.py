@@ -283,6 +283,13 @@ def test_newton_direction_equals_dense_solve(seed):
     _close(newton_direction(alpha, g, D), ref.newton_direction_dense(alpha, S, D), tol=1e-10)
 
 
+def test_newton_direction_with_one_topic_is_zero(recwarn):
+    # theta_d = 1 for every alpha: the Hessian is singular (1/z + 1/h = 0) and there is
+    # nothing to learn; the step is 0 instead of NaN with a division warning
+    d = newton_direction(np.array([0.3]), np.array([0.0]), 50.0)
+    assert d.tolist() == [0.0] and not recwarn.list
+
+
 def test_alpha_recovered_from_dirichlet_samples(seed):
     """§3 oracle (b): Newton and the fixed point recover a known alpha within 2 %."""
     rng = np.random.default_rng(seed)

@@ -12,7 +12,7 @@ from topictk.evaluation.run import evaluate_run
 @click.command()
 @run_dir_argument
 @click.option("--json", "as_json", is_flag=True, help="One JSON object on stdout.")
-@click.option("--checkpoint", type=int, default=None, metavar="STEP",
+@click.option("--checkpoint", type=click.IntRange(min=0), default=None, metavar="STEP",
               help="Evaluate this checkpoint instead of the final model.")
 @threads_option
 def evaluate(run_dir, as_json, checkpoint, threads):

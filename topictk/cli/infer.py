@@ -34,7 +34,7 @@ from topictk.training.checkpoint import atomic_write_bytes
               help="Sweeps discarded before the counts are averaged.")
 @click.option("--seed", type=int, default=None, help="Seed of the fold-in (default: the run's "
                                                      "training.seed).")
-@click.option("--checkpoint", type=int, default=None, metavar="STEP",
+@click.option("--checkpoint", type=click.IntRange(min=0), default=None, metavar="STEP",
               help="Use this checkpoint instead of the final model.")
 @click.option("--encoding-errors", type=click.Choice(["strict", "skip"]), default="strict",
               show_default=True, help="Undecodable documents: stop, or skip them.")

@@ -14,7 +14,7 @@ from topictk.evaluation.topics import render_topics
               help="Words per topic.")
 @click.option("--format", "fmt", type=click.Choice(["text", "tsv", "json", "dot"]),
               default="text", show_default=True, help="dot: the topic tree as Graphviz DOT.")
-@click.option("--checkpoint", type=int, default=None, metavar="STEP",
+@click.option("--checkpoint", type=click.IntRange(min=0), default=None, metavar="STEP",
               help="Read this checkpoint instead of the final model.")
 @click.option("--layer", type=click.IntRange(min=1), default=None, metavar="L",
               help="Deep models: only layer L (1 = the word layer); with --tree, the roots.")

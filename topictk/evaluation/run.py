@@ -4,7 +4,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from topictk.config.loader import load_config
-from topictk.errors import CheckpointError, UsageError
+from topictk.errors import CheckpointError, CheckpointUsageError, UsageError
 from topictk.evaluation.coherence import topic_quality
 from topictk.evaluation.perplexity import heldout_perplexity, train_heldout_perplexity
 from topictk.inference.base import TestSet
@@ -56,7 +56,8 @@ class LoadedRun:
             path = ckpt.checkpoint_path(run_dir / "checkpoints", checkpoint)
             if not path.exists():
                 have = [s for s, _ in ckpt.list_checkpoints(run_dir / "checkpoints")]
-                raise CheckpointError(f"{path}: no checkpoint at step {checkpoint}; available: "
+                raise CheckpointUsageError(f"{path}: no checkpoint at step {checkpoint}; "
+                                           f"available: "
                                       f"{', '.join(map(str, have)) or 'none'}")
         self.path = path
         fix = _damaged_model_fix(run_dir, checkpoint)

@@ -73,6 +73,8 @@ def newton_direction(alpha: np.ndarray, g: np.ndarray, n_docs: float) -> np.ndar
     """H^-1 g in O(K) for H = diag(h) + z 1 1^T, h_k = -D psi'(alpha_k), z = D psi'(alpha_sum)
     (Sherman-Morrison). The PEM slides print -H without the D on the rank-one term (Typo, §3.4).
     """
+    if alpha.size == 1:     # one topic: theta_d = 1 whatever alpha, nothing to learn
+        return np.zeros_like(g)
     h = -n_docs * polygamma(1, alpha)
     z = n_docs * polygamma(1, alpha.sum())
     c = np.sum(g / h) / (1.0 / z + np.sum(1.0 / h))

@@ -25,7 +25,8 @@ from tqdm import tqdm
 
 from topictk.config.loader import Config
 from topictk.corpus.store import CorpusStore
-from topictk.errors import CheckpointError, CorpusUsageError, UsageError
+from topictk.errors import (CheckpointError, CheckpointUsageError, CorpusUsageError,
+                            UsageError)
 from topictk.evaluation.perplexity import heldout_perplexity, train_heldout_perplexity
 from topictk.inference.base import Driver, TestSet
 from topictk.inference.registry import get_driver
@@ -230,8 +231,8 @@ def train(config: Config, *, resume: bool = False, force: bool = False,
         if resume:
             found = ckpt.list_checkpoints(ckpt_dir)
             if not found:
-                raise CheckpointError(f"{ckpt_dir}: no checkpoint to resume from; train without "
-                                      f"--resume")
+                raise CheckpointUsageError(f"{ckpt_dir}: no checkpoint to resume from; train "
+                                           f"without --resume")
             _, path = found[-1]
             header, arrays = ckpt.load_arrays(path, ckpt.RESUME_FIX)
             check_compatible(header, config, store, path)
