@@ -2,6 +2,8 @@
 writes token lists as a corpus store (the same on-disk format ``topictk prepare`` writes)."""
 from __future__ import annotations
 
+import shutil
+
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -116,3 +118,16 @@ def gibbs_config(corpus: Path, output: Path, *, topics: int, iterations: int = 1
            "training": dict(sections.get("training", {})),
            "evaluation": dict(sections.get("evaluation", {}))}
     return load_config(None, raw=raw)
+
+
+def cut_back_run(run: Path, copy: Path, step: int) -> None:
+    """A copy of a finished run as it stood at its checkpoint ``step``: the final model and
+    every later checkpoint and sample removed, as if it had stopped there. SG-MCMC spreads
+    its samples over the second half of ``inference.iterations``, so a shorter run is no
+    prefix of a longer one; this one is, and resuming it must give the whole run."""
+    shutil.copytree(run, copy)
+    (copy / "model.npz").unlink()
+    for part in ("checkpoints", "samples"):
+        for file in (copy / part).glob("step-*.npz"):
+            if int(file.stem.split("-")[1]) > step:
+                file.unlink()

@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 from click.testing import CliRunner
 
-from tests.fixtures import matched_l1, planted_corpus, write_token_store
+from tests.fixtures import cut_back_run, matched_l1, planted_corpus, write_token_store
 from tests.reference import minibatch as ref
 from topictk.cli import cli
 from topictk.config import load_config
@@ -117,17 +117,24 @@ def test_planted_topics_recovered(planted_store, tmp_path):
 def test_resume_equals_uninterrupted_and_threads(planted_store, tmp_path):
     path, _ = planted_store
     full = train(_config(path, tmp_path / "full"), quiet=True)
-    cfg_half = _config(path, tmp_path / "half", iterations=20)
-    train(cfg_half, quiet=True)
+    # the samples follow inference.iterations: a 20-update run is no prefix of this one
+    cut_back_run(tmp_path / "full", tmp_path / "half", 20)
     train(_config(path, tmp_path / "half"), resume=True, quiet=True)
     cfg_t2 = load_config(None, raw={**_config(path, tmp_path / "t2").to_dict(),
                                     "training": {"seed": 4, "eval_every": 10,
                                                  "checkpoint_every": 10, "threads": 2}})
     train(cfg_t2, quiet=True)
     _, a = load_arrays(tmp_path / "full" / "model.npz")
+    samples = sorted(p.name for p in (tmp_path / "full" / "samples").glob("*.npz"))
+    assert samples
     for other in ("half", "t2"):
         _, b = load_arrays(tmp_path / other / "model.npz")
         np.testing.assert_array_equal(a["phi_hat"], b["phi_hat"])
+        assert sorted(p.name for p in (tmp_path / other / "samples").glob("*.npz")) == samples
+        for name in samples:
+            _, s1 = load_arrays(tmp_path / "full" / "samples" / name)
+            _, s2 = load_arrays(tmp_path / other / "samples" / name)
+            np.testing.assert_array_equal(s1["phi"], s2["phi"])
         m1 = [json.loads(x)["perplexity_point"]
               for x in (tmp_path / "full" / "metrics.jsonl").read_text().splitlines()]
         m2 = [json.loads(x)["perplexity_point"]
