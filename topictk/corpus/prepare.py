@@ -129,21 +129,13 @@ def read_vocab_list(path: str) -> list[str]:
     if not file.exists():
         raise CorpusUsageError(f"{file}: vocabulary list not found")
     try:
-        lines = file.read_text(encoding="utf-8").splitlines()
+        words = [line.strip() for line in file.read_text(encoding="utf-8").splitlines()]
     except UnicodeDecodeError:
         raise CorpusError(f"{file}: vocabulary list is not valid UTF-8") from None
-    seen: dict[str, int] = {}
-    for lineno, line in enumerate(lines, start=1):
-        word = line.strip()
-        if not word:
-            raise CorpusError(f"{file}:{lineno}: empty line in the vocabulary list; remove it")
-        if word in seen:
-            raise CorpusError(f"{file}:{lineno}: '{word}' repeats line {seen[word]}; each word "
-                              f"must appear once")
-        seen[word] = lineno
-    if not seen:
+    if not words:
         raise CorpusUsageError(f"{file}: vocabulary list is empty")
-    return list(seen)
+    readers.check_distinct_words(words, file, "vocabulary list")
+    return words
 
 
 def _read_text_documents(inputs: list[str], fmt: str, opts: PrepareOptions,

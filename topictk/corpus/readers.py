@@ -234,16 +234,21 @@ def read_vocab(path: Path) -> list[str]:
         words.pop()
     if not words:
         raise CorpusUsageError(f"{path}: vocabulary file is empty")
+    check_distinct_words(words, path, "vocabulary")
+    return words
+
+
+def check_distinct_words(words: list[str], path: Path, what: str) -> None:
+    """Every line of a word list holds a word, and no word twice (line i is word i)."""
     seen: dict[str, int] = {}
     for lineno, word in enumerate(words, start=1):
         if not word:
-            raise CorpusError(f"{path}:{lineno}: empty line in the vocabulary; line i must be "
-                              f"word id i, so every line needs a word")
+            raise CorpusError(f"{path}:{lineno}: empty line in the {what}; every line must hold "
+                              f"one word (remove the line)")
         if word in seen:
-            raise CorpusError(f"{path}:{lineno}: '{word}' repeats line {seen[word]}; two word "
-                              f"ids would have one name")
+            raise CorpusError(f"{path}:{lineno}: '{word}' repeats line {seen[word]}; each word "
+                              f"must appear once")
         seen[word] = lineno
-    return words
 
 
 def find_uci_vocab(docword: Path) -> Path | None:
