@@ -360,7 +360,7 @@ def prepare(inputs: list[str], out: str | Path, opts: PrepareOptions) -> dict:
                                f"filtering; relax --min-df/--stopwords or give more text")
 
     train_held = None
-    unseen_dropped = 0
+    unseen_dropped: dict[str, int] = {}
     if opts.heldout_train_fraction is not None:
         # Protocol B (§11.1): the observed parts are the training corpus
         train_mapped, train_held = split_train_tokens(train_mapped, opts.heldout_train_fraction,
@@ -428,8 +428,8 @@ def prepare(inputs: list[str], out: str | Path, opts: PrepareOptions) -> dict:
               "test_docs": opts.test_docs, "heldout_fraction": opts.heldout_fraction})
     if train_held is not None:
         counts["train_heldout_tokens"] = int(sum(t.size for t in train_held))
-        counts["unobserved_words_dropped"] = (unseen_dropped or {}).get("words", 0)
-        counts["train_heldout_tokens_dropped"] = (unseen_dropped or {}).get("train_heldout", 0)
+        counts["unobserved_words_dropped"] = unseen_dropped.get("words", 0)
+        counts["train_heldout_tokens_dropped"] = unseen_dropped.get("train_heldout", 0)
         split["heldout_train_fraction"] = opts.heldout_train_fraction
         split["train_protocol"] = "token-holdout"
     manifest = {

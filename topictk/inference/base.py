@@ -122,6 +122,14 @@ class Driver(ABC):
     # LDA's persistent test chain): the loop then evaluates on the eval_every schedule only,
     # and a resumed run may not change that schedule
     persistent_evaluation: ClassVar[bool] = False
+    OPTIONS: ClassVar[dict[str, Option]] = {}
+    objective_name: ClassVar[str | None] = None
+    uses_features: ClassVar[bool] = False     # the document prior depends on metadata (DMR)
+
+    def __init__(self, config, store: CorpusStore, threads: int = 1):
+        self.config = config
+        self.store = store
+        self.threads = int(threads)
 
     @property
     def fixed_on_resume(self) -> frozenset[str]:
@@ -135,14 +143,6 @@ class Driver(ABC):
         if collect_at is None:
             return None
         return sorted(s for s in collect_at if s <= upto)
-    OPTIONS: ClassVar[dict[str, Option]] = {}
-    objective_name: ClassVar[str | None] = None
-    uses_features: ClassVar[bool] = False     # the document prior depends on metadata (DMR)
-
-    def __init__(self, config, store: CorpusStore, threads: int = 1):
-        self.config = config
-        self.store = store
-        self.threads = int(threads)
 
     @classmethod
     def check_config(cls, data: dict, where: str) -> None:
