@@ -13,7 +13,7 @@ from topictk.corpus.features import (fit_encoding, merge_meta_file, parse_meta_o
                                      read_meta_file, rows_for_documents)
 from topictk.corpus.splits import choose_test_documents, split_tokens, split_train_tokens
 from topictk.corpus.stopwords import ENGLISH_STOPWORDS
-from topictk.corpus.store import (check_replaceable, csr_to_tokens, ptr_to_csr, tokens_to_ptr,
+from topictk.corpus.store import (check_output, csr_to_tokens, ptr_to_csr, tokens_to_ptr,
                                   write_store)
 from topictk.corpus.text import tokenize
 from topictk.corpus.vocab import document_frequency, select_vocabulary, vocab_hash
@@ -235,14 +235,10 @@ def prepare(inputs: list[str], out: str | Path, opts: PrepareOptions) -> dict:
     if not inputs:
         raise CorpusUsageError("no input given; name files, a folder, a .jsonl file, a UCI "
                                "docword file, or - for standard input")
-    out = Path(out)
-    if out.exists():
-        if not opts.force:
-            raise CorpusUsageError(f"{out}: output directory exists; choose another --out or "
-                                   f"add --force to replace it")
-        named = [*inputs, opts.vocab, opts.vocab_list, opts.test_observed, opts.test_heldout,
-                 opts.meta_file, opts.stopwords]
-        check_replaceable(out, [str(p) for p in named if p is not None])
+    # before reading anything: an output that will be refused is refused now
+    named = [*inputs, opts.vocab, opts.vocab_list, opts.test_observed, opts.test_heldout,
+             opts.meta_file, opts.stopwords]
+    check_output(Path(out), opts.force, [str(p) for p in named if p is not None])
     fmt = readers.detect_format(inputs) if opts.format == "auto" else opts.format
     if fmt not in readers.FORMATS:
         raise UsageError(f"--format must be one of {', '.join(readers.FORMATS)}; got {fmt}")

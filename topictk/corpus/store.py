@@ -105,13 +105,17 @@ def _fsync_dir(path: Path) -> None:
         os.close(fd)
 
 
-def check_replaceable(out: Path, inputs: list[str] = ()) -> None:
-    """Refuse to replace what is not a corpus store (a directory with a manifest.json, even a
-    damaged one, or an empty directory), the working directory or a folder above it, or a
-    folder holding one of the inputs."""
+def check_output(out: Path, force: bool, inputs: list[str] = ()) -> None:
+    """Whether a store may be written at ``out``: refuse an existing path without ``force``;
+    with it, refuse to replace what is not a corpus store (a directory with a manifest.json,
+    even a damaged one, or an empty directory), the working directory or a folder above it,
+    or a folder holding one of the ``inputs``."""
     out = Path(out)
     if not out.exists():
         return
+    if not force:
+        raise CorpusUsageError(f"{out}: output directory exists; choose another --out or add "
+                               f"--force to replace it")
     if not out.is_dir() or not ((out / "manifest.json").is_file() or not any(out.iterdir())):
         raise CorpusUsageError(f"{out}: exists and is not a corpus store; --force replaces corpus "
                                f"stores only: choose another --out, or remove it yourself")
@@ -138,11 +142,7 @@ def write_store(out: Path, arrays: dict[str, np.ndarray], vocab: list[str], mani
     leaves 0700); the files in it follow the umask.
     """
     out = Path(out)
-    if out.exists() and not force:
-        raise CorpusUsageError(f"{out}: output directory exists; choose another --out or add "
-                               f"--force to replace it")
-    if out.exists():
-        check_replaceable(out)
+    check_output(out, force)
     out.parent.mkdir(parents=True, exist_ok=True)
     mode = replacement_mode(out, new_dir_mode()) if out.is_dir() else new_dir_mode()
     tmp = Path(tempfile.mkdtemp(prefix=f".{out.name}.tmp-", dir=out.parent))

@@ -137,12 +137,9 @@ class Driver(ABC):
         return frozenset({"training.eval_every"}) if self.persistent_evaluation else frozenset()
 
     def scheduled_samples(self, upto: int) -> list[int] | None:
-        """The steps up to ``upto`` at which this config collects posterior samples, when the
-        schedule depends on the whole run (``collect_at``); None when each step decides."""
-        collect_at = getattr(self, "collect_at", None)
-        if collect_at is None:
-            return None
-        return sorted(s for s in collect_at if s <= upto)
+        """The steps up to ``upto`` at which this config collects posterior samples, for
+        drivers whose schedule depends on the whole run; None when each step decides."""
+        return None
 
     @classmethod
     def check_config(cls, data: dict, where: str) -> None:

@@ -158,6 +158,11 @@ class SGRLDDriver(Driver):
     def attach(self, state, streams: Streams) -> None:
         self.streams = streams
 
+    def scheduled_samples(self, upto: int) -> list[int]:
+        """Samples are spread over the updates after burn-in, so they follow
+        ``inference.iterations``."""
+        return sorted(s for s in self.collect_at if s <= upto)
+
     def init_state(self, streams: Streams) -> SimplexState:
         self.streams = streams
         init = np.random.Generator(streams.persistent(keys.INIT))
