@@ -22,6 +22,7 @@ from topictk.corpus.store import CorpusStore
 from topictk.errors import ConfigError
 from topictk.inference import _minibatch
 from topictk.inference import base
+from topictk.inference import gibbs as gibbs_module
 from topictk.inference.dmr import (DMRSEMDriver, DMRSGRLDDriver, PolyaObjective, nu_objective,
                                    optimize_nu, polya_log_likelihood, prior_variances)
 from topictk.inference.gibbs import GibbsDriver
@@ -588,6 +589,63 @@ def test_sparse_sampler_recovers_and_resumes(dmr_store, tmp_path, seed):
     train(_config(path, tmp_path / "half", **{**extra, "iterations": 20}), quiet=True)
     train(_config(path, tmp_path / "half", **extra), resume=True, quiet=True)
     train(_config(path, tmp_path / "t2", training={"threads": 2}, **extra), quiet=True)
+    _, a = load_arrays(tmp_path / "full" / "model.npz")
+    for name in ("half", "t2"):
+        _, b = load_arrays(tmp_path / name / "model.npz")
+        for key in a:
+            np.testing.assert_array_equal(a[key], b[key], err_msg=f"{name}: {key}")
+
+
+def test_auto_sampler_choice_per_sweep_equals_reference(dmr_store, tmp_path, seed, monkeypatch):
+    """sparse: auto picks each sweep's sampler from the counts (mean topic-list length of a
+    token's word against SPARSE_SHARE K): the chain equals reference sweeps making the same
+    choice, through dense -> sparse -> dense -> sparse switches (the word lists are rebuilt
+    from the counts after dense sweeps left them stale)."""
+    path, _ = dmr_store
+    driver = DMRSEMDriver(_config(path, tmp_path / "run", optimize_burn_in=1000, chunks=2),
+                          CorpusStore.open(path))
+    assert driver.config.inference.sparse == "auto"
+    state = driver.init_state(Streams(seed))
+    state.nu = np.random.default_rng(seed).normal(scale=0.5, size=state.nu.shape)
+    alpha = document_alpha(driver.X, state.nu)
+    z, ndk, nkw, nk = state.z.copy(), state.ndk.copy(), state.nkw.copy(), state.nk.copy()
+    rngs = [np.random.Generator(make_stream(seed, keys.sampler_key(c))) for c in range(2)]
+    freq = np.bincount(driver.words, minlength=driver.V)
+    # share thresholds: 0 forces dense, 1.01 forces sparse, 0.62 lets the counts decide
+    schedule = [0.0] * 4 + [1.01] * 4 + [0.0] * 4 + [1.01] * 4 + [0.62] * 14
+    chosen = []
+    for t, share in enumerate(schedule):
+        monkeypatch.setattr(gibbs_module, "SPARSE_SHARE", share)
+        sparse = gibbs_ref.mean_list_length(nkw, freq) < share * driver.K
+        info = driver.step(state, t)
+        assert info.extra["sampler"] == ("sparse" if sparse else "dense")
+        gibbs_ref.sweep(driver.doc_ptr, driver.words, z, ndk, nkw, nk, alpha, 0.05,
+                        driver.bounds, rngs, sparse)
+        for name, got, want in zip("z ndk nkw nk".split(), (state.z, state.ndk, state.nkw,
+                                                           state.nk), (z, ndk, nkw, nk)):
+            np.testing.assert_array_equal(got, want, err_msg=f"{name} after sweep {t + 1}")
+        chosen.append(sparse)
+    assert chosen[:16] == [False] * 4 + [True] * 4 + [False] * 4 + [True] * 4
+
+
+def test_auto_sampler_resumes_across_a_switch(dmr_store, tmp_path, monkeypatch):
+    """A run whose auto choice turns from dense to sparse after the resume point: resumed and
+    two-thread runs equal the uninterrupted one (the choice is a function of the counts)."""
+    path, _ = dmr_store
+    monkeypatch.setattr(gibbs_module, "SPARSE_SHARE", 0.7)
+    extra = {"chunks": 2, "optimize_burn_in": 10, "optimize_interval": 5, "burn_in": 15,
+             "thin": 5}
+    train(_config(path, tmp_path / "full", **extra), quiet=True)
+    train(_config(path, tmp_path / "half", **{**extra, "iterations": 20}), quiet=True)
+    train(_config(path, tmp_path / "half", **extra), resume=True, quiet=True)
+    train(_config(path, tmp_path / "t2", training={"threads": 2}, **extra), quiet=True)
+    samplers = {}
+    for name in ("full", "half", "t2"):
+        samplers[name] = [(m["step"], m["sampler"]) for m in map(
+            json.loads, (tmp_path / name / "metrics.jsonl").read_text().splitlines())]
+    assert samplers["full"] == samplers["half"] == samplers["t2"]
+    by_step = dict(samplers["full"])
+    assert by_step[20] == "dense" and by_step[40] == "sparse", samplers["full"]
     _, a = load_arrays(tmp_path / "full" / "model.npz")
     for name in ("half", "t2"):
         _, b = load_arrays(tmp_path / name / "model.npz")

@@ -33,7 +33,7 @@ def _assert_same_run(a: Path, b: Path) -> None:
         assert_same_arrays(sa[name], sb[name])
 
 
-@pytest.mark.parametrize("sparse", [True, False], ids=["sparse", "dense"])
+@pytest.mark.parametrize("sparse", [True, False, "auto"], ids=["sparse", "dense", "auto"])
 def test_fifty_plus_fifty_resumed_equals_one_hundred(tmp_path, example_store, sparse):
     common = dict(inference={"iterations": 100, "burn_in": 30, "thin": 10, "sparse": sparse},
                   training={"eval_every": 10, "checkpoint_every": 25})
@@ -52,6 +52,10 @@ def test_fifty_plus_fifty_resumed_equals_one_hundred(tmp_path, example_store, sp
     assert "settings that differ" not in resumed.stderr      # iterations may change
     _assert_same_run(tmp_path / "straight", tmp_path / "halves")
     assert [m["step"] for m in metrics(tmp_path / "halves")] == list(range(10, 101, 10))
+    used = {m["sampler"] for m in metrics(tmp_path / "halves")}
+    if sparse != "auto":
+        assert used == {"sparse" if sparse else "dense"}
+    assert used and used <= {"sparse", "dense"}
 
 
 def test_resume_after_losing_the_work_since_the_last_checkpoint(tmp_path, example_store):
@@ -175,7 +179,7 @@ def test_keep_checkpoints_prunes_older_ones(tmp_path, example_store):
     assert load_arrays(directory / "step-00000050.npz")[0]["status"] == "running"
 
 
-@pytest.mark.parametrize("sparse", [True, False], ids=["sparse", "dense"])
+@pytest.mark.parametrize("sparse", [True, False, "auto"], ids=["sparse", "dense", "auto"])
 def test_one_thread_equals_two_threads_through_train(tmp_path, example_store, sparse):
     for threads in (1, 2):
         config = write_config(tmp_path, example_store, name=f"t{threads}.yaml",

@@ -232,3 +232,54 @@ def test_dense_sweep_with_a_prior_per_document_equals_reference(seed, n_chunks):
                            0.05, bounds, [np.random.PCG64(1) for _ in range(n_chunks)], True,
                            np.zeros(21, np.int64), np.zeros(1, np.int64), np.zeros(20, np.int32),
                            2, 1)
+
+
+@pytest.mark.parametrize("n_topics", [1, 3, 4, 7, 8, 13])
+@pytest.mark.parametrize("per_document", [False, True], ids=["shared", "per_document"])
+def test_dense_blocked_draw_equals_reference_for_any_block_split(seed, n_topics, per_document):
+    """The dense draw goes by blocks of four topics: full blocks only, a short last block,
+    a single short block; one prior or one per document (DMR)."""
+    rng = np.random.default_rng(seed)
+    doc_ptr, words = random_corpus(rng, D, V, 25)
+    shape = (D, n_topics) if per_document else (n_topics,)
+    alpha = rng.uniform(0.05, 1.5, size=shape)
+    state = KernelState.initial(doc_ptr, words, n_topics, V, stream(seed, 0))
+    z, ndk, nkw, nk = ref.init_topics(doc_ptr, words, n_topics, V,
+                                      np.random.Generator(stream(seed, 0)))
+    kernel_streams = [stream(seed, 3, 0)]
+    ref_rngs = [np.random.Generator(stream(seed, 3, 0))]
+    for _ in range(4):
+        state.sweep(alpha, 0.05, even_bounds(D, 1), kernel_streams, sparse=False)
+        ref.sweep(doc_ptr, words, z, ndk, nkw, nk, alpha, 0.05, even_bounds(D, 1), ref_rngs,
+                  False)
+    for got, want in zip(state.arrays(), (z, ndk, nkw, nk)):
+        np.testing.assert_array_equal(got, want)
+    assert kernel_streams[0].state == ref_rngs[0].bit_generator.state
+
+
+def test_dense_blocked_draw_follows_the_weights():
+    """The block-wise mapping of a uniform draws topic k with probability p_k / sum(p):
+    frequencies of 200,000 uniforms on K = 7 weights (a full block and a short one, zero
+    weights on both sides of a block edge) within 5 standard errors."""
+    p = [0.5, 0.0, 2.0, 1.0, 0.0, 3.0, 0.25]
+    total = sum(p)
+    u = np.random.default_rng(5).random(200_000)
+    counts = np.bincount([ref._draw_blocked(x, p) for x in u], minlength=len(p))
+    expected = np.array(p) / total * u.size
+    se = np.sqrt(expected * (1 - np.array(p) / total)) + 1e-9
+    assert counts[1] == counts[4] == 0
+    assert np.all(np.abs(counts - expected) < 5 * se)
+
+
+def test_mean_list_length_equals_reference(seed):
+    rng = np.random.default_rng(seed)
+    nkw = rng.integers(0, 3, size=(V, K)).astype(np.int32)
+    nkw[rng.random((V, K)) < 0.5] = 0
+    freq = rng.integers(0, 40, V).astype(np.int64)
+    freq[2] = 0                                 # a word without tokens does not count
+    got = _gibbs.mean_list_length(nkw, freq)
+    assert got == pytest.approx(ref.mean_list_length(nkw, freq), rel=1e-15)
+    assert 0 < got < K
+    assert _gibbs.mean_list_length(nkw, np.zeros(V, np.int64)) == 0.0
+    with pytest.raises(ValueError, match="entries for"):
+        _gibbs.mean_list_length(nkw, freq[:-1])

@@ -22,6 +22,13 @@ def word_topic_lists(nkw: np.ndarray, bits: int) -> list[list[int]]:
             for row in nkw]
 
 
+def mean_list_length(nkw: np.ndarray, word_freq: np.ndarray) -> float:
+    """Token-weighted mean number of topics with n_kw > 0 of a token's word."""
+    lengths = (nkw != 0).sum(axis=1)
+    total = int(word_freq.sum())
+    return float((word_freq * lengths).sum()) / total if total else 0.0
+
+
 def init_topics(doc_ptr, words, n_topics, n_words, rng: np.random.Generator):
     """Uniform initial topics: k = min(floor(u K), K - 1), one uniform per token."""
     n_docs = len(doc_ptr) - 1
@@ -46,6 +53,40 @@ def _draw(u_total: float, cum: list[float]) -> int:
     return len(cum) - 1
 
 
+DENSE_BLOCK = 4
+
+
+def _draw_blocked(u: float, p: list[float]) -> int:
+    """The dense sampler's draw: block sums of four weights (pairwise), u scaled by their
+    sum, the first block with u < S_b (subtracting the blocks passed), then the first topic
+    in it with u < p_k."""
+    K = len(p)
+    sums = []
+    for b in range(0, K, DENSE_BLOCK):
+        block = p[b:b + DENSE_BLOCK]
+        if len(block) == DENSE_BLOCK:
+            sums.append((block[0] + block[1]) + (block[2] + block[3]))
+        else:
+            t = 0.0
+            for x in block:
+                t = t + x
+            sums.append(t)
+    total = 0.0
+    for x in sums:
+        total = total + x
+    u = u * total
+    b = 0
+    while b < len(sums) - 1 and u >= sums[b]:
+        u = u - sums[b]
+        b += 1
+    k = b * DENSE_BLOCK
+    last = min(k + DENSE_BLOCK, K) - 1
+    while k < last and u >= p[k]:
+        u = u - p[k]
+        k += 1
+    return k
+
+
 def _sweep_dense(docs, doc_ptr, words, z, ndk, nkw, nk, alpha, beta, rng):
     """Dense sampler; ``alpha`` is (K,) or (D, K), one prior per document."""
     K = ndk.shape[1]
@@ -54,22 +95,22 @@ def _sweep_dense(docs, doc_ptr, words, z, ndk, nkw, nk, alpha, beta, rng):
     rden = [1.0 / (float(nk[k]) + vbeta) for k in range(K)]
     for d in docs:
         a = alpha[d] if alpha.shape[0] > 1 else alpha[0]
+        coef = [(float(ndk[d, k]) + a[k]) * rden[k] for k in range(K)]
         for i in range(doc_ptr[d], doc_ptr[d + 1]):
             w, k = words[i], z[i]
             ndk[d, k] -= 1
             nkw[w, k] -= 1
             nk[k] -= 1
             rden[k] = 1.0 / (float(nk[k]) + vbeta)
-            c, cum = 0.0, []
-            for kk in range(K):
-                c = c + (float(ndk[d, kk]) + a[kk]) * (float(nkw[w, kk]) + beta) * rden[kk]
-                cum.append(c)
-            k = _draw(rng.random() * c, cum)
+            coef[k] = (float(ndk[d, k]) + a[k]) * rden[k]
+            p = [coef[kk] * (float(nkw[w, kk]) + beta) for kk in range(K)]
+            k = _draw_blocked(rng.random(), p)
             z[i] = k
             ndk[d, k] += 1
             nkw[w, k] += 1
             nk[k] += 1
             rden[k] = 1.0 / (float(nk[k]) + vbeta)
+            coef[k] = (float(ndk[d, k]) + a[k]) * rden[k]
 
 
 def _sweep_sparse(docs, doc_ptr, words, z, ndk, nkw, nk, alpha, beta, rng, lists, bits):

@@ -127,7 +127,7 @@ def test_topics_out_of_range(tmp_path, topics):
 @pytest.mark.parametrize("section,key,value,allowed", [
     ("model", "topics", 2.5, "an integer in [1, 1000000]"),
     ("model", "beta", "small", "a number > 0"),
-    ("inference", "sparse", "yes please", "true or false"),
+    ("inference", "sparse", "yes please", "true, false or auto"),
     ("training", "threads", 0, "an integer >= 1"),
     ("training", "time_limit", -1, "a number > 0 or null"),
     ("evaluation", "coherence_top", 1, "an integer >= 2"),

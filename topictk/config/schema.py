@@ -43,7 +43,7 @@ class Option:
         if self.kind == "choice":
             text = "one of " + ", ".join(str(c) for c in self.choices)
         elif self.kind == "bool":
-            text = "true or false"
+            text = "true, false" if self.auto else "true or false"
         elif self.kind in ("str", "path"):
             text = "a string" if self.kind == "str" else "a path"
         else:

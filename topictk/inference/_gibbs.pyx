@@ -1,12 +1,14 @@
 # cython: language_level=3
 """Collapsed Gibbs sampling kernels for LDA (ALGORITHMS.md §2, §11.2).
 
-Three kernels, each one call per sweep or per evaluation, whole loops under ``nogil``:
+Kernels of one call per sweep or per evaluation, whole loops under ``nogil``:
 
-* :func:`gibbs_sweep` -- one AD-LDA iteration over all chunks (dense exact sampler of §2.2 or
-  SparseLDA of §2.3 inside each chunk). Equivalent to ``tests/reference/gibbs.py::sweep``.
+* :func:`gibbs_sweep` -- one AD-LDA iteration over all chunks (dense exact sampler of §2.2,
+  its uniform mapped by blocks of four topics, or SparseLDA of §2.3 inside each chunk). Equivalent to ``tests/reference/gibbs.py::sweep``.
 * :func:`build_word_topic_lists` -- the SparseLDA per-word topic lists from counts.
   Equivalent to ``tests/reference/gibbs.py::word_topic_lists``.
+* :func:`mean_list_length` -- the mean length of a token's word list (the choice of sampler
+  of ``sparse: auto``). Equivalent to ``tests/reference/gibbs.py::mean_list_length``.
 * :func:`fold_in_heldout` -- Gibbs fold-in of test documents with fixed topics and the
   predictive probability of each held-out (document, word) entry.
   Equivalent to ``tests/reference/gibbs.py::fold_in_heldout``.
@@ -40,6 +42,10 @@ cdef extern from *:
     """
     void TOPICTK_PREFETCH(const void* p) noexcept nogil
 from topictk._cy.rng cimport bitgen_of, next_uniform, uniform_topic
+
+# topics per block of the dense sampler's draw (its block sums are written for four)
+cdef enum:
+    DENSE_BLOCK = 4
 
 
 cdef int _cmp_desc(const void* a, const void* b) noexcept nogil:
@@ -207,6 +213,29 @@ def topic_bits(int n_topics):
     return bits
 
 
+def mean_list_length(const int32_t[:, ::1] nkw,      # IN  (V, K) word-major counts
+                     const int64_t[::1] word_freq):    # IN  (V) tokens of each word
+    """sum_w freq_w |{k : n_kw > 0}| / sum_w freq_w: the length of the topic list a token's
+    word has on average, the SparseLDA topic-word bucket's cost per token (0 for no tokens).
+    Equivalent to ``tests/reference/gibbs.py::mean_list_length``."""
+    cdef Py_ssize_t V = nkw.shape[0], K = nkw.shape[1], w, k
+    cdef int64_t n, tokens = 0
+    cdef double weighted = 0.0
+    if word_freq.shape[0] != V:
+        raise ValueError(f"word_freq has {word_freq.shape[0]} entries for {V} words")
+    with nogil:
+        for w in range(V):
+            if word_freq[w] == 0:
+                continue
+            n = 0
+            for k in range(K):
+                if nkw[w, k] != 0:
+                    n = n + 1
+            weighted = weighted + <double> (word_freq[w] * n)
+            tokens = tokens + word_freq[w]
+    return weighted / tokens if tokens > 0 else 0.0
+
+
 def build_word_topic_lists(const int32_t[:, ::1] nkw,   # IN  (V, K) word-major counts
                            const int64_t[::1] wt_ptr,  # IN  (V + 1) offsets into the pool
                            int64_t[::1] wt_entries,    # OUT pool of (count << bits) | k
@@ -233,20 +262,33 @@ def build_word_topic_lists(const int32_t[:, ::1] nkw,   # IN  (V, K) word-major 
 cdef int64_t _sweep_chunk_dense(int64_t d_begin, int64_t d_end, const int64_t* doc_ptr,
                                 const int32_t* words, int32_t* z, int32_t* ndk, int32_t* nkw,
                                 int64_t* nk, const double* alpha, bint per_doc_alpha,
-                                double beta, double vbeta, Py_ssize_t K, double* cum,
-                                double* rden, bitgen_t* gen) noexcept nogil:
+                                double beta, double vbeta, Py_ssize_t K, double* coef,
+                                double* work, double* rden, bitgen_t* gen) noexcept nogil:
     """Dense exact sampler (§2.2) over documents [d_begin, d_end).
 
     ``alpha`` is one prior (K,) or, with ``per_doc_alpha``, a (D, K) prior per document
-    (DMR, §9.2). ``rden[k]`` caches 1 / (n_k + V beta), refreshed whenever n_k changes.
+    (DMR, §9.2). Caches, refreshed whenever a count of topic k changes: ``rden[k]`` =
+    1 / (n_k + V beta) and, within a document, ``coef[k]`` = (n_dk + alpha_k) rden[k].
+
+    The draw maps one uniform onto the K weights p_k = coef[k] (n_kw + beta) by blocks of
+    ``DENSE_BLOCK`` topics: block sums S_b (pairwise within a block), u = U sum_b S_b, then
+    the first block with u < S_b (subtracting the blocks passed) and within it the first
+    topic with u < p_k. Same conditional as one cumulative sum over k (the mapping of the
+    uniform differs), but the weights are independent of each other (vectorised) and the
+    dependent chain is nb + DENSE_BLOCK steps instead of K. ``work`` holds the weights (K)
+    and the block sums (K / DENSE_BLOCK + 1).
     """
     cdef int64_t d, i
-    cdef Py_ssize_t k, kk
+    cdef Py_ssize_t k, kk, b, k_last
+    cdef Py_ssize_t n_full = K // DENSE_BLOCK
+    cdef Py_ssize_t nb = (K + DENSE_BLOCK - 1) // DENSE_BLOCK
     cdef int32_t w
     cdef int32_t* nd
     cdef int32_t* nw
     cdef const double* a = alpha
-    cdef double c, u
+    cdef double* p = work
+    cdef double* bs = work + K
+    cdef double u, total, t
     cdef int64_t fallbacks = 0
     for k in range(K):
         rden[k] = 1.0 / (nk[k] + vbeta)
@@ -254,6 +296,8 @@ cdef int64_t _sweep_chunk_dense(int64_t d_begin, int64_t d_end, const int64_t* d
         nd = ndk + d * K
         if per_doc_alpha:
             a = alpha + d * K
+        for k in range(K):
+            coef[k] = (nd[k] + a[k]) * rden[k]
         for i in range(doc_ptr[d], doc_ptr[d + 1]):
             w = words[i]
             nw = nkw + w * K
@@ -262,23 +306,40 @@ cdef int64_t _sweep_chunk_dense(int64_t d_begin, int64_t d_end, const int64_t* d
             nw[k] -= 1
             nk[k] -= 1
             rden[k] = 1.0 / (nk[k] + vbeta)
-            c = 0.0
+            coef[k] = (nd[k] + a[k]) * rden[k]
             for kk in range(K):
-                c = c + (nd[kk] + a[kk]) * (nw[kk] + beta) * rden[kk]
-                cum[kk] = c
-            u = next_uniform(gen) * c
-            k = K - 1
-            for kk in range(K):
-                if u < cum[kk]:
-                    k = kk
-                    break
-            else:
+                p[kk] = coef[kk] * (nw[kk] + beta)
+            total = 0.0
+            for b in range(n_full):
+                kk = b * DENSE_BLOCK
+                bs[b] = (p[kk] + p[kk + 1]) + (p[kk + 2] + p[kk + 3])
+                total = total + bs[b]
+            if nb > n_full:
+                t = 0.0
+                for kk in range(n_full * DENSE_BLOCK, K):
+                    t = t + p[kk]
+                bs[n_full] = t
+                total = total + t
+            u = next_uniform(gen) * total
+            b = 0
+            while b < nb - 1 and u >= bs[b]:
+                u = u - bs[b]
+                b = b + 1
+            k = b * DENSE_BLOCK
+            k_last = k + DENSE_BLOCK - 1
+            if k_last > K - 1:
+                k_last = K - 1
+            while k < k_last and u >= p[k]:
+                u = u - p[k]
+                k = k + 1
+            if u >= p[k]:
                 fallbacks += 1
             z[i] = <int32_t> k
             nd[k] += 1
             nw[k] += 1
             nk[k] += 1
             rden[k] = 1.0 / (nk[k] + vbeta)
+            coef[k] = (nd[k] + a[k]) * rden[k]
     return fallbacks
 
 
@@ -528,7 +589,7 @@ def gibbs_sweep(const int64_t[::1] doc_ptr,      # IN  (D + 1) token offsets
         dt = <int32_t*> malloc(K * sizeof(int32_t))
         dt_pos = <int32_t*> malloc(K * sizeof(int32_t))
         coef = <double*> malloc(K * sizeof(double))
-        qbuf = <double*> malloc(K * sizeof(double))
+        qbuf = <double*> malloc((2 * K + 1) * sizeof(double))   # dense: weights + block sums
         rden = <double*> malloc(K * sizeof(double))
         with nogil:
             if sparse:
@@ -541,8 +602,8 @@ def gibbs_sweep(const int64_t[::1] doc_ptr,      # IN  (D + 1) token offsets
             else:
                 fallbacks = _sweep_chunk_dense(
                     chunk_bounds[0], chunk_bounds[1], &doc_ptr[0], &words[0], &z[0], &ndk[0, 0],
-                    &nkw[0, 0], &nk[0], &alpha[0, 0], per_doc_alpha, beta, vbeta, K, coef, rden,
-                    gens[0])
+                    &nkw[0, 0], &nk[0], &alpha[0, 0], per_doc_alpha, beta, vbeta, K, coef, qbuf,
+                    rden, gens[0])
         free(dt); free(dt_pos); free(coef); free(qbuf); free(rden); free(gens)
         free(snap_wt); free(snap_len)
         return fallbacks
@@ -578,7 +639,7 @@ def gibbs_sweep(const int64_t[::1] doc_ptr,      # IN  (D + 1) token offsets
         dt = <int32_t*> malloc(K * sizeof(int32_t))
         dt_pos = <int32_t*> malloc(K * sizeof(int32_t))
         coef = <double*> malloc(K * sizeof(double))
-        qbuf = <double*> malloc(K * sizeof(double))
+        qbuf = <double*> malloc((2 * K + 1) * sizeof(double))   # dense: weights + block sums
         rden = <double*> malloc(K * sizeof(double))
         for c in prange(C, schedule="dynamic", chunksize=1):
             if c == 0:
@@ -592,7 +653,7 @@ def gibbs_sweep(const int64_t[::1] doc_ptr,      # IN  (D + 1) token offsets
                     fallbacks += _sweep_chunk_dense(
                         chunk_bounds[0], chunk_bounds[1], &doc_ptr[0], &words[0], &z[0],
                         &ndk[0, 0], &nkw[0, 0], &nk[0], &alpha[0, 0], per_doc_alpha, beta,
-                        vbeta, K, coef, rden, gens[0])
+                        vbeta, K, coef, qbuf, rden, gens[0])
             elif per_chunk:
                 # the snapshot is still needed by the merge: sample on a copy kept for it
                 c_wt[c - 1] = <int64_t*> malloc((pool if pool > 0 else 1) * sizeof(int64_t))
@@ -627,12 +688,12 @@ def gibbs_sweep(const int64_t[::1] doc_ptr,      # IN  (D + 1) token offsets
                     fallbacks += _sweep_chunk_dense(
                         chunk_bounds[c], chunk_bounds[c + 1], &doc_ptr[0], &words[0], &z[0],
                         &ndk[0, 0], t_nkw[tid], l_nk, &alpha[0, 0], per_doc_alpha, beta, vbeta, K,
-                        coef, rden, gens[c])
+                        coef, qbuf, rden, gens[c])
                 else:
                     fallbacks += _sweep_chunk_dense(
                         chunk_bounds[c], chunk_bounds[c + 1], &doc_ptr[0], &words[0], &z[0],
                         &ndk[0, 0], snap_nkw, l_nk, &alpha[0, 0], per_doc_alpha, beta, vbeta,
-                        K, coef, rden, gens[c])
+                        K, coef, qbuf, rden, gens[c])
         free(l_nk)
         free(dt); free(dt_pos); free(coef); free(qbuf); free(rden)
     for p in range(threads):

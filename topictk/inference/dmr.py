@@ -4,12 +4,14 @@ prior depends on document metadata, alpha_dk = exp(x_d^T nu_k). ALGORITHMS.md §
 Two training algorithms:
 
 * ``dmr-sem`` -- stochastic EM (§9.2): collapsed Gibbs sweeps with a prior per document (the
-  exact SparseLDA sampler of :func:`topictk.inference._gibbs.gibbs_sweep` with the document's
-  prior in its buckets, AD-LDA chunks for threads; ``sparse: false`` selects the dense sampler
-  that §9.2 chooses). §9.2 prefers the dense sampler because the smoothing bucket s depends on
-  the document; rebuilding s and the coefficients at each document start costs O(K) per
-  document, against O(K) per token for the dense draw, so the sparse sweep is the faster one
-  (NIPS, K = 50: 0.12 s against 0.20 s per sweep once the topics are sparse). Every
+  exact samplers of :func:`topictk.inference._gibbs.gibbs_sweep` with the document's prior,
+  AD-LDA chunks for threads). §9.2 prefers the dense sampler because the smoothing bucket s of
+  SparseLDA depends on the document; rebuilding s and the coefficients at each document start
+  costs O(K) per document, against O(K) per token for the dense draw, so the sparse sweep is
+  the faster one once the topics are sparse (NIPS, K = 50: 0.12 s against 0.20 s per sweep),
+  but not while the words' topic lists are long (the first sweeps; all of a 300-sweep run on
+  poliblog at K = 20). ``sparse: auto`` (the default) picks the sampler before each sweep
+  from the counts (:func:`topictk.inference.gibbs.sparse_sweep`); true or false fix it. Every
   ``optimize_interval`` sweeps after ``optimize_burn_in`` the weights nu maximise the Polya log
   likelihood of the current topic counts plus the Gaussian prior, by L-BFGS (scipy, warm
   start, one BLAS thread). Each objective evaluation is one kernel call: per document
@@ -41,8 +43,9 @@ from topictk.config.schema import Option
 from topictk.errors import ConfigError, CorpusError, CorpusUsageError, NumericalError
 from topictk.inference import _dmr, _gibbs, _minibatch
 from topictk.inference.base import (Driver, StepInfo, TestSet, chunk_bounds_by_docs,
-                                    chunk_bounds_by_tokens, word_frequencies)
-from topictk.inference.gibbs import fold_in_probabilities, resolve_sample_schedule
+                                    chunk_bounds_by_tokens)
+from topictk.inference.gibbs import (SweepSampler, fold_in_probabilities,
+                                     resolve_sample_schedule)
 from topictk.inference.registry import register
 from topictk.inference.sgrld import (FLOOR, TRAIN_HELDOUT_PASS, SGRLDDriver, sgrld_update)
 from topictk.state.counts import phi_hat as counts_phi_hat
@@ -352,10 +355,11 @@ class DMRSEMDriver(DMRPriorMixin, Driver):
         "chunks": Option("int", 1, low=1,
                          help="AD-LDA chunks: 1 = exact sequential sampler; threads work on "
                               "chunks in parallel, so set chunks >= threads"),
-        "sparse": Option("bool", True,
-                         help="true = SparseLDA buckets with the document's prior (exact; "
-                              "0.6-0.9x the dense sampler's time per sweep from K = 20); "
-                              "false = the dense sampler of §9.2"),
+        "sparse": Option("bool", "auto", auto=True,
+                         help="true = SparseLDA buckets with the document's prior (exact); "
+                              "false = the dense sampler of §9.2; auto = chosen before every "
+                              "sweep from the counts (dense while the words' topic lists are "
+                              "long, as early in a run or at small K)"),
         "optimize_interval": Option("int", 50, low=1, help="sweeps between nu updates"),
         "optimize_burn_in": Option("int", 100, low=0,
                                    help="sweeps before the first nu update"),
@@ -399,16 +403,7 @@ class DMRSEMDriver(DMRPriorMixin, Driver):
             log.warning("training.threads = %d but inference.chunks = %d: only %d thread(s) "
                         "can work; set inference.chunks >= threads", self.threads,
                         self.n_chunks, self.n_chunks)
-        self.bits = _gibbs.topic_bits(self.K)
-        self.sparse = bool(opts.sparse)
-        # SparseLDA per-word topic lists (the dense sampler needs none)
-        self._wt_ptr = np.zeros(self.V + 1, dtype=np.int64)
-        if self.sparse:
-            word_freq = word_frequencies(self.words, self.V)
-            np.cumsum(np.minimum(word_freq, self.K), out=self._wt_ptr[1:])
-        self._wt_entries = np.zeros(max(1, int(self._wt_ptr[-1])), dtype=np.int64)
-        self._wt_len = np.zeros(self.V, dtype=np.int32)
-        self._lists_for = None
+        self.sampler = SweepSampler(opts.sparse, self.words, self.V, self.K)
         self._alpha_cache: tuple[np.ndarray, np.ndarray] | None = None
         self.streams: Streams | None = None
 
@@ -448,18 +443,13 @@ class DMRSEMDriver(DMRPriorMixin, Driver):
             state.optimizations += 1
             extra.update(info)
         chunk_streams = self.streams.chunk_streams((3,), self.n_chunks, persistent=True)
-        if self.sparse:
-            if self._lists_for is not state.nkw:
-                _gibbs.build_word_topic_lists(state.nkw, self._wt_ptr, self._wt_entries,
-                                              self._wt_len, self.bits, self.threads)
-                self._lists_for = state.nkw
-        fallbacks = _gibbs.gibbs_sweep(
-            self.doc_ptr, self.words, state.z, state.ndk, state.nkw, state.nk,
-            self.document_alpha(state), state.beta, self.bounds, chunk_streams, self.sparse,
-            self._wt_ptr, self._wt_entries, self._wt_len, self.bits, self.threads)
+        fallbacks, sparse = self.sampler.sweep(state, self.document_alpha(state), self.bounds,
+                                               chunk_streams, self.doc_ptr, self.words,
+                                               self.threads)
         state.step = sweep
         collect = (state.step > opts.burn_in and (state.step - opts.burn_in) % opts.thin == 0)
-        extra["fallbacks"] = int(fallbacks)
+        extra["fallbacks"] = fallbacks
+        extra["sampler"] = "sparse" if sparse else "dense"
         return StepInfo(tokens=self.n_tokens, documents=self.n_docs, collect_sample=collect,
                         extra=extra)
 
