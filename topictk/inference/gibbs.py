@@ -25,8 +25,8 @@ from topictk.training.streams import Streams
 log = logging.getLogger("topictk")
 
 #: ``sparse: auto`` runs a sweep with SparseLDA when the topic list of a token's word holds on
-#: average fewer than this share of the K topics, else with the dense sampler. Where the two
-#: cost the same per sweep (measured on the poliblog corpus at K = 20 and 50).
+#: average fewer than this share of the K topics, else with the dense sampler: the share at
+#: which the two cost the same per sweep on the poliblog corpus at K = 20 and 50.
 SPARSE_SHARE = 0.35
 
 
