@@ -280,6 +280,15 @@ def test_mean_list_length_equals_reference(seed):
     got = _gibbs.mean_list_length(nkw, freq)
     assert got == pytest.approx(ref.mean_list_length(nkw, freq), rel=1e-15)
     assert 0 < got < K
+    # from the SparseLDA list lengths (current lists): the same number without the O(VK) scan
+    wt_ptr = np.zeros(V + 1, np.int64)
+    np.cumsum(np.full(V, K), out=wt_ptr[1:])
+    lengths = np.zeros(V, np.int32)
+    _gibbs.build_word_topic_lists(nkw, wt_ptr, np.zeros(V * K, np.int64), lengths,
+                                  _gibbs.topic_bits(K))
+    assert _gibbs.mean_list_length(nkw, freq, lengths) == got
     assert _gibbs.mean_list_length(nkw, np.zeros(V, np.int64)) == 0.0
-    with pytest.raises(ValueError, match="entries for"):
+    with pytest.raises(ValueError, match="one entry per word"):
         _gibbs.mean_list_length(nkw, freq[:-1])
+    with pytest.raises(ValueError, match="one entry per word"):
+        _gibbs.mean_list_length(nkw, freq, lengths[:-1])

@@ -30,15 +30,17 @@ log = logging.getLogger("topictk")
 SPARSE_SHARE = 0.35
 
 
-def sparse_sweep(setting, nkw: np.ndarray, word_freq: np.ndarray) -> bool:
+def sparse_sweep(setting, nkw: np.ndarray, word_freq: np.ndarray,
+                 lengths: np.ndarray | None = None) -> bool:
     """Whether the next sweep uses SparseLDA: ``setting`` true or false, or for ``auto`` the
-    mean list length of the current counts against SPARSE_SHARE * K. A function of the state
+    mean list length of the current counts against SPARSE_SHARE * K (from the SparseLDA list
+    ``lengths`` when they are current for ``nkw``, else from a scan of ``nkw``). A function of the state
     alone, so a resumed chain makes the same choices; both samplers draw from the same
     conditional, so the choice changes the speed and the stream's mapping, not the chain's
     distribution."""
     if setting != "auto":
         return bool(setting)
-    return _gibbs.mean_list_length(nkw, word_freq) < SPARSE_SHARE * nkw.shape[1]
+    return _gibbs.mean_list_length(nkw, word_freq, lengths) < SPARSE_SHARE * nkw.shape[1]
 
 
 class SweepSampler:
@@ -63,7 +65,8 @@ class SweepSampler:
         returns (rounding fallbacks, whether SparseLDA ran). The lists are rebuilt from the
         counts when they are not those the last sparse sweep left (a pure function of the
         counts, so the chain does not depend on when that happens)."""
-        sparse = sparse_sweep(self.setting, state.nkw, self.word_freq)
+        current = self.lengths if self._lists_for is state.nkw else None
+        sparse = sparse_sweep(self.setting, state.nkw, self.word_freq, current)
         if sparse and self._lists_for is not state.nkw:
             _gibbs.build_word_topic_lists(state.nkw, self.ptr, self.entries, self.lengths,
                                           self.bits, threads)
