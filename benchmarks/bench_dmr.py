@@ -603,6 +603,7 @@ def write_section(results: dict, args) -> None:
             f"setting, the seeds and the evaluation are those of the table above; `contention` "
             f"counts cores busy outside the run, so 0 means the machine was otherwise idle.",
             "", *TABLE_HEADER, *table, "", "Targets (means over the seeds):", "", *verdicts]
+    lines += _prior_level_table()
     lines += ["", "### Particle EM on uci_kos", ""]
     K, I = args.pem_topics, args.em_iterations
     lines += [
@@ -637,6 +638,51 @@ def write_section(results: dict, args) -> None:
                       "`benchmarks/work/dmr/results.json`):", "", "```bash", *commands, "```"]
     lines.append("")
     replace_section(RESULTS, SECTION, "\n".join(lines))
+
+
+def _prior_level_table() -> list[str]:
+    """The table of ``benchmarks/dmr_prior_level.py`` (its JSON), if it has been run."""
+    path = WORK / "prior_level.json"
+    if not path.exists():
+        return []
+    res = json.loads(path.read_text())
+    seeds = sorted(res["seeds"], key=int)
+    K, alpha = res["K"], res["lda_alpha"]
+    base = f"{alpha * K:g}"
+    rows = [("dmr-sgrld", "learnt_level", "dmr-sgrld: its learnt level (mean sum_k alpha_dk)"),
+            ("dmr-sgrld", "learnt", "dmr-sgrld as trained (the table's row)"),
+            ("dmr-sgrld", base, f"dmr-sgrld rescored at level {base} (= K alpha)"),
+            ("dmr-sgrld", f"{2 * alpha * K:g}", f"dmr-sgrld rescored at level {2 * alpha * K:g}"),
+            ("dmr-sgrld-held", "perplexity", f"dmr-sgrld trained with the level held at {base}"),
+            ("sgrld", f"{alpha:g}", f"sgrld LDA, alpha {alpha:g} (the table's row)"),
+            ("sgrld", f"{2 * alpha:g}", f"sgrld LDA rescored with alpha {2 * alpha:g}"),
+            ("sgrld", f"{3.5 * alpha:g}", f"sgrld LDA rescored with alpha {3.5 * alpha:g}"),
+            ("dmr-sem", "learnt_level", "dmr-sem: its learnt level (mean over samples)"),
+            ("dmr-sem", "learnt", "dmr-sem as trained (the table's row)"),
+            ("dmr-sem", base, f"dmr-sem rescored at level {base}"),
+            ("dmr-sem", f"{2 * alpha * K:g}", f"dmr-sem rescored at level {2 * alpha * K:g}"),
+            ("gibbs", f"{alpha:g}", f"gibbs LDA, alpha {alpha:g} (the table's row)"),
+            ("gibbs", f"{2 * alpha:g}", f"gibbs LDA rescored with alpha {2 * alpha:g}"),
+            ("gibbs", f"{3.5 * alpha:g}", f"gibbs LDA rescored with alpha {3.5 * alpha:g}")]
+    lines = [
+        "", f"### The level of the learnt DMR prior ({res['corpus']}, K = {K})", "",
+        "`python benchmarks/dmr_prior_level.py --corpus "
+        f"{res['corpus']} --topics {K}` on the runs of the first table: the level of a DMR prior is "
+        "the mean over training documents of sum_k alpha_dk (LDA's: K alpha). Rescored = the "
+        "same saved samples scored again with every intercept shifted to that level (metadata "
+        "contrasts unchanged), or, for LDA, with another alpha. Held = `dmr-sgrld` trained again "
+        "with the intercepts shifted after every update so that the level stays at K alpha, the "
+        "metadata weights learnt as usual (a diagnostic, not an option of topictk).", "",
+        "| " + " | ".join(["run", *(f"seed {s}" for s in seeds), "mean"]) + " |",
+        "| --- |" + " ---: |" * (len(seeds) + 1)]
+    for name, key, label in rows:
+        vals = [res["seeds"][s].get(name, {}).get(key) for s in seeds]
+        if any(v is None for v in vals):
+            continue
+        fmt = ".2f" if key == "learnt_level" else ".1f"
+        lines.append("| " + " | ".join([label, *(format(v, fmt) for v in vals),
+                                        format(_mean(vals), fmt)]) + " |")
+    return lines
 
 
 def final_bound(K: int, name: str) -> float | None:
