@@ -312,6 +312,30 @@ def test_force_keeps_the_old_run_when_the_new_config_is_refused(tmp_path, exampl
     ok("evaluate", tmp_path / "run")
 
 
+def test_a_replacement_killed_midway_is_reported_and_its_old_run_kept(tmp_path, example_store):
+    """A process killed during 'train --force' leaves the old run in a hidden folder: the next
+    train names the folder and how to recover it, and never deletes it."""
+    cfg = write_config(tmp_path, example_store, output=str(tmp_path / "run"),
+                       inference={"iterations": 10, "burn_in": 4, "thin": 2})
+    ok("train", "--config", cfg, "-q")
+    run = tmp_path / "run"
+    left = run / ".replaced-x1"                    # as the killed process left it
+    left.mkdir()
+    (run / "config.yaml").replace(left / "config.yaml")
+    (run / "model.npz").replace(left / "model.npz")
+    kept = {p.name: p.read_bytes() for p in left.iterdir()}
+
+    message = fails(2, "train", "--config", cfg, "-q")     # the partial run is not replaced
+    assert "--force" in message
+    out = ok("train", "--config", cfg, "-q", "--force")
+    warning = [line for line in out.stderr.splitlines() if ".replaced-x1" in line]
+    assert len(warning) == 1, out.stderr
+    assert "config.yaml, model.npz" in warning[0] and "move them back" in warning[0]
+    assert {p.name: p.read_bytes() for p in left.iterdir()} == kept
+    assert [p.name for p in run.iterdir() if p.name.startswith(".replaced-")] == [left.name]
+    ok("evaluate", run)                                     # the new run is complete
+
+
 def test_force_puts_the_old_run_back_when_the_new_one_fails_before_its_first_checkpoint(
         tmp_path, example_store, monkeypatch):
     from topictk.config import load_config

@@ -140,6 +140,17 @@ class ReplacedRun:
             if (self.run_dir / name).exists():
                 os.replace(self.run_dir / name, self.folder / name)
 
+    @staticmethod
+    def report_left_over(run_dir: Path) -> None:
+        """Name the folders an interrupted replacement left behind (a process killed before
+        it could put the old run back or remove it); they are never deleted here."""
+        for folder in sorted(Path(run_dir).glob(".replaced-*")):
+            if folder.is_dir():
+                names = ", ".join(sorted(p.name for p in folder.iterdir())) or "empty"
+                log.warning("%s: files of a run that an interrupted 'train --force' was "
+                            "replacing (%s); move them back into %s to recover that run, or "
+                            "delete the folder", folder, names, run_dir)
+
     def discard(self) -> None:
         shutil.rmtree(self.folder, ignore_errors=True)
 
@@ -218,6 +229,8 @@ def train(config: Config, *, resume: bool = False, force: bool = False,
     training = config.training
     iterations = int(config.inference.iterations)
 
+    if run_dir.is_dir():
+        ReplacedRun.report_left_over(run_dir)
     replace = not resume and run_dir.exists() and any(run_dir.iterdir())
     if replace and not force:
         raise UsageError(f"{run_dir}: output directory already holds a run; add --resume to "
