@@ -69,6 +69,8 @@ def test_vocab_list_fixes_vocabulary_and_order(tmp_path):
     assert train.n_docs == 3
     np.testing.assert_array_equal(train.words, [1, 0, 1, 2, 0, 1, 2])
     assert store.manifest["counts"]["empty_documents_dropped"]["train"] == 1
+    # listed words that no training document has are kept, and said so
+    assert "1 of 4 words never occur in the training documents (unused)" in result.output
 
 
 def test_vocab_list_with_duplicates_or_empty_lines_is_refused(tmp_path):

@@ -308,6 +308,13 @@ def prepare(inputs: list[str], out: str | Path, opts: PrepareOptions) -> dict:
     df, cf = document_frequency(train_docs, len(type_names))
     if opts.vocab_list:
         keep = np.arange(len(type_names))   # the given vocabulary, in its order
+        unseen = np.flatnonzero(df == 0)
+        if unseen.size:
+            log.warning("--vocab-list %s: %d of %d words never occur in the training documents "
+                        "(%s); they stay in the vocabulary, their topic probabilities from "
+                        "beta alone", opts.vocab_list, unseen.size, len(type_names),
+                        ", ".join(type_names[i] for i in unseen[:5])
+                        + (", ..." if unseen.size > 5 else ""))
     else:
         keep = select_vocabulary(type_names, df, cf, max(n_train_read, 1), min_df=opts.min_df,
                                  max_df=opts.max_df, vocab_size=opts.vocab_size, stopwords=stop)
