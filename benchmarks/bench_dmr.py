@@ -641,11 +641,18 @@ def write_section(results: dict, args) -> None:
 
 
 def _prior_level_table() -> list[str]:
-    """The table of ``benchmarks/dmr_prior_level.py`` (its JSON), if it has been run."""
-    path = WORK / "prior_level.json"
-    if not path.exists():
-        return []
-    res = json.loads(path.read_text())
+    """The tables of ``benchmarks/dmr_prior_level.py`` (its JSON files), for the corpora and
+    K it has been run on."""
+    lines = []
+    for corpus in ("poliblog", "nips"):
+        for K in (20, 50):
+            path = WORK / f"prior_level-{corpus}-K{K}.json"
+            if path.exists():
+                lines += _prior_level_rows(json.loads(path.read_text()))
+    return lines
+
+
+def _prior_level_rows(res: dict) -> list[str]:
     seeds = sorted(res["seeds"], key=int)
     K, alpha = res["K"], res["lda_alpha"]
     base = f"{alpha * K:g}"

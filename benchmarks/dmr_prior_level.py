@@ -14,7 +14,7 @@ sum_k alpha_dk, alpha_dk = exp(x_d^T nu_k); plain LDA's is K alpha. For one corp
   level is LDA's. This changes the sampler and is not an algorithm of topictk; it exists only
   to answer that question.
 
-Results go to ``benchmarks/work/dmr/prior_level.json``; ``bench_dmr.py --report-only`` adds them
+Results go to ``benchmarks/work/dmr/prior_level-<corpus>-K<K>.json``; ``bench_dmr.py --report-only`` adds them
 to the "## DMR and particle EM" section of RESULTS.md.
 
 Usage (the venv of bench_dmr.py)::
@@ -32,7 +32,10 @@ import numpy as np
 
 HERE = Path(__file__).resolve().parent
 WORK = HERE / "work" / "dmr"
-OUT = WORK / "prior_level.json"
+
+
+def out_path(corpus: str, K: int) -> Path:
+    return WORK / f"prior_level-{corpus}-K{K}.json"
 
 
 def run_dir(corpus: str, K: int, name: str, seed: int) -> Path:
@@ -130,8 +133,9 @@ def main(argv=None) -> None:
         r["dmr-sgrld-held"] = train_held_level(a.corpus, K, seed, base)
         result["seeds"][str(seed)] = r
         print(seed, json.dumps(r), flush=True)
-    OUT.write_text(json.dumps(result, indent=1))
-    print(f"wrote {OUT}")
+    out = out_path(a.corpus, K)
+    out.write_text(json.dumps(result, indent=1))
+    print(f"wrote {out}")
 
 
 if __name__ == "__main__":
