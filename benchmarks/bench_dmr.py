@@ -674,8 +674,8 @@ def _prior_level_rows(res: dict) -> list[str]:
     lines = [
         "", f"### The level of the learnt DMR prior ({res['corpus']}, K = {K})", "",
         "`python benchmarks/dmr_prior_level.py --corpus "
-        f"{res['corpus']} --topics {K}` on the runs of the first table: the level of a DMR prior is "
-        "the mean over training documents of sum_k alpha_dk (LDA's: K alpha). Rescored = the "
+        f"{res['corpus']} --topics {K}` on the runs of the first table: the level of a DMR prior "
+        "is the mean over training documents of sum_k alpha_dk (LDA's: K alpha). Rescored = the "
         "same saved samples scored again with every intercept shifted to that level (metadata "
         "contrasts unchanged), or, for LDA, with another alpha. Held = `dmr-sgrld` trained again "
         "with the intercepts shifted after every update so that the level stays at K alpha, the "

@@ -14,8 +14,8 @@ sum_k alpha_dk, alpha_dk = exp(x_d^T nu_k); plain LDA's is K alpha. For one corp
   level is LDA's. This changes the sampler and is not an algorithm of topictk; it exists only
   to answer that question.
 
-Results go to ``benchmarks/work/dmr/prior_level-<corpus>-K<K>.json``; ``bench_dmr.py --report-only`` adds them
-to the "## DMR and particle EM" section of RESULTS.md.
+Results go to ``benchmarks/work/dmr/prior_level-<corpus>-K<K>.json``; ``bench_dmr.py
+--report-only`` adds them to the "## DMR and particle EM" section of RESULTS.md.
 
 Usage (the venv of bench_dmr.py)::
 

@@ -68,7 +68,8 @@ class PrepareOptions:
             given = [option for option, value in fixed if value is not None]
             if given:
                 source = ("the imported split (--test-observed/--test-heldout)"
-                          if self.test_observed is not None else f"--split-field {self.split_field}")
+                          if self.test_observed is not None
+                          else f"--split-field {self.split_field}")
                 raise UsageError(f"{' and '.join(given)} cannot be used with {source}, which "
                                  f"already fixes the test set; drop {' and '.join(given)}")
         if self.test_docs is None:
@@ -119,7 +120,8 @@ def _stopword_set(option: str | None, default_on: bool) -> frozenset[str]:
     try:
         text = path.read_text(encoding="utf-8")
     except UnicodeDecodeError:
-        raise CorpusError(f"{path}: stop-word file is not valid UTF-8; convert it to UTF-8") from None
+        raise CorpusError(f"{path}: stop-word file is not valid UTF-8; convert it to "
+                          f"UTF-8") from None
     return frozenset(w.strip().lower() for w in text.split())
 
 

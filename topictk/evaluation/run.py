@@ -57,8 +57,7 @@ class LoadedRun:
             if not path.exists():
                 have = [s for s, _ in ckpt.list_checkpoints(run_dir / "checkpoints")]
                 raise CheckpointUsageError(f"{path}: no checkpoint at step {checkpoint}; "
-                                           f"available: "
-                                      f"{', '.join(map(str, have)) or 'none'}")
+                                           f"available: {', '.join(map(str, have)) or 'none'}")
         self.path = path
         fix = _damaged_model_fix(run_dir, checkpoint)
         header, arrays = ckpt.load_arrays(path, fix)

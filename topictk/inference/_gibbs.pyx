@@ -4,7 +4,8 @@
 Kernels of one call per sweep or per evaluation, whole loops under ``nogil``:
 
 * :func:`gibbs_sweep` -- one AD-LDA iteration over all chunks (dense exact sampler of §2.2,
-  its uniform mapped by blocks of four topics, or SparseLDA of §2.3 inside each chunk). Equivalent to ``tests/reference/gibbs.py::sweep``.
+  its uniform mapped by blocks of four topics, or SparseLDA of §2.3 inside each chunk).
+  Equivalent to ``tests/reference/gibbs.py::sweep``.
 * :func:`build_word_topic_lists` -- the SparseLDA per-word topic lists from counts.
   Equivalent to ``tests/reference/gibbs.py::word_topic_lists``.
 * :func:`mean_list_length` -- the mean length of a token's word list (the choice of sampler

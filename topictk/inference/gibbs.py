@@ -34,10 +34,10 @@ def sparse_sweep(setting, nkw: np.ndarray, word_freq: np.ndarray,
                  lengths: np.ndarray | None = None) -> bool:
     """Whether the next sweep uses SparseLDA: ``setting`` true or false, or for ``auto`` the
     mean list length of the current counts against SPARSE_SHARE * K (from the SparseLDA list
-    ``lengths`` when they are current for ``nkw``, else from a scan of ``nkw``). A function of the state
-    alone, so a resumed chain makes the same choices; both samplers draw from the same
-    conditional, so the choice changes the speed and the stream's mapping, not the chain's
-    distribution."""
+    ``lengths`` when they are current for ``nkw``, else from a scan of ``nkw``). A function of
+    the state alone, so a resumed chain makes the same choices; both samplers draw from the
+    same conditional, so the choice changes the speed and the stream's mapping, not the
+    chain's distribution."""
     if setting != "auto":
         return bool(setting)
     return _gibbs.mean_list_length(nkw, word_freq, lengths) < SPARSE_SHARE * nkw.shape[1]
@@ -75,6 +75,7 @@ class SweepSampler:
                                        alpha, state.beta, bounds, streams, sparse, self.ptr,
                                        self.entries, self.lengths, self.bits, threads)
         return int(fallbacks), sparse
+
 
 DEFAULT_ALPHA = 0.1
 

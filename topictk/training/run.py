@@ -315,6 +315,10 @@ def train(config: Config, *, resume: bool = False, force: bool = False,
                         file=sys.stderr, unit="step", dynamic_ncols=True, leave=False)
         step = start
         with _StopFlag() as stop:
+            # a driver whose evaluation advances a chain of its own is evaluated on its
+            # schedule only: an extra evaluation at the last step of a run that is later
+            # extended (or stopped by the time limit) would move that chain
+            off_schedule_ok = not driver.persistent_evaluation
             for record in train_steps(driver, state, start, iterations):
                 step = record.step
                 clock["train_seconds"] += record.seconds
@@ -324,10 +328,6 @@ def train(config: Config, *, resume: bool = False, force: bool = False,
                     _save_sample(run_dir, driver, state, step)
                     state.sample_steps.append(step)
                 final = step == iterations
-                # a driver whose evaluation advances a chain of its own is evaluated on its
-                # schedule only: an extra evaluation at the last step of a run that is later
-                # extended (or stopped by the time limit) would move that chain
-                off_schedule_ok = not driver.persistent_evaluation
                 if training.eval_every and (step % training.eval_every == 0
                                             or (final and off_schedule_ok)):
                     evaluate(step, record.info.extra)
