@@ -661,10 +661,21 @@ def _prior_level_rows(res: dict) -> list[str]:
             ("dmr-sgrld", base, f"dmr-sgrld rescored at level {base} (= K alpha)"),
             ("dmr-sgrld", f"{2 * alpha * K:g}", f"dmr-sgrld rescored at level {2 * alpha * K:g}"),
             ("dmr-sgrld-held", "perplexity", f"dmr-sgrld trained with the level held at {base}"),
+            ("dmr-sgrld", ("likelihood_level", "sample_level"), "dmr-sgrld: level of its last sample"),
+            ("dmr-sgrld", ("likelihood_level", "sweeps_10"),
+             "dmr-sgrld: likelihood level for its last sample's topics, local chains of 10 "
+             "sweeps (5 kept, as in training)"),
+            ("dmr-sgrld", ("likelihood_level", "sweeps_200"),
+             "dmr-sgrld: likelihood level for its last sample's topics, local chains of 200 "
+             "sweeps (100 kept)"),
             ("sgrld", f"{alpha:g}", f"sgrld LDA, alpha {alpha:g} (the table's row)"),
             ("sgrld", f"{2 * alpha:g}", f"sgrld LDA rescored with alpha {2 * alpha:g}"),
             ("sgrld", f"{3.5 * alpha:g}", f"sgrld LDA rescored with alpha {3.5 * alpha:g}"),
             ("dmr-sem", "learnt_level", "dmr-sem: its learnt level (mean over samples)"),
+            ("dmr-sem", ("likelihood_level", "sample_level"), "dmr-sem: level of its last sample"),
+            ("dmr-sem", ("likelihood_level", "sweeps_200"),
+             "dmr-sem: likelihood level for its last sample's topics, local chains of 200 "
+             "sweeps (100 kept)"),
             ("dmr-sem", "learnt", "dmr-sem as trained (the table's row)"),
             ("dmr-sem", base, f"dmr-sem rescored at level {base}"),
             ("dmr-sem", f"{2 * alpha * K:g}", f"dmr-sem rescored at level {2 * alpha * K:g}"),
@@ -679,17 +690,30 @@ def _prior_level_rows(res: dict) -> list[str]:
         "same saved samples scored again with every intercept shifted to that level (metadata "
         "contrasts unchanged), or, for LDA, with another alpha. Held = `dmr-sgrld` trained again "
         "with the intercepts shifted after every update so that the level stays at K alpha, the "
-        "metadata weights learnt as usual (a diagnostic, not an option of topictk).", "",
+        "metadata weights learnt as usual (a diagnostic, not an option of topictk). Likelihood "
+        "level = with the topics of a run's last sample fixed, the level at which the gradient "
+        "of the training documents' likelihood along a common shift of the intercepts vanishes "
+        "(Brent's method; the expectation over z by one local Gibbs chain per document, "
+        "gradient averaged over its kept sweeps).", "",
         "| " + " | ".join(["run", *(f"seed {s}" for s in seeds), "mean"]) + " |",
         "| --- |" + " ---: |" * (len(seeds) + 1)]
     for name, key, label in rows:
-        vals = [res["seeds"][s].get(name, {}).get(key) for s in seeds]
+        vals = [_lookup(res["seeds"][s].get(name, {}), key) for s in seeds]
         if any(v is None for v in vals):
             continue
-        fmt = ".2f" if key == "learnt_level" else ".1f"
+        fmt = ".2f" if "level" in str(key) else ".1f"
         lines.append("| " + " | ".join([label, *(format(v, fmt) for v in vals),
                                         format(_mean(vals), fmt)]) + " |")
     return lines
+
+
+def _lookup(tree: dict, key: str | tuple[str, ...]):
+    """``tree[key]``, or ``tree[a][b]`` for ``key = (a, b)``; None where a key is missing."""
+    for part in (key,) if isinstance(key, str) else key:
+        if not isinstance(tree, dict) or part not in tree:
+            return None
+        tree = tree[part]
+    return tree
 
 
 def final_bound(K: int, name: str) -> float | None:
