@@ -661,7 +661,8 @@ def _prior_level_rows(res: dict) -> list[str]:
             ("dmr-sgrld", base, f"dmr-sgrld rescored at level {base} (= K alpha)"),
             ("dmr-sgrld", f"{2 * alpha * K:g}", f"dmr-sgrld rescored at level {2 * alpha * K:g}"),
             ("dmr-sgrld-held", "perplexity", f"dmr-sgrld trained with the level held at {base}"),
-            ("dmr-sgrld", ("likelihood_level", "sample_level"), "dmr-sgrld: level of its last sample"),
+            ("dmr-sgrld", ("likelihood_level", "sample_level"),
+             "dmr-sgrld: level of its last sample"),
             ("dmr-sgrld", ("likelihood_level", "sweeps_10"),
              "dmr-sgrld: likelihood level for its last sample's topics, local chains of 10 "
              "sweeps (5 kept, as in training)"),
