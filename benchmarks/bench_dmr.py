@@ -460,14 +460,19 @@ def _sd(values) -> float:
     return (sum((v - m) ** 2 for v in values) / (len(values) - 1)) ** 0.5
 
 
-def _paired(a: dict, b: dict) -> tuple[float, int, int] | None:
-    """Mean relative perplexity difference a/b - 1 over the seeds both have, and how many of
-    those seeds have a below b."""
+def _paired(a: dict, b: dict) -> tuple[float, int, int, float] | None:
+    """Mean relative perplexity difference a/b - 1 over the seeds both have, how many of those
+    seeds have a below b, the number of seeds, and the standard error of the difference of the
+    two means relative to b's mean (the chains of different seeds are independent, so the two
+    methods' seed spreads add: sqrt(sd_a^2 / n + sd_b^2 / n) / mean_b)."""
     common = sorted(set(a) & set(b))
     if not common:
         return None
     rel = [a[s]["perplexity"] / b[s]["perplexity"] - 1 for s in common]
-    return _mean(rel), sum(r < 0 for r in rel), len(common)
+    pa = [a[s]["perplexity"] for s in common]
+    pb = [b[s]["perplexity"] for s in common]
+    se = ((_sd(pa) ** 2 + _sd(pb) ** 2) / len(common)) ** 0.5 / _mean(pb)
+    return _mean(rel), sum(r < 0 for r in rel), len(common), se
 
 
 LABELS = {"gibbs": "topictk gibbs (LDA)",
@@ -479,7 +484,8 @@ LABELS = {"gibbs": "topictk gibbs (LDA)",
           "dmr-sgrld": "topictk dmr-sgrld"}
 TABLE_HEADER = [
     "| corpus | K | method | perplexity (mean ± sd) | train s wall | train s CPU | "
-    "contention | peak RSS MiB | vs its LDA: mean, seeds below | vs tomotopy: ppl, wall, CPU |",
+    "contention | peak RSS MiB | vs its LDA: mean ± se, seeds below | "
+    "vs tomotopy: ppl, wall, CPU |",
     "| --- | --- | --- | --- | ---: | ---: | ---: | ---: | --- | --- |"]
 LDA_OF = {"dmr-sem": "gibbs", "dmr-sem-sparse": "gibbs", "dmr-sem-dense": "gibbs",
           "tomotopy-dmr": "gibbs", "dmr-sgrld": "sgrld"}
@@ -504,7 +510,8 @@ def _dmr_table(rows: dict, seeds: list[int], sfx: str) -> tuple[list[str], list[
                 cont = [r["contention"] for r in rs.values() if "contention" in r]
                 rel_lda = ""
                 if name in LDA_OF and (p := _paired(rs, by_name[LDA_OF[name]])):
-                    rel_lda = f"{100 * p[0]:+.2f} % ({LDA_OF[name]}), {p[1]} of {p[2]}"
+                    rel_lda = (f"{100 * p[0]:+.2f} % ± {100 * p[3]:.2f} ({LDA_OF[name]}), "
+                               f"{p[1]} of {p[2]}")
                 rel_tomo = ""
                 if name.startswith("dmr-sem") and tomo_rows:
                     tp = _paired(rs, tomo_rows)
@@ -525,7 +532,8 @@ def _dmr_table(rows: dict, seeds: list[int], sfx: str) -> tuple[list[str], list[
                 if p is None:
                     continue
                 text = (f"`{name}` {'below' if p[0] < 0 else '**not below**'} LDA "
-                        f"({LDA_OF[name]}; {100 * p[0]:+.2f} %, {p[1]} of {p[2]} seeds)")
+                        f"({LDA_OF[name]}; {100 * p[0]:+.2f} % ± {100 * p[3]:.2f}, {p[1]} of "
+                        f"{p[2]} seeds)")
                 if name == "dmr-sem" and tomo_rows:
                     tp = _paired(rs, tomo_rows)
                     wall = _mean(r["train_seconds"] for r in rs.values())
@@ -584,7 +592,9 @@ def write_section(results: dict, args) -> None:
         f"`--meta year:cat` (13 one-hot years + intercept; tomotopy: the 13 years as "
         f"categories). Plain LDA (`gibbs`, `sgrld`) has symmetric alpha = {ALPHA}; each DMR "
         f"method is compared with LDA trained by its own kind of algorithm (collapsed Gibbs for "
-        f"`dmr-sem` and tomotopy, SGRLD for `dmr-sgrld`), seed by seed.",
+        f"`dmr-sem` and tomotopy, SGRLD for `dmr-sgrld`), seed by seed; ± is the standard "
+        f"error of the difference of the two means (the two methods' seed spreads added), in "
+        f"% of LDA's mean.",
         "",
         *TABLE_HEADER,
     ]
