@@ -365,7 +365,8 @@ def memory_lines(rows: list[dict] | None) -> list[str]:
           "ru_maxrss from wait4; RssAnon / RssFile = peaks polled from /proc/PID/status every "
           "20 ms (anonymous memory against mapped files such as the memory-mapped store).", "",
           "| store | train docs | train tokens | store MB | peak RSS MiB | peak RssAnon MiB | "
-          "peak RssFile MiB | train s |", "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |"]
+          "peak RssFile MiB | train s |",
+          "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |"]
     for r in rows:
         L.append(f"| {r['store']} | {r['train_documents']:,} | {r['train_tokens']:,} | "
                  f"{r['store_bytes'] / 1e6:.2f} | {r['maxrss_kb'] / 1024:.1f} | "

@@ -9,7 +9,8 @@ counts, mapped to the store's vocabulary, give phi-hat = (n_kw + beta) / (n_k + 
 the store's TestSet with the same alpha, the same fold-in settings and the same random streams,
 so held-out tokens and estimator are identical for everyone.
 
-Usage (from the repository root, in a venv with ``pip install -e . -r benchmarks/requirements.txt``)::
+Usage (from the repository root, in a venv with
+``pip install -e . -r benchmarks/requirements.txt``)::
 
     python benchmarks/bench_gibbs.py                       # full run, writes benchmarks/RESULTS.md
     python benchmarks/bench_gibbs.py --sweeps 10 --sweeps-for 1000=5   # quick check
@@ -685,11 +686,13 @@ class Bench:
              f"- Date: {started:%Y-%m-%d %H:%M} UTC to {self.finished:%H:%M} UTC "
              f"({self.total_seconds / 60:.1f} min in total)", *self.machine(), ""]
         L += ["### Method", "",
-              f"- Each library trains on exactly the training tokens of the topictk store (tomotopy: "
+              f"- Each library trains on exactly the training tokens of the topictk store "
+              f"(tomotopy: "
               f"one `add_doc` per training document with the store's word strings, `min_cf=0, "
               f"min_df=0, rm_top=0`, `optim_interval=0` so α stays fixed; the worker checks that "
               f"tomotopy's word frequencies equal the store's; lda: the store's doc-term CSR). "
-              f"α = {ALPHA}, β = {BETA}, seed {a.seed}, the same sweeps for every library in a row.",
+              f"α = {ALPHA}, β = {BETA}, seed {a.seed}, the same sweeps for every library in a "
+              f"row.",
               "- tokens/s = training tokens × sweeps / training wall time of the sweeps only "
               "(topictk: `train_seconds` from the model header, i.e. the driver's `step` calls of "
               "`topictk train` with `eval_every: 0`, run in-process by a wrapper that also adds "
@@ -699,7 +702,8 @@ class Bench:
               "the CPU time (all threads) of the same calls instead: for 1-thread rows it is "
               "the speed with a core to itself, robust to other processes time-sharing the "
               "machine; for 2-thread rows it is per core (wall-clock speed-up needs tokens/s).",
-              f"- Held-out perplexity (point): φ̂ = (n_kw + β)/(n_k + Vβ) from the final state's "
+              f"- Held-out perplexity (point): φ̂ = (n_kw + β)/(n_k + Vβ) from the final "
+              f"state's "
               f"counts (peers' counts mapped to the store vocabulary), then topictk's "
               f"`fold_in_probabilities` ({FOLD_IN_SWEEPS} fold-in sweeps, {FOLD_IN_BURN_IN} "
               f"burn-in, same random streams) and `perplexity_from_probabilities` on the "
@@ -775,7 +779,8 @@ class Bench:
                 if tk1 and tm1:
                     need = 1.0 if K < 1000 else 2.0
                     ratio = tk1["tokens_per_s"] / tm1["tokens_per_s"]
-                    L.append(f"| topictk 1 thread ≥ {need:g}× tomotopy 1 worker (tokens/s) | {c} | "
+                    L.append(f"| topictk 1 thread ≥ {need:g}× tomotopy 1 worker (tokens/s) | "
+                             f"{c} | "
                              f"{K} | {tk1['tokens_per_s'] / 1e6:.2f} M vs "
                              f"{tm1['tokens_per_s'] / 1e6:.2f} M = {ratio:.2f}× | "
                              f"{yes(ratio >= need)} |")
@@ -799,7 +804,8 @@ class Bench:
         L.append("")
         L += ["#### Memory: peak RSS ≤ store size + 3× count arrays", "",
               "count arrays = ndk (D×K int32) + nkw (V×K int32) + nk (K int64). "
-              "`− baseline` subtracts the RSS of a process that only imports what `topictk train` "
+              "`− baseline` subtracts the RSS of a process that only imports what "
+              "`topictk train` "
               "imports.", "",
               "| corpus | K | run | peak RSS MiB | store MiB | 3× counts MiB | target MiB | "
               "peak ≤ target | peak − baseline MiB | (peak − baseline) ≤ target |",

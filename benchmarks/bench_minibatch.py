@@ -203,7 +203,8 @@ def ensure_store(name: str) -> dict:
         res = run_process(TOPICTK + prepare_command(name)[1:] + ["--force"],
                           WORK / "logs" / f"prepare-{name}.log")
         if res["rc"] != 0:
-            raise SystemExit(f"prepare {name} failed:\n{tail(WORK / 'logs' / f'prepare-{name}.log')}")
+            log_path = WORK / "logs" / f"prepare-{name}.log"
+            raise SystemExit(f"prepare {name} failed:\n{tail(log_path)}")
     return json.loads((out / "manifest.json").read_text())
 
 
@@ -523,7 +524,8 @@ def part_throughput(args) -> dict:
     rng = np.random.default_rng(0)
     ids = rng.permutation(doc_ptr.size - 1)
     streams = Streams(0)
-    batches = [gather_batch(doc_ptr, words, np.sort(ids[i * T["batch_docs"]:(i + 1) * T["batch_docs"]]))
+    size = T["batch_docs"]
+    batches = [gather_batch(doc_ptr, words, np.sort(ids[i * size:(i + 1) * size]))
                for i in range(T["batches"])]
     stats = {th: {"kernel_s": 0.0, "kernel_cpu_s": 0.0, "local_statistics_s": 0.0,
                   "token_sweeps": 0}
@@ -857,7 +859,8 @@ def report_throughput(lines: list[str]) -> None:
     for r in t["rows"]:
         lines.append(f"| {r['threads']} | {r['token_sweeps']:,} | {r['kernel_seconds']:.3f} | "
                      f"{r['kernel_rate'] / 1e6:.2f} | {r['kernel_rate_per_thread'] / 1e6:.2f} | "
-                     f"{r['kernel_cpu_seconds']:.3f} | {r['kernel_rate_per_cpu_second'] / 1e6:.2f} | "
+                     f"{r['kernel_cpu_seconds']:.3f} | "
+                     f"{r['kernel_rate_per_cpu_second'] / 1e6:.2f} | "
                      f"{r['local_statistics_rate'] / 1e6:.2f} | "
                      f"{r['local_statistics_rate_per_thread'] / 1e6:.2f} |")
     g = t["global_update_ms"]
@@ -893,7 +896,8 @@ def report_memory(lines: list[str]) -> None:
         tr = r["train"]
         lines.append(f"| {alg} | {store} | {m['train_documents']:,} | {m['train_tokens']:,} | "
                      f"{dir_size(store_path(store)) / 1e6:.2f} | {tr['maxrss_kb'] / 1024:.1f} | "
-                     f"{tr.get('rss_anon_kb', 0) / 1024:.1f} | {tr.get('rss_file_kb', 0) / 1024:.1f} | "
+                     f"{tr.get('rss_anon_kb', 0) / 1024:.1f} | "
+                     f"{tr.get('rss_file_kb', 0) / 1024:.1f} | "
                      f"{fmt((r.get('clock') or {}).get('train_seconds'))} |")
     lines.append("")
 

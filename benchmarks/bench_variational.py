@@ -112,7 +112,8 @@ def csr_matrix(store: CorpusStore):
 # ------------------------------------------------------------------------------- part 1
 def peers_initial_lambda(seed: int, K: int, V: int) -> np.ndarray:
     """The (V, K) initial lambda both peers draw for ``random_state=seed``: scikit-learn's
-    ``components_`` and gensim's ``state.sstats`` are RandomState(seed).gamma(100, 1/100, (K, V))."""
+    ``components_`` and gensim's ``state.sstats`` are
+    RandomState(seed).gamma(100, 1/100, (K, V))."""
     return np.random.RandomState(seed).gamma(100.0, 1.0 / 100.0, (K, V)).T
 
 
