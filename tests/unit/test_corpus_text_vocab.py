@@ -16,7 +16,8 @@ from topictk.errors import UsageError
 # ------------------------------------------------------------------------ tokenisation
 def test_tokenize_keeps_lowercased_runs_of_unicode_letters():
     text = "Straße, ÉCOLE & naïve café—Δέλτα! Москва 東京タワー"
-    assert tokenize(text, 1) == ["straße", "école", "naïve", "café", "δέλτα", "москва", "東京タワー"]
+    assert tokenize(text, 1) == ["straße", "école", "naïve", "café", "δέλτα", "москва",
+                                 "東京タワー"]
 
 
 def test_tokenize_splits_on_digits_underscores_and_punctuation():

@@ -145,7 +145,8 @@ cdef inline int64_t sample_document(int64_t begin, int64_t end, const int32_t* w
                                     bitgen_t* gen) noexcept nogil:
     """Sample one document; add kept-sweep counts to word_topic (may be NULL) and doc_topic.
 
-    ``acum`` (the per-word alpha-bucket totals ``atot``) NULL selects the dense path. Returns the number of rounding fallbacks.
+    ``acum`` (the per-word alpha-bucket totals ``atot``) NULL selects the dense path. Returns
+    the number of rounding fallbacks.
     """
     return sample_document_acc(begin, end, words, weights, acum, alpha, K, n_sweeps, n_burn,
                                zbuf, nd, dt, dt_pos, buf, word_topic, doc_topic, NULL, gen)

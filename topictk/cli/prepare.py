@@ -57,7 +57,8 @@ def _summary(manifest: dict, out: str) -> str:
 @click.option("--min-df", type=float, default=1, show_default=True,
               help="Keep words in at least this many training documents (or this share, if < 1).")
 @click.option("--max-df", type=float, default=1.0, show_default=True,
-              help="Keep words in at most this share of training documents (or this count, if > 1).")
+              help="Keep words in at most this share of training documents "
+                   "(or this count, if > 1).")
 @click.option("--vocab-size", type=int, default=None, help="Keep the most frequent words only.")
 @click.option("--test-docs", type=float, default=None, show_default=str(DEFAULT_TEST_DOCS),
               help="Test documents: a share (< 1) or a count.")

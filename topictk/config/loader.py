@@ -105,7 +105,8 @@ def _apply_override(data: dict, parts: list[str], value: Any) -> None:
         if child is None:
             child = node[part] = {}
         if not isinstance(child, dict):
-            raise ConfigError(f"--set {'.'.join(parts)}: '{'.'.join(parts[:i + 1])}' is not a section")
+            raise ConfigError(f"--set {'.'.join(parts)}: '{'.'.join(parts[:i + 1])}' is not a "
+                              f"section")
         node = child
     node[parts[-1]] = value
 
@@ -176,7 +177,8 @@ def validate(raw: dict, where: str, base_dir: Path) -> Config:
                           f"{', '.join(TOP_LEVEL)} ({where})")
     for key in raw:
         if key not in TOP_LEVEL:
-            raise ConfigError(f"unknown section '{key}' ({where}){_suggest(str(key), list(TOP_LEVEL))}")
+            raise ConfigError(f"unknown section '{key}' ({where})"
+                              f"{_suggest(str(key), list(TOP_LEVEL))}")
     for key in ("corpus", "output"):
         value = raw.get(key)
         if isinstance(value, dict) and set(value) == {"path"}:
@@ -242,7 +244,8 @@ def load_config(path: str | Path | None, overrides: list[str] = (),
         except yaml.YAMLError as exc:
             mark = getattr(exc, "problem_mark", None)
             line = f" line {mark.line + 1}" if mark is not None else ""
-            raise ConfigError(f"{path}:{line} invalid YAML ({getattr(exc, 'problem', exc)})") from None
+            problem = getattr(exc, "problem", exc)
+            raise ConfigError(f"{path}:{line} invalid YAML ({problem})") from None
         if raw is None:
             raise ConfigError(f"{path}: config file is empty; it needs corpus, model, "
                               f"inference and output")

@@ -165,7 +165,8 @@ TRAINING = {
     "checkpoint_every": Option("int", 50, low=0, help="checkpoint every N steps (0 = never)"),
     "keep_checkpoints": Option("int", 3, low=1, help="newest checkpoints kept"),
     "time_limit": Option("float", None, low=0, low_open=True, nullable=True,
-                         help="stop gracefully after this many seconds of training (evaluation excluded)"),
+                         help="stop gracefully after this many seconds of training "
+                              "(evaluation excluded)"),
 }
 
 EVALUATION = {

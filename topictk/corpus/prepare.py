@@ -79,20 +79,24 @@ class PrepareOptions:
         if self.min_length < 1:
             raise UsageError(f"--min-length must be >= 1; got {self.min_length}")
         if self.min_df <= 0 or (self.min_df >= 1 and self.min_df != int(self.min_df)):
-            raise UsageError(f"--min-df must be a share in (0, 1) or a whole count >= 1; got {self.min_df}")
+            raise UsageError(f"--min-df must be a share in (0, 1) or a whole count >= 1; "
+                             f"got {self.min_df}")
         if self.max_df <= 0:
-            raise UsageError(f"--max-df must be a share in (0, 1] or a count >= 1; got {self.max_df}")
+            raise UsageError(f"--max-df must be a share in (0, 1] or a count >= 1; "
+                             f"got {self.max_df}")
         if self.vocab_size is not None and self.vocab_size < 1:
             raise UsageError(f"--vocab-size must be >= 1; got {self.vocab_size}")
         if self.test_docs < 0 or (self.test_docs >= 1 and self.test_docs != int(self.test_docs)):
-            raise UsageError(f"--test-docs must be a share in [0, 1) or a whole count; got {self.test_docs}")
+            raise UsageError(f"--test-docs must be a share in [0, 1) or a whole count; "
+                             f"got {self.test_docs}")
         if not 0 < self.heldout_fraction < 1:
             raise UsageError(f"--heldout-fraction must be in (0, 1); got {self.heldout_fraction}")
         if self.heldout_train_fraction is not None and not 0 < self.heldout_train_fraction < 1:
             raise UsageError(f"--heldout-train-fraction must be in (0, 1); got "
                              f"{self.heldout_train_fraction}")
         if self.encoding_errors not in ("strict", "skip"):
-            raise UsageError(f"--encoding-errors must be strict or skip; got {self.encoding_errors}")
+            raise UsageError(f"--encoding-errors must be strict or skip; "
+                             f"got {self.encoding_errors}")
         if self.vocab_list is not None and (self.vocab_size is not None or self.min_df != 1
                                             or self.max_df != 1.0
                                             or self.stopwords not in (None, "none")):
@@ -100,7 +104,8 @@ class PrepareOptions:
                              "--vocab-size and --stopwords (leave out of the list the words to "
                              "drop)")
         if (self.test_observed is None) != (self.test_heldout is None):
-            raise UsageError("--test-observed and --test-heldout go together: give both docword files")
+            raise UsageError("--test-observed and --test-heldout go together: give both "
+                             "docword files")
         if self.meta_file is not None and self.meta is None and self.split_field is None:
             raise UsageError(f"--meta-file {self.meta_file}: nothing uses it; add --meta FIELD,... "
                              f"to keep fields as features (or --split-field FIELD)")
@@ -403,7 +408,8 @@ def prepare(inputs: list[str], out: str | Path, opts: PrepareOptions) -> dict:
          arrays["train_held_counts"]) = ptr_to_csr(tptr, twords, V)
     ptr, words = tokens_to_ptr(train_mapped)
     arrays["train_doc_ptr"], arrays["train_words"] = ptr, words
-    arrays["train_indptr"], arrays["train_indices"], arrays["train_counts"] = ptr_to_csr(ptr, words, V)
+    (arrays["train_indptr"], arrays["train_indices"],
+     arrays["train_counts"]) = ptr_to_csr(ptr, words, V)
     ptr, words = tokens_to_ptr(obs_mapped)
     arrays["test_obs_doc_ptr"], arrays["test_obs_words"] = ptr, words
     (arrays["test_obs_indptr"], arrays["test_obs_indices"],

@@ -99,7 +99,8 @@ def _open_binary(path: Path) -> IO[bytes]:
     if not path.exists():
         raise CorpusUsageError(f"{path}: no such file; check the input path")
     if path.is_dir():
-        raise CorpusUsageError(f"{path}: is a directory; use --format dir for a folder of .txt files")
+        raise CorpusUsageError(f"{path}: is a directory; use --format dir for a folder of "
+                               f".txt files")
     if path.suffix == ".gz":
         return gzip.open(path, "rb")
     return open(path, "rb")
@@ -135,7 +136,8 @@ def _numbered_lines(source: str) -> Iterator[tuple[str, int, bytes]]:
         for lineno, raw in enumerate(stream, start=1):
             yield name, lineno, raw
     except (OSError, EOFError) as exc:
-        raise CorpusError(f"{name}: cannot be read ({exc}); check that the file is complete") from None
+        raise CorpusError(f"{name}: cannot be read ({exc}); check that the file is "
+                          f"complete") from None
     finally:
         if stream is not sys.stdin.buffer:
             stream.close()
@@ -272,7 +274,8 @@ def read_uci(docword: str, vocab_path: str | None) -> BagOfWords:
         raise CorpusUsageError(f"{path}: no such file; check the input path")
     vpath = Path(vocab_path) if vocab_path else find_uci_vocab(path)
     if vpath is None:
-        raise CorpusUsageError(f"{path}: UCI input needs its vocabulary; add --vocab vocab.NAME.txt")
+        raise CorpusUsageError(f"{path}: UCI input needs its vocabulary; "
+                               f"add --vocab vocab.NAME.txt")
     vocab = read_vocab(vpath)
     with _open_binary(path) as stream:
         try:

@@ -32,8 +32,9 @@ def select_vocabulary(type_names: list[str], df: np.ndarray, cf: np.ndarray, n_d
                       stopwords: frozenset[str] = frozenset()) -> np.ndarray:
     """Input type ids kept in the vocabulary, in vocabulary order.
 
-    Kept: types with ``min_df <= df <= max_df`` (min_df a share of documents below 1, max_df a share up to
-    1.0, otherwise counts) that are not stop words. Order: corpus frequency descending, ties alphabetical.
+    Kept: types with ``min_df <= df <= max_df`` (min_df a share of documents below 1, max_df a
+    share up to 1.0, otherwise counts) that are not stop words. Order: corpus frequency
+    descending, ties alphabetical.
     ``vocab_size`` keeps the most frequent.
     """
     keep = (df >= max(_min_threshold(min_df, n_docs), 1)) & (df <= _max_threshold(max_df, n_docs))

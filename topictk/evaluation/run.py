@@ -38,7 +38,8 @@ def _damaged_model_fix(run_dir: Path, checkpoint: int | None) -> str:
 class LoadedRun:
     """A run directory's config, store, driver and state (final model or a checkpoint)."""
 
-    def __init__(self, run_dir: str | Path, checkpoint: int | None = None, threads: int | None = None):
+    def __init__(self, run_dir: str | Path, checkpoint: int | None = None,
+                 threads: int | None = None):
         run_dir = Path(run_dir)
         config_path = run_dir / "config.yaml"
         if not config_path.exists():

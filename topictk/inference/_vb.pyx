@@ -27,8 +27,8 @@ from topictk._cy.special cimport digamma, lngamma
 cdef Py_ssize_t WAVE_DOUBLES = 1 << 21
 
 
-def expected_log_topics(const double[:, ::1] lam,      # IN  (V, K) lambda (or lam_tilde), word-major
-                        object rows,                   # IN  (V_b,) int32 words to compute, or None = all
+def expected_log_topics(const double[:, ::1] lam,      # IN  (V, K) lambda (or lam_tilde)
+                        object rows,                   # IN  (V_b,) int32 words, None = all
                         double offset, double scale,   # lambda_wk = offset + scale * lam[w, k]
                         const double[::1] psi_total,   # IN  (K) psi(lambda_k.) (smoothed only)
                         bint smoothed,
@@ -214,7 +214,7 @@ cdef int _doc_estep(Py_ssize_t n_pairs, const int32_t* ids, const int32_t* cts,
 
 
 def e_step(const int64_t[::1] indptr,      # IN  (D_b + 1) CSR row offsets
-           const int32_t[::1] indices,     # IN  (M_b) rows of ``expelog`` (word ids or batch-local ids)
+           const int32_t[::1] indices,     # IN  (M_b) rows of ``expelog`` (word or batch ids)
            const int32_t[::1] counts,      # IN  (M_b) n_dw >= 1
            const double[:, ::1] expelog,   # IN  (V_b, K) B = exp(Elogphi - shift)
            const double[::1] shift,        # IN  (V_b) m_w

@@ -102,7 +102,8 @@ def fold_in_probabilities(test: TestSet, weights: np.ndarray, phi: np.ndarray,
     _gibbs.fold_in_heldout(
         np.ascontiguousarray(obs.doc_ptr), np.ascontiguousarray(obs.words),
         np.ascontiguousarray(held.indptr), np.ascontiguousarray(held.indices),
-        np.ascontiguousarray(weights, dtype=np.float64), np.ascontiguousarray(phi, dtype=np.float64),
+        np.ascontiguousarray(weights, dtype=np.float64),
+        np.ascontiguousarray(phi, dtype=np.float64),
         np.ascontiguousarray(np.atleast_2d(alpha), dtype=np.float64),
         int(evaluation.fold_in_sweeps), int(evaluation.fold_in_burn_in), bounds, chunk_streams,
         out, threads)

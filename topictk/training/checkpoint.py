@@ -108,7 +108,8 @@ def load_arrays(path: Path, fix: str = RESUME_FIX) -> tuple[dict, dict[str, np.n
                 arrays = {k[2:]: data[k] for k in data.files if k.startswith("a_")}
     except (OSError, ValueError, KeyError, EOFError, zipfile.BadZipFile, UnicodeDecodeError,
             json.JSONDecodeError) as exc:
-        raise CheckpointError(f"{path}: truncated or corrupt ({type(exc).__name__}); {fix}") from None
+        kind = type(exc).__name__
+        raise CheckpointError(f"{path}: truncated or corrupt ({kind}); {fix}") from None
     if header.get("format") != CHECKPOINT_FORMAT:
         raise CheckpointError(f"{path}: not a topictk checkpoint; {fix}")
     if header.get("format_version") != CHECKPOINT_VERSION:

@@ -254,7 +254,8 @@ def train(config: Config, *, resume: bool = False, force: bool = False,
                 state = driver.state_from_arrays(header["state"], arrays)
             except (KeyError, ValueError) as exc:
                 raise CheckpointError(f"{path}: does not hold a complete {driver.name} state "
-                                      f"({exc}); delete it to fall back to an earlier one") from None
+                                      f"({exc}); delete it to fall back to an earlier "
+                                      f"one") from None
             check_sample_schedule(driver, state, int(header["state"]["step"]),
                                   run_dir / "config.yaml")
             streams = Streams.from_state(header["streams"])
