@@ -39,6 +39,7 @@ KERNELS = [
     "topictk.inference._dlda",
     "topictk.inference._pem",
     "topictk.inference._dmr",
+    "topictk.evaluation._left_to_right",
 ]
 
 

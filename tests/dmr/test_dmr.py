@@ -16,10 +16,12 @@ from tests.fixtures import cut_back_run, gibbs_config, planted_corpus, write_tok
 from tests.integration._cli import fails, ok, write_config
 from tests.reference import dmr as ref
 from tests.reference import gibbs as gibbs_ref
+from tests.reference import left_to_right as l2r_ref
 from tests.reference import minibatch as minibatch_ref
 from topictk.config import load_config
 from topictk.corpus.store import CorpusStore
 from topictk.errors import ConfigError
+from topictk.evaluation.left_to_right import left_to_right_perplexity
 from topictk.inference import _minibatch
 from topictk.inference import base
 from topictk.inference import gibbs as gibbs_module
@@ -333,6 +335,42 @@ def test_fold_in_uses_the_document_prior(dmr_store, tmp_path, algorithm):
                                          test.heldout.indptr, test.heldout.indices, phi, phi,
                                          alpha, 10, 5, bounds, rngs)
     np.testing.assert_allclose(probs, expected, rtol=1e-12)
+
+
+@pytest.mark.parametrize("algorithm", ["dmr-sem", "dmr-sgrld"])
+def test_left_to_right_uses_the_document_prior(dmr_store, tmp_path, algorithm):
+    """§9.4: the left-to-right estimator (§11.3) scores each test document with alpha_d =
+    exp(x_d^T nu) of its own features; samples are averaged in probability space."""
+    path, _ = dmr_store
+    store = CorpusStore.open(path)
+    cls = DMRSEMDriver if algorithm == "dmr-sem" else DMRSGRLDDriver
+    driver = cls(_config(path, tmp_path / "run", algorithm=algorithm), store)
+    streams = Streams(2)
+    state = driver.init_state(streams)
+    samples = []
+    for t in range(3):
+        driver.step(state, t)
+        samples.append(driver.sample(state))
+    for s in samples:
+        s["nu"] = s["nu"] + np.array([2.0, 0.0])      # make the flag matter
+    test = base.TestSet.from_store(store)
+    pairs = driver.predictive_topics(state, samples, test)
+    X = store.features("test")
+    lls = []
+    bounds = base.chunk_bounds_by_docs(test.observed.n_docs, 16)
+    obs, held = test.observed, test.heldout
+    for s, (phi, alpha) in zip(samples, pairs):
+        np.testing.assert_array_equal(alpha, document_alpha(X, s["nu"]))
+        assert len({tuple(r) for r in np.round(alpha, 12)}) == 2    # two kinds of document
+        lls.append(l2r_ref.left_to_right(obs.doc_ptr, obs.words, held.indptr, held.indices,
+                                         held.counts, phi, alpha, 2, bounds,
+                                         [make_stream(2, keys.left_to_right_key(c))
+                                          for c in range(bounds.size - 1)]))
+    per_doc = np.log(np.mean(np.exp(np.array(lls)), axis=0))
+    result = left_to_right_perplexity(driver, state, test, samples, 2, streams, threads=2)
+    assert result["left_to_right_samples"] == 3
+    np.testing.assert_allclose(result["perplexity_left_to_right"],
+                               np.exp(-per_doc.sum() / test.n_heldout_tokens), rtol=1e-12)
 
 
 # ------------------------------------------------------------ runs, resume, threads

@@ -6,6 +6,8 @@ import json
 import click
 
 from topictk.cli.options import run_dir_argument, threads_option
+from topictk.errors import UsageError
+from topictk.evaluation.left_to_right import DEFAULT_PARTICLES
 from topictk.evaluation.run import evaluate_run
 
 
@@ -14,10 +16,21 @@ from topictk.evaluation.run import evaluate_run
 @click.option("--json", "as_json", is_flag=True, help="One JSON object on stdout.")
 @click.option("--checkpoint", type=click.IntRange(min=0), default=None, metavar="STEP",
               help="Evaluate this checkpoint instead of the final model.")
+@click.option("--left-to-right", "left_to_right", is_flag=True,
+              help="Also score the held-out tokens by the left-to-right estimator (Wallach et "
+                   "al. 2009), which integrates theta out; O(particles x length^2 x K) per "
+                   "document.")
+@click.option("--particles", type=click.IntRange(min=1), default=None,
+              help=f"Particles of the left-to-right estimator [default: {DEFAULT_PARTICLES}].")
 @threads_option
-def evaluate(run_dir, as_json, checkpoint, threads):
+def evaluate(run_dir, as_json, checkpoint, left_to_right, particles, threads):
     """Held-out perplexity (document completion), UMass, NPMI and topic diversity of a run."""
-    result = evaluate_run(run_dir, checkpoint, threads)
+    if particles is not None and not left_to_right:
+        raise UsageError("--particles sets the left-to-right estimator's particles; add "
+                         "--left-to-right")
+    result = evaluate_run(run_dir, checkpoint, threads,
+                          left_to_right=(particles or DEFAULT_PARTICLES) if left_to_right
+                          else None)
     if as_json:
         click.echo(json.dumps(result, sort_keys=True))
         return
@@ -29,6 +42,10 @@ def evaluate(run_dir, as_json, checkpoint, threads):
                    f"{result['samples']} sample(s))")
     else:
         click.echo("perplexity:  n/a (the corpus store has no held-out tokens)")
+    if "perplexity_left_to_right" in result:
+        click.echo(f"left-to-right perplexity: {result['perplexity_left_to_right']:.3f}  "
+                   f"({result['left_to_right_particles']} particles, "
+                   f"{result['left_to_right_samples']} sample(s))")
     click.echo(f"umass:       {result['umass']:.4f}")
     click.echo(f"npmi:        {result['npmi']:.4f}")
     click.echo(f"diversity:   {result['diversity']:.4f}")

@@ -6,6 +6,7 @@ from pathlib import Path
 from topictk.config.loader import load_config
 from topictk.errors import CheckpointError, CheckpointUsageError, UsageError
 from topictk.evaluation.coherence import topic_quality
+from topictk.evaluation.left_to_right import left_to_right_perplexity
 from topictk.evaluation.perplexity import heldout_perplexity, train_heldout_perplexity
 from topictk.inference.base import TestSet
 from topictk.inference.registry import get_driver
@@ -79,8 +80,10 @@ class LoadedRun:
 
 
 def evaluate_run(run_dir: str | Path, checkpoint: int | None = None,
-                 threads: int | None = None) -> dict:
-    """Held-out perplexity averaged over the saved samples, coherence and diversity."""
+                 threads: int | None = None, left_to_right: int | None = None) -> dict:
+    """Held-out perplexity averaged over the saved samples, coherence and diversity;
+    ``left_to_right`` = R also scores the held-out tokens by the left-to-right estimator with R
+    particles (§11.3)."""
     run = LoadedRun(run_dir, checkpoint, threads)
     test = TestSet.from_store(run.store)
     result = {"run": str(run.run_dir), "model": run.path.name,
@@ -95,6 +98,10 @@ def evaluate_run(run_dir: str | Path, checkpoint: int | None = None,
         report = getattr(run.driver, "evaluation_report", None)
         if report is not None:
             result.update(report(run.state, test))
+        if left_to_right is not None:
+            result.update(left_to_right_perplexity(run.driver, run.state, test, samples,
+                                                   left_to_right, run.streams,
+                                                   run.driver.threads))
     else:
         result["perplexity"] = None
     result.update(train_heldout_perplexity(run.driver, run.state, run.store, samples))

@@ -200,5 +200,13 @@ class Driver(ABC):
                              f"documents in with")
         return np.atleast_2d(np.asarray(alpha, dtype=np.float64))
 
+    def predictive_topics(self, state: Any, samples: list[dict[str, np.ndarray]] | None,
+                          test: TestSet) -> list[tuple[np.ndarray, np.ndarray]]:
+        """The (phi-hat (V, K), alpha (1 or D_test, K)) pairs that the left-to-right estimator
+        (§11.3) scores the test documents with, one per sample. The default is one pair: the
+        topics of ``topic_word`` and the test documents' ``document_prior``."""
+        features = self.store.features("test") if self.uses_features else None
+        return [(self.topic_word(state).T, self.document_prior(state, features))]
+
     def check_state(self, state: Any) -> None:
         """Raise :class:`topictk.errors.NumericalError` if global parameters are not finite."""

@@ -30,7 +30,7 @@ import numpy as np
 
 from topictk.config.schema import Option
 from topictk.corpus.store import ptr_to_csr
-from topictk.errors import ConfigError, NumericalError
+from topictk.errors import ConfigError, NumericalError, UsageError
 from topictk.inference import _dlda
 from topictk.inference.base import (INFER_CHUNK_DOCS, Driver, StepInfo, TestSet,
                                     chunk_bounds_by_docs, chunk_bounds_by_tokens)
@@ -516,6 +516,16 @@ class DLDADriver(Driver):
     def _point_due(self, step: int) -> bool:
         every = int(self.config.inference.point_perplexity["every"])
         return every == 0 or step % every == 0 or step >= self.iterations
+
+    def predictive_topics(self, state: DeepState, samples, test: TestSet):
+        """One layer: theta_d ~ Gam(r, 1/c_d) normalised is Dir(r), so the left-to-right
+        estimator scores Phi^(1) with alpha = r (§11.3). Deeper networks put a gamma prior on
+        r itself, which the estimator does not cover."""
+        if state.depth > 1:
+            raise UsageError(f"the left-to-right estimator needs a Dirichlet prior on theta; a "
+                             f"{state.depth}-layer '{self.name}' network has a gamma prior from "
+                             f"the layer above. Use the default estimator (document completion)")
+        return [(state.phi[0], state.r)]
 
     def heldout_probabilities(self, state: DeepState, samples, test: TestSet,
                               pass_index: int) -> np.ndarray:

@@ -487,6 +487,12 @@ class DMRSEMDriver(DMRPriorMixin, Driver):
                                            self.threads)
         return total / len(samples)
 
+    def predictive_topics(self, state: DMRCountState, samples, test: TestSet):
+        """phi-hat of every saved sample with alpha_d = exp(x_d^T nu) of the test documents."""
+        X_test = np.ascontiguousarray(self.store.features("test"), dtype=np.float64)
+        return [(counts_phi_hat(s["nkw"], s["nk"], state.beta), document_alpha(X_test, s["nu"]))
+                for s in (samples or [self.sample(state)])]
+
     def train_heldout_probabilities(self, state: DMRCountState, samples,
                                     heldout) -> np.ndarray:
         """Protocol B (§11.2): theta-hat^s = (n_dk + alpha_dk)/(N_d + alpha_d.) per sample."""
@@ -664,6 +670,12 @@ class DMRSGRLDDriver(DMRPriorMixin, SGRLDDriver):
         document (§9.4), probabilities averaged over samples (§11.2)."""
         X_test = np.ascontiguousarray(self.store.features("test"), dtype=np.float64)
         return self._fold_in(state, samples, test, X_test, pass_index)
+
+    def predictive_topics(self, state: DMRSimplexState, samples, test: TestSet):
+        """Each collected sample's phi with alpha_d = exp(x_d^T nu) of the test documents."""
+        X_test = np.ascontiguousarray(self.store.features("test"), dtype=np.float64)
+        return [(s["phi"], document_alpha(X_test, s["nu"]))
+                for s in (samples or [self.sample(state)])]
 
     def train_heldout_probabilities(self, state: DMRSimplexState, samples,
                                     heldout) -> np.ndarray:

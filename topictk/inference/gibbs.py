@@ -256,6 +256,11 @@ class GibbsDriver(Driver):
                                            self.streams, pass_index, self.threads)
         return total / len(samples)
 
+    def predictive_topics(self, state: CountState, samples, test: TestSet):
+        """phi-hat and alpha of every saved sample (the current state when there are none)."""
+        return [(phi_hat(s["nkw"], s["nk"], state.beta), s["alpha"])
+                for s in (samples or [self.sample(state)])]
+
     # ------------------------------------------------------------ persistence
     def state_to_arrays(self, state: CountState):
         header = {"step": state.step, "sample_steps": list(state.sample_steps),

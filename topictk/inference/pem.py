@@ -342,6 +342,10 @@ class PEMDriver(Driver):
         theta = self.fold_in(state, test.observed)
         return mixture_probabilities(test.heldout, theta, self._phi(state), self.threads)
 
+    def predictive_topics(self, state: PEMState, samples, test: TestSet):
+        """The particles share phi and alpha; theta, which alone differs, is integrated out."""
+        return [(self._phi(state), state.alpha)]
+
     @staticmethod
     def _phi(state: PEMState) -> np.ndarray:
         """phi renormalised per topic, as :meth:`topictk.state.variational.VBState.phi` does

@@ -212,6 +212,10 @@ class SGRLDDriver(Driver):
                                            self.streams, pass_index, self.threads)
         return total / len(samples)
 
+    def predictive_topics(self, state: SimplexState, samples, test: TestSet):
+        """Each collected sample's phi with the model's alpha."""
+        return [(s["phi"], state.alpha) for s in (samples or [self.sample(state)])]
+
     def train_heldout_probabilities(self, state: SimplexState, samples, heldout) -> np.ndarray:
         """Protocol B (§11.2): each training document's theta-hat comes from local Gibbs chains
         on its observed tokens with the sample's phi (what the algorithm's local step computes

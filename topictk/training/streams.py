@@ -4,7 +4,8 @@ Every stream is ``PCG64(SeedSequence(entropy=seed, spawn_key=KEY))``. Persistent
 (init ``(0,)``, main ``(1,)``, batch sampler ``(3, c)``) are created once, advance across steps
 and are saved in checkpoints; derived streams (local ``(2, t, c)``, eval ``(4, e, c)``) are
 re-created from their key whenever needed, so they need no saving; ``topictk infer`` uses
-``(5, c)`` of the seed it is given.
+``(5, c)`` of the seed it is given; the left-to-right estimator of ``topictk evaluate``
+(§11.3) uses the derived ``(6, c)``, the same for every sample.
 """
 from __future__ import annotations
 
@@ -28,6 +29,10 @@ def eval_key(pass_index: int, chunk: int) -> tuple[int, ...]:
 
 def infer_key(chunk: int) -> tuple[int, ...]:
     return (5, chunk)
+
+
+def left_to_right_key(chunk: int) -> tuple[int, ...]:
+    return (6, chunk)
 
 
 def make_stream(seed: int, key: tuple[int, ...]) -> np.random.PCG64:
