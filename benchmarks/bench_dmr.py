@@ -411,6 +411,51 @@ class Bench:
                                                   f"{row['steps']} EM steps, "
                                                   f"{row['train_seconds']:.1f} s"))
 
+    def part_left_to_right(self) -> None:
+        """``topictk evaluate --left-to-right`` on finished topictk rows of the DMR part (the
+        corpora, K, seeds and methods given; tomotopy's snapshots are not kept as runs), ``--jobs``
+        evaluations at a time, one thread each."""
+        from concurrent.futures import ThreadPoolExecutor
+
+        a = self.args
+        keys = []
+        for corpus in a.corpora:
+            for K in a.topics:
+                for seed in a.seeds:
+                    for name in a.libs:
+                        key = f"{corpus}-K{K}-{name}{thread_suffix(a.threads)}-s{seed}"
+                        row = self.results["rows"].get(key)
+                        if name == "tomotopy-dmr" or not row or "error" in row:
+                            continue
+                        if "perplexity_left_to_right" not in row or a.rerun:
+                            keys.append(key)
+
+        def evaluate(key: str) -> dict:
+            base = WORK / "runs" / key
+            log = base / "evaluate-left-to-right.log"
+            res = run_measured([self.py, "-m", "topictk", "evaluate", str(base / "run"), "--json",
+                                "--left-to-right", "--particles", str(a.l2r_particles),
+                                "--threads", "1"], log)
+            if res["rc"] != 0:
+                return {"error": f"evaluate exit {res['rc']} (see {log})"}
+            text = log.read_text()
+            out = json.loads(text[text.index("{"):])
+            return {"perplexity_left_to_right": out["perplexity_left_to_right"],
+                    "left_to_right_particles": out["left_to_right_particles"],
+                    "left_to_right_samples": out["left_to_right_samples"],
+                    "left_to_right_eval_seconds": res["wall"]}
+
+        self.log(f"left-to-right: {len(keys)} runs, {a.jobs} at a time")
+        with ThreadPoolExecutor(max_workers=a.jobs) as pool:
+            for key, out in zip(keys, pool.map(evaluate, keys)):
+                if "error" in out:
+                    self.log(f"  {key}: {out['error']}")
+                    continue
+                self.results["rows"][key].update(out)
+                self.save()
+                self.log(f"  {key}: left-to-right {out['perplexity_left_to_right']:.1f} "
+                         f"({out['left_to_right_eval_seconds']:.0f} s)")
+
     def main(self) -> None:
         began = time.perf_counter()
         self.results.setdefault("machine", {
@@ -421,6 +466,8 @@ class Bench:
             self.part_dmr()
         if self.args.part in ("pem", "all"):
             self.part_pem()
+        if self.args.part == "left-to-right":
+            self.part_left_to_right()
         self.results["bench_seconds_last_invocation"] = time.perf_counter() - began
         self.save()
         if not self.args.no_write:
@@ -613,6 +660,7 @@ def write_section(results: dict, args) -> None:
             f"setting, the seeds and the evaluation are those of the table above; `contention` "
             f"counts cores busy outside the run, so 0 means the machine was otherwise idle.",
             "", *TABLE_HEADER, *table, "", "Targets (means over the seeds):", "", *verdicts]
+    lines += _left_to_right_table(rows, seeds)
     lines += _prior_level_table()
     lines += ["", "### Particle EM on uci_kos", ""]
     K, I = args.pem_topics, args.em_iterations
@@ -648,6 +696,53 @@ def write_section(results: dict, args) -> None:
                       "`benchmarks/work/dmr/results.json`):", "", "```bash", *commands, "```"]
     lines.append("")
     replace_section(RESULTS, SECTION, "\n".join(lines))
+
+
+def _left_to_right_table(rows: dict, seeds: list[int]) -> list[str]:
+    """The DMR-part runs scored again by the left-to-right estimator (``--part
+    left-to-right``), beside their document-completion perplexity on the same seeds."""
+    body = []
+    for corpus in ("poliblog", "nips"):
+        for K in (20, 50):
+            by_name = {}
+            for name in ("gibbs", "dmr-sem", "sgrld", "dmr-sgrld"):
+                rs = _seed_rows(rows, corpus, K, name, seeds)
+                by_name[name] = {s: {**r, "perplexity": r["perplexity_left_to_right"]}
+                                 for s, r in rs.items() if "perplexity_left_to_right" in r}
+                by_name[name + " completion"] = {s: rs[s] for s in by_name[name]}
+            for name in ("gibbs", "dmr-sem", "sgrld", "dmr-sgrld"):
+                rs = by_name[name]
+                if not rs:
+                    continue
+                l2r = [r["perplexity"] for r in rs.values()]
+                completion = [r["perplexity"] for r in by_name[name + " completion"].values()]
+                rel = ""
+                if name in LDA_OF and (p := _paired(rs, by_name[LDA_OF[name]])):
+                    rel = (f"{100 * p[0]:+.2f} % ± {100 * p[3]:.2f} ({LDA_OF[name]}), "
+                           f"{p[1]} of {p[2]}")
+                first = next(iter(rs.values()))
+                body.append(
+                    f"| {corpus} | {K} | {LABELS[name]} | {_mean(l2r):.1f} ± {_sd(l2r):.1f} "
+                    f"({len(l2r)}) | {_mean(completion):.1f} | {rel} | "
+                    f"{_mean(r['left_to_right_eval_seconds'] for r in rs.values()):.0f} "
+                    f"({first['left_to_right_particles']} particles, "
+                    f"{first['left_to_right_samples']} samples) |")
+    if not body:
+        return []
+    return [
+        "", "### DMR against LDA by the left-to-right estimator", "",
+        "The runs of the first table scored again by `topictk evaluate --left-to-right` "
+        "(Wallach et al. 2009, ALGORITHMS.md §11.3), which integrates theta out instead of "
+        "plugging in the fold-in's estimate: 20 particles, each document's value averaged over "
+        "the run's 10 samples in probability space, DMR with each test document's alpha_d. "
+        "Same held-out tokens as document completion, whose perplexity on the same seeds is "
+        "beside it. Its cost grows with the square of the document length, so NIPS (about "
+        "1,300 tokens per test document, some 30 minutes per run) is not scored this way. "
+        "Evaluation seconds: one thread per run, two runs at a time.", "",
+        "| corpus | K | method | left-to-right perplexity (mean ± sd, seeds) | document "
+        "completion (same seeds) | vs its LDA (left-to-right): mean ± se, seeds below | "
+        "evaluation s |",
+        "| --- | --- | --- | --- | --- | --- | --- |", *body]
 
 
 def _prior_level_table() -> list[str]:
@@ -741,7 +836,9 @@ def final_bound(K: int, name: str) -> float | None:
 # --------------------------------------------------------------------------- CLI
 def parse_args(argv):
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    p.add_argument("--part", choices=["dmr", "pem", "all"], default="all")
+    p.add_argument("--part", choices=["dmr", "pem", "all", "left-to-right"], default="all",
+                   help="all = dmr and pem; left-to-right = score finished DMR-part runs by the "
+                        "left-to-right estimator as well (slow: O(R len^2 K) per document)")
     p.add_argument("--corpora", nargs="+", default=["poliblog", "nips"])
     p.add_argument("--topics", nargs="+", type=int, default=[20, 50])
     p.add_argument("--libs", nargs="+", default=DMR_LIBS, choices=DMR_LIBS)
@@ -759,6 +856,10 @@ def parse_args(argv):
     p.add_argument("--seeds", nargs="+", type=int, default=[1, 2, 3],
                    help="seeds of the DMR part (every row once per seed); the PEM part uses the "
                         "first")
+    p.add_argument("--l2r-particles", type=int, default=20,
+                   help="particles of the left-to-right estimator")
+    p.add_argument("--jobs", type=int, default=1,
+                   help="left-to-right evaluations run at a time (one thread each)")
     p.add_argument("--rerun", action="store_true", help="run rows already in results.json again")
     p.add_argument("--fresh", action="store_true", help="forget results.json")
     p.add_argument("--no-write", action="store_true", help="do not touch RESULTS.md")
