@@ -311,17 +311,26 @@ def test_sgrld_step_equals_reference(dmr_store, tmp_path, seed):
         np.testing.assert_allclose(state.nu, nu, rtol=1e-11, atol=1e-13)
 
 
-@pytest.mark.parametrize("algorithm", ["dmr-sem", "dmr-sgrld"])
-def test_fold_in_uses_the_document_prior(dmr_store, tmp_path, algorithm):
-    """§9.4: test documents are folded in with alpha_d = exp(x_d^T nu) of their own features."""
+def _trained_driver(dmr_store, tmp_path, algorithm: str, steps: int = 3):
+    """A DMR driver on the planted store (seed 2) and its state after ``steps`` steps, with
+    the samples taken after each step."""
     path, _ = dmr_store
     store = CorpusStore.open(path)
     cls = DMRSEMDriver if algorithm == "dmr-sem" else DMRSGRLDDriver
     driver = cls(_config(path, tmp_path / "run", algorithm=algorithm), store)
     streams = Streams(2)
     state = driver.init_state(streams)
-    for t in range(3):
+    samples = []
+    for t in range(steps):
         driver.step(state, t)
+        samples.append(driver.sample(state))
+    return store, driver, streams, state, samples
+
+
+@pytest.mark.parametrize("algorithm", ["dmr-sem", "dmr-sgrld"])
+def test_fold_in_uses_the_document_prior(dmr_store, tmp_path, algorithm):
+    """§9.4: test documents are folded in with alpha_d = exp(x_d^T nu) of their own features."""
+    store, driver, _, state, _ = _trained_driver(dmr_store, tmp_path, algorithm)
     state.nu = state.nu + np.array([2.0, 0.0])      # make the flag matter
     test = base.TestSet.from_store(store)
     probs = driver.heldout_probabilities(state, None, test, pass_index=7)
@@ -341,16 +350,7 @@ def test_fold_in_uses_the_document_prior(dmr_store, tmp_path, algorithm):
 def test_left_to_right_uses_the_document_prior(dmr_store, tmp_path, algorithm):
     """§9.4: the left-to-right estimator (§11.3) scores each test document with alpha_d =
     exp(x_d^T nu) of its own features; samples are averaged in probability space."""
-    path, _ = dmr_store
-    store = CorpusStore.open(path)
-    cls = DMRSEMDriver if algorithm == "dmr-sem" else DMRSGRLDDriver
-    driver = cls(_config(path, tmp_path / "run", algorithm=algorithm), store)
-    streams = Streams(2)
-    state = driver.init_state(streams)
-    samples = []
-    for t in range(3):
-        driver.step(state, t)
-        samples.append(driver.sample(state))
+    store, driver, streams, state, samples = _trained_driver(dmr_store, tmp_path, algorithm)
     for s in samples:
         s["nu"] = s["nu"] + np.array([2.0, 0.0])      # make the flag matter
     test = base.TestSet.from_store(store)
