@@ -290,14 +290,10 @@ class Bench:
         from topictk.training import checkpoint as ckpt
         header, _ = ckpt.load_arrays(run_dir / "model.npz")
         info = json.loads((base / "info.json").read_text())
-        ev = base / "evaluate.json"
-        e = run_measured([self.py, "-m", "topictk", "evaluate", str(run_dir), "--json"],
-                         base / "evaluate.log")
-        if e["rc"] != 0:
+        e, result = self.evaluate(run_dir, base / "evaluate.log")
+        if result is None:
             return {"error": f"evaluate exit {e['rc']} (see {base / 'evaluate.log'})"}
-        text = (base / "evaluate.log").read_text()
-        result = json.loads(text[text.index("{"):])
-        ev.write_text(json.dumps(result))
+        (base / "evaluate.json").write_text(json.dumps(result))
         row = {"train_seconds": float(header["clock"]["train_seconds"]),
                "train_cpu": info["step_cpu"], "steps": info["steps"],
                "em_iterations": info["active_steps"],
@@ -311,6 +307,16 @@ class Bench:
         self.results["rows"][key] = row
         self.save()
         return row
+
+    def evaluate(self, run_dir: Path, log: Path, *options: str) -> tuple[dict, dict | None]:
+        """``topictk evaluate RUN --json OPTIONS`` in its own process: the measurement and the
+        JSON result (None if it failed)."""
+        res = run_measured([self.py, "-m", "topictk", "evaluate", str(run_dir), "--json",
+                            *options], log)
+        if res["rc"] != 0:
+            return res, None
+        text = log.read_text()
+        return res, json.loads(text[text.index("{"):])
 
     def tomotopy_row(self, key: str, store: Path, corpus: str, K: int, iterations: int,
                      sample_steps: list[int], seed: int) -> dict:
@@ -430,16 +436,13 @@ class Bench:
                         if "perplexity_left_to_right" not in row or a.rerun:
                             keys.append(key)
 
-        def evaluate(key: str) -> dict:
+        def score(key: str) -> dict:
             base = WORK / "runs" / key
             log = base / "evaluate-left-to-right.log"
-            res = run_measured([self.py, "-m", "topictk", "evaluate", str(base / "run"), "--json",
-                                "--left-to-right", "--particles", str(a.l2r_particles),
-                                "--threads", "1"], log)
-            if res["rc"] != 0:
+            res, out = self.evaluate(base / "run", log, "--left-to-right", "--particles",
+                                     str(a.l2r_particles), "--threads", "1")
+            if out is None:
                 return {"error": f"evaluate exit {res['rc']} (see {log})"}
-            text = log.read_text()
-            out = json.loads(text[text.index("{"):])
             return {"perplexity_left_to_right": out["perplexity_left_to_right"],
                     "left_to_right_particles": out["left_to_right_particles"],
                     "left_to_right_samples": out["left_to_right_samples"],
@@ -447,7 +450,7 @@ class Bench:
 
         self.log(f"left-to-right: {len(keys)} runs, {a.jobs} at a time")
         with ThreadPoolExecutor(max_workers=a.jobs) as pool:
-            for key, out in zip(keys, pool.map(evaluate, keys)):
+            for key, out in zip(keys, pool.map(score, keys)):
                 if "error" in out:
                     self.log(f"  {key}: {out['error']}")
                     continue

@@ -112,15 +112,14 @@ def likelihood_level(path: Path, sweeps: list[int], seed: int) -> dict:
     from scipy.optimize import brentq
 
     from topictk.evaluation.run import LoadedRun
+    from topictk.state.counts import phi_hat
 
     run = LoadedRun(path)
     sample = run.samples()[-1]
     if "phi" in sample:
         phi = sample["phi"]
     else:                                   # collapsed Gibbs: phi-hat of the snapshot
-        beta = float(run.config.model.beta)
-        nkw = sample["nkw"].astype(np.float64)
-        phi = (nkw + beta) / (sample["nk"] + nkw.shape[0] * beta)
+        phi = phi_hat(sample["nkw"], sample["nk"], float(run.config.model.beta))
     phi = np.ascontiguousarray(phi, dtype=np.float64)
     X = np.ascontiguousarray(run.store.features("train"), dtype=np.float64)
     train = run.store.train()

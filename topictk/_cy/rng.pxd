@@ -17,6 +17,20 @@ cdef inline double next_uniform(bitgen_t* gen) noexcept nogil:
     return gen.next_double(gen.state)
 
 
+cdef inline Py_ssize_t search_cumulative(const double* cum, Py_ssize_t K,
+                                         double u) noexcept nogil:
+    """The cumulative draw contract: the smallest k with u < cum[k] (cum non-decreasing, u
+    already scaled by the total); K - 1 if rounding leaves none."""
+    cdef Py_ssize_t lo = 0, hi = K - 1, mid
+    while lo < hi:
+        mid = (lo + hi) >> 1
+        if u < cum[mid]:
+            hi = mid
+        else:
+            lo = mid + 1
+    return lo
+
+
 cdef inline int uniform_topic(bitgen_t* gen, int n_topics) noexcept nogil:
     """The uniform-topic draw contract: k = min(floor(u K), K - 1)."""
     cdef int k = <int> (next_uniform(gen) * n_topics)

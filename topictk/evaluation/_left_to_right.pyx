@@ -21,11 +21,11 @@ cimport cython
 from cython.parallel cimport parallel, prange
 from libc.math cimport log
 from libc.stdint cimport int32_t, int64_t
-from libc.stdlib cimport calloc, free, malloc
+from libc.stdlib cimport free, malloc
 
 from numpy.random cimport bitgen_t
 
-from topictk._cy.rng cimport bitgen_of, next_uniform
+from topictk._cy.rng cimport bitgen_of, next_uniform, search_cumulative
 
 cdef double FLOOR = 1e-300
 
@@ -34,15 +34,11 @@ cdef inline Py_ssize_t _draw(const double* phi_w, const double* alpha, const int
                              Py_ssize_t K, double* cum, bitgen_t* gen) noexcept nogil:
     """One topic with weights (alpha_k + c_k) phi_w[k], by the dense draw contract."""
     cdef Py_ssize_t k
-    cdef double total = 0.0, u
+    cdef double total = 0.0
     for k in range(K):
         total += (alpha[k] + c[k]) * phi_w[k]
         cum[k] = total
-    u = next_uniform(gen) * total
-    for k in range(K):
-        if u < cum[k]:
-            return k
-    return K - 1
+    return search_cumulative(cum, K, next_uniform(gen) * total)
 
 
 cdef double _document(int64_t ob, int64_t oe, const int32_t* obs_words, int64_t hb, int64_t he,
@@ -144,7 +140,7 @@ def left_to_right(const int64_t[::1] obs_ptr,     # IN  (D + 1) observed-token o
     with nogil, parallel(num_threads=threads):
         seq = <int32_t*> malloc(max_len * sizeof(int32_t))
         z = <int32_t*> malloc(particles * max_len * sizeof(int32_t))
-        counts = <int32_t*> calloc(particles * K, sizeof(int32_t))
+        counts = <int32_t*> malloc(particles * K * sizeof(int32_t))
         cum = <double*> malloc(K * sizeof(double))
         for c in prange(C, schedule="dynamic", chunksize=1):
             for d in range(chunk_bounds[c], chunk_bounds[c + 1]):

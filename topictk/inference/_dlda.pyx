@@ -44,7 +44,7 @@ from libc.stdlib cimport free, malloc
 from numpy.random cimport bitgen_t
 from numpy.random.c_distributions cimport random_beta, random_standard_gamma
 
-from topictk._cy.rng cimport bitgen_of, next_uniform, uniform_topic
+from topictk._cy.rng cimport bitgen_of, next_uniform, search_cumulative, uniform_topic
 
 import numpy as np
 
@@ -63,18 +63,6 @@ cdef struct Net:
     const double* r
     double r_sum
     double a0, b0, e0, f0
-
-
-cdef inline Py_ssize_t _search(const double* cum, Py_ssize_t K, double u) noexcept nogil:
-    """Smallest k with u < cum[k] (cum non-decreasing; K - 1 if none)."""
-    cdef Py_ssize_t lo = 0, hi = K - 1, mid
-    while lo < hi:
-        mid = (lo + hi) >> 1
-        if u < cum[mid]:
-            hi = mid
-        else:
-            lo = mid + 1
-    return lo
 
 
 cdef inline bint _cumulate(const double* phi_row, const double* theta, Py_ssize_t K,
@@ -113,7 +101,7 @@ cdef inline void _partition(int64_t x, const double* cum, Py_ssize_t K, bint val
     cdef double total = cum[K - 1]
     for i in range(x):
         if valid:
-            k = _search(cum, K, next_uniform(gen) * total)
+            k = search_cumulative(cum, K, next_uniform(gen) * total)
         else:
             k = uniform_topic(gen, <int> K)
         m_out[k] += 1
