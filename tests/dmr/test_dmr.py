@@ -284,31 +284,37 @@ def test_sem_sweep_equals_reference(dmr_store, tmp_path, seed):
     np.testing.assert_array_equal(state.nk, nk)
 
 
-def test_sgrld_step_equals_reference(dmr_store, tmp_path, seed):
-    """Two dmr-sgrld updates equal the reference update built from the local-kernel twin, on
-    the same main and local streams."""
+@pytest.mark.parametrize("nu_burn_in", [0, 2])
+def test_sgrld_step_equals_reference(dmr_store, tmp_path, seed, nu_burn_in):
+    """dmr-sgrld updates equal the reference update built from the local-kernel twin, on the
+    same main and local streams; during nu_burn_in nu stays at its start exactly."""
     path, _ = dmr_store
     config = _config(path, tmp_path / "run", algorithm="dmr-sgrld", batch_size=40, sweeps=4,
-                     chunk_docs=16, nu_step={"a": 1e-3})
+                     chunk_docs=16, nu_step={"a": 1e-3}, nu_burn_in=nu_burn_in)
     driver = DMRSGRLDDriver(config, CorpusStore.open(path))
     state = driver.init_state(Streams(seed))
     phi_hat, nu = state.phi_hat.copy(), state.nu.copy()
+    nu_start = nu.copy()
     main = np.random.Generator(make_stream(seed, keys.MAIN))
     schedule = EpochSchedule(driver.n_docs, 40)
     permutation = None
-    for t in range(2):
+    for t in range(nu_burn_in + 2):
         driver.step(state, t)
         ids, permutation = schedule.batch_ids(t, permutation, main)
         batch = gather_batch(driver.doc_ptr, driver.words, ids)
         bounds = base.chunk_bounds_by_docs(ids.size, 16)
         local = [np.random.Generator(make_stream(seed, keys.local_key(t, c)))
                  for c in range(bounds.size - 1)]
+        eps_nu = sgmcmc_step(1e-3, 1000, 0.55, t) if t >= nu_burn_in else None
         phi_hat, nu = ref.sgrld_step(phi_hat, nu, batch, driver.X[ids], driver.n_docs, 0.05,
-                                     sgmcmc_step(0.01, 1000, 0.55, t),
-                                     sgmcmc_step(1e-3, 1000, 0.55, t), driver.variances, 4, 2,
-                                     bounds, local, main)
+                                     sgmcmc_step(0.01, 1000, 0.55, t), eps_nu, driver.variances,
+                                     4, 2, bounds, local, main)
         np.testing.assert_allclose(state.phi_hat, phi_hat, rtol=1e-11)
         np.testing.assert_allclose(state.nu, nu, rtol=1e-11, atol=1e-13)
+        if t < nu_burn_in:
+            np.testing.assert_array_equal(state.nu, nu_start)
+        else:
+            assert not np.array_equal(state.nu, nu_start)
 
 
 def _trained_driver(dmr_store, tmp_path, algorithm: str, steps: int = 3):
@@ -378,7 +384,8 @@ def test_left_to_right_uses_the_document_prior(dmr_store, tmp_path, algorithm):
 def test_resume_equals_uninterrupted_and_threads(dmr_store, tmp_path, algorithm):
     path, _ = dmr_store
     extra = ({"chunks": 2, "optimize_burn_in": 10, "optimize_interval": 5, "burn_in": 15,
-              "thin": 5} if algorithm == "dmr-sem" else {"batch_size": 50, "burn_in": 15})
+              "thin": 5} if algorithm == "dmr-sem" else {"batch_size": 50, "burn_in": 15,
+                                                      "nu_burn_in": 25})
     full = train(_config(path, tmp_path / "full", algorithm, **extra), quiet=True)
     if algorithm == "dmr-sem":
         train(_config(path, tmp_path / "half", algorithm, **{**extra, "iterations": 20}),
@@ -471,6 +478,18 @@ def test_nu_never_optimised_is_warned(dmr_store, tmp_path, caplog, burn_in, inte
             f"keeps the prior model.alpha; lower inference.optimize_burn_in or "
             f"inference.optimize_interval, or raise inference.iterations, to learn from the "
             f"metadata (<config>)")]
+
+
+def test_sgrld_nu_never_sampled_is_warned(dmr_store, tmp_path, caplog):
+    path, _ = dmr_store
+    with caplog.at_level(logging.WARNING, logger="topictk"):
+        _config(path, tmp_path / "x", algorithm="dmr-sgrld", iterations=40, nu_burn_in=39)
+    assert "nu is never sampled" not in caplog.text
+    with caplog.at_level(logging.WARNING, logger="topictk"):
+        _config(path, tmp_path / "x", algorithm="dmr-sgrld", iterations=40, nu_burn_in=40)
+    assert ("inference.nu_burn_in = 40 with inference.iterations = 40: nu is never sampled and "
+            "every document keeps the prior model.alpha; lower inference.nu_burn_in to learn "
+            "from the metadata (<config>)") in caplog.text
 
 
 def test_more_samples_than_updates_after_burn_in_is_warned(dmr_store, tmp_path, caplog):

@@ -68,6 +68,7 @@ def sgrld_step(phi_hat, nu, batch, X_batch, n_docs, beta, eps, eps_nu, variances
                  + sqrt(2 eps phi_hat) xi |
     floored at 1e-300, and nu <- nu + eps_nu G + sqrt(2 eps_nu) xi' with
     G = -nu / sigma^2 + R_B sum_d x_d g-bar_d; the normals xi then xi' from ``main``.
+    ``eps_nu=None``: nu is held (its burn-in) and xi' is not drawn.
     """
     V, K = phi_hat.shape
     phi = phi_hat / phi_hat.sum(axis=0, keepdims=True)
@@ -88,6 +89,8 @@ def sgrld_step(phi_hat, nu, batch, X_batch, n_docs, beta, eps, eps_nu, variances
             drift = beta - phi_hat[w, k] + R * (nbar[w, k] - phi[w, k] * nbar_k[k])
             x = abs(phi_hat[w, k] + eps * drift + np.sqrt(2.0 * eps * phi_hat[w, k]) * xi[w, k])
             new[w, k] = max(x, 1e-300)
+    if eps_nu is None:
+        return new, nu
     G = -nu / variances + R * sum(np.outer(gbar[d], X_batch[d]) for d in range(X_batch.shape[0]))
     xi_nu = main.standard_normal(size=nu.shape)
     return new, nu + eps_nu * G + np.sqrt(2.0 * eps_nu) * xi_nu

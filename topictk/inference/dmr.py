@@ -21,7 +21,8 @@ Two training algorithms:
 * ``dmr-sgrld`` -- the DMR report's variant (§9.3): SGRLD for the expanded-mean topics (§7) and
   SGLD for nu, from the same local Gibbs samples of each mini-batch (kernel
   :func:`topictk.inference._minibatch.local_gibbs`, which also sums the gradient factor g_dk
-  over the kept sweeps).
+  over the kept sweeps). ``nu_burn_in`` holds nu at its start for the first updates, as
+  ``optimize_burn_in`` does for dmr-sem (default 0: §9.3 moves nu from the first update).
 
 ``x_d`` comes from the store's ``train_features`` / ``test_features`` (``topictk prepare --meta``;
 the intercept is the last feature). In Mimno & McCallum (2008) and in the DMR report nu is
@@ -558,12 +559,22 @@ class DMRSGRLDDriver(DMRPriorMixin, SGRLDDriver):
 
     name = "dmr-sgrld"
     family = "dmr"
-    OPTIONS = {**SGRLDDriver.OPTIONS, "nu_step": _nu_step_options(), **dmr_options()}
+    OPTIONS = {**SGRLDDriver.OPTIONS, "nu_step": _nu_step_options(), **dmr_options(),
+               "nu_burn_in": Option("int", 0, low=0,
+                                    help="updates with nu held at its start while the topics "
+                                         "form, as dmr-sem's optimize_burn_in (0 = from the "
+                                         "first update, §9.3)")}
 
     @classmethod
     def check_config(cls, data: dict, where: str) -> None:
         check_dmr_config(cls, data, where)
         super().check_config(data, where)
+        inf = data["inference"]
+        if inf["nu_burn_in"] >= inf["iterations"]:
+            log.warning("inference.nu_burn_in = %d with inference.iterations = %d: nu is never "
+                        "sampled and every document keeps the prior model.alpha; lower "
+                        "inference.nu_burn_in to learn from the metadata (%s)",
+                        inf["nu_burn_in"], inf["iterations"], where)
 
     def __init__(self, config, store, threads: int = 1):
         self.X = training_features(store)
@@ -617,11 +628,14 @@ class DMRSGRLDDriver(DMRPriorMixin, SGRLDDriver):
         noise = main.standard_normal(size=state.phi_hat.shape)
         state.phi_hat, n_floored = sgrld_update(state.phi_hat, nbar_w, batch.vocab, state.beta,
                                                 eps, scale, noise)
-        # weights: SGLD, G = -(nu - mu)/sigma^2 + R_B sum_d x_d g-bar_d (§9.3)
-        eps_nu = sgmcmc_step(self.a_nu, inf.nu_step["b"], inf.nu_step["c"], t)
-        gradient = -state.nu / self.variances + scale * feature_products(gbar, X_batch)
-        noise_nu = main.standard_normal(size=state.nu.shape)
-        state.nu = state.nu + eps_nu * gradient + np.sqrt(2.0 * eps_nu) * noise_nu
+        # weights: SGLD, G = -(nu - mu)/sigma^2 + R_B sum_d x_d g-bar_d (§9.3), once the
+        # first nu_burn_in updates are over (the step schedule keeps counting from update 0)
+        eps_nu = 0.0
+        if t >= inf.nu_burn_in:
+            eps_nu = sgmcmc_step(self.a_nu, inf.nu_step["b"], inf.nu_step["c"], t)
+            gradient = -state.nu / self.variances + scale * feature_products(gbar, X_batch)
+            noise_nu = main.standard_normal(size=state.nu.shape)
+            state.nu = state.nu + eps_nu * gradient + np.sqrt(2.0 * eps_nu) * noise_nu
         with np.errstate(over="ignore"):      # a diverged nu is reported by check_state
             state.alpha = np.exp(state.nu[:, -1])
         state.floored += n_floored
