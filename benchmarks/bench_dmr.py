@@ -6,6 +6,7 @@ Part ``dmr`` -- on stm_poliblog5k (metadata rating, blog) and nips12 (year), K =
 * topictk ``dmr-sem`` (stochastic EM), ``dmr-sgrld`` (SGRLD + SGLD) and plain LDA ``gibbs``
   (SparseLDA, symmetric alpha 0.1) on the same store, scored by ``topictk evaluate`` (document
   completion, fold-in with alpha_d = exp(x_d^T nu) for DMR, averaged over the 10 saved samples);
+  ``dmr-sgrld-nu-burn-in`` is dmr-sgrld with nu held for the first third of its updates;
 * tomotopy's ``DMRModel`` with the same K, alpha (0.1), eta (0.01), iterations, nu burn-in and
   optimisation interval, prior standard deviation sqrt(0.5), fed the store's training tokens with
   one categorical metadata string per document ("Conservative|ha"; NIPS: the year), snapshots
@@ -58,7 +59,7 @@ ALPHA, BETA = 0.1, 0.01
 SIGMA2, SIGMA2_INTERCEPT = 0.5, 100.0
 FOLD_IN_SWEEPS, FOLD_IN_BURN_IN = 50, 25
 DMR_LIBS = ["gibbs", "dmr-sem", "dmr-sem-sparse", "dmr-sem-dense", "tomotopy-dmr", "sgrld",
-            "dmr-sgrld"]
+            "dmr-sgrld", "dmr-sgrld-nu-burn-in"]
 
 CORPORA = {
     "poliblog": {
@@ -374,6 +375,10 @@ class Bench:
             "sgrld": {"model": lda, "inference": {"algorithm": "sgrld", **sgrld}},
             "dmr-sgrld": {"model": dmr,
                           "inference": {"algorithm": "dmr-sgrld", **sgrld, **regression}},
+            # nu held for the first third, as dmr-sem's optimize_burn_in (100 of 300 sweeps)
+            "dmr-sgrld-nu-burn-in": {"model": dmr, "inference": {
+                "algorithm": "dmr-sgrld", **sgrld, **regression,
+                "nu_burn_in": sg["updates"] // 3}},
         }
         jobs = {name: (lambda name=name, config=config: self.topictk_row(
                     f"{corpus}-K{K}-{name}{sfx}-s{seed}", store, config, seed))
@@ -531,14 +536,15 @@ LABELS = {"gibbs": "topictk gibbs (LDA)",
           "dmr-sem-dense": "topictk dmr-sem `sparse: false` (dense, §9.2)",
           "tomotopy-dmr": "tomotopy DMRModel",
           "sgrld": "topictk sgrld (LDA)",
-          "dmr-sgrld": "topictk dmr-sgrld"}
+          "dmr-sgrld": "topictk dmr-sgrld",
+          "dmr-sgrld-nu-burn-in": "topictk dmr-sgrld, `nu_burn_in` = a third of the updates"}
 TABLE_HEADER = [
     "| corpus | K | method | perplexity (mean ± sd) | train s wall | train s CPU | "
     "contention | peak RSS MiB | vs its LDA: mean ± se, seeds below | "
     "vs tomotopy: ppl, wall, CPU |",
     "| --- | --- | --- | --- | ---: | ---: | ---: | ---: | --- | --- |"]
 LDA_OF = {"dmr-sem": "gibbs", "dmr-sem-sparse": "gibbs", "dmr-sem-dense": "gibbs",
-          "tomotopy-dmr": "gibbs", "dmr-sgrld": "sgrld"}
+          "tomotopy-dmr": "gibbs", "dmr-sgrld": "sgrld", "dmr-sgrld-nu-burn-in": "sgrld"}
 
 
 def _dmr_table(rows: dict, seeds: list[int], sfx: str) -> tuple[list[str], list[str]]:
@@ -576,7 +582,7 @@ def _dmr_table(rows: dict, seeds: list[int], sfx: str) -> tuple[list[str], list[
                     f"{_fmt(max(r['peak_rss'] for r in rs.values()) / 2**20, '.0f')} | "
                     f"{rel_lda} | {rel_tomo} |")
             parts = []
-            for name in ("dmr-sem", "dmr-sgrld"):
+            for name in ("dmr-sem", "dmr-sgrld", "dmr-sgrld-nu-burn-in"):
                 rs, lda = by_name[name], by_name[LDA_OF[name]]
                 p = _paired(rs, lda)
                 if p is None:
@@ -708,12 +714,13 @@ def _left_to_right_table(rows: dict, seeds: list[int]) -> list[str]:
     for corpus in ("poliblog", "nips"):
         for K in (20, 50):
             by_name = {}
-            for name in ("gibbs", "dmr-sem", "sgrld", "dmr-sgrld"):
+            names = ("gibbs", "dmr-sem", "sgrld", "dmr-sgrld", "dmr-sgrld-nu-burn-in")
+            for name in names:
                 rs = _seed_rows(rows, corpus, K, name, seeds)
                 by_name[name] = {s: {**r, "perplexity": r["perplexity_left_to_right"]}
                                  for s, r in rs.items() if "perplexity_left_to_right" in r}
                 by_name[name + " completion"] = {s: rs[s] for s in by_name[name]}
-            for name in ("gibbs", "dmr-sem", "sgrld", "dmr-sgrld"):
+            for name in names:
                 rs = by_name[name]
                 if not rs:
                     continue
