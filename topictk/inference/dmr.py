@@ -595,9 +595,10 @@ class DMRSGRLDDriver(DMRPriorMixin, SGRLDDriver):
         return DMRSimplexState(phi_hat=phi_hat, alpha=np.exp(nu[:, -1]),
                                beta=float(self.config.model.beta), nu=nu)
 
-    def local_statistics(self, batch, phi: np.ndarray, alpha: np.ndarray,
-                         t: int) -> tuple[np.ndarray, np.ndarray, int]:
-        """E[n_kw] (V_B, K) and g-bar (B, K), the kept-sweep averages of the local chains."""
+    def local_statistics(self, batch, phi: np.ndarray, alpha: np.ndarray, t: int,
+                         gradient: bool = True) -> tuple[np.ndarray, np.ndarray | None, int]:
+        """E[n_kw] (V_B, K) and g-bar (B, K), the kept-sweep averages of the local chains (g-bar
+        None without ``gradient``: the draws are the same)."""
         inf = self.config.inference
         K = phi.shape[1]
         bounds = chunk_bounds_by_docs(batch.doc_ids.size, inf["chunk_docs"])
@@ -605,13 +606,13 @@ class DMRSGRLDDriver(DMRPriorMixin, SGRLDDriver):
                          for c in range(bounds.size - 1)]
         word_topic = np.zeros((batch.vocab.size, K), dtype=np.int64)
         doc_topic = np.zeros((batch.doc_ids.size, K), dtype=np.int64)
-        doc_grad = np.zeros((batch.doc_ids.size, K), dtype=np.float64)
+        doc_grad = np.zeros((batch.doc_ids.size, K), dtype=np.float64) if gradient else None
         fallbacks = _minibatch.local_gibbs(
             batch.doc_ptr, batch.words, np.ascontiguousarray(phi), np.ascontiguousarray(alpha),
             int(inf["sweeps"]), int(inf["local_burn_in"]), bounds, chunk_streams, word_topic,
             doc_topic, self.threads, doc_grad)
         kept = inf["sweeps"] - inf["local_burn_in"]
-        return word_topic / kept, doc_grad / kept, int(fallbacks)
+        return (word_topic / kept, doc_grad / kept if gradient else None, int(fallbacks))
 
     def step(self, state: DMRSimplexState, t: int) -> StepInfo:
         inf = self.config.inference
@@ -620,8 +621,9 @@ class DMRSGRLDDriver(DMRPriorMixin, SGRLDDriver):
         batch = gather_batch(self.doc_ptr, self.words, ids)
         X_batch = self.X[ids]
         phi = state.phi()
+        moves_nu = t >= inf.nu_burn_in
         nbar_w, gbar, fallbacks = self.local_statistics(
-            batch, phi[batch.vocab], document_alpha(X_batch, state.nu), t)
+            batch, phi[batch.vocab], document_alpha(X_batch, state.nu), t, gradient=moves_nu)
         scale = self.n_docs / ids.size                              # R_B
         # topics: SGRLD (§7.3); normals for phi_hat first, then for nu (main stream)
         eps = sgmcmc_step(inf.step["a"], inf.step["b"], inf.step["c"], t)
@@ -631,7 +633,7 @@ class DMRSGRLDDriver(DMRPriorMixin, SGRLDDriver):
         # weights: SGLD, G = -(nu - mu)/sigma^2 + R_B sum_d x_d g-bar_d (§9.3), once the
         # first nu_burn_in updates are over (the step schedule keeps counting from update 0)
         eps_nu = 0.0
-        if t >= inf.nu_burn_in:
+        if moves_nu:
             eps_nu = sgmcmc_step(self.a_nu, inf.nu_step["b"], inf.nu_step["c"], t)
             gradient = -state.nu / self.variances + scale * feature_products(gbar, X_batch)
             noise_nu = main.standard_normal(size=state.nu.shape)
