@@ -267,8 +267,41 @@ def test_sgrld_resume_that_would_move_its_samples_is_refused(tmp_path, example_s
                        f"its samples up to step 30 at steps [20, 30], but the run saved them at "
                        f"[14, 18, 22, 26, 30]; the samples depend on inference.iterations and "
                        f"inference.burn_in, so resume with the run's values or train a new run "
-                       f"with the new ones")
+                       f"with the new ones (a run with inference.thin instead of "
+                       f"inference.samples can be extended)")
     assert _snapshot_run(tmp_path / "run") == before
+
+
+@pytest.mark.parametrize("first", [30, 17])     # a completed run; one stopped between samples
+def test_sgrld_with_thin_extended_equals_uninterrupted(tmp_path, example_store, first):
+    """With inference.thin the samples do not depend on inference.iterations: a run trained
+    to ``first`` updates and resumed to 46 keeps its samples, adds the later ones and equals
+    the 46-update run bit for bit."""
+    inference = {"algorithm": "sgrld", "iterations": 46, "burn_in": 10, "thin": 4,
+                 "batch_size": 16}
+    sections = {"training": {"checkpoint_every": 10, "eval_every": 10}}
+    straight = _config(tmp_path, example_store, "straight.yaml", "straight", inference,
+                       **sections)
+    ok("train", "--config", straight, "-q")
+    assert list(samples(tmp_path / "straight")) == [
+        f"step-{s:08d}.npz" for s in (14, 18, 22, 26, 30, 34, 38, 42, 46)]
+    parts = _config(tmp_path, example_store, "parts.yaml", "parts", inference, **sections)
+    ok("train", "--config", parts, "-q", "--set", f"inference.iterations={first}")
+    ok("train", "--config", parts, "-q", "--resume")
+    if first % 10 == 0:
+        _assert_same_run(tmp_path / "straight", tmp_path / "parts")
+        return
+    # the first part also ended with an evaluation at its last step, off the schedule
+    ha, a = model_arrays(tmp_path / "straight")
+    hb, b = model_arrays(tmp_path / "parts")
+    assert_same_arrays(a, b)
+    assert ha["state"] == hb["state"] and ha["streams"] == hb["streams"]
+    assert comparable_metrics(tmp_path / "straight") == [
+        m for m in comparable_metrics(tmp_path / "parts") if m[0] != first]
+    sa, sb = samples(tmp_path / "straight"), samples(tmp_path / "parts")
+    assert list(sa) == list(sb)
+    for name in sa:
+        assert_same_arrays(sa[name], sb[name])
 
 
 def test_deep_lda_extended_with_sparse_evaluations_equals_uninterrupted(tmp_path, example_store):

@@ -168,6 +168,28 @@ def test_more_samples_than_updates_after_burn_in_is_warned(planted_store, tmp_pa
     assert caplog.messages == []
 
 
+def test_samples_or_thin(planted_store, tmp_path, caplog):
+    """samples (10 by default) spreads a number over the updates after burn-in; thin takes
+    every thin-th; both at once are refused, a thin that leaves no sample is said."""
+    path, _ = planted_store
+    store = CorpusStore.open(path)
+    config = _config(path, tmp_path / "x", iterations=60, burn_in=30)
+    assert (config.inference.samples, config.inference.thin) == (10, None)
+    assert sorted(SGRLDDriver(config, store).collect_at) == list(range(33, 61, 3))
+    config = _config(path, tmp_path / "x", iterations=60, burn_in=30, thin=7)
+    assert config.inference.samples is None
+    assert sorted(SGRLDDriver(config, store).collect_at) == [37, 44, 51, 58]
+    with pytest.raises(ConfigError, match=r"inference\.samples and inference\.thin both "
+                                          r"given; keep samples .* or thin .*, not both"):
+        _config(path, tmp_path / "x", samples=5, thin=2)
+    with caplog.at_level(logging.WARNING, logger="topictk"):
+        config = _config(path, tmp_path / "x", iterations=60, burn_in=30, thin=31)
+    assert caplog.messages == ["inference.thin = 31 but only 30 updates follow "
+                               "inference.burn_in = 30 (inference.iterations = 60): no sample "
+                               "is kept, and evaluation uses the final state (<config>)"]
+    assert SGRLDDriver(config, store).collect_at == set()
+
+
 def test_nan_stops_run_and_keeps_last_checkpoint(planted_store, tmp_path, monkeypatch):
     path, _ = planted_store
     out = tmp_path / "nan"

@@ -94,8 +94,12 @@ def sgrld_update(phi_hat: np.ndarray, nbar_w: np.ndarray, batch_vocab: np.ndarra
     return new, int(np.count_nonzero(low))
 
 
-def sample_steps_for(iterations: int, burn_in: int, n_samples: int) -> set[int]:
-    """Steps (1-based) at which the n samples are collected, evenly spaced after burn-in."""
+def sample_steps_for(iterations: int, burn_in: int, n_samples: int | None,
+                     thin: int | None = None) -> set[int]:
+    """Steps (1-based) at which samples are collected: every ``thin``-th update after burn-in,
+    or else ``n_samples`` evenly spaced over the updates after burn-in."""
+    if thin is not None:
+        return set(range(burn_in + thin, iterations + 1, thin))
     span = iterations - burn_in
     n = max(1, min(n_samples, span))
     return {burn_in + int(round((i + 1) * span / n)) for i in range(n)}
@@ -117,7 +121,13 @@ class SGRLDDriver(Driver):
         },
         "burn_in": Option("int", None, low=0, nullable=True,
                           help="updates before samples are collected (default: half)"),
-        "samples": Option("int", 10, low=1, help="posterior samples kept for evaluation"),
+        "samples": Option("int", None, low=1, nullable=True,
+                          help="posterior samples kept for evaluation, spread evenly over the "
+                               "updates after burn_in (default 10 unless thin is given)"),
+        "thin": Option("int", None, low=1, nullable=True,
+                       help="instead of samples: keep a sample every thin-th update after "
+                            "burn_in, so a resumed run with more iterations keeps its samples "
+                            "and adds new ones"),
     }
 
     @classmethod
@@ -130,7 +140,19 @@ class SGRLDDriver(Driver):
             raise ConfigError(f"inference.burn_in must be < inference.iterations "
                               f"({inf['iterations']}); got {inf['burn_in']} ({where})")
         after = inf["iterations"] - inf["burn_in"]     # one sample per update at most
-        if inf["samples"] > after:
+        if inf["thin"] is not None:
+            if inf["samples"] is not None:
+                raise ConfigError(f"inference.samples and inference.thin both given; keep "
+                                  f"samples (a number spread over the run) or thin (every "
+                                  f"thin-th update after burn_in), not both ({where})")
+            if inf["thin"] > after:
+                log.warning("inference.thin = %d but only %d updates follow inference.burn_in "
+                            "= %d (inference.iterations = %d): no sample is kept, and "
+                            "evaluation uses the final state (%s)", inf["thin"], after,
+                            inf["burn_in"], inf["iterations"], where)
+        elif inf["samples"] is None:
+            inf["samples"] = 10
+        if inf["samples"] is not None and inf["samples"] > after:
             log.warning("inference.samples = %d but only %d updates follow inference.burn_in = "
                         "%d (inference.iterations = %d): keeping %d samples (%s)",
                         inf["samples"], after, inf["burn_in"], inf["iterations"], after, where)
@@ -151,16 +173,16 @@ class SGRLDDriver(Driver):
             log.warning("inference.batch_size = %d is larger than the corpus (%d documents); "
                         "using the whole corpus in every update", inf.batch_size, self.n_docs)
         self.schedule = EpochSchedule(self.n_docs, int(inf.batch_size))
-        self.collect_at = sample_steps_for(int(inf.iterations), int(inf.burn_in),
-                                           int(inf.samples))
+        self.collect_at = sample_steps_for(int(inf.iterations), int(inf.burn_in), inf.samples,
+                                           inf.thin)
         self.streams: Streams | None = None
 
     def attach(self, state, streams: Streams) -> None:
         self.streams = streams
 
     def scheduled_samples(self, upto: int) -> list[int]:
-        """Samples are spread over the updates after burn-in, so they follow
-        ``inference.iterations``."""
+        """With ``samples`` they are spread over the updates after burn-in, so they follow
+        ``inference.iterations``; with ``thin`` they do not."""
         return sorted(s for s in self.collect_at if s <= upto)
 
     def init_state(self, streams: Streams) -> SimplexState:

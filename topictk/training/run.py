@@ -216,7 +216,8 @@ def check_sample_schedule(driver: Driver, state, start: int, saved: Path) -> Non
                          f"step {start} at steps {expected or 'none'}, but the run saved them at "
                          f"{taken or 'none'}; the samples depend on inference.iterations and "
                          f"inference.burn_in, so resume with the run's values or train a new "
-                         f"run with the new ones")
+                         f"run with the new ones (a run with inference.thin instead of "
+                         f"inference.samples can be extended)")
 
 
 def train(config: Config, *, resume: bool = False, force: bool = False,
