@@ -126,8 +126,8 @@ class SGRLDDriver(Driver):
                                "updates after burn_in (default 10 unless thin is given)"),
         "thin": Option("int", None, low=1, nullable=True,
                        help="instead of samples: keep a sample every thin-th update after "
-                            "burn_in, so a resumed run with more iterations keeps its samples "
-                            "and adds new ones"),
+                            "burn_in, so a resumed run with more iterations (and the same "
+                            "burn_in, given explicitly) keeps its samples and adds new ones"),
     }
 
     @classmethod
