@@ -30,14 +30,22 @@ from topictk._cy.rng cimport bitgen_of, next_uniform, search_cumulative
 cdef double FLOOR = 1e-300
 
 
-cdef inline Py_ssize_t _draw(const double* phi_w, const double* alpha, const int32_t* c,
-                             Py_ssize_t K, double* cum, bitgen_t* gen) noexcept nogil:
-    """One topic with weights (alpha_k + c_k) phi_w[k], by the dense draw contract."""
+cdef inline double _cumulate(const double* phi_w, const double* alpha, const int32_t* c,
+                             Py_ssize_t K, double* cum) noexcept nogil:
+    """cum[k] = running sum of the weights (alpha_k + c_k) phi_w[k] in ascending k; returns
+    the total, which is also the unnormalised predictive probability of the word."""
     cdef Py_ssize_t k
     cdef double total = 0.0
     for k in range(K):
         total += (alpha[k] + c[k]) * phi_w[k]
         cum[k] = total
+    return total
+
+
+cdef inline Py_ssize_t _draw(const double* phi_w, const double* alpha, const int32_t* c,
+                             Py_ssize_t K, double* cum, bitgen_t* gen) noexcept nogil:
+    """One topic with weights (alpha_k + c_k) phi_w[k], by the dense draw contract."""
+    cdef double total = _cumulate(phi_w, alpha, c, K, cum)
     return search_cumulative(cum, K, next_uniform(gen) * total)
 
 
@@ -73,12 +81,11 @@ cdef double _document(int64_t ob, int64_t oe, const int32_t* obs_words, int64_t 
                 kk = _draw(phi + seq[n2] * K, alpha, cr, K, cum, gen)
                 zr[n2] = <int32_t> kk
                 cr[kk] += 1
+            # one pass over the topics gives both the prediction and the draw of z_n
+            p = _cumulate(phi + seq[n] * K, alpha, cr, K, cum)
             if n >= n_obs:
-                p = 0.0
-                for k in range(K):
-                    p += phi[seq[n] * K + k] * (alpha[k] + cr[k])
                 pn += p / (n + alpha_sum)
-            kk = _draw(phi + seq[n] * K, alpha, cr, K, cum, gen)
+            kk = search_cumulative(cum, K, next_uniform(gen) * p)
             zr[n] = <int32_t> kk
             cr[kk] += 1
         if n >= n_obs:
@@ -135,6 +142,8 @@ def left_to_right(const int64_t[::1] obs_ptr,     # IN  (D + 1) observed-token o
         threads = 1
     out[:] = 0.0
     gens = <bitgen_t**> malloc((C if C > 0 else 1) * sizeof(bitgen_t*))
+    if gens == NULL:
+        raise MemoryError()
     for c in range(C):
         gens[c] = bitgen_of(streams[c])
     with nogil, parallel(num_threads=threads):
