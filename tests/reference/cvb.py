@@ -2,16 +2,20 @@
 written from ALGORITHMS.md §4 one pair (or one token) at a time."""
 from __future__ import annotations
 
+import math
+
 import numpy as np
 from scipy.special import gammaln, polygamma
 
 
 def init_mu(n_pairs: int, n_topics: int, rng: np.random.Generator) -> np.ndarray:
-    """mu_dw ~ Dir(1): K draws -ln(1 - U) per pair (pair order, k inner), normalised."""
+    """mu_dw ~ Dir(1): K draws -ln(1 - U) per pair (pair order, k inner), normalised. ln(1 - U)
+    is the C library's log1p, as in the kernel: NumPy's vectorised log1p (SVML on AVX-512
+    machines) may differ from it in the last bit."""
     mu = np.empty((n_pairs, n_topics))
     for e in range(n_pairs):
         for k in range(n_topics):
-            mu[e, k] = -np.log1p(-rng.random())
+            mu[e, k] = -math.log1p(-rng.random())
         mu[e] /= mu[e].sum()
     return mu
 
