@@ -58,6 +58,7 @@ SECTION = "## DMR and particle EM"
 ALPHA, BETA = 0.1, 0.01
 SIGMA2, SIGMA2_INTERCEPT = 0.5, 100.0
 FOLD_IN_SWEEPS, FOLD_IN_BURN_IN = 50, 25
+SGRLD_SWEEPS = 10
 DMR_LIBS = ["gibbs", "dmr-sem", "dmr-sem-sparse", "dmr-sem-dense", "tomotopy-dmr", "sgrld",
             "dmr-sgrld", "dmr-sgrld-nu-burn-in"]
 
@@ -359,8 +360,9 @@ class Bench:
             common["chunks"] = a.threads        # AD-LDA: one chunk per thread
         sfx = thread_suffix(a.threads)
         sg = CORPORA[corpus]["sgrld"]
-        sgrld = {"iterations": sg["updates"], "batch_size": sg["batch"], "sweeps": a.sgrld_sweeps,
-                 "step": {"a": a.sgrld_a, "b": 1000, "c": 0.55}, "burn_in": sg["updates"] // 2,
+        updates = sg["updates"] * a.sgrld_updates_factor
+        sgrld = {"iterations": updates, "batch_size": sg["batch"], "sweeps": a.sgrld_sweeps,
+                 "step": {"a": a.sgrld_a, "b": 1000, "c": 0.55}, "burn_in": updates // 2,
                  "samples": 10}
         lda = {"topics": K, "alpha": ALPHA, "beta": BETA}
         dmr = {"family": "dmr", **lda}
@@ -378,10 +380,13 @@ class Bench:
             # nu held for the first third, as dmr-sem's optimize_burn_in (100 of 300 sweeps)
             "dmr-sgrld-nu-burn-in": {"model": dmr, "inference": {
                 "algorithm": "dmr-sgrld", **sgrld, **regression,
-                "nu_burn_in": sg["updates"] // 3}},
+                "nu_burn_in": updates // 3}},
         }
+        longer = (f"-u{a.sgrld_updates_factor}x" if a.sgrld_updates_factor != 1 else "") + (
+            f"-sw{a.sgrld_sweeps}" if a.sgrld_sweeps != SGRLD_SWEEPS else "")
         jobs = {name: (lambda name=name, config=config: self.topictk_row(
-                    f"{corpus}-K{K}-{name}{sfx}-s{seed}", store, config, seed))
+                    f"{corpus}-K{K}-{name}{sfx}"
+                    f"{longer if 'sgrld' in name else ''}-s{seed}", store, config, seed))
                 for name, config in configs.items()}
         jobs["tomotopy-dmr"] = lambda: self.tomotopy_row(
             f"{corpus}-K{K}-tomotopy-dmr{sfx}-s{seed}", store, corpus, K, I, steps, seed)
@@ -855,8 +860,14 @@ def parse_args(argv):
     p.add_argument("--iterations", type=int, default=300)
     p.add_argument("--optimize-burn-in", type=int, default=100)
     p.add_argument("--optimize-interval", type=int, default=50)
-    p.add_argument("--sgrld-sweeps", type=int, default=10)
+    p.add_argument("--sgrld-sweeps", type=int, default=SGRLD_SWEEPS,
+                   help="local Gibbs sweeps of the SGRLD rows; other values are kept apart "
+                        "(keys <method>-swN)")
     p.add_argument("--sgrld-a", type=float, default=0.01)
+    p.add_argument("--sgrld-updates-factor", type=int, default=1,
+                   help="train the SGRLD rows (sgrld, dmr-sgrld) for N times their updates "
+                        "(burn-ins scaled with them); N > 1 rows are kept apart (keys "
+                        "<method>-uNx)")
     p.add_argument("--pem-topics", type=int, default=20)
     p.add_argument("--em-iterations", type=int, default=50)
     p.add_argument("--particles", nargs="+", type=int, default=[1, 2, 4, 8])
