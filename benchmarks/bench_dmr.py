@@ -31,6 +31,10 @@ Usage (a venv with ``pip install -e . -r benchmarks/requirements.txt``)::
 
     python benchmarks/bench_dmr.py                     # both parts, writes RESULTS.md
     python benchmarks/bench_dmr.py --part pem --em-iterations 10 --no-write   # quick check
+
+``--sgrld-updates-factor N`` and ``--sgrld-sweeps N`` train the SGRLD rows longer or with other
+local chains; those rows are kept apart (keys ``<method>-uNx``, ``<method>-swN``) and are not
+part of the rendered section.
 """
 from __future__ import annotations
 
@@ -382,11 +386,11 @@ class Bench:
                 "algorithm": "dmr-sgrld", **sgrld, **regression,
                 "nu_burn_in": updates // 3}},
         }
-        longer = (f"-u{a.sgrld_updates_factor}x" if a.sgrld_updates_factor != 1 else "") + (
-            f"-sw{a.sgrld_sweeps}" if a.sgrld_sweeps != SGRLD_SWEEPS else "")
+        sgrld_sfx = sgrld_suffix(a.sgrld_updates_factor, a.sgrld_sweeps)
         jobs = {name: (lambda name=name, config=config: self.topictk_row(
                     f"{corpus}-K{K}-{name}{sfx}"
-                    f"{longer if 'sgrld' in name else ''}-s{seed}", store, config, seed))
+                    f"{sgrld_sfx if 'sgrld' in config['inference']['algorithm'] else ''}"
+                    f"-s{seed}", store, config, seed))
                 for name, config in configs.items()}
         jobs["tomotopy-dmr"] = lambda: self.tomotopy_row(
             f"{corpus}-K{K}-tomotopy-dmr{sfx}-s{seed}", store, corpus, K, I, steps, seed)
@@ -491,6 +495,13 @@ class Bench:
 def thread_suffix(threads: int) -> str:
     """Row-name suffix of runs with more than one thread (one-thread rows have none)."""
     return "" if threads == 1 else f"-t{threads}"
+
+
+def sgrld_suffix(updates_factor: int, sweeps: int) -> str:
+    """Row-name suffix of SGRLD rows trained longer or with other local sweeps than the
+    defaults (default rows have none)."""
+    return ((f"-u{updates_factor}x" if updates_factor != 1 else "")
+            + (f"-sw{sweeps}" if sweeps != SGRLD_SWEEPS else ""))
 
 
 def _fmt(x, spec=".1f"):
