@@ -1,0 +1,106 @@
+"""The runs whose outputs must not change when the code is reorganised: one short, fully
+specified run of every algorithm, at 1 and at 2 threads.
+
+``python -m tests.golden.record`` writes ``outputs.json`` from the code as it is; the test
+(``test_golden.py``) trains the same runs again and compares every output exactly. Record
+anew only when a change is meant to change numbers, and say which in its commit message.
+"""
+from __future__ import annotations
+
+import hashlib
+import io
+import json
+import zipfile
+from pathlib import Path
+
+import numpy as np
+
+REPO = Path(__file__).resolve().parents[2]
+EXAMPLE = REPO / "examples" / "python_reference.txt"
+GADARIAN = REPO.parent / "shared" / "data" / "stm_gadarian" / "gadarian.jsonl"
+OUTPUTS = Path(__file__).with_name("outputs.json")
+
+# (name, example config, overrides): short runs that still pass sample collection, alpha or nu
+# updates, evaluation and checkpoints, with AD-LDA / CVB chunks fixed so that 2 threads work
+CASES: list[tuple[str, str, list[str]]] = [
+    ("gibbs", "example_gibbs.yaml",
+     ["inference.iterations=24", "inference.burn_in=12", "inference.thin=4",
+      "inference.chunks=3", "model.alpha=auto", "inference.optimize_burn_in=8",
+      "inference.optimize_interval=4", "training.eval_every=8", "training.checkpoint_every=8",
+      "evaluation.fold_in_sweeps=10", "evaluation.fold_in_burn_in=5"]),
+    ("gibbs-dense", "example_gibbs.yaml",
+     ["inference.iterations=12", "inference.burn_in=6", "inference.thin=3",
+      "inference.sparse=false", "training.eval_every=6", "training.checkpoint_every=6",
+      "evaluation.fold_in_sweeps=10", "evaluation.fold_in_burn_in=5"]),
+    ("vb", "example_vb.yaml",
+     ["inference.iterations=12", "training.eval_every=4", "training.checkpoint_every=4",
+      "inference.best_iterations=4", "inference.best_every=3"]),
+    ("cvb", "example_cvb.yaml",
+     ["inference.iterations=12", "inference.chunks=3", "inference.check_every=4",
+      "inference.refresh_every=4", "training.eval_every=4", "training.checkpoint_every=4"]),
+    ("cvb0", "example_cvb0.yaml",
+     ["inference.iterations=12", "inference.chunks=3", "inference.check_every=4",
+      "inference.refresh_every=4", "training.eval_every=4", "training.checkpoint_every=4"]),
+    ("ovb", "example_ovb.yaml",
+     ["inference.iterations=40", "training.eval_every=10", "training.checkpoint_every=20",
+      "model.alpha=auto"]),
+    ("hsvg", "example_hsvg.yaml",
+     ["inference.iterations=30", "training.eval_every=10", "training.checkpoint_every=10"]),
+    ("sgrld", "example_sgrld.yaml",
+     ["inference.iterations=30", "inference.burn_in=15", "inference.samples=3",
+      "training.eval_every=10", "training.checkpoint_every=10"]),
+    ("pem", "example_pem.yaml",
+     ["inference.iterations=10", "training.eval_every=5", "training.checkpoint_every=5"]),
+    ("tlasgr", "example_dlda.yaml",
+     ["inference.iterations=16", "inference.burn_in=8", "inference.local_burn_in=6",
+      "inference.local_samples=3", "training.eval_every=4", "training.checkpoint_every=8",
+      "inference.point_perplexity.iterations=6", "inference.point_perplexity.last=3",
+      "inference.point_perplexity.every=8"]),
+    ("tlfsgr", "example_dlda.yaml",
+     ["inference.algorithm=tlfsgr", "inference.iterations=12", "inference.burn_in=6",
+      "inference.local_burn_in=6", "inference.local_samples=3", "training.eval_every=3",
+      "training.checkpoint_every=6", "inference.point_perplexity.iterations=6",
+      "inference.point_perplexity.last=3", "inference.point_perplexity.every=6"]),
+    ("dlda-sgrld", "example_dlda.yaml",
+     ["inference.algorithm=dlda-sgrld", "inference.iterations=12", "inference.burn_in=6",
+      "inference.local_burn_in=6", "inference.local_samples=3", "training.eval_every=3",
+      "training.checkpoint_every=6", "inference.step.a=0.1", "inference.step.c=0.9",
+      "inference.point_perplexity.iterations=6", "inference.point_perplexity.last=3",
+      "inference.point_perplexity.every=6"]),
+    ("dlda-gibbs", "golden:dlda_gibbs.yaml", []),
+    ("dmr-sem", "example_dmr_sem.yaml",
+     ["inference.iterations=24", "inference.burn_in=12", "inference.thin=4",
+      "inference.chunks=3", "inference.optimize_burn_in=8", "inference.optimize_interval=8",
+      "training.eval_every=8", "training.checkpoint_every=8",
+      "evaluation.fold_in_sweeps=10", "evaluation.fold_in_burn_in=5"]),
+    ("dmr-sgrld", "example_dmr_sgrld.yaml",
+     ["inference.iterations=30", "inference.burn_in=15", "inference.samples=3",
+      "training.eval_every=10", "training.checkpoint_every=10"]),
+]
+
+# keys of evaluate --json and metrics.jsonl that are clock readings or paths, not numbers
+VOLATILE = {"run", "train_seconds", "eval_seconds", "seconds", "wall_seconds"}
+
+
+def digest(data: bytes) -> str:
+    return hashlib.sha256(data).hexdigest()
+
+
+def npz_digest(path: Path) -> dict:
+    """sha256 of every array of a saved model, and its header less the training clock."""
+    out = {}
+    with zipfile.ZipFile(path) as zf:
+        for name in sorted(zf.namelist()):
+            array = np.load(io.BytesIO(zf.read(name)), allow_pickle=False)
+            if name == "header.npy":
+                header = json.loads(array.tobytes().decode("utf-8"))
+                header.pop("clock", None)
+                out["header"] = header
+            else:
+                out[name] = [str(array.dtype), list(array.shape),
+                             digest(np.ascontiguousarray(array).tobytes())]
+    return out
+
+
+def strip_volatile(record: dict) -> dict:
+    return {k: v for k, v in record.items() if k not in VOLATILE}
