@@ -6,8 +6,7 @@ from pathlib import Path
 
 from click.testing import CliRunner
 
-from tests.golden.cases import (EXAMPLE, GADARIAN, REPO, digest, npz_digest,
-                                strip_volatile)
+from tests.golden.cases import EXAMPLE, GADARIAN, REPO, npz_digest, strip_volatile, text_numbers
 from topictk.cli import cli
 
 
@@ -34,7 +33,8 @@ def prepare_stores(work: Path) -> dict[str, Path]:
 
 def run_case(name: str, config: str, overrides: list[str], threads: int, work: Path,
              stores: dict[str, Path]) -> dict:
-    """Every output of one case, as digests (and the numbers of ``evaluate --json``)."""
+    """Every output of one case: metrics and ``evaluate --json`` as records, ``topics`` and
+    ``infer`` as tokens, the model as digests and sketches (see ``npz_digest``)."""
     dmr = config.startswith("example_dmr")
     store = stores["gadarian" if dmr else "example"]
     out = work / f"{name}-t{threads}"
@@ -52,5 +52,5 @@ def run_case(name: str, config: str, overrides: list[str], threads: int, work: P
     infer_input = work / ("infer-gadarian.jsonl" if dmr else "infer-example.txt")
     infer = invoke("infer", out, infer_input, "--sweeps", "12", "--burn-in", "4")
     infer = infer.replace(f"{work}/", "")     # document ids name the input as it was given
-    return {"metrics": metrics, "evaluate": evaluation, "topics": digest(topics.encode()),
-            "infer": digest(infer.encode()), "model": npz_digest(out / "model.npz")}
+    return {"metrics": metrics, "evaluate": evaluation, "topics": text_numbers(topics),
+            "infer": text_numbers(infer), "model": npz_digest(out / "model.npz")}

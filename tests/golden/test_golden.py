@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from tests.golden.cases import CASES, OUTPUTS
+from tests.golden.cases import CASES, OUTPUTS, RTOL, RTOL_DMR, close
 from tests.golden.runs import prepare_stores, run_case
 
 RECORDED = json.loads(OUTPUTS.read_text(encoding="utf-8"))
@@ -25,4 +25,6 @@ def test_outputs_unchanged(golden_work, name, config, overrides, threads):
     got = run_case(name, config, overrides, threads, work, stores)
     expected = RECORDED[name]
     for part in ("metrics", "evaluate", "model", "topics", "infer"):
-        assert got[part] == expected[part], f"{name}, {threads} thread(s): {part} changed"
+        rtol = RTOL_DMR if name.startswith("dmr") else RTOL
+        assert close(got[part], expected[part], rtol), \
+            f"{name}, {threads} thread(s): {part} changed"
