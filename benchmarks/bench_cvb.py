@@ -31,7 +31,7 @@ from topictk.corpus.prepare import PrepareOptions, prepare  # noqa: E402
 from topictk.corpus.store import CorpusStore  # noqa: E402
 from topictk.evaluation.perplexity import perplexity_from_probabilities  # noqa: E402
 from topictk.inference.registry import get_driver  # noqa: E402
-from topictk.training.streams import Streams  # noqa: E402
+from topictk.streams import Streams  # noqa: E402
 
 DATA = ROOT.parent / "shared" / "data"
 WORK = ROOT / "benchmarks" / "work" / "variational"

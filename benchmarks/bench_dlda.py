@@ -156,7 +156,7 @@ def speed(args) -> dict:
     from topictk.config import load_config
     from topictk.corpus.store import CorpusStore
     from topictk.inference.dlda import TLASGRDriver
-    from topictk.training.streams import Streams
+    from topictk.streams import Streams
 
     ensure_store()
     store = CorpusStore.open(STORE)
@@ -217,8 +217,8 @@ def run_dir(method: str, size: str) -> Path:
 def run_status(method: str, size: str) -> dict:
     """What the run directory says: steps done, target, status, clock, last metrics."""
     from topictk.config import load_config
-    from topictk.training import checkpoint as ckpt
-    from topictk.training.logs import read_metrics
+    from topictk.rundir import checkpoint as ckpt
+    from topictk.rundir.metrics import read_metrics
 
     config = load_config(config_path(method, size))
     out = {"iterations": int(config.inference.iterations), "step": 0, "status": "not started",
@@ -339,7 +339,7 @@ def memory(args) -> list[dict]:
         res = mb.run_process(cmd, out / "train.log", poll_memory=True)
         if res["rc"] != 0:
             raise SystemExit(f"train failed on {name}; see {out / 'train.log'}")
-        from topictk.training import checkpoint as ckpt
+        from topictk.rundir import checkpoint as ckpt
         header, _ = ckpt.load_arrays(out / "run" / "model.npz")
         counts = manifest["counts"]
         rows.append({"store": name, "train_documents": counts["train_documents"],
@@ -384,7 +384,7 @@ def memory_lines(rows: list[dict] | None) -> list[str]:
 # --------------------------------------------------------------------------- plot
 def curves(method: str, size: str) -> dict:
     """(train seconds, point perplexity) and (train seconds, test-chain perplexity) of a run."""
-    from topictk.training.logs import read_metrics
+    from topictk.rundir.metrics import read_metrics
 
     point, chain = [], []
     for m in read_metrics(run_dir(method, size) / "metrics.jsonl"):

@@ -176,7 +176,7 @@ def worker_tomotopy(spec: dict) -> None:
     from topictk.evaluation.perplexity import perplexity_from_probabilities
     from topictk.inference.base import TestSet
     from topictk.inference.gibbs import fold_in_probabilities
-    from topictk.training.streams import Streams
+    from topictk.streams import Streams
 
     store = CorpusStore.open(spec["store"])
     train = store.train()
@@ -293,7 +293,7 @@ class Bench:
                           base / "train.log")
         if res["rc"] != 0:
             return {"error": f"train exit {res['rc']} (see {base / 'train.log'})"}
-        from topictk.training import checkpoint as ckpt
+        from topictk.rundir import checkpoint as ckpt
         header, _ = ckpt.load_arrays(run_dir / "model.npz")
         info = json.loads((base / "info.json").read_text())
         e, result = self.evaluate(run_dir, base / "evaluate.log")
@@ -851,7 +851,7 @@ def _lookup(tree: dict, key: str | tuple[str, ...]):
 def final_bound(K: int, name: str) -> float | None:
     """The run's last training objective per token (VB: ELBO; PEM: L_T) from its model.npz."""
     try:
-        from topictk.training import checkpoint as ckpt
+        from topictk.rundir import checkpoint as ckpt
         header, _ = ckpt.load_arrays(WORK / "runs" / f"kos-K{K}-{name}" / "run" / "model.npz")
         manifest = json.loads((WORK / "stores" / "kos" / "manifest.json").read_text())
         return float(header["state"]["bound"]) / manifest["counts"]["train_tokens"]

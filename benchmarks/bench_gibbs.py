@@ -292,8 +292,8 @@ def worker_eval(spec: dict) -> None:
     from topictk.inference.base import TestSet
     from topictk.inference.gibbs import fold_in_probabilities, resolve_alpha
     from topictk.state.counts import phi_hat
-    from topictk.training import checkpoint as ckpt
-    from topictk.training.streams import Streams
+    from topictk.rundir import checkpoint as ckpt
+    from topictk.streams import Streams
 
     store = CorpusStore.open(spec["store"])
     if spec["kind"] == "topictk":
@@ -421,7 +421,7 @@ class Bench:
         res = self.worker("_topictk", {"config": str(cfg_path), "info": str(info_path)}, log)
         if res["rc"] != 0:
             return {"error": f"topictk train exit {res['rc']} (see {log})"}
-        from topictk.training import checkpoint as ckpt
+        from topictk.rundir import checkpoint as ckpt
         header, _ = ckpt.load_arrays(run_dir / "model.npz")
         info = json.loads(info_path.read_text())
         return {"train_seconds": float(header["clock"]["train_seconds"]),

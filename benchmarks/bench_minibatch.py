@@ -277,7 +277,7 @@ def execute(cfg: dict, evaluate: bool = True, poll_memory: bool = False) -> dict
         result["failed"] = tail(WORK / "logs" / run_dir.parent.name / f"{run_dir.name}.train.log")
         log(f"  FAILED {run_dir.name}: {result['failed'].splitlines()[-1:]}")
     else:
-        from topictk.training.checkpoint import load_arrays
+        from topictk.rundir.checkpoint import load_arrays
         header, _ = load_arrays(run_dir / "model.npz")
         result["clock"] = header["clock"]
         result["status"] = header["status"]
@@ -492,10 +492,10 @@ def part_throughput(args) -> dict:
     from topictk.inference import _minibatch
     from topictk.inference.base import chunk_bounds_by_docs
     from topictk.inference.sgrld import local_statistics, sgrld_update
-    from topictk.training import streams as keys
-    from topictk.training.batches import gather_batch
-    from topictk.training.checkpoint import load_arrays
-    from topictk.training.streams import Streams
+    from topictk import streams as keys
+    from topictk.corpus.batches import gather_batch
+    from topictk.rundir.checkpoint import load_arrays
+    from topictk.streams import Streams
 
     out_path = WORK / "throughput.json"
     if out_path.exists() and not args.force:

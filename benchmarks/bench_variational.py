@@ -49,7 +49,7 @@ from topictk.evaluation.perplexity import perplexity_from_probabilities  # noqa:
 from topictk.inference.base import TestSet  # noqa: E402
 from topictk.inference.registry import get_driver  # noqa: E402
 from topictk.inference.vb import fold_in_theta, mixture_probabilities  # noqa: E402
-from topictk.training.streams import Streams  # noqa: E402
+from topictk.streams import Streams  # noqa: E402
 
 DATA = ROOT.parent / "shared" / "data"
 WORK = ROOT / "benchmarks" / "work" / "variational"

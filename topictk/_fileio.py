@@ -1,14 +1,17 @@
-"""Permission bits for files and directories written through temporary names.
+"""Atomic file writes, and the permission bits of what they publish.
 
+A file is written to a temporary name beside its target, fsynced and renamed over it, so a
+reader (or a process killed mid-write) sees the old file or the new one, never a part.
 ``tempfile.mkstemp`` creates files 0600 and ``mkdtemp`` directories 0700 whatever the umask;
-the atomic writers (:func:`topictk.training.checkpoint.atomic_write_bytes`, the corpus store's
-``write_store``) give what they publish the mode ``open`` or ``mkdir`` would have given it.
+:func:`atomic_write_bytes` and the corpus store's ``write_store`` give what they publish the
+mode ``open`` or ``mkdir`` would have given it.
 """
 from __future__ import annotations
 
 import functools
 import os
 import stat
+import tempfile
 from pathlib import Path
 
 
@@ -48,3 +51,39 @@ def replacement_mode(path: Path, default: int) -> int:
         return stat.S_IMODE(os.stat(path).st_mode)
     except OSError:
         return default
+
+
+def atomic_write_bytes(path: Path, writer) -> None:
+    """Call ``writer(file)`` on a temporary file beside ``path``, fsync, then rename.
+
+    The file gets the mode of the file it replaces, or 0o666 & ~umask when it is new (as
+    ``open`` would give it; ``mkstemp`` alone leaves 0600)."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    mode = replacement_mode(path, new_file_mode())
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    try:
+        with os.fdopen(fd, "wb") as f:
+            os.fchmod(f.fileno(), mode)
+            writer(f)
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        try:
+            os.unlink(tmp)
+        except OSError:
+            pass
+        raise
+    try:
+        dfd = os.open(path.parent, os.O_RDONLY)
+        try:
+            os.fsync(dfd)
+        finally:
+            os.close(dfd)
+    except OSError:
+        pass
+
+
+def atomic_write_text(path: Path, text: str) -> None:
+    atomic_write_bytes(path, lambda f: f.write(text.encode("utf-8")))

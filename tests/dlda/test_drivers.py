@@ -21,10 +21,10 @@ from topictk.errors import ConfigError
 from topictk.evaluation.perplexity import perplexity_from_probabilities
 from topictk.inference import dlda as dlda_module
 from topictk.inference.registry import get_driver
-from topictk.training.checkpoint import list_checkpoints, load_arrays
-from topictk.training.logs import read_metrics
+from topictk.rundir.checkpoint import list_checkpoints, load_arrays
+from topictk.rundir.metrics import read_metrics
 from topictk.training.run import train
-from topictk.training.streams import Streams
+from topictk.streams import Streams
 
 ALGORITHMS = ["tlasgr", "tlfsgr", "dlda-sgrld", "dlda-gibbs"]
 

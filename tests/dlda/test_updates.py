@@ -18,7 +18,7 @@ from topictk.inference.dlda import (
     tlasgr_columns,
     tlasgr_drift,
 )
-from topictk.training.streams import Streams
+from topictk.streams import Streams
 
 
 def test_projection_covariance(seed):

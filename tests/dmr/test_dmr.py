@@ -30,12 +30,12 @@ from topictk.inference.dmr import (DMRSEMDriver, DMRSGRLDDriver, PolyaObjective,
 from topictk.inference.gibbs import GibbsDriver
 from topictk.inference.hyper import minka_alpha
 from topictk.state.dmr import document_alpha
-from topictk.training import streams as keys
-from topictk.training.batches import EpochSchedule, gather_batch
-from topictk.training.checkpoint import load_arrays
+from topictk import streams as keys
+from topictk.corpus.batches import EpochSchedule, gather_batch
+from topictk.rundir.checkpoint import load_arrays
 from topictk.training.run import train
-from topictk.training.schedules import sgmcmc_step
-from topictk.training.streams import Streams, make_stream
+from topictk.inference.schedules import sgmcmc_step
+from topictk.streams import Streams, make_stream
 
 
 def _config(store, out, algorithm="dmr-sem", model=None, training=None, **inference):

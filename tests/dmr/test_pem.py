@@ -19,9 +19,9 @@ from topictk.inference.base import TestSet as HeldOut
 from topictk.inference.pem import (PEMDriver, particle_weights, tempered_objective,
                                    tempered_weights)
 from topictk.inference.vb import VBDriver, newton_direction
-from topictk.training.checkpoint import load_arrays
+from topictk.rundir.checkpoint import load_arrays
 from topictk.training.run import train
-from topictk.training.streams import Streams
+from topictk.streams import Streams
 
 START = {"cold": 0, "warm": 1, "best": 2}
 

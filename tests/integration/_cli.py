@@ -79,7 +79,7 @@ def write_config(directory: Path, store: Path, name: str = "exp.yaml", **section
 
 
 def model_arrays(run_dir: Path, name: str = "model.npz") -> tuple[dict, dict[str, np.ndarray]]:
-    from topictk.training.checkpoint import load_arrays
+    from topictk.rundir.checkpoint import load_arrays
     return load_arrays(run_dir / name)
 
 
@@ -94,7 +94,7 @@ def comparable_metrics(run_dir: Path) -> list[tuple]:
 
 
 def samples(run_dir: Path) -> dict[str, dict[str, np.ndarray]]:
-    from topictk.training.checkpoint import load_arrays
+    from topictk.rundir.checkpoint import load_arrays
     return {p.name: load_arrays(p)[1] for p in sorted((run_dir / "samples").glob("*.npz"))}
 
 

@@ -25,9 +25,9 @@ from topictk.errors import UsageError
 from topictk.evaluation import infer as infer_module
 from topictk.inference.base import INFER_CHUNK_DOCS, Driver, chunk_bounds_by_docs
 from topictk.inference.dlda import initial_theta
-from topictk.training.checkpoint import load_arrays
+from topictk.rundir.checkpoint import load_arrays
 from topictk.training.run import train
-from topictk.training.streams import infer_key, make_stream
+from topictk.streams import infer_key, make_stream
 
 N_WORDS = 50
 VOCAB = [f"w{chr(97 + v // 26)}{chr(97 + v % 26)}" for v in range(N_WORDS)]   # letters only

@@ -17,7 +17,7 @@ import yaml
 
 from tests.integration._cli import (REPO, assert_same_arrays, comparable_metrics, fails,
                                     metrics, model_arrays, ok, samples, write_config)
-from topictk.training.checkpoint import list_checkpoints, load_arrays
+from topictk.rundir.checkpoint import list_checkpoints, load_arrays
 
 
 def _assert_same_run(a: Path, b: Path) -> None:

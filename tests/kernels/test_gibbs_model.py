@@ -12,7 +12,7 @@ from topictk.corpus.store import CorpusStore
 from topictk.inference.gibbs import GibbsDriver
 from topictk.inference.hyper import minka_alpha
 from topictk.state.counts import CountState
-from topictk.training.streams import Streams
+from topictk.streams import Streams
 
 # ------------------------------------------------------------------------ (e) log joint
 TINY_DOCS = [np.array([0, 1, 1, 3]), np.array([2, 2]), np.array([3, 0, 1]), np.array([1])]

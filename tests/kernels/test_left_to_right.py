@@ -14,7 +14,7 @@ from topictk.corpus.store import Documents, ptr_to_csr, tokens_to_ptr
 from topictk.evaluation._left_to_right import left_to_right
 from topictk.evaluation.left_to_right import document_log_likelihoods
 from topictk.inference import base
-from topictk.training.streams import Streams
+from topictk.streams import Streams
 
 
 def make_test_set(observed: list[list[int]], held: list[list[int]],

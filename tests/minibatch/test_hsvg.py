@@ -13,10 +13,10 @@ from topictk.corpus.store import CorpusStore
 from topictk.errors import ConfigError
 from topictk.inference.base import chunk_bounds_by_docs
 from topictk.inference.hsvg import HSVGDriver
-from topictk.training import streams as keys
-from topictk.training.checkpoint import load_arrays
+from topictk import streams as keys
+from topictk.rundir.checkpoint import load_arrays
 from topictk.training.run import train
-from topictk.training.streams import Streams
+from topictk.streams import Streams
 
 
 @pytest.fixture(scope="module")
@@ -61,7 +61,7 @@ def test_step_equals_dense_reference_and_mass_invariant(planted_store, tmp_path)
     driver = HSVGDriver(config, CorpusStore.open(path))
     state = driver.init_state(Streams(9))
     lam = state.lam().copy()
-    from topictk.training.batches import gather_batch
+    from topictk.corpus.batches import gather_batch
     for t in range(4):
         docs = driver.batch_documents(state, t)
         batch = gather_batch(driver.tokens.doc_ptr, driver.tokens.words, docs)
@@ -84,7 +84,7 @@ def test_one_topic_is_the_word_count_update(planted_store, tmp_path):
     state = driver.init_state(Streams(9))
     before = state.lam().copy()
     docs = driver.batch_documents(state, 0)
-    from topictk.training.batches import gather_batch
+    from topictk.corpus.batches import gather_batch
     batch = gather_batch(driver.tokens.doc_ptr, driver.tokens.words, docs)
     driver.step(state, 0)
     counts = np.zeros_like(before)

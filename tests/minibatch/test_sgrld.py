@@ -17,9 +17,9 @@ from topictk.corpus.store import CorpusStore
 from topictk.errors import ConfigError
 from topictk.inference import _minibatch
 from topictk.inference.sgrld import SGRLDDriver, sgrld_update
-from topictk.training.checkpoint import list_checkpoints, load_arrays
+from topictk.rundir.checkpoint import list_checkpoints, load_arrays
 from topictk.training.run import train
-from topictk.training.streams import Streams
+from topictk.streams import Streams
 
 
 def _random_batch(rng, n_docs=20, n_words=15, max_len=12):

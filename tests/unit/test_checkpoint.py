@@ -11,10 +11,11 @@ from types import SimpleNamespace
 import numpy as np
 import pytest
 
+from topictk import _fileio as fileio
 from topictk.errors import CheckpointError, CorpusUsageError, UsageError
-from topictk.training import checkpoint as ckpt
+from topictk.rundir import checkpoint as ckpt
 from topictk.training.run import check_compatible
-from topictk.training.streams import Streams
+from topictk.streams import Streams
 
 
 def _arrays(seed=0):
@@ -42,7 +43,7 @@ def test_atomic_write_leaves_no_temporary_files(tmp_path):
     path = tmp_path / "step-00000001.npz"
     ckpt.save_arrays(path, {}, _arrays())
     ckpt.save_arrays(path, {"again": True}, _arrays(1))           # replace in place
-    ckpt.atomic_write_text(tmp_path / "config.yaml", "a: 1\n")
+    fileio.atomic_write_text(tmp_path / "config.yaml", "a: 1\n")
     assert sorted(p.name for p in tmp_path.iterdir()) == ["config.yaml", "step-00000001.npz"]
     assert ckpt.load_arrays(path)[0]["again"] is True
 
@@ -57,7 +58,7 @@ def test_failed_write_keeps_the_old_file_and_removes_the_temporary(tmp_path):
         raise RuntimeError("disk full")
 
     with pytest.raises(RuntimeError, match="disk full"):
-        ckpt.atomic_write_bytes(path, broken_writer)
+        fileio.atomic_write_bytes(path, broken_writer)
     assert path.read_bytes() == before
     assert [p.name for p in tmp_path.iterdir()] == ["model.npz"]
 
@@ -67,8 +68,8 @@ def test_new_files_follow_the_umask(tmp_path, set_umask, mask, mode):
     """mkstemp alone would leave 0600 whatever the umask: new files get 0o666 & ~umask."""
     set_umask(mask)
     ckpt.save_arrays(tmp_path / "ck" / "step-00000001.npz", {}, _arrays())
-    ckpt.atomic_write_text(tmp_path / "config.yaml", "a: 1\n")
-    ckpt.atomic_write_bytes(tmp_path / "out.jsonl", lambda f: f.write(b"{}\n"))
+    fileio.atomic_write_text(tmp_path / "config.yaml", "a: 1\n")
+    fileio.atomic_write_bytes(tmp_path / "out.jsonl", lambda f: f.write(b"{}\n"))
     for path in (tmp_path / "ck" / "step-00000001.npz", tmp_path / "config.yaml",
                  tmp_path / "out.jsonl"):
         assert stat.S_IMODE(path.stat().st_mode) == mode, path

@@ -13,7 +13,7 @@ from topictk.evaluation.coherence import (diversity, incidence_matrix, npmi, top
 from topictk.evaluation.perplexity import heldout_perplexity, perplexity_from_probabilities
 from topictk.inference.base import TestSet as HeldOutSet  # (a "Test*" name would be collected)
 from topictk.inference.gibbs import GibbsDriver
-from topictk.training.streams import Streams
+from topictk.streams import Streams
 
 V = 12
 

@@ -11,7 +11,7 @@ from tests.fixtures import planted_corpus, write_token_store
 from topictk.config import load_config
 from topictk.corpus.store import CorpusStore
 from topictk.inference.registry import get_driver
-from topictk.training.streams import Streams
+from topictk.streams import Streams
 
 N_TRAIN = 450
 

@@ -15,8 +15,8 @@ from tests.variational.conftest import make_config, random_docs, run_driver
 from topictk.corpus.store import CorpusStore
 from topictk.errors import ConfigError
 from topictk.inference.ovb import OVBDriver, permute, step_size
-from topictk.training import streams as keys
-from topictk.training.streams import Streams
+from topictk import streams as keys
+from topictk.streams import Streams
 
 
 def _driver(config, threads=1, seed=0):

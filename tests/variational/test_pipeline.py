@@ -17,7 +17,7 @@ from topictk.corpus.store import CorpusStore
 from topictk.errors import UsageError
 from topictk.evaluation.run import LoadedRun, evaluate_run
 from topictk.inference import base as inference_base
-from topictk.training import checkpoint as ckpt
+from topictk.rundir import checkpoint as ckpt
 from topictk.training.run import train
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -91,7 +91,7 @@ def test_uniform_topics_give_perplexity_v(planted_store, tmp_path, algorithm):
 
 def _state_with_uniform_topics(cfg):
     from topictk.inference.registry import get_driver
-    from topictk.training.streams import Streams
+    from topictk.streams import Streams
 
     store = CorpusStore.open(cfg.corpus)
     driver = get_driver(cfg.inference.algorithm)(cfg, store, 1)

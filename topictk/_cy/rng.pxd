@@ -1,6 +1,6 @@
 # Random streams for kernels: NumPy bit generators used under nogil.
 #
-# A stream is a numpy.random.PCG64 created by the driver (topictk.training.streams); kernels
+# A stream is a numpy.random.PCG64 created by the driver (topictk.streams); kernels
 # receive the Python objects, take their bitgen_t pointers while holding the GIL, and then draw
 # without it. A stream is used by one thread at a time (streams are keyed to data chunks).
 from cpython.pycapsule cimport PyCapsule_GetPointer

@@ -8,7 +8,7 @@ from topictk.corpus.readers import FORMATS
 from topictk.evaluation.infer import (check_sweeps, infer_run, output_path_ok, render_jsonl,
                                       render_tsv, tsv_header)
 from topictk.evaluation.run import LoadedRun
-from topictk.training.checkpoint import atomic_write_bytes
+from topictk._fileio import atomic_write_bytes
 
 
 @click.command()

@@ -20,7 +20,7 @@ from scipy.special import logsumexp
 
 from topictk.evaluation._left_to_right import left_to_right
 from topictk.inference.base import TestSet, chunk_bounds_by_docs
-from topictk.training.streams import Streams, left_to_right_key
+from topictk.streams import Streams, left_to_right_key
 
 DEFAULT_PARTICLES = 20
 

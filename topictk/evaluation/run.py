@@ -10,10 +10,15 @@ from topictk.evaluation.left_to_right import left_to_right_perplexity
 from topictk.evaluation.perplexity import heldout_perplexity, train_heldout_perplexity
 from topictk.inference.base import TestSet
 from topictk.inference.registry import get_driver
-from topictk.training import checkpoint as ckpt
-from topictk.training.run import (MODEL_FILE, check_compatible, load_samples, open_store,
-                                  retrain_command)
-from topictk.training.streams import Streams
+from topictk.rundir import checkpoint as ckpt
+from topictk.streams import Streams
+from topictk.training.run import (
+    MODEL_FILE,
+    check_compatible,
+    load_samples,
+    open_store,
+    retrain_command,
+)
 
 
 def _damaged_model_fix(run_dir: Path, checkpoint: int | None) -> str:

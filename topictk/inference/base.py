@@ -25,7 +25,7 @@ from topictk.config.schema import Option
 from topictk.corpus.store import CorpusStore, Documents
 from topictk.errors import UsageError
 from topictk.inference import _minibatch
-from topictk.training.streams import Streams, infer_key
+from topictk.streams import Streams, infer_key
 
 
 @dataclass

@@ -20,6 +20,7 @@ import logging
 import numpy as np
 from scipy.special import gammaln
 
+from topictk import streams as keys
 from topictk._cy.special import psi1
 from topictk.config.schema import Option
 from topictk.corpus.store import Documents
@@ -27,11 +28,15 @@ from topictk.errors import ConfigError, NumericalError
 from topictk.inference import _cvb
 from topictk.inference.base import Driver, StepInfo, TestSet, chunk_bounds_by_tokens
 from topictk.inference.registry import register
-from topictk.inference.vb import (_nan_to_none, _none_to_nan, csr_arrays, doc_lengths,
-                                  mixture_probabilities)
+from topictk.inference.vb import (
+    _nan_to_none,
+    _none_to_nan,
+    csr_arrays,
+    doc_lengths,
+    mixture_probabilities,
+)
 from topictk.state.variational import CVBState
-from topictk.training import streams as keys
-from topictk.training.streams import Streams
+from topictk.streams import Streams
 
 log = logging.getLogger("topictk")
 

@@ -28,18 +28,24 @@ import logging
 
 import numpy as np
 
+from topictk import streams as keys
 from topictk.config.schema import Option
+from topictk.corpus.batches import EpochSchedule
 from topictk.corpus.store import ptr_to_csr
 from topictk.errors import ConfigError, NumericalError, UsageError
 from topictk.inference import _dlda
-from topictk.inference.base import (INFER_CHUNK_DOCS, Driver, StepInfo, TestSet,
-                                    chunk_bounds_by_docs, chunk_bounds_by_tokens)
+from topictk.inference.base import (
+    INFER_CHUNK_DOCS,
+    Driver,
+    StepInfo,
+    TestSet,
+    chunk_bounds_by_docs,
+    chunk_bounds_by_tokens,
+)
 from topictk.inference.registry import register
+from topictk.inference.schedules import sgmcmc_step
 from topictk.state.deep import DeepState
-from topictk.training import streams as keys
-from topictk.training.batches import EpochSchedule
-from topictk.training.schedules import sgmcmc_step
-from topictk.training.streams import Streams
+from topictk.streams import Streams
 
 log = logging.getLogger("topictk")
 

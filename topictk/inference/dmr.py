@@ -40,22 +40,32 @@ from scipy.optimize import minimize
 from scipy.sparse import csr_matrix
 from scipy.special import gammaln
 
+from topictk import streams as keys
 from topictk.config.schema import Option
+from topictk.corpus.batches import gather_batch
 from topictk.errors import ConfigError, CorpusError, CorpusUsageError, NumericalError
 from topictk.inference import _dmr, _gibbs, _minibatch
-from topictk.inference.base import (Driver, StepInfo, TestSet, chunk_bounds_by_docs,
-                                    chunk_bounds_by_tokens)
-from topictk.inference.gibbs import (SweepSampler, fold_in_probabilities,
-                                     resolve_sample_schedule)
+from topictk.inference.base import (
+    Driver,
+    StepInfo,
+    TestSet,
+    chunk_bounds_by_docs,
+    chunk_bounds_by_tokens,
+)
+from topictk.inference.gibbs import SweepSampler, fold_in_probabilities, resolve_sample_schedule
 from topictk.inference.registry import register
-from topictk.inference.sgrld import (FLOOR, TRAIN_HELDOUT_PASS, SGRLDDriver, sgrld_update)
+from topictk.inference.schedules import sgmcmc_step
+from topictk.inference.sgrld import FLOOR, TRAIN_HELDOUT_PASS, SGRLDDriver, sgrld_update
 from topictk.state.counts import phi_hat as counts_phi_hat
-from topictk.state.dmr import (ETA_MAX, ETA_MIN, DMRCountState, DMRSimplexState,
-                               document_alpha, feature_products)
-from topictk.training import streams as keys
-from topictk.training.batches import gather_batch
-from topictk.training.schedules import sgmcmc_step
-from topictk.training.streams import Streams
+from topictk.state.dmr import (
+    ETA_MAX,
+    ETA_MIN,
+    DMRCountState,
+    DMRSimplexState,
+    document_alpha,
+    feature_products,
+)
+from topictk.streams import Streams
 
 log = logging.getLogger("topictk")
 

@@ -9,18 +9,24 @@ from __future__ import annotations
 import logging
 
 import numpy as np
-from topictk._cy.special import gammaln
 
+from topictk import streams as keys
+from topictk._cy.special import gammaln
 from topictk.config.schema import Option
 from topictk.errors import ConfigError, NumericalError
 from topictk.inference import _gibbs
-from topictk.inference.base import (Driver, StepInfo, TestSet, chunk_bounds_by_docs,
-                                    chunk_bounds_by_tokens, word_frequencies)
+from topictk.inference.base import (
+    Driver,
+    StepInfo,
+    TestSet,
+    chunk_bounds_by_docs,
+    chunk_bounds_by_tokens,
+    word_frequencies,
+)
 from topictk.inference.hyper import minka_alpha
 from topictk.inference.registry import register
 from topictk.state.counts import CountState, phi_hat
-from topictk.training import streams as keys
-from topictk.training.streams import Streams
+from topictk.streams import Streams
 
 log = logging.getLogger("topictk")
 

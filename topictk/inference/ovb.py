@@ -17,7 +17,7 @@ ALGORITHMS.md §5. One training step is one mini-batch update t:
 The NumPy twin is ``tests/reference/ovb.py``. Evaluation folds test documents in with the
 batch-VB E-step (cold start, lambda frozen; §11.2).
 
-Epoch permutations are the keyed Feistel permutations of :mod:`topictk.training.batches`; the
+Epoch permutations are the keyed Feistel permutations of :mod:`topictk.corpus.batches`; the
 keys and the epoch index are in the checkpoint, so a resumed run draws exactly the batches of
 an uninterrupted one.
 """
@@ -28,18 +28,28 @@ import logging
 import numpy as np
 from scipy.special import digamma, polygamma
 
+from topictk import streams as keys
 from topictk.config.schema import Option
+from topictk.corpus.batches import FEISTEL_ROUNDS, permute  # noqa: F401  (re-exported)
 from topictk.corpus.store import Documents
 from topictk.errors import NumericalError
 from topictk.inference.base import Driver, StepInfo, TestSet
 from topictk.inference.registry import register
-from topictk.inference.vb import (ALPHA_MAX, ALPHA_MIN, ESTEP_OPTIONS, alpha_gradient,
-                                  e_step, elog_theta_sum, expected_log_topics, fold_in_theta,
-                                  mixture_probabilities, newton_direction, resolve_alpha)
+from topictk.inference.vb import (
+    ALPHA_MAX,
+    ALPHA_MIN,
+    ESTEP_OPTIONS,
+    alpha_gradient,
+    e_step,
+    elog_theta_sum,
+    expected_log_topics,
+    fold_in_theta,
+    mixture_probabilities,
+    newton_direction,
+    resolve_alpha,
+)
 from topictk.state.variational import OnlineState
-from topictk.training import streams as keys
-from topictk.training.batches import FEISTEL_ROUNDS, permute  # noqa: F401  (re-exported)
-from topictk.training.streams import Streams
+from topictk.streams import Streams
 
 log = logging.getLogger("topictk")
 

@@ -42,16 +42,26 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from topictk import streams as keys
 from topictk.config.schema import Option
 from topictk.errors import NumericalError
 from topictk.inference import _pem
 from topictk.inference.base import Driver, StepInfo, TestSet
 from topictk.inference.registry import register
-from topictk.inference.vb import (ESTEP_OPTIONS, PHI_FLOOR, START, csr_arrays, doc_lengths,
-                                  e_step, elog_theta_sum, expected_log_topics,
-                                  mixture_probabilities, optimize_alpha, resolve_alpha)
-from topictk.training import streams as keys
-from topictk.training.streams import Streams
+from topictk.inference.vb import (
+    ESTEP_OPTIONS,
+    PHI_FLOOR,
+    START,
+    csr_arrays,
+    doc_lengths,
+    e_step,
+    elog_theta_sum,
+    expected_log_topics,
+    mixture_probabilities,
+    optimize_alpha,
+    resolve_alpha,
+)
+from topictk.streams import Streams
 
 log = logging.getLogger("topictk")
 

@@ -12,17 +12,17 @@ import logging
 
 import numpy as np
 
+from topictk import streams as keys
 from topictk.config.schema import Option
+from topictk.corpus.batches import EpochSchedule, gather_batch
 from topictk.errors import ConfigError, NumericalError
 from topictk.inference import _minibatch
 from topictk.inference.base import Driver, StepInfo, TestSet, chunk_bounds_by_docs
 from topictk.inference.gibbs import fold_in_probabilities, resolve_alpha
 from topictk.inference.registry import register
+from topictk.inference.schedules import sgmcmc_step
 from topictk.state.simplex import SimplexState
-from topictk.training import streams as keys
-from topictk.training.batches import EpochSchedule, gather_batch
-from topictk.training.schedules import sgmcmc_step
-from topictk.training.streams import Streams
+from topictk.streams import Streams
 
 log = logging.getLogger("topictk")
 

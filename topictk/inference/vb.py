@@ -34,6 +34,7 @@ import logging
 import numpy as np
 from scipy.special import digamma, gammaln, polygamma
 
+from topictk import streams as keys
 from topictk.config.schema import Option
 from topictk.corpus.store import Documents
 from topictk.errors import NumericalError
@@ -41,8 +42,7 @@ from topictk.inference import _vb
 from topictk.inference.base import Driver, StepInfo, TestSet
 from topictk.inference.registry import register
 from topictk.state.variational import VBState
-from topictk.training import streams as keys
-from topictk.training.streams import Streams
+from topictk.streams import Streams
 
 log = logging.getLogger("topictk")
 

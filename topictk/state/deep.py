@@ -23,7 +23,7 @@ class DeepState:
     ``racc``, ``tacc`` (held nnz,), (D_test,): its accumulated rates (§8.11)
     ``chain_step``    the update count after which the test chain last advanced
     ``chain_samples`` how many of its iterations were accumulated
-    ``permutation``   the epoch state of the mini-batch schedule (training.batches), else None
+    ``permutation``   the epoch state of the mini-batch schedule (topictk.corpus.batches), else None
     ``floored``, ``fallbacks``, ``clamped``: running counts of gamma draws floored at 1e-300,
     uniform fallbacks of the partition draws, and simplex coordinates clamped by Proj.
     """

@@ -23,17 +23,17 @@ from pathlib import Path
 import yaml
 from tqdm import tqdm
 
+from topictk._fileio import atomic_write_text
 from topictk.config.loader import Config
 from topictk.corpus.store import CorpusStore
-from topictk.errors import (CheckpointError, CheckpointUsageError, CorpusUsageError,
-                            UsageError)
+from topictk.errors import CheckpointError, CheckpointUsageError, CorpusUsageError, UsageError
 from topictk.evaluation.perplexity import heldout_perplexity, train_heldout_perplexity
 from topictk.inference.base import Driver, TestSet
 from topictk.inference.registry import get_driver
-from topictk.training import checkpoint as ckpt
-from topictk.training.logs import append_metrics, truncate_metrics
+from topictk.rundir import checkpoint as ckpt
+from topictk.rundir.metrics import append_metrics, truncate_metrics
+from topictk.streams import Streams
 from topictk.training.loop import train_steps
-from topictk.training.streams import Streams
 
 log = logging.getLogger("topictk")
 
@@ -271,7 +271,7 @@ def train(config: Config, *, resume: bool = False, force: bool = False,
             clock = {"train_seconds": 0.0, "tokens_seen": 0, "documents_seen": 0}
             start = 0
         run_dir.mkdir(parents=True, exist_ok=True)
-        ckpt.atomic_write_text(run_dir / "config.yaml",
+        atomic_write_text(run_dir / "config.yaml",
                                yaml.safe_dump(config.to_dict(), sort_keys=False))
 
         test = TestSet.from_store(store)

@@ -5,7 +5,7 @@ import json
 import os
 from pathlib import Path
 
-from topictk.training.checkpoint import atomic_write_text
+from topictk._fileio import atomic_write_text
 
 
 def append_metrics(path: Path, record: dict) -> None:

@@ -8,56 +8,18 @@ moment leaves the last complete checkpoint readable.
 from __future__ import annotations
 
 import json
-import os
 import re
-import tempfile
 import zipfile
 from pathlib import Path
 
 import numpy as np
 
-from topictk._fileio import new_file_mode, replacement_mode
+from topictk._fileio import atomic_write_bytes
 from topictk.errors import CheckpointError
 
 CHECKPOINT_FORMAT = "topictk-checkpoint"
 CHECKPOINT_VERSION = 1
 _NAME = re.compile(r"^step-(\d+)\.npz$")
-
-
-def atomic_write_bytes(path: Path, writer) -> None:
-    """Call ``writer(file)`` on a temporary file beside ``path``, fsync, then rename.
-
-    The file gets the mode of the file it replaces, or 0o666 & ~umask when it is new (as
-    ``open`` would give it; ``mkstemp`` alone leaves 0600)."""
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    mode = replacement_mode(path, new_file_mode())
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    try:
-        with os.fdopen(fd, "wb") as f:
-            os.fchmod(f.fileno(), mode)
-            writer(f)
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        try:
-            os.unlink(tmp)
-        except OSError:
-            pass
-        raise
-    try:
-        dfd = os.open(path.parent, os.O_RDONLY)
-        try:
-            os.fsync(dfd)
-        finally:
-            os.close(dfd)
-    except OSError:
-        pass
-
-
-def atomic_write_text(path: Path, text: str) -> None:
-    atomic_write_bytes(path, lambda f: f.write(text.encode("utf-8")))
 
 
 def save_arrays(path: Path, header: dict, arrays: dict[str, np.ndarray]) -> None:
