@@ -153,7 +153,7 @@ def speed(args) -> dict:
     """Time TLASGR updates of 128-64-32 with the full local chain at 1 and 2 threads."""
     import numpy as np
 
-    from topictk.config import load_config
+    from topictk.inference.registry import load_config
     from topictk.corpus.store import CorpusStore
     from topictk.inference.dlda import TLASGRDriver
     from topictk.streams import Streams
@@ -216,7 +216,7 @@ def run_dir(method: str, size: str) -> Path:
 
 def run_status(method: str, size: str) -> dict:
     """What the run directory says: steps done, target, status, clock, last metrics."""
-    from topictk.config import load_config
+    from topictk.inference.registry import load_config
     from topictk.rundir import checkpoint as ckpt
     from topictk.rundir.metrics import read_metrics
 

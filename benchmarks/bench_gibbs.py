@@ -288,7 +288,7 @@ def worker_eval(spec: dict) -> None:
     from topictk.config.loader import Section
     from topictk.config.schema import EVALUATION
     from topictk.corpus.store import CorpusStore
-    from topictk.evaluation.perplexity import perplexity_from_probabilities
+    from topictk.inference.perplexity import perplexity_from_probabilities
     from topictk.inference.base import TestSet
     from topictk.inference.gibbs import fold_in_probabilities, resolve_alpha
     from topictk.state.counts import phi_hat

@@ -42,10 +42,10 @@ import numpy as np  # noqa: E402
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from topictk.config import load_config  # noqa: E402
+from topictk.inference.registry import load_config  # noqa: E402
 from topictk.corpus.prepare import PrepareOptions, prepare  # noqa: E402
 from topictk.corpus.store import CorpusStore  # noqa: E402
-from topictk.evaluation.perplexity import perplexity_from_probabilities  # noqa: E402
+from topictk.inference.perplexity import perplexity_from_probabilities  # noqa: E402
 from topictk.inference.base import TestSet  # noqa: E402
 from topictk.inference.registry import get_driver  # noqa: E402
 from topictk.inference.vb import fold_in_theta, mixture_probabilities  # noqa: E402

@@ -10,7 +10,8 @@ from pathlib import Path
 import numpy as np
 from scipy.optimize import linear_sum_assignment
 
-from topictk.config import Config, load_config
+from topictk.config import Config
+from topictk.inference.registry import load_config
 from topictk.corpus.store import ptr_to_csr, tokens_to_ptr, write_store
 from topictk.corpus.vocab import vocab_hash
 

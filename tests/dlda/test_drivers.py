@@ -15,10 +15,10 @@ from tests.dlda._helpers import dlda_config, pgbn_corpus, write_split_store
 from tests.fixtures import matched_l1
 from tests.reference import dlda as ref
 from topictk.cli import cli
-from topictk.config import load_config
+from topictk.inference.registry import load_config
 from topictk.corpus.store import CorpusStore
 from topictk.errors import ConfigError
-from topictk.evaluation.perplexity import perplexity_from_probabilities
+from topictk.inference.perplexity import perplexity_from_probabilities
 from topictk.inference import dlda as dlda_module
 from topictk.inference.registry import get_driver
 from topictk.rundir.checkpoint import list_checkpoints, load_arrays

@@ -18,7 +18,7 @@ from tests.reference import dmr as ref
 from tests.reference import gibbs as gibbs_ref
 from tests.reference import left_to_right as l2r_ref
 from tests.reference import minibatch as minibatch_ref
-from topictk.config import load_config
+from topictk.inference.registry import load_config
 from topictk.corpus.store import CorpusStore
 from topictk.errors import ConfigError
 from topictk.evaluation.left_to_right import left_to_right_perplexity

@@ -11,7 +11,7 @@ import pytest
 from tests.fixtures import planted_corpus, write_token_store
 from tests.reference import pem as ref
 from tests.reference import vb as vb_ref
-from topictk.config import load_config
+from topictk.inference.registry import load_config
 from topictk.corpus.store import CorpusStore
 from topictk.errors import ConfigError
 from topictk.inference import _pem, _vb

@@ -442,7 +442,7 @@ def test_resume_with_changed_topics_is_refused_naming_both(trained):
 def test_resume_with_another_algorithm_is_refused_naming_both(tmp_path, trained, example_store):
     """Needs a second registered algorithm that accepts a config with only its defaults; the
     unit test in tests/unit/test_checkpoint.py covers the check whatever is registered."""
-    from topictk.config import load_config
+    from topictk.inference.registry import load_config
     from topictk.errors import ConfigError
 
     _, run_dir = trained

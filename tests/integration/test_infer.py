@@ -18,7 +18,7 @@ from tests.integration._cli import EXAMPLE, fails, ok
 from tests.reference import dlda as dlda_ref
 from tests.reference import minibatch as minibatch_ref
 from topictk.cli import cli
-from topictk.config import load_config
+from topictk.inference.registry import load_config
 from topictk.corpus.store import CorpusStore, ptr_to_csr
 from topictk.evaluation.run import LoadedRun
 from topictk.errors import UsageError

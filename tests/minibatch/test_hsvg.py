@@ -8,7 +8,7 @@ from scipy.special import digamma
 
 from tests.fixtures import matched_l1, planted_corpus, write_token_store
 from tests.reference import minibatch as ref
-from topictk.config import load_config
+from topictk.inference.registry import load_config
 from topictk.corpus.store import CorpusStore
 from topictk.errors import ConfigError
 from topictk.inference.base import chunk_bounds_by_docs

@@ -12,7 +12,7 @@ from click.testing import CliRunner
 from tests.fixtures import cut_back_run, matched_l1, planted_corpus, write_token_store
 from tests.reference import minibatch as ref
 from topictk.cli import cli
-from topictk.config import load_config
+from topictk.inference.registry import load_config
 from topictk.corpus.store import CorpusStore
 from topictk.errors import ConfigError
 from topictk.inference import _minibatch

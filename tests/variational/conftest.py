@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from tests.fixtures import planted_corpus, write_token_store
-from topictk.config import load_config
+from topictk.inference.registry import load_config
 from topictk.corpus.store import CorpusStore
 from topictk.inference.registry import get_driver
 from topictk.streams import Streams

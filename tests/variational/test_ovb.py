@@ -81,7 +81,7 @@ def _best_of_three(config, steps, seed, each=None):
     """Three initialisations; the one with the lowest held-out perplexity. Like batch VB, SVI
     can end in a local optimum with two planted topics merged (about 1 start in 10 on this
     corpus); choosing among restarts by held-out perplexity is the usual remedy."""
-    from topictk.evaluation.perplexity import heldout_perplexity
+    from topictk.inference.perplexity import heldout_perplexity
     from topictk.inference.base import TestSet
 
     best = None

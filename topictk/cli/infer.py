@@ -3,12 +3,18 @@ from __future__ import annotations
 
 import click
 
+from topictk._fileio import atomic_write_bytes
 from topictk.cli.options import meta_file_option, run_dir_argument, single
 from topictk.corpus.readers import FORMATS
-from topictk.evaluation.infer import (check_sweeps, infer_run, output_path_ok, render_jsonl,
-                                      render_tsv, tsv_header)
+from topictk.evaluation.infer import (
+    check_sweeps,
+    infer_run,
+    output_path_ok,
+    render_jsonl,
+    render_tsv,
+    tsv_header,
+)
 from topictk.evaluation.run import LoadedRun
-from topictk._fileio import atomic_write_bytes
 
 
 @click.command()

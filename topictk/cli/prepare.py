@@ -4,8 +4,8 @@ from __future__ import annotations
 import click
 
 from topictk.cli.options import meta_file_option, single
-from topictk.corpus.prepare import (DEFAULT_HELDOUT_FRACTION, DEFAULT_TEST_DOCS, PrepareOptions,
-                                    prepare as prepare_corpus)
+from topictk.corpus.prepare import DEFAULT_HELDOUT_FRACTION, DEFAULT_TEST_DOCS, PrepareOptions
+from topictk.corpus.prepare import prepare as prepare_corpus
 from topictk.corpus.readers import FORMATS
 
 

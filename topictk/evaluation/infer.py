@@ -24,8 +24,12 @@ from pathlib import Path
 import numpy as np
 
 from topictk.corpus import readers
-from topictk.corpus.features import (FeatureEncoding, merge_meta_file, read_meta_file,
-                                     rows_for_documents)
+from topictk.corpus.features import (
+    FeatureEncoding,
+    merge_meta_file,
+    read_meta_file,
+    rows_for_documents,
+)
 from topictk.corpus.store import csr_to_tokens
 from topictk.corpus.text import tokenize
 from topictk.errors import CorpusError, CorpusUsageError, UsageError

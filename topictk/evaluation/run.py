@@ -3,22 +3,16 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from topictk.config.loader import load_config
+from topictk.corpus.store import CorpusStore
 from topictk.errors import CheckpointError, CheckpointUsageError, UsageError
 from topictk.evaluation.coherence import topic_quality
 from topictk.evaluation.left_to_right import left_to_right_perplexity
-from topictk.evaluation.perplexity import heldout_perplexity, train_heldout_perplexity
 from topictk.inference.base import TestSet
-from topictk.inference.registry import get_driver
+from topictk.inference.perplexity import heldout_perplexity, train_heldout_perplexity
+from topictk.inference.registry import get_driver, load_config
 from topictk.rundir import checkpoint as ckpt
+from topictk.rundir.layout import MODEL_FILE, check_compatible, load_samples, retrain_command
 from topictk.streams import Streams
-from topictk.training.run import (
-    MODEL_FILE,
-    check_compatible,
-    load_samples,
-    open_store,
-    retrain_command,
-)
 
 
 def _damaged_model_fix(run_dir: Path, checkpoint: int | None) -> str:
@@ -68,7 +62,7 @@ class LoadedRun:
         self.path = path
         fix = _damaged_model_fix(run_dir, checkpoint)
         header, arrays = ckpt.load_arrays(path, fix)
-        self.store = open_store(self.config)
+        self.store = CorpusStore.open(self.config.corpus)
         check_compatible(header, self.config, self.store, path)
         threads = threads if threads is not None else self.config.training.threads
         self.driver = get_driver(self.config.inference.algorithm)(self.config, self.store, threads)
