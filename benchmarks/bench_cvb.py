@@ -26,11 +26,13 @@ import numpy as np
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from topictk.inference.registry import load_config  # noqa: E402
 from topictk.corpus.prepare import PrepareOptions, prepare  # noqa: E402
 from topictk.corpus.store import CorpusStore  # noqa: E402
 from topictk.inference.perplexity import perplexity_from_probabilities  # noqa: E402
-from topictk.inference.registry import get_driver  # noqa: E402
+from topictk.inference.registry import (
+    get_driver,  # noqa: E402
+    load_config,  # noqa: E402
+)
 from topictk.streams import Streams  # noqa: E402
 
 DATA = ROOT.parent / "shared" / "data"

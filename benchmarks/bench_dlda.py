@@ -52,7 +52,7 @@ import sys
 import time
 from pathlib import Path
 
-from _results import replace_section   # benchmarks/_results.py (this directory)
+from _results import replace_section  # benchmarks/_results.py (this directory)
 
 HERE = Path(__file__).resolve().parent
 REPO = HERE.parent
@@ -153,9 +153,9 @@ def speed(args) -> dict:
     """Time TLASGR updates of 128-64-32 with the full local chain at 1 and 2 threads."""
     import numpy as np
 
-    from topictk.inference.registry import load_config
     from topictk.corpus.store import CorpusStore
     from topictk.inference.dlda import TLASGRDriver
+    from topictk.inference.registry import load_config
     from topictk.streams import Streams
 
     ensure_store()
@@ -399,8 +399,8 @@ def curves(method: str, size: str) -> dict:
 def plot(args) -> None:
     import matplotlib
     matplotlib.use("Agg")
-    from matplotlib import ticker
     import matplotlib.pyplot as plt
+    from matplotlib import ticker
 
     fig, axes = plt.subplots(1, len(SIZES), figsize=(5 * len(SIZES), 4), sharey=True)
     styles = {"tlasgr": "C3", "tlfsgr": "C1", "sgrld": "C0", "gibbs": "C2"}

@@ -50,7 +50,7 @@ import sys
 import time
 from pathlib import Path
 
-from _results import replace_section   # benchmarks/_results.py (this directory)
+from _results import replace_section  # benchmarks/_results.py (this directory)
 
 HERE = Path(__file__).resolve().parent
 REPO = HERE.parent
@@ -173,9 +173,9 @@ def worker_tomotopy(spec: dict) -> None:
     from topictk.config.loader import Section
     from topictk.config.schema import EVALUATION
     from topictk.corpus.store import CorpusStore
-    from topictk.inference.perplexity import perplexity_from_probabilities
     from topictk.inference.base import TestSet
-    from topictk.inference.gibbs import fold_in_probabilities
+    from topictk.inference.perplexity import perplexity_from_probabilities
+    from topictk.inference.sampled import fold_in_probabilities
     from topictk.streams import Streams
 
     store = CorpusStore.open(spec["store"])

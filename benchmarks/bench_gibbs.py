@@ -32,7 +32,7 @@ import sys
 import time
 from pathlib import Path
 
-from _results import replace_section   # benchmarks/_results.py (this directory)
+from _results import replace_section  # benchmarks/_results.py (this directory)
 
 HERE = Path(__file__).resolve().parent
 REPO = HERE.parent
@@ -288,11 +288,11 @@ def worker_eval(spec: dict) -> None:
     from topictk.config.loader import Section
     from topictk.config.schema import EVALUATION
     from topictk.corpus.store import CorpusStore
-    from topictk.inference.perplexity import perplexity_from_probabilities
     from topictk.inference.base import TestSet
-    from topictk.inference.gibbs import fold_in_probabilities, resolve_alpha
-    from topictk.state.counts import phi_hat
+    from topictk.inference.perplexity import perplexity_from_probabilities
+    from topictk.inference.sampled import fold_in_probabilities, resolve_alpha
     from topictk.rundir import checkpoint as ckpt
+    from topictk.state.counts import phi_hat
     from topictk.streams import Streams
 
     store = CorpusStore.open(spec["store"])

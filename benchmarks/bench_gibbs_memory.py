@@ -27,8 +27,7 @@ from pathlib import Path
 
 import numpy as np
 import yaml
-
-from _results import replace_section   # benchmarks/_results.py (this directory)
+from _results import replace_section  # benchmarks/_results.py (this directory)
 
 HERE = Path(__file__).resolve().parent
 REPO = HERE.parent

@@ -51,8 +51,7 @@ import time
 from pathlib import Path
 
 import yaml
-
-from _results import replace_section   # benchmarks/_results.py (this directory)
+from _results import replace_section  # benchmarks/_results.py (this directory)
 
 HERE = Path(__file__).resolve().parent
 REPO = HERE.parent
@@ -488,12 +487,13 @@ def value_at(metrics: list[dict], seconds: float) -> float | None:
 def part_throughput(args) -> dict:
     import numpy as np
 
+    from topictk import streams as keys
+    from topictk.corpus.batches import gather_batch
     from topictk.corpus.store import CorpusStore
     from topictk.inference import _minibatch
     from topictk.inference.base import chunk_bounds_by_docs
-    from topictk.inference.sgrld import local_statistics, sgrld_update
-    from topictk import streams as keys
-    from topictk.corpus.batches import gather_batch
+    from topictk.inference.minibatch import local_statistics
+    from topictk.inference.sgrld import sgrld_update
     from topictk.rundir.checkpoint import load_arrays
     from topictk.streams import Streams
 

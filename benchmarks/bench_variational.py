@@ -42,13 +42,16 @@ import numpy as np  # noqa: E402
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from topictk.inference.registry import load_config  # noqa: E402
 from topictk.corpus.prepare import PrepareOptions, prepare  # noqa: E402
 from topictk.corpus.store import CorpusStore  # noqa: E402
-from topictk.inference.perplexity import perplexity_from_probabilities  # noqa: E402
 from topictk.inference.base import TestSet  # noqa: E402
-from topictk.inference.registry import get_driver  # noqa: E402
-from topictk.inference.vb import fold_in_theta, mixture_probabilities  # noqa: E402
+from topictk.inference.perplexity import perplexity_from_probabilities  # noqa: E402
+from topictk.inference.registry import (
+    get_driver,  # noqa: E402
+    load_config,  # noqa: E402
+)
+from topictk.inference.variational import fold_in_theta
+from topictk.inference.vb import mixture_probabilities  # noqa: E402
 from topictk.streams import Streams  # noqa: E402
 
 DATA = ROOT.parent / "shared" / "data"

@@ -59,9 +59,9 @@ def level(X: np.ndarray, nu: np.ndarray) -> float:
 def rescore(path: Path, kind: str, values: list[float]) -> dict:
     """Perplexities of one run's samples with the prior moved to each value (None = as learnt):
     DMR: the level; LDA: the symmetric alpha."""
-    from topictk.inference.perplexity import heldout_perplexity
     from topictk.evaluation.run import LoadedRun
     from topictk.inference.base import TestSet
+    from topictk.inference.perplexity import heldout_perplexity
 
     run = LoadedRun(path)
     test = TestSet.from_store(run.store)
@@ -144,8 +144,8 @@ def likelihood_level(path: Path, sweeps: list[int], seed: int) -> dict:
 def train_held_level(corpus: str, K: int, seed: int, target: float) -> dict:
     """dmr-sgrld from the benchmark's config with the level held at ``target``."""
     import topictk.inference.dmr as dmr
-    from topictk.inference.registry import load_config
     from topictk.evaluation.run import evaluate_run
+    from topictk.inference.registry import load_config
     from topictk.training.run import train
 
     base = run_dir(corpus, K, "dmr-sgrld", seed).parent / "config.yaml"

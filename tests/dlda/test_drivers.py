@@ -15,16 +15,15 @@ from tests.dlda._helpers import dlda_config, pgbn_corpus, write_split_store
 from tests.fixtures import matched_l1
 from tests.reference import dlda as ref
 from topictk.cli import cli
-from topictk.inference.registry import load_config
 from topictk.corpus.store import CorpusStore
 from topictk.errors import ConfigError
-from topictk.inference.perplexity import perplexity_from_probabilities
 from topictk.inference import dlda as dlda_module
-from topictk.inference.registry import get_driver
+from topictk.inference.perplexity import perplexity_from_probabilities
+from topictk.inference.registry import get_driver, load_config
 from topictk.rundir.checkpoint import list_checkpoints, load_arrays
 from topictk.rundir.metrics import read_metrics
-from topictk.training.run import train
 from topictk.streams import Streams
+from topictk.training.run import train
 
 ALGORITHMS = ["tlasgr", "tlfsgr", "dlda-sgrld", "dlda-gibbs"]
 

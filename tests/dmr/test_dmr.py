@@ -18,24 +18,30 @@ from tests.reference import dmr as ref
 from tests.reference import gibbs as gibbs_ref
 from tests.reference import left_to_right as l2r_ref
 from tests.reference import minibatch as minibatch_ref
-from topictk.inference.registry import load_config
+from topictk import streams as keys
+from topictk.corpus.batches import EpochSchedule, gather_batch
 from topictk.corpus.store import CorpusStore
 from topictk.errors import ConfigError
 from topictk.evaluation.left_to_right import left_to_right_perplexity
-from topictk.inference import _minibatch
-from topictk.inference import base
+from topictk.inference import _minibatch, base
 from topictk.inference import gibbs as gibbs_module
-from topictk.inference.dmr import (DMRSEMDriver, DMRSGRLDDriver, PolyaObjective, nu_objective,
-                                   optimize_nu, polya_log_likelihood, prior_variances)
+from topictk.inference.dmr import (
+    DMRSEMDriver,
+    DMRSGRLDDriver,
+    PolyaObjective,
+    nu_objective,
+    optimize_nu,
+    polya_log_likelihood,
+    prior_variances,
+)
 from topictk.inference.gibbs import GibbsDriver
 from topictk.inference.hyper import minka_alpha
-from topictk.state.dmr import document_alpha
-from topictk import streams as keys
-from topictk.corpus.batches import EpochSchedule, gather_batch
-from topictk.rundir.checkpoint import load_arrays
-from topictk.training.run import train
+from topictk.inference.registry import load_config
 from topictk.inference.schedules import sgmcmc_step
+from topictk.rundir.checkpoint import load_arrays
+from topictk.state.dmr import document_alpha
 from topictk.streams import Streams, make_stream
+from topictk.training.run import train
 
 
 def _config(store, out, algorithm="dmr-sem", model=None, training=None, **inference):

@@ -11,17 +11,17 @@ import pytest
 from tests.fixtures import planted_corpus, write_token_store
 from tests.reference import pem as ref
 from tests.reference import vb as vb_ref
-from topictk.inference.registry import load_config
 from topictk.corpus.store import CorpusStore
 from topictk.errors import ConfigError
 from topictk.inference import _pem, _vb
 from topictk.inference.base import TestSet as HeldOut
-from topictk.inference.pem import (PEMDriver, particle_weights, tempered_objective,
-                                   tempered_weights)
-from topictk.inference.vb import VBDriver, newton_direction
+from topictk.inference.pem import PEMDriver, particle_weights, tempered_objective, tempered_weights
+from topictk.inference.registry import load_config
+from topictk.inference.variational import newton_direction
+from topictk.inference.vb import VBDriver
 from topictk.rundir.checkpoint import load_arrays
-from topictk.training.run import train
 from topictk.streams import Streams
+from topictk.training.run import train
 
 START = {"cold": 0, "warm": 1, "best": 2}
 

@@ -18,16 +18,16 @@ from tests.integration._cli import EXAMPLE, fails, ok
 from tests.reference import dlda as dlda_ref
 from tests.reference import minibatch as minibatch_ref
 from topictk.cli import cli
-from topictk.inference.registry import load_config
 from topictk.corpus.store import CorpusStore, ptr_to_csr
-from topictk.evaluation.run import LoadedRun
 from topictk.errors import UsageError
 from topictk.evaluation import infer as infer_module
+from topictk.evaluation.run import LoadedRun
 from topictk.inference.base import INFER_CHUNK_DOCS, Driver, chunk_bounds_by_docs
 from topictk.inference.dlda import initial_theta
+from topictk.inference.registry import load_config
 from topictk.rundir.checkpoint import load_arrays
-from topictk.training.run import train
 from topictk.streams import infer_key, make_stream
+from topictk.training.run import train
 
 N_WORDS = 50
 VOCAB = [f"w{chr(97 + v // 26)}{chr(97 + v % 26)}" for v in range(N_WORDS)]   # letters only

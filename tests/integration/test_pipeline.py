@@ -9,8 +9,15 @@ import sys
 import numpy as np
 import yaml
 
-from tests.integration._cli import (EXAMPLE, REPO, comparable_metrics, metrics, model_arrays, ok,
-                                    write_config)
+from tests.integration._cli import (
+    EXAMPLE,
+    REPO,
+    comparable_metrics,
+    metrics,
+    model_arrays,
+    ok,
+    write_config,
+)
 
 
 def test_prepare_train_evaluate_topics(tmp_path):

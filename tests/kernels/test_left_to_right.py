@@ -8,10 +8,10 @@ import math
 import numpy as np
 import pytest
 from scipy.special import gammaln
+from topictk.evaluation._left_to_right import left_to_right
 
 from tests.reference import left_to_right as ref
 from topictk.corpus.store import Documents, ptr_to_csr, tokens_to_ptr
-from topictk.evaluation._left_to_right import left_to_right
 from topictk.evaluation.left_to_right import document_log_likelihoods
 from topictk.inference import base
 from topictk.streams import Streams

@@ -8,15 +8,15 @@ from scipy.special import digamma
 
 from tests.fixtures import matched_l1, planted_corpus, write_token_store
 from tests.reference import minibatch as ref
-from topictk.inference.registry import load_config
+from topictk import streams as keys
 from topictk.corpus.store import CorpusStore
 from topictk.errors import ConfigError
 from topictk.inference.base import chunk_bounds_by_docs
 from topictk.inference.hsvg import HSVGDriver
-from topictk import streams as keys
+from topictk.inference.registry import load_config
 from topictk.rundir.checkpoint import load_arrays
-from topictk.training.run import train
 from topictk.streams import Streams
+from topictk.training.run import train
 
 
 @pytest.fixture(scope="module")

@@ -12,14 +12,14 @@ from click.testing import CliRunner
 from tests.fixtures import cut_back_run, matched_l1, planted_corpus, write_token_store
 from tests.reference import minibatch as ref
 from topictk.cli import cli
-from topictk.inference.registry import load_config
 from topictk.corpus.store import CorpusStore
 from topictk.errors import ConfigError
 from topictk.inference import _minibatch
+from topictk.inference.registry import load_config
 from topictk.inference.sgrld import SGRLDDriver, sgrld_update
 from topictk.rundir.checkpoint import list_checkpoints, load_arrays
-from topictk.training.run import train
 from topictk.streams import Streams
+from topictk.training.run import train
 
 
 def _random_batch(rng, n_docs=20, n_words=15, max_len=12):

@@ -8,11 +8,17 @@ import pytest
 
 from tests.fixtures import gibbs_config, write_token_store
 from topictk.corpus.store import CorpusStore, ptr_to_csr, tokens_to_ptr
-from topictk.evaluation.coherence import (diversity, incidence_matrix, npmi, top_words,
-                                          topic_quality, umass)
-from topictk.inference.perplexity import heldout_perplexity, perplexity_from_probabilities
+from topictk.evaluation.coherence import (
+    diversity,
+    incidence_matrix,
+    npmi,
+    top_words,
+    topic_quality,
+    umass,
+)
 from topictk.inference.base import TestSet as HeldOutSet  # (a "Test*" name would be collected)
 from topictk.inference.gibbs import GibbsDriver
+from topictk.inference.perplexity import heldout_perplexity, perplexity_from_probabilities
 from topictk.streams import Streams
 
 V = 12

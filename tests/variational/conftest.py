@@ -8,9 +8,8 @@ import numpy as np
 import pytest
 
 from tests.fixtures import planted_corpus, write_token_store
-from topictk.inference.registry import load_config
 from topictk.corpus.store import CorpusStore
-from topictk.inference.registry import get_driver
+from topictk.inference.registry import get_driver, load_config
 from topictk.streams import Streams
 
 N_TRAIN = 450

@@ -12,10 +12,11 @@ from tests.fixtures import matched_l1, planted_corpus, write_token_store
 from tests.reference import ovb as ref
 from tests.reference import vb as vb_ref
 from tests.variational.conftest import make_config, random_docs, run_driver
+from topictk import streams as keys
 from topictk.corpus.store import CorpusStore
 from topictk.errors import ConfigError
-from topictk.inference.ovb import OVBDriver, permute, step_size
-from topictk import streams as keys
+from topictk.inference.minibatch import step_size
+from topictk.inference.ovb import OVBDriver, permute
 from topictk.streams import Streams
 
 
@@ -81,8 +82,8 @@ def _best_of_three(config, steps, seed, each=None):
     """Three initialisations; the one with the lowest held-out perplexity. Like batch VB, SVI
     can end in a local optimum with two planted topics merged (about 1 start in 10 on this
     corpus); choosing among restarts by held-out perplexity is the usual remedy."""
-    from topictk.inference.perplexity import heldout_perplexity
     from topictk.inference.base import TestSet
+    from topictk.inference.perplexity import heldout_perplexity
 
     best = None
     for s in (seed, seed + 1000, seed + 2000):

@@ -10,9 +10,13 @@ from tests.fixtures import matched_l1, write_token_store
 from tests.reference import vb as ref
 from tests.variational.conftest import make_config, random_csr, random_docs, run_driver
 from topictk.inference import _vb
+from topictk.inference.variational import (
+    fixed_point_alpha,
+    inverse_digamma,
+    newton_direction,
+    optimize_alpha,
+)
 from topictk.streams import Streams
-from topictk.inference.vb import (fixed_point_alpha, inverse_digamma, newton_direction,
-                                  optimize_alpha)
 
 START = {"cold": 0, "warm": 1, "best": 2}
 

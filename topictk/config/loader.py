@@ -226,7 +226,7 @@ def validate(raw: dict, where: str, base_dir: Path, catalogue: Catalogue) -> Con
         raise ConfigError(f"inference.algorithm must be one of {', '.join(names)}; got "
                           f"{algorithm!r} ({where}){hint}")
     driver_cls = get_driver(algorithm)
-    _check_family(model["family"], algorithm, where, catalogue)   # also when the family was left out
+    _check_family(model["family"], algorithm, where, catalogue)  # also without model.family
     schema = dict(INFERENCE_COMMON)
     schema["algorithm"] = Option("choice", algorithm, choices=tuple(names))
     schema.update(driver_cls.OPTIONS)

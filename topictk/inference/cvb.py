@@ -27,14 +27,9 @@ from topictk.corpus.store import Documents
 from topictk.errors import ConfigError, NumericalError
 from topictk.inference import _cvb
 from topictk.inference.base import Driver, StepInfo, TestSet, chunk_bounds_by_tokens
+from topictk.inference.perplexity import csr_arrays, mixture_probabilities
 from topictk.inference.registry import register
-from topictk.inference.vb import (
-    _nan_to_none,
-    _none_to_nan,
-    csr_arrays,
-    doc_lengths,
-    mixture_probabilities,
-)
+from topictk.inference.variational import _nan_to_none, _none_to_nan, doc_lengths
 from topictk.state.variational import CVBState
 from topictk.streams import Streams
 

@@ -52,10 +52,12 @@ from topictk.inference.base import (
     chunk_bounds_by_docs,
     chunk_bounds_by_tokens,
 )
-from topictk.inference.gibbs import SweepSampler, fold_in_probabilities, resolve_sample_schedule
+from topictk.inference.gibbs import SweepSampler
+from topictk.inference.minibatch import FLOOR, TRAIN_HELDOUT_PASS
 from topictk.inference.registry import register
+from topictk.inference.sampled import fold_in_probabilities, resolve_sample_schedule
 from topictk.inference.schedules import sgmcmc_step
-from topictk.inference.sgrld import FLOOR, TRAIN_HELDOUT_PASS, SGRLDDriver, sgrld_update
+from topictk.inference.sgrld import SGRLDDriver, sgrld_update
 from topictk.state.counts import phi_hat as counts_phi_hat
 from topictk.state.dmr import (
     ETA_MAX,
@@ -507,7 +509,7 @@ class DMRSEMDriver(DMRPriorMixin, Driver):
     def train_heldout_probabilities(self, state: DMRCountState, samples,
                                     heldout) -> np.ndarray:
         """Protocol B (§11.2): theta-hat^s = (n_dk + alpha_dk)/(N_d + alpha_d.) per sample."""
-        from topictk.inference.vb import mixture_probabilities
+        from topictk.inference.perplexity import mixture_probabilities
 
         samples = [s for s in (samples or []) if "ndk" in s] or [self.sample(state) | {
             "ndk": state.ndk}]

@@ -15,16 +15,17 @@ from topictk.config.schema import Option
 from topictk.corpus.batches import gather_batch
 from topictk.errors import ConfigError
 from topictk.inference.base import StepInfo, TestSet
-from topictk.inference.gibbs import fold_in_probabilities
-from topictk.inference.ovb import OVBDriver, step_size
-from topictk.inference.registry import register
-from topictk.inference.sgrld import (
+from topictk.inference.minibatch import (
     TRAIN_HELDOUT_PASS,
     check_minibatch_config,
     local_statistics,
     minibatch_options,
+    step_size,
 )
-from topictk.inference.vb import ESTEP_OPTIONS, expected_log_topics
+from topictk.inference.ovb import OVBDriver
+from topictk.inference.registry import register
+from topictk.inference.sampled import fold_in_probabilities
+from topictk.inference.variational import ESTEP_OPTIONS, expected_log_topics
 from topictk.state.variational import OnlineState
 
 

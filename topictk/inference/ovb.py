@@ -34,8 +34,10 @@ from topictk.corpus.batches import FEISTEL_ROUNDS, permute  # noqa: F401  (re-ex
 from topictk.corpus.store import Documents
 from topictk.errors import NumericalError
 from topictk.inference.base import Driver, StepInfo, TestSet
+from topictk.inference.minibatch import step_size
+from topictk.inference.perplexity import mixture_probabilities
 from topictk.inference.registry import register
-from topictk.inference.vb import (
+from topictk.inference.variational import (
     ALPHA_MAX,
     ALPHA_MIN,
     ESTEP_OPTIONS,
@@ -44,7 +46,6 @@ from topictk.inference.vb import (
     elog_theta_sum,
     expected_log_topics,
     fold_in_theta,
-    mixture_probabilities,
     newton_direction,
     resolve_alpha,
 )
@@ -54,14 +55,6 @@ from topictk.streams import Streams
 log = logging.getLogger("topictk")
 
 SCALE_FLOOR = 1e-100
-
-
-def step_size(t: int, tau0: float, kappa: float) -> float:
-    """rho_t = min(1, (tau0 + t)^-kappa) (§12.1; the min guards tau0 + t < 1)."""
-    base = tau0 + t
-    if base <= 1.0:
-        return 1.0
-    return min(1.0, base ** (-kappa))
 
 
 def gather_rows(docs: Documents, rows: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:

@@ -47,17 +47,16 @@ from topictk.config.schema import Option
 from topictk.errors import NumericalError
 from topictk.inference import _pem
 from topictk.inference.base import Driver, StepInfo, TestSet
+from topictk.inference.perplexity import csr_arrays, mixture_probabilities
 from topictk.inference.registry import register
-from topictk.inference.vb import (
+from topictk.inference.variational import (
     ESTEP_OPTIONS,
     PHI_FLOOR,
     START,
-    csr_arrays,
     doc_lengths,
     e_step,
     elog_theta_sum,
     expected_log_topics,
-    mixture_probabilities,
     optimize_alpha,
     resolve_alpha,
 )

@@ -16,55 +16,22 @@ from topictk import streams as keys
 from topictk.config.schema import Option
 from topictk.corpus.batches import EpochSchedule, gather_batch
 from topictk.errors import ConfigError, NumericalError
-from topictk.inference import _minibatch
-from topictk.inference.base import Driver, StepInfo, TestSet, chunk_bounds_by_docs
-from topictk.inference.gibbs import fold_in_probabilities, resolve_alpha
+from topictk.inference.base import Driver, StepInfo, TestSet
+from topictk.inference.minibatch import (
+    FLOOR,
+    TRAIN_HELDOUT_PASS,
+    check_minibatch_config,
+    local_statistics,
+    minibatch_options,
+    sample_steps_for,
+)
 from topictk.inference.registry import register
+from topictk.inference.sampled import fold_in_probabilities, resolve_alpha
 from topictk.inference.schedules import sgmcmc_step
 from topictk.state.simplex import SimplexState
 from topictk.streams import Streams
 
 log = logging.getLogger("topictk")
-
-FLOOR = 1e-300
-TRAIN_HELDOUT_PASS = 2**31 - 1   # eval-stream pass index of Protocol B scoring
-
-
-def minibatch_options(batch_size: int = 64) -> dict:
-    """Options every mini-batch sampler shares."""
-    return {
-        "batch_size": Option("int", batch_size, low=1,
-                             help="documents per update (clamped to the corpus size)"),
-        "sweeps": Option("int", 10, low=1, help="local Gibbs sweeps per document"),
-        "local_burn_in": Option("int", None, low=0, nullable=True,
-                                help="local sweeps discarded (default: half)"),
-        "chunk_docs": Option("int", 16, low=1,
-                             help="documents per random-stream chunk of a batch"),
-    }
-
-
-def check_minibatch_config(inf: dict, where: str) -> None:
-    if inf["local_burn_in"] is None:
-        inf["local_burn_in"] = inf["sweeps"] // 2
-    if inf["local_burn_in"] >= inf["sweeps"]:
-        raise ConfigError(f"inference.local_burn_in must be < inference.sweeps "
-                          f"({inf['sweeps']}); got {inf['local_burn_in']} ({where})")
-
-
-def local_statistics(batch, weights: np.ndarray, alpha: np.ndarray, inf, streams: Streams,
-                     t: int, threads: int) -> tuple[np.ndarray, np.ndarray, int]:
-    """E[n_kw] (V_B, K) and E[n_dk] (B, K) of one mini-batch from its local Gibbs chains."""
-    K = weights.shape[1]
-    bounds = chunk_bounds_by_docs(batch.doc_ids.size, inf["chunk_docs"])
-    chunk_streams = [streams.derived(keys.local_key(t, c)) for c in range(bounds.size - 1)]
-    word_topic = np.zeros((batch.vocab.size, K), dtype=np.int64)
-    doc_topic = np.zeros((batch.doc_ids.size, K), dtype=np.int64)
-    fallbacks = _minibatch.local_gibbs(
-        batch.doc_ptr, batch.words, np.ascontiguousarray(weights),
-        np.ascontiguousarray(np.atleast_2d(alpha)), int(inf["sweeps"]),
-        int(inf["local_burn_in"]), bounds, chunk_streams, word_topic, doc_topic, threads)
-    kept = inf["sweeps"] - inf["local_burn_in"]
-    return word_topic / kept, doc_topic / kept, int(fallbacks)
 
 
 def sgrld_update(phi_hat: np.ndarray, nbar_w: np.ndarray, batch_vocab: np.ndarray, beta: float,
@@ -92,17 +59,6 @@ def sgrld_update(phi_hat: np.ndarray, nbar_w: np.ndarray, batch_vocab: np.ndarra
     low = new < FLOOR
     new[low] = FLOOR
     return new, int(np.count_nonzero(low))
-
-
-def sample_steps_for(iterations: int, burn_in: int, n_samples: int | None,
-                     thin: int | None = None) -> set[int]:
-    """Steps (1-based) at which samples are collected: every ``thin``-th update after burn-in,
-    or else ``n_samples`` evenly spaced over the updates after burn-in."""
-    if thin is not None:
-        return set(range(burn_in + thin, iterations + 1, thin))
-    span = iterations - burn_in
-    n = max(1, min(n_samples, span))
-    return {burn_in + int(round((i + 1) * span / n)) for i in range(n)}
 
 
 @register
