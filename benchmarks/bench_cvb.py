@@ -82,9 +82,9 @@ def run(store: Path, algorithm: str, topics: int, iterations: int, seed: int,
     config = config_for(store, algorithm, topics, iterations)
     corpus = CorpusStore.open(store)
     held = corpus.train_heldout()
-    driver = get_driver(algorithm)(config, corpus, threads)
     streams = Streams(seed)
-    state = driver.init_state(streams)
+    driver = get_driver(algorithm)(config, corpus, threads, streams=streams)
+    state = driver.init_state()
     curve, samples, train_seconds = [], [], 0.0
     schedule = [s for s in SCHEDULE if s < iterations] + [iterations]
     for t in range(iterations):

@@ -171,8 +171,8 @@ def speed(args) -> dict:
         best = None
         for attempt in range(args.attempts):
             load_before = wait_for_quiet(2 - threads + 0.3, args.max_wait)
-            driver = TLASGRDriver(config, store, threads)
-            state = driver.init_state(Streams(1))
+            driver = TLASGRDriver(config, store, threads, streams=Streams(1))
+            state = driver.init_state()
             for t in range(args.warmup):
                 driver.step(state, t)
             walls, cpus = [], []

@@ -129,10 +129,10 @@ def run_topictk_online(store_path: Path, K: int, epochs: int, seed: int = 0,
            "inference": {"algorithm": "ovb", "iterations": 1, "batch_size": BATCH,
                          "tau0": TAU0, "kappa": KAPPA, "estep_tol": ESTEP_TOL,
                          "estep_max_iter": ESTEP_MAX}}
-    driver = get_driver("ovb")(load_config(None, raw=raw), store, 1)
+    driver = get_driver("ovb")(load_config(None, raw=raw), store, 1, streams=Streams(seed))
     clock = Clock()
     with clock:
-        state = driver.init_state(Streams(seed))
+        state = driver.init_state()
         if same_init:
             # common random numbers: start from the peers' lambda (lambda = offset + lam_tilde)
             state.lam_tilde[:] = peers_initial_lambda(seed, K, driver.V) - state.offset
@@ -228,8 +228,8 @@ def topictk_seconds_per_iteration(store_path: Path, algorithm: str, K: int, iter
            "model": {"topics": K, "alpha": ALPHA, "beta": ETA},
            "inference": {"algorithm": algorithm, "iterations": 1 + iterations, "tol": 0,
                          **options}}
-    driver = get_driver(algorithm)(load_config(None, raw=raw), store, threads)
-    state = driver.init_state(Streams(0))
+    driver = get_driver(algorithm)(load_config(None, raw=raw), store, threads, streams=Streams(0))
+    state = driver.init_state()
     walls, cpus = [], []
     for t in range(1 + iterations):
         clock = Clock()

@@ -207,11 +207,11 @@ def test_c_frozen_intercept_sweep_is_the_dense_gibbs_sweep(intercept_store, tmp_
     alpha = float(np.exp(np.log(0.1)))
     store = CorpusStore.open(intercept_store)
     dmr = DMRSEMDriver(_config(intercept_store, tmp_path / "a", model={"alpha": 0.1},
-                               optimize_burn_in=1000, sparse=False), store)
+                               optimize_burn_in=1000, sparse=False), store, streams=Streams(seed))
     gibbs = GibbsDriver(gibbs_config(intercept_store, tmp_path / "b", topics=5,
                                      model={"alpha": alpha, "beta": 0.05},
-                                     inference={"sparse": False}), store)
-    s1, s2 = dmr.init_state(Streams(seed)), gibbs.init_state(Streams(seed))
+                                     inference={"sparse": False}), store, streams=Streams(seed))
+    s1, s2 = dmr.init_state(), gibbs.init_state()
     np.testing.assert_array_equal(s1.z, s2.z)
     for t in range(5):
         dmr.step(s1, t)
@@ -235,8 +235,8 @@ def test_d_planted_topics_and_weights_recovered_by_stochastic_em(dmr_store, tmp_
     path, corpus = dmr_store
     config = _config(path, tmp_path / "run", iterations=300, sigma2=10.0, optimize_burn_in=50,
                      optimize_interval=25, sparse=False, training={"seed": seed})
-    driver = DMRSEMDriver(config, CorpusStore.open(path))
-    state = driver.init_state(Streams(seed))
+    driver = DMRSEMDriver(config, CorpusStore.open(path), streams=Streams(seed))
+    state = driver.init_state()
     for t in range(300):
         driver.step(state, t)
     state.check_invariants(driver.doc_ptr, driver.words, driver.X)
@@ -255,8 +255,8 @@ def test_d_planted_topics_and_weights_recovered_by_sgrld(dmr_store, tmp_path, se
     config = _config(path, tmp_path / "run", algorithm="dmr-sgrld", iterations=iterations,
                      sigma2=10.0, batch_size=50, sweeps=20,
                      step={"a": 0.1, "b": 100, "c": 0.55}, training={"seed": seed})
-    driver = DMRSGRLDDriver(config, CorpusStore.open(path))
-    state = driver.init_state(Streams(seed))
+    driver = DMRSGRLDDriver(config, CorpusStore.open(path), streams=Streams(seed))
+    state = driver.init_state()
     topic_word, nu = 0.0, 0.0
     kept = iterations // 2
     for t in range(iterations):
@@ -274,11 +274,11 @@ def test_d_planted_topics_and_weights_recovered_by_sgrld(dmr_store, tmp_path, se
 def test_sem_sweep_equals_reference(dmr_store, tmp_path, seed):
     """A dmr-sem step with nu fixed is the reference sweep with alpha_d = exp(x_d^T nu)."""
     path, _ = dmr_store
+    streams = Streams(seed)
     driver = DMRSEMDriver(_config(path, tmp_path / "run", optimize_burn_in=1000, chunks=2,
                                   sparse=False),
-                          CorpusStore.open(path))
-    streams = Streams(seed)
-    state = driver.init_state(streams)
+                          CorpusStore.open(path), streams=streams)
+    state = driver.init_state()
     state.nu = np.random.default_rng(seed).normal(scale=0.5, size=state.nu.shape)
     z, ndk, nkw, nk = state.z.copy(), state.ndk.copy(), state.nkw.copy(), state.nk.copy()
     rngs = [np.random.Generator(make_stream(seed, keys.sampler_key(c))) for c in range(2)]
@@ -297,8 +297,8 @@ def test_sgrld_step_equals_reference(dmr_store, tmp_path, seed, nu_burn_in):
     path, _ = dmr_store
     config = _config(path, tmp_path / "run", algorithm="dmr-sgrld", batch_size=40, sweeps=4,
                      chunk_docs=16, nu_step={"a": 1e-3}, nu_burn_in=nu_burn_in)
-    driver = DMRSGRLDDriver(config, CorpusStore.open(path))
-    state = driver.init_state(Streams(seed))
+    driver = DMRSGRLDDriver(config, CorpusStore.open(path), streams=Streams(seed))
+    state = driver.init_state()
     phi_hat, nu = state.phi_hat.copy(), state.nu.copy()
     nu_start = nu.copy()
     main = np.random.Generator(make_stream(seed, keys.MAIN))
@@ -329,9 +329,9 @@ def _trained_driver(dmr_store, tmp_path, algorithm: str, steps: int = 3):
     path, _ = dmr_store
     store = CorpusStore.open(path)
     cls = DMRSEMDriver if algorithm == "dmr-sem" else DMRSGRLDDriver
-    driver = cls(_config(path, tmp_path / "run", algorithm=algorithm), store)
     streams = Streams(2)
-    state = driver.init_state(streams)
+    driver = cls(_config(path, tmp_path / "run", algorithm=algorithm), store, streams=streams)
+    state = driver.init_state()
     samples = []
     for t in range(steps):
         driver.step(state, t)
@@ -468,8 +468,8 @@ def test_nu_never_optimised_is_warned(dmr_store, tmp_path, caplog, burn_in, inte
                          optimize_burn_in=burn_in, optimize_interval=interval)
     warnings = [r.getMessage() for r in caplog.records if "nu is never optimised" in
                 r.getMessage()]
-    driver = DMRSEMDriver(config, CorpusStore.open(path))
-    state = driver.init_state(Streams(1))
+    driver = DMRSEMDriver(config, CorpusStore.open(path), streams=Streams(1))
+    state = driver.init_state()
     for t in range(iterations):
         driver.step(state, t)
     assert state.optimizations == updates
@@ -639,8 +639,8 @@ def test_sparse_sampler_recovers_and_resumes(dmr_store, tmp_path, seed):
     # a mode with two planted topics merged (none of 20 at 600)
     config = _config(path, tmp_path / "run", iterations=600, sigma2=10.0, optimize_burn_in=50,
                      optimize_interval=25, sparse=True, training={"seed": seed})
-    driver = DMRSEMDriver(config, CorpusStore.open(path))
-    state = driver.init_state(Streams(seed))
+    driver = DMRSEMDriver(config, CorpusStore.open(path), streams=Streams(seed))
+    state = driver.init_state()
     for t in range(600):
         driver.step(state, t)
     state.check_invariants(driver.doc_ptr, driver.words, driver.X)
@@ -666,9 +666,9 @@ def test_auto_sampler_choice_per_sweep_equals_reference(dmr_store, tmp_path, see
     from the counts after dense sweeps left them stale)."""
     path, _ = dmr_store
     driver = DMRSEMDriver(_config(path, tmp_path / "run", optimize_burn_in=1000, chunks=2),
-                          CorpusStore.open(path))
+                          CorpusStore.open(path), streams=Streams(seed))
     assert driver.config.inference.sparse == "auto"
-    state = driver.init_state(Streams(seed))
+    state = driver.init_state()
     state.nu = np.random.default_rng(seed).normal(scale=0.5, size=state.nu.shape)
     alpha = document_alpha(driver.X, state.nu)
     z, ndk, nkw, nk = state.z.copy(), state.ndk.copy(), state.nkw.copy(), state.nk.copy()

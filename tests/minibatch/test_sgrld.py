@@ -103,8 +103,8 @@ def test_planted_topics_recovered(planted_store, tmp_path):
     path, corpus = planted_store
     config = _config(path, tmp_path / "run", iterations=300)
     store = CorpusStore.open(path)
-    driver = SGRLDDriver(config, store)
-    state = driver.init_state(Streams(4))
+    driver = SGRLDDriver(config, store, streams=Streams(4))
+    state = driver.init_state()
     posterior_mean = 0.0
     for t in range(300):
         driver.step(state, t)

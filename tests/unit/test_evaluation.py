@@ -41,8 +41,8 @@ def make_driver(tmp_path):
                               model={"alpha": alpha, "beta": 0.1},
                               evaluation={"fold_in_sweeps": 10, "fold_in_burn_in": 4,
                                           "chunk_docs": 3})
-        driver = GibbsDriver(config, store)
-        state = driver.init_state(Streams(seed))
+        driver = GibbsDriver(config, store, streams=Streams(seed))
+        state = driver.init_state()
         for t in range(5):
             driver.step(state, t)
         return driver, state, HeldOutSet.from_store(store)

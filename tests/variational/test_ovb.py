@@ -21,8 +21,8 @@ from topictk.streams import Streams
 
 
 def _driver(config, threads=1, seed=0):
-    driver = OVBDriver(config, CorpusStore.open(config.corpus), threads)
-    return driver, driver.init_state(Streams(seed))
+    driver = OVBDriver(config, CorpusStore.open(config.corpus), threads, streams=Streams(seed))
+    return driver, driver.init_state()
 
 
 def _train_arrays(driver):

@@ -94,8 +94,8 @@ def _state_with_uniform_topics(cfg):
     from topictk.streams import Streams
 
     store = CorpusStore.open(cfg.corpus)
-    driver = get_driver(cfg.inference.algorithm)(cfg, store, 1)
-    state = driver.init_state(Streams(0))
+    driver = get_driver(cfg.inference.algorithm)(cfg, store, 1, streams=Streams(0))
+    state = driver.init_state()
     name = cfg.inference.algorithm
     if name == "vb":
         state.lam[...] = 3.0

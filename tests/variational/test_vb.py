@@ -174,7 +174,7 @@ def test_driver_step_equals_twin_em_iteration(planted_store, tmp_path, start):
         captured[t] = (state.lam.copy(), state.gamma.copy(), state.bound)
 
     driver, state = run_driver(cfg, 3, each=keep)
-    lam0 = driver.init_state(Streams(0))
+    lam0 = type(driver)(driver.config, driver.store, streams=Streams(0)).init_state()
     lam, gamma = lam0.lam, lam0.gamma
     alpha, beta = lam0.alpha, lam0.beta
     for t in range(3):

@@ -65,13 +65,13 @@ class LoadedRun:
         self.store = CorpusStore.open(self.config.corpus)
         check_compatible(header, self.config, self.store, path)
         threads = threads if threads is not None else self.config.training.threads
-        self.driver = get_driver(self.config.inference.algorithm)(self.config, self.store, threads)
+        self.streams = Streams.from_state(header["streams"])
+        self.driver = get_driver(self.config.inference.algorithm)(self.config, self.store, threads,
+                                                                  streams=self.streams)
         try:
             self.state = self.driver.state_from_arrays(header["state"], arrays)
         except (KeyError, ValueError) as exc:
             raise CheckpointError(f"{path}: incomplete model ({exc}); {fix}") from None
-        self.streams = Streams.from_state(header["streams"])
-        self.driver.attach(self.state, self.streams)
         self.header = header
 
     def samples(self) -> list[dict]:

@@ -3,7 +3,8 @@
 The training loop and the evaluator call only these methods, so they know nothing
 algorithm-specific:
 
-* ``init_state(streams)``: the initial state (draws from the init stream).
+* ``init_state()``: the initial state (draws from the init stream of ``self.streams``,
+  the keyed random streams the driver was constructed with).
 * ``step(state, t) -> StepInfo``: one sweep (batch algorithms) or one mini-batch update.
 * ``topic_word(state)``: phi-hat, (K, V), rows on the simplex.
 * ``sample(state)``: arrays saved as one posterior sample for evaluation.
@@ -126,10 +127,14 @@ class Driver(ABC):
     objective_name: ClassVar[str | None] = None
     uses_features: ClassVar[bool] = False     # the document prior depends on metadata (DMR)
 
-    def __init__(self, config, store: CorpusStore, threads: int = 1):
+    def __init__(self, config, store: CorpusStore, threads: int = 1, *,
+                 streams: Streams | None = None):
         self.config = config
         self.store = store
         self.threads = int(threads)
+        # every draw of the run comes from these keyed streams: a new run's are seeded by
+        # training.seed, a resumed or loaded run's are restored from its checkpoint
+        self.streams = streams if streams is not None else Streams(int(config.training.seed))
 
     @property
     def fixed_on_resume(self) -> frozenset[str]:
@@ -146,7 +151,7 @@ class Driver(ABC):
         """Cross-key checks after every key was validated on its own."""
 
     @abstractmethod
-    def init_state(self, streams: Streams) -> Any: ...
+    def init_state(self) -> Any: ...
 
     @abstractmethod
     def step(self, state: Any, t: int) -> StepInfo: ...

@@ -77,8 +77,9 @@ class CVBDriver(Driver):
                               f"{cls.name}; got 'auto' (alpha learning is available for vb and "
                               f"ovb) ({where})")
 
-    def __init__(self, config, store, threads: int = 1):
-        super().__init__(config, store, threads)
+    def __init__(self, config, store, threads: int = 1, *,
+                 streams: Streams | None = None):
+        super().__init__(config, store, threads, streams=streams)
         self.indptr, self.indices, self.counts = csr_arrays(store.train())
         self.n_docs = self.indptr.size - 1
         self.doc_lengths = doc_lengths(self.indptr, self.counts)
@@ -93,17 +94,15 @@ class CVBDriver(Driver):
             log.warning("training.threads = %d but inference.chunks = %d: only %d thread(s) "
                         "can work on the sweep; set inference.chunks >= threads", self.threads,
                         self.n_chunks, self.n_chunks)
-        self.streams: Streams | None = None
 
     # ------------------------------------------------------------------ state
     def _empty_var(self):
         return np.zeros((0, self.K)), np.zeros((0, self.K)), np.zeros(0)
 
-    def init_state(self, streams: Streams) -> CVBState:
+    def init_state(self) -> CVBState:
         """mu ~ Dir(1) per pair from the init stream (§4.7), fields from scratch."""
-        self.streams = streams
         mu = np.empty((self.indices.size, self.K))
-        _cvb.init_mu(mu, streams.persistent(keys.INIT))
+        _cvb.init_mu(mu, self.streams.persistent(keys.INIT))
         alpha = np.full(self.K, float(self.config.model.alpha))
         state = CVBState(mu=mu, m_dk=np.zeros((self.n_docs, self.K)),
                          m_kw=np.zeros((self.V, self.K)), m_k=np.zeros(self.K),
@@ -116,8 +115,6 @@ class CVBDriver(Driver):
             state.v_dk, state.v_kw, state.v_k = self._empty_var()
         return state
 
-    def attach(self, state: CVBState, streams: Streams) -> None:
-        self.streams = streams
 
     def refresh_fields(self, state: CVBState) -> None:
         """Recompute every field from mu (§4.7)."""

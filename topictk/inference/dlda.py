@@ -297,8 +297,9 @@ class DLDADriver(Driver):
                     if inf["forgetting"][key] is None:
                         inf["forgetting"][key] = inf["step"][key]
 
-    def __init__(self, config, store, threads: int = 1):
-        super().__init__(config, store, threads)
+    def __init__(self, config, store, threads: int = 1, *,
+                 streams: Streams | None = None):
+        super().__init__(config, store, threads, streams=streams)
         model, inf = config.model, config.inference
         self.layers = [int(k) for k in model.layers]
         self.L = len(self.layers)
@@ -312,15 +313,11 @@ class DLDADriver(Driver):
         self.iterations = int(inf.iterations)
         self.sizes = np.array([self.V] + self.layers, dtype=np.int64)
         self.test = TestSet.from_store(store)
-        self.streams: Streams | None = None
 
     # ---------------------------------------------------------------- state
-    def attach(self, state: DeepState, streams: Streams) -> None:
-        self.streams = streams
 
-    def init_state(self, streams: Streams) -> DeepState:
-        self.streams = streams
-        init = np.random.Generator(streams.persistent(keys.INIT))
+    def init_state(self) -> DeepState:
+        init = np.random.Generator(self.streams.persistent(keys.INIT))
         phis = initial_phis(init, self.V, self.layers)
         n_test = self.test.observed.n_docs
         state = DeepState(
@@ -574,8 +571,9 @@ class _StochasticDLDA(DLDADriver):
 
     OPTIONS = {**COMMON_OPTIONS, **SG_OPTIONS, "step": _step_options(1.0, 21.0, 0.7)}
 
-    def __init__(self, config, store, threads: int = 1):
-        super().__init__(config, store, threads)
+    def __init__(self, config, store, threads: int = 1, *,
+                 streams: Streams | None = None):
+        super().__init__(config, store, threads, streams=streams)
         inf = config.inference
         if inf.batch_size > self.n_docs:
             log.warning("inference.batch_size = %d is larger than the corpus (%d documents); "
@@ -724,8 +722,9 @@ class DLDAGibbsDriver(DLDADriver):
                               "changes the random numbers, not the algorithm"),
     }
 
-    def __init__(self, config, store, threads: int = 1):
-        super().__init__(config, store, threads)
+    def __init__(self, config, store, threads: int = 1, *,
+                 streams: Streams | None = None):
+        super().__init__(config, store, threads, streams=streams)
         self.bounds = chunk_bounds_by_tokens(np.asarray(self.train.doc_ptr),
                                              int(config.inference.chunks))
         self.n_tokens = int(self.train.n_tokens)

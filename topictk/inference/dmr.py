@@ -396,8 +396,9 @@ class DMRSEMDriver(DMRPriorMixin, Driver):
                         inf["optimize_burn_in"], inf["optimize_interval"], first,
                         inf["iterations"], where)
 
-    def __init__(self, config, store, threads: int = 1):
-        super().__init__(config, store, threads)
+    def __init__(self, config, store, threads: int = 1, *,
+                 streams: Streams | None = None):
+        super().__init__(config, store, threads, streams=streams)
         self.X = training_features(store)
         self.groups = feature_groups(self.X)     # the nu objective's grouped form (see there)
         train = store.train()
@@ -418,23 +419,20 @@ class DMRSEMDriver(DMRPriorMixin, Driver):
                         self.n_chunks, self.n_chunks)
         self.sampler = SweepSampler(opts.sparse, self.words, self.V, self.K)
         self._alpha_cache: tuple[np.ndarray, np.ndarray] | None = None
-        self.streams: Streams | None = None
 
     # ------------------------------------------------------------------ state
-    def init_state(self, streams: Streams) -> DMRCountState:
+    def init_state(self) -> DMRCountState:
         """z uniform (§2.2 init, init stream), nu from alpha_init (§9.2)."""
-        self.streams = streams
         z = np.zeros(self.n_tokens, dtype=np.int32)
         ndk = np.zeros((self.n_docs, self.K), dtype=np.int32)
         nkw = np.zeros((self.V, self.K), dtype=np.int32)
         nk = np.zeros(self.K, dtype=np.int64)
-        _gibbs.init_topics(self.doc_ptr, self.words, z, ndk, nkw, nk, streams.persistent(keys.INIT))
+        _gibbs.init_topics(self.doc_ptr, self.words, z, ndk, nkw, nk,
+                           self.streams.persistent(keys.INIT))
         nu = initial_nu(self.K, self.X.shape[1], float(self.config.model.alpha))
         return DMRCountState(z=z, ndk=ndk, nkw=nkw, nk=nk, alpha=np.exp(nu[:, -1]),
                              beta=float(self.config.model.beta), nu=nu)
 
-    def attach(self, state: DMRCountState, streams: Streams) -> None:
-        self.streams = streams
 
     def document_alpha(self, state) -> np.ndarray:
         """(D, K) alpha_d = exp(x_d^T nu) of the training documents, cached until nu changes
@@ -588,19 +586,19 @@ class DMRSGRLDDriver(DMRPriorMixin, SGRLDDriver):
                         "inference.nu_burn_in to learn from the metadata (%s)",
                         inf["nu_burn_in"], inf["iterations"], where)
 
-    def __init__(self, config, store, threads: int = 1):
+    def __init__(self, config, store, threads: int = 1, *,
+                 streams: Streams | None = None):
         self.X = training_features(store)
-        super().__init__(config, store, threads)
+        super().__init__(config, store, threads, streams=streams)
         opts = config.inference
         self.variances = prior_variances(self.X.shape[1], opts.sigma2, opts.sigma2_intercept)
         a_nu = opts.nu_step["a"]
         self.a_nu = 0.1 / self.n_docs if a_nu is None else float(a_nu)
         self.feature_bound = np.abs(self.X).max(axis=0) if self.X.size else np.zeros(0)
 
-    def init_state(self, streams: Streams) -> DMRSimplexState:
+    def init_state(self) -> DMRSimplexState:
         """phi_hat ~ Gam(1, 1) (init stream, §7.5); nu from alpha_init (§9.2)."""
-        self.streams = streams
-        init = np.random.Generator(streams.persistent(keys.INIT))
+        init = np.random.Generator(self.streams.persistent(keys.INIT))
         phi_hat = init.standard_gamma(1.0, size=(self.V, self.K))
         np.maximum(phi_hat, FLOOR, out=phi_hat)
         nu = initial_nu(self.K, self.X.shape[1], float(self.config.model.alpha))

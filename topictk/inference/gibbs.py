@@ -110,8 +110,9 @@ class GibbsDriver(Driver):
     def check_config(cls, data: dict, where: str) -> None:
         resolve_sample_schedule(data["inference"], where)
 
-    def __init__(self, config, store, threads: int = 1):
-        super().__init__(config, store, threads)
+    def __init__(self, config, store, threads: int = 1, *,
+                 streams: Streams | None = None):
+        super().__init__(config, store, threads, streams=streams)
         train = store.train()
         self.doc_ptr = np.ascontiguousarray(train.doc_ptr, dtype=np.int64)
         self.words = np.ascontiguousarray(train.words, dtype=np.int32)
@@ -127,23 +128,19 @@ class GibbsDriver(Driver):
                         "can work; set inference.chunks >= threads", self.threads,
                         self.n_chunks, self.n_chunks)
         self.sampler = SweepSampler(opts.sparse, self.words, self.V, self.K)
-        self.streams: Streams | None = None
 
     # ------------------------------------------------------------------ state
-    def init_state(self, streams: Streams) -> CountState:
-        self.streams = streams
+    def init_state(self) -> CountState:
         z = np.zeros(self.n_tokens, dtype=np.int32)
         ndk = np.zeros((self.n_docs, self.K), dtype=np.int32)
         nkw = np.zeros((self.V, self.K), dtype=np.int32)
         nk = np.zeros(self.K, dtype=np.int64)
-        _gibbs.init_topics(self.doc_ptr, self.words, z, ndk, nkw, nk, streams.persistent(keys.INIT))
+        _gibbs.init_topics(self.doc_ptr, self.words, z, ndk, nkw, nk,
+                           self.streams.persistent(keys.INIT))
         alpha = resolve_alpha(self.config.model.alpha, self.K)
         return CountState(z=z, ndk=ndk, nkw=nkw, nk=nk, alpha=alpha,
                           beta=float(self.config.model.beta))
 
-    def attach(self, state: CountState, streams: Streams) -> None:
-        """Bind a restored state to its streams (the loop calls this after a resume)."""
-        self.streams = streams
 
     def step(self, state: CountState, t: int) -> StepInfo:
         chunk_streams = self.streams.chunk_streams((3,), self.n_chunks, persistent=True)

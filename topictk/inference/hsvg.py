@@ -27,6 +27,7 @@ from topictk.inference.registry import register
 from topictk.inference.sampled import fold_in_probabilities
 from topictk.inference.variational import ESTEP_OPTIONS, expected_log_topics
 from topictk.state.variational import OnlineState
+from topictk.streams import Streams
 
 
 def _options() -> dict[str, Option]:
@@ -50,8 +51,9 @@ class HSVGDriver(OVBDriver):
             raise ConfigError(f"model.alpha: auto is not available for {cls.name}; give a "
                               f"number ({where})")
 
-    def __init__(self, config, store, threads: int = 1):
-        super().__init__(config, store, threads)
+    def __init__(self, config, store, threads: int = 1, *,
+                 streams: Streams | None = None):
+        super().__init__(config, store, threads, streams=streams)
         self.tokens = store.train()   # representation T, memory-mapped
 
     def weights(self, state: OnlineState, words: np.ndarray | None = None) -> np.ndarray:

@@ -88,8 +88,9 @@ class OVBDriver(Driver):
                             help="learn a symmetric topic prior eta (model.beta is its start)"),
     }
 
-    def __init__(self, config, store, threads: int = 1):
-        super().__init__(config, store, threads)
+    def __init__(self, config, store, threads: int = 1, *,
+                 streams: Streams | None = None):
+        super().__init__(config, store, threads, streams=streams)
         self.train = store.train()               # memory-mapped; rows are read per batch
         self.n_docs = int(self.train.indptr.shape[0] - 1)
         self.V = store.n_words
@@ -106,14 +107,12 @@ class OVBDriver(Driver):
         self.kappa = float(opts.kappa)
         self.learn_alpha = config.model.alpha == "auto"
         self.learn_eta = bool(opts.learn_eta)
-        self.streams: Streams | None = None
 
     # ------------------------------------------------------------------ state
-    def init_state(self, streams: Streams) -> OnlineState:
+    def init_state(self) -> OnlineState:
         """lambda ~ Gam(100, rate 100) i.i.d. from the init stream (w outer, k inner), stored as
         lam_tilde = lambda - beta with scale 1 and offset beta."""
-        self.streams = streams
-        gen = np.random.Generator(streams.persistent(keys.INIT))
+        gen = np.random.Generator(self.streams.persistent(keys.INIT))
         beta = float(self.config.model.beta)
         lam = gen.standard_gamma(100.0, size=(self.V, self.K)) / 100.0
         lam_tilde = np.ascontiguousarray(lam - beta)
@@ -121,8 +120,6 @@ class OVBDriver(Driver):
                            offset=beta, alpha=resolve_alpha(self.config.model.alpha, self.K),
                            beta=beta, keys=np.zeros(FEISTEL_ROUNDS, dtype=np.uint64), epoch=-1)
 
-    def attach(self, state: OnlineState, streams: Streams) -> None:
-        self.streams = streams
 
     # ---------------------------------------------------------------- batches
     def batch_documents(self, state: OnlineState, t: int) -> np.ndarray:

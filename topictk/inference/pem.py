@@ -232,8 +232,9 @@ class PEMDriver(Driver):
                                    "particle then follows the same path after one iteration)"),
     }
 
-    def __init__(self, config, store, threads: int = 1):
-        super().__init__(config, store, threads)
+    def __init__(self, config, store, threads: int = 1, *,
+                 streams: Streams | None = None):
+        super().__init__(config, store, threads, streams=streams)
         train = store.train()
         self.indptr, self.indices, self.counts = csr_arrays(train)
         self.n_docs = self.indptr.size - 1
@@ -245,19 +246,17 @@ class PEMDriver(Driver):
         self.P = int(opts.particles)
         self.temperature = working_temperature(opts.temperature)
         self.learn_alpha = config.model.alpha == "auto"
-        self.streams: Streams | None = None
 
     # ------------------------------------------------------------------ state
-    def init_state(self, streams: Streams) -> PEMState:
-        self.streams = streams
-        gen = np.random.Generator(streams.persistent(keys.INIT))
+    def init_state(self) -> PEMState:
+        gen = np.random.Generator(self.streams.persistent(keys.INIT))
         lam = gen.standard_gamma(100.0, size=(self.V, self.K)) / 100.0
         phi = lam / lam.sum(axis=0)
         alpha = resolve_alpha(self.config.model.alpha, self.K)
         gamma = np.empty((self.P, self.n_docs, self.K))
         gamma[0] = alpha[None, :] + (self.doc_lengths / self.K)[:, None]
         for p in range(1, self.P):
-            e = np.random.Generator(streams.derived(particle_key(p))).standard_gamma(
+            e = np.random.Generator(self.streams.derived(particle_key(p))).standard_gamma(
                 1.0, size=(self.n_docs, self.K))
             np.maximum(e, 1e-300, out=e)
             gamma[p] = alpha[None, :] + self.doc_lengths[:, None] * e / e.sum(axis=1,
@@ -266,8 +265,6 @@ class PEMDriver(Driver):
                         omega=np.full(self.P, 1.0 / self.P),
                         particle_bounds=np.full(self.P, np.nan))
 
-    def attach(self, state: PEMState, streams: Streams) -> None:
-        self.streams = streams
 
     # ------------------------------------------------------------------- step
     def e_step(self, state: PEMState):

@@ -117,8 +117,9 @@ class SGRLDDriver(Driver):
             raise ConfigError(f"model.alpha: auto is not available for {cls.name}; give a "
                               f"number ({where})")
 
-    def __init__(self, config, store, threads: int = 1):
-        super().__init__(config, store, threads)
+    def __init__(self, config, store, threads: int = 1, *,
+                 streams: Streams | None = None):
+        super().__init__(config, store, threads, streams=streams)
         train = store.train()
         self.doc_ptr, self.words = train.doc_ptr, train.words  # memory-mapped
         self.n_docs = train.n_docs
@@ -131,19 +132,15 @@ class SGRLDDriver(Driver):
         self.schedule = EpochSchedule(self.n_docs, int(inf.batch_size))
         self.collect_at = sample_steps_for(int(inf.iterations), int(inf.burn_in), inf.samples,
                                            inf.thin)
-        self.streams: Streams | None = None
 
-    def attach(self, state, streams: Streams) -> None:
-        self.streams = streams
 
     def scheduled_samples(self, upto: int) -> list[int]:
         """With ``samples`` they are spread over the updates after burn-in, so they follow
         ``inference.iterations``; with ``thin`` they do not."""
         return sorted(s for s in self.collect_at if s <= upto)
 
-    def init_state(self, streams: Streams) -> SimplexState:
-        self.streams = streams
-        init = np.random.Generator(streams.persistent(keys.INIT))
+    def init_state(self) -> SimplexState:
+        init = np.random.Generator(self.streams.persistent(keys.INIT))
         phi_hat = init.standard_gamma(1.0, size=(self.V, self.K))
         np.maximum(phi_hat, FLOOR, out=phi_hat)
         return SimplexState(phi_hat=phi_hat, alpha=resolve_alpha(self.config.model.alpha, self.K),

@@ -88,8 +88,9 @@ class VBDriver(Driver):
                                   "between (1 = every iteration)"),
     }
 
-    def __init__(self, config, store, threads: int = 1):
-        super().__init__(config, store, threads)
+    def __init__(self, config, store, threads: int = 1, *,
+                 streams: Streams | None = None):
+        super().__init__(config, store, threads, streams=streams)
         train = store.train()
         self.indptr, self.indices, self.counts = csr_arrays(train)
         self.n_docs = self.indptr.size - 1
@@ -100,13 +101,11 @@ class VBDriver(Driver):
         opts = config.inference
         self.smoothed = bool(opts.smoothed)
         self.learn_alpha = config.model.alpha == "auto"
-        self.streams: Streams | None = None
 
     # ------------------------------------------------------------------ state
-    def init_state(self, streams: Streams) -> VBState:
+    def init_state(self) -> VBState:
         """lambda ~ Gam(100, rate 100) i.i.d. from the init stream, w outer, k inner (§3.5)."""
-        self.streams = streams
-        gen = np.random.Generator(streams.persistent(keys.INIT))
+        gen = np.random.Generator(self.streams.persistent(keys.INIT))
         lam = gen.standard_gamma(100.0, size=(self.V, self.K)) / 100.0
         if not self.smoothed:
             lam = lam / lam.sum(axis=0)
@@ -115,8 +114,6 @@ class VBDriver(Driver):
         return VBState(lam=np.ascontiguousarray(lam), gamma=np.ascontiguousarray(gamma),
                        alpha=alpha, beta=float(self.config.model.beta), smoothed=self.smoothed)
 
-    def attach(self, state: VBState, streams: Streams) -> None:
-        self.streams = streams
 
     # ------------------------------------------------------------------- step
     def e_step_bound(self, state: VBState):

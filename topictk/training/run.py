@@ -155,20 +155,25 @@ def train(config: Config, *, resume: bool = False, force: bool = False,
     if replace and not force:
         raise UsageError(f"{run_dir}: output directory already holds a run; add --resume to "
                          f"continue it, --force to replace it, or choose another output")
+    if resume:
+        found = ckpt.list_checkpoints(ckpt_dir)
+        if not found:
+            raise CheckpointUsageError(f"{ckpt_dir}: no checkpoint to resume from; train "
+                                       f"without --resume")
+        _, path = found[-1]
+        header, arrays = ckpt.load_arrays(path, ckpt.RESUME_FIX)
+        check_compatible(header, config, store, path)
+        streams = Streams.from_state(header["streams"])
+    else:
+        streams = Streams(training.seed)
     # the driver first: a config or corpus it refuses leaves the run being replaced intact
-    driver = get_driver(config.inference.algorithm)(config, store, training.threads)
+    driver = get_driver(config.inference.algorithm)(config, store, training.threads,
+                                                    streams=streams)
     # the run being replaced is moved aside, and removed once the new run has written its
     # first checkpoint (or its model); a failure before that puts it back
     replaced = ReplacedRun(run_dir) if replace else None
     try:
         if resume:
-            found = ckpt.list_checkpoints(ckpt_dir)
-            if not found:
-                raise CheckpointUsageError(f"{ckpt_dir}: no checkpoint to resume from; train "
-                                           f"without --resume")
-            _, path = found[-1]
-            header, arrays = ckpt.load_arrays(path, ckpt.RESUME_FIX)
-            check_compatible(header, config, store, path)
             check_resume_settings(run_dir / "config.yaml", config, driver)
             try:
                 state = driver.state_from_arrays(header["state"], arrays)
@@ -178,15 +183,12 @@ def train(config: Config, *, resume: bool = False, force: bool = False,
                                       f"one") from None
             check_sample_schedule(driver, state, int(header["state"]["step"]),
                                   run_dir / "config.yaml")
-            streams = Streams.from_state(header["streams"])
-            driver.attach(state, streams)
             clock = dict(header["clock"])
             start = int(header["state"]["step"])
             truncate_metrics(metrics_path, start)
             log.info("resuming %s from step %d (%s)", run_dir, start, path.name)
         else:
-            streams = Streams(training.seed)
-            state = driver.init_state(streams)
+            state = driver.init_state()
             clock = {"train_seconds": 0.0, "tokens_seen": 0, "documents_seen": 0}
             start = 0
         run_dir.mkdir(parents=True, exist_ok=True)
