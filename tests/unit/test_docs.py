@@ -25,7 +25,7 @@ _CITATION = re.compile(
 _HEADING = re.compile(r"^(#{1,6})\s+(.*?)\s*#*\s*$")
 _NUMBERED = re.compile(r"^(?:Appendix\s+([A-Z])\b|([0-9]+(?:\.[0-9]+)*)[.\s])")
 _LINK = re.compile(r"(?<!!)\[[^\]]*\]\(([^)\s]+)(?:\s+\"[^\"]*\")?\)")
-_FENCE = re.compile(r"^(```|~~~).*?^\1", re.S | re.M)
+_FENCE = re.compile(r"^(```|~~~).*?^\1", re.DOTALL | re.MULTILINE)
 
 
 def cited_sections(text: str) -> set[str]:
@@ -94,9 +94,9 @@ def broken_links(page: Path) -> list[str]:
         dest = (page.parent / path).resolve() if path else page
         if not dest.exists():
             broken.append(f"{target} (no such file)")
-        elif fragment and dest.suffix == ".md":
-            if fragment not in anchors(dest.read_text(encoding="utf-8")):
-                broken.append(f"{target} (no such heading)")
+        elif (fragment and dest.suffix == ".md"
+              and fragment not in anchors(dest.read_text(encoding="utf-8"))):
+            broken.append(f"{target} (no such heading)")
     return broken
 
 
