@@ -29,7 +29,7 @@ from topictk.inference import _cvb
 from topictk.inference.base import Driver, StepInfo, TestSet, chunk_bounds_by_tokens
 from topictk.inference.perplexity import csr_arrays, mixture_probabilities
 from topictk.inference.registry import register
-from topictk.inference.variational import _nan_to_none, _none_to_nan, doc_lengths
+from topictk.inference.variational import doc_lengths
 from topictk.state.variational import CVBState
 from topictk.streams import Streams
 
@@ -48,6 +48,7 @@ class CVBDriver(Driver):
     """CVB with the second-order (Gaussian) correction; one step is one sweep over all pairs."""
 
     name = "cvb"
+    STATE = CVBState
     gaussian = True
     objective_name = "train_bound_per_token"
     OPTIONS = {
@@ -205,36 +206,15 @@ class CVBDriver(Driver):
         """Protocol B: theta-hat = (alpha + m_dk)/(alpha_sum + N_d) (TNW 2007 eq. 19)."""
         return mixture_probabilities(heldout, state.theta(), state.phi(), self.threads)
 
-    # ------------------------------------------------------------ persistence
-    def state_to_arrays(self, state: CVBState):
-        header = {"step": state.step, "sample_steps": list(state.sample_steps),
-                  "beta": state.beta, "gaussian": state.gaussian,
-                  "monitor": _nan_to_none(state.monitor), "converged": bool(state.converged)}
-        arrays = {"mu": state.mu, "m_dk": state.m_dk, "m_kw": state.m_kw, "m_k": state.m_k,
-                  "v_dk": state.v_dk, "v_kw": state.v_kw, "v_k": state.v_k,
-                  "alpha": state.alpha}
-        return header, arrays
+    def state_sizes(self) -> dict:
+        variance = (self.n_docs, self.V, self.K) if self.gaussian else (0, 0, 0)
+        return {**super().state_sizes(), "pairs": self.indices.size,
+                **dict(zip(("var_docs", "var_words", "var_topics"), variance))}
 
-    def state_from_arrays(self, header: dict, arrays: dict[str, np.ndarray]) -> CVBState:
-        def f64(name):
-            return np.ascontiguousarray(arrays[name], dtype=np.float64)
-
-        state = CVBState(mu=f64("mu"), m_dk=f64("m_dk"), m_kw=f64("m_kw"), m_k=f64("m_k"),
-                         v_dk=f64("v_dk"), v_kw=f64("v_kw"), v_k=f64("v_k"),
-                         alpha=f64("alpha"), beta=float(header["beta"]),
-                         gaussian=bool(header["gaussian"]),
-                         monitor=_none_to_nan(header["monitor"]),
-                         converged=bool(header["converged"]),
-                         sample_steps=[int(s) for s in header["sample_steps"]],
-                         step=int(header["step"]))
-        if (state.mu.shape != (self.indices.size, self.K)
-                or state.m_dk.shape != (self.n_docs, self.K)
-                or state.m_kw.shape != (self.V, self.K) or state.gaussian != self.gaussian):
-            raise ValueError("state arrays do not match the corpus and model size")
-        if self.gaussian and (state.v_dk.shape != state.m_dk.shape
-                              or state.v_kw.shape != state.m_kw.shape):
-            raise ValueError("variance fields do not match the corpus and model size")
-        return state
+    def check_restored(self, state: CVBState) -> None:
+        if state.gaussian != self.gaussian:
+            raise ValueError(f"the state has gaussian = {state.gaussian}, the config's "
+                             f"algorithm {self.name} {self.gaussian}")
 
     def check_state(self, state: CVBState) -> None:
         for name in ("m_k", "v_k"):

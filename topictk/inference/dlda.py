@@ -258,6 +258,7 @@ class DLDADriver(Driver):
     chains, persistence. Subclasses implement ``step``."""
 
     family = "dlda"
+    STATE = DeepState
     objective_name = "perplexity"   # the persistent test chain's accumulated perplexity
     stochastic = True
     persistent_evaluation = True    # every evaluation advances the persistent test chain
@@ -346,62 +347,19 @@ class DLDADriver(Driver):
     def _advice(self) -> str:
         return "lower inference.step.a"
 
-    def state_to_arrays(self, state: DeepState):
-        header = {"step": state.step, "layers": list(state.layers), "M_top": state.M_top,
-                  "chain_step": state.chain_step, "chain_samples": state.chain_samples,
-                  "floored": state.floored, "fallbacks": state.fallbacks,
-                  "clamped": state.clamped, "sample_steps": list(state.sample_steps)}
-        arrays = {"r": state.r, "theta_test": state.theta_test, "c_test": state.c_test,
-                  "racc": state.racc, "tacc": state.tacc}
-        for l, p in enumerate(state.phi, start=1):
-            arrays[f"phi_{l}"] = p
-        for name in ("M", "phi_hat"):
-            values = getattr(state, name)
-            if values is not None:
-                for l, p in enumerate(values, start=1):
-                    arrays[f"{name}_{l}"] = p
-        for name in ("theta_train", "c_train", "permutation"):
-            if getattr(state, name) is not None:
-                arrays[name] = getattr(state, name)
-        return header, arrays
+    def state_sizes(self) -> dict:
+        return {**super().state_sizes(), "layers": self.layers, "rows": [self.V] + self.layers,
+                "top": self.layers[-1], "all_topics": sum(self.layers), "depth": self.L,
+                "test_docs": self.test.observed.n_docs,
+                "test_heldout": self.test.heldout.indices.size}
 
     def state_from_arrays(self, header: dict, arrays: dict) -> DeepState:
-        layers = [int(k) for k in header["layers"]]
-        if layers != self.layers:
+        layers = [int(k) for k in header.get("layers", [])]
+        if layers != self.layers:     # before the shapes, which follow from the layers
             raise ValueError(f"model.layers {layers} in the file, {self.layers} in the config")
+        return super().state_from_arrays(header, arrays)
 
-        def get(name, shape):
-            a = np.ascontiguousarray(arrays[name], dtype=np.float64)
-            if a.shape != shape:
-                raise ValueError(f"{name} has shape {a.shape}, expected {shape}")
-            return a
-
-        rows = [self.V] + self.layers
-        n_test, W = self.test.observed.n_docs, sum(self.layers)
-        phis = [get(f"phi_{l}", (rows[l - 1], rows[l])) for l in range(1, self.L + 1)]
-        state = DeepState(
-            layers=layers, phi=phis, r=get("r", (self.layers[-1],)),
-            theta_test=get("theta_test", (n_test, W)), c_test=get("c_test", (n_test, self.L)),
-            racc=get("racc", (self.test.heldout.indices.size,)), tacc=get("tacc", (n_test,)),
-            step=int(header["step"]), M_top=float(header["M_top"]),
-            chain_step=int(header["chain_step"]), chain_samples=int(header["chain_samples"]),
-            floored=int(header["floored"]), fallbacks=int(header["fallbacks"]),
-            clamped=int(header["clamped"]),
-            sample_steps=[int(s) for s in header["sample_steps"]])
-        if "M_1" in arrays:
-            state.M = [get(f"M_{l}", (self.layers[l - 1],)) for l in range(1, self.L + 1)]
-        if "phi_hat_1" in arrays:
-            state.phi_hat = [get(f"phi_hat_{l}", (rows[l - 1], rows[l]))
-                             for l in range(1, self.L + 1)]
-        if "theta_train" in arrays:
-            state.theta_train = get("theta_train", (self.n_docs, W))
-            state.c_train = get("c_train", (self.n_docs, self.L))
-        if "permutation" in arrays:      # the epoch state of EpochSchedule (uint64)
-            state.permutation = np.asarray(arrays["permutation"], dtype=np.uint64)
-        self._check_loaded(state)
-        return state
-
-    def _check_loaded(self, state: DeepState) -> None:
+    def check_restored(self, state: DeepState) -> None:
         """Raise ValueError when the algorithm's own arrays are missing."""
 
     # ---------------------------------------------------------------- topics
@@ -652,7 +610,7 @@ class TLASGRDriver(_StochasticDLDA):
         extra.update({"lr_r": rate_r, "clamped": clamped, "r_floored": floored_r})
         return extra
 
-    def _check_loaded(self, state: DeepState) -> None:
+    def check_restored(self, state: DeepState) -> None:
         if state.step > 0 and state.M is None:
             raise ValueError("the Fisher scales M are missing")
 
@@ -701,7 +659,7 @@ class DLDASGRLDDriver(_StochasticDLDA):
                     f"lower inference.step.a (the last good checkpoint is kept)")
         super().check_state(state)
 
-    def _check_loaded(self, state: DeepState) -> None:
+    def check_restored(self, state: DeepState) -> None:
         if state.phi_hat is None:
             raise ValueError("the expanded means phi_hat are missing")
 
@@ -737,7 +695,7 @@ class DLDAGibbsDriver(DLDADriver):
         state.theta_train = initial_theta(self.n_docs, self.layers)
         state.c_train = np.ones((self.n_docs, self.L))
 
-    def _check_loaded(self, state: DeepState) -> None:
+    def check_restored(self, state: DeepState) -> None:
         if state.theta_train is None:
             raise ValueError("the training documents' local state is missing")
 

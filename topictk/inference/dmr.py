@@ -358,6 +358,7 @@ class DMRSEMDriver(DMRPriorMixin, Driver):
     """DMR by stochastic EM; one step is one Gibbs sweep (preceded by the nu update when due)."""
 
     name = "dmr-sem"
+    STATE = DMRCountState
     family = "dmr"
     objective_name = "log_joint_per_token"
     OPTIONS = {
@@ -522,29 +523,8 @@ class DMRSEMDriver(DMRPriorMixin, Driver):
                                            self.threads)
         return total / len(samples)
 
-    # ------------------------------------------------------------ persistence
-    def state_to_arrays(self, state: DMRCountState):
-        header = {"step": state.step, "sample_steps": list(state.sample_steps),
-                  "beta": state.beta, "optimizations": state.optimizations}
-        arrays = {"z": state.z, "ndk": state.ndk, "nkw": state.nkw, "nk": state.nk,
-                  "nu": state.nu}
-        return header, arrays
-
-    def state_from_arrays(self, header: dict, arrays: dict[str, np.ndarray]) -> DMRCountState:
-        nu = np.ascontiguousarray(arrays["nu"], dtype=np.float64)
-        state = DMRCountState(z=np.ascontiguousarray(arrays["z"], dtype=np.int32),
-                              ndk=np.ascontiguousarray(arrays["ndk"], dtype=np.int32),
-                              nkw=np.ascontiguousarray(arrays["nkw"], dtype=np.int32),
-                              nk=np.ascontiguousarray(arrays["nk"], dtype=np.int64),
-                              alpha=np.exp(nu[:, -1]), beta=float(header["beta"]),
-                              sample_steps=[int(s) for s in header["sample_steps"]],
-                              step=int(header["step"]), nu=nu,
-                              optimizations=int(header["optimizations"]))
-        if state.z.size != self.n_tokens or state.ndk.shape != (self.n_docs, self.K) \
-                or state.nkw.shape != (self.V, self.K) or nu.shape != (self.K, self.X.shape[1]):
-            raise ValueError("state arrays do not match the corpus, its features and the model "
-                             "size")
-        return state
+    def state_sizes(self) -> dict:
+        return {**super().state_sizes(), "F": self.X.shape[1]}
 
     def check_state(self, state: DMRCountState) -> None:
         if not np.all(np.isfinite(state.nu)):
@@ -568,6 +548,7 @@ class DMRSGRLDDriver(DMRPriorMixin, SGRLDDriver):
     """DMR by SGRLD for the topics and SGLD for nu; one step is one mini-batch update (§9.3)."""
 
     name = "dmr-sgrld"
+    STATE = DMRSimplexState
     family = "dmr"
     OPTIONS = {**SGRLDDriver.OPTIONS, "nu_step": _nu_step_options(), **dmr_options(),
                "nu_burn_in": Option("int", 0, low=0,
@@ -657,6 +638,9 @@ class DMRSGRLDDriver(DMRPriorMixin, SGRLDDriver):
                         extra={"epsilon": eps, "epsilon_nu": eps_nu, "floored": n_floored,
                                "fallbacks": fallbacks})
 
+    def state_sizes(self) -> dict:
+        return {**super().state_sizes(), "F": self.X.shape[1]}
+
     def check_state(self, state: DMRSimplexState) -> None:
         """Also stop when nu has run away: once x_d^T nu_k of a training document reaches the
         clip bound of the prior (alpha_dk = e^300), the SGLD steps are too large for the
@@ -710,16 +694,3 @@ class DMRSGRLDDriver(DMRPriorMixin, SGRLDDriver):
         train = TestSet(observed=self.store.train(), heldout=heldout)
         return self._fold_in(state, samples, train, self.X, TRAIN_HELDOUT_PASS)
 
-    def state_to_arrays(self, state: DMRSimplexState):
-        header, arrays = super().state_to_arrays(state)
-        arrays["nu"] = state.nu
-        return header, arrays
-
-    def state_from_arrays(self, header: dict, arrays: dict) -> DMRSimplexState:
-        base = super().state_from_arrays(header, arrays)
-        nu = np.ascontiguousarray(arrays["nu"], dtype=np.float64)
-        if nu.shape != (self.K, self.X.shape[1]):
-            raise ValueError("nu does not match the corpus features and the model size")
-        return DMRSimplexState(phi_hat=base.phi_hat, alpha=np.exp(nu[:, -1]), beta=base.beta,
-                               step=base.step, permutation=base.permutation,
-                               floored=base.floored, sample_steps=base.sample_steps, nu=nu)

@@ -88,6 +88,7 @@ class GibbsDriver(Driver):
     """Collapsed Gibbs sampling; one step is one sweep over the training corpus."""
 
     name = "gibbs"
+    STATE = CountState
     objective_name = "log_joint_per_token"
     OPTIONS = {
         "burn_in": Option("int", None, low=0, nullable=True,
@@ -217,28 +218,6 @@ class GibbsDriver(Driver):
         """phi-hat and alpha of every saved sample (the current state when there are none)."""
         return [(phi_hat(s["nkw"], s["nk"], state.beta), s["alpha"])
                 for s in (samples or [self.sample(state)])]
-
-    # ------------------------------------------------------------ persistence
-    def state_to_arrays(self, state: CountState):
-        header = {"step": state.step, "sample_steps": list(state.sample_steps),
-                  "beta": state.beta}
-        arrays = {"z": state.z, "ndk": state.ndk, "nkw": state.nkw, "nk": state.nk,
-                  "alpha": state.alpha}
-        return header, arrays
-
-    def state_from_arrays(self, header: dict, arrays: dict[str, np.ndarray]) -> CountState:
-        state = CountState(z=np.ascontiguousarray(arrays["z"], dtype=np.int32),
-                           ndk=np.ascontiguousarray(arrays["ndk"], dtype=np.int32),
-                           nkw=np.ascontiguousarray(arrays["nkw"], dtype=np.int32),
-                           nk=np.ascontiguousarray(arrays["nk"], dtype=np.int64),
-                           alpha=np.ascontiguousarray(arrays["alpha"], dtype=np.float64),
-                           beta=float(header["beta"]),
-                           sample_steps=[int(s) for s in header["sample_steps"]],
-                           step=int(header["step"]))
-        if state.z.size != self.n_tokens or state.ndk.shape != (self.n_docs, self.K) \
-                or state.nkw.shape != (self.V, self.K):
-            raise ValueError("state arrays do not match the corpus and model size")
-        return state
 
     def check_state(self, state: CountState) -> None:
         if not np.all(np.isfinite(state.alpha)):

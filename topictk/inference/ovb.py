@@ -75,6 +75,7 @@ class OVBDriver(Driver):
     """Online VB / SVI; one step is one mini-batch update."""
 
     name = "ovb"
+    STATE = OnlineState
     objective_name = "train_bound_per_token"
     OPTIONS = {
         **ESTEP_OPTIONS,
@@ -278,29 +279,6 @@ class OVBDriver(Driver):
             out[held_indptr[rows[0]]:held_indptr[rows[-1] + 1]] = mixture_probabilities(
                 Documents(None, None, h_ptr, h_idx, h_cnt), theta, phi, self.threads)
         return out
-
-    # ------------------------------------------------------------ persistence
-    def state_to_arrays(self, state: OnlineState):
-        header = {"step": state.step, "sample_steps": list(state.sample_steps),
-                  "beta": state.beta, "scale": state.scale, "offset": state.offset,
-                  "epoch": state.epoch, "rho": state.rho}
-        arrays = {"lam_tilde": state.lam_tilde, "lam_sum": state.lam_sum,
-                  "alpha": state.alpha, "keys": state.keys}
-        return header, arrays
-
-    def state_from_arrays(self, header: dict, arrays: dict[str, np.ndarray]) -> OnlineState:
-        state = OnlineState(lam_tilde=np.ascontiguousarray(arrays["lam_tilde"], dtype=np.float64),
-                            lam_sum=np.ascontiguousarray(arrays["lam_sum"], dtype=np.float64),
-                            scale=float(header["scale"]), offset=float(header["offset"]),
-                            alpha=np.ascontiguousarray(arrays["alpha"], dtype=np.float64),
-                            beta=float(header["beta"]),
-                            keys=np.ascontiguousarray(arrays["keys"], dtype=np.uint64),
-                            epoch=int(header["epoch"]), rho=float(header["rho"]),
-                            sample_steps=[int(s) for s in header["sample_steps"]],
-                            step=int(header["step"]))
-        if state.lam_tilde.shape != (self.V, self.K) or state.keys.shape != (FEISTEL_ROUNDS,):
-            raise ValueError("state arrays do not match the corpus and model size")
-        return state
 
     def check_state(self, state: OnlineState) -> None:
         if not (np.isfinite(state.scale) and np.all(np.isfinite(state.lam_sum))):

@@ -60,6 +60,7 @@ from topictk.inference.variational import (
     optimize_alpha,
     resolve_alpha,
 )
+from topictk.state.schema import STEP, Array, Saved, Value
 from topictk.streams import Streams
 
 log = logging.getLogger("topictk")
@@ -156,7 +157,7 @@ def particle_estep_weights(phi: np.ndarray, temperature: float, threads: int = 1
 
 
 @dataclass
-class PEMState:
+class PEMState(Saved):
     """Particle EM state.
 
     phi    (V, K)    float64 word-major point topics, columns on the simplex
@@ -166,6 +167,11 @@ class PEMState:
     particle_bounds (P,) L_p of the last E-step (nan before)
     bound, bound_prev  L_T of the last two E-steps; converged: the EM stopping rule fired
     """
+
+    SCHEMA = {"phi": Array("float64", ("V", "K")), "gamma": Array("float64", ("P", "D", "K")),
+              "alpha": Array("float64", ("K",)), "omega": Array("float64", ("P",)),
+              "particle_bounds": Array("float64", ("P",)), "bound": Value("nan-float"),
+              "bound_prev": Value("nan-float"), "converged": Value(bool), **STEP}
 
     phi: np.ndarray
     gamma: np.ndarray
@@ -213,6 +219,7 @@ class PEMDriver(Driver):
     """Particle EM; one step is one EM iteration of every particle (§10.3)."""
 
     name = "pem"
+    STATE = PEMState
     objective_name = "train_bound_per_token"
     OPTIONS = {
         "particles": Option("int", 4, low=1, help="number of particles P"),
@@ -370,32 +377,8 @@ class PEMDriver(Driver):
                                                             self.threads)
         return total
 
-    # ------------------------------------------------------------ persistence
-    def state_to_arrays(self, state: PEMState):
-        header = {"step": state.step, "sample_steps": list(state.sample_steps),
-                  "bound": _nan_to_none(state.bound), "bound_prev": _nan_to_none(state.bound_prev),
-                  "converged": bool(state.converged)}
-        return header, {"phi": state.phi, "gamma": state.gamma, "alpha": state.alpha,
-                        "omega": state.omega, "particle_bounds": state.particle_bounds}
-
-    def state_from_arrays(self, header: dict, arrays: dict[str, np.ndarray]) -> PEMState:
-        state = PEMState(phi=np.ascontiguousarray(arrays["phi"], dtype=np.float64),
-                         gamma=np.ascontiguousarray(arrays["gamma"], dtype=np.float64),
-                         alpha=np.ascontiguousarray(arrays["alpha"], dtype=np.float64),
-                         omega=np.ascontiguousarray(arrays["omega"], dtype=np.float64),
-                         particle_bounds=np.asarray(arrays["particle_bounds"], dtype=np.float64),
-                         bound=_none_to_nan(header["bound"]),
-                         bound_prev=_none_to_nan(header["bound_prev"]),
-                         converged=bool(header["converged"]),
-                         sample_steps=[int(s) for s in header["sample_steps"]],
-                         step=int(header["step"]))
-        if state.phi.shape != (self.V, self.K):
-            raise ValueError("phi does not match the corpus and model size")
-        if state.gamma.shape != (self.P, self.n_docs, self.K):
-            raise ValueError(f"gamma holds {state.gamma.shape[0]} particles for "
-                             f"{state.gamma.shape[1]} documents; the config asks for "
-                             f"{self.P} particles and the corpus has {self.n_docs} documents")
-        return state
+    def state_sizes(self) -> dict:
+        return {**super().state_sizes(), "P": self.P}
 
     def check_state(self, state: PEMState) -> None:
         for name in ("phi", "gamma", "alpha", "omega"):

@@ -66,6 +66,7 @@ class SGRLDDriver(Driver):
     """SGRLD; one step is one mini-batch update of phi_hat."""
 
     name = "sgrld"
+    STATE = SimplexState
     OPTIONS = {
         **minibatch_options(),
         "step": {
@@ -205,21 +206,3 @@ class SGRLDDriver(Driver):
                                            self.streams, TRAIN_HELDOUT_PASS, self.threads)
         return total / len(samples)
 
-    def state_to_arrays(self, state: SimplexState):
-        header = {"step": state.step, "beta": state.beta, "floored": state.floored,
-                  "sample_steps": list(state.sample_steps)}
-        arrays = {"phi_hat": state.phi_hat, "alpha": state.alpha}
-        if state.permutation is not None:
-            arrays["permutation"] = state.permutation
-        return header, arrays
-
-    def state_from_arrays(self, header: dict, arrays: dict) -> SimplexState:
-        phi_hat = np.ascontiguousarray(arrays["phi_hat"], dtype=np.float64)
-        if phi_hat.shape != (self.V, self.K):
-            raise ValueError("phi_hat does not match the corpus and model size")
-        perm = arrays.get("permutation")
-        return SimplexState(phi_hat=phi_hat, alpha=np.asarray(arrays["alpha"], dtype=np.float64),
-                            beta=float(header["beta"]), step=int(header["step"]),
-                            permutation=None if perm is None else np.asarray(perm, np.uint64),
-                            floored=int(header["floored"]),
-                            sample_steps=[int(s) for s in header["sample_steps"]])

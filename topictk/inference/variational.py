@@ -174,14 +174,6 @@ def fold_in_theta(docs: Documents, lam: np.ndarray, alpha: np.ndarray, beta: flo
     return gamma / gamma.sum(axis=1, keepdims=True)
 
 
-def _nan_to_none(x: float):
-    return None if x is None or not np.isfinite(x) else float(x)
-
-
-def _none_to_nan(x) -> float:
-    return float("nan") if x is None else float(x)
-
-
 ESTEP_OPTIONS = {
     "estep_tol": Option("float", 1e-3, low=0, low_open=True,
                         help="E-step stops when the mean |change of gamma_dk| is below this"),

@@ -43,8 +43,6 @@ from topictk.inference.registry import register
 from topictk.inference.variational import (
     ESTEP_OPTIONS,
     PHI_FLOOR,
-    _nan_to_none,
-    _none_to_nan,
     doc_lengths,
     e_step,
     elog_theta_sum,
@@ -64,6 +62,7 @@ class VBDriver(Driver):
     """Batch variational EM; one step is one EM iteration over the whole training corpus."""
 
     name = "vb"
+    STATE = VBState
     objective_name = "train_bound_per_token"
     OPTIONS = {
         **ESTEP_OPTIONS,
@@ -192,30 +191,10 @@ class VBDriver(Driver):
         """Protocol B: held-out tokens of training documents with theta-hat = gamma / gamma.."""
         return mixture_probabilities(heldout, state.theta(), state.phi(), self.threads)
 
-    # ------------------------------------------------------------ persistence
-    def state_to_arrays(self, state: VBState):
-        header = {"step": state.step, "sample_steps": list(state.sample_steps),
-                  "beta": state.beta, "smoothed": state.smoothed,
-                  "bound": _nan_to_none(state.bound), "bound_prev": _nan_to_none(state.bound_prev),
-                  "converged": bool(state.converged)}
-        return header, {"lam": state.lam, "gamma": state.gamma, "alpha": state.alpha}
-
-    def state_from_arrays(self, header: dict, arrays: dict[str, np.ndarray]) -> VBState:
-        state = VBState(lam=np.ascontiguousarray(arrays["lam"], dtype=np.float64),
-                        gamma=np.ascontiguousarray(arrays["gamma"], dtype=np.float64),
-                        alpha=np.ascontiguousarray(arrays["alpha"], dtype=np.float64),
-                        beta=float(header["beta"]), smoothed=bool(header["smoothed"]),
-                        bound=_none_to_nan(header["bound"]),
-                        bound_prev=_none_to_nan(header["bound_prev"]),
-                        converged=bool(header["converged"]),
-                        sample_steps=[int(s) for s in header["sample_steps"]],
-                        step=int(header["step"]))
-        if state.lam.shape != (self.V, self.K) or state.gamma.shape != (self.n_docs, self.K):
-            raise ValueError("state arrays do not match the corpus and model size")
+    def check_restored(self, state: VBState) -> None:
         if state.smoothed != self.smoothed:
             raise ValueError(f"the state has smoothed = {state.smoothed}, the config "
                              f"{self.smoothed}")
-        return state
 
     def check_state(self, state: VBState) -> None:
         if not np.all(np.isfinite(state.lam)):
