@@ -16,7 +16,6 @@ from topictk.corpus.batches import gather_batch
 from topictk.errors import ConfigError
 from topictk.inference.base import StepInfo, TestSet
 from topictk.inference.minibatch import (
-    TRAIN_HELDOUT_PASS,
     check_minibatch_config,
     local_statistics,
     minibatch_options,
@@ -24,7 +23,7 @@ from topictk.inference.minibatch import (
 )
 from topictk.inference.ovb import OVBDriver
 from topictk.inference.registry import register
-from topictk.inference.sampled import fold_in_probabilities
+from topictk.inference.sampled import TRAIN_HELDOUT_PASS, fold_in_probabilities
 from topictk.inference.variational import ESTEP_OPTIONS, expected_log_topics
 from topictk.state.variational import OnlineState
 from topictk.streams import Streams

@@ -17,9 +17,6 @@ from topictk.streams import Streams
 FLOOR = 1e-300
 
 
-TRAIN_HELDOUT_PASS = 2**31 - 1   # eval-stream pass index of Protocol B scoring
-
-
 def minibatch_options(batch_size: int = 64) -> dict:
     """Options every mini-batch sampler shares."""
     return {

@@ -16,17 +16,16 @@ from topictk import streams as keys
 from topictk.config.schema import Option
 from topictk.corpus.batches import EpochSchedule, gather_batch
 from topictk.errors import ConfigError, NumericalError
-from topictk.inference.base import Driver, StepInfo, TestSet
+from topictk.inference.base import StepInfo
 from topictk.inference.minibatch import (
     FLOOR,
-    TRAIN_HELDOUT_PASS,
     check_minibatch_config,
     local_statistics,
     minibatch_options,
     sample_steps_for,
 )
 from topictk.inference.registry import register
-from topictk.inference.sampled import fold_in_probabilities, resolve_alpha
+from topictk.inference.sampled import SampledDriver, resolve_alpha
 from topictk.inference.schedules import sgmcmc_step
 from topictk.state.simplex import SimplexState
 from topictk.streams import Streams
@@ -62,7 +61,7 @@ def sgrld_update(phi_hat: np.ndarray, nbar_w: np.ndarray, batch_vocab: np.ndarra
 
 
 @register
-class SGRLDDriver(Driver):
+class SGRLDDriver(SampledDriver):
     """SGRLD; one step is one mini-batch update of phi_hat."""
 
     name = "sgrld"
@@ -176,33 +175,8 @@ class SGRLDDriver(Driver):
     def sample(self, state: SimplexState) -> dict[str, np.ndarray]:
         return {"phi": state.phi()}
 
-    def heldout_probabilities(self, state: SimplexState, samples, test: TestSet,
-                              pass_index: int) -> np.ndarray:
-        """Gibbs fold-in with each sample's phi, probabilities averaged over samples (§11.2)."""
-        if not samples:
-            samples = [self.sample(state)]
-        total = np.zeros(test.heldout.indices.size)
-        for s in samples:
-            phi = np.ascontiguousarray(s["phi"])
-            total += fold_in_probabilities(test, phi, phi, state.alpha, self.config.evaluation,
-                                           self.streams, pass_index, self.threads)
-        return total / len(samples)
+    def sample_phi(self, state: SimplexState, sample: dict) -> np.ndarray:
+        return sample["phi"]
 
-    def predictive_topics(self, state: SimplexState, samples, test: TestSet):
-        """Each collected sample's phi with the model's alpha."""
-        return [(s["phi"], state.alpha) for s in (samples or [self.sample(state)])]
-
-    def train_heldout_probabilities(self, state: SimplexState, samples, heldout) -> np.ndarray:
-        """Protocol B (§11.2): each training document's theta-hat comes from local Gibbs chains
-        on its observed tokens with the sample's phi (what the algorithm's local step computes
-        for it), probabilities averaged over samples."""
-        if not samples:
-            samples = [self.sample(state)]
-        train = TestSet(observed=self.store.train(), heldout=heldout)
-        total = np.zeros(heldout.indices.size)
-        for s in samples:
-            phi = np.ascontiguousarray(s["phi"])
-            total += fold_in_probabilities(train, phi, phi, state.alpha, self.config.evaluation,
-                                           self.streams, TRAIN_HELDOUT_PASS, self.threads)
-        return total / len(samples)
-
+    def sample_prior(self, state: SimplexState, sample: dict, documents: str) -> np.ndarray:
+        return state.alpha
