@@ -245,7 +245,9 @@ class CorpusStore:
             if not (path / f"{name}.npy").exists():
                 raise CorpusError(f"{path / (name + '.npy')}: missing from the corpus store; "
                                   f"prepare the corpus again with --force")
-        return cls(path, manifest)
+        store = cls(path, manifest)
+        store.check_layout()
+        return store
 
     # ----------------------------------------------------------------- arrays
     def array(self, name: str) -> np.ndarray:
@@ -261,16 +263,123 @@ class CorpusStore:
                               f"was modified, prepare the corpus again with --force")
         return arr
 
-    def verify(self) -> None:
-        """Check every array against the sha256 recorded in the manifest."""
-        for name in self.manifest["arrays"]:
-            self._check_hash(name)
+    # ----------------------------------------------------------------- checks
+    def check_layout(self) -> None:
+        """The checks made whenever a store is opened, cheap enough for every command: each
+        array's ``.npy`` header (dtype, shape) and file size against manifest.json, the counts
+        of the manifest against the arrays' shapes, and ``vocab.txt`` against its sha256 (a few
+        hundred kilobytes at most; a shuffled or cut vocabulary would name wrong words and map
+        new documents to wrong ids). The arrays' contents are checked by :meth:`verify`."""
+        arrays = self.manifest.get("arrays", {})
+        shapes = {}
+        for name, info in arrays.items():
+            shapes[name] = self._check_header(name, info)
+        fix = "the store was modified; prepare the corpus again with --force"
 
-    def _check_hash(self, name: str) -> None:
+        def rows(name: str) -> int | None:
+            return shapes[name][0] - 1 if shapes.get(name) else None
+
+        def length(name: str) -> int | None:
+            return shapes[name][0] if shapes.get(name) else None
+
+        counts = self.manifest.get("counts", {})
+        expected = [("train_documents", rows, ("train_doc_ptr", "train_indptr",
+                                               "train_held_indptr")),
+                    ("test_documents", rows, ("test_obs_doc_ptr", "test_obs_indptr",
+                                              "test_held_indptr")),
+                    ("train_tokens", length, ("train_words",)),
+                    ("test_observed_tokens", length, ("test_obs_words",)),
+                    ("train_documents", length, ("train_features",)),
+                    ("test_documents", length, ("test_features",))]
+        for key, size, names in expected:
+            for name in names:
+                got = size(name)
+                if key in counts and got is not None and got != counts[key]:
+                    raise CorpusError(f"{self.path / (name + '.npy')}: has {got} rows, "
+                                      f"manifest.json counts {key} = {counts[key]}; {fix}")
+        for part in ("train", "test_obs", "test_held", "train_held"):
+            if f"{part}_indices" in shapes and shapes[f"{part}_indices"] != shapes.get(
+                    f"{part}_counts"):
+                raise CorpusError(f"{self.path / (part + '_counts.npy')}: its length differs "
+                                  f"from {part}_indices.npy; {fix}")
+        self._check_vocab(counts.get("vocabulary"))
+
+    def _check_header(self, name: str, info: dict) -> tuple[int, ...]:
+        """Read the ``.npy`` header of array ``name`` only, and compare it and the file size
+        with the manifest entry ``info``; returns the shape."""
         path = self.path / f"{name}.npy"
-        if _sha256_file(path) != self.manifest["arrays"][name]["sha256"]:
-            raise CorpusError(f"{path}: content differs from manifest.json (sha256); the "
-                              f"store is damaged, prepare the corpus again with --force")
+        fix = "prepare the corpus again with --force"
+        try:
+            with open(path, "rb") as f:
+                version = np.lib.format.read_magic(f)
+                if version == (1, 0):
+                    shape, fortran, dtype = np.lib.format.read_array_header_1_0(f)
+                else:
+                    shape, fortran, dtype = np.lib.format.read_array_header_2_0(f)
+                offset = f.tell()
+                size = os.fstat(f.fileno()).st_size
+        except (OSError, ValueError) as exc:
+            raise CorpusError(f"{path}: cannot be read ({exc}); {fix}") from None
+        if list(shape) != list(info.get("shape", [])) or dtype.name != info.get("dtype"):
+            raise CorpusError(f"{path}: shape or dtype differs from manifest.json; the store "
+                              f"was modified, {fix}")
+        if fortran or dtype.hasobject:
+            raise CorpusError(f"{path}: not a plain C-ordered array; {fix}")
+        nbytes = int(np.prod(shape, dtype=np.int64)) * dtype.itemsize
+        if size != offset + nbytes:
+            raise CorpusError(f"{path}: {size} bytes where its header needs {offset + nbytes} "
+                              f"(truncated or extended); {fix}")
+        return tuple(int(n) for n in shape)
+
+    def _check_vocab(self, n_words: int | None) -> None:
+        path = self.path / "vocab.txt"
+        try:
+            data = path.read_bytes()
+        except OSError as exc:
+            raise CorpusError(f"{path}: cannot be read ({exc.strerror or exc}); prepare the "
+                              f"corpus again with --force") from None
+        recorded = self.manifest.get("vocab_sha256")
+        if recorded is not None and hashlib.sha256(data).hexdigest() != recorded:
+            lines = data.count(b"\n")
+            more = (f" (it has {lines} lines, the store {n_words} words)"
+                    if n_words is not None and lines != n_words else "")
+            raise CorpusError(f"{path}: differs from the vocabulary the store was prepared with "
+                              f"(vocab_sha256 in manifest.json){more}; the word ids would name "
+                              f"wrong words: restore the file, or prepare the corpus again with "
+                              f"--force")
+        try:
+            words = data.decode("utf-8").splitlines()
+        except UnicodeDecodeError:
+            raise CorpusError(f"{path}: not UTF-8 text; prepare the corpus again with "
+                              f"--force") from None
+        if n_words is not None and len(words) != n_words:
+            raise CorpusError(f"{path}: has {len(words)} words, manifest.json counts vocabulary "
+                              f"= {n_words}; prepare the corpus again with --force")
+        self._vocab = words
+
+    def verify(self) -> int:
+        """Check every array against the sha256 recorded in the manifest (the whole store
+        is read); returns the bytes hashed."""
+        total = 0
+        for name in self.manifest["arrays"]:
+            total += self._check_hash(name)
+        return total
+
+    def _check_hash(self, name: str) -> int:
+        path = self.path / f"{name}.npy"
+        if name in self._hashed:
+            return 0
+        try:
+            digest = _sha256_file(path)
+        except OSError as exc:
+            raise CorpusError(f"{path}: cannot be read ({exc.strerror or exc}); prepare the "
+                              f"corpus again with --force") from None
+        if digest != self.manifest["arrays"][name]["sha256"]:
+            raise CorpusError(f"{path}: content differs from its sha256 in manifest.json; the "
+                              f"store is damaged: check it with 'topictk prepare --verify "
+                              f"{self.path}' and prepare the corpus again with --force")
+        self._hashed.add(name)
+        return path.stat().st_size
 
     def train(self) -> Documents:
         return Documents(self.array("train_doc_ptr"), self.array("train_words"),
@@ -303,9 +412,7 @@ class CorpusStore:
         # small (documents x features): checked against its sha256 the first time it is read,
         # since a damaged prior would not show anywhere else (the token arrays are checked by
         # shape, and by verify())
-        if name not in self._hashed:
-            self._check_hash(name)
-            self._hashed.add(name)
+        self._check_hash(name)
         return self.array(name)
 
     @property
