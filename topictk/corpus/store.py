@@ -20,11 +20,14 @@ Layout (D documents, V words; ALGORITHMS.md §1.5 for the two representations)::
 """
 from __future__ import annotations
 
+import fcntl
+import glob
 import hashlib
 import json
 import os
 import shutil
 import tempfile
+import time
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -111,6 +114,14 @@ def check_output(out: Path, force: bool, inputs: list[str] = ()) -> None:
     even a damaged one, or an empty directory), the working directory or a folder above it,
     or a folder holding one of the ``inputs``."""
     out = Path(out)
+    target = out.resolve()
+    for source in inputs:
+        folder = Path(source).resolve() if source != "-" else None
+        if folder is not None and folder.is_dir() and (folder == target
+                                                        or folder in target.parents):
+            raise CorpusUsageError(f"{out}: is inside the input folder {source}, whose files "
+                                   f"the next prepare would read as documents; choose another "
+                                   f"--out")
     if not out.exists():
         return
     if not force:
@@ -119,7 +130,9 @@ def check_output(out: Path, force: bool, inputs: list[str] = ()) -> None:
     if not out.is_dir() or not ((out / "manifest.json").is_file() or not any(out.iterdir())):
         raise CorpusUsageError(f"{out}: exists and is not a corpus store; --force replaces corpus "
                                f"stores only: choose another --out, or remove it yourself")
-    target = out.resolve()
+    if target == target.parent or target == Path.home().resolve():
+        raise CorpusUsageError(f"{out}: is the root or home folder; --force never replaces it: "
+                               f"choose another --out")
     cwd = Path.cwd().resolve()
     if target == cwd or target in cwd.parents:
         raise CorpusUsageError(f"{out}: is the working directory or contains it; run prepare "
@@ -144,8 +157,11 @@ def write_store(out: Path, arrays: dict[str, np.ndarray], vocab: list[str], mani
     out = Path(out)
     check_output(out, force)
     out.parent.mkdir(parents=True, exist_ok=True)
+    remove_stale_stores(out)
     mode = replacement_mode(out, new_dir_mode()) if out.is_dir() else new_dir_mode()
     tmp = Path(tempfile.mkdtemp(prefix=f".{out.name}.tmp-", dir=out.parent))
+    held = os.open(tmp, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+    fcntl.flock(held, fcntl.LOCK_EX)    # marks it as being written (remove_stale_stores)
     try:
         hashes = {}
         names = dict(ARRAYS)
@@ -190,6 +206,57 @@ def write_store(out: Path, arrays: dict[str, np.ndarray], vocab: list[str], mani
     except BaseException:
         shutil.rmtree(tmp, ignore_errors=True)
         raise
+    finally:
+        os.close(held)
+
+
+def remove_stale_stores(out: Path, min_age: float = 1.0) -> list[Path]:
+    """Remove what killed writes of the store ``out`` left beside it: ``.NAME.tmp-*``
+    folders no writer holds locked (and older than ``min_age`` seconds, the moment between a
+    folder's creation and its locking), and ``.NAME.old-*`` folders, replaced stores a writer
+    was deleting. Returns the folders removed."""
+    out = Path(out)
+    removed = []
+    now = time.time()
+    for folder in sorted(out.parent.glob(f".{glob.escape(out.name)}.*")):
+        kind = folder.name[len(out.name) + 2:]
+        if not (kind.startswith("tmp-") or kind.startswith("old-")) or folder.is_symlink():
+            continue
+        try:
+            if not folder.is_dir() or now - folder.stat().st_mtime < min_age:
+                continue
+            fd = os.open(folder, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+        except OSError:
+            continue
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError:
+            continue        # being written
+        finally:
+            os.close(fd)
+        shutil.rmtree(folder, ignore_errors=True)
+        removed.append(folder)
+    return removed
+
+
+def verify_store(path: str | Path) -> dict:
+    """``prepare --verify``: open the store (its layout checks) and check every array's
+    sha256; returns what was checked."""
+    began = time.perf_counter()
+    store = CorpusStore.open(path)
+    size, damaged = 0, []
+    for name in store.manifest["arrays"]:
+        try:
+            size += store._check_hash(name)
+        except CorpusError:
+            damaged.append(f"{name}.npy")
+    if damaged:
+        raise CorpusError(f"{path}: {len(damaged)} array(s) differ from their sha256 in "
+                          f"manifest.json: {', '.join(damaged)}; the store is damaged, prepare "
+                          f"the corpus again with --force")
+    return {"store": str(path), "arrays": len(store.manifest.get("arrays", {})),
+            "bytes": size, "vocabulary": len(store.vocab),
+            "seconds": time.perf_counter() - began}
 
 
 @dataclass
@@ -375,9 +442,9 @@ class CorpusStore:
             raise CorpusError(f"{path}: cannot be read ({exc.strerror or exc}); prepare the "
                               f"corpus again with --force") from None
         if digest != self.manifest["arrays"][name]["sha256"]:
-            raise CorpusError(f"{path}: content differs from its sha256 in manifest.json; the "
-                              f"store is damaged: check it with 'topictk prepare --verify "
-                              f"{self.path}' and prepare the corpus again with --force")
+            raise CorpusError(f"{path}: content differs from manifest.json (sha256); the store "
+                              f"is damaged: 'topictk prepare --verify {self.path}' lists every "
+                              f"damaged file; prepare the corpus again with --force")
         self._hashed.add(name)
         return path.stat().st_size
 

@@ -53,6 +53,26 @@ def is_store(path: Path) -> bool:
     return (Path(path) / "manifest.json").is_file()
 
 
+def is_topictk_store(path: Path) -> bool:
+    """A folder whose manifest.json says it is a topictk corpus store (the test for "inside a
+    store": other projects keep files named manifest.json too)."""
+    try:
+        data = json.loads((Path(path) / "manifest.json").read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError):
+        return False
+    return isinstance(data, dict) and data.get("format") == "topictk-corpus"
+
+
+def enclosing_run(path: Path) -> Path | None:
+    """The run ``path`` is in: a folder above it with the marker, or (runs of an earlier
+    release, recognised by their files) its own folder or the one above (``checkpoints/``)."""
+    target = _resolved(path)
+    for depth, folder in enumerate((target, *target.parents)):
+        if (folder / MARKER_FILE).is_file() or (depth < 2 and is_run(folder)):
+            return folder
+    return None
+
+
 def _own_leftover(name: str) -> bool:
     """topictk's own files that do not make a folder a run: the lock, the folders of an
     interrupted replacement (never deleted here) and temporary files of killed writes."""
@@ -154,7 +174,7 @@ def check_run_output(run_dir: Path, *, resume: bool, force: bool, inputs: list[P
     lock is taken (``locked`` False) a folder holding a run is not refused yet: a run being
     written is reported by its lock, naming its writer."""
     run_dir = Path(run_dir)
-    store = enclosing(run_dir, is_store)
+    store = enclosing(run_dir, is_topictk_store)
     if store is not None:
         raise UsageError(f"{run_dir}: is inside the corpus store {store}; write runs outside "
                          f"corpus stores")
@@ -242,8 +262,8 @@ def check_output_file(path: str | None, *, force: bool, inputs: list[str | Path]
         if target == where or (where.is_dir() and where in target.parents):
             raise UsageError(f"{out}: is {'an input' if target == where else 'inside the input'} "
                              f"{source}; choose another --out")
-    for test, kind in ((is_run, "run"), (is_store, "corpus store")):
-        folder = enclosing(target.parent, test)
+    for folder, kind in ((enclosing_run(target.parent), "run"),
+                         (enclosing(target.parent, is_topictk_store), "corpus store")):
         if folder is not None:
             raise UsageError(f"{out}: is inside the {kind} {folder}; --out never writes into "
                              f"a {kind}: choose another --out")
