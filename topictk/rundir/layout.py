@@ -1,8 +1,10 @@
 """The files of a run directory, and the checks that a saved model belongs to a config.
 
-A run directory holds ``config.yaml``, ``metrics.jsonl``, ``checkpoints/step-*.npz``,
-``samples/step-*.npz`` (the SG-MCMC and Gibbs samples scoring averages over) and ``model.npz``.
-Training writes them; evaluation, inference and the topic listings read them.
+A run directory holds the marker ``topictk-run.json`` (see :mod:`topictk.rundir.guard`),
+``config.yaml``, ``metrics.jsonl``, ``checkpoints/step-*.npz``, ``samples/step-*.npz`` (the
+SG-MCMC and Gibbs samples scoring averages over), ``model.npz`` and the writer's lock
+``.topictk.lock`` (:mod:`topictk.rundir.lock`). Training writes them; evaluation, inference and
+the topic listings read them.
 """
 from __future__ import annotations
 
