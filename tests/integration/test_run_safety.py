@@ -319,3 +319,31 @@ def test_prepare_removes_what_a_killed_prepare_left(tmp_path):
     unrelated.mkdir()
     ok("prepare", EXAMPLE, "--out", out)
     assert not left.exists() and unrelated.exists()
+
+
+def test_readers_see_a_consistent_run_while_it_is_extended(tmp_path, example_store):
+    """While ``train --resume`` extends a finished run, ``evaluate`` and ``topics`` keep reading
+    the finished model and the samples it names, and give what they gave before."""
+    cfg = _long_config(tmp_path, example_store, 1.0)
+    run = tmp_path / "run"
+    ok("train", "--config", cfg, "-q")
+    before = json.loads(ok("evaluate", run, "--json").stdout)
+    topics = ok("topics", run).stdout
+    writer = _topictk("train", "--config", cfg, "-q", "--resume", "--set",
+                      "training.time_limit=4")
+    _wait_for_holder(run, writer)
+    model = (run / "model.npz").stat().st_ino
+    readings = 0
+    while writer.poll() is None:
+        during = json.loads(ok("evaluate", run, "--json").stdout)
+        listed = ok("topics", run).stdout
+        if (run / "model.npz").stat().st_ino == model:  # read before the writer's new model
+            assert during["perplexity"] == before["perplexity"]
+            assert during["step"] == before["step"]
+            assert listed == topics
+            readings += 1
+    writer.communicate(timeout=60)
+    assert writer.returncode == 0, writer.communicate()
+    assert readings >= 1
+    steps = [m["step"] for m in metrics(run)]
+    assert steps == sorted(set(steps))
