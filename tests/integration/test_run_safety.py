@@ -258,11 +258,11 @@ def test_infer_out_is_never_an_input_or_inside_a_run_or_store(tmp_path, trained_
     model = (trained_run / "model.npz").read_bytes()
     cases = [
         (docs, f"{docs}: is an input {docs}; choose another --out"),
-        (trained_run / "model.npz", f"{trained_run / 'model.npz'}: is inside the input "
-                                    f"{trained_run}; choose another --out"),
-        (example_store / "theta.jsonl", f"{example_store / 'theta.jsonl'}: is inside the corpus "
-                                        f"store {example_store}; --out never writes into a "
-                                        f"corpus store: choose another --out"),
+        (trained_run / "model.npz", (f"{trained_run / 'model.npz'}: is inside the input "
+                                     f"{trained_run}; choose another --out")),
+        (example_store / "theta.jsonl", (f"{example_store / 'theta.jsonl'}: is inside the "
+                                         f"corpus store {example_store}; --out never writes "
+                                         f"into a corpus store: choose another --out")),
     ]
     for out, expected in cases:
         assert fails(2, "infer", trained_run, docs, "--out", out, "--force") == expected

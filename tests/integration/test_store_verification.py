@@ -5,6 +5,7 @@ trained on; killed atomic writes leave nothing behind for long."""
 from __future__ import annotations
 
 import fcntl
+import hashlib
 import json
 import os
 import shutil
@@ -106,7 +107,7 @@ def test_a_truncated_array_is_refused_when_the_store_is_opened(copy):
 
 
 def test_counts_that_disagree_with_the_arrays_are_refused(copy):
-    store, run, cfg = copy
+    store, run, _ = copy
     manifest = json.loads((store / "manifest.json").read_text())
     manifest["counts"]["train_tokens"] += 1
     (store / "manifest.json").write_text(json.dumps(manifest))
@@ -120,13 +121,12 @@ def test_counts_that_disagree_with_the_arrays_are_refused(copy):
 def test_a_run_refuses_a_store_whose_vocabulary_it_was_not_trained_on(copy):
     """A store edited consistently (vocabulary and its hash) but still claiming the corpus id
     the run was trained on: the run's marker holds the vocabulary hash it was trained on."""
-    store, run, cfg = copy
+    store, run, _ = copy
     words = (store / "vocab.txt").read_text().splitlines()
     words[0], words[1] = words[1], words[0]
     text = "\n".join(words) + "\n"
     (store / "vocab.txt").write_text(text)
     manifest = json.loads((store / "manifest.json").read_text())
-    import hashlib
     manifest["vocab_sha256"] = hashlib.sha256(text.encode()).hexdigest()
     (store / "manifest.json").write_text(json.dumps(manifest))
     expected = (f"{store}: its vocabulary is not the one the run in {run} was trained on "

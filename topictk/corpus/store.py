@@ -220,7 +220,7 @@ def remove_stale_stores(out: Path, min_age: float = 1.0) -> list[Path]:
     now = time.time()
     for folder in sorted(out.parent.glob(f".{glob.escape(out.name)}.*")):
         kind = folder.name[len(out.name) + 2:]
-        if not (kind.startswith("tmp-") or kind.startswith("old-")) or folder.is_symlink():
+        if not kind.startswith(("tmp-", "old-")) or folder.is_symlink():
             continue
         try:
             if not folder.is_dir() or now - folder.stat().st_mtime < min_age:

@@ -19,7 +19,6 @@ import json
 import logging
 from collections.abc import Iterator
 from dataclasses import dataclass
-from pathlib import Path
 
 import numpy as np
 
