@@ -150,8 +150,10 @@ def test_threads_seed_blocks_tsv_and_atomic_output(lda_run, tmp_path, monkeypatc
                     "--out", out)
     assert "--sweeps must be larger than --burn-in" in message
     (tmp_path / "empty.txt").write_text("")
-    assert "no documents found" in fails(2, "infer", run, tmp_path / "empty.txt", "--out", out)
-    assert "no such file" in fails(2, "infer", run, tmp_path / "missing.txt", "--out", out)
+    assert "no documents found" in fails(2, "infer", run, tmp_path / "empty.txt", "--out", out,
+                                         "--force")
+    assert "no such file" in fails(2, "infer", run, tmp_path / "missing.txt", "--out", out,
+                                   "--force")
     assert "folder not found" in fails(2, "infer", run, tmp_path / "new.txt", "--out",
                                        tmp_path / "nowhere" / "x.tsv")
     assert out.read_bytes() == before

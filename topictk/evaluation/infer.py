@@ -19,7 +19,6 @@ import json
 import logging
 from collections.abc import Iterator
 from dataclasses import dataclass
-from pathlib import Path
 
 import numpy as np
 
@@ -233,15 +232,3 @@ def infer_run(run, inputs: list[str], *, fmt: str = "auto", meta_file: str | Non
                 first_chunk=start // INFER_CHUNK_DOCS)
 
     return docs, blocks()
-
-
-def output_path_ok(path: str | None) -> Path | None:
-    """The ``--out`` path, checked before any work: its folder must exist."""
-    if path is None:
-        return None
-    out = Path(path)
-    if out.is_dir():
-        raise UsageError(f"{out}: is a folder; --out takes a file name")
-    if not out.parent.exists():
-        raise UsageError(f"{out.parent}: folder not found; create it or choose another --out")
-    return out

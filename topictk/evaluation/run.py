@@ -11,6 +11,7 @@ from topictk.inference.base import TestSet
 from topictk.inference.perplexity import heldout_perplexity, train_heldout_perplexity
 from topictk.inference.registry import get_driver, load_config
 from topictk.rundir import checkpoint as ckpt
+from topictk.rundir.guard import check_run_store
 from topictk.rundir.layout import MODEL_FILE, check_compatible, load_samples, retrain_command
 from topictk.streams import Streams
 
@@ -64,6 +65,7 @@ class LoadedRun:
         header, arrays = ckpt.load_arrays(path, fix)
         self.store = CorpusStore.open(self.config.corpus)
         check_compatible(header, self.config, self.store, path)
+        check_run_store(run_dir, self.store)
         threads = threads if threads is not None else self.config.training.threads
         self.streams = Streams.from_state(header["streams"])
         self.driver = get_driver(self.config.inference.algorithm)(self.config, self.store, threads,

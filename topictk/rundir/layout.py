@@ -1,13 +1,16 @@
 """The files of a run directory, and the checks that a saved model belongs to a config.
 
-A run directory holds ``config.yaml``, ``metrics.jsonl``, ``checkpoints/step-*.npz``,
-``samples/step-*.npz`` (the SG-MCMC and Gibbs samples scoring averages over) and ``model.npz``.
-Training writes them; evaluation, inference and the topic listings read them.
+A run directory holds the marker ``topictk-run.json`` (see :mod:`topictk.rundir.guard`),
+``config.yaml``, ``metrics.jsonl``, ``checkpoints/step-*.npz``, ``samples/step-*.npz`` (the
+SG-MCMC and Gibbs samples scoring averages over), ``model.npz`` and the writer's lock
+``.topictk.lock`` (:mod:`topictk.rundir.lock`). Training writes them; evaluation, inference and
+the topic listings read them.
 """
 from __future__ import annotations
 
 import logging
 import os
+import re
 import shutil
 import tempfile
 from pathlib import Path
@@ -63,20 +66,48 @@ def load_samples(run_dir: Path, steps: list[int]) -> list[dict]:
     return samples
 
 
-RUN_FILES = ("checkpoints", "samples", "metrics.jsonl", MODEL_FILE, "config.yaml")
+MARKER_FILE = "topictk-run.json"
+_TOP_FILES = (MARKER_FILE, "config.yaml", "metrics.jsonl", MODEL_FILE)
+_STEP_FILE = re.compile(r"^step-\d+\.npz$")
+
+
+def run_files(run_dir: Path) -> list[str]:
+    """The files of ``run_dir`` that training writes (paths relative to it): the marker,
+    ``config.yaml``, ``metrics.jsonl``, ``model.npz`` and ``step-*.npz`` in ``checkpoints/``
+    and ``samples/``. Anything else in the folder is someone else's, and ``train --force``
+    leaves it where it is."""
+    run_dir = Path(run_dir)
+    found = [name for name in _TOP_FILES
+             if (run_dir / name).is_symlink() or (run_dir / name).is_file()]
+    for sub in ("checkpoints", "samples"):
+        folder = run_dir / sub
+        if folder.is_dir() and not folder.is_symlink():
+            found.extend(f"{sub}/{p.name}" for p in sorted(folder.iterdir())
+                         if _STEP_FILE.match(p.name) and (p.is_file() or p.is_symlink()))
+    return found
+
+
+def _remove_empty_subfolders(run_dir: Path) -> None:
+    for sub in ("checkpoints", "samples"):
+        try:
+            (Path(run_dir) / sub).rmdir()       # only when empty
+        except OSError:
+            pass
 
 
 class ReplacedRun:
-    """The files of a run that ``train --force`` replaces, moved into a hidden folder of the
-    run directory until the new run has something to show for itself (:meth:`discard`), or put
-    back if it fails before that (:meth:`restore`)."""
+    """The files of a run that ``train --force`` replaces (:func:`run_files`: those training
+    wrote, nothing else), moved into a hidden folder of the run directory until the new run has
+    something to show for itself (:meth:`discard`), or put back if it fails before that
+    (:meth:`restore`)."""
 
     def __init__(self, run_dir: Path):
         self.run_dir = Path(run_dir)
         self.folder = Path(tempfile.mkdtemp(prefix=".replaced-", dir=self.run_dir))
-        for name in RUN_FILES:
-            if (self.run_dir / name).exists():
-                os.replace(self.run_dir / name, self.folder / name)
+        for name in run_files(self.run_dir):
+            (self.folder / name).parent.mkdir(exist_ok=True)
+            os.replace(self.run_dir / name, self.folder / name)
+        _remove_empty_subfolders(self.run_dir)
 
     @staticmethod
     def report_left_over(run_dir: Path) -> None:
@@ -93,12 +124,10 @@ class ReplacedRun:
         shutil.rmtree(self.folder, ignore_errors=True)
 
     def restore(self) -> None:
-        for name in RUN_FILES:
-            new = self.run_dir / name
-            if new.is_dir():
-                shutil.rmtree(new, ignore_errors=True)
-            else:
-                new.unlink(missing_ok=True)
-            if (self.folder / name).exists():
-                os.replace(self.folder / name, new)
+        for name in run_files(self.run_dir):        # the new run's files
+            (self.run_dir / name).unlink(missing_ok=True)
+        _remove_empty_subfolders(self.run_dir)
+        for name in run_files(self.folder):
+            (self.run_dir / name).parent.mkdir(exist_ok=True)
+            os.replace(self.folder / name, self.run_dir / name)
         shutil.rmtree(self.folder, ignore_errors=True)

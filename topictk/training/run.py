@@ -28,7 +28,9 @@ from topictk.inference.base import Driver, TestSet
 from topictk.inference.perplexity import heldout_perplexity, train_heldout_perplexity
 from topictk.inference.registry import get_driver
 from topictk.rundir import checkpoint as ckpt
+from topictk.rundir.guard import check_run_output, prepare_run_dir, run_inputs, write_marker
 from topictk.rundir.layout import MODEL_FILE, ReplacedRun, check_compatible, save_sample
+from topictk.rundir.lock import RunLock
 from topictk.rundir.metrics import append_metrics, truncate_metrics
 from topictk.streams import Streams
 from topictk.training.loop import train_steps
@@ -141,7 +143,15 @@ def check_sample_schedule(driver: Driver, state, start: int, saved: Path) -> Non
 
 def train(config: Config, *, resume: bool = False, force: bool = False,
           quiet: bool = False) -> TrainResult:
-    """Train ``config`` to ``inference.iterations`` steps (or resume it there)."""
+    """Train ``config`` to ``inference.iterations`` steps (or resume it there), holding the
+    run directory's lock throughout: a second writer of the run is refused at once."""
+    check_run_output(config.output, resume=resume, force=force, inputs=run_inputs(config),
+                     locked=False)
+    with RunLock(config.output):
+        return _train(config, resume=resume, force=force, quiet=quiet)
+
+
+def _train(config: Config, *, resume: bool, force: bool, quiet: bool) -> TrainResult:
     store = CorpusStore.open(config.corpus)
     run_dir = config.output
     ckpt_dir = run_dir / "checkpoints"
@@ -149,12 +159,7 @@ def train(config: Config, *, resume: bool = False, force: bool = False,
     training = config.training
     iterations = int(config.inference.iterations)
 
-    if run_dir.is_dir():
-        ReplacedRun.report_left_over(run_dir)
-    replace = not resume and run_dir.exists() and any(run_dir.iterdir())
-    if replace and not force:
-        raise UsageError(f"{run_dir}: output directory already holds a run; add --resume to "
-                         f"continue it, --force to replace it, or choose another output")
+    replace = prepare_run_dir(run_dir, config, store, resume=resume, force=force)
     if resume:
         found = ckpt.list_checkpoints(ckpt_dir)
         if not found:
@@ -169,6 +174,7 @@ def train(config: Config, *, resume: bool = False, force: bool = False,
     # the driver first: a config or corpus it refuses leaves the run being replaced intact
     driver = get_driver(config.inference.algorithm)(config, store, training.threads,
                                                     streams=streams)
+    store.verify()      # every array against its sha256: damage would train other topics
     # the run being replaced is moved aside, and removed once the new run has written its
     # first checkpoint (or its model); a failure before that puts it back
     replaced = ReplacedRun(run_dir) if replace else None
@@ -192,6 +198,8 @@ def train(config: Config, *, resume: bool = False, force: bool = False,
             clock = {"train_seconds": 0.0, "tokens_seen": 0, "documents_seen": 0}
             start = 0
         run_dir.mkdir(parents=True, exist_ok=True)
+        if not resume:
+            write_marker(run_dir, store)
         atomic_write_text(run_dir / "config.yaml",
                                yaml.safe_dump(config.to_dict(), sort_keys=False))
 
