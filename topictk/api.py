@@ -106,6 +106,12 @@ class Run:
         return float(self._loaded.header.get("clock", {}).get("train_seconds", 0.0))
 
     @property
+    def status(self) -> str:
+        """How training stopped at this model: ``completed``, ``time_limit`` or
+        ``interrupted`` (a checkpoint written along the way says ``running``)."""
+        return str(self._loaded.header.get("status", "completed"))
+
+    @property
     def tokens_seen(self) -> int:
         """Training tokens visited by all steps."""
         return int(self._loaded.header.get("clock", {}).get("tokens_seen", 0))
@@ -293,7 +299,7 @@ def prepare(inputs: str | Path | Iterable[str | Path], out: str | Path,
     return prepare_store([str(p) for p in inputs], out, PrepareOptions(**options))
 
 
-def score_topic_word(store, topic_word: np.ndarray, alpha, *, sweeps: int = 50,
+def score_topic_word(store, topic_word, alpha, *, sweeps: int = 50,
                      burn_in: int = 25, seed: int = 0, threads: int = 1,
                      coherence: bool = False) -> dict:
     """Score topics from anywhere (another library's model) on a store's held-out tokens.
@@ -307,12 +313,13 @@ def score_topic_word(store, topic_word: np.ndarray, alpha, *, sweeps: int = 50,
     ----------
     store : CorpusStore or str or Path
         The store (see :func:`open_store`) whose held-out tokens are scored.
-    topic_word : numpy.ndarray
+    topic_word : numpy.ndarray or list of numpy.ndarray
         (K, V) non-negative topic-word weights over the store's vocabulary; rows are
-        normalised.
-    alpha : float or numpy.ndarray
+        normalised. A list is a set of posterior samples: the held-out probabilities are
+        averaged over them, as ``topictk evaluate`` averages a run's saved samples.
+    alpha : float or numpy.ndarray, or a list of them
         The Dirichlet document prior: a number, (K,), or (D_test, K), one row per test
-        document.
+        document; with samples, one per sample or one for all.
     sweeps, burn_in : int
         Fold-in sweeps per test document, and how many are discarded.
     seed : int
@@ -325,7 +332,8 @@ def score_topic_word(store, topic_word: np.ndarray, alpha, *, sweeps: int = 50,
     Returns
     -------
     dict
-        ``perplexity``, ``heldout_tokens``, ``floored_tokens`` (and the coherence keys).
+        ``perplexity``, ``heldout_tokens``, ``floored_tokens``, ``samples`` (and the
+        coherence keys, of the first sample).
     """
     from topictk.evaluation.external import score_topic_word as score
 

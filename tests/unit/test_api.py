@@ -97,6 +97,7 @@ def test_run_facts(fixture, request, store):
     assert run.metrics() == records
     assert run.step == records[-1]["step"] == run.config.inference.iterations
     assert run.train_seconds > 0 and run.tokens_seen > 0
+    assert run.status == "completed"
     assert repr(run).startswith(f"Run({str(path)!r}, {run.algorithm}, K = 6")
 
 
@@ -161,6 +162,25 @@ def test_score_topic_word_is_the_point_evaluation(point_run, store):
         assert got[key] == expected[key], key
     assert api.score_topic_word(str(store), run.topic_word() * 3, np.full(6, 0.1),
                                 seed=5)["perplexity"] == pytest.approx(expected["perplexity"])
+
+
+def test_score_topic_word_averages_samples_as_evaluate_does(gibbs_run, store):
+    """A run's saved samples, given as a list, are scored as ``topictk evaluate`` scores
+    them: probabilities averaged over the samples."""
+    run = api.load_run(gibbs_run)
+    expected = run.evaluate()
+    steps = sorted(int(p.stem.split("-")[1]) for p in (gibbs_run / "samples").glob("*.npz"))
+    assert len(steps) == expected["samples"] == 2
+    phis = []
+    for step in steps:
+        sample = np.load(gibbs_run / "samples" / f"step-{step:08d}.npz")
+        nkw = sample["a_nkw"] if "a_nkw" in sample.files else sample[sample.files[0]]
+        phis.append(((nkw + 0.01) / (nkw.sum(axis=0) + nkw.shape[0] * 0.01)).T)
+    got = api.score_topic_word(store, phis, 0.1, sweeps=10, burn_in=5, seed=5)
+    assert got["samples"] == 2
+    assert got["perplexity"] == pytest.approx(expected["perplexity"], rel=1e-9)
+    with pytest.raises(UsageError, match="2 priors for 1 topic_word samples"):
+        api.score_topic_word(store, [phis[0]], [0.1, 0.1])
 
 
 def test_bad_input(tmp_path, gibbs_run, store):
