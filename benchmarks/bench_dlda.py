@@ -420,7 +420,7 @@ def section(state: dict) -> str:
             partial |= wall_h < train_h
             L.append(f"| {method_name(m)} | {s} | {PAPER[(m, s)]} | {ours} | {point} | "
                      f"{e.get('step', 0)} / {e.get('iterations', '?')} | "
-                     f"{e.get('chain_samples', 0)} | {train_h:.2f} | {wall} | "
+                     f"{ev.get('samples', '–')} | {train_h:.2f} | {wall} | "
                      f"{e.get('status', 'not started')} |")
     if partial:
         L += ["", "† part of this run was trained outside this script, which therefore has no "
