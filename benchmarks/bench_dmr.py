@@ -196,8 +196,8 @@ class Bench:
     # ---- topictk runs
     def topictk_row(self, key: str, store: Path, config: dict, seed: int | None = None,
                     objective: bool = False) -> dict:
-        """Train (``objective``: with a metrics line at the last step, which records the
-        algorithm's own objective), evaluate and return one row."""
+        """Train (``objective``: with a metrics line after every step, which records the
+        tokens visited and the algorithm's own objective), evaluate and return one row."""
         if key in self.results["rows"] and not self.args.rerun:
             return self.results["rows"][key]
         base = WORK / "runs" / key
@@ -206,8 +206,7 @@ class Bench:
         config = {"corpus": str(store), "output": str(run_dir), **config,
                   "training": {"seed": self.args.seeds[0] if seed is None else seed,
                                "threads": self.args.threads,
-                               "eval_every": config["inference"]["iterations"] if objective
-                               else 0,
+                               "eval_every": 1 if objective else 0,
                                "checkpoint_every": 0, "keep_checkpoints": 1},
                   "evaluation": {"fold_in_sweeps": FOLD_IN_SWEEPS,
                                  "fold_in_burn_in": FOLD_IN_BURN_IN}}
@@ -218,23 +217,23 @@ class Bench:
         if res["rc"] != 0:
             return {"error": f"train exit {res['rc']} (see {base / 'train.log'})"}
         run = topictk.load_run(run_dir)
-        train_tokens = h.store_facts(store)["N"]
         e, result = self.evaluate(run_dir, base / "evaluate.log")
         if result is None:
             return {"error": f"evaluate exit {e['rc']} (see {base / 'evaluate.log'})"}
         (base / "evaluate.json").write_text(json.dumps(result))
         row = {"train_seconds": run.train_seconds,
                "train_cpu": res["cpu"], "steps": run.step,
-               # an EM step visits every training token; converged VB and PEM idle
-               "em_iterations": round(run.tokens_seen / max(train_tokens, 1)),
+               "em_iterations": run.step,
                "peak_rss": res["maxrss"], "perplexity": result["perplexity"],
                "samples": result.get("samples"), "eval_seconds": e["wall"],
                "load_before": load0, "load_after": load_average(),
                "contention": res["contention"],
                "tokens_seen": run.tokens_seen}
-        if objective:
-            last = run.metrics()[-1] if run.metrics() else {}
-            row["objective"] = last.get("train_bound_per_token")
+        if objective:     # a metrics line per step: converged VB and PEM idle (no tokens)
+            metrics = run.metrics()
+            seen = [0] + [m["tokens_seen"] for m in metrics]
+            row["em_iterations"] = sum(b > a for a, b in zip(seen, seen[1:]))
+            row["objective"] = metrics[-1].get("train_bound_per_token") if metrics else None
         for k in ("umass", "npmi", "diversity"):
             row[k] = result.get(k)
         self.results["rows"][key] = row
