@@ -62,7 +62,7 @@ def measure(copies: int, K: int, sweeps: int, threads: int, chunks: int) -> dict
            "model": {"topics": K, "alpha": 0.1, "beta": 0.01},
            "inference": {"algorithm": "gibbs", "iterations": sweeps, "chunks": chunks},
            "training": {"seed": 0, "threads": threads, "eval_every": 0, "checkpoint_every": 0}}
-    res = h.train(cfg, WORK / f"{name}.yaml", WORK / "logs" / f"{name}.log", own_peak=True)
+    res = h.train(cfg, WORK / f"{name}.yaml", WORK / "logs" / f"{name}.log")
     if res["rc"] != 0:
         raise SystemExit(f"topictk train failed:\n{h.tail(WORK / 'logs' / f'{name}.log')}")
     count_bytes = 4 * facts["D"] * K + 4 * facts["V"] * K + 8 * K
@@ -75,8 +75,7 @@ def measure(copies: int, K: int, sweeps: int, threads: int, chunks: int) -> dict
 
 def baseline_rss() -> int:
     """Peak RSS of ``topictk train --help``."""
-    res = h.run_measured([*h.TOPICTK, "train", "--help"], WORK / "logs" / "baseline.log",
-                         own_peak=True)
+    res = h.run_measured([*h.TOPICTK, "train", "--help"], WORK / "logs" / "baseline.log")
     return res["maxrss"]
 
 

@@ -390,7 +390,7 @@ def news_final_config(alg: str, pilot: dict) -> dict:
     rate = pilot["step"] / max(pilot["clock"]["train_seconds"], 1e-9)   # steps per train second
     eval_every = max(1, int(round(rate * NEWS["budget"] / NEWS["points"])))
     eval_cost = pilot.get("evaluate_seconds", 10.0)
-    limit = NEWS["budget"] + (NEWS["points"] + 2) * eval_cost + 30.0
+    limit = NEWS.get("final_limit") or NEWS["budget"] + (NEWS["points"] + 2) * eval_cost + 30.0
     extra = {k: v for k, v in inf.items() if k not in ("algorithm", "iterations", "batch_size")}
     return make_config("news", "final-" + news_label(alg, extra), "20news", NEWS["model"],
                        inf, {"time_limit": round(limit), "eval_every": eval_every})
@@ -695,7 +695,7 @@ def quick_settings() -> None:
                                              "mb50": {"a": [0.01], "b": [1000]}},
                 sgrld_c=[0.55], vi_grid={"batch": [(64, 0.55)], "mb50": [(64, 0.55)]},
                 batch_long_grid={"sgrld": [], "ovb": [], "hsvg": []})
-    NEWS.update(budget=6.0, points=3, pilot_limit=2.0,
+    NEWS.update(budget=6.0, points=3, pilot_limit=2.0, final_limit=6.0,
                 pilot={"sgrld": [{"step": {"a": 0.01, "b": 1000, "c": 0.55}}],
                        "ovb": [{"tau0": 64, "kappa": 0.7}], "hsvg": [{"tau0": 64, "kappa": 0.7}],
                        "gibbs": [{}]})

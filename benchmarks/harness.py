@@ -140,44 +140,50 @@ def now_utc() -> _dt.datetime:
 
 
 # ----------------------------------------------------------------------------- processes
-# The child reports its own high-water mark (VmHWM, which exec resets): wait4's ru_maxrss of
-# a child also counts the pages of the parent it ran on before exec.
+# A Python child reports its own high-water mark (VmHWM, which exec resets): wait4's
+# ru_maxrss of a child also counts the pages of the parent it was forked from, and a
+# benchmark's parent holds numpy, topictk and its results.
 _PEAK_WRAPPER = """
-import atexit, runpy, sys
+import atexit, os, runpy, sys
 out = sys.argv[1]
 def peak():
     for line in open("/proc/self/status"):
         if line.startswith("VmHWM:"):
             open(out, "w").write(line.split()[1])
 atexit.register(peak)
-sys.argv = sys.argv[2:]
-runpy.run_module(sys.argv[0], run_name="__main__", alter_sys=True)
+if sys.argv[2] == "-m":
+    sys.argv = sys.argv[3:]
+    runpy.run_module(sys.argv[0], run_name="__main__", alter_sys=True)
+else:
+    sys.argv = sys.argv[2:]
+    sys.path.insert(0, os.path.dirname(os.path.abspath(sys.argv[0])))
+    runpy.run_path(sys.argv[0], run_name="__main__")
 """
 
 
 def run_measured(cmd: Sequence[str], log_path: Path, *, stdout_path: Path | None = None,
-                 poll_memory: bool = False, own_peak: bool = False) -> dict:
+                 poll_memory: bool = False) -> dict:
     """Run ``cmd`` in its own process (stderr, and stdout unless ``stdout_path``, to
     ``log_path``) and measure it.
 
-    Returns ``rc``, ``wall`` (s), ``cpu`` (s, every thread), ``maxrss`` (bytes, from wait4),
+    Returns ``rc``, ``wall`` (s), ``cpu`` (s, every thread), ``maxrss`` (bytes: the peak RSS
+    of the process, for Python commands its own VmHWM, otherwise wait4's ru_maxrss),
     ``foreign`` (cores other processes kept busy meanwhile: the contention) and ``stdout``
     when ``stdout_path`` is given. ``poll_memory``: also the peaks of RssAnon and RssFile
-    (bytes) read from /proc every 20 ms. ``own_peak`` (``python -m MODULE ...`` commands
-    only): ``maxrss`` is the child's own VmHWM, without the parent's pages.
+    (bytes) read from /proc every 20 ms.
     """
     cmd = [str(c) for c in cmd]
     log_path = Path(log_path)
     log_path.parent.mkdir(parents=True, exist_ok=True)
     peak_file = log_path.with_suffix(".peak")
+    peak_file.unlink(missing_ok=True)
+    own_peak = cmd[0] == sys.executable and len(cmd) > 1 and not cmd[1].startswith("-c")
+    shown = cmd
     if own_peak:
-        if cmd[1] != "-m":
-            raise ValueError("own_peak needs a 'python -m MODULE ...' command")
-        peak_file.unlink(missing_ok=True)
-        cmd = [cmd[0], "-c", _PEAK_WRAPPER, str(peak_file), *cmd[2:]]
+        cmd = [cmd[0], "-c", _PEAK_WRAPPER, str(peak_file), *cmd[1:]]
     peaks = {"rss_anon": 0, "rss_file": 0}
     with open(log_path, "w") as err:
-        err.write("$ " + shlex.join(cmd) + "\n")
+        err.write("$ " + shlex.join(shown) + "\n")
         err.flush()
         out = open(stdout_path, "w") if stdout_path else err
         try:
@@ -216,6 +222,7 @@ def run_measured(cmd: Sequence[str], log_path: Path, *, stdout_path: Path | None
               "foreign": max(0.0, (busy - cpu) / wall) if wall > 0 else 0.0}
     if own_peak and peak_file.exists():
         result["maxrss"] = int(peak_file.read_text()) * 1024
+        peak_file.unlink()
     if poll_memory:
         result.update(peaks)
     if stdout_path:
@@ -313,13 +320,13 @@ def write_config(path: Path, config: dict) -> Path:
     return path
 
 
-def train(config: dict, config_path: Path, log_path: Path, *, poll_memory: bool = False,
-          own_peak: bool = False) -> dict:
+def train(config: dict, config_path: Path, log_path: Path, *,
+          poll_memory: bool = False) -> dict:
     """``topictk train --config CONFIG --force --quiet`` measured (see :func:`run_measured`);
     the run directory is ``config["output"]``."""
     write_config(config_path, config)
     return run_measured([*TOPICTK, "train", "--config", str(config_path), "--force", "--quiet"],
-                        log_path, poll_memory=poll_memory, own_peak=own_peak)
+                        log_path, poll_memory=poll_memory)
 
 
 def evaluate(run_dir: Path, log_path: Path, *options: str) -> tuple[dict | None, dict]:
