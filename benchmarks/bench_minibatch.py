@@ -140,14 +140,9 @@ def prepare_command(name: str) -> list[str]:
 
 
 def ensure_store(name: str) -> dict:
-    out = store_path(name)
-    if not (out / "manifest.json").exists():
-        log(f"prepare {name}")
-        res = run_process(TOPICTK + prepare_command(name)[1:] + ["--force"],
-                          WORK / "logs" / f"prepare-{name}.log")
-        if res["rc"] != 0:
-            log_path = WORK / "logs" / f"prepare-{name}.log"
-            raise SystemExit(f"prepare {name} failed:\n{tail(log_path)}")
+    """The manifest of store ``name``, prepared (from the repository root) when missing."""
+    out = h.ensure_store(name, [str(REPO / a) if "/" in a else a for a in store_args(name)],
+                         out=store_path(name))
     return json.loads((out / "manifest.json").read_text())
 
 
