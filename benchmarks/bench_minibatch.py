@@ -503,7 +503,7 @@ def report_nips(lines: list[str]) -> None:
     c = manifest["counts"]
     D = c["train_documents"]
     size, sgrld, vi = nips_configs(D)
-    lines += ["### 1. NIPS, Protocol B (Patterson & Teh 2013, Figure 2a in kind)", "",
+    lines += ["## 1. NIPS, Protocol B (Patterson & Teh 2013, Figure 2a in kind)", "",
               f"Store: `{shlex.join(prepare_command('nips12'))}` — {D:,} documents, "
               f"V = {c['vocabulary']:,}, {c['train_tokens']:,} observed (training) tokens, "
               f"{c.get('train_heldout_tokens', 0):,} held-out tokens (20 % of every document). "
@@ -584,7 +584,7 @@ def report_nips(lines: list[str]) -> None:
 def report_news(lines: list[str]) -> dict:
     manifest = json.loads((store_path("20news") / "manifest.json").read_text())
     c = manifest["counts"]
-    lines += ["### 2. 20 Newsgroups, K = 128: point perplexity against training time", "",
+    lines += ["## 2. 20 Newsgroups, K = 128: point perplexity against training time", "",
               f"Store: `{shlex.join(prepare_command('20news'))}` — {c['train_documents']:,} "
               f"training documents ({c['train_tokens']:,} tokens), {c['test_documents']:,} test "
               f"documents ({c['test_observed_tokens']:,} observed / "
@@ -633,7 +633,7 @@ def report_memory(lines: list[str]) -> None:
                 rows.append((alg, store, json.loads(p.read_text())))
     if not rows:
         return
-    lines += ["### 4. Streaming memory", "",
+    lines += ["## 3. Streaming memory", "",
               f"`topictk train` of sgrld (a = 0.01, b = 1000, c = 0.55) and hsvg (τ0 = 64, "
               f"κ = 0.7), K = 128, {MEMORY['updates']} updates of |B| = {MEMORY['batch']}, "
               "eval_every 0, checkpoint_every 0, one run at a time in its own subprocess. "
