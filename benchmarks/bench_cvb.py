@@ -22,9 +22,9 @@ import math
 import time
 from pathlib import Path
 
+import harness as h
 import numpy as np
 
-import harness as h
 import topictk
 
 NAME = "cvb"

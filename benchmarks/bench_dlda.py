@@ -48,9 +48,9 @@ import sys
 import time
 from pathlib import Path
 
+import harness as h
 import yaml
 
-import harness as h
 import topictk
 
 HERE, REPO = h.HERE, h.REPO
@@ -291,8 +291,8 @@ def curves(method: str, size: str) -> dict:
 def plot(args) -> None:
     import matplotlib
     matplotlib.use("Agg")
-    from matplotlib import ticker
     import matplotlib.pyplot as plt
+    from matplotlib import ticker
 
     fig, axes = plt.subplots(1, len(SIZES), figsize=(5 * len(SIZES), 4), sharey=True)
     styles = {"tlasgr": "C3", "tlfsgr": "C1", "sgrld": "C0", "gibbs": "C2"}

@@ -50,6 +50,7 @@ import time
 from pathlib import Path
 
 import harness as h
+
 import topictk
 
 WORK = h.WORK / "dmr"

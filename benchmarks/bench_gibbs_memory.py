@@ -21,9 +21,8 @@ import gzip
 import json
 import sys
 
-import numpy as np
-
 import harness as h
+import numpy as np
 
 NAME = "gibbs_memory"
 WORK = h.WORK / "gibbs_memory"

@@ -44,9 +44,9 @@ import shlex
 import time
 from pathlib import Path
 
+import harness as h
 import yaml
 
-import harness as h
 import topictk
 
 REPO, DATA = h.REPO, h.DATA

@@ -35,9 +35,9 @@ import json  # noqa: E402
 import time  # noqa: E402
 from pathlib import Path  # noqa: E402
 
+import harness as h  # noqa: E402
 import numpy as np  # noqa: E402
 
-import harness as h  # noqa: E402
 import topictk  # noqa: E402
 
 NAME = "variational"

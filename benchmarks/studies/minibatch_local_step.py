@@ -51,12 +51,12 @@ def phi_run(iterations: int) -> Path:
 def measure(args) -> dict:
     import numpy as np
 
+    from topictk import streams as keys
+    from topictk.corpus.batches import gather_batch
     from topictk.corpus.store import CorpusStore
     from topictk.inference import _minibatch
     from topictk.inference.base import chunk_bounds_by_docs
     from topictk.inference.sgrld import local_statistics, sgrld_update
-    from topictk import streams as keys
-    from topictk.corpus.batches import gather_batch
     from topictk.rundir.checkpoint import load_arrays
     from topictk.streams import Streams
 
