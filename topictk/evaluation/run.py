@@ -79,6 +79,11 @@ class LoadedRun:
     def samples(self) -> list[dict]:
         return load_samples(self.run_dir, self.state.sample_steps)
 
+    def topic_word(self):
+        """The point estimate of the topics, (K, V), rows on the simplex (the bottom layer of
+        a deep model)."""
+        return self.driver.topic_word(self.state)
+
 
 def evaluate_run(run_dir: str | Path, checkpoint: int | None = None,
                  threads: int | None = None, left_to_right: int | None = None) -> dict:

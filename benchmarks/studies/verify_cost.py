@@ -11,8 +11,8 @@ Two figures:
   store and on a synthetic store of about ``--big-gb`` GB, with the files in the page cache
   (warm) and dropped from it first (cold, ``posix_fadvise(DONTNEED)``).
 
-    python benchmarks/bench_verify.py                  # ~2 min on 2 cores
-    python benchmarks/bench_verify.py --big-gb 0.25 --repeats 3
+    python benchmarks/studies/verify_cost.py                  # ~2 min on 2 cores
+    python benchmarks/studies/verify_cost.py --big-gb 0.25 --repeats 3
 
 Corpora are read from ``../shared/data``; stores and runs go to ``benchmarks/work/verify/``
 (the synthetic store is deleted afterwards). Results: ``benchmarks/results/safety-verify.md``.
@@ -34,7 +34,7 @@ from pathlib import Path
 
 import numpy as np
 
-HERE = Path(__file__).resolve().parent
+HERE = Path(__file__).resolve().parents[1]      # benchmarks/
 REPO = HERE.parent
 DATA = (REPO / ".." / "shared" / "data").resolve()
 WORK = HERE / "work" / "verify"
@@ -192,7 +192,7 @@ def main() -> None:
     lines = [
         "# Cost of verifying corpus stores",
         "",
-        f"Recorded {dt.date.today().isoformat()} with `python benchmarks/bench_verify.py "
+        f"Recorded {dt.date.today().isoformat()} with `python benchmarks/studies/verify_cost.py "
         f"--repeats {args.repeats} --iterations {args.iterations} --big-gb {args.big_gb}`.",
         f"Machine: {machine()} (shared; other jobs were running, so times vary by +-20 %).",
         "",
