@@ -26,10 +26,10 @@ from topictk.config.schema import Option
 from topictk.corpus.store import Documents
 from topictk.errors import ConfigError, NumericalError
 from topictk.inference import _cvb
-from topictk.inference.base import Driver, StepInfo, TestSet, chunk_bounds_by_tokens
+from topictk.inference.base import StepInfo, chunk_bounds_by_tokens
 from topictk.inference.perplexity import csr_arrays, mixture_probabilities
 from topictk.inference.registry import register
-from topictk.inference.variational import doc_lengths
+from topictk.inference.variational import VariationalDriver, doc_lengths
 from topictk.state.variational import CVBState
 from topictk.streams import Streams
 
@@ -44,7 +44,7 @@ def gaussian_lngamma(a, m, v):
 
 
 @register
-class CVBDriver(Driver):
+class CVBDriver(VariationalDriver):
     """CVB with the second-order (Gaussian) correction; one step is one sweep over all pairs."""
 
     name = "cvb"
@@ -195,16 +195,6 @@ class CVBDriver(Driver):
         _cvb.fold_in(indptr, indices, counts, np.ascontiguousarray(state.phi()), state.alpha,
                      float(opts.fold_in_tol), int(opts.fold_in_max_passes), theta, self.threads)
         return theta
-
-    def heldout_probabilities(self, state: CVBState, samples, test: TestSet,
-                              pass_index: int) -> np.ndarray:
-        theta = self.fold_in(state, test.observed)
-        return mixture_probabilities(test.heldout, theta, state.phi(), self.threads)
-
-    def train_heldout_probabilities(self, state: CVBState, samples,
-                                    heldout: Documents) -> np.ndarray:
-        """Protocol B: theta-hat = (alpha + m_dk)/(alpha_sum + N_d) (TNW 2007 eq. 19)."""
-        return mixture_probabilities(heldout, state.theta(), state.phi(), self.threads)
 
     def state_sizes(self) -> dict:
         variance = (self.n_docs, self.V, self.K) if self.gaussian else (0, 0, 0)

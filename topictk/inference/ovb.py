@@ -33,7 +33,7 @@ from topictk.config.schema import Option
 from topictk.corpus.batches import FEISTEL_ROUNDS, permute  # noqa: F401  (re-exported)
 from topictk.corpus.store import Documents
 from topictk.errors import NumericalError
-from topictk.inference.base import Driver, StepInfo, TestSet
+from topictk.inference.base import StepInfo
 from topictk.inference.minibatch import step_size
 from topictk.inference.perplexity import mixture_probabilities
 from topictk.inference.registry import register
@@ -41,6 +41,7 @@ from topictk.inference.variational import (
     ALPHA_MAX,
     ALPHA_MIN,
     ESTEP_OPTIONS,
+    VariationalDriver,
     alpha_gradient,
     e_step,
     elog_theta_sum,
@@ -71,7 +72,7 @@ def gather_rows(docs: Documents, rows: np.ndarray) -> tuple[np.ndarray, np.ndarr
 
 
 @register
-class OVBDriver(Driver):
+class OVBDriver(VariationalDriver):
     """Online VB / SVI; one step is one mini-batch update."""
 
     name = "ovb"
@@ -251,11 +252,6 @@ class OVBDriver(Driver):
         opts = self.config.inference
         return fold_in_theta(documents, state.lam(), state.alpha, state.beta, True,
                              opts.estep_tol, opts.estep_max_iter, self.threads)
-
-    def heldout_probabilities(self, state: OnlineState, samples, test: TestSet,
-                              pass_index: int) -> np.ndarray:
-        theta = self.fold_in(state, test.observed)
-        return mixture_probabilities(test.heldout, theta, state.phi(), self.threads)
 
     def train_heldout_probabilities(self, state: OnlineState, samples, heldout: Documents,
                                     block: int = 4096) -> np.ndarray:

@@ -46,13 +46,14 @@ from topictk import streams as keys
 from topictk.config.schema import Option
 from topictk.errors import NumericalError
 from topictk.inference import _pem
-from topictk.inference.base import Driver, StepInfo, TestSet
+from topictk.inference.base import TestSet
 from topictk.inference.perplexity import csr_arrays, mixture_probabilities
 from topictk.inference.registry import register
 from topictk.inference.variational import (
     ESTEP_OPTIONS,
     PHI_FLOOR,
     START,
+    BatchEMDriver,
     doc_lengths,
     e_step,
     elog_theta_sum,
@@ -215,7 +216,7 @@ def _none_to_nan(x) -> float:
 
 
 @register
-class PEMDriver(Driver):
+class PEMDriver(BatchEMDriver):
     """Particle EM; one step is one EM iteration of every particle (§10.3)."""
 
     name = "pem"
@@ -306,27 +307,21 @@ class PEMDriver(Driver):
                 S = S + state.omega[p] * elog_theta_sum(state.gamma[p])
             state.alpha = optimize_alpha(state.alpha, S, self.n_docs)
 
-    def step(self, state: PEMState, t: int) -> StepInfo:
-        if state.converged:
-            state.step = t + 1
-            return StepInfo(tokens=0, documents=0, extra={"converged": True})
+    def expectation(self, state: PEMState):
+        """Every particle's E-step, the weights omega = softmax(L_p / T), and L_T."""
         sstats, bounds, updates = self.e_step(state)
         state.particle_bounds = bounds
         state.omega = particle_weights(bounds, self.temperature)
         value = tempered_objective(bounds, state.omega, self.temperature)
-        state.bound_prev, state.bound = state.bound, value
-        tol = float(self.config.inference.tol)
-        if (tol > 0 and np.isfinite(state.bound_prev)
-                and abs(value - state.bound_prev) <= tol * abs(state.bound_prev)):
-            state.converged = True           # stop before the M-step (§3.5)
-        else:
-            self.m_step(state, sstats)
-        state.step = t + 1
-        return StepInfo(tokens=self.n_tokens * self.P, documents=self.n_docs * self.P,
-                        extra={"estep_iterations": round(updates, 4),
+        return sstats, value, {"estep_iterations": round(updates, 4),
                                "best_particle": int(np.argmax(bounds)),
-                               "omega_max": round(float(state.omega.max()), 6),
-                               "converged": state.converged})
+                               "omega_max": round(float(state.omega.max()), 6)}
+
+    def maximization(self, state: PEMState, sstats) -> None:
+        self.m_step(state, sstats)
+
+    def work(self) -> tuple[int, int]:
+        return self.n_tokens * self.P, self.n_docs * self.P
 
     # -------------------------------------------------------------- estimates
     def topic_word(self, state: PEMState) -> np.ndarray:
@@ -349,15 +344,12 @@ class PEMDriver(Driver):
                        max_iter=opts.estep_max_iter, threads=self.threads)
         return gamma / gamma.sum(axis=1, keepdims=True)
 
-    def heldout_probabilities(self, state: PEMState, samples, test: TestSet,
-                              pass_index: int) -> np.ndarray:
-        """p-hat(w | doc) = sum_p omega_p sum_k theta-hat_pdk phi_kw (§10.4, §11.2)."""
-        theta = self.fold_in(state, test.observed)
-        return mixture_probabilities(test.heldout, theta, self._phi(state), self.threads)
-
     def predictive_topics(self, state: PEMState, samples, test: TestSet):
         """The particles share phi and alpha; theta, which alone differs, is integrated out."""
         return [(self._phi(state), state.alpha)]
+
+    def point_phi(self, state: PEMState) -> np.ndarray:
+        return self._phi(state)
 
     @staticmethod
     def _phi(state: PEMState) -> np.ndarray:

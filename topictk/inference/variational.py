@@ -6,6 +6,7 @@ options of the E-step.
 from __future__ import annotations
 
 import logging
+from typing import Any
 
 import numpy as np
 from scipy.special import digamma, gammaln, polygamma
@@ -13,7 +14,8 @@ from scipy.special import digamma, gammaln, polygamma
 from topictk.config.schema import Option
 from topictk.corpus.store import Documents
 from topictk.inference import _vb
-from topictk.inference.perplexity import csr_arrays
+from topictk.inference.base import Driver, StepInfo, TestSet
+from topictk.inference.perplexity import csr_arrays, mixture_probabilities
 
 log = logging.getLogger("topictk")
 
@@ -179,3 +181,67 @@ ESTEP_OPTIONS = {
                         help="E-step stops when the mean |change of gamma_dk| is below this"),
     "estep_max_iter": Option("int", 100, low=1, help="most gamma updates per document E-step"),
 }
+
+
+# ---------------------------------------------------------------------------------------------
+class VariationalDriver(Driver):
+    """Template of the drivers that keep a point estimate of the topics (vb, cvb, cvb0, ovb,
+    pem): a test document is scored by folding it in (:meth:`fold_in`, the algorithm's own
+    local update with the topics frozen) and mixing, p-hat(w | d) = sum_k theta-hat_dk phi_wk
+    (§11.2); Protocol B mixes the training documents' own theta-hat."""
+
+    def fold_in(self, state: Any, documents: Documents) -> np.ndarray:
+        """theta-hat (D, K) of ``documents`` with the topics frozen."""
+        raise NotImplementedError
+
+    def point_phi(self, state: Any) -> np.ndarray:
+        """The word-major (V, K) topics the mixture scores with."""
+        return state.phi()
+
+    def training_theta(self, state: Any) -> np.ndarray:
+        """theta-hat (D, K) of the training documents from their own state."""
+        return state.theta()
+
+    def heldout_probabilities(self, state: Any, samples, test: TestSet,
+                              pass_index: int) -> np.ndarray:
+        theta = self.fold_in(state, test.observed)
+        return mixture_probabilities(test.heldout, theta, self.point_phi(state), self.threads)
+
+    def train_heldout_probabilities(self, state: Any, samples,
+                                    heldout: Documents) -> np.ndarray:
+        return mixture_probabilities(heldout, self.training_theta(state), self.point_phi(state),
+                                     self.threads)
+
+
+class BatchEMDriver(VariationalDriver):
+    """Template of batch variational EM (vb, pem): one step is an E-step over every document
+    and its bound, the stopping rule (relative change of the bound below ``inference.tol``,
+    checked before the M-step, §3.5), then the M-step; once converged, steps do nothing."""
+
+    def expectation(self, state: Any) -> tuple[Any, float, dict]:
+        """The E-step: (sufficient statistics, the bound, what to log)."""
+        raise NotImplementedError
+
+    def maximization(self, state: Any, sstats: Any) -> None:
+        raise NotImplementedError
+
+    def work(self) -> tuple[int, int]:
+        """(tokens, documents) an E-step visits."""
+        return self.n_tokens, self.n_docs
+
+    def step(self, state: Any, t: int) -> StepInfo:
+        if state.converged:
+            state.step = t + 1
+            return StepInfo(tokens=0, documents=0, extra={"converged": True})
+        sstats, bound, extra = self.expectation(state)
+        state.bound_prev, state.bound = state.bound, bound
+        tol = float(self.config.inference.tol)
+        if (tol > 0 and np.isfinite(state.bound_prev)
+                and abs(bound - state.bound_prev) <= tol * abs(state.bound_prev)):
+            state.converged = True       # stop before the M-step (§3.5)
+        else:
+            self.maximization(state, sstats)
+        state.step = t + 1
+        tokens, documents = self.work()
+        return StepInfo(tokens=tokens, documents=documents,
+                        extra={**extra, "converged": state.converged})

@@ -37,12 +37,12 @@ from topictk import streams as keys
 from topictk.config.schema import Option
 from topictk.corpus.store import Documents
 from topictk.errors import NumericalError
-from topictk.inference.base import Driver, StepInfo, TestSet
-from topictk.inference.perplexity import csr_arrays, mixture_probabilities
+from topictk.inference.perplexity import csr_arrays
 from topictk.inference.registry import register
 from topictk.inference.variational import (
     ESTEP_OPTIONS,
     PHI_FLOOR,
+    BatchEMDriver,
     doc_lengths,
     e_step,
     elog_theta_sum,
@@ -58,7 +58,7 @@ log = logging.getLogger("topictk")
 
 
 @register
-class VBDriver(Driver):
+class VBDriver(BatchEMDriver):
     """Batch variational EM; one step is one EM iteration over the whole training corpus."""
 
     name = "vb"
@@ -147,23 +147,13 @@ class VBDriver(Driver):
         if self.learn_alpha:
             state.alpha = optimize_alpha(state.alpha, elog_theta_sum(state.gamma), self.n_docs)
 
-    def step(self, state: VBState, t: int) -> StepInfo:
-        if state.converged:
-            state.step = t + 1
-            return StepInfo(tokens=0, documents=0, extra={"converged": True})
+    def expectation(self, state: VBState):
         sstats, bound, iterations = self.e_step_bound(state)
-        state.bound_prev, state.bound = state.bound, bound
-        tol = float(self.config.inference.tol)
-        if (tol > 0 and np.isfinite(state.bound_prev)
-                and abs(bound - state.bound_prev) <= tol * abs(state.bound_prev)):
-            state.converged = True       # stop before the M-step (§3.5)
-        else:
-            self.m_step(state, sstats)
-        state.step = t + 1
-        return StepInfo(tokens=self.n_tokens, documents=self.n_docs,
-                        extra={"estep_iterations": round(float(iterations.mean()), 4)
-                               if iterations.size else 0.0,
-                               "converged": state.converged})
+        return sstats, bound, {"estep_iterations": round(float(iterations.mean()), 4)
+                               if iterations.size else 0.0}
+
+    def maximization(self, state: VBState, sstats: np.ndarray) -> None:
+        self.m_step(state, sstats)
 
     # -------------------------------------------------------------- estimates
     def topic_word(self, state: VBState) -> np.ndarray:
@@ -180,16 +170,6 @@ class VBDriver(Driver):
         opts = self.config.inference
         return fold_in_theta(documents, state.lam, state.alpha, state.beta, self.smoothed,
                              opts.estep_tol, opts.estep_max_iter, self.threads)
-
-    def heldout_probabilities(self, state: VBState, samples, test: TestSet,
-                              pass_index: int) -> np.ndarray:
-        theta = self.fold_in(state, test.observed)
-        return mixture_probabilities(test.heldout, theta, state.phi(), self.threads)
-
-    def train_heldout_probabilities(self, state: VBState, samples,
-                                    heldout: Documents) -> np.ndarray:
-        """Protocol B: held-out tokens of training documents with theta-hat = gamma / gamma.."""
-        return mixture_probabilities(heldout, state.theta(), state.phi(), self.threads)
 
     def check_restored(self, state: VBState) -> None:
         if state.smoothed != self.smoothed:
