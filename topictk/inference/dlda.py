@@ -30,7 +30,6 @@ import numpy as np
 
 from topictk import streams as keys
 from topictk.config.schema import Option
-from topictk.corpus.batches import EpochSchedule
 from topictk.corpus.store import ptr_to_csr
 from topictk.errors import ConfigError, NumericalError, UsageError
 from topictk.inference import _dlda
@@ -42,6 +41,7 @@ from topictk.inference.base import (
     chunk_bounds_by_docs,
     chunk_bounds_by_tokens,
 )
+from topictk.inference.minibatch import epoch_schedule
 from topictk.inference.registry import register
 from topictk.inference.schedules import sgmcmc_step
 from topictk.state.deep import DeepState
@@ -533,10 +533,7 @@ class _StochasticDLDA(DLDADriver):
                  streams: Streams | None = None):
         super().__init__(config, store, threads, streams=streams)
         inf = config.inference
-        if inf.batch_size > self.n_docs:
-            log.warning("inference.batch_size = %d is larger than the corpus (%d documents); "
-                        "using the whole corpus in every update", inf.batch_size, self.n_docs)
-        self.schedule = EpochSchedule(self.n_docs, int(inf.batch_size))
+        self.schedule = epoch_schedule(self.n_docs, int(inf.batch_size))
 
     def local_statistics(self, state: DeepState, batch, t: int):
         """§8.6: fresh chains for the batch documents, 20L + 10L iterations by default

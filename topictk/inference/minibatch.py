@@ -5,14 +5,19 @@ share: their common options and checks, the local Gibbs statistics of a mini-bat
 """
 from __future__ import annotations
 
+import logging
+
 import numpy as np
 
 from topictk import streams as keys
 from topictk.config.schema import Option
+from topictk.corpus.batches import EpochSchedule
 from topictk.errors import ConfigError
 from topictk.inference import _minibatch
 from topictk.inference.base import chunk_bounds_by_docs
 from topictk.streams import Streams
+
+log = logging.getLogger("topictk")
 
 FLOOR = 1e-300
 
@@ -71,3 +76,13 @@ def step_size(t: int, tau0: float, kappa: float) -> float:
     if base <= 1.0:
         return 1.0
     return min(1.0, base ** (-kappa))
+
+
+def epoch_schedule(n_docs: int, batch_size: int) -> EpochSchedule:
+    """The mini-batches of the SG-MCMC drivers: keyed epoch permutations of the training
+    documents (:class:`topictk.corpus.batches.EpochSchedule`); a batch larger than the corpus
+    is the whole corpus, with a warning."""
+    if batch_size > n_docs:
+        log.warning("inference.batch_size = %d is larger than the corpus (%d documents); "
+                    "using the whole corpus in every update", batch_size, n_docs)
+    return EpochSchedule(n_docs, batch_size)

@@ -14,12 +14,13 @@ import numpy as np
 
 from topictk import streams as keys
 from topictk.config.schema import Option
-from topictk.corpus.batches import EpochSchedule, gather_batch
+from topictk.corpus.batches import gather_batch
 from topictk.errors import ConfigError, NumericalError
 from topictk.inference.base import StepInfo
 from topictk.inference.minibatch import (
     FLOOR,
     check_minibatch_config,
+    epoch_schedule,
     local_statistics,
     minibatch_options,
     sample_steps_for,
@@ -126,10 +127,7 @@ class SGRLDDriver(SampledDriver):
         self.V = store.n_words
         self.K = int(config.model.topics)
         inf = config.inference
-        if inf.batch_size > self.n_docs:
-            log.warning("inference.batch_size = %d is larger than the corpus (%d documents); "
-                        "using the whole corpus in every update", inf.batch_size, self.n_docs)
-        self.schedule = EpochSchedule(self.n_docs, int(inf.batch_size))
+        self.schedule = epoch_schedule(self.n_docs, int(inf.batch_size))
         self.collect_at = sample_steps_for(int(inf.iterations), int(inf.burn_in), inf.samples,
                                            inf.thin)
 
