@@ -67,11 +67,11 @@ def rescore(path: Path, kind: str, values: list[float]) -> dict:
     """Perplexities of one run's samples with the prior moved to each value (None = as learnt):
     DMR: the level; LDA: the symmetric alpha."""
     from topictk.evaluation.run import LoadedRun
-    from topictk.inference.base import TestSet
+    from topictk.inference.base import EvaluationSet
     from topictk.inference.perplexity import heldout_perplexity
 
     run = LoadedRun(path)
-    test = TestSet.from_store(run.store)
+    test = EvaluationSet.from_store(run.store)
     samples = run.samples()
     out = {}
     if kind == "dmr":

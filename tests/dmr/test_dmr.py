@@ -344,7 +344,7 @@ def test_fold_in_uses_the_document_prior(dmr_store, tmp_path, algorithm):
     """§9.4: test documents are folded in with alpha_d = exp(x_d^T nu) of their own features."""
     store, driver, _, state, _ = _trained_driver(dmr_store, tmp_path, algorithm)
     state.nu = state.nu + np.array([2.0, 0.0])      # make the flag matter
-    test = base.TestSet.from_store(store)
+    test = base.EvaluationSet.from_store(store)
     probs = driver.heldout_probabilities(state, None, test, pass_index=7)
     phi = driver.topic_word(state).T
     alpha = document_alpha(store.features("test"), state.nu)
@@ -365,7 +365,7 @@ def test_left_to_right_uses_the_document_prior(dmr_store, tmp_path, algorithm):
     store, driver, streams, state, samples = _trained_driver(dmr_store, tmp_path, algorithm)
     for s in samples:
         s["nu"] = s["nu"] + np.array([2.0, 0.0])      # make the flag matter
-    test = base.TestSet.from_store(store)
+    test = base.EvaluationSet.from_store(store)
     pairs = driver.predictive_topics(state, samples, test)
     X = store.features("test")
     lls = []

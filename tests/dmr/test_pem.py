@@ -14,7 +14,7 @@ from tests.reference import vb as vb_ref
 from topictk.corpus.store import CorpusStore
 from topictk.errors import ConfigError
 from topictk.inference import _pem, _vb
-from topictk.inference.base import TestSet as HeldOut
+from topictk.inference.base import EvaluationSet as HeldOut
 from topictk.inference.pem import PEMDriver, particle_weights, tempered_objective, tempered_weights
 from topictk.inference.registry import load_config
 from topictk.inference.variational import newton_direction
@@ -135,7 +135,7 @@ def test_a_one_particle_at_unit_temperature_is_unsmoothed_vb(planted_store, tmp_
     s_vb, s_pem = vb.init_state(), pem.init_state()
     np.testing.assert_array_equal(s_vb.lam, s_pem.phi)
     np.testing.assert_array_equal(s_vb.gamma, s_pem.gamma[0])
-    from topictk.inference.base import TestSet as _TestSet
+    from topictk.inference.base import EvaluationSet as _TestSet
     test = _TestSet.from_store(store)
     for t in range(8):
         vb.step(s_vb, t)

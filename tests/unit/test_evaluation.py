@@ -16,7 +16,9 @@ from topictk.evaluation.coherence import (
     topic_quality,
     umass,
 )
-from topictk.inference.base import TestSet as HeldOutSet  # (a "Test*" name would be collected)
+from topictk.inference.base import (
+    EvaluationSet as HeldOutSet,  # (a "Test*" name would be collected)
+)
 from topictk.inference.gibbs import GibbsDriver
 from topictk.inference.perplexity import heldout_perplexity, perplexity_from_probabilities
 from topictk.streams import Streams

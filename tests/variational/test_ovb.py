@@ -82,13 +82,13 @@ def _best_of_three(config, steps, seed, each=None):
     """Three initialisations; the one with the lowest held-out perplexity. Like batch VB, SVI
     can end in a local optimum with two planted topics merged (about 1 start in 10 on this
     corpus); choosing among restarts by held-out perplexity is the usual remedy."""
-    from topictk.inference.base import TestSet
+    from topictk.inference.base import EvaluationSet
     from topictk.inference.perplexity import heldout_perplexity
 
     best = None
     for s in (seed, seed + 1000, seed + 2000):
         driver, state = run_driver(config, steps, seed=s, each=each)
-        test = TestSet.from_store(driver.store)
+        test = EvaluationSet.from_store(driver.store)
         ppl = heldout_perplexity(driver, state, test, None, 0)["perplexity"]
         if best is None or ppl < best[0]:
             best = (ppl, driver, state)
@@ -182,9 +182,9 @@ def test_single_token_documents_and_words_absent_from_training(tmp_path, seed):
         cfg = make_config(store, tmp_path / algorithm, algorithm, topics=3, iterations=20,
                           inference={"batch_size": 8} if algorithm == "ovb" else {})
         driver, state = run_driver(cfg, 20)
-        from topictk.inference.base import TestSet
+        from topictk.inference.base import EvaluationSet
 
-        p = driver.heldout_probabilities(state, None, TestSet.from_store(driver.store), 0)
+        p = driver.heldout_probabilities(state, None, EvaluationSet.from_store(driver.store), 0)
         assert p.shape == (1,) and 0 < p[0] < 0.05
 
 

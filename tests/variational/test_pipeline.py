@@ -85,7 +85,7 @@ def test_uniform_topics_give_perplexity_v(planted_store, tmp_path, algorithm):
     run = _state_with_uniform_topics(cfg)
     driver, state = run
     probs = driver.heldout_probabilities(state, None,
-                                         inference_base.TestSet.from_store(driver.store), 0)
+                                         inference_base.EvaluationSet.from_store(driver.store), 0)
     assert np.allclose(probs, 1 / 50, rtol=1e-12)
 
 

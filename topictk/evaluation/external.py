@@ -10,7 +10,7 @@ from topictk.config.loader import Section
 from topictk.config.schema import EVALUATION
 from topictk.errors import UsageError
 from topictk.evaluation.coherence import topic_quality
-from topictk.inference.base import TestSet
+from topictk.inference.base import EvaluationSet
 from topictk.inference.perplexity import perplexity_from_probabilities
 from topictk.inference.sampled import fold_in_probabilities
 from topictk.streams import Streams
@@ -55,7 +55,7 @@ def score_topic_word(store, topic_word, alpha, *, sweeps: int = 50, burn_in: int
         raise UsageError(f"{len(priors)} priors for {len(samples)} topic_word samples; give one "
                          f"per sample, or one for all")
     checked = [_check_sample(phi, a, store.n_words) for phi, a in zip(samples, priors)]
-    test = TestSet.from_store(store)
+    test = EvaluationSet.from_store(store)
     evaluation = Section({**{k: o.default for k, o in EVALUATION.items()},
                           "fold_in_sweeps": int(sweeps), "fold_in_burn_in": int(burn_in)})
     result: dict = {"heldout_tokens": test.n_heldout_tokens, "samples": len(checked)}

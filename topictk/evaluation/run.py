@@ -7,7 +7,7 @@ from topictk.corpus.store import CorpusStore
 from topictk.errors import CheckpointError, CheckpointUsageError, UsageError
 from topictk.evaluation.coherence import topic_quality
 from topictk.evaluation.left_to_right import left_to_right_perplexity
-from topictk.inference.base import TestSet
+from topictk.inference.base import EvaluationSet
 from topictk.inference.perplexity import heldout_perplexity, train_heldout_perplexity
 from topictk.inference.registry import get_driver, load_config
 from topictk.rundir import checkpoint as ckpt
@@ -91,7 +91,7 @@ def evaluate_run(run_dir: str | Path, checkpoint: int | None = None,
     ``left_to_right`` = R also scores the held-out tokens by the left-to-right estimator with R
     particles (§11.3)."""
     run = LoadedRun(run_dir, checkpoint, threads)
-    test = TestSet.from_store(run.store)
+    test = EvaluationSet.from_store(run.store)
     result = {"run": str(run.run_dir), "model": run.path.name,
               "algorithm": run.config.inference.algorithm, "topics": run.config.model.topics,
               "step": run.state.step}

@@ -42,14 +42,14 @@ class StepInfo:
 
 
 @dataclass
-class TestSet:
+class EvaluationSet:
     """Test documents: observed tokens (both representations) and held-out entries (CSR)."""
 
     observed: Documents
     heldout: Documents
 
     @classmethod
-    def from_store(cls, store: CorpusStore) -> "TestSet":
+    def from_store(cls, store: CorpusStore) -> "EvaluationSet":
         return cls(store.test_observed(), store.test_heldout())
 
     @property
@@ -193,7 +193,7 @@ class Driver(ABC):
 
     @abstractmethod
     def heldout_probabilities(self, state: Any, samples: list[dict[str, np.ndarray]] | None,
-                              test: TestSet, pass_index: int) -> np.ndarray: ...
+                              test: EvaluationSet, pass_index: int) -> np.ndarray: ...
 
     def state_to_arrays(self, state: Any) -> tuple[dict, dict[str, np.ndarray]]:
         """The header values and named arrays that save ``state`` (its class's ``SCHEMA``)."""
@@ -246,7 +246,7 @@ class Driver(ABC):
         return np.atleast_2d(np.asarray(alpha, dtype=np.float64))
 
     def predictive_topics(self, state: Any, samples: list[dict[str, np.ndarray]] | None,
-                          test: TestSet) -> list[tuple[np.ndarray, np.ndarray]]:
+                          test: EvaluationSet) -> list[tuple[np.ndarray, np.ndarray]]:
         """The (phi-hat (V, K), alpha (1 or D_test, K)) pairs that the left-to-right estimator
         (§11.3) scores the test documents with, one per sample. The default is one pair: the
         topics of ``topic_word`` and the test documents' ``document_prior``."""

@@ -36,8 +36,8 @@ from topictk.inference import _dlda
 from topictk.inference.base import (
     INFER_CHUNK_DOCS,
     Driver,
+    EvaluationSet,
     StepInfo,
-    TestSet,
     chunk_bounds_by_docs,
     chunk_bounds_by_tokens,
 )
@@ -313,7 +313,7 @@ class DLDADriver(Driver):
         self.burn_in = int(inf.burn_in)
         self.iterations = int(inf.iterations)
         self.sizes = np.array([self.V] + self.layers, dtype=np.int64)
-        self.test = TestSet.from_store(store)
+        self.test = EvaluationSet.from_store(store)
 
     # ---------------------------------------------------------------- state
 
@@ -448,7 +448,7 @@ class DLDADriver(Driver):
         state.chain_step = state.step
         state.chain_samples += int(accumulate)
 
-    def _rates(self, racc: np.ndarray, tacc: np.ndarray, test: TestSet) -> np.ndarray:
+    def _rates(self, racc: np.ndarray, tacc: np.ndarray, test: EvaluationSet) -> np.ndarray:
         """p_vj = Racc_vj / Tacc_j for every held-out entry (§8.11)."""
         held = test.heldout
         row = np.repeat(np.arange(held.n_docs), np.diff(np.asarray(held.indptr)))
@@ -456,7 +456,7 @@ class DLDADriver(Driver):
             p = racc / tacc[row]
         return np.where(np.isfinite(p), p, 0.0)
 
-    def point_probabilities(self, state: DeepState, test: TestSet,
+    def point_probabilities(self, state: DeepState, test: EvaluationSet,
                             pass_index: int) -> np.ndarray:
         """Point perplexity's p-hat (§8.11): a fresh chain on the current globals,
         ``point_perplexity.iterations`` iterations, rates accumulated every ``thin``-th of
@@ -478,7 +478,7 @@ class DLDADriver(Driver):
         every = int(self.config.inference.point_perplexity["every"])
         return every == 0 or step % every == 0 or step >= self.iterations
 
-    def predictive_topics(self, state: DeepState, samples, test: TestSet):
+    def predictive_topics(self, state: DeepState, samples, test: EvaluationSet):
         """One layer: theta_d ~ Gam(r, 1/c_d) normalised is Dir(r), so the left-to-right
         estimator scores Phi^(1) with alpha = r (§11.3). Deeper networks put a gamma prior on
         r itself, which the estimator does not cover."""
@@ -488,7 +488,7 @@ class DLDADriver(Driver):
                              f"the layer above. Use the default estimator (document completion)")
         return [(state.phi[0], state.r)]
 
-    def heldout_probabilities(self, state: DeepState, samples, test: TestSet,
+    def heldout_probabilities(self, state: DeepState, samples, test: EvaluationSet,
                               pass_index: int) -> np.ndarray:
         """During training (``samples`` None): advance the persistent test chain, then return
         the point perplexity's p-hat (NaN where it is not due). From ``topictk evaluate``
@@ -511,7 +511,7 @@ class DLDADriver(Driver):
                             self.test.heldout.counts)
         return ppl
 
-    def evaluation_report(self, state: DeepState, test: TestSet) -> dict:
+    def evaluation_report(self, state: DeepState, test: EvaluationSet) -> dict:
         """Extra fields of ``topictk evaluate`` for deep models."""
         ppl, floored = perplexity(self.point_probabilities(state, test, 0),
                                   test.heldout.counts)

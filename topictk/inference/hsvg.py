@@ -14,7 +14,7 @@ import numpy as np
 from topictk.config.schema import Option
 from topictk.corpus.batches import gather_batch
 from topictk.errors import ConfigError
-from topictk.inference.base import StepInfo, TestSet
+from topictk.inference.base import EvaluationSet, StepInfo
 from topictk.inference.minibatch import (
     check_minibatch_config,
     local_statistics,
@@ -81,7 +81,7 @@ class HSVGDriver(OVBDriver):
     def objective(self, state: OnlineState) -> float | None:
         return None
 
-    def heldout_probabilities(self, state: OnlineState, samples, test: TestSet,
+    def heldout_probabilities(self, state: OnlineState, samples, test: EvaluationSet,
                               pass_index: int) -> np.ndarray:
         """Gibbs fold-in with the weights exp(E log phi) of its own local step; predictive
         p(w | doc) with phi-hat = lambda / lambda_k. (§11.2)."""
@@ -93,7 +93,7 @@ class HSVGDriver(OVBDriver):
                                     block: int = 4096) -> np.ndarray:
         """Protocol B: local Gibbs chains on each training document's observed tokens with the
         final lambda, as its own local step would run them."""
-        train = TestSet(observed=self.tokens, heldout=heldout)
+        train = EvaluationSet(observed=self.tokens, heldout=heldout)
         return fold_in_probabilities(train, self.weights(state), state.phi(), state.alpha,
                                      self.config.evaluation, self.streams, TRAIN_HELDOUT_PASS,
                                      self.threads)

@@ -46,7 +46,7 @@ from topictk import streams as keys
 from topictk.config.schema import Option
 from topictk.errors import NumericalError
 from topictk.inference import _pem
-from topictk.inference.base import TestSet
+from topictk.inference.base import EvaluationSet
 from topictk.inference.perplexity import csr_arrays, mixture_probabilities
 from topictk.inference.registry import register
 from topictk.inference.variational import (
@@ -344,7 +344,7 @@ class PEMDriver(BatchEMDriver):
                        max_iter=opts.estep_max_iter, threads=self.threads)
         return gamma / gamma.sum(axis=1, keepdims=True)
 
-    def predictive_topics(self, state: PEMState, samples, test: TestSet):
+    def predictive_topics(self, state: PEMState, samples, test: EvaluationSet):
         """The particles share phi and alpha; theta, which alone differs, is integrated out."""
         return [(self._phi(state), state.alpha)]
 

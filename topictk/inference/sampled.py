@@ -12,7 +12,7 @@ import numpy as np
 from topictk import streams as keys
 from topictk.errors import ConfigError
 from topictk.inference import _gibbs
-from topictk.inference.base import Driver, TestSet, chunk_bounds_by_docs
+from topictk.inference.base import Driver, EvaluationSet, chunk_bounds_by_docs
 from topictk.streams import Streams
 
 DEFAULT_ALPHA = 0.1
@@ -24,7 +24,7 @@ def resolve_alpha(value, n_topics: int) -> np.ndarray:
     return np.full(n_topics, start, dtype=np.float64)
 
 
-def fold_in_probabilities(test: TestSet, weights: np.ndarray, phi: np.ndarray,
+def fold_in_probabilities(test: EvaluationSet, weights: np.ndarray, phi: np.ndarray,
                           alpha: np.ndarray, evaluation, streams: Streams, pass_index: int,
                           threads: int) -> np.ndarray:
     """Gibbs fold-in of every test document (§11.2) -> p-hat of every held-out entry.
@@ -85,7 +85,7 @@ class SampledDriver(Driver):
     def scored_samples(self, state: Any, samples: list[dict] | None) -> list[dict]:
         return samples or [self.sample(state)]
 
-    def averaged_fold_in(self, state: Any, samples: list[dict] | None, docs: TestSet,
+    def averaged_fold_in(self, state: Any, samples: list[dict] | None, docs: EvaluationSet,
                          documents: str, pass_index: int) -> np.ndarray:
         """p-hat of every held-out entry of ``docs``, averaged over the samples."""
         samples = self.scored_samples(state, samples)
@@ -97,16 +97,16 @@ class SampledDriver(Driver):
                                            self.threads)
         return total / len(samples)
 
-    def heldout_probabilities(self, state: Any, samples, test: TestSet,
+    def heldout_probabilities(self, state: Any, samples, test: EvaluationSet,
                               pass_index: int) -> np.ndarray:
         return self.averaged_fold_in(state, samples, test, "test", pass_index)
 
     def train_heldout_probabilities(self, state: Any, samples, heldout) -> np.ndarray:
         """Protocol B (§11.2): each training document's theta-hat comes from a fold-in of its
         observed tokens with the sample's topics (what a mini-batch local step computes)."""
-        train = TestSet(observed=self.store.train(), heldout=heldout)
+        train = EvaluationSet(observed=self.store.train(), heldout=heldout)
         return self.averaged_fold_in(state, samples, train, "train", TRAIN_HELDOUT_PASS)
 
-    def predictive_topics(self, state: Any, samples, test: TestSet):
+    def predictive_topics(self, state: Any, samples, test: EvaluationSet):
         return [(self.sample_phi(state, s), self.sample_prior(state, s, "test"))
                 for s in self.scored_samples(state, samples)]

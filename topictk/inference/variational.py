@@ -14,7 +14,7 @@ from scipy.special import digamma, gammaln, polygamma
 from topictk.config.schema import Option
 from topictk.corpus.store import Documents
 from topictk.inference import _vb
-from topictk.inference.base import Driver, StepInfo, TestSet
+from topictk.inference.base import Driver, EvaluationSet, StepInfo
 from topictk.inference.perplexity import csr_arrays, mixture_probabilities
 
 log = logging.getLogger("topictk")
@@ -202,7 +202,7 @@ class VariationalDriver(Driver):
         """theta-hat (D, K) of the training documents from their own state."""
         return state.theta()
 
-    def heldout_probabilities(self, state: Any, samples, test: TestSet,
+    def heldout_probabilities(self, state: Any, samples, test: EvaluationSet,
                               pass_index: int) -> np.ndarray:
         theta = self.fold_in(state, test.observed)
         return mixture_probabilities(test.heldout, theta, self.point_phi(state), self.threads)

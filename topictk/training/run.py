@@ -24,7 +24,7 @@ from topictk._fileio import atomic_write_text
 from topictk.config.loader import Config
 from topictk.corpus.store import CorpusStore
 from topictk.errors import CheckpointError, CheckpointUsageError, UsageError
-from topictk.inference.base import Driver, TestSet
+from topictk.inference.base import Driver, EvaluationSet
 from topictk.inference.perplexity import heldout_perplexity, train_heldout_perplexity
 from topictk.inference.registry import get_driver
 from topictk.rundir import checkpoint as ckpt
@@ -203,7 +203,7 @@ def _train(config: Config, *, resume: bool, force: bool, quiet: bool) -> TrainRe
         atomic_write_text(run_dir / "config.yaml",
                                yaml.safe_dump(config.to_dict(), sort_keys=False))
 
-        test = TestSet.from_store(store)
+        test = EvaluationSet.from_store(store)
         has_test = test.n_heldout_tokens > 0
         train_held = store.train_heldout()
         has_train_held = train_held is not None and train_held.n_tokens > 0
