@@ -3,23 +3,24 @@
 # checks of their outputs, the start policy (cold, warm, or the better of both), and the
 # statistics reduction that makes every number independent of the thread count.
 #
-# A kernel supplies one function for one document (``DocEStep``) and a pointer to its own model
-# view; :func:`run_e_step` runs it over every row of a CSR block:
+# A kernel supplies two functions and a pointer to its own model view; :func:`run_e_step` runs
+# them over every row of a CSR block:
 #
-# * documents in parallel (OpenMP, dynamic schedule), in waves of consecutive documents whose
-#   staged statistics fit a fixed buffer;
-# * a document's statistics n_dw mu_dwk are staged per CSR entry (the document function writes
-#   them for its final gamma), then added into ``sstats`` in CSR entry order, i.e. document
-#   order, with the words split between threads by w mod P: every (w, k) receives its terms in
-#   the same order whatever the number of threads.
+# * ``DocEStep``: the E-step of one document. Documents run in parallel (OpenMP, dynamic
+#   schedule), in waves of consecutive documents whose stages fit a fixed buffer. For its final
+#   gamma a document leaves a *stage*: what its statistics are computed from (VB: the terms
+#   n_dw mu_dwk themselves, K per entry; PEM: Elogtheta, K per document, from which the terms
+#   are recomputed, cheaper than writing and reading them back).
+# * ``DocStats``: adds the statistics of one document's entries whose word w has w mod P = p,
+#   in entry order, from its stage. Thread p of P takes the documents of a wave in order, so
+#   every (w, k) receives its terms in CSR entry order whatever the number of threads.
 from cython.parallel cimport parallel, prange, threadid
 from libc.stdint cimport int32_t, int64_t
 from libc.stdlib cimport free, malloc
 
 from topictk._cy.special cimport lngamma
 
-# Statistics are staged per document (M_d x K doubles) before the ordered reduction; a wave of
-# documents uses at most this many doubles (or one document, when that is larger).
+# A wave of documents stages at most this many doubles (or one document, when that is larger).
 cdef enum:
     WAVE_DOUBLES = 1 << 21
 
@@ -33,11 +34,17 @@ cdef struct DocRow:
 
 # The E-step of one document, gamma in place (cold start when not ``warm``); returns the number
 # of gamma updates made. ``work`` holds the kernel's ``work_doubles`` per-thread doubles;
-# ``out_ss`` (n_pairs x K, may be NULL) receives n_dw mu_dwk and ``bound`` (may be NULL) the
-# document's objective term, both for the final gamma.
+# ``stage`` (may be NULL) receives the document's stage and ``bound`` (may be NULL) its
+# objective term, both for the final gamma.
 ctypedef int (*DocEStep)(const void* model, const DocRow* doc, double* gamma, bint warm,
-                         int max_iter, double* work, double* out_ss,
+                         int max_iter, double* work, double* stage,
                          double* bound) noexcept nogil
+
+# sstats[w] += n_dw mu_dw. for the entries of ``doc`` with w mod P = p, in entry order, from the
+# document's ``stage``; ``work`` holds the kernel's ``work_doubles`` per-thread doubles.
+ctypedef void (*DocStats)(const void* model, const DocRow* doc, const double* stage,
+                          Py_ssize_t p, Py_ssize_t P, double* sstats,
+                          double* work) noexcept nogil
 
 
 cdef struct EStepRun:
@@ -55,7 +62,9 @@ cdef struct EStepRun:
     int32_t* iterations         # OUT (D) gamma updates made, or NULL
     int threads
     Py_ssize_t wave_doubles     # staging budget (0 = WAVE_DOUBLES)
-    Py_ssize_t work_doubles     # per-thread work of the document function
+    Py_ssize_t work_doubles     # per-thread work of the kernel's functions
+    Py_ssize_t stage_per_entry  # a document's stage: stage_per_entry doubles per entry ...
+    Py_ssize_t stage_per_doc    # ... plus stage_per_doc
 
 
 cdef inline int set_outputs(EStepRun* run, object sstats, object doc_bound, object iterations,
@@ -105,7 +114,7 @@ cdef inline double alpha_term(const double* alpha, Py_ssize_t K) noexcept nogil:
 
 cdef inline int start_policy(DocEStep estep, const void* model, const DocRow* doc,
                              double* gamma, double* g2, int start, int max_iter, Py_ssize_t K,
-                             double* work, double* out_ss, double* bound) noexcept nogil:
+                             double* work, double* stage, double* bound) noexcept nogil:
     """One document under the start policy; returns the gamma updates made.
 
     0 = cold (gamma_k = alpha_k + N_d / K), 1 = warm (from the given gamma), 2 = best: both are
@@ -117,74 +126,94 @@ cdef inline int start_policy(DocEStep estep, const void* model, const DocRow* do
     cdef int it
     cdef Py_ssize_t k
     if start != 2:
-        return estep(model, doc, gamma, start == 1, max_iter, work, out_ss, bound)
+        return estep(model, doc, gamma, start == 1, max_iter, work, stage, bound)
     it = estep(model, doc, g2, False, max_iter, work, NULL, &l_cold)
     it = it + estep(model, doc, gamma, True, max_iter, work, NULL, &l_warm)
     if l_cold > l_warm:
         for k in range(K):
             gamma[k] = g2[k]
-    estep(model, doc, gamma, True, 0, work, out_ss, bound)
+    estep(model, doc, gamma, True, 0, work, stage, bound)
     return it
 
 
-cdef inline void ordered_reduction(double* sstats, const double* staged,
-                                   const int32_t* indices, int64_t e0, int64_t e1,
-                                   Py_ssize_t K, int threads) noexcept nogil:
-    """sstats[w] += staged[e - e0] for the CSR entries e in [e0, e1), in entry order for every
-    (w, k); thread p adds the words with w mod P = p."""
-    cdef Py_ssize_t P = threads, p, k
-    cdef int64_t e
-    cdef int32_t w
-    for p in prange(P, schedule="static", chunksize=1, num_threads=threads):
-        for e in range(e0, e1):
-            w = indices[e]
-            if w % P != p:
-                continue
-            for k in range(K):
-                sstats[w * K + k] += staged[(e - e0) * K + k]
+cdef inline void _row(const EStepRun* run, Py_ssize_t d, DocRow* doc) noexcept nogil:
+    cdef int64_t begin = run.indptr[d]
+    doc.n_pairs = run.indptr[d + 1] - begin
+    doc.ids = run.indices + begin
+    doc.cts = run.counts + begin
 
 
-cdef inline Py_ssize_t wave_end(const int64_t* indptr, Py_ssize_t d0, Py_ssize_t D,
+cdef inline Py_ssize_t _stage_at(const EStepRun* run, Py_ssize_t d0,
+                                 Py_ssize_t d) noexcept nogil:
+    """Offset of document d's stage in a wave that starts at document d0."""
+    return (run.stage_per_entry * (run.indptr[d] - run.indptr[d0])
+            + run.stage_per_doc * (d - d0))
+
+
+cdef inline Py_ssize_t wave_end(const EStepRun* run, Py_ssize_t d0,
                                 Py_ssize_t budget) noexcept nogil:
-    """The end of the wave starting at document d0: consecutive documents whose entries fit in
-    ``budget`` (at least one document)."""
+    """The end of the wave starting at document d0: consecutive documents whose stages fit in
+    ``budget`` doubles (at least one document)."""
     cdef Py_ssize_t d1 = d0 + 1
-    while d1 < D and indptr[d1 + 1] - indptr[d0] <= budget:
+    while d1 < run.D and _stage_at(run, d0, d1 + 1) <= budget:
         d1 += 1
     return d1
 
 
 cdef inline int _one_document(const EStepRun* run, DocEStep estep, const void* model,
-                              Py_ssize_t d, double* staged, int64_t e0,
-                              double* work) noexcept nogil:
-    """Document d under the start policy, its statistics staged at its entries' place."""
+                              Py_ssize_t d, double* stage, double* work) noexcept nogil:
+    """Document d under the start policy (``stage``: its stage, or NULL)."""
     cdef DocRow doc
-    cdef int64_t begin = run.indptr[d]
-    doc.n_pairs = run.indptr[d + 1] - begin
-    doc.ids = run.indices + begin
-    doc.cts = run.counts + begin
+    _row(run, d, &doc)
     return start_policy(estep, model, &doc, run.gamma + d * run.K, work, run.start,
-                        run.max_iter, run.K, work + run.K,
-                        (staged + (begin - e0) * run.K) if staged != NULL else NULL,
+                        run.max_iter, run.K, work + run.K, stage,
                         (run.doc_bound + d) if run.doc_bound != NULL else NULL)
 
 
-cdef inline void _run_wave(const EStepRun* run, DocEStep estep, const void* model,
-                           Py_ssize_t d0, Py_ssize_t d1, double* staged,
-                           double* work) noexcept nogil:
-    """Documents [d0, d1) in parallel; statistics staged in ``staged`` (entries from
-    indptr[d0]) unless it is NULL. ``work`` holds K + work_doubles doubles per thread."""
+cdef inline void _estep_wave(const EStepRun* run, DocEStep estep, const void* model,
+                             Py_ssize_t d0, Py_ssize_t d1, double* stages,
+                             double* work) noexcept nogil:
+    """Documents [d0, d1) in parallel, their stages in ``stages`` unless it is NULL. ``work``
+    holds K + work_doubles doubles per thread."""
     cdef Py_ssize_t d
-    cdef int64_t e0 = run.indptr[d0]
     cdef int tid, it
     cdef double* mine
     with parallel(num_threads=run.threads):
         tid = threadid()
         mine = work + tid * (run.K + run.work_doubles)
         for d in prange(d0, d1, schedule="dynamic", chunksize=4):
-            it = _one_document(run, estep, model, d, staged, e0, mine)
+            it = _one_document(run, estep, model, d,
+                               (stages + _stage_at(run, d0, d)) if stages != NULL else NULL,
+                               mine)
             if run.iterations != NULL:
                 run.iterations[d] = it
+
+
+cdef inline void _stats_part(const EStepRun* run, DocStats stats, const void* model,
+                             Py_ssize_t d0, Py_ssize_t d1, const double* stages,
+                             Py_ssize_t p, double* work) noexcept nogil:
+    """Thread p's part of the reduction: the words w with w mod P = p of documents [d0, d1),
+    in document order."""
+    cdef Py_ssize_t d
+    cdef DocRow doc
+    for d in range(d0, d1):
+        _row(run, d, &doc)
+        if doc.n_pairs > 0:
+            stats(model, &doc, stages + _stage_at(run, d0, d), p, run.threads, run.sstats, work)
+
+
+cdef inline void _stats_wave(const EStepRun* run, DocStats stats, const void* model,
+                             Py_ssize_t d0, Py_ssize_t d1, const double* stages,
+                             double* work) noexcept nogil:
+    """The ordered reduction of a wave: every (w, k) receives its terms in entry order."""
+    cdef Py_ssize_t p
+    cdef int tid
+    cdef double* mine
+    with parallel(num_threads=run.threads):
+        tid = threadid()
+        mine = work + tid * (run.K + run.work_doubles)
+        for p in prange(run.threads, schedule="static", chunksize=1):
+            _stats_part(run, stats, model, d0, d1, stages, p, mine)
 
 
 cdef inline Py_ssize_t longest_row(const int64_t* indptr, Py_ssize_t D) noexcept nogil:
@@ -196,34 +225,33 @@ cdef inline Py_ssize_t longest_row(const int64_t* indptr, Py_ssize_t D) noexcept
     return n
 
 
-cdef inline int run_e_step(const EStepRun* run, DocEStep estep, const void* model) except -1:
+cdef inline int run_e_step(const EStepRun* run, DocEStep estep, DocStats stats,
+                           const void* model) except -1:
     """Every document of the block (see the top of this file); MemoryError when a buffer cannot
     be allocated (nothing has been computed then)."""
-    cdef Py_ssize_t D = run.D, K = run.K, d0, d1, budget
-    cdef Py_ssize_t max_pairs = longest_row(run.indptr, D)
-    cdef double* staged = NULL
+    cdef Py_ssize_t D = run.D, d0, d1, budget
+    cdef double* stages = NULL
     cdef double* work = NULL
-    budget = (run.wave_doubles if run.wave_doubles > 0 else WAVE_DOUBLES) // K
-    if budget < max_pairs:
-        budget = max_pairs
+    budget = run.wave_doubles if run.wave_doubles > 0 else WAVE_DOUBLES
+    if budget < run.stage_per_entry * longest_row(run.indptr, D) + run.stage_per_doc:
+        budget = run.stage_per_entry * longest_row(run.indptr, D) + run.stage_per_doc
     try:
-        work = <double*> malloc(run.threads * (K + run.work_doubles) * sizeof(double))
+        work = <double*> malloc(run.threads * (run.K + run.work_doubles) * sizeof(double))
         if work == NULL:
             raise MemoryError()
         if run.sstats != NULL:
-            staged = <double*> malloc(budget * K * sizeof(double))
-            if staged == NULL:
+            stages = <double*> malloc(budget * sizeof(double))
+            if stages == NULL:
                 raise MemoryError()
         with nogil:
             d0 = 0
             while d0 < D:
-                d1 = wave_end(run.indptr, d0, D, budget) if staged != NULL else D
-                _run_wave(run, estep, model, d0, d1, staged, work)
-                if staged != NULL:
-                    ordered_reduction(run.sstats, staged, run.indices, run.indptr[d0],
-                                      run.indptr[d1], K, run.threads)
+                d1 = wave_end(run, d0, budget) if stages != NULL else D
+                _estep_wave(run, estep, model, d0, d1, stages, work)
+                if stages != NULL:
+                    _stats_wave(run, stats, model, d0, d1, stages, work)
                 d0 = d1
     finally:
-        free(staged)
+        free(stages)
         free(work)
     return 0

@@ -25,9 +25,9 @@ Per document it returns the particle's objective term (§10.3, at mu optimal for
         + sum_k lnG(gamma_dk) - lnG(gamma_d.)
 
 and, optionally, the sufficient statistics SS_wk += n_dw mu_dwk. Documents are processed in
-parallel (no randomness); the statistics are staged per CSR entry and added in entry order with
-the words split between threads by w mod P (``topictk/_cy/estep.pxd``, shared with VB), so every
-number is independent of the thread count.
+parallel (no randomness); the statistics are then recomputed from every document's final
+Elogtheta and added in CSR entry order with the words split between threads by w mod P
+(``topictk/_cy/estep.pxd``, shared with VB), so every number is independent of the thread count.
 Equivalent to ``tests/reference/pem.py::e_step_tempered``.
 """
 cimport cython
@@ -165,39 +165,12 @@ cdef inline double _doc_bound(const PEMModel* pm, const DocRow* doc, const doubl
     return l + pm.alpha_term - lngamma(total)
 
 
-cdef inline void _doc_statistics(const PEMModel* pm, const DocRow* doc, const double* elog,
-                                 const double* A, double m, double* mu,
-                                 double* out_ss) noexcept nogil:
-    """n_dw mu_dwk of every entry of the document, for the final Elogtheta."""
-    cdef Py_ssize_t j, k, kk, K = pm.K
-    cdef double z, f
-    cdef bint fast
-    cdef int32_t w
-    cdef double* row
-    for j in range(doc.n_pairs):
-        w = doc.ids[j]
-        row = out_ss + j * K
-        if pm.temperature <= 0.0:
-            for k in range(K):
-                row[k] = 0.0
-            kk = _hard_topic(elog, pm.LW + w * K, K)
-            row[kk] = doc.cts[j]
-            continue
-        z, fast = _pair(A, pm.W + w * K, elog, m, pm.LW + w * K, pm.temperature, K, mu)
-        if fast:
-            f = doc.cts[j] / z
-            for k in range(K):
-                row[k] = f * A[k] * pm.W[w * K + k]
-        else:
-            for k in range(K):
-                row[k] = doc.cts[j] * mu[k]
-
-
 cdef int _doc_estep(const void* model, const DocRow* doc, double* gamma, bint warm,
-                    int max_iter, double* work, double* out_ss, double* bound) noexcept nogil:
+                    int max_iter, double* work, double* stage, double* bound) noexcept nogil:
     """Tempered E-step of one document (gamma in place), a
-    :data:`topictk._cy.estep.DocEStep`; returns the number of gamma updates. ``bound`` and
-    ``out_ss`` (either may be NULL) are for the final gamma."""
+    :data:`topictk._cy.estep.DocEStep`; returns the number of gamma updates. ``bound`` (l_d)
+    and ``stage`` (Elogtheta, K, for :func:`_doc_stats`) are for the final gamma; either may
+    be NULL."""
     cdef const PEMModel* pm = <const PEMModel*> model
     cdef Py_ssize_t j, k, K = pm.K
     cdef double* elog = work
@@ -230,9 +203,45 @@ cdef int _doc_estep(const void* model, const DocRow* doc, double* gamma, bint wa
         done = delta < pm.tol or it >= max_iter
     if bound != NULL:
         bound[0] = _doc_bound(pm, doc, gamma, elog, A, m, mu)
-    if out_ss != NULL:
-        _doc_statistics(pm, doc, elog, A, m, mu, out_ss)
+    if stage != NULL:
+        for k in range(K):
+            stage[k] = elog[k]
     return it
+
+
+cdef void _doc_stats(const void* model, const DocRow* doc, const double* elog, Py_ssize_t p,
+                     Py_ssize_t P, double* sstats, double* work) noexcept nogil:
+    """The :data:`topictk._cy.estep.DocStats` of the tempered E-step: n_dw mu_dwk of the
+    entries with w mod P = p, recomputed from the document's final Elogtheta (``elog``)."""
+    cdef const PEMModel* pm = <const PEMModel*> model
+    cdef Py_ssize_t j, k, kk, K = pm.K
+    cdef double* A = work
+    cdef double* mu = work + K
+    cdef double m = -1e308, z, f
+    cdef bint fast
+    cdef int32_t w
+    for k in range(K):
+        if elog[k] > m:
+            m = elog[k]
+    if pm.temperature > 0.0:
+        for k in range(K):
+            A[k] = exp((elog[k] - m) / pm.temperature)
+    for j in range(doc.n_pairs):
+        w = doc.ids[j]
+        if w % P != p:
+            continue
+        if pm.temperature <= 0.0:
+            kk = _hard_topic(elog, pm.LW + w * K, K)
+            sstats[w * K + kk] += doc.cts[j]
+            continue
+        z, fast = _pair(A, pm.W + w * K, elog, m, pm.LW + w * K, pm.temperature, K, mu)
+        if fast:
+            f = doc.cts[j] / z
+            for k in range(K):
+                sstats[w * K + k] += f * A[k] * pm.W[w * K + k]
+        else:
+            for k in range(K):
+                sstats[w * K + k] += doc.cts[j] * mu[k]
 
 
 def e_step_tempered(const int64_t[::1] indptr,       # IN  (D_b + 1) CSR row offsets
@@ -276,6 +285,8 @@ def e_step_tempered(const int64_t[::1] indptr,       # IN  (D_b + 1) CSR row off
     run.threads = threads
     run.wave_doubles = 0
     run.work_doubles = 5 * K
+    run.stage_per_entry = 0
+    run.stage_per_doc = K
     set_outputs(&run, sstats, doc_bound, iterations, V_b)
     if D == 0 or V_b == 0:
         return
@@ -299,6 +310,6 @@ def e_step_tempered(const int64_t[::1] indptr,       # IN  (D_b + 1) CSR row off
         model.K = K
         model.temperature = temperature
         model.tol = tol
-        run_e_step(&run, _doc_estep, &model)
+        run_e_step(&run, _doc_estep, _doc_stats, &model)
     finally:
         free(W)

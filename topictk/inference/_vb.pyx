@@ -209,9 +209,10 @@ cdef inline void _doc_outputs(const VBModel* m, const DocRow* doc, const double*
 
 
 cdef int _doc_estep(const void* model, const DocRow* doc, double* gamma, bint warm,
-                    int max_iter, double* work, double* out_ss, double* bound) noexcept nogil:
+                    int max_iter, double* work, double* stage, double* bound) noexcept nogil:
     """E-step of one document (§3.2), a :data:`topictk._cy.estep.DocEStep`; returns the number
-    of gamma updates made. ``out_ss`` and ``bound`` are for the final gamma."""
+    of gamma updates made. ``stage`` (n_pairs x K: n_dw mu_dwk of every entry) and ``bound``
+    (l_d) are for the final gamma; either may be NULL."""
     cdef const VBModel* m = <const VBModel*> model
     cdef Py_ssize_t j, k, K = m.K, n_pairs = doc.n_pairs
     cdef double* elog = work
@@ -242,8 +243,22 @@ cdef int _doc_estep(const void* model, const DocRow* doc, double* gamma, bint wa
         shift_theta = _expelog_theta(gamma, K, elog, A)
         it += 1
         done = delta < m.tol or it >= max_iter
-    _doc_outputs(m, doc, gamma, elog, A, shift_theta, Z, out_ss, bound)
+    _doc_outputs(m, doc, gamma, elog, A, shift_theta, Z, stage, bound)
     return it
+
+
+cdef void _doc_stats(const void* model, const DocRow* doc, const double* stage, Py_ssize_t p,
+                     Py_ssize_t P, double* sstats, double* work) noexcept nogil:
+    """The :data:`topictk._cy.estep.DocStats` of VB: the staged terms of the entries with
+    w mod P = p."""
+    cdef Py_ssize_t j, k, K = (<const VBModel*> model).K
+    cdef int32_t w
+    for j in range(doc.n_pairs):
+        w = doc.ids[j]
+        if w % P != p:
+            continue
+        for k in range(K):
+            sstats[w * K + k] += stage[j * K + k]
 
 
 def e_step(const int64_t[::1] indptr,      # IN  (D_b + 1) CSR row offsets
@@ -268,7 +283,7 @@ def e_step(const int64_t[::1] indptr,      # IN  (D_b + 1) CSR row offsets
     can only increase, as with warm starts, yet a document can leave a poor earlier fixed
     point, as with cold starts).
 
-    Sufficient statistics are staged per document and added into ``sstats`` in CSR entry order
+    Sufficient statistics are staged per CSR entry and added into ``sstats`` in entry order
     (document order), with the words split between threads by w mod P, so the sums are
     bitwise independent of the thread count (``topictk/_cy/estep.pxd``).
     Equivalent to ``tests/reference/vb.py::e_step``.
@@ -295,13 +310,15 @@ def e_step(const int64_t[::1] indptr,      # IN  (D_b + 1) CSR row offsets
     run.counts = &counts[0] if counts.shape[0] > 0 else NULL
     run.gamma = &gamma[0, 0]
     run.work_doubles = 3 * K + longest_row(run.indptr, D)
+    run.stage_per_entry = K
+    run.stage_per_doc = 0
     model.B = &expelog[0, 0] if V_b > 0 else NULL
     model.shift = &shift[0] if V_b > 0 else NULL
     model.alpha = &alpha[0]
     model.alpha_term = alpha_term(model.alpha, K)
     model.K = K
     model.tol = tol
-    run_e_step(&run, _doc_estep, &model)
+    run_e_step(&run, _doc_estep, _doc_stats, &model)
 
 
 def mixture_probabilities(const int64_t[::1] indptr,    # IN  (D + 1) CSR offsets
