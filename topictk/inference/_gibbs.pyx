@@ -587,8 +587,9 @@ cdef inline Py_ssize_t _sparse_draw(Walk* wk, const Scratch* sc, const int64_t* 
     receives the topic's place in the list when q was chosen, else -2."""
     cdef double* qbuf = sc.work
     cdef double q = 0.0, u, acc
-    cdef Py_ssize_t j, kk
+    cdef Py_ssize_t j, k = 0, kk, n_dt = wk.n_dt
     cdef int64_t e
+    cdef bint found = False
     for j in range(n_wt):
         e = lst[j]
         q = q + sc.coef[e & mask] * (e >> bits)
@@ -599,28 +600,37 @@ cdef inline Py_ssize_t _sparse_draw(Walk* wk, const Scratch* sc, const int64_t* 
         for j in range(n_wt):
             if u < qbuf[j]:
                 pos[0] = j
-                return lst[j] & mask
-        wk.fallbacks += 1
-        pos[0] = n_wt - 1
-        return lst[n_wt - 1] & mask
-    if u < q + wk.r and wk.n_dt > 0:
+                found = True
+                break
+        if not found:
+            pos[0] = n_wt - 1
+        k = lst[pos[0]] & mask
+    elif u < q + wk.r and n_dt > 0:
         u = u - q
         acc = 0.0
-        for j in range(wk.n_dt):
+        for j in range(n_dt):
             kk = sc.dt[j]
             acc = acc + wk.nd[kk] * beta * sc.rden[kk]
             if u < acc:
-                return kk
+                k = kk
+                found = True
+                break
+        if not found:
+            k = sc.dt[n_dt - 1]
+    else:
+        u = u - q - wk.r
+        acc = 0.0
+        for kk in range(K):
+            acc = acc + wk.a[kk] * beta * sc.rden[kk]
+            if u < acc:
+                k = kk
+                found = True
+                break
+        if not found:
+            k = K - 1
+    if not found:
         wk.fallbacks += 1
-        return sc.dt[wk.n_dt - 1]
-    u = u - q - wk.r
-    acc = 0.0
-    for kk in range(K):
-        acc = acc + wk.a[kk] * beta * sc.rden[kk]
-        if u < acc:
-            return kk
-    wk.fallbacks += 1
-    return K - 1
+    return k
 
 
 cdef int64_t _sweep_chunk_sparse(const Sweep* sw, const Counts* cn, Scratch* scratch,
