@@ -22,6 +22,13 @@ uninterrupted one.
 
 Randomness: one bit generator per chunk (never per thread), so the result depends on the
 chunking only, not on the number of threads.
+
+Inside :func:`gibbs_sweep`: a ``Sweep`` (the tokens, priors and sizes), the ``Counts`` a chunk
+samples against (the shared ones or a private copy), a ``Scratch`` per thread and a ``Walk``
+(the sampler's place in its chunk and the bucket sums). A token is taken out of every count,
+its new topic drawn and the token put back (``_sparse_remove`` / ``_sparse_draw`` /
+``_sparse_add`` and their dense twins). Every buffer of a sweep lives in a ``Workspace``,
+allocated and checked before the sampling and freed after it on every path.
 """
 cimport cython
 from cython.parallel cimport parallel, prange, threadid
@@ -134,6 +141,8 @@ cdef void _refresh_counts(const int64_t* old_entries, const int32_t* old_len,
 
 
 
+
+# ---------------------------------------------------------------- what a sweep works on
 
 cdef struct Sweep:
     # what one sweep reads: the tokens, the priors and the sizes (z and n_dk change in place)
