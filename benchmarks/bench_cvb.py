@@ -1,7 +1,7 @@
 """Teh, Newman & Welling (2007), Figures 1-2, qualitatively: held-out log-probability per token
 of collapsed Gibbs, batch VB, CVB (and CVB0) on KOS (K = 8) and NIPS (K = 40) with alpha = beta
 = 0.1 and Protocol B (10% of every training document's tokens held out, scored with that
-document's own training state; ALGORITHMS.md §11.1, §13.2).
+document's own training state; docs/algorithms.md §11.1, §13.2).
 
 What must hold: CVB > VB at convergence, collapsed Gibbs best, CVB converging in fewer
 iterations than Gibbs.

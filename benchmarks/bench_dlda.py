@@ -385,7 +385,7 @@ def section(state: dict) -> str:
          "split: 11,284 training and 7,502 test documents, V = 2,000; the paper reports "
          "11,315 / 7,531).", "", *h.machine_info(), ""]
     L += ["## Table 1, 20News: per-held-out-word perplexity", "",
-          "`ours` is the persistent test chain's rate-accumulated perplexity (ALGORITHMS.md "
+          "`ours` is the persistent test chain's rate-accumulated perplexity (docs/algorithms.md "
           "§8.11: one upward-downward iteration of every test document after every update, "
           "rates accumulated after the burn-in) from `topictk evaluate`, the same estimator as "
           "the paper; `point` is the last point perplexity in the run's metrics (fresh test "

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""DMR and particle-EM benchmarks (ALGORITHMS.md §9, §10).
+"""DMR and particle-EM benchmarks (docs/algorithms.md §9, §10).
 
 Part ``dmr`` -- on stm_poliblog5k (metadata rating, blog) and nips12 (year), K = 20 and 50:
 
@@ -678,7 +678,7 @@ def _left_to_right_table(rows: dict, seeds: list[int]) -> list[str]:
     return [
         "", "## DMR against LDA by the left-to-right estimator", "",
         "The runs of the first table scored again by `topictk evaluate --left-to-right` "
-        "(Wallach et al. 2009, ALGORITHMS.md §11.3), which integrates theta out instead of "
+        "(Wallach et al. 2009, docs/algorithms.md §11.3), which integrates theta out instead of "
         "plugging in the fold-in's estimate: 20 particles, each document's value averaged over "
         "the run's 10 samples in probability space, DMR with each test document's alpha_d. "
         "Same held-out tokens as document completion, whose perplexity on the same seeds is "

@@ -1,4 +1,4 @@
-"""Synthetic corpora for the tests: the planted corpus of ALGORITHMS.md §1.6, and a helper that
+"""Synthetic corpora for the tests: the planted corpus of docs/algorithms.md §1.6, and a helper that
 writes token lists as a corpus store (the same on-disk format ``topictk prepare`` writes)."""
 from __future__ import annotations
 

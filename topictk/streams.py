@@ -1,4 +1,4 @@
-"""Random streams (ALGORITHMS.md §12.3).
+"""Random streams (docs/algorithms.md §12.3).
 
 Every stream is ``PCG64(SeedSequence(entropy=seed, spawn_key=KEY))``. Persistent streams
 (init ``(0,)``, main ``(1,)``, batch sampler ``(3, c)``) are created once, advance across steps

@@ -1,5 +1,5 @@
 """Helpers of the deep-LDA tests: random networks and documents for the kernel, the planted
-PGBN corpus of ALGORITHMS.md §1.6/§8 oracle (g), and configs."""
+PGBN corpus of docs/algorithms.md §1.6/§8 oracle (g), and configs."""
 from __future__ import annotations
 
 from pathlib import Path

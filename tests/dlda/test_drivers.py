@@ -1,4 +1,4 @@
-"""Deep LDA drivers (ALGORITHMS.md §8.5-§8.11): one batch-Gibbs iteration = NumPy reference
+"""Deep LDA drivers (docs/algorithms.md §8.5-§8.11): one batch-Gibbs iteration = NumPy reference
 (oracle h), planted PGBN recovery (oracle g), resume = uninterrupted, threads 1 = 2, NaN
 detection, the persistent test chain, config validation, and the topics/evaluate commands."""
 from __future__ import annotations

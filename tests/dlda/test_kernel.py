@@ -1,4 +1,4 @@
-"""The upward-downward kernel of deep LDA (ALGORITHMS.md §8.4): kernel = NumPy twin under the
+"""The upward-downward kernel of deep LDA (docs/algorithms.md §8.4): kernel = NumPy twin under the
 §12.3 draw contracts, threads 1 = 2, CRT mean (oracle b), per-document count invariants
 (oracle c), Geweke joint-distribution test (oracle a), fallbacks and floors."""
 from __future__ import annotations

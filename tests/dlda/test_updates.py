@@ -1,4 +1,5 @@
-"""Global updates of deep LDA (ALGORITHMS.md §8.6-§8.9): the simplex step's covariance (oracle d),
+"""Global updates of deep LDA (docs/algorithms.md §8.6-§8.9): the simplex step's covariance (oracle
+d),
 the noise-free fixed point of TLASGR (oracle e), eq. 8.2 against a numerical
 I^-1 grad + Gamma (oracle f), the M guard for topics without tokens, SGRLD-DLDA's fixed point."""
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Fixtures of the DMR and particle-EM tests: the synthetic DMR corpus of ALGORITHMS.md §9
+"""Fixtures of the DMR and particle-EM tests: the synthetic DMR corpus of docs/algorithms.md §9
 oracle (d) written as a corpus store with document features."""
 from __future__ import annotations
 

@@ -1,4 +1,5 @@
-"""DMR (ALGORITHMS.md §9): the local kernel's gradient output and the drivers' steps against their
+"""DMR (docs/algorithms.md §9): the local kernel's gradient output and the drivers' steps against
+their
 NumPy twins, the §9 oracles (a)-(d), fold-in with alpha_d, resume = uninterrupted, threads 1 = 2,
 the refusal of a store without features, and the metadata weights in ``topictk topics``."""
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Particle EM (ALGORITHMS.md §10): the tempered E-step kernel against its NumPy twin, one EM
+"""Particle EM (docs/algorithms.md §10): the tempered E-step kernel against its NumPy twin, one EM
 iteration against the reference, the §10 oracles (a)-(e), resume = uninterrupted, threads 1 = 2
 and the config checks."""
 from __future__ import annotations

@@ -1,4 +1,5 @@
-"""``topictk evaluate --left-to-right``: the left-to-right estimator (ALGORITHMS.md §11.3) beside
+"""``topictk evaluate --left-to-right``: the left-to-right estimator (docs/algorithms.md §11.3)
+beside
 document completion, for every kind of run it applies to."""
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Exact-enumeration oracle (ALGORITHMS.md §2 oracle (a)).
+"""Exact-enumeration oracle (docs/algorithms.md §2 oracle (a)).
 
 Corpus {[0, 1], [1, 2]}, V = 3, K = 2, alpha = 0.5, beta = 0.3 has 2^4 = 16 topic assignments.
 The posterior p(z | w) ∝ exp(ln p(w, z)) (collapsed joint, §1.3) is computed exactly and the

@@ -1,5 +1,5 @@
 """The Cython Gibbs kernels equal their NumPy twins in tests/reference/gibbs.py exactly
-(ALGORITHMS.md §2 oracle (c), §12 oracle (d)): same PCG64 streams, same draw contracts."""
+(docs/algorithms.md §2 oracle (c), §12 oracle (d)): same PCG64 streams, same draw contracts."""
 from __future__ import annotations
 
 import numpy as np

@@ -1,4 +1,4 @@
-"""The left-to-right estimator (ALGORITHMS.md §11.3): the kernel against its NumPy twin, and
+"""The left-to-right estimator (docs/algorithms.md §11.3): the kernel against its NumPy twin, and
 exact values where the answer is known."""
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""HSVG (ALGORITHMS.md §6): the step equals a dense NumPy reference on the same streams, the
+"""HSVG (docs/algorithms.md §6): the step equals a dense NumPy reference on the same streams, the
 mass invariant, K = 1, planted recovery, resume = uninterrupted, threads 1 = 2."""
 from __future__ import annotations
 

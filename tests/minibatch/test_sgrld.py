@@ -1,4 +1,4 @@
-"""SGRLD (ALGORITHMS.md §7): local kernel = NumPy twin, the update's fixed point, planted
+"""SGRLD (docs/algorithms.md §7): local kernel = NumPy twin, the update's fixed point, planted
 recovery, resume = uninterrupted, threads 1 = 2, bad config values and NaN detection."""
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""NumPy twin of topictk/inference/_dlda.pyx (ALGORITHMS.md §8.4, §8.5, §8.11) and of one
+"""NumPy twin of topictk/inference/_dlda.pyx (docs/algorithms.md §8.4, §8.5, §8.11) and of one
 batch-Gibbs iteration of ``topictk.inference.dlda`` (§8.5).
 
 Plain Python loops that draw from ``numpy.random.Generator`` objects in exactly the order of

@@ -1,4 +1,4 @@
-"""Slow NumPy twins of the DMR computations (topictk/inference/dmr.py, ALGORITHMS.md §9),
+"""Slow NumPy twins of the DMR computations (topictk/inference/dmr.py, docs/algorithms.md §9),
 written from the equations one document at a time.
 
 The sampling kernels DMR calls have their own twins: the dense per-document-prior sweep is

@@ -1,6 +1,7 @@
 """Slow NumPy twins of the collapsed Gibbs kernels (topictk/inference/_gibbs.pyx).
 
-Each function follows ALGORITHMS.md §2 and the draw contracts of §12.3 literally, one token at a
+Each function follows docs/algorithms.md §2 and the draw contracts of §12.3 literally, one token at
+a
 time, drawing from ``numpy.random.Generator`` objects built on the same PCG64 streams as the
 kernels, so the two can be compared exactly.
 """

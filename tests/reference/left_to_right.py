@@ -1,4 +1,4 @@
-"""Slow NumPy twin of topictk/evaluation/_left_to_right.pyx (ALGORITHMS.md §11.3).
+"""Slow NumPy twin of topictk/evaluation/_left_to_right.pyx (docs/algorithms.md §11.3).
 
 Written from the pseudo-code, one draw at a time, with ``numpy.random.Generator`` objects on
 the kernel's PCG64 streams, so the two can be compared exactly.

@@ -1,5 +1,5 @@
 """NumPy twin of topictk/inference/_minibatch.pyx::local_gibbs and of the document sampler
-of topictk/_cy/docsampler.pxd (ALGORITHMS.md §6, §7.4, §11.2)."""
+of topictk/_cy/docsampler.pxd (docs/algorithms.md §6, §7.4, §11.2)."""
 from __future__ import annotations
 
 import numpy as np

@@ -1,5 +1,5 @@
 """Slow NumPy twins of particle EM (topictk/inference/_pem.pyx and topictk/inference/pem.py,
-ALGORITHMS.md §10), written from the equations in log space one document at a time."""
+docs/algorithms.md §10), written from the equations in log space one document at a time."""
 from __future__ import annotations
 
 import numpy as np

@@ -1,4 +1,4 @@
-"""Held-out splits (ALGORITHMS.md §11.1, §11 oracle (f)): which documents are test documents,
+"""Held-out splits (docs/algorithms.md §11.1, §11 oracle (f)): which documents are test documents,
 which of their tokens are observed, determinism, and imported splits."""
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""The two corpus representations and the on-disk store (ALGORITHMS.md §1.5, §1 oracle)."""
+"""The two corpus representations and the on-disk store (docs/algorithms.md §1.5, §1 oracle)."""
 from __future__ import annotations
 
 import json

@@ -1,4 +1,5 @@
-"""Evaluation oracles (ALGORITHMS.md §11): perplexity by document completion and topic quality."""
+"""Evaluation oracles (docs/algorithms.md §11): perplexity by document completion and topic
+quality."""
 from __future__ import annotations
 
 import math

@@ -1,5 +1,5 @@
 """Special functions of the kernels (topictk/_cy/special.pxd) against scipy.special
-(ALGORITHMS.md §12.4, §12 oracle (a)) at 10^4 log-spaced points in [1e-8, 1e8]."""
+(docs/algorithms.md §12.4, §12 oracle (a)) at 10^4 log-spaced points in [1e-8, 1e8]."""
 from __future__ import annotations
 
 import numpy as np

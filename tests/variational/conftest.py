@@ -1,4 +1,4 @@
-"""Fixtures of the variational-family tests: the planted corpus of ALGORITHMS.md §1.6 as a
+"""Fixtures of the variational-family tests: the planted corpus of docs/algorithms.md §1.6 as a
 store, small random CSR blocks, and helpers that build configs and run drivers directly."""
 from __future__ import annotations
 

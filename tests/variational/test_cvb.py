@@ -1,4 +1,4 @@
-"""CVB and CVB0 (ALGORITHMS.md §4): kernels against the NumPy twins, the exclusion rule, the
+"""CVB and CVB0 (docs/algorithms.md §4): kernels against the NumPy twins, the exclusion rule, the
 Gaussian approximation, invariants, fixed points, planted recovery, threads."""
 from __future__ import annotations
 

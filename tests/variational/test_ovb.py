@@ -1,4 +1,4 @@
-"""Online VB / SVI (ALGORITHMS.md §5): lazy lambda against the dense NumPy twin, the batch-VB
+"""Online VB / SVI (docs/algorithms.md §5): lazy lambda against the dense NumPy twin, the batch-VB
 special case, the mass invariant, epochs, config errors, memory, planted recovery, threads."""
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Batch variational Bayes (ALGORITHMS.md §3): kernels against the NumPy twin, the ELBO, alpha,
+"""Batch variational Bayes (docs/algorithms.md §3): kernels against the NumPy twin, the ELBO, alpha,
 invariants, planted recovery, threads and resume."""
 from __future__ import annotations
 

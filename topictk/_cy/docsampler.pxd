@@ -1,4 +1,4 @@
-# Gibbs sampling of one document with the topics fixed (ALGORITHMS.md §6, §7.4, §11.2).
+# Gibbs sampling of one document with the topics fixed (docs/algorithms.md §6, §7.4, §11.2).
 #
 # p(z_i = k) is proportional to (alpha_k + n_dk^-i) W[w_i, k] with W fixed (phi, phi-hat or
 # exp(E log phi)). Shared by the mini-batch local step and by fold-in evaluation.

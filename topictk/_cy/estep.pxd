@@ -1,4 +1,4 @@
-# What the per-document E-steps of variational Bayes (ALGORITHMS.md §3.2, kernel
+# What the per-document E-steps of variational Bayes (docs/algorithms.md §3.2, kernel
 # topictk/inference/_vb.pyx) and of particle EM (§10.3, topictk/inference/_pem.pyx) share: the
 # checks of their outputs, the start policy (cold, warm, or the better of both), and the
 # statistics reduction that makes every number independent of the thread count.

@@ -1,4 +1,4 @@
-# Special functions usable under nogil and inside parallel regions (ALGORITHMS.md §12.4).
+# Special functions usable under nogil and inside parallel regions (docs/algorithms.md §12.4).
 from libc.math cimport log
 
 cdef extern from "math.h" nogil:

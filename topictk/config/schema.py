@@ -127,7 +127,7 @@ MODEL = {
     "beta": Option("float", 0.01, low=0, low_open=True, help="symmetric topic-word prior"),
 }
 
-# Deep LDA / Poisson gamma belief network (ALGORITHMS.md §8.10; defaults of Cong et al. 2017).
+# Deep LDA / Poisson gamma belief network (docs/algorithms.md §8.10; defaults of Cong et al. 2017).
 MODEL_DLDA = {
     "family": Option("choice", "dlda", choices=("lda", "dmr", "dlda"), help="model family"),
     "layers": Option("int_list", _REQUIRED, low=1, high=MAX_TOPICS,
@@ -144,7 +144,7 @@ MODEL_DLDA = {
     "f0": Option("float", 1.0, low=0, low_open=True, help="c_j^(l) ~ Gam(e0, f0)"),
 }
 
-# DMR (ALGORITHMS.md §9): the LDA keys (model.alpha is alpha_init); inference.algorithm
+# DMR (docs/algorithms.md §9): the LDA keys (model.alpha is alpha_init); inference.algorithm
 # dmr-sem / dmr-sgrld implies model.family: dmr
 MODEL_DMR = {**MODEL, "family": Option("choice", "dmr", choices=("lda", "dmr", "dlda"),
                                        help="model family")}

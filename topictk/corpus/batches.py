@@ -2,7 +2,7 @@
 
 A finite corpus is visited in epochs: each epoch is a fresh permutation of the documents,
 cut into consecutive batches of ``batch_size`` (the last short batch is dropped;
-ALGORITHMS.md §5). A batch as large as the corpus is the corpus in document order. Only the
+docs/algorithms.md §5). A batch as large as the corpus is the corpus in document order. Only the
 batch's documents are read from the store, so memory follows the batch, not the corpus.
 
 **Choice (epoch permutations).** An epoch's permutation is not stored as D indices (memory

@@ -1,4 +1,4 @@
-"""Document metadata as regression features (ALGORITHMS.md §9.1, DMR).
+"""Document metadata as regression features (docs/algorithms.md §9.1, DMR).
 
 ``prepare --meta year,party:cat`` keeps the named fields: numeric fields are standardised with
 the training documents' mean and standard deviation, categorical fields are one-hot encoded over

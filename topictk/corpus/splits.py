@@ -1,4 +1,4 @@
-"""Held-out splits (ALGORITHMS.md §11.1): which documents are test documents, and which of
+"""Held-out splits (docs/algorithms.md §11.1): which documents are test documents, and which of
 their tokens are observed (used to infer the document's topics) or held out (scored)."""
 from __future__ import annotations
 

@@ -1,7 +1,7 @@
 """The corpus store: a directory of memory-mappable ``.npy`` arrays, ``vocab.txt`` and
 ``manifest.json`` (counts, split, hashes, format version).
 
-Layout (D documents, V words; ALGORITHMS.md §1.5 for the two representations)::
+Layout (D documents, V words; docs/algorithms.md §1.5 for the two representations)::
 
     train_doc_ptr.npy   int64 (D+1)   token offsets (representation T)
     train_words.npy     int32 (N)     word ids in canonical (load) order

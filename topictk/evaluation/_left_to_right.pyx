@@ -1,5 +1,6 @@
 # cython: language_level=3
-"""The left-to-right estimator of held-out likelihood (Wallach et al. 2009; ALGORITHMS.md §11.3).
+"""The left-to-right estimator of held-out likelihood (Wallach et al. 2009; docs/algorithms.md
+§11.3).
 
 :func:`left_to_right` estimates, for every test document, ln p(held-out tokens | observed
 tokens, phi, alpha) with R particles. A document's sequence is its observed tokens in split

@@ -1,4 +1,4 @@
-"""Topic quality from top words (ALGORITHMS.md §11.5): UMass, NPMI (document co-occurrence in
+"""Topic quality from top words (docs/algorithms.md §11.5): UMass, NPMI (document co-occurrence in
 the training corpus) and topic diversity."""
 from __future__ import annotations
 

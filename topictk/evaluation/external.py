@@ -1,7 +1,7 @@
 """Scoring topics that do not come from a topictk run (another library's model, a hand-made
 phi) on a store's held-out tokens, by the estimator ``topictk evaluate`` uses for a
 collapsed Gibbs run's point estimate: Gibbs fold-in of every test document's observed part
-with the topics fixed, then document completion of its held-out part (ALGORITHMS.md §11.2)."""
+with the topics fixed, then document completion of its held-out part (docs/algorithms.md §11.2)."""
 from __future__ import annotations
 
 import numpy as np

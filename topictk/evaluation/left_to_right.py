@@ -1,4 +1,5 @@
-"""Held-out perplexity by the left-to-right estimator (Wallach et al. 2009; ALGORITHMS.md §11.3).
+"""Held-out perplexity by the left-to-right estimator (Wallach et al. 2009; docs/algorithms.md
+§11.3).
 
 Document completion (§11.2) plugs in a point estimate of theta from the observed tokens; the
 left-to-right estimator instead integrates theta out, estimating ln p(held | observed, phi,

@@ -40,7 +40,7 @@ def format_topics(table: list[dict], fmt: str) -> str:
 # --------------------------------------------------------------------------- deep models
 def layer_tables(driver, state, vocab: list[str], n: int, layers: list[int]) -> list[dict]:
     """[{"layer": l, "topics": topic_table(...)}] with each layer's topics projected to words
-    (Phi^(1) ... Phi^(l-1) phi_k^(l); ALGORITHMS.md §11.5)."""
+    (Phi^(1) ... Phi^(l-1) phi_k^(l); docs/algorithms.md §11.5)."""
     return [{"layer": l, "topics": topic_table(driver.layer_topic_word(state, l), vocab, n)}
             for l in layers]
 

@@ -1,6 +1,6 @@
 # cython: language_level=3
 """Collapsed variational Bayes kernels for LDA: CVB with the Gaussian (second-order)
-correction (Teh, Newman & Welling 2007) and CVB0 (Asuncion et al. 2009); ALGORITHMS.md §4.
+correction (Teh, Newman & Welling 2007) and CVB0 (Asuncion et al. 2009); docs/algorithms.md §4.
 
 * :func:`init_mu` -- mu_dw ~ Dir(1, ..., 1) for every distinct pair, in pair order.
   Equivalent to ``tests/reference/cvb.py::init_mu``.

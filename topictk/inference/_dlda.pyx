@@ -1,6 +1,6 @@
 # cython: language_level=3
 """Upward-downward Gibbs sampling of the local variables of deep LDA / the Poisson gamma belief
-network (ALGORITHMS.md §8.3, §8.4, §8.11).
+network (docs/algorithms.md §8.3, §8.4, §8.11).
 
 Documents are given in representation C (CSR rows of (word, count)); the globals Phi^(1..L)
 and r are fixed during a call. The layers are passed flattened:

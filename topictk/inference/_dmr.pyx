@@ -1,5 +1,5 @@
 # cython: language_level=3
-"""Kernels of DMR stochastic EM (ALGORITHMS.md §9).
+"""Kernels of DMR stochastic EM (docs/algorithms.md §9).
 
 :func:`polya_objective` evaluates the Polya log likelihood of every document and its gradient in
 nu (§9.1) in one pass over the documents, from the features in sparse rows (L-BFGS calls it once

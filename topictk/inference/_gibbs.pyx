@@ -1,5 +1,5 @@
 # cython: language_level=3
-"""Collapsed Gibbs sampling kernels for LDA (ALGORITHMS.md §2, §11.2).
+"""Collapsed Gibbs sampling kernels for LDA (docs/algorithms.md §2, §11.2).
 
 Kernels of one call per sweep or per evaluation, whole loops under ``nogil``:
 

@@ -1,5 +1,5 @@
 # cython: language_level=3
-"""Local Gibbs step of the mini-batch samplers (ALGORITHMS.md §6, §7.4, §9.3).
+"""Local Gibbs step of the mini-batch samplers (docs/algorithms.md §6, §7.4, §9.3).
 
 For a mini-batch of documents with the topics fixed, every document is sampled on its own with
 p(z_di = k) proportional to (alpha_dk + n_dk^-di) weights[w_di, k] -- weights = phi for SGRLD,

@@ -1,5 +1,5 @@
 # cython: language_level=3
-"""Tempered E-step of particle EM for LDA (ALGORITHMS.md §10.3).
+"""Tempered E-step of particle EM for LDA (docs/algorithms.md §10.3).
 
 :func:`e_step_tempered` runs, for every document of a CSR block and one particle, the §3.2
 coordinate ascent with the tempered responsibilities

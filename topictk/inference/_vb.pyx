@@ -1,5 +1,5 @@
 # cython: language_level=3
-"""Variational Bayes kernels for LDA (ALGORITHMS.md §3, §5, §11.2).
+"""Variational Bayes kernels for LDA (docs/algorithms.md §3, §5, §11.2).
 
 * :func:`expected_log_topics` -- E_q[ln phi] for a set of words in the shifted-exponential form
   of §3.2 (B = exp(Elogphi - m_w), m_w = max_k Elogphi_kw) and the per-word topic terms of the

@@ -1,7 +1,7 @@
 """Collapsed variational Bayes for LDA: CVB with the Gaussian correction (Teh, Newman & Welling
 2007) and its zero-order variant CVB0 (Asuncion, Welling, Smyth & Teh 2009).
 
-ALGORITHMS.md §4. theta and phi are integrated out; q(z) keeps one K-vector mu per distinct
+docs/algorithms.md §4. theta and phi are integrated out; q(z) keeps one K-vector mu per distinct
 (document, word) pair (TNW's gamma_ijk), updated with the exclusion rule of §4.4 (one token
 copy removed from the fields per pair update). One training step is one sweep over every pair
 (kernel :func:`topictk.inference._cvb.sweep`); every ``refresh_every`` steps the fields are

@@ -2,7 +2,7 @@
 2017) with four samplers for the globals Phi^(1..L), r:
 
 * ``tlasgr``     topic-layer-adaptive stochastic gradient Riemannian MCMC (Cong 2017 eqs. 15,
-                 17-19; ALGORITHMS.md §8.7, §8.8);
+                 17-19; docs/algorithms.md §8.7, §8.8);
 * ``tlfsgr``     the same with one step for every topic of every layer (§8.9);
 * ``dlda-sgrld`` SGRLD on expanded-mean parameters (Cong 2017 eq. 5; §8.9);
 * ``dlda-gibbs`` the batch upward-downward Gibbs sampler (Zhou et al. 2016; §8.5).

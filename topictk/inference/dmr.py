@@ -1,5 +1,5 @@
 """Dirichlet-multinomial regression topic model (Mimno & McCallum 2008): topics whose document
-prior depends on document metadata, alpha_dk = exp(x_d^T nu_k). ALGORITHMS.md §9.
+prior depends on document metadata, alpha_dk = exp(x_d^T nu_k). docs/algorithms.md §9.
 
 Two training algorithms:
 

@@ -1,7 +1,7 @@
 """Collapsed Gibbs sampling for LDA (Griffiths & Steyvers 2004), with SparseLDA (Yao, Mimno &
 McCallum 2009) as the fast path and AD-LDA chunking (Newman et al. 2009) for threads.
 
-ALGORITHMS.md §2. The kernel is :mod:`topictk.inference._gibbs`; its NumPy twin is
+docs/algorithms.md §2. The kernel is :mod:`topictk.inference._gibbs`; its NumPy twin is
 ``tests/reference/gibbs.py``.
 """
 from __future__ import annotations

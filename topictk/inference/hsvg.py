@@ -1,6 +1,6 @@
 """Hybrid stochastic variational-Gibbs inference for LDA (Mimno, Hoffman & Blei 2012).
 
-ALGORITHMS.md §6. The global q(phi_k) = Dir(lambda_k) and its schedule are those of online VB
+docs/algorithms.md §6. The global q(phi_k) = Dir(lambda_k) and its schedule are those of online VB
 (:class:`topictk.inference.ovb.OVBDriver`: epochs, rho_t, the lazy lambda update, optional eta);
 the local step replaces the variational E-step by Gibbs sampling of each document's topics with
 theta collapsed, p(z = k) proportional to (alpha_k + n_dk) exp(E log phi_kw), run by the shared

@@ -1,4 +1,4 @@
-"""Hyperparameter updates from counts (ALGORITHMS.md §2.5): Minka's fixed point for an
+"""Hyperparameter updates from counts (docs/algorithms.md §2.5): Minka's fixed point for an
 asymmetric Dirichlet alpha, evaluated through count histograms so one iteration costs
 O(K * longest document) rather than O(D * K)."""
 from __future__ import annotations

@@ -1,7 +1,7 @@
 """What the mini-batch drivers (ovb, hsvg, sgrld, dmr-sgrld and the deep-LDA SG-MCMC drivers)
 share: their common options and checks, the local Gibbs statistics of a mini-batch (kernel
 :mod:`topictk.inference._minibatch`), the step-size schedule of stochastic variational inference
-(ALGORITHMS.md §5) and the steps at which SG-MCMC samples are collected.
+(docs/algorithms.md §5) and the steps at which SG-MCMC samples are collected.
 """
 from __future__ import annotations
 

@@ -1,7 +1,7 @@
 """Online variational Bayes (stochastic variational inference) for LDA (Hoffman, Blei & Bach
 2010).
 
-ALGORITHMS.md §5. One training step is one mini-batch update t:
+docs/algorithms.md §5. One training step is one mini-batch update t:
 
 * the batch: the next ``batch_size`` positions of the current epoch's permutation (a fresh
   permutation per epoch keyed by the main stream (1,); the last short batch is dropped), read

@@ -1,4 +1,4 @@
-"""Particle EM for LDA (PEM slides), in the well-posed form of ALGORITHMS.md §10.
+"""Particle EM for LDA (PEM slides), in the well-posed form of docs/algorithms.md §10.
 
 P particles share the point topics phi and the Dirichlet alpha; each particle p keeps its own
 local variational state gamma_p (D, K) (mu is never stored). The tempered objective is

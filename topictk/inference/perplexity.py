@@ -1,4 +1,4 @@
-"""Per-held-out-word perplexity by document completion (ALGORITHMS.md §11.2)."""
+"""Per-held-out-word perplexity by document completion (docs/algorithms.md §11.2)."""
 from __future__ import annotations
 
 import numpy as np

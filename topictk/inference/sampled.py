@@ -1,6 +1,7 @@
 """What the sampled drivers (gibbs, dmr-sem, sgrld, dmr-sgrld) share: the symmetric starting
 alpha, the sample schedule of sweep-based samplers, the Gibbs fold-in of test documents with
-the topics frozen (ALGORITHMS.md §11.2, kernel :func:`topictk.inference._gibbs.fold_in_heldout`)
+the topics frozen (docs/algorithms.md §11.2, kernel
+:func:`topictk.inference._gibbs.fold_in_heldout`)
 and :class:`SampledDriver`, the template that scores by averaging over saved samples.
 """
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Step-size schedules (ALGORITHMS.md §12.1); t counts completed global updates from 0."""
+"""Step-size schedules (docs/algorithms.md §12.1); t counts completed global updates from 0."""
 from __future__ import annotations
 
 

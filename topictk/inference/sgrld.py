@@ -1,6 +1,6 @@
 """Stochastic gradient Riemannian Langevin dynamics for LDA (Patterson & Teh 2013).
 
-ALGORITHMS.md §7. Global: the expanded-mean parameters phi_hat (V, K) with the metric
+docs/algorithms.md §7. Global: the expanded-mean parameters phi_hat (V, K) with the metric
 diag(1/phi_hat); local: Gibbs chains of each mini-batch document with theta collapsed, from the
 shared kernel :mod:`topictk.inference._minibatch`. The global update is dense (noise acts on
 every entry) and runs in NumPy; its draws are ``Generator.standard_normal`` on the main stream

@@ -1,5 +1,5 @@
 """What the variational drivers (vb, cvb, cvb0, ovb, hsvg, pem) share: the Dirichlet alpha
-updates (ALGORITHMS.md §3.4), the expected log topics and the document E-step (§3.2, kernel
+updates (docs/algorithms.md §3.4), the expected log topics and the document E-step (§3.2, kernel
 :mod:`topictk.inference._vb`), the cold-started fold-in of test documents (§11.2) and the
 options of the E-step.
 """

@@ -1,6 +1,6 @@
 """Batch variational Bayes with variational EM for LDA (Blei, Ng & Jordan 2003).
 
-ALGORITHMS.md §3. One training step is one EM iteration: the E-step of every document
+docs/algorithms.md §3. One training step is one EM iteration: the E-step of every document
 (kernel :func:`topictk.inference._vb.e_step`, whole documents under ``nogil``, OpenMP over
 documents), the exact ELBO of that E-step (logged per token as ``train_bound_per_token``), the
 M-step for lambda (or phi when ``inference.smoothed`` is false) and, with ``model.alpha: auto``,

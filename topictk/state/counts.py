@@ -1,4 +1,4 @@
-"""Count state of collapsed Gibbs sampling (ALGORITHMS.md §2.1)."""
+"""Count state of collapsed Gibbs sampling (docs/algorithms.md §2.1)."""
 from __future__ import annotations
 
 from dataclasses import dataclass, field

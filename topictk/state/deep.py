@@ -1,4 +1,4 @@
-"""State of deep LDA / the Poisson gamma belief network (ALGORITHMS.md §8): the layers' topic
+"""State of deep LDA / the Poisson gamma belief network (docs/algorithms.md §8): the layers' topic
 matrices, the top-layer weights, the step-size bookkeeping of the stochastic-gradient samplers
 and the local chains that persist across updates (batch Gibbs's training documents and the
 persistent test chain of §8.11)."""

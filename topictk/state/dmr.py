@@ -1,8 +1,8 @@
-"""States of the Dirichlet-multinomial regression topic model (ALGORITHMS.md §9) as plain
+"""States of the Dirichlet-multinomial regression topic model (docs/algorithms.md §9) as plain
 arrays with ``check_invariants()``.
 
 Both keep the regression weights nu (K, F) -- lambda in Mimno & McCallum (2008) and in the DMR
-report, renamed nu in ALGORITHMS.md to avoid the clash with SVI's lambda -- beside the topics:
+report, renamed nu in docs/algorithms.md to avoid the clash with SVI's lambda -- beside the topics:
 
 * :class:`DMRCountState` -- stochastic EM (§9.2): the collapsed Gibbs state of §2.1 (z and the
   counts it implies) and nu;

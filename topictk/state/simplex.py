@@ -1,4 +1,4 @@
-"""State of SGRLD (ALGORITHMS.md §7): the expanded-mean topic parameters."""
+"""State of SGRLD (docs/algorithms.md §7): the expanded-mean topic parameters."""
 from __future__ import annotations
 
 from dataclasses import dataclass, field

@@ -1,4 +1,4 @@
-"""States of the variational family (ALGORITHMS.md §3, §4, §5) as plain arrays with
+"""States of the variational family (docs/algorithms.md §3, §4, §5) as plain arrays with
 ``check_invariants()``.
 
 * :class:`VBState` -- batch variational EM (§3): q(phi_k) = Dir(lambda_k) (smoothed) or a point
