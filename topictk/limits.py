@@ -12,7 +12,8 @@ import json
 import logging
 import os
 import reprlib
-from typing import Any, Iterable
+from collections.abc import Iterable
+from typing import Any
 
 log = logging.getLogger("topictk")
 

@@ -155,8 +155,9 @@ def test_thread_counts_are_capped_with_one_line(tmp_path, caplog):
         config = _config(tmp_path, overrides=["training.threads=100000"])
     assert config.training.threads == cap
     lines = [r.getMessage() for r in caplog.records]
-    assert lines == [f"training.threads = 100000 is more than this machine can use "
-                     f"({limits.cores()} cores x 4); using {cap} threads"]
+    expected = (f"training.threads = 100000 is more than this machine can use "
+                f"({limits.cores()} cores x 4); using {cap} threads")
+    assert lines == [expected]
     assert _config(tmp_path, overrides=["training.threads=1e9"]).training.threads == cap
     assert _config(tmp_path, overrides=["training.threads=2"]).training.threads == 2
 
@@ -197,9 +198,9 @@ def _store(tmp_path: Path) -> Path:
 
 def test_dense_arrays_of_flat_and_deep_models():
     counts = {"vocabulary": 1000, "train_documents": 500, "test_documents": 50}
-    assert dense_arrays({"topics": 20}, counts) == [
-        ("topic-word", (20, 1000), 8), ("document-topic", (500, 20), 8),
-        ("test document-topic", (50, 20), 8)]
+    expected = [("topic-word", (20, 1000), 8), ("document-topic", (500, 20), 8),
+                ("test document-topic", (50, 20), 8)]
+    assert dense_arrays({"topics": 20}, counts) == expected
     deep = dense_arrays({"topics": 8, "layers": [8, 4]}, counts)
     assert ("topic-topic", (4, 8), 8) in deep and ("document-topic", (500, 12), 8) in deep
     assert limits.dense_bytes(deep) == 8 * (8 * 1000 + 4 * 8 + 500 * 12 + 50 * 12)

@@ -3,9 +3,10 @@ from __future__ import annotations
 
 import copy
 import difflib
+import itertools
 import re
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Any, ClassVar, Mapping
 
 import yaml
 
@@ -40,7 +41,7 @@ class _Loader(yaml.SafeLoader):
     Aliases are expanded by reference; a document whose expansion holds more than
     MAX_CONFIG_NODES values, or refers to itself, is refused before it is used."""
 
-    yaml_implicit_resolvers = {
+    yaml_implicit_resolvers: ClassVar[dict] = {
         first: [(tag, regexp) for tag, regexp in resolvers
                 if tag not in (_INT, _FLOAT, _BOOL, _TIMESTAMP)]
         for first, resolvers in yaml.SafeLoader.yaml_implicit_resolvers.items()}
@@ -65,7 +66,7 @@ _Loader.add_implicit_resolver(
     re.compile(r"""^(?:[-+]?(?:[0-9][0-9_]*\.[0-9_]*|\.[0-9][0-9_]*)(?:[eE][-+]?[0-9]+)?
                    |[-+]?[0-9][0-9_]*[eE][-+]?[0-9]+
                    |[-+]?\.(?:inf|Inf|INF)
-                   |\.(?:nan|NaN|NAN))$""", re.X),
+                   |\.(?:nan|NaN|NAN))$""", re.VERBOSE),
     list("-+0123456789."))
 _Loader.add_implicit_resolver(_BOOL, re.compile(r"^(?:true|True|TRUE|false|False|FALSE)$"),
                               list("tTfF"))
@@ -342,7 +343,7 @@ def dense_arrays(model: dict, counts: dict) -> list[tuple[str, tuple[int, ...], 
     them; more per algorithm (copies, samples) comes on top."""
     layers = [int(k) for k in (model.get("layers") or [model["topics"]])]
     arrays = [("topic-word", (layers[0], counts["vocabulary"]), 8)]
-    for lower, upper in zip(layers, layers[1:]):
+    for lower, upper in itertools.pairwise(layers):
         arrays.append(("topic-topic", (upper, lower), 8))
     arrays.append(("document-topic", (counts["train_documents"], sum(layers)), 8))
     if counts["test_documents"]:
