@@ -18,6 +18,7 @@ from typing import IO
 import numpy as np
 
 from topictk.errors import CorpusError, CorpusUsageError
+from topictk.limits import json_loads
 
 FORMATS = ("auto", "text", "dir", "jsonl", "uci")
 COUNT_MAX = 2**31 - 1      # tokens of one word in one document (int32 counts)
@@ -180,7 +181,7 @@ def read_jsonl(source: str, errors: str, stats: ReadStats,
         if line is None or not line.strip():
             continue
         try:
-            record = json.loads(line)
+            record = json_loads(line)
         except json.JSONDecodeError as exc:
             raise CorpusError(f"{where}: not valid JSON ({exc.msg}); each line must be one "
                               f"JSON object") from None

@@ -32,6 +32,7 @@ import numpy as np
 
 from topictk._fileio import new_dir_mode, replacement_mode
 from topictk.errors import CorpusError, CorpusUsageError
+from topictk.limits import json_loads
 
 FORMAT = "topictk-corpus"
 FORMAT_VERSION = 1
@@ -145,7 +146,11 @@ def write_store(out: Path, arrays: dict[str, np.ndarray], vocab: list[str], mani
     check_output(out, force)
     out.parent.mkdir(parents=True, exist_ok=True)
     mode = replacement_mode(out, new_dir_mode()) if out.is_dir() else new_dir_mode()
-    tmp = Path(tempfile.mkdtemp(prefix=f".{out.name}.tmp-", dir=out.parent))
+    try:
+        tmp = Path(tempfile.mkdtemp(prefix=f".{out.name}.tmp-", dir=out.parent))
+    except OSError as exc:
+        exc.filename = str(out)         # not the random temporary name
+        raise
     try:
         hashes = {}
         names = dict(ARRAYS)
@@ -187,8 +192,11 @@ def write_store(out: Path, arrays: dict[str, np.ndarray], vocab: list[str], mani
             os.replace(tmp, out)
         _fsync_dir(out.parent)
         return manifest
-    except BaseException:
+    except BaseException as exc:
         shutil.rmtree(tmp, ignore_errors=True)
+        if isinstance(exc, OSError) and (exc.filename is None
+                                         or str(exc.filename).startswith(str(tmp))):
+            exc.filename = str(out)     # a failed write (disk full) names the store
         raise
 
 
@@ -231,7 +239,7 @@ class CorpusStore:
             raise CorpusUsageError(f"{path}: not a corpus store (no manifest.json); create it "
                                    f"with 'topictk prepare INPUT --out {path}'")
         try:
-            manifest = json.loads(mpath.read_text(encoding="utf-8"))
+            manifest = json_loads(mpath.read_text(encoding="utf-8"))
         except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
             raise CorpusError(f"{mpath}: unreadable manifest ({exc}); prepare the corpus again "
                               f"with --force") from None
@@ -331,4 +339,4 @@ class CorpusStore:
         path = self.path / f"{part}_meta.jsonl"
         if not path.exists():
             return None
-        return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines()]
+        return [json_loads(line) for line in path.read_text(encoding="utf-8").splitlines()]

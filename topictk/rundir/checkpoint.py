@@ -16,6 +16,7 @@ import numpy as np
 
 from topictk._fileio import atomic_write_bytes
 from topictk.errors import CheckpointError
+from topictk.limits import json_loads
 
 CHECKPOINT_FORMAT = "topictk-checkpoint"
 CHECKPOINT_VERSION = 1
@@ -66,7 +67,7 @@ def load_arrays(path: Path, fix: str = RESUME_FIX) -> tuple[dict, dict[str, np.n
             if not isinstance(data, np.lib.npyio.NpzFile):
                 raise ValueError("not an npz archive")
             with data:
-                header = json.loads(bytes(data["header"]).decode("utf-8"))
+                header = json_loads(bytes(data["header"]).decode("utf-8"))
                 arrays = {k[2:]: data[k] for k in data.files if k.startswith("a_")}
     except (OSError, ValueError, KeyError, EOFError, zipfile.BadZipFile, UnicodeDecodeError,
             json.JSONDecodeError) as exc:
