@@ -82,6 +82,15 @@ def test_true_and_false_are_booleans(tmp_path):
     assert _config(tmp_path, overrides=["inference.sparse=True"]).inference.sparse is True
 
 
+def test_paths_are_taken_as_written(tmp_path):
+    # found by tests/properties: --set output=010 was the integer 10, refused as "required"
+    assert _config(tmp_path, overrides=["output=010"]).output.name == "010"
+    assert _config(tmp_path, overrides=["output=2024"]).output.name == "2024"
+    text = yaml.safe_dump(BASE).replace("output: run", "output: 2024")
+    assert "output must be a path; got 2024, which YAML reads as a number: put the path in " \
+           "quotes" in _refused(tmp_path, text)
+
+
 def test_dates_stay_strings():
     assert parse_override("output=2024-01-01")[1] == "2024-01-01"
 
@@ -126,6 +135,13 @@ def test_ordinary_aliases_still_work(tmp_path):
     text = yaml.safe_dump(BASE) + "training: {seed: &s 3, eval_every: *s}\n"
     config = _config(tmp_path, text)
     assert config.training.seed == 3 and config.training.eval_every == 3
+
+
+def test_a_control_character_in_the_yaml_is_one_line(tmp_path):
+    # found by tests/properties: PyYAML's reader error spans two lines
+    message = _refused(tmp_path, "\x00" + yaml.safe_dump(BASE))
+    assert "invalid YAML (unacceptable character #x0000: special characters are not allowed " \
+           "in " in message
 
 
 def test_deeply_nested_yaml_is_one_message(tmp_path):

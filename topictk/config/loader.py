@@ -178,6 +178,8 @@ def parse_override(text: str) -> tuple[list[str], Any]:
     parts = [p for p in key.strip().split(".")]
     if not key.strip() or any(not p for p in parts):
         raise ConfigError(f"--set expects section.key=value; got {short(text)}")
+    if parts in (["corpus"], ["output"]):
+        return parts, raw.strip() or None     # a path as written: output=2024 is a folder name
     try:
         value = yaml.load(raw, Loader=_Loader) if raw.strip() else None
     except (yaml.YAMLError, ValueError, TypeError, OverflowError, RecursionError):
@@ -275,6 +277,10 @@ def validate(raw: dict, where: str, base_dir: Path) -> Config:
         value = raw.get(key)
         if isinstance(value, dict) and set(value) == {"path"}:
             value = value["path"]
+        if isinstance(value, (bool, int, float)):
+            kind = "boolean" if isinstance(value, bool) else "number"
+            raise ConfigError(f"{key} must be a path; got {short(value)}, which YAML reads as "
+                              f"a {kind}: put the path in quotes ({where})")
         if not isinstance(value, str) or not value:
             raise ConfigError(f"{key} is required: a path ({where})")
         raw[key] = value
@@ -385,7 +391,7 @@ def load_config(path: str | Path | None, overrides: list[str] = (),
         except yaml.YAMLError as exc:
             mark = getattr(exc, "problem_mark", None)
             line = f" line {mark.line + 1}" if mark is not None else ""
-            problem = str(getattr(exc, "problem", None) or exc)
+            problem = " ".join(str(getattr(exc, "problem", None) or exc).split())  # one line
             if len(problem) > 200:
                 problem = problem[:197] + "..."
             raise ConfigError(f"{path}:{line} invalid YAML ({problem})") from None
