@@ -29,22 +29,44 @@ def quick_and_long(check, strategy, quick_examples: int | None = None):
     return quick, long
 
 
+class Blob(bytes):
+    """Bytes that print as what was done to them, not as the bytes (a damaged checkpoint
+    would print as hundreds of kilobytes)."""
+
+    how: str = ""
+
+    def __repr__(self) -> str:
+        return f"<{len(self)} bytes: {self.how}>"
+
+
 @st.composite
-def damaged(draw, data: bytes) -> bytes:
-    """``data`` with a few random byte flips, a truncation, an insertion or nothing done."""
+def damaged(draw, data: bytes) -> Blob:
+    """``data`` with a few random byte flips, a truncation, an insertion, a zeroed run or
+    nothing done."""
     kind = draw(st.sampled_from(["flip", "flip", "truncate", "insert", "zero", "none"]))
     out = bytearray(data)
+    how = "unchanged"
     if kind == "flip" and out:
+        flips = []
         for _ in range(draw(st.integers(1, 4))):
             i = draw(st.integers(0, len(out) - 1))
-            out[i] ^= draw(st.integers(1, 255))
+            mask = draw(st.integers(1, 255))
+            out[i] ^= mask
+            flips.append(f"{i}^{mask}")
+        how = "flipped " + ", ".join(flips)
     elif kind == "truncate":
         out = out[: draw(st.integers(0, max(len(out) - 1, 0)))]
+        how = f"cut to {len(out)}"
     elif kind == "insert":
         i = draw(st.integers(0, len(out)))
-        out[i:i] = draw(st.binary(min_size=1, max_size=16))
+        extra = draw(st.binary(min_size=1, max_size=16))
+        out[i:i] = extra
+        how = f"{extra!r} inserted at {i}"
     elif kind == "zero" and out:
         i = draw(st.integers(0, len(out) - 1))
         j = draw(st.integers(i, min(len(out), i + 64)))
         out[i:j] = bytes(j - i)
-    return bytes(out)
+        how = f"zeroed {i}:{j}"
+    blob = Blob(bytes(out))
+    blob.how = how
+    return blob

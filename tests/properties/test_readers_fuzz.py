@@ -146,11 +146,17 @@ test_uci_reader, test_uci_reader_long = quick_and_long(check_uci, uci_input())
 
 # ---------------------------------------------------------------- prepare, end to end
 
-PREPARE_INPUT = st.tuples(st.lists(_LINE_BYTES, max_size=12),
+_WORDS = st.lists(st.sampled_from(["apple", "banana", "cherry", "date", "elder", "fig", "the"]),
+                  min_size=1, max_size=12).map(lambda words: " ".join(words).encode())
+
+PREPARE_INPUT = st.tuples(st.lists(st.one_of(_WORDS, _WORDS, _LINE_BYTES), max_size=12),
                           st.sampled_from(["text", "jsonl"]),
                           st.sampled_from(["strict", "skip"]),
                           st.sampled_from([None, 0.3, 2.0]),          # test docs
                           st.sampled_from([1, 2, 0.5]))               # min df
+
+
+PREPARED: list[int] = []       # stores written, so that a test can see some are
 
 
 def check_prepare(example) -> None:
@@ -172,6 +178,14 @@ def check_prepare(example) -> None:
             return
         counts = manifest["counts"]
         assert counts["train_documents"] + counts["test_documents"] >= 1
+        PREPARED.append(counts["train_documents"])
 
 
 test_prepare, test_prepare_long = quick_and_long(check_prepare, PREPARE_INPUT, quick_examples=60)
+
+
+def test_prepare_examples_write_stores():
+    """The generated inputs are not all refused: the property above also sees stores."""
+    PREPARED.clear()
+    test_prepare()
+    assert len(PREPARED) >= 5

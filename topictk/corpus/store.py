@@ -243,13 +243,19 @@ class CorpusStore:
         except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
             raise CorpusError(f"{mpath}: unreadable manifest ({exc}); prepare the corpus again "
                               f"with --force") from None
-        if manifest.get("format") != FORMAT:
+        if not isinstance(manifest, dict) or manifest.get("format") != FORMAT:
             raise CorpusError(f"{mpath}: not a topictk corpus manifest")
         if manifest.get("format_version") != FORMAT_VERSION:
             raise CorpusError(f"{mpath}: corpus format version {manifest.get('format_version')} "
                               f"is not {FORMAT_VERSION}; prepare the corpus again with this "
                               f"version of topictk")
-        for name, info in manifest.get("arrays", {}).items():
+        arrays = manifest.get("arrays", {})
+        counts = manifest.get("counts")
+        if (not isinstance(arrays, dict) or not isinstance(counts, dict)
+                or not all(isinstance(info, dict) for info in arrays.values())):
+            raise CorpusError(f"{mpath}: damaged manifest (arrays or counts are not mappings); "
+                              f"prepare the corpus again with --force")
+        for name in arrays:
             if not (path / f"{name}.npy").exists():
                 raise CorpusError(f"{path / (name + '.npy')}: missing from the corpus store; "
                                   f"prepare the corpus again with --force")
@@ -260,11 +266,14 @@ class CorpusStore:
         path = self.path / f"{name}.npy"
         try:
             arr = np.load(path, mmap_mode="r", allow_pickle=False)
-        except (OSError, ValueError) as exc:
-            raise CorpusError(f"{path}: cannot be read ({exc}); prepare the corpus again with "
-                              f"--force") from None
-        info = self.manifest["arrays"][name]
-        if list(arr.shape) != info["shape"] or arr.dtype.name != info["dtype"]:
+        except Exception as exc:    # noqa: BLE001
+            # a damaged .npy header reaches NumPy's parser (ValueError, SyntaxError, ...)
+            reason = " ".join(str(exc).split())[:200] or type(exc).__name__
+            raise CorpusError(f"{path}: cannot be read ({reason}); prepare the corpus again "
+                              f"with --force") from None
+        info = self.manifest["arrays"].get(name)
+        if (info is None or list(arr.shape) != info.get("shape")
+                or arr.dtype.name != info.get("dtype")):
             raise CorpusError(f"{path}: shape or dtype differs from manifest.json; the store "
                               f"was modified, prepare the corpus again with --force")
         return arr
@@ -324,7 +333,13 @@ class CorpusStore:
     @property
     def vocab(self) -> list[str]:
         if self._vocab is None:
-            self._vocab = (self.path / "vocab.txt").read_text(encoding="utf-8").splitlines()
+            path = self.path / "vocab.txt"
+            try:
+                self._vocab = path.read_text(encoding="utf-8").splitlines()
+            except (OSError, UnicodeDecodeError) as exc:
+                reason = exc.strerror if isinstance(exc, OSError) else "not valid UTF-8"
+                raise CorpusError(f"{path}: cannot be read ({reason}); prepare the corpus "
+                                  f"again with --force") from None
         return self._vocab
 
     @property
@@ -339,4 +354,8 @@ class CorpusStore:
         path = self.path / f"{part}_meta.jsonl"
         if not path.exists():
             return None
-        return [json_loads(line) for line in path.read_text(encoding="utf-8").splitlines()]
+        try:
+            return [json_loads(line) for line in path.read_text(encoding="utf-8").splitlines()]
+        except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+            raise CorpusError(f"{path}: cannot be read ({type(exc).__name__}); prepare the "
+                              f"corpus again with --force") from None
