@@ -54,7 +54,7 @@ def test_disk_full_while_training_names_the_checkpoint(tmp_path, example_store, 
 
 
 def test_disk_full_while_logging_metrics_names_the_log(tmp_path, example_store, monkeypatch):
-    import topictk.rundir.metrics as metrics
+    from topictk.rundir import metrics
 
     monkeypatch.setattr(metrics, "os", SimpleNamespace(fsync=_no_space))
     config = write_config(tmp_path, example_store)
@@ -63,7 +63,7 @@ def test_disk_full_while_logging_metrics_names_the_log(tmp_path, example_store, 
 
 
 def test_disk_full_while_preparing_names_the_store(tmp_path, monkeypatch):
-    import topictk.corpus.store as store
+    from topictk.corpus import store
 
     monkeypatch.setattr(store.np, "save", _no_space)
     message = fails(1, "prepare", EXAMPLE, "--out", tmp_path / "store")

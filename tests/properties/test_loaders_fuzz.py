@@ -82,7 +82,7 @@ def _checkpoint_property(runs):
     @st.composite
     def case(draw):
         name = draw(st.sampled_from(sorted(runs)))
-        path, data, _ = originals[name]
+        data = originals[name][1]
         kind = draw(st.sampled_from(["damage", "damage", "damage", "other"]))
         if kind == "other":     # another run's model in place of the checkpoint
             source = draw(st.sampled_from(sorted(other)))

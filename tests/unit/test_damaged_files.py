@@ -70,7 +70,7 @@ def store(tmp_path) -> Path:
 def test_a_missing_vocabulary_is_a_corpus_error(store):
     (store / "vocab.txt").unlink()          # was FileNotFoundError
     with pytest.raises(CorpusError, match=r"vocab\.txt: cannot be read"):
-        CorpusStore.open(store).vocab
+        _ = CorpusStore.open(store).vocab
 
 
 def test_an_undecodable_vocabulary_is_a_corpus_error(store):
@@ -78,7 +78,7 @@ def test_an_undecodable_vocabulary_is_a_corpus_error(store):
     data[0] ^= 0x80                         # was UnicodeDecodeError
     (store / "vocab.txt").write_bytes(bytes(data))
     with pytest.raises(CorpusError, match=r"vocab\.txt: cannot be read \(not valid UTF-8\)"):
-        CorpusStore.open(store).vocab
+        _ = CorpusStore.open(store).vocab
 
 
 def test_a_damaged_npy_header_in_a_store_is_a_corpus_error(store):
