@@ -91,6 +91,13 @@ def test_paths_are_taken_as_written(tmp_path):
            "quotes" in _refused(tmp_path, text)
 
 
+def test_a_path_with_a_nul_character_is_refused(tmp_path):
+    # found by tests/properties: a ValueError from pathlib
+    text = yaml.safe_dump(BASE).replace("corpus: store", 'corpus: "st\\0re"')
+    assert "corpus must be a path; got 'st\\x00re', which holds a NUL character" in \
+        _refused(tmp_path, text)
+
+
 def test_dates_stay_strings():
     assert parse_override("output=2024-01-01")[1] == "2024-01-01"
 

@@ -283,6 +283,9 @@ def validate(raw: dict, where: str, base_dir: Path) -> Config:
                               f"a {kind}: put the path in quotes ({where})")
         if not isinstance(value, str) or not value:
             raise ConfigError(f"{key} is required: a path ({where})")
+        if "\x00" in value:
+            raise ConfigError(f"{key} must be a path; got {short(value)}, which holds a NUL "
+                              f"character ({where})")
         raw[key] = value
     # a family the algorithm does not train is reported before the keys of either section:
     # the keys of the intended family (inference.sigma2 of DMR with algorithm gibbs,

@@ -83,7 +83,7 @@ class Option:
                 return value
             raise fail()
         if self.kind in ("str", "path"):
-            if isinstance(value, str) and value:
+            if isinstance(value, str) and value and not (self.kind == "path" and "\x00" in value):
                 return value
             raise fail()
         if self.kind == "choice":
