@@ -206,3 +206,21 @@ def test_numpy_error_state_is_restored_after_a_command(trained):
     before = np.geterr()
     ok("topics", trained)
     assert np.geterr() == before
+
+
+# ---------------------------------------------------------------- JSON nesting
+
+def _deep_jsonl(path: Path) -> Path:
+    path.write_text('{"text": "python lists and tuples"}\n'
+                    '{"text": "a b c", "m": ' + "[" * 100_000 + "]" * 100_000 + "}\n",
+                    encoding="utf-8")
+    return path
+
+
+def test_deeply_nested_jsonl_is_one_line_in_prepare_and_infer(trained, tmp_path):
+    deep = _deep_jsonl(tmp_path / "deep.jsonl")
+    message = fails(1, "prepare", deep, "--out", tmp_path / "store")
+    assert message == (f"{deep}:2: not valid JSON (nested more than 64 levels deep); each line "
+                       f"must be one JSON object")
+    message = fails(1, "infer", trained, deep, "--sweeps", "4", "--burn-in", "2")
+    assert message.startswith(f"{deep}:2: not valid JSON (nested more than 64 levels deep)")
