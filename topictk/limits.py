@@ -70,6 +70,13 @@ def short(value: Any, limit: int = 80) -> str:
     return text
 
 
+def one_line(text: str, limit: int = 200) -> str:
+    """``text`` on one line (runs of white space, newlines included, become one space), cut to
+    ``limit`` characters."""
+    text = " ".join(str(text).split())
+    return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
 def json_too_deep(text: str, limit: int = MAX_JSON_DEPTH) -> bool:
     """Whether ``text`` (one JSON document) nests arrays and objects more than ``limit``
     deep. Python's parser recurses once per level and fails with RecursionError near 1,000

@@ -11,7 +11,7 @@ import numpy as np
 
 from topictk import __version__
 from topictk.errors import TopictkError
-from topictk.limits import short
+from topictk.limits import one_line
 
 
 # what to do about an OSError, by errno; the message names the path
@@ -103,7 +103,7 @@ class TopictkGroup(click.Group):
         except TopictkError as exc:
             if debug:
                 raise
-            _fail(ctx, str(exc), exc.exit_code)
+            _fail(ctx, one_line(exc, 2000), exc.exit_code)
         except KeyboardInterrupt:
             if debug:
                 raise
@@ -126,8 +126,8 @@ class TopictkGroup(click.Group):
         except Exception as exc:    # a defect: say so in one line, the traceback with --debug
             if debug:
                 raise
-            _fail(ctx, f"internal error ({type(exc).__name__}: {short(str(exc), 200)[1:-1]});"
-                       f" rerun with --debug for the traceback and report it", 1)
+            _fail(ctx, f"internal error ({type(exc).__name__}: {one_line(exc)}); rerun with "
+                       f"--debug for the traceback and report it", 1)
         finally:
             sys.stdout = stdout
 

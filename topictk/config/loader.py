@@ -13,7 +13,7 @@ import yaml
 from topictk.config.schema import (EVALUATION, INFERENCE_COMMON, MODEL, MODEL_FAMILIES,
                                    TOP_LEVEL, TRAINING, Option)
 from topictk.errors import ConfigError
-from topictk.limits import cap_threads, json_loads, memory_shortfall, short
+from topictk.limits import cap_threads, json_loads, memory_shortfall, one_line, short
 
 
 # the implicit types of YAML 1.1 that surprise people: ``010`` is 8 (octal), ``0x10`` 16,
@@ -236,7 +236,8 @@ def _model_schema(raw: dict) -> dict:
     family = model.get("family") if isinstance(model, dict) else None
     if family is None and isinstance(inf, dict) and inf.get("algorithm") in algorithm_names():
         family = get_driver(inf["algorithm"]).family
-    return MODEL_FAMILIES.get(family, MODEL)
+    # a family that is not a string (a list, a mapping) is refused by the family key's check
+    return MODEL_FAMILIES.get(family, MODEL) if isinstance(family, str) else MODEL
 
 
 def _check_family(family: str, algorithm: str, where: str) -> None:
@@ -394,13 +395,11 @@ def load_config(path: str | Path | None, overrides: list[str] = (),
         except yaml.YAMLError as exc:
             mark = getattr(exc, "problem_mark", None)
             line = f" line {mark.line + 1}" if mark is not None else ""
-            problem = " ".join(str(getattr(exc, "problem", None) or exc).split())  # one line
-            if len(problem) > 200:
-                problem = problem[:197] + "..."
+            problem = one_line(getattr(exc, "problem", None) or exc)
             raise ConfigError(f"{path}:{line} invalid YAML ({problem})") from None
         except (ValueError, TypeError, OverflowError) as exc:
             # a value that contradicts its explicit tag (``!!float abc``) is not a YAMLError
-            raise ConfigError(f"{path}: invalid YAML ({short(str(exc), 200)[1:-1]})") from None
+            raise ConfigError(f"{path}: invalid YAML ({one_line(exc)})") from None
         if raw is None:
             raise ConfigError(f"{path}: config file is empty; it needs corpus, model, "
                               f"inference and output")
