@@ -185,6 +185,7 @@ def play_family(family: str, store: Path, work: Path, cycles: int, rng: random.R
         config = write_config(family, store, base / f"case-{case}.yaml", run_dir)
         args: tuple[str, ...] = ()
         while True:
+            started = time.perf_counter()
             proc = topictk("train", "--config", config, "-q", *args)
             delay = kill_delay(rng, startup, full)
             try:
@@ -204,6 +205,10 @@ def play_family(family: str, store: Path, work: Path, cycles: int, rng: random.R
             err = proc.stderr.read().decode()
             proc.stderr.close()
             if proc.returncode == 0:
+                if not args:
+                    # a fresh run completed before its kill: kill the next ones within the time
+                    # a run takes now (the uninterrupted run may have shared the machine)
+                    full = max(min(full, time.perf_counter() - started), startup * 1.05)
                 break
             if "--resume" in args and "no checkpoint" in err:
                 args = ("--force",)
