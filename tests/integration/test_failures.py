@@ -224,3 +224,29 @@ def test_deeply_nested_jsonl_is_one_line_in_prepare_and_infer(trained, tmp_path)
                        f"must be one JSON object")
     message = fails(1, "infer", trained, deep, "--sweeps", "4", "--burn-in", "2")
     assert message.startswith(f"{deep}:2: not valid JSON (nested more than 64 levels deep)")
+
+
+# ---------------------------------------------------------------- encodings and line endings
+
+def test_a_utf16_file_is_named_utf16_not_binary(tmp_path):
+    utf16 = tmp_path / "notes.txt"
+    utf16.write_bytes("python lists\nand tuples\n".encode("utf-16"))
+    message = fails(1, "prepare", utf16, "--out", tmp_path / "store")
+    assert message == (f"{utf16}:1: looks like UTF-16 text (a byte-order mark or NUL bytes "
+                       f"between the letters); convert the file to UTF-8, e.g. with 'iconv -f "
+                       f"UTF-16 -t UTF-8'")
+    no_bom = tmp_path / "no_bom.txt"
+    no_bom.write_bytes("python lists and tuples\n".encode("utf-16-le"))
+    assert "looks like UTF-16 text" in fails(1, "prepare", no_bom, "--out", tmp_path / "s2")
+
+
+def test_carriage_returns_alone_end_lines(tmp_path):
+    lines = EXAMPLE.read_text(encoding="utf-8").splitlines()
+    mac = tmp_path / "mac.txt"
+    mac.write_bytes("\r".join(lines).encode("utf-8") + b"\r")
+    unix = tmp_path / "unix.txt"
+    unix.write_bytes("\n".join(lines).encode("utf-8") + b"\n")
+    summaries = [ok("prepare", path, "--out", tmp_path / f"store-{path.stem}").stdout
+                 for path in (mac, unix)]
+    assert "documents:    307 train, 34 test (341 read" in summaries[0]
+    assert summaries[0].splitlines()[1:] == summaries[1].splitlines()[1:]
