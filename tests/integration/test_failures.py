@@ -250,3 +250,10 @@ def test_carriage_returns_alone_end_lines(tmp_path):
                  for path in (mac, unix)]
     assert "documents:    307 train, 34 test (341 read" in summaries[0]
     assert summaries[0].splitlines()[1:] == summaries[1].splitlines()[1:]
+
+
+def test_a_corpus_that_is_a_text_file_gets_a_fix_that_reads_it(tmp_path):
+    config = write_config(tmp_path, EXAMPLE)
+    message = fails(2, "train", "--config", config, "-q")
+    assert message == (f"{EXAMPLE}: is a file, not a corpus store; prepare it with 'topictk "
+                       f"prepare {EXAMPLE} --out STORE' and point corpus at STORE")

@@ -232,6 +232,10 @@ class CorpusStore:
     def open(cls, path: str | Path) -> "CorpusStore":
         path = Path(path)
         mpath = path / "manifest.json"
+        if path.is_file():
+            raise CorpusUsageError(f"{path}: is a file, not a corpus store; prepare it with "
+                                   f"'topictk prepare {path} --out STORE' and point corpus at "
+                                   f"STORE")
         if not path.is_dir():
             raise CorpusUsageError(f"{path}: no corpus store here; create it with "
                                    f"'topictk prepare INPUT --out {path}'")
