@@ -6,128 +6,96 @@ document's own training state; ALGORITHMS.md §11.1, §13.2).
 What must hold: CVB > VB at convergence, collapsed Gibbs best, CVB converging in fewer
 iterations than Gibbs.
 
-    python benchmarks/bench_cvb.py                       # the recorded run (about 15 minutes)
-    python benchmarks/bench_cvb.py --quick               # a smoke run
+    python benchmarks/bench_cvb.py --record                 # the recorded run (about 15 minutes)
+    python benchmarks/bench_cvb.py --quick --datasets kos   # a smoke run
 
-Writes benchmarks/work/variational/cvb_results.json and benchmarks/variational_cvb.png and
-prints the Markdown table of benchmarks/RESULTS.md ("## Variational family"). Every number
-comes from topictk's own drivers and its Protocol B scorer (``train_heldout_probabilities``).
+Every run is ``topictk train`` (one process per run); the curve is the Protocol B point value
+of its ``metrics.jsonl`` (``--evals`` evaluations per run), the Gibbs value averaged over its
+saved samples comes from ``Run.evaluate()``. Writes benchmarks/work/cvb/results.json, the
+report ``cvb.md`` and the plot ``variational_cvb.png``.
 """
 from __future__ import annotations
 
 import argparse
 import json
-import sys
+import math
 import time
 from pathlib import Path
 
+import harness as h
 import numpy as np
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
+import topictk
 
-from topictk.config import load_config  # noqa: E402
-from topictk.corpus.prepare import PrepareOptions, prepare  # noqa: E402
-from topictk.corpus.store import CorpusStore  # noqa: E402
-from topictk.evaluation.perplexity import perplexity_from_probabilities  # noqa: E402
-from topictk.inference.registry import get_driver  # noqa: E402
-from topictk.streams import Streams  # noqa: E402
-
-DATA = ROOT.parent / "shared" / "data"
-WORK = ROOT / "benchmarks" / "work" / "variational"
-DATASETS = {
-    "kos": {"docword": DATA / "uci_kos" / "docword.kos.txt.gz",
-            "vocab": DATA / "uci_kos" / "vocab.kos.txt", "topics": 8},
-    # the filtered UCI NIPS (words with count > 20); its 1,350-document training file
-    "nips": {"docword": DATA / "uci_nips_filtered_giuseppedib" / "docword.train.txt.gz",
-             "vocab": DATA / "uci_nips_filtered_giuseppedib" / "vocab.filtered.txt",
-             "topics": 40},
-}
-# iterations per algorithm (full run / --quick)
+NAME = "cvb"
+WORK = h.WORK / "cvb"
+DATASETS = {"kos": {"store": "kos_protocol_b", "topics": 8},
+            "nips": {"store": "nips_protocol_b", "topics": 40}}
+# iterations per algorithm (full run; --quick divides them by 25)
 ITERATIONS = {
     "kos": {"gibbs": 600, "vb": 100, "cvb": 150, "cvb0": 150},
     "nips": {"gibbs": 400, "vb": 50, "cvb": 120, "cvb0": 120},
 }
-SCHEDULE = sorted({1, 2, 3, 4, 5, 6, 8, 10, 12, 15, 20, 25, 30, 35, 40, 50, 60, 70, 80, 100,
-                   120, 150, 200, 250, 300, 350, 400, 500, 600})
 CONVERGED_WITHIN = 0.01     # nats per token below the run's final value
 
 
-def store_for(name: str) -> Path:
-    path = WORK / f"{name}_protocol_b"
-    if not (path / "manifest.json").exists():
-        spec = DATASETS[name]
-        prepare([str(spec["docword"])], path,
-                PrepareOptions(format="uci", vocab=str(spec["vocab"]), test_docs=0,
-                               heldout_train_fraction=0.1, seed=0, force=True))
-    return path
-
-
-def config_for(store: Path, algorithm: str, topics: int, iterations: int):
+def config_for(store: Path, algorithm: str, topics: int, iterations: int, seed: int,
+               threads: int, evals: int, output: Path) -> dict:
     inference = {"algorithm": algorithm, "iterations": iterations}
     if algorithm == "gibbs":
         inference.update(burn_in=iterations // 2, thin=max(1, iterations // 20))
     else:
         inference["tol"] = 0            # run every iteration; convergence is measured here
-    raw = {"corpus": str(store), "output": str(WORK / "unused"),
-           "model": {"topics": topics, "alpha": 0.1, "beta": 0.1}, "inference": inference,
-           "training": {"threads": 1}}
-    return load_config(None, raw=raw)
+    return {"corpus": str(store), "output": str(output),
+            "model": {"topics": topics, "alpha": 0.1, "beta": 0.1}, "inference": inference,
+            "training": {"seed": seed, "threads": threads,
+                         "eval_every": max(1, iterations // evals), "checkpoint_every": 0}}
 
 
-def run(store: Path, algorithm: str, topics: int, iterations: int, seed: int,
-        threads: int) -> dict:
-    config = config_for(store, algorithm, topics, iterations)
-    corpus = CorpusStore.open(store)
-    held = corpus.train_heldout()
-    driver = get_driver(algorithm)(config, corpus, threads)
-    streams = Streams(seed)
-    state = driver.init_state(streams)
-    curve, samples, train_seconds = [], [], 0.0
-    schedule = [s for s in SCHEDULE if s < iterations] + [iterations]
-    for t in range(iterations):
-        began = time.perf_counter()
-        info = driver.step(state, t)
-        train_seconds += time.perf_counter() - began
-        if info.collect_sample:
-            samples.append({k: np.array(v, copy=True) for k, v in driver.sample(state).items()})
-        if t + 1 in schedule:
-            p = driver.train_heldout_probabilities(state, [], held)      # point estimate
-            ppl, _ = perplexity_from_probabilities(p, held.counts)
-            curve.append({"iteration": t + 1, "log_prob": -float(np.log(ppl)),
-                          "train_seconds": train_seconds})
+def run(name: str, store: Path, algorithm: str, iterations: int, seed: int, threads: int,
+        evals: int) -> dict:
+    tag = f"{name}-{algorithm}-s{seed}-i{iterations}"
+    cfg = config_for(store, algorithm, DATASETS[name]["topics"], iterations, seed, threads,
+                     evals, WORK / "runs" / tag)
+    res = h.train(cfg, WORK / "configs" / f"{tag}.yaml", WORK / "logs" / f"{tag}.log")
+    if res["rc"] != 0:
+        raise SystemExit(f"{tag}: topictk train failed:\n{h.tail(WORK / 'logs' / f'{tag}.log')}")
+    trained = topictk.load_run(cfg["output"])
+    curve = [{"iteration": m["step"], "log_prob": -math.log(m["perplexity_train_heldout_point"]),
+              "train_seconds": m["train_seconds"]}
+             for m in trained.metrics() if "perplexity_train_heldout_point" in m]
     final = curve[-1]["log_prob"]
-    averaged = None
-    if samples:                     # Gibbs: theta-hat and phi-hat averaged over the samples
-        p = driver.train_heldout_probabilities(state, samples, held)
-        averaged = -float(np.log(perplexity_from_probabilities(p, held.counts)[0]))
+    averaged, n_samples = None, 0
+    if algorithm == "gibbs":     # theta-hat and phi-hat averaged over the saved samples
+        result = trained.evaluate(threads=threads)
+        averaged = -math.log(result["perplexity_train_heldout"])
+        n_samples = len(list((Path(cfg["output"]) / "samples").glob("*.npz")))
     converged_at = next(c["iteration"] for c in curve if c["log_prob"] >= final - CONVERGED_WITHIN)
-    return {"algorithm": algorithm, "seed": seed, "iterations": iterations, "curve": curve,
-            "final": final, "final_averaged": averaged, "samples": len(samples),
-            "converged_at": converged_at, "train_seconds": train_seconds,
-            "seconds_per_iteration": train_seconds / iterations}
+    return {"dataset": name, "algorithm": algorithm, "seed": seed, "iterations": iterations,
+            "curve": curve, "final": final, "final_averaged": averaged, "samples": n_samples,
+            "converged_at": converged_at, "train_seconds": trained.train_seconds,
+            "seconds_per_iteration": trained.train_seconds / iterations,
+            "process_wall": res["wall"], "foreign": res["foreign"]}
 
 
-def table(results: list[dict]) -> str:
-    lines = ["| corpus (K) | algorithm | held-out log p / token (point) | Gibbs averaged over "
-             "samples | iterations to within 0.01 of final | s / iteration | runs |",
-             "| --- | --- | --- | --- | --- | --- | --- |"]
+def table(results: list[dict]) -> list[str]:
+    rows = []
     for name in DATASETS:
         for algorithm in ("gibbs", "cvb", "cvb0", "vb"):
-            rows = [r for r in results if r["dataset"] == name and r["algorithm"] == algorithm]
-            if not rows:
+            sel = [r for r in results if r["dataset"] == name and r["algorithm"] == algorithm]
+            if not sel:
                 continue
-            final = np.array([r["final"] for r in rows])
-            avg = [r["final_averaged"] for r in rows if r["final_averaged"] is not None]
-            conv = [r["converged_at"] for r in rows]
-            spi = np.mean([r["seconds_per_iteration"] for r in rows])
-            sd = f" ± {final.std(ddof=1):.4f}" if len(rows) > 1 else ""
-            avg_text = f"{np.mean(avg):.4f}" if avg else "—"
-            lines.append(f"| {name} ({DATASETS[name]['topics']}) | {algorithm} | "
-                         f"{final.mean():.4f}{sd} | {avg_text} | "
-                         f"{'/'.join(map(str, conv))} (of {rows[0]['iterations']}) | "
-                         f"{spi:.3f} | {len(rows)} |")
-    return "\n".join(lines)
+            final = [r["final"] for r in sel]
+            avg = [r["final_averaged"] for r in sel if r["final_averaged"] is not None]
+            spread = f" ± {h.sd(final):.4f}" if len(sel) > 1 else ""
+            rows.append([f"{name} ({DATASETS[name]['topics']})", algorithm,
+                         f"{h.mean(final):.4f}{spread}", f"{h.mean(avg):.4f}" if avg else "—",
+                         f"{'/'.join(str(r['converged_at']) for r in sel)} "
+                         f"(of {sel[0]['iterations']})",
+                         f"{h.mean(r['seconds_per_iteration'] for r in sel):.3f}", len(sel)])
+    return h.table(["corpus (K)", "algorithm", "held-out log p / token (point)",
+                    "Gibbs averaged over samples", "iterations to within 0.01 of final",
+                    "s / iteration", "runs"], rows, align="lllllll")
 
 
 def plot(results: list[dict], path: Path) -> None:
@@ -140,16 +108,17 @@ def plot(results: list[dict], path: Path) -> None:
     names = [name for name in DATASETS if any(r["dataset"] == name for r in results)]
     fig, axes = plt.subplots(1, len(names), figsize=(5.5 * len(names), 4))
     for ax, name in zip(np.atleast_1d(axes), names):
+        first = min(r["seed"] for r in results if r["dataset"] == name)
         for r in results:
             if r["dataset"] != name:
                 continue
             xs = [c["iteration"] for c in r["curve"]]
             ys = [c["log_prob"] for c in r["curve"]]
             ax.plot(xs, ys, color=colours[r["algorithm"]], alpha=0.8,
-                    label=r["algorithm"] if r["seed"] == 0 else None)
+                    label=r["algorithm"] if r["seed"] == first else None)
             if r["final_averaged"] is not None:
                 ax.scatter([xs[-1]], [r["final_averaged"]], color=colours["gibbs"], marker="*",
-                           s=80, label="gibbs, averaged samples" if r["seed"] == 0 else None)
+                           s=80, label="gibbs, averaged samples" if r["seed"] == first else None)
         ax.set_xscale("log")
         ax.set_xlabel("iteration")
         ax.set_ylabel("held-out log-probability per token")
@@ -161,46 +130,58 @@ def plot(results: list[dict], path: Path) -> None:
     fig.savefig(path, dpi=110)
 
 
-def main() -> None:
+def report(results: list[dict], wall: float, figure: Path, started) -> str:
+    lines = ["# Variational family: CVB vs VB vs collapsed Gibbs (Teh, Newman & Welling 2007)",
+             "", f"Measured {started:%Y-%m-%d %H:%M} UTC ({wall / 60:.1f} min) by", "",
+             "```bash", h.command_line(), "```", "", *h.machine_info("matplotlib"), "",
+             "Protocol B (`prepare --test-docs 0 --heldout-train-fraction 0.1`), α = β = 0.1; "
+             "every run is `topictk train` with one thread. Point values: the last "
+             "`perplexity_train_heldout_point` of the run's `metrics.jsonl`; Gibbs averaged over "
+             "its saved samples (second half of the run): `perplexity_train_heldout` of "
+             "`topictk evaluate`. \"Iterations to within 0.01\" is the first evaluated iteration "
+             "whose point value is within 0.01 nats of the run's final value.", "",
+             *table(results), "", f"![held-out log-probability per iteration]"
+             f"({Path('..') / figure.parent.name / figure.name})"]
+    return "\n".join(lines) + "\n"
+
+
+def main(argv=None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--datasets", nargs="+", default=list(DATASETS), choices=list(DATASETS))
+    parser.add_argument("--algorithms", nargs="+", default=["gibbs", "vb", "cvb", "cvb0"],
+                        choices=["gibbs", "vb", "cvb", "cvb0"])
     parser.add_argument("--seeds", type=int, nargs="+", default=None,
                         help="initialisation seeds (default: 0 1 for kos, 0 for nips)")
     parser.add_argument("--threads", type=int, default=1)
-    parser.add_argument("--quick", action="store_true", help="a few iterations only")
-    parser.add_argument("--from-results", nargs="+", metavar="JSON", default=None,
-                        help="run nothing: merge saved results files (e.g. one run per "
-                             "dataset) into cvb_results.json, redraw the plot, print the table")
-    args = parser.parse_args()
-    WORK.mkdir(parents=True, exist_ok=True)
-    if args.from_results:
-        results = [r for f in args.from_results for r in json.loads(Path(f).read_text())["results"]]
-        (WORK / "cvb_results.json").write_text(json.dumps({"results": results}, indent=1))
-        plot(results, ROOT / "benchmarks" / "variational_cvb.png")
-        print(table(results))
-        return
+    parser.add_argument("--evals", type=int, default=30,
+                        help="evaluations per run (the points of each curve; 30)")
+    parser.add_argument("--quick", action="store_true", help="1/25 of the iterations")
+    parser.add_argument("--record", action="store_true",
+                        help="write benchmarks/results/cvb.md and the figure (default: work/)")
+    args = parser.parse_args(argv)
+    started, began = h.now_utc(), time.perf_counter()
     results = []
-    began = time.perf_counter()
     for name in args.datasets:
-        store = store_for(name)
+        store = h.ensure_store(DATASETS[name]["store"])
         seeds = args.seeds if args.seeds is not None else ([0, 1] if name == "kos" else [0])
         for seed in seeds:
-            for algorithm, iterations in ITERATIONS[name].items():
+            for algorithm in args.algorithms:
+                iterations = ITERATIONS[name][algorithm]
                 if args.quick:
                     iterations = max(4, iterations // 25)
-                r = run(store, algorithm, DATASETS[name]["topics"], iterations, seed,
-                        args.threads)
-                r["dataset"] = name
+                r = run(name, store, algorithm, iterations, seed, args.threads, args.evals)
                 results.append(r)
-                print(f"{name} seed {seed} {algorithm:5s} final {r['final']:.4f} "
-                      f"(averaged {r['final_averaged']}) converged at {r['converged_at']} "
-                      f"{r['train_seconds']:.1f}s", flush=True)
-    out = WORK / ("cvb_results_quick.json" if args.quick else "cvb_results.json")
-    out.write_text(json.dumps({"results": results, "wall_seconds": time.perf_counter() - began},
-                              indent=1))
-    if not args.quick:
-        plot(results, ROOT / "benchmarks" / "variational_cvb.png")
-    print(table(results))
+                h.log(f"{name} seed {seed} {algorithm:5s} final {r['final']:.4f} (averaged "
+                      f"{r['final_averaged']}) converged at {r['converged_at']} "
+                      f"{r['train_seconds']:.1f}s")
+    wall = time.perf_counter() - began
+    (WORK / "results.json").write_text(json.dumps({"results": results, "wall_seconds": wall},
+                                                  indent=1))
+    figure = h.figure_path("variational_cvb.png", args.record)
+    plot(results, figure)
+    text = report(results, wall, figure, started)
+    print(text)
+    h.write_results(h.results_path(NAME, args.record), text)
 
 
 if __name__ == "__main__":

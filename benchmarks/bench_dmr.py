@@ -11,10 +11,10 @@ Part ``dmr`` -- on stm_poliblog5k (metadata rating, blog) and nips12 (year), K =
   optimisation interval, prior standard deviation sqrt(0.5), fed the store's training tokens with
   one categorical metadata string per document ("Conservative|ha"; NIPS: the year), snapshots
   of (phi, lambda) taken at the sweeps where topictk saves its samples, and scored by topictk's
-  own evaluator: phi-hat from ``get_topic_word_dist``, alpha_d of each test document from
-  ``get_topic_prior(its metadata)``, ``topictk.inference.gibbs.fold_in_probabilities`` with that
-  (D_test, K) alpha and ``perplexity_from_probabilities``, averaged over the snapshots as topictk
-  averages its samples (same fold-in settings and eval streams).
+  evaluator: phi-hat from ``get_topic_word_dist``, alpha_d of each test document from
+  ``get_topic_prior(its metadata)``, put through ``topictk.score_topic_word`` with that
+  (D_test, K) alpha, the probabilities averaged over the snapshots as ``topictk evaluate``
+  averages a run's samples (same fold-in settings and seed).
 
 Part ``pem`` -- on uci_kos: particle EM with P in {1, 2, 4, 8} (T = 1, learnt alpha) beside batch
 VB (smoothed, its defaults) and unsmoothed VB: held-out perplexity, EM iterations, training time,
@@ -23,14 +23,16 @@ peak memory.
 Every training run is its own process (wall time, CPU time and peak RSS from wait4); one thread
 by default. ``--threads N`` trains the topictk rows with N threads on N AD-LDA chunks and tomotopy
 with N workers; those rows are kept apart (keys ``<method>-tN``) and reported in a table of their
-own. Results go to ``benchmarks/work/dmr/results.json`` and to the section
-"## DMR and particle EM" of ``benchmarks/RESULTS.md`` (that section only; the others are left as
-they are).
+own. Results go to ``benchmarks/work/dmr/results.json`` and to the report ``dmr.md``
+(``--record``: benchmarks/results/). How much of a DMR run's perplexity comes from the level of
+its learnt prior is studied by ``studies/dmr_prior_level.py`` on the runs of this script.
 
 Usage (a venv with ``pip install -e . -r benchmarks/requirements.txt``)::
 
-    python benchmarks/bench_dmr.py                     # both parts, writes RESULTS.md
-    python benchmarks/bench_dmr.py --part pem --em-iterations 10 --no-write   # quick check
+    python benchmarks/bench_dmr.py --record             # both parts
+    python benchmarks/bench_dmr.py --part pem --em-iterations 10 --particles 1 2   # quick check
+    python benchmarks/bench_dmr.py --part dmr --corpora poliblog --topics 20 --seeds 1 \
+        --iterations 20 --optimize-burn-in 5 --optimize-interval 5 --sgrld-updates 20
 
 ``--sgrld-updates-factor N`` and ``--sgrld-sweeps N`` train the SGRLD rows longer or with other
 local chains; those rows are kept apart (keys ``<method>-uNx``, ``<method>-swN``) and are not
@@ -42,22 +44,17 @@ import argparse
 import datetime as _dt
 import json
 import os
-import platform
 import re
-import shlex
-import subprocess
 import sys
 import time
 from pathlib import Path
 
-from _results import replace_section   # benchmarks/_results.py (this directory)
+import harness as h
 
-HERE = Path(__file__).resolve().parent
-REPO = HERE.parent
-DATA = (REPO / ".." / "shared" / "data").resolve()
-WORK = HERE / "work" / "dmr"
-RESULTS = HERE / "RESULTS.md"
-SECTION = "## DMR and particle EM"
+import topictk
+
+WORK = h.WORK / "dmr"
+NAME = "dmr"
 
 ALPHA, BETA = 0.1, 0.01
 SIGMA2, SIGMA2_INTERCEPT = 0.5, 100.0
@@ -66,61 +63,30 @@ SGRLD_SWEEPS = 10
 DMR_LIBS = ["gibbs", "dmr-sem", "dmr-sem-sparse", "dmr-sem-dense", "tomotopy-dmr", "sgrld",
             "dmr-sgrld", "dmr-sgrld-nu-burn-in"]
 
-CORPORA = {
+CORPORA = {          # "store": the corpus's name in the harness
     "poliblog": {
-        "prepare": ["stm_poliblog5k/docword.poliblog5k.txt.gz",
-                    "--vocab", "stm_poliblog5k/vocab.poliblog5k.txt",
-                    "--meta-file", "stm_poliblog5k/metadata.tsv", "--meta", "rating,blog"],
+        "store": "poliblog",
         "fields": ["rating", "blog"],
         "sgrld": {"updates": 400, "batch": 256},
     },
     "nips": {
-        "prepare": ["nips12_roweis_knowceans/docword.nips12.txt.gz",
-                    "--vocab", "nips12_roweis_knowceans/vocab.nips12.txt",
-                    "--meta-file", "nips12_roweis_knowceans/metadata.tsv", "--meta", "year:cat"],
+        "store": "nips_year",
         "fields": ["year"],
         "sgrld": {"updates": 300, "batch": 128},
     },
     "kos": {
-        "prepare": ["uci_kos/docword.kos.txt.gz", "--vocab", "uci_kos/vocab.kos.txt"],
+        "store": "kos_default",
         "fields": [],
     },
 }
 
 
-def _data_args(args: list[str]) -> list[str]:
-    return [str(DATA / a) if a.endswith((".gz", ".txt", ".tsv")) else a for a in args]
-
-
 # --------------------------------------------------------------------------- measuring
 def run_measured(cmd: list[str], log_path: Path) -> dict:
-    """Run ``cmd`` in its own process: exit code, wall time, CPU time, peak RSS (wait4)."""
-    log_path.parent.mkdir(parents=True, exist_ok=True)
-    with open(log_path, "w") as log:
-        log.write("$ " + shlex.join(cmd) + "\n")
-        log.flush()
-        busy0 = busy_seconds()
-        began = time.perf_counter()
-        proc = subprocess.Popen(cmd, stdout=log, stderr=log, cwd=REPO)
-        _, status, usage = os.wait4(proc.pid, 0)
-        wall = time.perf_counter() - began
-        busy = busy_seconds() - busy0
-    cpu = usage.ru_utime + usage.ru_stime
-    return {"rc": os.waitstatus_to_exitcode(status), "wall": wall, "cpu": cpu,
-            "maxrss": usage.ru_maxrss * 1024, "contention": max(0.0, busy - cpu) / wall}
-
-
-def busy_seconds() -> float:
-    """CPU seconds all processes have used since boot (from /proc/stat)."""
-    with open("/proc/stat") as f:
-        parts = [int(x) for x in f.readline().split()[1:]]
-    return (sum(parts) - parts[3] - parts[4]) / os.sysconf("SC_CLK_TCK")
-
-
-def process_cpu() -> float:
-    import resource
-    r = resource.getrusage(resource.RUSAGE_SELF)
-    return r.ru_utime + r.ru_stime
+    """:func:`harness.run_measured`, the contention under the name this script records."""
+    res = h.run_measured(cmd, log_path)
+    res["contention"] = res["foreign"]
+    return res
 
 
 def load_average() -> float:
@@ -128,34 +94,6 @@ def load_average() -> float:
 
 
 # --------------------------------------------------------------------------- workers
-def worker_topictk(spec: dict) -> None:
-    """``topictk train`` in this process, with the driver's ``step`` wrapped to add up its CPU
-    time (the run's own ``train_seconds`` is the wall time of the same calls)."""
-    from topictk.inference.registry import get_driver
-
-    cls = get_driver(spec["algorithm"])
-    step, acc = cls.step, {"step_cpu": 0.0, "steps": 0, "active_steps": 0}
-
-    def timed_step(self, state, t):
-        c0 = process_cpu()
-        out = step(self, state, t)
-        acc["step_cpu"] += process_cpu() - c0
-        acc["steps"] += 1
-        acc["active_steps"] += int(out.tokens > 0)     # VB and PEM idle once converged
-        return out
-
-    cls.step = timed_step
-    from topictk.cli import main as topictk_main
-    sys.argv = ["topictk", "train", "--config", spec["config"], "--force", "--quiet"]
-    code = 0
-    try:
-        topictk_main()
-    except SystemExit as exc:
-        code = exc.code if isinstance(exc.code, int) else (0 if exc.code is None else 1)
-    Path(spec["info"]).write_text(json.dumps(acc))
-    sys.exit(code)
-
-
 def metadata_strings(store, part: str, fields: list[str]) -> list[str]:
     """One categorical metadata string per document: the fields joined by '|'."""
     meta = store.metadata(part)
@@ -170,15 +108,7 @@ def worker_tomotopy(spec: dict) -> None:
     import numpy as np
     import tomotopy as tp
 
-    from topictk.config.loader import Section
-    from topictk.config.schema import EVALUATION
-    from topictk.corpus.store import CorpusStore
-    from topictk.evaluation.perplexity import perplexity_from_probabilities
-    from topictk.inference.base import TestSet
-    from topictk.inference.gibbs import fold_in_probabilities
-    from topictk.streams import Streams
-
-    store = CorpusStore.open(spec["store"])
+    store = topictk.open_store(spec["store"])
     train = store.train()
     V, K = store.n_words, int(spec["K"])
     doc_ptr, words = np.asarray(train.doc_ptr), np.asarray(train.words)
@@ -202,10 +132,10 @@ def worker_tomotopy(spec: dict) -> None:
     sample_steps = sorted(int(s) for s in spec["sample_steps"])
     snapshots, wall, cpu, done = [], 0.0, 0.0, 0
     for target in sample_steps:
-        w0, c0 = time.perf_counter(), process_cpu()
+        w0, c0 = time.perf_counter(), h.process_cpu()
         mdl.train(target - done, workers=workers)
         wall += time.perf_counter() - w0
-        cpu += process_cpu() - c0
+        cpu += h.process_cpu() - c0
         done = target
         phi = np.full((V, K), 0.0)
         phi[ids] = np.array([mdl.get_topic_word_dist(k) for k in range(K)]).T
@@ -215,16 +145,11 @@ def worker_tomotopy(spec: dict) -> None:
         snapshots.append((phi, alpha))
     if done != int(spec["iterations"]) or mdl.global_step != done:
         raise SystemExit(f"tomotopy ran {mdl.global_step} sweeps, expected {spec['iterations']}")
-    evaluation = Section({**{k: o.default for k, o in EVALUATION.items()},
-                          "fold_in_sweeps": FOLD_IN_SWEEPS, "fold_in_burn_in": FOLD_IN_BURN_IN})
-    test = TestSet.from_store(store)
     e0 = time.perf_counter()
-    total = np.zeros(test.heldout.indices.size)
-    for phi, alpha in snapshots:
-        phi = np.ascontiguousarray(phi)
-        total += fold_in_probabilities(test, phi, phi, np.ascontiguousarray(alpha), evaluation,
-                                       Streams(int(spec["seed"])), 0, 1)
-    ppl, floored = perplexity_from_probabilities(total / len(snapshots), test.heldout.counts)
+    scored = topictk.score_topic_word(store, [phi.T for phi, _ in snapshots],
+                                      [alpha for _, alpha in snapshots], sweeps=FOLD_IN_SWEEPS,
+                                      burn_in=FOLD_IN_BURN_IN, seed=int(spec["seed"]), threads=1)
+    ppl, floored = scored["perplexity"], scored["floored_tokens"]
     Path(spec["out"]).write_text(json.dumps({
         "train_seconds": wall, "train_cpu": cpu, "construct_seconds": construct,
         "perplexity": ppl, "floored": floored, "samples": len(snapshots),
@@ -247,7 +172,7 @@ class Bench:
         self.results = self.load()
 
     def log(self, msg: str) -> None:
-        print(f"[{time.strftime('%H:%M:%S')}] {msg}", file=sys.stderr, flush=True)
+        h.log(msg)
 
     def load(self) -> dict:
         path = WORK / "results.json"
@@ -262,18 +187,18 @@ class Bench:
     def worker(self, mode: str, spec: dict, log: Path) -> dict:
         return run_measured([self.py, str(Path(__file__).resolve()), mode, json.dumps(spec)], log)
 
+    def train(self, config_path: Path, log: Path) -> dict:
+        return run_measured([*h.TOPICTK, "train", "--config", str(config_path), "--force",
+                             "--quiet"], log)
+
     def store(self, name: str) -> Path:
-        out = WORK / "stores" / name
-        if not (out / "manifest.json").exists():
-            cmd = [self.py, "-m", "topictk", "prepare", *_data_args(CORPORA[name]["prepare"]),
-                   "--out", str(out), "--force"]
-            res = run_measured(cmd, WORK / "logs" / f"prepare-{name}.log")
-            if res["rc"] != 0:
-                raise SystemExit(f"prepare {name} failed; see {WORK / 'logs'}")
-        return out
+        return h.ensure_store(CORPORA[name]["store"], out=WORK / "stores" / name)
 
     # ---- topictk runs
-    def topictk_row(self, key: str, store: Path, config: dict, seed: int | None = None) -> dict:
+    def topictk_row(self, key: str, store: Path, config: dict, seed: int | None = None,
+                    objective: bool = False) -> dict:
+        """Train (``objective``: with a metrics line after every step, which records the
+        tokens visited and the algorithm's own objective), evaluate and return one row."""
         if key in self.results["rows"] and not self.args.rerun:
             return self.results["rows"][key]
         base = WORK / "runs" / key
@@ -281,33 +206,35 @@ class Bench:
         run_dir = base / "run"
         config = {"corpus": str(store), "output": str(run_dir), **config,
                   "training": {"seed": self.args.seeds[0] if seed is None else seed,
-                               "threads": self.args.threads, "eval_every": 0,
+                               "threads": self.args.threads,
+                               "eval_every": 1 if objective else 0,
                                "checkpoint_every": 0, "keep_checkpoints": 1},
                   "evaluation": {"fold_in_sweeps": FOLD_IN_SWEEPS,
                                  "fold_in_burn_in": FOLD_IN_BURN_IN}}
         cfg_path = base / "config.yaml"
         cfg_path.write_text(json.dumps(config, indent=1))          # JSON is YAML
         load0 = load_average()
-        res = self.worker("_topictk", {"config": str(cfg_path), "info": str(base / "info.json"),
-                                       "algorithm": config["inference"]["algorithm"]},
-                          base / "train.log")
+        res = self.train(cfg_path, base / "train.log")
         if res["rc"] != 0:
             return {"error": f"train exit {res['rc']} (see {base / 'train.log'})"}
-        from topictk.rundir import checkpoint as ckpt
-        header, _ = ckpt.load_arrays(run_dir / "model.npz")
-        info = json.loads((base / "info.json").read_text())
+        run = topictk.load_run(run_dir)
         e, result = self.evaluate(run_dir, base / "evaluate.log")
         if result is None:
             return {"error": f"evaluate exit {e['rc']} (see {base / 'evaluate.log'})"}
         (base / "evaluate.json").write_text(json.dumps(result))
-        row = {"train_seconds": float(header["clock"]["train_seconds"]),
-               "train_cpu": info["step_cpu"], "steps": info["steps"],
-               "em_iterations": info["active_steps"],
+        row = {"train_seconds": run.train_seconds,
+               "train_cpu": res["cpu"], "steps": run.step,
+               "em_iterations": run.step,
                "peak_rss": res["maxrss"], "perplexity": result["perplexity"],
                "samples": result.get("samples"), "eval_seconds": e["wall"],
                "load_before": load0, "load_after": load_average(),
                "contention": res["contention"],
-               "tokens_seen": int(header["clock"]["tokens_seen"])}
+               "tokens_seen": run.tokens_seen}
+        if objective:     # a metrics line per step: converged VB and PEM idle (no tokens)
+            metrics = run.metrics()
+            seen = [0] + [m["tokens_seen"] for m in metrics]
+            row["em_iterations"] = sum(b > a for a, b in zip(seen, seen[1:]))
+            row["objective"] = metrics[-1].get("train_bound_per_token") if metrics else None
         for k in ("umass", "npmi", "diversity"):
             row[k] = result.get(k)
         self.results["rows"][key] = row
@@ -317,12 +244,8 @@ class Bench:
     def evaluate(self, run_dir: Path, log: Path, *options: str) -> tuple[dict, dict | None]:
         """``topictk evaluate RUN --json OPTIONS`` in its own process: the measurement and the
         JSON result (None if it failed)."""
-        res = run_measured([self.py, "-m", "topictk", "evaluate", str(run_dir), "--json",
-                            *options], log)
-        if res["rc"] != 0:
-            return res, None
-        text = log.read_text()
-        return res, json.loads(text[text.index("{"):])
+        result, res = h.evaluate(run_dir, log, *options)
+        return res, result
 
     def tomotopy_row(self, key: str, store: Path, corpus: str, K: int, iterations: int,
                      sample_steps: list[int], seed: int) -> dict:
@@ -364,7 +287,7 @@ class Bench:
             common["chunks"] = a.threads        # AD-LDA: one chunk per thread
         sfx = thread_suffix(a.threads)
         sg = CORPORA[corpus]["sgrld"]
-        updates = sg["updates"] * a.sgrld_updates_factor
+        updates = (a.sgrld_updates or sg["updates"]) * a.sgrld_updates_factor
         sgrld = {"iterations": updates, "batch_size": sg["batch"], "sweeps": a.sgrld_sweeps,
                  "step": {"a": a.sgrld_a, "b": 1000, "c": 0.55}, "burn_in": updates // 2,
                  "samples": 10}
@@ -426,7 +349,8 @@ class Bench:
             self.log(f"kos K={K} {name} ...")
             row = self.topictk_row(f"kos-K{K}-{name}", store,
                                    {"model": {"topics": K, "alpha": "auto", "beta": BETA},
-                                    "inference": {"iterations": I, **inference}})
+                                    "inference": {"iterations": I, **inference}},
+                                   objective=True)
             self.log("  " + (row.get("error") or f"perplexity {row['perplexity']:.1f}, "
                                                   f"{row['steps']} EM steps, "
                                                   f"{row['train_seconds']:.1f} s"))
@@ -475,9 +399,7 @@ class Bench:
 
     def main(self) -> None:
         began = time.perf_counter()
-        self.results.setdefault("machine", {
-            "cpus": os.cpu_count(), "python": platform.python_version(),
-            "platform": platform.platform()})
+        self.results["machine"] = h.machine_info("tomotopy")
         self.results["settings"] = {k: v for k, v in vars(self.args).items()}
         if self.args.part in ("dmr", "all"):
             self.part_dmr()
@@ -487,8 +409,7 @@ class Bench:
             self.part_left_to_right()
         self.results["bench_seconds_last_invocation"] = time.perf_counter() - began
         self.save()
-        if not self.args.no_write:
-            write_section(self.results, self.args)
+        write_section(self.results, self.args)
 
 
 # --------------------------------------------------------------------------- report
@@ -624,7 +545,7 @@ def write_section(results: dict, args) -> None:
     rows = results["rows"]
     seeds = list(args.seeds)
     today = _dt.date.today().isoformat()
-    lines = [SECTION, ""]
+    lines = ["# DMR and particle EM", ""]
     try:
         import tomotopy
         tomo = f"tomotopy {tomotopy.__version__} ({tomotopy.isa})"
@@ -641,7 +562,7 @@ def write_section(results: dict, args) -> None:
         + f"), the same background for topictk and tomotopy rows. {tomo}; seeds "
         f"{', '.join(map(str, seeds))} (each row is run once per seed).",
         "",
-        "### DMR: held-out perplexity against plain LDA and tomotopy",
+        "## DMR: held-out perplexity against plain LDA and tomotopy",
         "",
         f"Document completion on the store's 10 % test documents (20 % of each held out), fold-in "
         f"{FOLD_IN_SWEEPS} sweeps ({FOLD_IN_BURN_IN} burn-in), probabilities averaged over 10 "
@@ -677,7 +598,7 @@ def write_section(results: dict, args) -> None:
                            if (m := re.search(r"-t(\d+)-s\d+$", k))}):
         table, verdicts = _dmr_table(rows, seeds, thread_suffix(threads))
         lines += [
-            "", f"### DMR with {threads} threads", "",
+            "", f"## DMR with {threads} threads", "",
             f"The same runs as above with {threads} threads per run: topictk "
             f"`training.threads: {threads}` on `inference.chunks: {threads}` (AD-LDA, §2.4: "
             f"the result does not depend on the thread count, only on the chunks), tomotopy "
@@ -686,8 +607,7 @@ def write_section(results: dict, args) -> None:
             f"counts cores busy outside the run, so 0 means the machine was otherwise idle.",
             "", *TABLE_HEADER, *table, "", "Targets (means over the seeds):", "", *verdicts]
     lines += _left_to_right_table(rows, seeds)
-    lines += _prior_level_table()
-    lines += ["", "### Particle EM on uci_kos", ""]
+    lines += ["", "## Particle EM on uci_kos", ""]
     K, I = args.pem_topics, args.em_iterations
     lines += [
         f"K = {K}, alpha learnt (Newton, `model.alpha: auto`), at most {I} EM iterations (EM "
@@ -707,7 +627,7 @@ def write_section(results: dict, args) -> None:
         if not r or "error" in r:
             continue
         its = r.get("em_iterations") or r["steps"]
-        lines.append(f"| {label} | {_fmt(r['perplexity'])} | {_fmt(final_bound(K, name), '.5f')} "
+        lines.append(f"| {label} | {_fmt(r['perplexity'])} | {_fmt(r.get('objective'), '.5f')} "
                      f"| {its} | "
                      f"{_fmt(r['train_seconds'])} | {_fmt(r['train_cpu'])} | "
                      f"{_fmt(r['train_seconds'] / max(its, 1), '.2f')} | "
@@ -720,7 +640,7 @@ def write_section(results: dict, args) -> None:
         lines += ["", "Exactly what was run (from the repository root; raw numbers in "
                       "`benchmarks/work/dmr/results.json`):", "", "```bash", *commands, "```"]
     lines.append("")
-    replace_section(RESULTS, SECTION, "\n".join(lines))
+    h.write_results(h.results_path(NAME, args.record), "\n".join(lines))
 
 
 def _left_to_right_table(rows: dict, seeds: list[int]) -> list[str]:
@@ -756,7 +676,7 @@ def _left_to_right_table(rows: dict, seeds: list[int]) -> list[str]:
     if not body:
         return []
     return [
-        "", "### DMR against LDA by the left-to-right estimator", "",
+        "", "## DMR against LDA by the left-to-right estimator", "",
         "The runs of the first table scored again by `topictk evaluate --left-to-right` "
         "(Wallach et al. 2009, ALGORITHMS.md §11.3), which integrates theta out instead of "
         "plugging in the fold-in's estimate: 20 particles, each document's value averaged over "
@@ -769,94 +689,6 @@ def _left_to_right_table(rows: dict, seeds: list[int]) -> list[str]:
         "completion (same seeds) | vs its LDA (left-to-right): mean ± se, seeds below | "
         "evaluation s |",
         "| --- | --- | --- | --- | --- | --- | --- |", *body]
-
-
-def _prior_level_table() -> list[str]:
-    """The tables of ``benchmarks/dmr_prior_level.py`` (its JSON files), for the corpora and
-    K it has been run on."""
-    lines = []
-    for corpus in ("poliblog", "nips"):
-        for K in (20, 50):
-            path = WORK / f"prior_level-{corpus}-K{K}.json"
-            if path.exists():
-                lines += _prior_level_rows(json.loads(path.read_text()))
-    return lines
-
-
-def _prior_level_rows(res: dict) -> list[str]:
-    seeds = sorted(res["seeds"], key=int)
-    K, alpha = res["K"], res["lda_alpha"]
-    base = f"{alpha * K:g}"
-    rows = [("dmr-sgrld", "learnt_level", "dmr-sgrld: its learnt level (mean sum_k alpha_dk)"),
-            ("dmr-sgrld", "learnt", "dmr-sgrld as trained (the table's row)"),
-            ("dmr-sgrld", base, f"dmr-sgrld rescored at level {base} (= K alpha)"),
-            ("dmr-sgrld", f"{2 * alpha * K:g}", f"dmr-sgrld rescored at level {2 * alpha * K:g}"),
-            ("dmr-sgrld-held", "perplexity", f"dmr-sgrld trained with the level held at {base}"),
-            ("dmr-sgrld", ("likelihood_level", "sample_level"),
-             "dmr-sgrld: level of its last sample"),
-            ("dmr-sgrld", ("likelihood_level", "sweeps_10"),
-             "dmr-sgrld: likelihood level for its last sample's topics, local chains of 10 "
-             "sweeps (5 kept, as in training)"),
-            ("dmr-sgrld", ("likelihood_level", "sweeps_200"),
-             "dmr-sgrld: likelihood level for its last sample's topics, local chains of 200 "
-             "sweeps (100 kept)"),
-            ("sgrld", f"{alpha:g}", f"sgrld LDA, alpha {alpha:g} (the table's row)"),
-            ("sgrld", f"{2 * alpha:g}", f"sgrld LDA rescored with alpha {2 * alpha:g}"),
-            ("sgrld", f"{3.5 * alpha:g}", f"sgrld LDA rescored with alpha {3.5 * alpha:g}"),
-            ("dmr-sem", "learnt_level", "dmr-sem: its learnt level (mean over samples)"),
-            ("dmr-sem", ("likelihood_level", "sample_level"), "dmr-sem: level of its last sample"),
-            ("dmr-sem", ("likelihood_level", "sweeps_200"),
-             "dmr-sem: likelihood level for its last sample's topics, local chains of 200 "
-             "sweeps (100 kept)"),
-            ("dmr-sem", "learnt", "dmr-sem as trained (the table's row)"),
-            ("dmr-sem", base, f"dmr-sem rescored at level {base}"),
-            ("dmr-sem", f"{2 * alpha * K:g}", f"dmr-sem rescored at level {2 * alpha * K:g}"),
-            ("gibbs", f"{alpha:g}", f"gibbs LDA, alpha {alpha:g} (the table's row)"),
-            ("gibbs", f"{2 * alpha:g}", f"gibbs LDA rescored with alpha {2 * alpha:g}"),
-            ("gibbs", f"{3.5 * alpha:g}", f"gibbs LDA rescored with alpha {3.5 * alpha:g}")]
-    lines = [
-        "", f"### The level of the learnt DMR prior ({res['corpus']}, K = {K})", "",
-        "`python benchmarks/dmr_prior_level.py --corpus "
-        f"{res['corpus']} --topics {K}` on the runs of the first table: the level of a DMR prior "
-        "is the mean over training documents of sum_k alpha_dk (LDA's: K alpha). Rescored = the "
-        "same saved samples scored again with every intercept shifted to that level (metadata "
-        "contrasts unchanged), or, for LDA, with another alpha. Held = `dmr-sgrld` trained again "
-        "with the intercepts shifted after every update so that the level stays at K alpha, the "
-        "metadata weights learnt as usual (a diagnostic, not an option of topictk). Likelihood "
-        "level = with the topics of a run's last sample fixed, the level at which the gradient "
-        "of the training documents' likelihood along a common shift of the intercepts vanishes "
-        "(Brent's method; the expectation over z by one local Gibbs chain per document, "
-        "gradient averaged over its kept sweeps).", "",
-        "| " + " | ".join(["run", *(f"seed {s}" for s in seeds), "mean"]) + " |",
-        "| --- |" + " ---: |" * (len(seeds) + 1)]
-    for name, key, label in rows:
-        vals = [_lookup(res["seeds"][s].get(name, {}), key) for s in seeds]
-        if any(v is None for v in vals):
-            continue
-        fmt = ".2f" if "level" in str(key) else ".1f"
-        lines.append("| " + " | ".join([label, *(format(v, fmt) for v in vals),
-                                        format(_mean(vals), fmt)]) + " |")
-    return lines
-
-
-def _lookup(tree: dict, key: str | tuple[str, ...]):
-    """``tree[key]``, or ``tree[a][b]`` for ``key = (a, b)``; None where a key is missing."""
-    for part in (key,) if isinstance(key, str) else key:
-        if not isinstance(tree, dict) or part not in tree:
-            return None
-        tree = tree[part]
-    return tree
-
-
-def final_bound(K: int, name: str) -> float | None:
-    """The run's last training objective per token (VB: ELBO; PEM: L_T) from its model.npz."""
-    try:
-        from topictk.rundir import checkpoint as ckpt
-        header, _ = ckpt.load_arrays(WORK / "runs" / f"kos-K{K}-{name}" / "run" / "model.npz")
-        manifest = json.loads((WORK / "stores" / "kos" / "manifest.json").read_text())
-        return float(header["state"]["bound"]) / manifest["counts"]["train_tokens"]
-    except (OSError, KeyError, TypeError, ValueError):
-        return None
 
 
 # --------------------------------------------------------------------------- CLI
@@ -894,16 +726,19 @@ def parse_args(argv):
                    help="left-to-right evaluations run at a time (one thread each)")
     p.add_argument("--rerun", action="store_true", help="run rows already in results.json again")
     p.add_argument("--fresh", action="store_true", help="forget results.json")
-    p.add_argument("--no-write", action="store_true", help="do not touch RESULTS.md")
+    p.add_argument("--record", action="store_true",
+                   help="write benchmarks/results/dmr.md (default: benchmarks/work/results/)")
+    p.add_argument("--sgrld-updates", type=int, default=None,
+                   help="updates of the SGRLD rows (default: per corpus, 400 / 300)")
     p.add_argument("--report-only", action="store_true",
-                   help="rewrite the section from results.json")
+                   help="rewrite the report from results.json")
     return p.parse_args(argv)
 
 
 def main() -> None:
     if len(sys.argv) >= 3 and sys.argv[1].startswith("_"):
         mode, spec = sys.argv[1], json.loads(sys.argv[2])
-        {"_topictk": worker_topictk, "_tomotopy": worker_tomotopy,
+        {"_tomotopy": worker_tomotopy,
          "_baseline": worker_baseline}[mode](spec)
         return
     args = parse_args(sys.argv[1:])

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Mini-batch MCMC benchmark: SGRLD and HSVG beside collapsed Gibbs and online VB.
 
-Four parts (``python benchmarks/bench_minibatch.py PART ...``; ``all`` runs them in order):
+Three parts (``python benchmarks/bench_minibatch.py PART ...``; ``all`` runs them in order):
 
 ``nips``        Patterson & Teh (2013) Figure 2a in kind: NIPS 1987-1999 (knowceans UCI docword),
                 Protocol B (every document split 80/20; the held-out 20 % are scored with each
@@ -13,13 +13,12 @@ Four parts (``python benchmarks/bench_minibatch.py PART ...``; ``all`` runs them
                 |B| = 64: a short pilot picks the step sizes, then every algorithm trains for a
                 fixed budget of training seconds; point perplexity against train_seconds is
                 plotted to ``benchmarks/minibatch_20news_ppl_vs_time.png``.
-``throughput``  the SGRLD local step (``topictk.inference._minibatch.local_gibbs``) at K = 128 on
-                20 Newsgroups mini-batches of 200 documents, 10 sweeps, phi from the ``news``
-                SGRLD run: token-sweeps per second per thread for 1 and 2 threads.
 ``memory``      peak RSS of ``topictk train`` (sgrld, hsvg) on 20 Newsgroups and on the same
                 training corpus with every document twice (same test split, same updates).
-``report``      writes the "## Mini-batch MCMC: SGRLD and HSVG" section of benchmarks/RESULTS.md
-                (only that section is replaced or appended) and the PNG plots.
+``report``      writes the report ``minibatch.md`` and the PNG plots (``--record``:
+                benchmarks/results/ and benchmarks/figures/, else under benchmarks/work/).
+
+The throughput of the SGRLD local step is measured by ``studies/minibatch_local_step.py``.
 
 Every training run lives in its own directory under ``benchmarks/work/minibatch/runs``; a run is
 finished when its ``result.json`` exists, and reruns skip finished runs (an unfinished run is
@@ -29,42 +28,35 @@ repository root. Requires ``matplotlib`` (benchmarks/requirements.txt).
 
 Usage (from the repository root, in the venv where topictk is installed)::
 
-    python benchmarks/bench_minibatch.py all --jobs 2
+    python benchmarks/bench_minibatch.py all --jobs 2 --record
     python benchmarks/bench_minibatch.py nips --jobs 2       # one part
-    python benchmarks/bench_minibatch.py report              # RESULTS.md section + plots
+    python benchmarks/bench_minibatch.py report --record     # results/minibatch.md + plots
+    python benchmarks/bench_minibatch.py all --quick         # a few minutes: tiny grids
 """
 from __future__ import annotations
 
 import argparse
 import concurrent.futures as cf
-import datetime as _dt
 import gzip
 import json
 import math
-import os
-import platform
 import shlex
-import subprocess
-import sys
-import threading
 import time
 from pathlib import Path
 
+import harness as h
 import yaml
 
-from _results import replace_section   # benchmarks/_results.py (this directory)
+import topictk
 
-HERE = Path(__file__).resolve().parent
-REPO = HERE.parent
-DATA = (REPO / ".." / "shared" / "data").resolve()
-WORK = HERE / "work" / "minibatch"
-RESULTS_MD = HERE / "RESULTS.md"
-SECTION = "## Mini-batch MCMC: SGRLD and HSVG"
-PLOT_NEWS = HERE / "minibatch_20news_ppl_vs_time.png"
-PLOT_NIPS = HERE / "minibatch_nips_protocol_b.png"
-TOPICTK = [sys.executable, "-m", "topictk"]
+REPO, DATA = h.REPO, h.DATA
+WORK = h.WORK / "minibatch"
+NAME = "minibatch"
+PLOTS: dict[str, Path] = {}      # "news", "nips": where the report draws its figures
+TOPICTK = h.TOPICTK
 ALGOS = ("gibbs", "sgrld", "ovb", "hsvg")
 RETRY_FAILED = False   # --retry-failed: rerun runs whose result.json records a failure
+rel, log, tail = h.rel, h.log, h.tail
 
 # ----------------------------------------------------------------------------- settings
 NIPS = {
@@ -105,70 +97,21 @@ NEWS = {
                                                              (1024, 0.7))],
               "gibbs": [{}]},
 }
-THROUGHPUT = {"batch_docs": 200, "sweeps": 10, "burn_in": 5, "batches": 40, "alpha": 0.1,
-              "threads": (1, 2), "repeats": 2}
 MEMORY = {"updates": 300, "batch": 64, "algos": ("sgrld", "hsvg")}
-
-
-def rel(path) -> str:
-    """A path relative to the repository root when possible (for printed commands)."""
-    path = Path(path)
-    try:
-        return os.path.relpath(path, REPO)
-    except ValueError:
-        return str(path)
-
-
-def log(msg: str) -> None:
-    print(f"[{_dt.datetime.now():%H:%M:%S}] {msg}", file=sys.stderr, flush=True)
 
 
 # ----------------------------------------------------------------------------- processes
 def run_process(cmd: list[str], log_path: Path, poll_memory: bool = False) -> dict:
-    """Run ``cmd`` (stdout to the returned dict, stderr to ``log_path``); wall time, exit code,
-    peak RSS of the child from wait4 and, with ``poll_memory``, the peaks of RssAnon/RssFile
-    read from /proc every 20 ms."""
-    log_path.parent.mkdir(parents=True, exist_ok=True)
-    out_path = log_path.with_suffix(".stdout")
-    with open(log_path, "w") as err, open(out_path, "w") as out:
-        began = time.perf_counter()
-        proc = subprocess.Popen(cmd, stdout=out, stderr=err, cwd=REPO)
-        peaks = {"rss_anon_kb": 0, "rss_file_kb": 0}
-        done = threading.Event()
-
-        def poll():
-            status = Path(f"/proc/{proc.pid}/status")
-            while not done.is_set():
-                try:
-                    for line in status.read_text().splitlines():
-                        for key, name in (("RssAnon:", "rss_anon_kb"), ("RssFile:", "rss_file_kb")):
-                            if line.startswith(key):
-                                peaks[name] = max(peaks[name], int(line.split()[1]))
-                except (OSError, ValueError):
-                    pass
-                done.wait(0.02)
-
-        poller = threading.Thread(target=poll, daemon=True) if poll_memory else None
-        if poller:
-            poller.start()
-        _, status, usage = os.wait4(proc.pid, 0)
-        wall = time.perf_counter() - began
-        done.set()
-        if poller:
-            poller.join()
-        proc.returncode = os.waitstatus_to_exitcode(status)
-    result = {"rc": proc.returncode, "wall_seconds": round(wall, 3),
-              "maxrss_kb": int(usage.ru_maxrss), "stdout": out_path.read_text()}
+    """:func:`harness.run_measured` with stdout kept beside ``log_path``, in the units the
+    results files of this script record."""
+    res = h.run_measured(cmd, log_path, stdout_path=log_path.with_suffix(".stdout"),
+                         poll_memory=poll_memory)
+    result = {"rc": res["rc"], "wall_seconds": round(res["wall"], 3),
+              "maxrss_kb": res["maxrss"] // 1024, "stdout": res["stdout"],
+              "contention": round(res["foreign"], 3)}
     if poll_memory:
-        result.update(peaks)
+        result.update(rss_anon_kb=res["rss_anon"] // 1024, rss_file_kb=res["rss_file"] // 1024)
     return result
-
-
-def tail(path: Path, n: int = 5) -> str:
-    try:
-        return "\n".join(path.read_text().splitlines()[-n:])
-    except OSError:
-        return ""
 
 
 # ----------------------------------------------------------------------------- stores
@@ -197,14 +140,9 @@ def prepare_command(name: str) -> list[str]:
 
 
 def ensure_store(name: str) -> dict:
-    out = store_path(name)
-    if not (out / "manifest.json").exists():
-        log(f"prepare {name}")
-        res = run_process(TOPICTK + prepare_command(name)[1:] + ["--force"],
-                          WORK / "logs" / f"prepare-{name}.log")
-        if res["rc"] != 0:
-            log_path = WORK / "logs" / f"prepare-{name}.log"
-            raise SystemExit(f"prepare {name} failed:\n{tail(log_path)}")
+    """The manifest of store ``name``, prepared (from the repository root) when missing."""
+    out = h.ensure_store(name, [str(REPO / a) if "/" in a else a for a in store_args(name)],
+                         out=store_path(name))
     return json.loads((out / "manifest.json").read_text())
 
 
@@ -277,14 +215,10 @@ def execute(cfg: dict, evaluate: bool = True, poll_memory: bool = False) -> dict
         result["failed"] = tail(WORK / "logs" / run_dir.parent.name / f"{run_dir.name}.train.log")
         log(f"  FAILED {run_dir.name}: {result['failed'].splitlines()[-1:]}")
     else:
-        from topictk.rundir.checkpoint import load_arrays
-        header, _ = load_arrays(run_dir / "model.npz")
-        result["clock"] = header["clock"]
-        result["status"] = header["status"]
-        result["step"] = header["state"]["step"]
-        metrics = run_dir / "metrics.jsonl"
-        if metrics.exists():
-            result["metrics"] = [json.loads(l) for l in metrics.read_text().splitlines() if l]
+        run = topictk.load_run(run_dir)
+        result["clock"] = {"train_seconds": run.train_seconds, "tokens_seen": run.tokens_seen}
+        result["step"] = run.step
+        result["metrics"] = run.metrics()
         if evaluate:
             ev = run_process(TOPICTK + ["evaluate", str(run_dir), "--json"],
                              WORK / "logs" / run_dir.parent.name / f"{run_dir.name}.eval.log")
@@ -451,7 +385,7 @@ def news_final_config(alg: str, pilot: dict) -> dict:
     rate = pilot["step"] / max(pilot["clock"]["train_seconds"], 1e-9)   # steps per train second
     eval_every = max(1, int(round(rate * NEWS["budget"] / NEWS["points"])))
     eval_cost = pilot.get("evaluate_seconds", 10.0)
-    limit = NEWS["budget"] + (NEWS["points"] + 2) * eval_cost + 30.0
+    limit = NEWS.get("final_limit") or NEWS["budget"] + (NEWS["points"] + 2) * eval_cost + 30.0
     extra = {k: v for k, v in inf.items() if k not in ("algorithm", "iterations", "batch_size")}
     return make_config("news", "final-" + news_label(alg, extra), "20news", NEWS["model"],
                        inf, {"time_limit": round(limit), "eval_every": eval_every})
@@ -485,123 +419,6 @@ def value_at(metrics: list[dict], seconds: float) -> float | None:
 
 
 # ----------------------------------------------------------------------------- part 3
-def part_throughput(args) -> dict:
-    import numpy as np
-
-    from topictk.corpus.store import CorpusStore
-    from topictk.inference import _minibatch
-    from topictk.inference.base import chunk_bounds_by_docs
-    from topictk.inference.sgrld import local_statistics, sgrld_update
-    from topictk import streams as keys
-    from topictk.corpus.batches import gather_batch
-    from topictk.rundir.checkpoint import load_arrays
-    from topictk.streams import Streams
-
-    out_path = WORK / "throughput.json"
-    if out_path.exists() and not args.force:
-        return json.loads(out_path.read_text())
-    ensure_store("20news")
-    store = CorpusStore.open(store_path("20news"))
-    train = store.train()
-    doc_ptr = np.asarray(train.doc_ptr)
-    words = np.asarray(train.words)
-    # phi from the 20news SGRLD run (part news); a short SGRLD run if it is missing
-    finals = sorted((WORK / "runs" / "news").glob("final-sgrld-*/model.npz"))
-    if finals:
-        phi_source = finals[0]
-    else:
-        cfg = make_config("news", "phi-sgrld", "20news", NEWS["model"],
-                          news_inference("sgrld", {"step": {"a": 0.01, "b": 1000, "c": 0.55}},
-                                         2000), {})
-        execute(cfg, evaluate=False)
-        phi_source = Path(cfg["output"]) / "model.npz"
-    _, arrays = load_arrays(phi_source)
-    phi_hat = arrays["phi_hat"]
-    phi = phi_hat / phi_hat.sum(axis=0, keepdims=True)
-    K = phi.shape[1]
-    alpha = np.full((1, K), THROUGHPUT["alpha"])
-    T = THROUGHPUT
-    rng = np.random.default_rng(0)
-    ids = rng.permutation(doc_ptr.size - 1)
-    streams = Streams(0)
-    size = T["batch_docs"]
-    batches = [gather_batch(doc_ptr, words, np.sort(ids[i * size:(i + 1) * size]))
-               for i in range(T["batches"])]
-    stats = {th: {"kernel_s": 0.0, "kernel_cpu_s": 0.0, "local_statistics_s": 0.0,
-                  "token_sweeps": 0}
-             for th in T["threads"]}
-    same = True
-
-    inf = {"sweeps": T["sweeps"], "local_burn_in": T["burn_in"], "chunk_docs": 16}
-    for rep in range(T["repeats"] + 1):          # repeat 0 is a warm-up, not counted
-        for t, batch in enumerate(batches):
-            weights = np.ascontiguousarray(phi[batch.vocab])
-            bounds = chunk_bounds_by_docs(batch.doc_ids.size, 16)
-            ref = None
-            for th in T["threads"]:
-                gens = [streams.derived(keys.local_key(t, c)) for c in range(bounds.size - 1)]
-                wt = np.zeros((batch.vocab.size, K), dtype=np.int64)
-                dt = np.zeros((batch.doc_ids.size, K), dtype=np.int64)
-                began, cpu = time.perf_counter(), time.process_time()
-                _minibatch.local_gibbs(batch.doc_ptr, batch.words, weights, alpha, T["sweeps"],
-                                       T["burn_in"], bounds, gens, wt, dt, th)
-                k_s = time.perf_counter() - began
-                k_cpu = time.process_time() - cpu
-                began = time.perf_counter()
-                local_statistics(batch, phi[batch.vocab], alpha[0], inf, streams, t, th)
-                l_s = time.perf_counter() - began
-                if ref is None:
-                    ref = wt
-                else:
-                    same &= bool(np.array_equal(ref, wt))
-                if rep > 0:
-                    stats[th]["kernel_s"] += k_s
-                    stats[th]["kernel_cpu_s"] += k_cpu
-                    stats[th]["local_statistics_s"] += l_s
-                    stats[th]["token_sweeps"] += batch.n_tokens * T["sweeps"]
-    rows = []
-    for th, s in stats.items():
-        rate = s["token_sweeps"] / s["kernel_s"]
-        rows.append({"threads": th, "token_sweeps": s["token_sweeps"],
-                     "kernel_seconds": round(s["kernel_s"], 4),
-                     "kernel_rate": rate, "kernel_rate_per_thread": rate / th,
-                     "kernel_cpu_seconds": round(s["kernel_cpu_s"], 4),
-                     "kernel_rate_per_cpu_second": s["token_sweeps"] / s["kernel_cpu_s"],
-                     "local_statistics_rate": s["token_sweeps"] / s["local_statistics_s"],
-                     "local_statistics_rate_per_thread":
-                         s["token_sweeps"] / s["local_statistics_s"] / th})
-    # cost of the dense global SGRLD update at this size (V x K), for comparison
-    main = np.random.Generator(np.random.PCG64(1))
-    batch = batches[0]
-    nbar = rng.random((batch.vocab.size, K))
-    timings = {"normals": 0.0, "phi": 0.0, "update": 0.0}
-    n_rep = 20
-    ph = phi_hat.copy()
-    for _ in range(n_rep):
-        b = time.perf_counter()
-        noise = main.standard_normal(size=ph.shape)
-        timings["normals"] += time.perf_counter() - b
-        b = time.perf_counter()
-        ph / ph.sum(axis=0, keepdims=True)
-        timings["phi"] += time.perf_counter() - b
-        b = time.perf_counter()
-        sgrld_update(ph, nbar, batch.vocab, 0.01, 1e-4, 176.0, noise)
-        timings["update"] += time.perf_counter() - b
-    tokens_per_batch = [b.n_tokens for b in batches]
-    result = {"rows": rows, "identical_across_threads": same, "K": K,
-              "phi_source": rel(phi_source), "batches": T["batches"], "repeats": T["repeats"],
-              "batch_docs": T["batch_docs"], "sweeps": T["sweeps"], "burn_in": T["burn_in"],
-              "mean_tokens_per_batch": float(np.mean(tokens_per_batch)),
-              "global_update_ms": {k: 1000 * v / n_rep for k, v in timings.items()},
-              "V": int(phi.shape[0])}
-    out_path.write_text(json.dumps(result, indent=1))
-    for r in rows:
-        log(f"threads {r['threads']}: kernel {r['kernel_rate'] / 1e6:.2f} M token-sweeps/s "
-            f"({r['kernel_rate_per_thread'] / 1e6:.2f} per thread; "
-            f"{r['kernel_rate_per_cpu_second'] / 1e6:.2f} per CPU-second)")
-    return result
-
-
 # ----------------------------------------------------------------------------- part 4
 def part_memory(args) -> list[dict]:
     rows = []
@@ -622,36 +439,6 @@ def part_memory(args) -> list[dict]:
 
 
 # ----------------------------------------------------------------------------- report
-def machine() -> dict:
-    info = {"date": _dt.datetime.now().strftime("%Y-%m-%d %H:%M UTC"),
-            "python": platform.python_version()}
-    try:
-        lscpu = subprocess.run(["lscpu"], capture_output=True, text=True).stdout
-        for line in lscpu.splitlines():
-            if line.startswith("Model name:"):
-                info["cpu"] = line.split(":", 1)[1].strip()
-            if line.startswith("CPU(s):"):
-                info["cores"] = line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    with open("/proc/meminfo") as f:
-        info["ram_gb"] = round(int(f.readline().split()[1]) / 2**20, 1)
-    import matplotlib
-    import numpy
-    import scipy
-    info["versions"] = f"numpy {numpy.__version__}, scipy {scipy.__version__}, " \
-                       f"matplotlib {matplotlib.__version__}"
-    try:
-        from importlib.metadata import version
-        info["topictk"] = version("topictk")
-    except Exception:
-        info["topictk"] = "?"
-    commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=REPO,
-                            capture_output=True, text=True).stdout.strip()
-    info["commit"] = commit + " (uncommitted changes in the working tree)"
-    return info
-
-
 def fmt(x, digits=1) -> str:
     if x is None or (isinstance(x, float) and not math.isfinite(x)):
         return "—"
@@ -682,7 +469,7 @@ def plot_news(finals: dict) -> None:
     ax.grid(alpha=0.3)
     ax.legend(fontsize=8)
     fig.tight_layout()
-    fig.savefig(PLOT_NEWS, dpi=120)
+    fig.savefig(PLOTS["news"], dpi=120)
     plt.close(fig)
 
 
@@ -707,7 +494,7 @@ def plot_nips(rows: list[tuple[str, str, float]]) -> None:
     for i, v in enumerate(vals):
         ax.text(i, v, f"{v:.0f}", ha="center", va="bottom", fontsize=7)
     fig.tight_layout()
-    fig.savefig(PLOT_NIPS, dpi=120)
+    fig.savefig(PLOTS["nips"], dpi=120)
     plt.close(fig)
 
 
@@ -716,7 +503,7 @@ def report_nips(lines: list[str]) -> None:
     c = manifest["counts"]
     D = c["train_documents"]
     size, sgrld, vi = nips_configs(D)
-    lines += ["### 1. NIPS, Protocol B (Patterson & Teh 2013, Figure 2a in kind)", "",
+    lines += ["## 1. NIPS, Protocol B (Patterson & Teh 2013, Figure 2a in kind)", "",
               f"Store: `{shlex.join(prepare_command('nips12'))}` — {D:,} documents, "
               f"V = {c['vocabulary']:,}, {c['train_tokens']:,} observed (training) tokens, "
               f"{c.get('train_heldout_tokens', 0):,} held-out tokens (20 % of every document). "
@@ -791,13 +578,13 @@ def report_nips(lines: list[str]) -> None:
     bars.sort(key=lambda b: (b[1] != "batch", order[b[0].split()[0]], b[0]))
     if bars:
         plot_nips(bars)
-        lines += [f"Plot: `{rel(PLOT_NIPS)}`.", ""]
+        lines += [f"Plot: ![nips](../{PLOTS['nips'].parent.name}/{PLOTS['nips'].name})", ""]
 
 
 def report_news(lines: list[str]) -> dict:
     manifest = json.loads((store_path("20news") / "manifest.json").read_text())
     c = manifest["counts"]
-    lines += ["### 2. 20 Newsgroups, K = 128: point perplexity against training time", "",
+    lines += ["## 2. 20 Newsgroups, K = 128: point perplexity against training time", "",
               f"Store: `{shlex.join(prepare_command('20news'))}` — {c['train_documents']:,} "
               f"training documents ({c['train_tokens']:,} tokens), {c['test_documents']:,} test "
               f"documents ({c['test_observed_tokens']:,} observed / "
@@ -833,40 +620,8 @@ def report_news(lines: list[str]) -> dict:
                      f"{fmt((r.get('clock') or {}).get('train_seconds'))} | "
                      + " | ".join(fmt(v) for v in vals) + f" | {fmt(last)} |")
     plot_news(finals)
-    lines += ["", f"Plot: `{rel(PLOT_NEWS)}`.", ""]
+    lines += ["", f"Plot: ![20news](../{PLOTS['news'].parent.name}/{PLOTS['news'].name})", ""]
     return finals
-
-
-def report_throughput(lines: list[str]) -> None:
-    path = WORK / "throughput.json"
-    if not path.exists():
-        return
-    t = json.loads(path.read_text())
-    lines += ["### 3. SGRLD local step throughput", "",
-              f"`topictk.inference._minibatch.local_gibbs` (and the Python wrapper "
-              f"`topictk.inference.sgrld.local_statistics`) on {t['batches']} random 20 "
-              f"Newsgroups mini-batches of {t['batch_docs']} documents (mean "
-              f"{t['mean_tokens_per_batch']:.0f} tokens), K = {t['K']}, {t['sweeps']} sweeps "
-              f"({t['burn_in']} burn-in), α = 0.1, chunk_docs 16, φ from `{t['phi_source']}` "
-              f"(the 20 Newsgroups SGRLD run of part 2). Every batch is run with 1 and 2 threads "
-              f"back to back, {t['repeats']} timed passes after one warm-up pass; rates are total "
-              f"token-sweeps / total seconds. Results identical across thread counts: "
-              f"{t['identical_across_threads']}.", "",
-              "| threads | token-sweeps | kernel wall s | kernel M token-sweeps/s (wall) | "
-              "per thread (wall) | kernel CPU s | M token-sweeps per CPU-second | "
-              "local_statistics M/s (wall) | per thread |",
-              "| ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |"]
-    for r in t["rows"]:
-        lines.append(f"| {r['threads']} | {r['token_sweeps']:,} | {r['kernel_seconds']:.3f} | "
-                     f"{r['kernel_rate'] / 1e6:.2f} | {r['kernel_rate_per_thread'] / 1e6:.2f} | "
-                     f"{r['kernel_cpu_seconds']:.3f} | "
-                     f"{r['kernel_rate_per_cpu_second'] / 1e6:.2f} | "
-                     f"{r['local_statistics_rate'] / 1e6:.2f} | "
-                     f"{r['local_statistics_rate_per_thread'] / 1e6:.2f} |")
-    g = t["global_update_ms"]
-    lines += ["", f"For scale, the dense SGRLD global step at V × K = {t['V']} × {t['K']}: "
-              f"{g['normals']:.1f} ms for the normal draws, {g['phi']:.1f} ms to normalise φ, "
-              f"{g['update']:.1f} ms for `sgrld_update` (per update).", ""]
 
 
 def report_memory(lines: list[str]) -> None:
@@ -878,7 +633,7 @@ def report_memory(lines: list[str]) -> None:
                 rows.append((alg, store, json.loads(p.read_text())))
     if not rows:
         return
-    lines += ["### 4. Streaming memory", "",
+    lines += ["## 3. Streaming memory", "",
               f"`topictk train` of sgrld (a = 0.01, b = 1000, c = 0.55) and hsvg (τ0 = 64, "
               f"κ = 0.7), K = 128, {MEMORY['updates']} updates of |B| = {MEMORY['batch']}, "
               "eval_every 0, checkpoint_every 0, one run at a time in its own subprocess. "
@@ -903,61 +658,69 @@ def report_memory(lines: list[str]) -> None:
 
 
 def part_report(args) -> None:
-    m = machine()
-    lines = [SECTION, "",
-             f"Date: {m['date']}. Machine: {m.get('cpu', '?')}, {m.get('cores', '?')} cores "
-             f"(shared with other jobs), {m['ram_gb']} GB RAM. Python {m['python']}, "
-             f"{m['versions']}; topictk {m['topictk']} at {m['commit']}.", "",
-             "Produced by `benchmarks/bench_minibatch.py` (commands below are run from the "
-             "repository root in the topictk venv; every run's YAML is written to "
-             "`benchmarks/work/minibatch/configs/` and its result to "
-             "`benchmarks/work/minibatch/runs/PART/NAME/result.json`):", "",
-             "```bash", "python benchmarks/bench_minibatch.py nips --jobs 2",
-             "python benchmarks/bench_minibatch.py news --jobs 2",
-             "python benchmarks/bench_minibatch.py throughput",
-             "python benchmarks/bench_minibatch.py memory",
-             "python benchmarks/bench_minibatch.py report", "```", ""]
+    PLOTS["news"] = h.figure_path("minibatch_20news_ppl_vs_time.png", args.record)
+    PLOTS["nips"] = h.figure_path("minibatch_nips_protocol_b.png", args.record)
+    lines = ["# Mini-batch MCMC: SGRLD and HSVG", "",
+             f"Reported {h.now_utc():%Y-%m-%d %H:%M} UTC by `{h.command_line()}` from the runs of "
+             "`benchmarks/work/minibatch/` (every run's YAML is in `configs/`, its result in "
+             "`runs/PART/NAME/result.json`); the machine is shared with other jobs.", "",
+             *h.machine_info("matplotlib"), ""]
     if (store_path("nips12") / "manifest.json").exists():
         report_nips(lines)
     if (store_path("20news") / "manifest.json").exists() and \
             (WORK / "runs" / "news").exists():
         report_news(lines)
-    report_throughput(lines)
     report_memory(lines)
     if args.notes and Path(args.notes).exists():
         lines += [Path(args.notes).read_text().rstrip(), ""]
     text = "\n".join(lines).rstrip() + "\n"
-    (WORK / "section.md").write_text(text)
-    if args.write_results:
-        write_section(text)
     print(text)
+    h.write_results(h.results_path(NAME, args.record), text)
 
 
-def write_section(text: str) -> None:
-    """Replace (or append) only our section of RESULTS.md."""
-    replace_section(RESULTS_MD, SECTION, text)
+def quick_settings() -> None:
+    """Tiny grids and short runs (--quick): checks that every part runs, in a few minutes."""
+    global WORK
+    WORK = h.WORK / "minibatch_quick"
+    NIPS.update(grid_updates={"batch": {"sgrld": 2, "ovb": 2, "hsvg": 2},
+                              "mb50": {"sgrld": 10, "ovb": 10, "hsvg": 10}},
+                final_updates={"batch": {"sgrld": 4, "ovb": 4, "hsvg": 4},
+                               "mb50": {"sgrld": 20, "ovb": 20, "hsvg": 20}},
+                gibbs_sweeps=10, sgrld_grid={"batch": {"a": [0.1], "b": [10]},
+                                             "mb50": {"a": [0.01], "b": [1000]}},
+                sgrld_c=[0.55], vi_grid={"batch": [(64, 0.55)], "mb50": [(64, 0.55)]},
+                batch_long_grid={"sgrld": [], "ovb": [], "hsvg": []})
+    NEWS.update(budget=6.0, points=3, pilot_limit=2.0, final_limit=6.0,
+                pilot={"sgrld": [{"step": {"a": 0.01, "b": 1000, "c": 0.55}}],
+                       "ovb": [{"tau0": 64, "kappa": 0.7}], "hsvg": [{"tau0": 64, "kappa": 0.7}],
+                       "gibbs": [{}]})
+    MEMORY.update(updates=10)
 
 
 def main(argv=None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("part", choices=("nips", "news", "throughput", "memory", "report", "all"))
+    parser.add_argument("part", choices=("nips", "news", "memory", "report", "all"))
     parser.add_argument("--jobs", type=int, default=2, help="concurrent training subprocesses")
-    parser.add_argument("--force", action="store_true", help="redo the throughput measurement")
     parser.add_argument("--retry-failed", action="store_true",
                         help="rerun (or only re-evaluate) runs whose result records a failure")
-    parser.add_argument("--write-results", action="store_true",
-                        help="report: replace/append our section of benchmarks/RESULTS.md")
-    parser.add_argument("--notes", default=str(WORK / "notes.md"),
-                        help="report: a Markdown file appended to the section (findings)")
+    parser.add_argument("--quick", action="store_true",
+                        help="tiny grids and short runs, under benchmarks/work/minibatch_quick")
+    parser.add_argument("--record", action="store_true",
+                        help="report: write benchmarks/results/minibatch.md and the figures")
+    parser.add_argument("--notes", default=None,
+                        help="report: a Markdown file appended to the report (findings)")
     args = parser.parse_args(argv)
     global RETRY_FAILED
     RETRY_FAILED = args.retry_failed
+    if args.quick:
+        quick_settings()
+    if args.notes is None:
+        args.notes = str(WORK / "notes.md")
     WORK.mkdir(parents=True, exist_ok=True)
-    parts = ("nips", "news", "throughput", "memory", "report") if args.part == "all" \
-        else (args.part,)
+    parts = ("nips", "news", "memory", "report") if args.part == "all" else (args.part,)
     for part in parts:
-        {"nips": part_nips, "news": part_news, "throughput": part_throughput,
-         "memory": part_memory, "report": part_report}[part](args)
+        {"nips": part_nips, "news": part_news, "memory": part_memory,
+         "report": part_report}[part](args)
 
 
 if __name__ == "__main__":

@@ -3,16 +3,16 @@ writes token lists as a corpus store (the same on-disk format ``topictk prepare`
 from __future__ import annotations
 
 import shutil
-
 from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
 from scipy.optimize import linear_sum_assignment
 
-from topictk.config import Config, load_config
+from topictk.config import Config
 from topictk.corpus.store import ptr_to_csr, tokens_to_ptr, write_store
 from topictk.corpus.vocab import vocab_hash
+from topictk.inference.registry import load_config
 
 
 @dataclass

@@ -5,13 +5,20 @@ reader (or a process killed mid-write) sees the old file or the new one, never a
 ``tempfile.mkstemp`` creates files 0600 and ``mkdtemp`` directories 0700 whatever the umask;
 :func:`atomic_write_bytes` and the corpus store's ``write_store`` give what they publish the
 mode ``open`` or ``mkdir`` would have given it.
+
+A temporary file is locked (``flock``) by its writer while it is written, so a later writer of
+the same folder can tell the temporary file of a killed write (unlocked) from one being written
+and remove it (:func:`remove_stale_temps`).
 """
 from __future__ import annotations
 
+import fcntl
 import functools
 import os
+import re
 import stat
 import tempfile
+import time
 from pathlib import Path
 
 
@@ -60,15 +67,17 @@ def atomic_write_bytes(path: Path, writer) -> None:
     ``open`` would give it; ``mkstemp`` alone leaves 0600)."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
+    remove_stale_temps(path.parent, path.name)
     mode = replacement_mode(path, new_file_mode())
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
     try:
         with os.fdopen(fd, "wb") as f:
+            _lock_nowait(f.fileno())
             os.fchmod(f.fileno(), mode)
             writer(f)
             f.flush()
             os.fsync(f.fileno())
-        os.replace(tmp, path)
+            os.replace(tmp, path)       # still locked: never taken for a killed write's
     except BaseException as exc:
         try:
             os.unlink(tmp)
@@ -89,3 +98,53 @@ def atomic_write_bytes(path: Path, writer) -> None:
 
 def atomic_write_text(path: Path, text: str) -> None:
     atomic_write_bytes(path, lambda f: f.write(text.encode("utf-8")))
+
+
+# the temporary names of atomic_write_bytes: "." + target name + "." + 8 random characters
+# (tempfile's) + ".tmp"
+_TEMP = re.compile(r"^\.(?P<target>.+)\.[a-z0-9_]{8}\.tmp$")
+
+
+def _lock_nowait(fd: int) -> bool:
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        return True
+    except OSError:
+        return False
+
+
+def remove_stale_temps(directory: Path, target: str | None = None,
+                       min_age: float = 1.0) -> list[Path]:
+    """Remove the temporary files that killed writes of :func:`atomic_write_bytes` left in
+    ``directory`` (those of ``target`` only, when given); returns them.
+
+    A temporary file is stale when no writer holds its lock; ``min_age`` seconds since its
+    last change also guard the moment between its creation and its locking (0 when every
+    writer of the folder holds another lock, as a run's writer does)."""
+    removed = []
+    try:
+        entries = list(os.scandir(directory))
+    except OSError:
+        return removed
+    now = time.time()
+    for entry in entries:
+        match = _TEMP.match(entry.name)
+        if not match or (target is not None and match.group("target") != target):
+            continue
+        try:
+            if not entry.is_file(follow_symlinks=False):
+                continue
+            if now - entry.stat(follow_symlinks=False).st_mtime < min_age:
+                continue
+            fd = os.open(entry.path, os.O_RDONLY | os.O_CLOEXEC | os.O_NOFOLLOW)
+        except OSError:
+            continue
+        try:
+            if _lock_nowait(fd):
+                os.unlink(entry.path)
+                removed.append(Path(entry.path))
+        except OSError:
+            pass
+        finally:
+            os.close(fd)
+    return removed

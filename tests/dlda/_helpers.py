@@ -8,7 +8,7 @@ import numpy as np
 
 from tests.fixtures import planted_topics, write_token_store
 from tests.reference import dlda as ref
-from topictk.config import load_config
+from topictk.inference.registry import load_config
 
 
 def random_phis(rng, n_words: int, layers: list[int]) -> list[np.ndarray]:

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from topictk.config import load_config
+from topictk.inference.registry import load_config
 
 CONFIGS = Path(__file__).resolve().parents[2] / "configs"
 TABLE1 = sorted(CONFIGS.glob("20news_dlda_*.yaml"))

@@ -15,16 +15,15 @@ from tests.dlda._helpers import dlda_config, pgbn_corpus, write_split_store
 from tests.fixtures import matched_l1
 from tests.reference import dlda as ref
 from topictk.cli import cli
-from topictk.config import load_config
 from topictk.corpus.store import CorpusStore
 from topictk.errors import ConfigError
-from topictk.evaluation.perplexity import perplexity_from_probabilities
 from topictk.inference import dlda as dlda_module
-from topictk.inference.registry import get_driver
+from topictk.inference.perplexity import perplexity_from_probabilities
+from topictk.inference.registry import get_driver, load_config
 from topictk.rundir.checkpoint import list_checkpoints, load_arrays
 from topictk.rundir.metrics import read_metrics
-from topictk.training.run import train
 from topictk.streams import Streams
+from topictk.training.run import train
 
 ALGORITHMS = ["tlasgr", "tlfsgr", "dlda-sgrld", "dlda-gibbs"]
 
@@ -50,8 +49,8 @@ def test_one_batch_gibbs_iteration_equals_reference(small_store, tmp_path, threa
     path, _ = small_store
     config = dlda_config(path, tmp_path / "run", "dlda-gibbs", [4, 3], chunks=3)
     store = CorpusStore.open(path)
-    driver = get_driver("dlda-gibbs")(config, store, threads)
-    state = driver.init_state(Streams(7))
+    driver = get_driver("dlda-gibbs")(config, store, threads, streams=Streams(7))
+    state = driver.init_state()
     streams = Streams(7)                   # the same seed: the reference's own streams
     rngs = [np.random.Generator(streams.persistent((3, ch)))
             for ch in range(driver.bounds.size - 1)]
@@ -77,8 +76,8 @@ def test_one_batch_gibbs_iteration_equals_reference(small_store, tmp_path, threa
 def _fit(path, tmp_path, algorithm, layers, iterations, seed, **inference):
     config = dlda_config(path, tmp_path / algorithm, algorithm, layers, iterations=iterations,
                          **inference)
-    driver = get_driver(algorithm)(config, CorpusStore.open(path))
-    state = driver.init_state(Streams(seed))
+    driver = get_driver(algorithm)(config, CorpusStore.open(path), streams=Streams(seed))
+    state = driver.init_state()
     for t in range(iterations):
         driver.step(state, t)
         driver.check_state(state)
@@ -126,8 +125,8 @@ def test_uniform_topics_give_perplexity_v(small_store, tmp_path):
     """§11 oracle (a) for the DLDA estimator: Phi^(1) uniform -> perplexity exactly V."""
     path, _ = small_store
     driver = get_driver("tlasgr")(dlda_config(path, tmp_path / "u", "tlasgr", [4, 2]),
-                                  CorpusStore.open(path))
-    state = driver.init_state(Streams(0))
+                                  CorpusStore.open(path), streams=Streams(0))
+    state = driver.init_state()
     state.phi[0][:] = 1 / 40
     ppl, _ = perplexity_from_probabilities(driver.point_probabilities(state, driver.test, 3),
                                            driver.test.heldout.counts)
@@ -370,8 +369,8 @@ def test_forgetting_rate_above_one_is_capped(small_store, tmp_path):
     config = dlda_config(path, tmp_path / "run", "tlasgr", [8, 4], iterations=6,
                          forgetting={"a": 5.0, "b": None, "c": None})
     assert config.inference.forgetting["a"] == 5.0
-    driver = get_driver("tlasgr")(config, CorpusStore.open(path))
-    state = driver.init_state(Streams(3))
+    driver = get_driver("tlasgr")(config, CorpusStore.open(path), streams=Streams(3))
+    state = driver.init_state()
     for t in range(6):
         driver.step(state, t)
         driver.check_state(state)

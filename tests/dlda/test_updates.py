@@ -104,8 +104,8 @@ def test_noise_off_fixed_point(tiny_store, tmp_path, driver_cls):
     r = (R X_top + gamma0/K_L)/(c0 + R Q)."""
     config = dlda_config(tiny_store, tmp_path / "run", driver_cls.name, [4, 3],
                          iterations=2000)
-    driver = driver_cls(config, CorpusStore.open(tiny_store))
-    state = driver.init_state(Streams(1))
+    driver = driver_cls(config, CorpusStore.open(tiny_store), streams=Streams(1))
+    state = driver.init_state()
     rng = np.random.default_rng(2)
     xbar = [rng.integers(0, 9, size=(12, 4)).astype(float),
             rng.integers(0, 9, size=(4, 3)).astype(float)]
@@ -125,8 +125,8 @@ def test_topic_without_tokens_stays_finite(tiny_store, tmp_path):
     """The M guard: a topic whose column of X-bar is 0 has M = 0 at t = 0; its step is
     eps / max(M, eps A) = 1/A, finite, and lands on the batch posterior mean a/A."""
     config = dlda_config(tiny_store, tmp_path / "run", "tlasgr", [4, 3])
-    driver = TLASGRDriver(config, CorpusStore.open(tiny_store))
-    state = driver.init_state(Streams(1))
+    driver = TLASGRDriver(config, CorpusStore.open(tiny_store), streams=Streams(1))
+    state = driver.init_state()
     xbar = [np.ones((12, 4)), np.ones((4, 3))]
     xbar[0][:, 2] = 0.0                                    # topic 2 of layer 1: no tokens
     xbar[1][:, 1] = 0.0

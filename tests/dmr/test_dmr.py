@@ -18,24 +18,30 @@ from tests.reference import dmr as ref
 from tests.reference import gibbs as gibbs_ref
 from tests.reference import left_to_right as l2r_ref
 from tests.reference import minibatch as minibatch_ref
-from topictk.config import load_config
+from topictk import streams as keys
+from topictk.corpus.batches import EpochSchedule, gather_batch
 from topictk.corpus.store import CorpusStore
 from topictk.errors import ConfigError
 from topictk.evaluation.left_to_right import left_to_right_perplexity
-from topictk.inference import _minibatch
-from topictk.inference import base
+from topictk.inference import _minibatch, base
 from topictk.inference import gibbs as gibbs_module
-from topictk.inference.dmr import (DMRSEMDriver, DMRSGRLDDriver, PolyaObjective, nu_objective,
-                                   optimize_nu, polya_log_likelihood, prior_variances)
+from topictk.inference.dmr import (
+    DMRSEMDriver,
+    DMRSGRLDDriver,
+    PolyaObjective,
+    nu_objective,
+    optimize_nu,
+    polya_log_likelihood,
+    prior_variances,
+)
 from topictk.inference.gibbs import GibbsDriver
 from topictk.inference.hyper import minka_alpha
-from topictk.state.dmr import document_alpha
-from topictk import streams as keys
-from topictk.corpus.batches import EpochSchedule, gather_batch
-from topictk.rundir.checkpoint import load_arrays
-from topictk.training.run import train
+from topictk.inference.registry import load_config
 from topictk.inference.schedules import sgmcmc_step
+from topictk.rundir.checkpoint import load_arrays
+from topictk.state.dmr import document_alpha
 from topictk.streams import Streams, make_stream
+from topictk.training.run import train
 
 
 def _config(store, out, algorithm="dmr-sem", model=None, training=None, **inference):
@@ -201,11 +207,11 @@ def test_c_frozen_intercept_sweep_is_the_dense_gibbs_sweep(intercept_store, tmp_
     alpha = float(np.exp(np.log(0.1)))
     store = CorpusStore.open(intercept_store)
     dmr = DMRSEMDriver(_config(intercept_store, tmp_path / "a", model={"alpha": 0.1},
-                               optimize_burn_in=1000, sparse=False), store)
+                               optimize_burn_in=1000, sparse=False), store, streams=Streams(seed))
     gibbs = GibbsDriver(gibbs_config(intercept_store, tmp_path / "b", topics=5,
                                      model={"alpha": alpha, "beta": 0.05},
-                                     inference={"sparse": False}), store)
-    s1, s2 = dmr.init_state(Streams(seed)), gibbs.init_state(Streams(seed))
+                                     inference={"sparse": False}), store, streams=Streams(seed))
+    s1, s2 = dmr.init_state(), gibbs.init_state()
     np.testing.assert_array_equal(s1.z, s2.z)
     for t in range(5):
         dmr.step(s1, t)
@@ -229,8 +235,8 @@ def test_d_planted_topics_and_weights_recovered_by_stochastic_em(dmr_store, tmp_
     path, corpus = dmr_store
     config = _config(path, tmp_path / "run", iterations=300, sigma2=10.0, optimize_burn_in=50,
                      optimize_interval=25, sparse=False, training={"seed": seed})
-    driver = DMRSEMDriver(config, CorpusStore.open(path))
-    state = driver.init_state(Streams(seed))
+    driver = DMRSEMDriver(config, CorpusStore.open(path), streams=Streams(seed))
+    state = driver.init_state()
     for t in range(300):
         driver.step(state, t)
     state.check_invariants(driver.doc_ptr, driver.words, driver.X)
@@ -249,8 +255,8 @@ def test_d_planted_topics_and_weights_recovered_by_sgrld(dmr_store, tmp_path, se
     config = _config(path, tmp_path / "run", algorithm="dmr-sgrld", iterations=iterations,
                      sigma2=10.0, batch_size=50, sweeps=20,
                      step={"a": 0.1, "b": 100, "c": 0.55}, training={"seed": seed})
-    driver = DMRSGRLDDriver(config, CorpusStore.open(path))
-    state = driver.init_state(Streams(seed))
+    driver = DMRSGRLDDriver(config, CorpusStore.open(path), streams=Streams(seed))
+    state = driver.init_state()
     topic_word, nu = 0.0, 0.0
     kept = iterations // 2
     for t in range(iterations):
@@ -268,11 +274,11 @@ def test_d_planted_topics_and_weights_recovered_by_sgrld(dmr_store, tmp_path, se
 def test_sem_sweep_equals_reference(dmr_store, tmp_path, seed):
     """A dmr-sem step with nu fixed is the reference sweep with alpha_d = exp(x_d^T nu)."""
     path, _ = dmr_store
+    streams = Streams(seed)
     driver = DMRSEMDriver(_config(path, tmp_path / "run", optimize_burn_in=1000, chunks=2,
                                   sparse=False),
-                          CorpusStore.open(path))
-    streams = Streams(seed)
-    state = driver.init_state(streams)
+                          CorpusStore.open(path), streams=streams)
+    state = driver.init_state()
     state.nu = np.random.default_rng(seed).normal(scale=0.5, size=state.nu.shape)
     z, ndk, nkw, nk = state.z.copy(), state.ndk.copy(), state.nkw.copy(), state.nk.copy()
     rngs = [np.random.Generator(make_stream(seed, keys.sampler_key(c))) for c in range(2)]
@@ -291,8 +297,8 @@ def test_sgrld_step_equals_reference(dmr_store, tmp_path, seed, nu_burn_in):
     path, _ = dmr_store
     config = _config(path, tmp_path / "run", algorithm="dmr-sgrld", batch_size=40, sweeps=4,
                      chunk_docs=16, nu_step={"a": 1e-3}, nu_burn_in=nu_burn_in)
-    driver = DMRSGRLDDriver(config, CorpusStore.open(path))
-    state = driver.init_state(Streams(seed))
+    driver = DMRSGRLDDriver(config, CorpusStore.open(path), streams=Streams(seed))
+    state = driver.init_state()
     phi_hat, nu = state.phi_hat.copy(), state.nu.copy()
     nu_start = nu.copy()
     main = np.random.Generator(make_stream(seed, keys.MAIN))
@@ -323,9 +329,9 @@ def _trained_driver(dmr_store, tmp_path, algorithm: str, steps: int = 3):
     path, _ = dmr_store
     store = CorpusStore.open(path)
     cls = DMRSEMDriver if algorithm == "dmr-sem" else DMRSGRLDDriver
-    driver = cls(_config(path, tmp_path / "run", algorithm=algorithm), store)
     streams = Streams(2)
-    state = driver.init_state(streams)
+    driver = cls(_config(path, tmp_path / "run", algorithm=algorithm), store, streams=streams)
+    state = driver.init_state()
     samples = []
     for t in range(steps):
         driver.step(state, t)
@@ -338,7 +344,7 @@ def test_fold_in_uses_the_document_prior(dmr_store, tmp_path, algorithm):
     """§9.4: test documents are folded in with alpha_d = exp(x_d^T nu) of their own features."""
     store, driver, _, state, _ = _trained_driver(dmr_store, tmp_path, algorithm)
     state.nu = state.nu + np.array([2.0, 0.0])      # make the flag matter
-    test = base.TestSet.from_store(store)
+    test = base.EvaluationSet.from_store(store)
     probs = driver.heldout_probabilities(state, None, test, pass_index=7)
     phi = driver.topic_word(state).T
     alpha = document_alpha(store.features("test"), state.nu)
@@ -359,7 +365,7 @@ def test_left_to_right_uses_the_document_prior(dmr_store, tmp_path, algorithm):
     store, driver, streams, state, samples = _trained_driver(dmr_store, tmp_path, algorithm)
     for s in samples:
         s["nu"] = s["nu"] + np.array([2.0, 0.0])      # make the flag matter
-    test = base.TestSet.from_store(store)
+    test = base.EvaluationSet.from_store(store)
     pairs = driver.predictive_topics(state, samples, test)
     X = store.features("test")
     lls = []
@@ -462,8 +468,8 @@ def test_nu_never_optimised_is_warned(dmr_store, tmp_path, caplog, burn_in, inte
                          optimize_burn_in=burn_in, optimize_interval=interval)
     warnings = [r.getMessage() for r in caplog.records if "nu is never optimised" in
                 r.getMessage()]
-    driver = DMRSEMDriver(config, CorpusStore.open(path))
-    state = driver.init_state(Streams(1))
+    driver = DMRSEMDriver(config, CorpusStore.open(path), streams=Streams(1))
+    state = driver.init_state()
     for t in range(iterations):
         driver.step(state, t)
     assert state.optimizations == updates
@@ -633,8 +639,8 @@ def test_sparse_sampler_recovers_and_resumes(dmr_store, tmp_path, seed):
     # a mode with two planted topics merged (none of 20 at 600)
     config = _config(path, tmp_path / "run", iterations=600, sigma2=10.0, optimize_burn_in=50,
                      optimize_interval=25, sparse=True, training={"seed": seed})
-    driver = DMRSEMDriver(config, CorpusStore.open(path))
-    state = driver.init_state(Streams(seed))
+    driver = DMRSEMDriver(config, CorpusStore.open(path), streams=Streams(seed))
+    state = driver.init_state()
     for t in range(600):
         driver.step(state, t)
     state.check_invariants(driver.doc_ptr, driver.words, driver.X)
@@ -660,9 +666,9 @@ def test_auto_sampler_choice_per_sweep_equals_reference(dmr_store, tmp_path, see
     from the counts after dense sweeps left them stale)."""
     path, _ = dmr_store
     driver = DMRSEMDriver(_config(path, tmp_path / "run", optimize_burn_in=1000, chunks=2),
-                          CorpusStore.open(path))
+                          CorpusStore.open(path), streams=Streams(seed))
     assert driver.config.inference.sparse == "auto"
-    state = driver.init_state(Streams(seed))
+    state = driver.init_state()
     state.nu = np.random.default_rng(seed).normal(scale=0.5, size=state.nu.shape)
     alpha = document_alpha(driver.X, state.nu)
     z, ndk, nkw, nk = state.z.copy(), state.ndk.copy(), state.nkw.copy(), state.nk.copy()

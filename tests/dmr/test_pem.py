@@ -11,17 +11,17 @@ import pytest
 from tests.fixtures import planted_corpus, write_token_store
 from tests.reference import pem as ref
 from tests.reference import vb as vb_ref
-from topictk.config import load_config
 from topictk.corpus.store import CorpusStore
 from topictk.errors import ConfigError
 from topictk.inference import _pem, _vb
-from topictk.inference.base import TestSet as HeldOut
-from topictk.inference.pem import (PEMDriver, particle_weights, tempered_objective,
-                                   tempered_weights)
-from topictk.inference.vb import VBDriver, newton_direction
+from topictk.inference.base import EvaluationSet as HeldOut
+from topictk.inference.pem import PEMDriver, particle_weights, tempered_objective, tempered_weights
+from topictk.inference.registry import load_config
+from topictk.inference.variational import newton_direction
+from topictk.inference.vb import VBDriver
 from topictk.rundir.checkpoint import load_arrays
-from topictk.training.run import train
 from topictk.streams import Streams
+from topictk.training.run import train
 
 START = {"cold": 0, "warm": 1, "best": 2}
 
@@ -129,13 +129,13 @@ def test_a_one_particle_at_unit_temperature_is_unsmoothed_vb(planted_store, tmp_
     phi, gamma, alpha and bound after every iteration, same held-out probabilities."""
     store = CorpusStore.open(planted_store)
     vb = VBDriver(_config(planted_store, tmp_path / "vb", algorithm="vb", smoothed=False,
-                          estep_start=start, tol=0), store)
+                          estep_start=start, tol=0), store, streams=Streams(seed))
     pem = PEMDriver(_config(planted_store, tmp_path / "pem", particles=1, temperature=1.0,
-                            estep_start=start, tol=0), store)
-    s_vb, s_pem = vb.init_state(Streams(seed)), pem.init_state(Streams(seed))
+                            estep_start=start, tol=0), store, streams=Streams(seed))
+    s_vb, s_pem = vb.init_state(), pem.init_state()
     np.testing.assert_array_equal(s_vb.lam, s_pem.phi)
     np.testing.assert_array_equal(s_vb.gamma, s_pem.gamma[0])
-    from topictk.inference.base import TestSet as _TestSet
+    from topictk.inference.base import EvaluationSet as _TestSet
     test = _TestSet.from_store(store)
     for t in range(8):
         vb.step(s_vb, t)
@@ -168,8 +168,8 @@ def test_b_weights():
 def test_c_objective_is_non_decreasing(planted_store, tmp_path, seed, T):
     """§10 oracle (c): L_T never decreases (alpha learnt, three particles)."""
     driver = PEMDriver(_config(planted_store, tmp_path / "r", particles=3, temperature=T, tol=0),
-                       CorpusStore.open(planted_store))
-    state = driver.init_state(Streams(seed))
+                       CorpusStore.open(planted_store), streams=Streams(seed))
+    state = driver.init_state()
     values = []
     for t in range(15):
         driver.step(state, t)
@@ -257,8 +257,8 @@ def test_tiny_positive_temperature_runs_as_the_zero_limit(planted_store, tmp_pat
     runs = []
     for temperature in (0.0, T):
         driver = PEMDriver(_config(planted_store, tmp_path / "r", particles=3,
-                                   temperature=temperature, tol=0), store)
-        state = driver.init_state(Streams(seed))
+                                   temperature=temperature, tol=0), store, streams=Streams(seed))
+        state = driver.init_state()
         for t in range(6):
             driver.step(state, t)
             driver.check_state(state)
@@ -289,8 +289,8 @@ def test_em_iteration_equals_reference(planted_store, tmp_path, seed):
     driver = PEMDriver(_config(planted_store, tmp_path / "r", model={"alpha": 0.2},
                                particles=3, temperature=0.7, tol=0, estep_tol=1e-8,
                                estep_max_iter=30),
-                       CorpusStore.open(planted_store))
-    state = driver.init_state(Streams(seed))
+                       CorpusStore.open(planted_store), streams=Streams(seed))
+    state = driver.init_state()
     phi, gammas = state.phi.copy(), state.gamma.copy()
     for t in range(2):
         driver.step(state, t)
@@ -306,9 +306,9 @@ def test_em_iteration_equals_reference(planted_store, tmp_path, seed):
 
 def test_particles_start_the_same_whatever_their_number(planted_store, tmp_path):
     store = CorpusStore.open(planted_store)
-    two = PEMDriver(_config(planted_store, tmp_path / "a", particles=2), store)
-    four = PEMDriver(_config(planted_store, tmp_path / "b", particles=4), store)
-    a, b = two.init_state(Streams(1)), four.init_state(Streams(1))
+    two = PEMDriver(_config(planted_store, tmp_path / "a", particles=2), store, streams=Streams(1))
+    four = PEMDriver(_config(planted_store, tmp_path / "b", particles=4), store, streams=Streams(1))
+    a, b = two.init_state(), four.init_state()
     np.testing.assert_array_equal(a.gamma, b.gamma[:2])
     np.testing.assert_array_equal(a.phi, b.phi)
     assert not np.allclose(b.gamma[1], b.gamma[2])

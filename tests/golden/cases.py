@@ -108,7 +108,7 @@ def sketch(array: np.ndarray) -> list[float]:
 
 def npz_digest(path: Path) -> dict:
     """Every array of a saved model (sha256 of integer arrays, a sketch of float ones), and
-    its header less the training clock."""
+    its header less the training clock and the state's layout version."""
     out = {}
     with zipfile.ZipFile(path) as zf:
         for name in sorted(zf.namelist()):
@@ -116,6 +116,8 @@ def npz_digest(path: Path) -> dict:
             if name == "header.npy":
                 header = json.loads(array.tobytes().decode("utf-8"))
                 header.pop("clock", None)
+                # the layout version of the state, saved since states declare their layout
+                header["state"].pop("schema", None)
                 out["header"] = header
             elif array.dtype.kind == "f":
                 out[name] = [str(array.dtype), list(array.shape), sketch(array)]

@@ -10,8 +10,16 @@ from pathlib import Path
 import pytest
 import yaml
 
-from tests.integration._cli import (EXAMPLE, assert_same_arrays, fails, model_arrays, ok, run,
-                                    snapshot, write_config)
+from tests.integration._cli import (
+    EXAMPLE,
+    assert_same_arrays,
+    fails,
+    model_arrays,
+    ok,
+    run,
+    snapshot,
+    write_config,
+)
 from topictk.errors import CorpusUsageError
 from topictk.inference.registry import algorithm_names
 
@@ -171,6 +179,7 @@ def test_uci_input_that_is_fine(tmp_path):
 
 def test_standard_input_one_document_per_line(tmp_path):
     from click.testing import CliRunner
+
     from topictk.cli import cli
 
     text = "python classes define methods\nmodules import functions\n\nstrings format values\n"
@@ -442,8 +451,8 @@ def test_resume_with_changed_topics_is_refused_naming_both(trained):
 def test_resume_with_another_algorithm_is_refused_naming_both(tmp_path, trained, example_store):
     """Needs a second registered algorithm that accepts a config with only its defaults; the
     unit test in tests/unit/test_checkpoint.py covers the check whatever is registered."""
-    from topictk.config import load_config
     from topictk.errors import ConfigError
+    from topictk.inference.registry import load_config
 
     _, run_dir = trained
 

@@ -18,16 +18,16 @@ from tests.integration._cli import EXAMPLE, fails, ok
 from tests.reference import dlda as dlda_ref
 from tests.reference import minibatch as minibatch_ref
 from topictk.cli import cli
-from topictk.config import load_config
 from topictk.corpus.store import CorpusStore, ptr_to_csr
-from topictk.evaluation.run import LoadedRun
 from topictk.errors import UsageError
 from topictk.evaluation import infer as infer_module
+from topictk.evaluation.run import LoadedRun
 from topictk.inference.base import INFER_CHUNK_DOCS, Driver, chunk_bounds_by_docs
 from topictk.inference.dlda import initial_theta
+from topictk.inference.registry import load_config
 from topictk.rundir.checkpoint import load_arrays
-from topictk.training.run import train
 from topictk.streams import infer_key, make_stream
+from topictk.training.run import train
 
 N_WORDS = 50
 VOCAB = [f"w{chr(97 + v // 26)}{chr(97 + v % 26)}" for v in range(N_WORDS)]   # letters only
@@ -150,8 +150,10 @@ def test_threads_seed_blocks_tsv_and_atomic_output(lda_run, tmp_path, monkeypatc
                     "--out", out)
     assert "--sweeps must be larger than --burn-in" in message
     (tmp_path / "empty.txt").write_text("")
-    assert "no documents found" in fails(2, "infer", run, tmp_path / "empty.txt", "--out", out)
-    assert "no such file" in fails(2, "infer", run, tmp_path / "missing.txt", "--out", out)
+    assert "no documents found" in fails(2, "infer", run, tmp_path / "empty.txt", "--out", out,
+                                         "--force")
+    assert "no such file" in fails(2, "infer", run, tmp_path / "missing.txt", "--out", out,
+                                   "--force")
     assert "folder not found" in fails(2, "infer", run, tmp_path / "new.txt", "--out",
                                        tmp_path / "nowhere" / "x.tsv")
     assert out.read_bytes() == before

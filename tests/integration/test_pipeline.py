@@ -9,8 +9,15 @@ import sys
 import numpy as np
 import yaml
 
-from tests.integration._cli import (EXAMPLE, REPO, comparable_metrics, metrics, model_arrays, ok,
-                                    write_config)
+from tests.integration._cli import (
+    EXAMPLE,
+    REPO,
+    comparable_metrics,
+    metrics,
+    model_arrays,
+    ok,
+    write_config,
+)
 
 
 def test_prepare_train_evaluate_topics(tmp_path):
@@ -33,7 +40,9 @@ def test_prepare_train_evaluate_topics(tmp_path):
     run_dir = tmp_path / "run"
     assert trained.stdout.startswith(f"{run_dir}: step 60, point perplexity ")
     assert sorted(p.name for p in run_dir.iterdir()) == [
-        "checkpoints", "config.yaml", "metrics.jsonl", "model.npz", "samples"]
+        ".topictk.lock", "checkpoints", "config.yaml", "metrics.jsonl", "model.npz", "samples",
+        "topictk-run.json"]
+    assert (run_dir / ".topictk.lock").read_text() == ""    # emptied when released
     assert [s["step"] for s in metrics(run_dir)] == [10, 20, 30, 40, 50, 60]
     assert sorted(p.name for p in (run_dir / "samples").iterdir()) == [
         "step-00000040.npz", "step-00000050.npz", "step-00000060.npz"]

@@ -15,8 +15,17 @@ import numpy as np
 import pytest
 import yaml
 
-from tests.integration._cli import (REPO, assert_same_arrays, comparable_metrics, fails,
-                                    metrics, model_arrays, ok, samples, write_config)
+from tests.integration._cli import (
+    REPO,
+    assert_same_arrays,
+    comparable_metrics,
+    fails,
+    metrics,
+    model_arrays,
+    ok,
+    samples,
+    write_config,
+)
 from topictk.rundir.checkpoint import list_checkpoints, load_arrays
 
 
@@ -371,8 +380,8 @@ def test_a_replacement_killed_midway_is_reported_and_its_old_run_kept(tmp_path, 
 
 def test_force_puts_the_old_run_back_when_the_new_one_fails_before_its_first_checkpoint(
         tmp_path, example_store, monkeypatch):
-    from topictk.config import load_config
     from topictk.inference.gibbs import GibbsDriver
+    from topictk.inference.registry import load_config
     from topictk.training.run import train
 
     cfg = write_config(tmp_path, example_store, output=str(tmp_path / "run"),

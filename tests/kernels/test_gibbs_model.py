@@ -55,11 +55,11 @@ def _brute_force_log_joint(docs, z, alpha, beta, n_words, log_prob) -> float:
 
 @pytest.fixture
 def tiny_driver(tmp_path):
-    def make(topics, alpha, beta):
+    def make(topics, alpha, beta, streams=None):
         store = write_token_store(tmp_path / f"store{topics}", TINY_DOCS, TINY_V)
         config = gibbs_config(store, tmp_path / "run", topics=topics,
                               model={"alpha": alpha, "beta": beta})
-        return GibbsDriver(config, CorpusStore.open(store))
+        return GibbsDriver(config, CorpusStore.open(store), streams=streams)
     return make
 
 
@@ -99,8 +99,8 @@ def test_log_joint_with_one_topic_is_the_evidence(tiny_driver):
 
 
 def test_point_estimates_are_on_the_simplex(tiny_driver, seed):
-    driver = tiny_driver(3, 0.5, 0.05)
-    state = driver.init_state(Streams(seed))
+    driver = tiny_driver(3, 0.5, 0.05, streams=Streams(seed))
+    state = driver.init_state()
     for t in range(3):
         driver.step(state, t)
     phi = driver.topic_word(state)
@@ -117,8 +117,8 @@ def test_planted_topics_are_recovered_after_300_sweeps(tmp_path, seed, sparse):
     store = write_token_store(tmp_path / "planted", corpus.docs, 50)
     config = gibbs_config(store, tmp_path / "run", topics=5, iterations=300,
                           model={"alpha": 0.1, "beta": 0.01}, inference={"sparse": sparse})
-    driver = GibbsDriver(config, CorpusStore.open(store))
-    state = driver.init_state(Streams(seed))
+    driver = GibbsDriver(config, CorpusStore.open(store), streams=Streams(seed))
+    state = driver.init_state()
     before = matched_l1(driver.topic_word(state), corpus.phi)
     for t in range(300):
         driver.step(state, t)

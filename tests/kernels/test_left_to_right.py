@@ -8,22 +8,22 @@ import math
 import numpy as np
 import pytest
 from scipy.special import gammaln
+from topictk.evaluation._left_to_right import left_to_right
 
 from tests.reference import left_to_right as ref
 from topictk.corpus.store import Documents, ptr_to_csr, tokens_to_ptr
-from topictk.evaluation._left_to_right import left_to_right
 from topictk.evaluation.left_to_right import document_log_likelihoods
 from topictk.inference import base
 from topictk.streams import Streams
 
 
 def make_test_set(observed: list[list[int]], held: list[list[int]],
-                  V: int) -> base.TestSet:
+                  V: int) -> base.EvaluationSet:
     optr, owords = tokens_to_ptr([np.asarray(d, np.int32) for d in observed])
     oindptr, oindices, ocounts = ptr_to_csr(optr, owords, V)
     hptr, hwords = tokens_to_ptr([np.asarray(d, np.int32) for d in held])
     hindptr, hindices, hcounts = ptr_to_csr(hptr, hwords, V)
-    return base.TestSet(observed=Documents(optr, owords, oindptr, oindices, ocounts),
+    return base.EvaluationSet(observed=Documents(optr, owords, oindptr, oindices, ocounts),
                    heldout=Documents(None, None, hindptr, hindices, hcounts))
 
 
@@ -35,7 +35,7 @@ def random_documents(rng, n_docs, V):
     return observed, held
 
 
-def kernel(test: base.TestSet, phi, alpha, particles, bounds, seed, threads):
+def kernel(test: base.EvaluationSet, phi, alpha, particles, bounds, seed, threads):
     obs, held = test.observed, test.heldout
     out = np.zeros(obs.n_docs)
     streams = [np.random.PCG64(seed + c) for c in range(bounds.size - 1)]

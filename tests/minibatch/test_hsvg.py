@@ -8,15 +8,15 @@ from scipy.special import digamma
 
 from tests.fixtures import matched_l1, planted_corpus, write_token_store
 from tests.reference import minibatch as ref
-from topictk.config import load_config
+from topictk import streams as keys
 from topictk.corpus.store import CorpusStore
 from topictk.errors import ConfigError
 from topictk.inference.base import chunk_bounds_by_docs
 from topictk.inference.hsvg import HSVGDriver
-from topictk import streams as keys
+from topictk.inference.registry import load_config
 from topictk.rundir.checkpoint import load_arrays
-from topictk.training.run import train
 from topictk.streams import Streams
+from topictk.training.run import train
 
 
 @pytest.fixture(scope="module")
@@ -58,8 +58,8 @@ def _dense_reference_step(lam, alpha, beta, batch, n_docs, rho, t, seed, chunk_d
 def test_step_equals_dense_reference_and_mass_invariant(planted_store, tmp_path):
     path, _ = planted_store
     config = _config(path, tmp_path / "r", batch_size=20, sweeps=4)
-    driver = HSVGDriver(config, CorpusStore.open(path))
-    state = driver.init_state(Streams(9))
+    driver = HSVGDriver(config, CorpusStore.open(path), streams=Streams(9))
+    state = driver.init_state()
     lam = state.lam().copy()
     from topictk.corpus.batches import gather_batch
     for t in range(4):
@@ -80,8 +80,8 @@ def test_step_equals_dense_reference_and_mass_invariant(planted_store, tmp_path)
 def test_one_topic_is_the_word_count_update(planted_store, tmp_path):
     path, _ = planted_store
     driver = HSVGDriver(_config(path, tmp_path / "k1", topics=1, batch_size=20),
-                        CorpusStore.open(path))
-    state = driver.init_state(Streams(9))
+                        CorpusStore.open(path), streams=Streams(9))
+    state = driver.init_state()
     before = state.lam().copy()
     docs = driver.batch_documents(state, 0)
     from topictk.corpus.batches import gather_batch
@@ -96,8 +96,9 @@ def test_one_topic_is_the_word_count_update(planted_store, tmp_path):
 
 def test_planted_topics_recovered(planted_store, tmp_path):
     path, corpus = planted_store
-    driver = HSVGDriver(_config(path, tmp_path / "p", iterations=200), CorpusStore.open(path))
-    state = driver.init_state(Streams(9))
+    driver = HSVGDriver(_config(path, tmp_path / "p", iterations=200), CorpusStore.open(path),
+                        streams=Streams(9))
+    state = driver.init_state()
     for t in range(200):
         driver.step(state, t)
     state.check_invariants()

@@ -12,14 +12,14 @@ from click.testing import CliRunner
 from tests.fixtures import cut_back_run, matched_l1, planted_corpus, write_token_store
 from tests.reference import minibatch as ref
 from topictk.cli import cli
-from topictk.config import load_config
 from topictk.corpus.store import CorpusStore
 from topictk.errors import ConfigError
 from topictk.inference import _minibatch
+from topictk.inference.registry import load_config
 from topictk.inference.sgrld import SGRLDDriver, sgrld_update
 from topictk.rundir.checkpoint import list_checkpoints, load_arrays
-from topictk.training.run import train
 from topictk.streams import Streams
+from topictk.training.run import train
 
 
 def _random_batch(rng, n_docs=20, n_words=15, max_len=12):
@@ -103,8 +103,8 @@ def test_planted_topics_recovered(planted_store, tmp_path):
     path, corpus = planted_store
     config = _config(path, tmp_path / "run", iterations=300)
     store = CorpusStore.open(path)
-    driver = SGRLDDriver(config, store)
-    state = driver.init_state(Streams(4))
+    driver = SGRLDDriver(config, store, streams=Streams(4))
+    state = driver.init_state()
     posterior_mean = 0.0
     for t in range(300):
         driver.step(state, t)

@@ -14,7 +14,7 @@ import pytest
 from topictk import _fileio as fileio
 from topictk.errors import CheckpointError, CorpusUsageError, UsageError
 from topictk.rundir import checkpoint as ckpt
-from topictk.training.run import check_compatible
+from topictk.rundir.layout import check_compatible
 from topictk.streams import Streams
 
 

@@ -9,9 +9,9 @@ import pytest
 import yaml
 
 from tests.fixtures import write_token_store
-from topictk.config import load_config, parse_override
+from topictk.config import parse_override
 from topictk.errors import ConfigError, UsageError
-from topictk.inference.registry import algorithm_names, get_driver
+from topictk.inference.registry import algorithm_names, get_driver, load_config
 
 ALGORITHMS = ", ".join(algorithm_names())
 
@@ -280,8 +280,8 @@ def test_family_mismatch_is_reported_before_the_keys_of_either_family(tmp_path, 
 
 def test_model_family_must_match_the_algorithm(tmp_path):
     """model.family: dmr with an LDA algorithm would silently train plain LDA: refused."""
-    from topictk.config import load_config
     from topictk.errors import ConfigError
+    from topictk.inference.registry import load_config
 
     raw = {"corpus": "c", "output": "o", "model": {"family": "dmr", "topics": 3},
            "inference": {"algorithm": "gibbs", "iterations": 10}}

@@ -9,8 +9,14 @@ import numpy as np
 import pytest
 
 from tests.fixtures import write_token_store
-from topictk.corpus.store import (ARRAYS, CorpusStore, csr_to_tokens, ptr_to_csr, tokens_to_ptr,
-                                  write_store)
+from topictk.corpus.store import (
+    ARRAYS,
+    CorpusStore,
+    csr_to_tokens,
+    ptr_to_csr,
+    tokens_to_ptr,
+    write_store,
+)
 from topictk.errors import CorpusError, CorpusUsageError
 
 

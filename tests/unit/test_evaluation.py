@@ -8,11 +8,19 @@ import pytest
 
 from tests.fixtures import gibbs_config, write_token_store
 from topictk.corpus.store import CorpusStore, ptr_to_csr, tokens_to_ptr
-from topictk.evaluation.coherence import (diversity, incidence_matrix, npmi, top_words,
-                                          topic_quality, umass)
-from topictk.evaluation.perplexity import heldout_perplexity, perplexity_from_probabilities
-from topictk.inference.base import TestSet as HeldOutSet  # (a "Test*" name would be collected)
+from topictk.evaluation.coherence import (
+    diversity,
+    incidence_matrix,
+    npmi,
+    top_words,
+    topic_quality,
+    umass,
+)
+from topictk.inference.base import (
+    EvaluationSet as HeldOutSet,  # (a "Test*" name would be collected)
+)
 from topictk.inference.gibbs import GibbsDriver
+from topictk.inference.perplexity import heldout_perplexity, perplexity_from_probabilities
 from topictk.streams import Streams
 
 V = 12
@@ -35,8 +43,8 @@ def make_driver(tmp_path):
                               model={"alpha": alpha, "beta": 0.1},
                               evaluation={"fold_in_sweeps": 10, "fold_in_burn_in": 4,
                                           "chunk_docs": 3})
-        driver = GibbsDriver(config, store)
-        state = driver.init_state(Streams(seed))
+        driver = GibbsDriver(config, store, streams=Streams(seed))
+        state = driver.init_state()
         for t in range(5):
             driver.step(state, t)
         return driver, state, HeldOutSet.from_store(store)

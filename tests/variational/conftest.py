@@ -8,9 +8,8 @@ import numpy as np
 import pytest
 
 from tests.fixtures import planted_corpus, write_token_store
-from topictk.config import load_config
 from topictk.corpus.store import CorpusStore
-from topictk.inference.registry import get_driver
+from topictk.inference.registry import get_driver, load_config
 from topictk.streams import Streams
 
 N_TRAIN = 450
@@ -71,8 +70,8 @@ def make_config(corpus: Path, output: Path, algorithm: str, topics: int = 5,
 def run_driver(config, steps: int, *, threads: int = 1, seed: int = 0, each=None):
     """Driver and state after ``steps`` steps; ``each(driver, state, t)`` after every step."""
     store = CorpusStore.open(config.corpus)
-    driver = get_driver(config.inference.algorithm)(config, store, threads)
-    state = driver.init_state(Streams(seed))
+    driver = get_driver(config.inference.algorithm)(config, store, threads, streams=Streams(seed))
+    state = driver.init_state()
     for t in range(steps):
         driver.step(state, t)
         driver.check_state(state)

@@ -12,16 +12,17 @@ from tests.fixtures import matched_l1, planted_corpus, write_token_store
 from tests.reference import ovb as ref
 from tests.reference import vb as vb_ref
 from tests.variational.conftest import make_config, random_docs, run_driver
+from topictk import streams as keys
 from topictk.corpus.store import CorpusStore
 from topictk.errors import ConfigError
-from topictk.inference.ovb import OVBDriver, permute, step_size
-from topictk import streams as keys
+from topictk.inference.minibatch import step_size
+from topictk.inference.ovb import OVBDriver, permute
 from topictk.streams import Streams
 
 
 def _driver(config, threads=1, seed=0):
-    driver = OVBDriver(config, CorpusStore.open(config.corpus), threads)
-    return driver, driver.init_state(Streams(seed))
+    driver = OVBDriver(config, CorpusStore.open(config.corpus), threads, streams=Streams(seed))
+    return driver, driver.init_state()
 
 
 def _train_arrays(driver):
@@ -81,13 +82,13 @@ def _best_of_three(config, steps, seed, each=None):
     """Three initialisations; the one with the lowest held-out perplexity. Like batch VB, SVI
     can end in a local optimum with two planted topics merged (about 1 start in 10 on this
     corpus); choosing among restarts by held-out perplexity is the usual remedy."""
-    from topictk.evaluation.perplexity import heldout_perplexity
-    from topictk.inference.base import TestSet
+    from topictk.inference.base import EvaluationSet
+    from topictk.inference.perplexity import heldout_perplexity
 
     best = None
     for s in (seed, seed + 1000, seed + 2000):
         driver, state = run_driver(config, steps, seed=s, each=each)
-        test = TestSet.from_store(driver.store)
+        test = EvaluationSet.from_store(driver.store)
         ppl = heldout_perplexity(driver, state, test, None, 0)["perplexity"]
         if best is None or ppl < best[0]:
             best = (ppl, driver, state)
@@ -181,9 +182,9 @@ def test_single_token_documents_and_words_absent_from_training(tmp_path, seed):
         cfg = make_config(store, tmp_path / algorithm, algorithm, topics=3, iterations=20,
                           inference={"batch_size": 8} if algorithm == "ovb" else {})
         driver, state = run_driver(cfg, 20)
-        from topictk.inference.base import TestSet
+        from topictk.inference.base import EvaluationSet
 
-        p = driver.heldout_probabilities(state, None, TestSet.from_store(driver.store), 0)
+        p = driver.heldout_probabilities(state, None, EvaluationSet.from_store(driver.store), 0)
         assert p.shape == (1,) and 0 < p[0] < 0.05
 
 

@@ -85,7 +85,7 @@ def test_uniform_topics_give_perplexity_v(planted_store, tmp_path, algorithm):
     run = _state_with_uniform_topics(cfg)
     driver, state = run
     probs = driver.heldout_probabilities(state, None,
-                                         inference_base.TestSet.from_store(driver.store), 0)
+                                         inference_base.EvaluationSet.from_store(driver.store), 0)
     assert np.allclose(probs, 1 / 50, rtol=1e-12)
 
 
@@ -94,8 +94,8 @@ def _state_with_uniform_topics(cfg):
     from topictk.streams import Streams
 
     store = CorpusStore.open(cfg.corpus)
-    driver = get_driver(cfg.inference.algorithm)(cfg, store, 1)
-    state = driver.init_state(Streams(0))
+    driver = get_driver(cfg.inference.algorithm)(cfg, store, 1, streams=Streams(0))
+    state = driver.init_state()
     name = cfg.inference.algorithm
     if name == "vb":
         state.lam[...] = 3.0
@@ -203,7 +203,7 @@ def test_protocol_b_perplexity_is_logged_during_training(tmp_path, algorithm):
     chain alone (a run without evaluations ends in the same state)."""
     import json
 
-    from topictk.evaluation.perplexity import train_heldout_perplexity
+    from topictk.inference.perplexity import train_heldout_perplexity
 
     store = _protocol_b_store(tmp_path)
     inference = {"batch_size": 16} if algorithm == "ovb" else {}
@@ -255,7 +255,7 @@ def test_bad_heldout_train_fraction_is_refused(tmp_path):
 # ------------------------------------------------------------------------- example configs
 @pytest.mark.parametrize("algorithm", ["vb", "cvb", "cvb0", "ovb"])
 def test_example_configs_validate_and_run(tmp_path, algorithm):
-    from topictk.config import load_config
+    from topictk.inference.registry import load_config
 
     rng = np.random.default_rng(1)
     store = write_token_store(tmp_path / "store", random_docs(rng, 60, 40), 40,

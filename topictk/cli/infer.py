@@ -3,12 +3,18 @@ from __future__ import annotations
 
 import click
 
+from topictk._fileio import atomic_write_bytes
 from topictk.cli.options import meta_file_option, run_dir_argument, single, threads_option
 from topictk.corpus.readers import FORMATS
-from topictk.evaluation.infer import (check_sweeps, infer_run, output_path_ok, render_jsonl,
-                                      render_tsv, tsv_header)
+from topictk.evaluation.infer import (
+    check_sweeps,
+    infer_run,
+    render_jsonl,
+    render_tsv,
+    tsv_header,
+)
 from topictk.evaluation.run import LoadedRun
-from topictk._fileio import atomic_write_bytes
+from topictk.rundir.guard import check_output_file
 
 
 @click.command()
@@ -22,7 +28,9 @@ from topictk._fileio import atomic_write_bytes
 @meta_file_option("DMR runs: tab-separated metadata, row i for document i (JSONL fields "
                   "work too).")
 @click.option("--out", "-o", "out", type=click.Path(), default=None,
-              help="Write here (atomically) instead of standard output.")
+              help="Write this file (atomically) instead of standard output; never an input, "
+                   "a file in a run or corpus store, or anything but a regular file.")
+@click.option("--force", is_flag=True, help="Replace the --out file if it exists.")
 @click.option("--output-format", type=click.Choice(["jsonl", "tsv"]), default="jsonl",
               show_default=True, help="jsonl: one object per document; tsv: a header and one "
                                       "row of proportions per document.")
@@ -40,8 +48,8 @@ from topictk._fileio import atomic_write_bytes
               show_default=True, help="Undecodable documents: stop, or skip them.")
 @threads_option("Threads for the fold-in (default: the run's training.threads); the "
                 "result does not depend on it.")
-def infer(run_dir, inputs, fmt, vocab, meta_file, out, output_format, top, sweeps, burn_in, seed,
-          checkpoint, encoding_errors, threads):
+def infer(run_dir, inputs, fmt, vocab, meta_file, out, force, output_format, top, sweeps,
+          burn_in, seed, checkpoint, encoding_errors, threads):
     """Topic proportions of new documents under a trained run.
 
     INPUTS are read like 'topictk prepare' input and mapped onto the run's vocabulary; words
@@ -50,7 +58,8 @@ def infer(run_dir, inputs, fmt, vocab, meta_file, out, output_format, top, sweep
     """
     check_sweeps(sweeps, burn_in)
     meta_file = single(meta_file, "--meta-file")
-    out_path = output_path_ok(out)
+    out_path = check_output_file(out, force=force,
+                                 inputs=[run_dir, *inputs, *(p for p in (vocab, meta_file) if p)])
     run = LoadedRun(run_dir, checkpoint)
     docs, blocks = infer_run(run, list(inputs), fmt=fmt, meta_file=meta_file, sweeps=sweeps,
                              burn_in=burn_in, seed=seed, encoding_errors=encoding_errors,

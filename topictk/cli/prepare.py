@@ -4,9 +4,11 @@ from __future__ import annotations
 import click
 
 from topictk.cli.options import meta_file_option, single
-from topictk.corpus.prepare import (DEFAULT_HELDOUT_FRACTION, DEFAULT_TEST_DOCS, PrepareOptions,
-                                    prepare as prepare_corpus)
+from topictk.corpus.prepare import DEFAULT_HELDOUT_FRACTION, DEFAULT_TEST_DOCS, PrepareOptions
+from topictk.corpus.prepare import prepare as prepare_corpus
 from topictk.corpus.readers import FORMATS
+from topictk.corpus.store import verify_store
+from topictk.errors import UsageError
 
 
 def _summary(manifest: dict, out: str) -> str:
@@ -41,10 +43,27 @@ def _summary(manifest: dict, out: str) -> str:
     return "\n".join(lines)
 
 
+def verify_command(verify: str | None, inputs: tuple, out: str | None) -> str:
+    """``prepare --verify STORE``: the summary line of a verified store."""
+    if verify is None:
+        raise UsageError("--out is required: the folder of the corpus store to create (or "
+                         "--verify STORE to check one)")
+    if inputs or out is not None:
+        raise UsageError("--verify STORE checks an existing store: give no INPUTS and no --out")
+    done = verify_store(verify)
+    return (f"{done['store']}: verified: {done['arrays']} arrays ({done['bytes'] / 1e6:,.1f} MB) "
+            f"match their sha256, {done['vocabulary']:,} words match the vocabulary hash, the "
+            f"manifest's counts match ({done['seconds']:.2f} s)")
+
+
 @click.command()
 @click.argument("inputs", nargs=-1)
-@click.option("--out", "-o", required=True, type=click.Path(path_type=str),
-              help="Directory of the corpus store to create.")
+@click.option("--out", "-o", type=click.Path(path_type=str),
+              help="Directory of the corpus store to create (required unless --verify).")
+@click.option("--verify", "verify", type=click.Path(file_okay=False, path_type=str),
+              default=None, metavar="STORE",
+              help="Check an existing store instead: every array against the sha256 in its "
+                   "manifest, the vocabulary and the counts (reads the whole store).")
 @click.option("--format", "fmt", type=click.Choice(FORMATS), default="auto", show_default=True,
               help="text: one document per line; dir: one per .txt file; jsonl: a 'text' field "
                    "plus metadata; uci: docword file.")
@@ -88,7 +107,7 @@ def _summary(manifest: dict, out: str) -> str:
 @meta_file_option("Tab-separated metadata with a header row, row i for input document i.")
 @click.option("--force", is_flag=True,
               help="Replace an existing corpus store (nothing else is ever replaced).")
-def prepare(inputs, out, fmt, vocab, min_length, stopwords, min_df, max_df, vocab_size,
+def prepare(inputs, out, verify, fmt, vocab, min_length, stopwords, min_df, max_df, vocab_size,
             test_docs, heldout_fraction, heldout_train_fraction, seed, test_observed,
             test_heldout, encoding_errors, split_field, vocab_list, meta, meta_file, force):
     """Turn text or bag-of-words INPUTS into a corpus store with a fixed held-out split.
@@ -96,6 +115,9 @@ def prepare(inputs, out, fmt, vocab, min_length, stopwords, min_df, max_df, voca
     INPUTS are files with one document per line, a folder of .txt files, a .jsonl file,
     a UCI docword.NAME.txt[.gz] file, or - for standard input.
     """
+    if verify is not None or out is None:
+        click.echo(verify_command(verify, inputs, out))
+        return
     meta = ",".join(meta) if meta else None
     meta_file = single(meta_file, "--meta-file")
     opts = PrepareOptions(format=fmt, vocab=vocab, min_length=min_length, stopwords=stopwords,

@@ -7,7 +7,7 @@ from pathlib import Path
 import click
 
 from topictk.cli.options import quiet_option
-from topictk.config import load_config
+from topictk.inference.registry import load_config
 from topictk.training.run import train as run_training
 
 _EXIT = {"SIGINT": 130, "SIGTERM": 143}

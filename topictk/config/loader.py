@@ -6,12 +6,19 @@ import difflib
 import itertools
 import re
 from pathlib import Path
-from typing import Any, ClassVar, Mapping
+from typing import Any, ClassVar, Mapping, Protocol
 
 import yaml
 
-from topictk.config.schema import (EVALUATION, INFERENCE_COMMON, MODEL, MODEL_FAMILIES,
-                                   TOP_LEVEL, TRAINING, Option)
+from topictk.config.schema import (
+    EVALUATION,
+    INFERENCE_COMMON,
+    MODEL,
+    MODEL_FAMILIES,
+    TOP_LEVEL,
+    TRAINING,
+    Option,
+)
 from topictk.errors import ConfigError
 from topictk.limits import cap_threads, json_loads, memory_shortfall, one_line, short
 
@@ -227,28 +234,37 @@ def _check_section(raw: Any, schema: dict, section: str, where: str) -> dict:
     return out
 
 
-def _model_schema(raw: dict) -> dict:
+class Catalogue(Protocol):
+    """The algorithms a config may name, as the layer above (``topictk.inference.registry``)
+    provides them: validation is given the catalogue rather than importing it."""
+
+    def algorithm_names(self) -> list[str]: ...
+
+    def get_driver(self, name: str) -> Any:
+        """An object with ``family``, ``OPTIONS`` (key -> :class:`Option`) and
+        ``check_config(data, where)``."""
+
+
+def _model_schema(raw: dict, catalogue: Catalogue) -> dict:
     """The keys of the model section: those of ``model.family``, or of the algorithm's family
     when no family is given (``inference.algorithm: tlasgr`` implies ``family: dlda``)."""
-    from topictk.inference.registry import algorithm_names, get_driver
-
     model, inf = raw.get("model"), raw.get("inference")
     family = model.get("family") if isinstance(model, dict) else None
-    if family is None and isinstance(inf, dict) and inf.get("algorithm") in algorithm_names():
-        family = get_driver(inf["algorithm"]).family
+    if (family is None and isinstance(inf, dict)
+            and inf.get("algorithm") in catalogue.algorithm_names()):
+        family = catalogue.get_driver(inf["algorithm"]).family
     # a family that is not a string (a list, a mapping) is refused by the family key's check
     return MODEL_FAMILIES.get(family, MODEL) if isinstance(family, str) else MODEL
 
 
-def _check_family(family: str, algorithm: str, where: str) -> None:
+def _check_family(family: str, algorithm: str, where: str, catalogue: Catalogue) -> None:
     """Refuse an algorithm that does not train ``model.family`` (model.family: dmr with
     inference.algorithm gibbs would silently train plain LDA)."""
-    from topictk.inference.registry import algorithm_names, get_driver
-
+    get_driver = catalogue.get_driver
     trains = get_driver(algorithm).family
     if family == trains:
         return
-    names = algorithm_names()
+    names = catalogue.algorithm_names()
     if (family == "dlda") != (trains == "dlda"):
         if trains == "dlda":
             fix = "trains deep LDA: set model.family: dlda and model.layers"
@@ -262,9 +278,10 @@ def _check_family(family: str, algorithm: str, where: str) -> None:
                       f"{trains} ({where})")
 
 
-def validate(raw: dict, where: str, base_dir: Path) -> Config:
-    """Check every key of a raw config mapping and return the resolved :class:`Config`."""
-    from topictk.inference.registry import algorithm_names, get_driver
+def validate(raw: dict, where: str, base_dir: Path, catalogue: Catalogue) -> Config:
+    """Check every key of a raw config mapping against ``catalogue`` and return the resolved
+    :class:`Config`."""
+    algorithm_names, get_driver = catalogue.algorithm_names, catalogue.get_driver
 
     if not isinstance(raw, dict):
         raise ConfigError(f"the config must be a YAML mapping with sections "
@@ -295,8 +312,8 @@ def validate(raw: dict, where: str, base_dir: Path) -> Config:
     family = model_raw.get("family") if isinstance(model_raw, dict) else None
     algorithm = inf_raw.get("algorithm") if isinstance(inf_raw, dict) else None
     if family in MODEL["family"].choices and algorithm in algorithm_names():
-        _check_family(family, algorithm, where)
-    model = _check_section(model_raw, _model_schema(raw), "model", where)
+        _check_family(family, algorithm, where, catalogue)
+    model = _check_section(model_raw, _model_schema(raw, catalogue), "model", where)
 
     inf_raw = raw.get("inference") or {}
     if not isinstance(inf_raw, dict):
@@ -311,7 +328,7 @@ def validate(raw: dict, where: str, base_dir: Path) -> Config:
         raise ConfigError(f"inference.algorithm must be one of {', '.join(names)}; got "
                           f"{short(algorithm)} ({where}){hint}")
     driver_cls = get_driver(algorithm)
-    _check_family(model["family"], algorithm, where)    # also when the family was left out
+    _check_family(model["family"], algorithm, where, catalogue)  # also without model.family
     schema = dict(INFERENCE_COMMON)
     schema["algorithm"] = Option("choice", algorithm, choices=tuple(names))
     schema.update(driver_cls.OPTIONS)
@@ -375,8 +392,9 @@ def _check_memory(data: dict, where: str) -> None:
 
 
 def load_config(path: str | Path | None, overrides: list[str] = (),
-                raw: dict | None = None) -> Config:
-    """Read a YAML config, apply ``--set`` overrides, validate. Raises :class:`ConfigError`."""
+                raw: dict | None = None, *, catalogue: Catalogue) -> Config:
+    """Read a YAML config, apply ``--set`` overrides, validate against ``catalogue``. Raises
+    :class:`ConfigError`."""
     if raw is None:
         path = Path(path)
         if not path.exists():
@@ -414,6 +432,6 @@ def load_config(path: str | Path | None, overrides: list[str] = (),
     for text in overrides:
         parts, value = parse_override(text)
         _apply_override(raw, parts, value)
-    config = validate(raw, where, base_dir)
+    config = validate(raw, where, base_dir, catalogue)
     config.source = Path(path) if path is not None else None
     return config

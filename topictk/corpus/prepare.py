@@ -9,12 +9,16 @@ from pathlib import Path
 import numpy as np
 
 from topictk.corpus import readers
-from topictk.corpus.features import (fit_encoding, merge_meta_file, parse_meta_option,
-                                     read_meta_file, rows_for_documents)
+from topictk.corpus.features import (
+    fit_encoding,
+    merge_meta_file,
+    parse_meta_option,
+    read_meta_file,
+    rows_for_documents,
+)
 from topictk.corpus.splits import choose_test_documents, split_tokens, split_train_tokens
 from topictk.corpus.stopwords import ENGLISH_STOPWORDS
-from topictk.corpus.store import (check_output, csr_to_tokens, ptr_to_csr, tokens_to_ptr,
-                                  write_store)
+from topictk.corpus.store import check_output, csr_to_tokens, ptr_to_csr, tokens_to_ptr, write_store
 from topictk.corpus.text import tokenize
 from topictk.corpus.vocab import document_frequency, select_vocabulary, vocab_hash
 from topictk.errors import CorpusError, CorpusUsageError, UsageError

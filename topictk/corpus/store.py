@@ -20,11 +20,14 @@ Layout (D documents, V words; ALGORITHMS.md §1.5 for the two representations)::
 """
 from __future__ import annotations
 
+import fcntl
+import glob
 import hashlib
 import json
 import os
 import shutil
 import tempfile
+import time
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -112,6 +115,14 @@ def check_output(out: Path, force: bool, inputs: list[str] = ()) -> None:
     even a damaged one, or an empty directory), the working directory or a folder above it,
     or a folder holding one of the ``inputs``."""
     out = Path(out)
+    target = out.resolve()
+    for source in inputs:
+        folder = Path(source).resolve() if source != "-" else None
+        if folder is not None and folder.is_dir() and (folder == target
+                                                        or folder in target.parents):
+            raise CorpusUsageError(f"{out}: is inside the input folder {source}, whose files "
+                                   f"the next prepare would read as documents; choose another "
+                                   f"--out")
     if not out.exists():
         return
     if not force:
@@ -120,7 +131,9 @@ def check_output(out: Path, force: bool, inputs: list[str] = ()) -> None:
     if not out.is_dir() or not ((out / "manifest.json").is_file() or not any(out.iterdir())):
         raise CorpusUsageError(f"{out}: exists and is not a corpus store; --force replaces corpus "
                                f"stores only: choose another --out, or remove it yourself")
-    target = out.resolve()
+    if target == target.parent or target == Path.home().resolve():
+        raise CorpusUsageError(f"{out}: is the root or home folder; --force never replaces it: "
+                               f"choose another --out")
     cwd = Path.cwd().resolve()
     if target == cwd or target in cwd.parents:
         raise CorpusUsageError(f"{out}: is the working directory or contains it; run prepare "
@@ -145,12 +158,15 @@ def write_store(out: Path, arrays: dict[str, np.ndarray], vocab: list[str], mani
     out = Path(out)
     check_output(out, force)
     out.parent.mkdir(parents=True, exist_ok=True)
+    remove_stale_stores(out)
     mode = replacement_mode(out, new_dir_mode()) if out.is_dir() else new_dir_mode()
     try:
         tmp = Path(tempfile.mkdtemp(prefix=f".{out.name}.tmp-", dir=out.parent))
     except OSError as exc:
         exc.filename = str(out)         # not the random temporary name
         raise
+    held = os.open(tmp, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+    fcntl.flock(held, fcntl.LOCK_EX)    # marks it as being written (remove_stale_stores)
     try:
         hashes = {}
         names = dict(ARRAYS)
@@ -198,6 +214,57 @@ def write_store(out: Path, arrays: dict[str, np.ndarray], vocab: list[str], mani
                                          or str(exc.filename).startswith(str(tmp))):
             exc.filename = str(out)     # a failed write (disk full) names the store
         raise
+    finally:
+        os.close(held)
+
+
+def remove_stale_stores(out: Path, min_age: float = 1.0) -> list[Path]:
+    """Remove what killed writes of the store ``out`` left beside it: ``.NAME.tmp-*``
+    folders no writer holds locked (and older than ``min_age`` seconds, the moment between a
+    folder's creation and its locking), and ``.NAME.old-*`` folders, replaced stores a writer
+    was deleting. Returns the folders removed."""
+    out = Path(out)
+    removed = []
+    now = time.time()
+    for folder in sorted(out.parent.glob(f".{glob.escape(out.name)}.*")):
+        kind = folder.name[len(out.name) + 2:]
+        if not kind.startswith(("tmp-", "old-")) or folder.is_symlink():
+            continue
+        try:
+            if not folder.is_dir() or now - folder.stat().st_mtime < min_age:
+                continue
+            fd = os.open(folder, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+        except OSError:
+            continue
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError:
+            continue        # being written
+        finally:
+            os.close(fd)
+        shutil.rmtree(folder, ignore_errors=True)
+        removed.append(folder)
+    return removed
+
+
+def verify_store(path: str | Path) -> dict:
+    """``prepare --verify``: open the store (its layout checks) and check every array's
+    sha256; returns what was checked."""
+    began = time.perf_counter()
+    store = CorpusStore.open(path)
+    size, damaged = 0, []
+    for name in store.manifest["arrays"]:
+        try:
+            size += store._check_hash(name)
+        except CorpusError:
+            damaged.append(f"{name}.npy")
+    if damaged:
+        raise CorpusError(f"{path}: {len(damaged)} array(s) differ from their sha256 in "
+                          f"manifest.json: {', '.join(damaged)}; the store is damaged, prepare "
+                          f"the corpus again with --force")
+    return {"store": str(path), "arrays": len(store.manifest.get("arrays", {})),
+            "bytes": size, "vocabulary": len(store.vocab),
+            "seconds": time.perf_counter() - began}
 
 
 @dataclass
@@ -263,7 +330,9 @@ class CorpusStore:
             if not (path / f"{name}.npy").exists():
                 raise CorpusError(f"{path / (name + '.npy')}: missing from the corpus store; "
                                   f"prepare the corpus again with --force")
-        return cls(path, manifest)
+        store = cls(path, manifest)
+        store.check_layout()
+        return store
 
     # ----------------------------------------------------------------- arrays
     def array(self, name: str) -> np.ndarray:
@@ -282,16 +351,125 @@ class CorpusStore:
                               f"was modified, prepare the corpus again with --force")
         return arr
 
-    def verify(self) -> None:
-        """Check every array against the sha256 recorded in the manifest."""
-        for name in self.manifest["arrays"]:
-            self._check_hash(name)
+    # ----------------------------------------------------------------- checks
+    def check_layout(self) -> None:
+        """The checks made whenever a store is opened, cheap enough for every command: each
+        array's ``.npy`` header (dtype, shape) and file size against manifest.json, the counts
+        of the manifest against the arrays' shapes, and ``vocab.txt`` against its sha256 (a few
+        hundred kilobytes at most; a shuffled or cut vocabulary would name wrong words and map
+        new documents to wrong ids). The arrays' contents are checked by :meth:`verify`."""
+        arrays = self.manifest.get("arrays", {})
+        shapes = {}
+        for name, info in arrays.items():
+            shapes[name] = self._check_header(name, info)
+        fix = "the store was modified; prepare the corpus again with --force"
 
-    def _check_hash(self, name: str) -> None:
+        def rows(name: str) -> int | None:
+            return shapes[name][0] - 1 if shapes.get(name) else None
+
+        def length(name: str) -> int | None:
+            return shapes[name][0] if shapes.get(name) else None
+
+        counts = self.manifest.get("counts", {})
+        expected = [("train_documents", rows, ("train_doc_ptr", "train_indptr",
+                                               "train_held_indptr")),
+                    ("test_documents", rows, ("test_obs_doc_ptr", "test_obs_indptr",
+                                              "test_held_indptr")),
+                    ("train_tokens", length, ("train_words",)),
+                    ("test_observed_tokens", length, ("test_obs_words",)),
+                    ("train_documents", length, ("train_features",)),
+                    ("test_documents", length, ("test_features",))]
+        for key, size, names in expected:
+            for name in names:
+                got = size(name)
+                if key in counts and got is not None and got != counts[key]:
+                    raise CorpusError(f"{self.path / (name + '.npy')}: has {got} rows, "
+                                      f"manifest.json counts {key} = {counts[key]}; {fix}")
+        for part in ("train", "test_obs", "test_held", "train_held"):
+            if f"{part}_indices" in shapes and shapes[f"{part}_indices"] != shapes.get(
+                    f"{part}_counts"):
+                raise CorpusError(f"{self.path / (part + '_counts.npy')}: its length differs "
+                                  f"from {part}_indices.npy; {fix}")
+        self._check_vocab(counts.get("vocabulary"))
+
+    def _check_header(self, name: str, info: dict) -> tuple[int, ...]:
+        """Read the ``.npy`` header of array ``name`` only, and compare it and the file size
+        with the manifest entry ``info``; returns the shape."""
         path = self.path / f"{name}.npy"
-        if _sha256_file(path) != self.manifest["arrays"][name]["sha256"]:
-            raise CorpusError(f"{path}: content differs from manifest.json (sha256); the "
-                              f"store is damaged, prepare the corpus again with --force")
+        fix = "prepare the corpus again with --force"
+        try:
+            with open(path, "rb") as f:
+                version = np.lib.format.read_magic(f)
+                if version == (1, 0):
+                    shape, fortran, dtype = np.lib.format.read_array_header_1_0(f)
+                else:
+                    shape, fortran, dtype = np.lib.format.read_array_header_2_0(f)
+                offset = f.tell()
+                size = os.fstat(f.fileno()).st_size
+        except Exception as exc:    # noqa: BLE001
+            # a damaged header reaches NumPy's parser (ValueError, SyntaxError, TokenError)
+            reason = " ".join(str(exc).split())[:200] or type(exc).__name__
+            raise CorpusError(f"{path}: cannot be read ({reason}); {fix}") from None
+        if list(shape) != list(info.get("shape", [])) or dtype.name != info.get("dtype"):
+            raise CorpusError(f"{path}: shape or dtype differs from manifest.json; the store "
+                              f"was modified, {fix}")
+        if fortran or dtype.hasobject:
+            raise CorpusError(f"{path}: not a plain C-ordered array; {fix}")
+        nbytes = int(np.prod(shape, dtype=np.int64)) * dtype.itemsize
+        if size != offset + nbytes:
+            raise CorpusError(f"{path}: {size} bytes where its header needs {offset + nbytes} "
+                              f"(truncated or extended); {fix}")
+        return tuple(int(n) for n in shape)
+
+    def _check_vocab(self, n_words: int | None) -> None:
+        path = self.path / "vocab.txt"
+        try:
+            data = path.read_bytes()
+        except OSError as exc:
+            raise CorpusError(f"{path}: cannot be read ({exc.strerror or exc}); prepare the "
+                              f"corpus again with --force") from None
+        recorded = self.manifest.get("vocab_sha256")
+        if recorded is not None and hashlib.sha256(data).hexdigest() != recorded:
+            lines = data.count(b"\n")
+            more = (f" (it has {lines} lines, the store {n_words} words)"
+                    if n_words is not None and lines != n_words else "")
+            raise CorpusError(f"{path}: differs from the vocabulary the store was prepared with "
+                              f"(vocab_sha256 in manifest.json){more}; the word ids would name "
+                              f"wrong words: restore the file, or prepare the corpus again with "
+                              f"--force")
+        try:
+            words = data.decode("utf-8").splitlines()
+        except UnicodeDecodeError:
+            raise CorpusError(f"{path}: not UTF-8 text; prepare the corpus again with "
+                              f"--force") from None
+        if n_words is not None and len(words) != n_words:
+            raise CorpusError(f"{path}: has {len(words)} words, manifest.json counts vocabulary "
+                              f"= {n_words}; prepare the corpus again with --force")
+        self._vocab = words
+
+    def verify(self) -> int:
+        """Check every array against the sha256 recorded in the manifest (the whole store
+        is read); returns the bytes hashed."""
+        total = 0
+        for name in self.manifest["arrays"]:
+            total += self._check_hash(name)
+        return total
+
+    def _check_hash(self, name: str) -> int:
+        path = self.path / f"{name}.npy"
+        if name in self._hashed:
+            return 0
+        try:
+            digest = _sha256_file(path)
+        except OSError as exc:
+            raise CorpusError(f"{path}: cannot be read ({exc.strerror or exc}); prepare the "
+                              f"corpus again with --force") from None
+        if digest != self.manifest["arrays"][name]["sha256"]:
+            raise CorpusError(f"{path}: content differs from manifest.json (sha256); the store "
+                              f"is damaged: 'topictk prepare --verify {self.path}' lists every "
+                              f"damaged file; prepare the corpus again with --force")
+        self._hashed.add(name)
+        return path.stat().st_size
 
     def train(self) -> Documents:
         return Documents(self.array("train_doc_ptr"), self.array("train_words"),
@@ -324,9 +502,7 @@ class CorpusStore:
         # small (documents x features): checked against its sha256 the first time it is read,
         # since a damaged prior would not show anywhere else (the token arrays are checked by
         # shape, and by verify())
-        if name not in self._hashed:
-            self._check_hash(name)
-            self._hashed.add(name)
+        self._check_hash(name)
         return self.array(name)
 
     @property

@@ -18,7 +18,7 @@ def top_words(topic_word: np.ndarray, n: int) -> np.ndarray:
 
 def incidence_matrix(indptr: np.ndarray, indices: np.ndarray, n_words: int) -> "sp.csc_matrix":
     """Binary document x word incidence (D, V) as CSC, for column slicing."""
-    import scipy.sparse as sp     # here: `train` does not pay SciPy's import (about 23 MiB)
+    import scipy.sparse as sp  # here: `train` does not pay SciPy's import (about 23 MiB)
 
     data = np.ones(indices.size, dtype=np.float64)
     return sp.csr_matrix((data, np.asarray(indices), np.asarray(indptr)),

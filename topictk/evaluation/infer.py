@@ -19,13 +19,16 @@ import json
 import logging
 from collections.abc import Iterator
 from dataclasses import dataclass
-from pathlib import Path
 
 import numpy as np
 
 from topictk.corpus import readers
-from topictk.corpus.features import (FeatureEncoding, merge_meta_file, read_meta_file,
-                                     rows_for_documents)
+from topictk.corpus.features import (
+    FeatureEncoding,
+    merge_meta_file,
+    read_meta_file,
+    rows_for_documents,
+)
 from topictk.corpus.store import csr_to_tokens
 from topictk.corpus.text import tokenize
 from topictk.errors import CorpusError, CorpusUsageError, UsageError
@@ -87,12 +90,10 @@ def read_new_documents(inputs: list[str], store, fmt: str = "auto",
             metas.append({})
     stats = readers.ReadStats()
     if fmt != "uci":
-        min_length = int(store.manifest.get("options", {}).get("min_length", 3))
         for doc in readers.read_text_documents(inputs, fmt, encoding_errors, stats):
-            tokens = tokenize(doc.text, min_length)
-            known = [index[t] for t in tokens if t in index]
-            docs.append(np.array(known, dtype=np.int32))
-            unknown.append(len(tokens) - len(known))
+            known, n_unknown = _map_text(doc.text, store, index)
+            docs.append(known)
+            unknown.append(n_unknown)
             ids.append(doc.id)
             metas.append(doc.meta)
     if not ids:
@@ -105,12 +106,46 @@ def read_new_documents(inputs: list[str], store, fmt: str = "auto",
                                   meta_file)
         fields = [f["name"] for f in store.manifest.get("features", {}).get("fields", [])]
         metas = merge_meta_file(rows, metas, fields, meta_file)
+    return _new_documents(ids, docs, unknown, metas)
+
+
+def _map_text(text: str, store, index: dict[str, int]) -> tuple[np.ndarray, int]:
+    """The word ids of ``text`` tokenised with the store's settings, and how many of its
+    tokens the store's vocabulary does not know."""
+    min_length = int(store.manifest.get("options", {}).get("min_length", 3))
+    tokens = tokenize(text, min_length)
+    known = [index[t] for t in tokens if t in index]
+    return np.array(known, dtype=np.int32), len(tokens) - len(known)
+
+
+def _new_documents(ids: list[str], docs: list[np.ndarray], unknown: list[int],
+                   metas: list[dict]) -> NewDocuments:
     doc_ptr = np.zeros(len(docs) + 1, dtype=np.int64)
     np.cumsum([d.size for d in docs], out=doc_ptr[1:])
     words = np.concatenate(docs).astype(np.int32) if docs else np.zeros(0, dtype=np.int32)
     return NewDocuments(ids=ids, doc_ptr=doc_ptr, words=words,
                         unknown=np.array(unknown, dtype=np.int64),
                         metas=metas if any(metas) else None)
+
+
+def documents_from_texts(texts: list[str], store, metas: list[dict] | None = None,
+                         ids: list[str] | None = None) -> NewDocuments:
+    """Texts (one document each, in memory) mapped onto ``store``'s vocabulary as
+    :func:`read_new_documents` maps the documents of a file; ``metas``: metadata fields per
+    document (DMR runs); ``ids``: default the 1-based position."""
+    if not texts:
+        raise CorpusUsageError("no documents given")
+    if metas is not None and len(metas) != len(texts):
+        raise UsageError(f"{len(metas)} metadata records for {len(texts)} documents; give one "
+                         f"per document")
+    if ids is not None and len(ids) != len(texts):
+        raise UsageError(f"{len(ids)} ids for {len(texts)} documents; give one per document")
+    index = {w: i for i, w in enumerate(store.vocab)}
+    mapped = [_map_text(text, store, index) for text in texts]
+    return _new_documents([str(i) for i in ids] if ids is not None
+                          else [str(d + 1) for d in range(len(texts))],
+                          [m[0] for m in mapped], [m[1] for m in mapped],
+                          [dict(m) for m in metas] if metas is not None else [{}] * len(texts))
 
 
 def document_features(store, docs: NewDocuments, where: str) -> np.ndarray:
@@ -205,10 +240,25 @@ def infer_run(run, inputs: list[str], *, fmt: str = "auto", meta_file: str | Non
                     run.driver.name)
         meta_file = None
     docs = read_new_documents(inputs, run.store, fmt, meta_file, encoding_errors, vocab)
-    where = meta_file or ", ".join(inputs)
-    features = None
-    if uses_features:
+    return docs, infer_documents(run, docs, meta_file or ", ".join(inputs), sweeps=sweeps,
+                                 burn_in=burn_in, seed=seed, threads=threads)
+
+
+def infer_documents(run, docs: NewDocuments, where: str, *, sweeps: int = 50,
+                    burn_in: int = 25, seed: int | None = None,
+                    threads: int | None = None,
+                    features: np.ndarray | None = None) -> Iterator[tuple[int, np.ndarray]]:
+    """(first document, topic proportions) of ``docs`` block by block (see
+    :func:`infer_run`); ``where`` names the input in messages. DMR runs: the documents'
+    metadata are encoded (unless their (D, F) ``features`` are given) and the prior checked
+    before the first block is returned."""
+    check_sweeps(sweeps, burn_in)
+    uses_features = getattr(run.driver, "uses_features", False)
+    if not uses_features:
+        features = None
+    elif features is None:
         features = document_features(run.store, docs, where)
+    if uses_features:
         check_document_prior(run.driver.document_prior(run.state, features), docs, features,
                              run.store.feature_names, where)
     empty = int(np.count_nonzero(np.diff(docs.doc_ptr) == 0))
@@ -228,16 +278,19 @@ def infer_run(run, inputs: list[str], *, fmt: str = "auto", meta_file: str | Non
                 burn_in=burn_in, seed=seed, threads=threads,
                 first_chunk=start // INFER_CHUNK_DOCS)
 
-    return docs, blocks()
+    return blocks()
 
 
-def output_path_ok(path: str | None) -> Path | None:
-    """The ``--out`` path, checked before any work: its folder must exist."""
-    if path is None:
-        return None
-    out = Path(path)
-    if out.is_dir():
-        raise UsageError(f"{out}: is a folder; --out takes a file name")
-    if not out.parent.exists():
-        raise UsageError(f"{out.parent}: folder not found; create it or choose another --out")
-    return out
+def training_documents(store) -> tuple[NewDocuments, np.ndarray | None]:
+    """The store's training documents (their observed tokens) as documents to fold in, with
+    their (D, F) features when the store has metadata features."""
+    train = store.train()
+    ids_path = store.path / "train_ids.txt"
+    ids = (ids_path.read_text(encoding="utf-8").splitlines() if ids_path.exists()
+           else [str(d + 1) for d in range(train.n_docs)])
+    docs = NewDocuments(ids=ids, doc_ptr=np.asarray(train.doc_ptr),
+                        words=np.asarray(train.words),
+                        unknown=np.zeros(train.n_docs, dtype=np.int64), metas=None)
+    features = store.features("train")
+    return docs, None if features is None else np.asarray(features)
+

@@ -19,13 +19,13 @@ import numpy as np
 from scipy.special import logsumexp
 
 from topictk.evaluation._left_to_right import left_to_right
-from topictk.inference.base import TestSet, chunk_bounds_by_docs
+from topictk.inference.base import EvaluationSet, chunk_bounds_by_docs
 from topictk.streams import Streams, left_to_right_key
 
 DEFAULT_PARTICLES = 20
 
 
-def document_log_likelihoods(test: TestSet, phi: np.ndarray, alpha: np.ndarray,
+def document_log_likelihoods(test: EvaluationSet, phi: np.ndarray, alpha: np.ndarray,
                              particles: int, streams: Streams, chunk_docs: int,
                              threads: int = 1) -> np.ndarray:
     """(D_test,) left-to-right estimates of ln p(held | observed) for one (phi (V, K), alpha
@@ -46,7 +46,7 @@ def document_log_likelihoods(test: TestSet, phi: np.ndarray, alpha: np.ndarray,
     return out
 
 
-def left_to_right_perplexity(driver, state, test: TestSet, samples, particles: int,
+def left_to_right_perplexity(driver, state, test: EvaluationSet, samples, particles: int,
                              streams: Streams, threads: int = 1) -> dict:
     """The run's held-out perplexity by the left-to-right estimator, over its samples."""
     pairs = driver.predictive_topics(state, samples, test)

@@ -3,22 +3,17 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from topictk.config.loader import load_config
+from topictk.corpus.store import CorpusStore
 from topictk.errors import CheckpointError, CheckpointUsageError, UsageError
 from topictk.evaluation.coherence import topic_quality
 from topictk.evaluation.left_to_right import left_to_right_perplexity
-from topictk.evaluation.perplexity import heldout_perplexity, train_heldout_perplexity
-from topictk.inference.base import TestSet
-from topictk.inference.registry import get_driver
+from topictk.inference.base import EvaluationSet
+from topictk.inference.perplexity import heldout_perplexity, train_heldout_perplexity
+from topictk.inference.registry import get_driver, load_config
 from topictk.rundir import checkpoint as ckpt
+from topictk.rundir.guard import check_run_store
+from topictk.rundir.layout import MODEL_FILE, check_compatible, load_samples, retrain_command
 from topictk.streams import Streams
-from topictk.training.run import (
-    MODEL_FILE,
-    check_compatible,
-    load_samples,
-    open_store,
-    retrain_command,
-)
 
 
 def _damaged_model_fix(run_dir: Path, checkpoint: int | None) -> str:
@@ -68,20 +63,26 @@ class LoadedRun:
         self.path = path
         fix = _damaged_model_fix(run_dir, checkpoint)
         header, arrays = ckpt.load_arrays(path, fix)
-        self.store = open_store(self.config)
+        self.store = CorpusStore.open(self.config.corpus)
         check_compatible(header, self.config, self.store, path)
+        check_run_store(run_dir, self.store)
         threads = threads if threads is not None else self.config.training.threads
-        self.driver = get_driver(self.config.inference.algorithm)(self.config, self.store, threads)
+        self.streams = Streams.from_state(header["streams"])
+        self.driver = get_driver(self.config.inference.algorithm)(self.config, self.store, threads,
+                                                                  streams=self.streams)
         try:
             self.state = self.driver.state_from_arrays(header["state"], arrays)
         except (KeyError, ValueError) as exc:
             raise CheckpointError(f"{path}: incomplete model ({exc}); {fix}") from None
-        self.streams = Streams.from_state(header["streams"])
-        self.driver.attach(self.state, self.streams)
         self.header = header
 
     def samples(self) -> list[dict]:
         return load_samples(self.run_dir, self.state.sample_steps)
+
+    def topic_word(self):
+        """The point estimate of the topics, (K, V), rows on the simplex (the bottom layer of
+        a deep model)."""
+        return self.driver.topic_word(self.state)
 
 
 def evaluate_run(run_dir: str | Path, checkpoint: int | None = None,
@@ -90,7 +91,7 @@ def evaluate_run(run_dir: str | Path, checkpoint: int | None = None,
     ``left_to_right`` = R also scores the held-out tokens by the left-to-right estimator with R
     particles (§11.3)."""
     run = LoadedRun(run_dir, checkpoint, threads)
-    test = TestSet.from_store(run.store)
+    test = EvaluationSet.from_store(run.store)
     result = {"run": str(run.run_dir), "model": run.path.name,
               "algorithm": run.config.inference.algorithm, "topics": run.config.model.topics,
               "step": run.state.step}

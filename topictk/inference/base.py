@@ -3,7 +3,8 @@
 The training loop and the evaluator call only these methods, so they know nothing
 algorithm-specific:
 
-* ``init_state(streams)``: the initial state (draws from the init stream).
+* ``init_state()``: the initial state (draws from the init stream of ``self.streams``,
+  the keyed random streams the driver was constructed with).
 * ``step(state, t) -> StepInfo``: one sweep (batch algorithms) or one mini-batch update.
 * ``topic_word(state)``: phi-hat, (K, V), rows on the simplex.
 * ``sample(state)``: arrays saved as one posterior sample for evaluation.
@@ -17,14 +18,16 @@ from __future__ import annotations
 
 from abc import ABC, abstractmethod
 from dataclasses import dataclass, field
-from typing import Any, ClassVar
+from typing import Any, ClassVar, Mapping
 
 import numpy as np
 
 from topictk.config.schema import Option
+from topictk.corpus.batches import FEISTEL_ROUNDS
 from topictk.corpus.store import CorpusStore, Documents
 from topictk.errors import UsageError
 from topictk.inference import _minibatch
+from topictk.state import schema
 from topictk.streams import Streams, infer_key
 
 
@@ -39,14 +42,14 @@ class StepInfo:
 
 
 @dataclass
-class TestSet:
+class EvaluationSet:
     """Test documents: observed tokens (both representations) and held-out entries (CSR)."""
 
     observed: Documents
     heldout: Documents
 
     @classmethod
-    def from_store(cls, store: CorpusStore) -> "TestSet":
+    def from_store(cls, store: CorpusStore) -> "EvaluationSet":
         return cls(store.test_observed(), store.test_heldout())
 
     @property
@@ -113,11 +116,33 @@ def chunk_bounds_by_tokens(doc_ptr: np.ndarray, n_chunks: int) -> np.ndarray:
     return np.maximum.accumulate(bounds)
 
 
+class _StateSizes(Mapping):
+    """The sizes of a driver's state-shape symbols, looked up when a shape asks for them."""
+
+    ATTRIBUTES = {"K": "K", "V": "V", "D": "n_docs", "N": "n_tokens"}
+
+    def __init__(self, driver: "Driver"):
+        self.driver = driver
+        self.extra = driver.state_sizes()
+
+    def __getitem__(self, symbol: str):
+        if symbol in self.extra:
+            return self.extra[symbol]
+        return getattr(self.driver, self.ATTRIBUTES.get(symbol, symbol))
+
+    def __iter__(self):
+        return iter(self.extra)
+
+    def __len__(self) -> int:
+        return len(self.extra)
+
+
 class Driver(ABC):
     """Base class of inference drivers; subclasses register with ``@register``."""
 
     name: ClassVar[str]
     family: ClassVar[str] = "lda"
+    STATE: ClassVar[type]           # the state class (declares its saved layout, SCHEMA)
     # True when held-out evaluation during training advances a chain kept in the state (deep
     # LDA's persistent test chain): the loop then evaluates on the eval_every schedule only,
     # and a resumed run may not change that schedule
@@ -126,10 +151,14 @@ class Driver(ABC):
     objective_name: ClassVar[str | None] = None
     uses_features: ClassVar[bool] = False     # the document prior depends on metadata (DMR)
 
-    def __init__(self, config, store: CorpusStore, threads: int = 1):
+    def __init__(self, config, store: CorpusStore, threads: int = 1, *,
+                 streams: Streams | None = None):
         self.config = config
         self.store = store
         self.threads = int(threads)
+        # every draw of the run comes from these keyed streams: a new run's are seeded by
+        # training.seed, a resumed or loaded run's are restored from its checkpoint
+        self.streams = streams if streams is not None else Streams(int(config.training.seed))
 
     @property
     def fixed_on_resume(self) -> frozenset[str]:
@@ -146,7 +175,7 @@ class Driver(ABC):
         """Cross-key checks after every key was validated on its own."""
 
     @abstractmethod
-    def init_state(self, streams: Streams) -> Any: ...
+    def init_state(self) -> Any: ...
 
     @abstractmethod
     def step(self, state: Any, t: int) -> StepInfo: ...
@@ -164,13 +193,29 @@ class Driver(ABC):
 
     @abstractmethod
     def heldout_probabilities(self, state: Any, samples: list[dict[str, np.ndarray]] | None,
-                              test: TestSet, pass_index: int) -> np.ndarray: ...
+                              test: EvaluationSet, pass_index: int) -> np.ndarray: ...
 
-    @abstractmethod
-    def state_to_arrays(self, state: Any) -> tuple[dict, dict[str, np.ndarray]]: ...
+    def state_to_arrays(self, state: Any) -> tuple[dict, dict[str, np.ndarray]]:
+        """The header values and named arrays that save ``state`` (its class's ``SCHEMA``)."""
+        return schema.to_arrays(state)
 
-    @abstractmethod
-    def state_from_arrays(self, header: dict, arrays: dict[str, np.ndarray]) -> Any: ...
+    def state_from_arrays(self, header: dict, arrays: dict[str, np.ndarray]) -> Any:
+        """The ``STATE`` saved as ``header`` and ``arrays``, every array checked against this
+        corpus and model (:func:`topictk.state.schema.from_arrays`); raises ValueError naming
+        the field that does not fit."""
+        state = schema.from_arrays(self.STATE, header, arrays, _StateSizes(self))
+        self.check_restored(state)
+        return state
+
+    def state_sizes(self) -> dict[str, Any]:
+        """Sizes of the symbols in the state's array shapes beyond K, V, D (training
+        documents) and N (training tokens), which are the driver's attributes of those names
+        (``n_docs``, ``n_tokens``)."""
+        return {"feistel": FEISTEL_ROUNDS, "epoch_state": FEISTEL_ROUNDS + 1}
+
+    def check_restored(self, state: Any) -> None:
+        """Raise ValueError when a restored state contradicts the config in a way its array
+        shapes do not show (a setting saved in the state)."""
 
     def train_heldout_probabilities(self, state: Any, samples: list[dict[str, np.ndarray]] | None,
                                     heldout: Documents) -> np.ndarray | None:
@@ -201,7 +246,7 @@ class Driver(ABC):
         return np.atleast_2d(np.asarray(alpha, dtype=np.float64))
 
     def predictive_topics(self, state: Any, samples: list[dict[str, np.ndarray]] | None,
-                          test: TestSet) -> list[tuple[np.ndarray, np.ndarray]]:
+                          test: EvaluationSet) -> list[tuple[np.ndarray, np.ndarray]]:
         """The (phi-hat (V, K), alpha (1 or D_test, K)) pairs that the left-to-right estimator
         (§11.3) scores the test documents with, one per sample. The default is one pair: the
         topics of ``topic_word`` and the test documents' ``document_prior``."""

@@ -26,15 +26,10 @@ from topictk.config.schema import Option
 from topictk.corpus.store import Documents
 from topictk.errors import ConfigError, NumericalError
 from topictk.inference import _cvb
-from topictk.inference.base import Driver, StepInfo, TestSet, chunk_bounds_by_tokens
+from topictk.inference.base import StepInfo, chunk_bounds_by_tokens
+from topictk.inference.perplexity import csr_arrays, mixture_probabilities
 from topictk.inference.registry import register
-from topictk.inference.vb import (
-    _nan_to_none,
-    _none_to_nan,
-    csr_arrays,
-    doc_lengths,
-    mixture_probabilities,
-)
+from topictk.inference.variational import VariationalDriver, doc_lengths
 from topictk.state.variational import CVBState
 from topictk.streams import Streams
 
@@ -49,10 +44,11 @@ def gaussian_lngamma(a, m, v):
 
 
 @register
-class CVBDriver(Driver):
+class CVBDriver(VariationalDriver):
     """CVB with the second-order (Gaussian) correction; one step is one sweep over all pairs."""
 
     name = "cvb"
+    STATE = CVBState
     gaussian = True
     objective_name = "train_bound_per_token"
     OPTIONS = {
@@ -82,8 +78,9 @@ class CVBDriver(Driver):
                               f"{cls.name}; got 'auto' (alpha learning is available for vb and "
                               f"ovb) ({where})")
 
-    def __init__(self, config, store, threads: int = 1):
-        super().__init__(config, store, threads)
+    def __init__(self, config, store, threads: int = 1, *,
+                 streams: Streams | None = None):
+        super().__init__(config, store, threads, streams=streams)
         self.indptr, self.indices, self.counts = csr_arrays(store.train())
         self.n_docs = self.indptr.size - 1
         self.doc_lengths = doc_lengths(self.indptr, self.counts)
@@ -98,17 +95,15 @@ class CVBDriver(Driver):
             log.warning("training.threads = %d but inference.chunks = %d: only %d thread(s) "
                         "can work on the sweep; set inference.chunks >= threads", self.threads,
                         self.n_chunks, self.n_chunks)
-        self.streams: Streams | None = None
 
     # ------------------------------------------------------------------ state
     def _empty_var(self):
         return np.zeros((0, self.K)), np.zeros((0, self.K)), np.zeros(0)
 
-    def init_state(self, streams: Streams) -> CVBState:
+    def init_state(self) -> CVBState:
         """mu ~ Dir(1) per pair from the init stream (§4.7), fields from scratch."""
-        self.streams = streams
         mu = np.empty((self.indices.size, self.K))
-        _cvb.init_mu(mu, streams.persistent(keys.INIT))
+        _cvb.init_mu(mu, self.streams.persistent(keys.INIT))
         alpha = np.full(self.K, float(self.config.model.alpha))
         state = CVBState(mu=mu, m_dk=np.zeros((self.n_docs, self.K)),
                          m_kw=np.zeros((self.V, self.K)), m_k=np.zeros(self.K),
@@ -121,8 +116,6 @@ class CVBDriver(Driver):
             state.v_dk, state.v_kw, state.v_k = self._empty_var()
         return state
 
-    def attach(self, state: CVBState, streams: Streams) -> None:
-        self.streams = streams
 
     def refresh_fields(self, state: CVBState) -> None:
         """Recompute every field from mu (§4.7)."""
@@ -203,46 +196,15 @@ class CVBDriver(Driver):
                      float(opts.fold_in_tol), int(opts.fold_in_max_passes), theta, self.threads)
         return theta
 
-    def heldout_probabilities(self, state: CVBState, samples, test: TestSet,
-                              pass_index: int) -> np.ndarray:
-        theta = self.fold_in(state, test.observed)
-        return mixture_probabilities(test.heldout, theta, state.phi(), self.threads)
+    def state_sizes(self) -> dict:
+        variance = (self.n_docs, self.V, self.K) if self.gaussian else (0, 0, 0)
+        return {**super().state_sizes(), "pairs": self.indices.size,
+                **dict(zip(("var_docs", "var_words", "var_topics"), variance))}
 
-    def train_heldout_probabilities(self, state: CVBState, samples,
-                                    heldout: Documents) -> np.ndarray:
-        """Protocol B: theta-hat = (alpha + m_dk)/(alpha_sum + N_d) (TNW 2007 eq. 19)."""
-        return mixture_probabilities(heldout, state.theta(), state.phi(), self.threads)
-
-    # ------------------------------------------------------------ persistence
-    def state_to_arrays(self, state: CVBState):
-        header = {"step": state.step, "sample_steps": list(state.sample_steps),
-                  "beta": state.beta, "gaussian": state.gaussian,
-                  "monitor": _nan_to_none(state.monitor), "converged": bool(state.converged)}
-        arrays = {"mu": state.mu, "m_dk": state.m_dk, "m_kw": state.m_kw, "m_k": state.m_k,
-                  "v_dk": state.v_dk, "v_kw": state.v_kw, "v_k": state.v_k,
-                  "alpha": state.alpha}
-        return header, arrays
-
-    def state_from_arrays(self, header: dict, arrays: dict[str, np.ndarray]) -> CVBState:
-        def f64(name):
-            return np.ascontiguousarray(arrays[name], dtype=np.float64)
-
-        state = CVBState(mu=f64("mu"), m_dk=f64("m_dk"), m_kw=f64("m_kw"), m_k=f64("m_k"),
-                         v_dk=f64("v_dk"), v_kw=f64("v_kw"), v_k=f64("v_k"),
-                         alpha=f64("alpha"), beta=float(header["beta"]),
-                         gaussian=bool(header["gaussian"]),
-                         monitor=_none_to_nan(header["monitor"]),
-                         converged=bool(header["converged"]),
-                         sample_steps=[int(s) for s in header["sample_steps"]],
-                         step=int(header["step"]))
-        if (state.mu.shape != (self.indices.size, self.K)
-                or state.m_dk.shape != (self.n_docs, self.K)
-                or state.m_kw.shape != (self.V, self.K) or state.gaussian != self.gaussian):
-            raise ValueError("state arrays do not match the corpus and model size")
-        if self.gaussian and (state.v_dk.shape != state.m_dk.shape
-                              or state.v_kw.shape != state.m_kw.shape):
-            raise ValueError("variance fields do not match the corpus and model size")
-        return state
+    def check_restored(self, state: CVBState) -> None:
+        if state.gaussian != self.gaussian:
+            raise ValueError(f"the state has gaussian = {state.gaussian}, the config's "
+                             f"algorithm {self.name} {self.gaussian}")
 
     def check_state(self, state: CVBState) -> None:
         for name in ("m_k", "v_k"):

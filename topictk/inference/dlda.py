@@ -30,18 +30,18 @@ import numpy as np
 
 from topictk import streams as keys
 from topictk.config.schema import Option
-from topictk.corpus.batches import EpochSchedule
 from topictk.corpus.store import ptr_to_csr
 from topictk.errors import ConfigError, NumericalError, UsageError
 from topictk.inference import _dlda
 from topictk.inference.base import (
     INFER_CHUNK_DOCS,
     Driver,
+    EvaluationSet,
     StepInfo,
-    TestSet,
     chunk_bounds_by_docs,
     chunk_bounds_by_tokens,
 )
+from topictk.inference.minibatch import epoch_schedule
 from topictk.inference.registry import register
 from topictk.inference.schedules import sgmcmc_step
 from topictk.state.deep import DeepState
@@ -258,6 +258,7 @@ class DLDADriver(Driver):
     chains, persistence. Subclasses implement ``step``."""
 
     family = "dlda"
+    STATE = DeepState
     objective_name = "perplexity"   # the persistent test chain's accumulated perplexity
     stochastic = True
     persistent_evaluation = True    # every evaluation advances the persistent test chain
@@ -297,8 +298,9 @@ class DLDADriver(Driver):
                     if inf["forgetting"][key] is None:
                         inf["forgetting"][key] = inf["step"][key]
 
-    def __init__(self, config, store, threads: int = 1):
-        super().__init__(config, store, threads)
+    def __init__(self, config, store, threads: int = 1, *,
+                 streams: Streams | None = None):
+        super().__init__(config, store, threads, streams=streams)
         model, inf = config.model, config.inference
         self.layers = [int(k) for k in model.layers]
         self.L = len(self.layers)
@@ -311,16 +313,12 @@ class DLDADriver(Driver):
         self.burn_in = int(inf.burn_in)
         self.iterations = int(inf.iterations)
         self.sizes = np.array([self.V] + self.layers, dtype=np.int64)
-        self.test = TestSet.from_store(store)
-        self.streams: Streams | None = None
+        self.test = EvaluationSet.from_store(store)
 
     # ---------------------------------------------------------------- state
-    def attach(self, state: DeepState, streams: Streams) -> None:
-        self.streams = streams
 
-    def init_state(self, streams: Streams) -> DeepState:
-        self.streams = streams
-        init = np.random.Generator(streams.persistent(keys.INIT))
+    def init_state(self) -> DeepState:
+        init = np.random.Generator(self.streams.persistent(keys.INIT))
         phis = initial_phis(init, self.V, self.layers)
         n_test = self.test.observed.n_docs
         state = DeepState(
@@ -349,62 +347,19 @@ class DLDADriver(Driver):
     def _advice(self) -> str:
         return "lower inference.step.a"
 
-    def state_to_arrays(self, state: DeepState):
-        header = {"step": state.step, "layers": list(state.layers), "M_top": state.M_top,
-                  "chain_step": state.chain_step, "chain_samples": state.chain_samples,
-                  "floored": state.floored, "fallbacks": state.fallbacks,
-                  "clamped": state.clamped, "sample_steps": list(state.sample_steps)}
-        arrays = {"r": state.r, "theta_test": state.theta_test, "c_test": state.c_test,
-                  "racc": state.racc, "tacc": state.tacc}
-        for l, p in enumerate(state.phi, start=1):
-            arrays[f"phi_{l}"] = p
-        for name in ("M", "phi_hat"):
-            values = getattr(state, name)
-            if values is not None:
-                for l, p in enumerate(values, start=1):
-                    arrays[f"{name}_{l}"] = p
-        for name in ("theta_train", "c_train", "permutation"):
-            if getattr(state, name) is not None:
-                arrays[name] = getattr(state, name)
-        return header, arrays
+    def state_sizes(self) -> dict:
+        return {**super().state_sizes(), "layers": self.layers, "rows": [self.V] + self.layers,
+                "top": self.layers[-1], "all_topics": sum(self.layers), "depth": self.L,
+                "test_docs": self.test.observed.n_docs,
+                "test_heldout": self.test.heldout.indices.size}
 
     def state_from_arrays(self, header: dict, arrays: dict) -> DeepState:
-        layers = [int(k) for k in header["layers"]]
-        if layers != self.layers:
+        layers = [int(k) for k in header.get("layers", [])]
+        if layers != self.layers:     # before the shapes, which follow from the layers
             raise ValueError(f"model.layers {layers} in the file, {self.layers} in the config")
+        return super().state_from_arrays(header, arrays)
 
-        def get(name, shape):
-            a = np.ascontiguousarray(arrays[name], dtype=np.float64)
-            if a.shape != shape:
-                raise ValueError(f"{name} has shape {a.shape}, expected {shape}")
-            return a
-
-        rows = [self.V] + self.layers
-        n_test, W = self.test.observed.n_docs, sum(self.layers)
-        phis = [get(f"phi_{l}", (rows[l - 1], rows[l])) for l in range(1, self.L + 1)]
-        state = DeepState(
-            layers=layers, phi=phis, r=get("r", (self.layers[-1],)),
-            theta_test=get("theta_test", (n_test, W)), c_test=get("c_test", (n_test, self.L)),
-            racc=get("racc", (self.test.heldout.indices.size,)), tacc=get("tacc", (n_test,)),
-            step=int(header["step"]), M_top=float(header["M_top"]),
-            chain_step=int(header["chain_step"]), chain_samples=int(header["chain_samples"]),
-            floored=int(header["floored"]), fallbacks=int(header["fallbacks"]),
-            clamped=int(header["clamped"]),
-            sample_steps=[int(s) for s in header["sample_steps"]])
-        if "M_1" in arrays:
-            state.M = [get(f"M_{l}", (self.layers[l - 1],)) for l in range(1, self.L + 1)]
-        if "phi_hat_1" in arrays:
-            state.phi_hat = [get(f"phi_hat_{l}", (rows[l - 1], rows[l]))
-                             for l in range(1, self.L + 1)]
-        if "theta_train" in arrays:
-            state.theta_train = get("theta_train", (self.n_docs, W))
-            state.c_train = get("c_train", (self.n_docs, self.L))
-        if "permutation" in arrays:      # the epoch state of EpochSchedule (uint64)
-            state.permutation = np.asarray(arrays["permutation"], dtype=np.uint64)
-        self._check_loaded(state)
-        return state
-
-    def _check_loaded(self, state: DeepState) -> None:
+    def check_restored(self, state: DeepState) -> None:
         """Raise ValueError when the algorithm's own arrays are missing."""
 
     # ---------------------------------------------------------------- topics
@@ -493,7 +448,7 @@ class DLDADriver(Driver):
         state.chain_step = state.step
         state.chain_samples += int(accumulate)
 
-    def _rates(self, racc: np.ndarray, tacc: np.ndarray, test: TestSet) -> np.ndarray:
+    def _rates(self, racc: np.ndarray, tacc: np.ndarray, test: EvaluationSet) -> np.ndarray:
         """p_vj = Racc_vj / Tacc_j for every held-out entry (§8.11)."""
         held = test.heldout
         row = np.repeat(np.arange(held.n_docs), np.diff(np.asarray(held.indptr)))
@@ -501,7 +456,7 @@ class DLDADriver(Driver):
             p = racc / tacc[row]
         return np.where(np.isfinite(p), p, 0.0)
 
-    def point_probabilities(self, state: DeepState, test: TestSet,
+    def point_probabilities(self, state: DeepState, test: EvaluationSet,
                             pass_index: int) -> np.ndarray:
         """Point perplexity's p-hat (§8.11): a fresh chain on the current globals,
         ``point_perplexity.iterations`` iterations, rates accumulated every ``thin``-th of
@@ -523,7 +478,7 @@ class DLDADriver(Driver):
         every = int(self.config.inference.point_perplexity["every"])
         return every == 0 or step % every == 0 or step >= self.iterations
 
-    def predictive_topics(self, state: DeepState, samples, test: TestSet):
+    def predictive_topics(self, state: DeepState, samples, test: EvaluationSet):
         """One layer: theta_d ~ Gam(r, 1/c_d) normalised is Dir(r), so the left-to-right
         estimator scores Phi^(1) with alpha = r (§11.3). Deeper networks put a gamma prior on
         r itself, which the estimator does not cover."""
@@ -533,7 +488,7 @@ class DLDADriver(Driver):
                              f"the layer above. Use the default estimator (document completion)")
         return [(state.phi[0], state.r)]
 
-    def heldout_probabilities(self, state: DeepState, samples, test: TestSet,
+    def heldout_probabilities(self, state: DeepState, samples, test: EvaluationSet,
                               pass_index: int) -> np.ndarray:
         """During training (``samples`` None): advance the persistent test chain, then return
         the point perplexity's p-hat (NaN where it is not due). From ``topictk evaluate``
@@ -556,7 +511,7 @@ class DLDADriver(Driver):
                             self.test.heldout.counts)
         return ppl
 
-    def evaluation_report(self, state: DeepState, test: TestSet) -> dict:
+    def evaluation_report(self, state: DeepState, test: EvaluationSet) -> dict:
         """Extra fields of ``topictk evaluate`` for deep models."""
         ppl, floored = perplexity(self.point_probabilities(state, test, 0),
                                   test.heldout.counts)
@@ -574,13 +529,11 @@ class _StochasticDLDA(DLDADriver):
 
     OPTIONS = {**COMMON_OPTIONS, **SG_OPTIONS, "step": _step_options(1.0, 21.0, 0.7)}
 
-    def __init__(self, config, store, threads: int = 1):
-        super().__init__(config, store, threads)
+    def __init__(self, config, store, threads: int = 1, *,
+                 streams: Streams | None = None):
+        super().__init__(config, store, threads, streams=streams)
         inf = config.inference
-        if inf.batch_size > self.n_docs:
-            log.warning("inference.batch_size = %d is larger than the corpus (%d documents); "
-                        "using the whole corpus in every update", inf.batch_size, self.n_docs)
-        self.schedule = EpochSchedule(self.n_docs, int(inf.batch_size))
+        self.schedule = epoch_schedule(self.n_docs, int(inf.batch_size))
 
     def local_statistics(self, state: DeepState, batch, t: int):
         """§8.6: fresh chains for the batch documents, 20L + 10L iterations by default
@@ -654,7 +607,7 @@ class TLASGRDriver(_StochasticDLDA):
         extra.update({"lr_r": rate_r, "clamped": clamped, "r_floored": floored_r})
         return extra
 
-    def _check_loaded(self, state: DeepState) -> None:
+    def check_restored(self, state: DeepState) -> None:
         if state.step > 0 and state.M is None:
             raise ValueError("the Fisher scales M are missing")
 
@@ -703,7 +656,7 @@ class DLDASGRLDDriver(_StochasticDLDA):
                     f"lower inference.step.a (the last good checkpoint is kept)")
         super().check_state(state)
 
-    def _check_loaded(self, state: DeepState) -> None:
+    def check_restored(self, state: DeepState) -> None:
         if state.phi_hat is None:
             raise ValueError("the expanded means phi_hat are missing")
 
@@ -724,8 +677,9 @@ class DLDAGibbsDriver(DLDADriver):
                               "changes the random numbers, not the algorithm"),
     }
 
-    def __init__(self, config, store, threads: int = 1):
-        super().__init__(config, store, threads)
+    def __init__(self, config, store, threads: int = 1, *,
+                 streams: Streams | None = None):
+        super().__init__(config, store, threads, streams=streams)
         self.bounds = chunk_bounds_by_tokens(np.asarray(self.train.doc_ptr),
                                              int(config.inference.chunks))
         self.n_tokens = int(self.train.n_tokens)
@@ -738,7 +692,7 @@ class DLDAGibbsDriver(DLDADriver):
         state.theta_train = initial_theta(self.n_docs, self.layers)
         state.c_train = np.ones((self.n_docs, self.L))
 
-    def _check_loaded(self, state: DeepState) -> None:
+    def check_restored(self, state: DeepState) -> None:
         if state.theta_train is None:
             raise ValueError("the training documents' local state is missing")
 

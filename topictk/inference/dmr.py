@@ -44,19 +44,16 @@ from topictk import streams as keys
 from topictk.config.schema import Option
 from topictk.corpus.batches import gather_batch
 from topictk.errors import ConfigError, CorpusError, CorpusUsageError, NumericalError
-from topictk.inference import _dmr, _gibbs, _minibatch
+from topictk.inference import _dmr, _minibatch
 from topictk.inference.base import (
-    Driver,
     StepInfo,
-    TestSet,
     chunk_bounds_by_docs,
-    chunk_bounds_by_tokens,
 )
-from topictk.inference.gibbs import SweepSampler, fold_in_probabilities, resolve_sample_schedule
+from topictk.inference.gibbs import GibbsDriver
+from topictk.inference.minibatch import FLOOR
 from topictk.inference.registry import register
 from topictk.inference.schedules import sgmcmc_step
-from topictk.inference.sgrld import FLOOR, TRAIN_HELDOUT_PASS, SGRLDDriver, sgrld_update
-from topictk.state.counts import phi_hat as counts_phi_hat
+from topictk.inference.sgrld import SGRLDDriver, sgrld_update
 from topictk.state.dmr import (
     ETA_MAX,
     ETA_MIN,
@@ -346,18 +343,25 @@ class DMRPriorMixin:
         """alpha_d = exp(x_d^T nu) of new documents (``topictk infer``)."""
         return document_alpha(features, state.nu)
 
+    def features_of(self, documents: str) -> np.ndarray:
+        """The metadata rows of the ``"train"`` or ``"test"`` documents."""
+        if documents == "train":
+            return self.X
+        return np.ascontiguousarray(self.store.features("test"), dtype=np.float64)
+
     def feature_table(self, state, n: int) -> list[list[dict]]:
         """Per topic, the ``n`` metadata features with the largest nu_kf (``topictk topics``)."""
         return feature_table(state.nu, self.store.feature_names, n)
 
 
 @register
-class DMRSEMDriver(DMRPriorMixin, Driver):
-    """DMR by stochastic EM; one step is one Gibbs sweep (preceded by the nu update when due)."""
+class DMRSEMDriver(DMRPriorMixin, GibbsDriver):
+    """DMR by stochastic EM: collapsed Gibbs sweeps with each document's prior
+    alpha_d = exp(x_d^T nu), and nu updated by L-BFGS before a sweep when due (§9.2)."""
 
     name = "dmr-sem"
+    STATE = DMRCountState
     family = "dmr"
-    objective_name = "log_joint_per_token"
     OPTIONS = {
         "burn_in": Option("int", None, low=0, nullable=True,
                           help="sweeps before samples are saved (default: half the iterations)"),
@@ -381,7 +385,7 @@ class DMRSEMDriver(DMRPriorMixin, Driver):
     def check_config(cls, data: dict, where: str) -> None:
         check_dmr_config(cls, data, where)
         inf = data["inference"]
-        resolve_sample_schedule(inf, where)
+        super().check_config(data, where)      # the sample schedule
         # nu is updated before sweep s when s > optimize_burn_in and s % optimize_interval == 0
         first = (inf["optimize_burn_in"] // inf["optimize_interval"] + 1) * inf["optimize_interval"]
         if first > inf["iterations"]:   # allowed: a run of DMR with nu fixed at its start
@@ -394,45 +398,21 @@ class DMRSEMDriver(DMRPriorMixin, Driver):
                         inf["optimize_burn_in"], inf["optimize_interval"], first,
                         inf["iterations"], where)
 
-    def __init__(self, config, store, threads: int = 1):
-        super().__init__(config, store, threads)
+    def __init__(self, config, store, threads: int = 1, *,
+                 streams: Streams | None = None):
+        super().__init__(config, store, threads, streams=streams)
         self.X = training_features(store)
         self.groups = feature_groups(self.X)     # the nu objective's grouped form (see there)
-        train = store.train()
-        self.doc_ptr = np.ascontiguousarray(train.doc_ptr, dtype=np.int64)
-        self.words = np.ascontiguousarray(train.words, dtype=np.int32)
-        self.n_docs = self.doc_ptr.size - 1
-        self.n_tokens = int(self.doc_ptr[-1])
         self.lengths = np.diff(self.doc_ptr)
-        self.V = store.n_words
-        self.K = int(config.model.topics)
         opts = config.inference
         self.variances = prior_variances(self.X.shape[1], opts.sigma2, opts.sigma2_intercept)
-        self.bounds = chunk_bounds_by_tokens(self.doc_ptr, int(opts.chunks))
-        self.n_chunks = self.bounds.size - 1
-        if self.threads > self.n_chunks:
-            log.warning("training.threads = %d but inference.chunks = %d: only %d thread(s) "
-                        "can work; set inference.chunks >= threads", self.threads,
-                        self.n_chunks, self.n_chunks)
-        self.sampler = SweepSampler(opts.sparse, self.words, self.V, self.K)
         self._alpha_cache: tuple[np.ndarray, np.ndarray] | None = None
-        self.streams: Streams | None = None
 
-    # ------------------------------------------------------------------ state
-    def init_state(self, streams: Streams) -> DMRCountState:
-        """z uniform (§2.2 init, init stream), nu from alpha_init (§9.2)."""
-        self.streams = streams
-        z = np.zeros(self.n_tokens, dtype=np.int32)
-        ndk = np.zeros((self.n_docs, self.K), dtype=np.int32)
-        nkw = np.zeros((self.V, self.K), dtype=np.int32)
-        nk = np.zeros(self.K, dtype=np.int64)
-        _gibbs.init_topics(self.doc_ptr, self.words, z, ndk, nkw, nk, streams.persistent(keys.INIT))
+    def new_state(self, z, ndk, nkw, nk) -> DMRCountState:
+        """nu from alpha_init (§9.2)."""
         nu = initial_nu(self.K, self.X.shape[1], float(self.config.model.alpha))
         return DMRCountState(z=z, ndk=ndk, nkw=nkw, nk=nk, alpha=np.exp(nu[:, -1]),
                              beta=float(self.config.model.beta), nu=nu)
-
-    def attach(self, state: DMRCountState, streams: Streams) -> None:
-        self.streams = streams
 
     def document_alpha(self, state) -> np.ndarray:
         """(D, K) alpha_d = exp(x_d^T nu) of the training documents, cached until nu changes
@@ -443,29 +423,22 @@ class DMRSEMDriver(DMRPriorMixin, Driver):
             self._alpha_cache = cached
         return cached[1]
 
-    def step(self, state: DMRCountState, t: int) -> StepInfo:
+    def sweep_prior(self, state: DMRCountState) -> np.ndarray:
+        return self.document_alpha(state)
+
+    def before_sweep(self, state: DMRCountState, sweep: int) -> dict:
+        """nu's L-BFGS update before every optimize_interval-th sweep after optimize_burn_in."""
         opts = self.config.inference
-        sweep = t + 1
-        extra = {}
         if sweep > opts.optimize_burn_in and sweep % opts.optimize_interval == 0:
             state.nu, info = optimize_nu(state.nu, self.X, state.ndk, self.lengths,
                                          self.variances, self.threads, groups=self.groups)
             state.alpha = np.exp(state.nu[:, -1])
             state.optimizations += 1
-            extra.update(info)
-        chunk_streams = self.streams.chunk_streams((3,), self.n_chunks, persistent=True)
-        fallbacks, sparse = self.sampler.sweep(state, self.document_alpha(state), self.bounds,
-                                               chunk_streams, self.doc_ptr, self.words,
-                                               self.threads)
-        state.step = sweep
-        collect = (state.step > opts.burn_in and (state.step - opts.burn_in) % opts.thin == 0)
-        extra["fallbacks"] = fallbacks
-        extra["sampler"] = "sparse" if sparse else "dense"
-        return StepInfo(tokens=self.n_tokens, documents=self.n_docs, collect_sample=collect,
-                        extra=extra)
+            return info
+        return {}
 
-    def topic_word(self, state: DMRCountState) -> np.ndarray:
-        return state.topic_word()
+    def after_sweep(self, state: DMRCountState) -> None:
+        """Nothing: the prior moves through nu, before a sweep."""
 
     def objective(self, state: DMRCountState) -> float:
         """Collapsed log joint ln p(w, z | nu, beta) per token (§1.3 with alpha_d, §9.1)."""
@@ -483,68 +456,12 @@ class DMRSEMDriver(DMRPriorMixin, Driver):
             arrays["ndk"] = state.ndk.copy()
         return arrays
 
-    def heldout_probabilities(self, state: DMRCountState, samples, test: TestSet,
-                              pass_index: int) -> np.ndarray:
-        """Gibbs fold-in with phi-hat of each sample and alpha_d = exp(x_d^T nu) of the test
-        document (§9.4), probabilities averaged over samples (§11.2)."""
-        X_test = np.ascontiguousarray(self.store.features("test"), dtype=np.float64)
-        if not samples:
-            samples = [self.sample(state)]
-        total = np.zeros(test.heldout.indices.size)
-        for s in samples:
-            phi = counts_phi_hat(s["nkw"], s["nk"], state.beta)
-            total += fold_in_probabilities(test, phi, phi, document_alpha(X_test, s["nu"]),
-                                           self.config.evaluation, self.streams, pass_index,
-                                           self.threads)
-        return total / len(samples)
+    def sample_prior(self, state: DMRCountState, sample: dict, documents: str) -> np.ndarray:
+        """alpha_d = exp(x_d^T nu) of the sample's nu for the test or training documents."""
+        return document_alpha(self.features_of(documents), sample["nu"])
 
-    def predictive_topics(self, state: DMRCountState, samples, test: TestSet):
-        """phi-hat of every saved sample with alpha_d = exp(x_d^T nu) of the test documents."""
-        X_test = np.ascontiguousarray(self.store.features("test"), dtype=np.float64)
-        return [(counts_phi_hat(s["nkw"], s["nk"], state.beta), document_alpha(X_test, s["nu"]))
-                for s in (samples or [self.sample(state)])]
-
-    def train_heldout_probabilities(self, state: DMRCountState, samples,
-                                    heldout) -> np.ndarray:
-        """Protocol B (§11.2): theta-hat^s = (n_dk + alpha_dk)/(N_d + alpha_d.) per sample."""
-        from topictk.inference.vb import mixture_probabilities
-
-        samples = [s for s in (samples or []) if "ndk" in s] or [self.sample(state) | {
-            "ndk": state.ndk}]
-        total = np.zeros(np.asarray(heldout.indices).size)
-        for s in samples:
-            alpha = document_alpha(self.X, s["nu"])
-            ndk = s["ndk"].astype(np.float64)
-            theta = (ndk + alpha) / (ndk.sum(axis=1, keepdims=True) + alpha.sum(axis=1,
-                                                                               keepdims=True))
-            total += mixture_probabilities(heldout, theta,
-                                           counts_phi_hat(s["nkw"], s["nk"], state.beta),
-                                           self.threads)
-        return total / len(samples)
-
-    # ------------------------------------------------------------ persistence
-    def state_to_arrays(self, state: DMRCountState):
-        header = {"step": state.step, "sample_steps": list(state.sample_steps),
-                  "beta": state.beta, "optimizations": state.optimizations}
-        arrays = {"z": state.z, "ndk": state.ndk, "nkw": state.nkw, "nk": state.nk,
-                  "nu": state.nu}
-        return header, arrays
-
-    def state_from_arrays(self, header: dict, arrays: dict[str, np.ndarray]) -> DMRCountState:
-        nu = np.ascontiguousarray(arrays["nu"], dtype=np.float64)
-        state = DMRCountState(z=np.ascontiguousarray(arrays["z"], dtype=np.int32),
-                              ndk=np.ascontiguousarray(arrays["ndk"], dtype=np.int32),
-                              nkw=np.ascontiguousarray(arrays["nkw"], dtype=np.int32),
-                              nk=np.ascontiguousarray(arrays["nk"], dtype=np.int64),
-                              alpha=np.exp(nu[:, -1]), beta=float(header["beta"]),
-                              sample_steps=[int(s) for s in header["sample_steps"]],
-                              step=int(header["step"]), nu=nu,
-                              optimizations=int(header["optimizations"]))
-        if state.z.size != self.n_tokens or state.ndk.shape != (self.n_docs, self.K) \
-                or state.nkw.shape != (self.V, self.K) or nu.shape != (self.K, self.X.shape[1]):
-            raise ValueError("state arrays do not match the corpus, its features and the model "
-                             "size")
-        return state
+    def state_sizes(self) -> dict:
+        return {**super().state_sizes(), "F": self.X.shape[1]}
 
     def check_state(self, state: DMRCountState) -> None:
         if not np.all(np.isfinite(state.nu)):
@@ -568,6 +485,7 @@ class DMRSGRLDDriver(DMRPriorMixin, SGRLDDriver):
     """DMR by SGRLD for the topics and SGLD for nu; one step is one mini-batch update (§9.3)."""
 
     name = "dmr-sgrld"
+    STATE = DMRSimplexState
     family = "dmr"
     OPTIONS = {**SGRLDDriver.OPTIONS, "nu_step": _nu_step_options(), **dmr_options(),
                "nu_burn_in": Option("int", 0, low=0,
@@ -586,19 +504,19 @@ class DMRSGRLDDriver(DMRPriorMixin, SGRLDDriver):
                         "inference.nu_burn_in to learn from the metadata (%s)",
                         inf["nu_burn_in"], inf["iterations"], where)
 
-    def __init__(self, config, store, threads: int = 1):
+    def __init__(self, config, store, threads: int = 1, *,
+                 streams: Streams | None = None):
         self.X = training_features(store)
-        super().__init__(config, store, threads)
+        super().__init__(config, store, threads, streams=streams)
         opts = config.inference
         self.variances = prior_variances(self.X.shape[1], opts.sigma2, opts.sigma2_intercept)
         a_nu = opts.nu_step["a"]
         self.a_nu = 0.1 / self.n_docs if a_nu is None else float(a_nu)
         self.feature_bound = np.abs(self.X).max(axis=0) if self.X.size else np.zeros(0)
 
-    def init_state(self, streams: Streams) -> DMRSimplexState:
+    def init_state(self) -> DMRSimplexState:
         """phi_hat ~ Gam(1, 1) (init stream, §7.5); nu from alpha_init (§9.2)."""
-        self.streams = streams
-        init = np.random.Generator(streams.persistent(keys.INIT))
+        init = np.random.Generator(self.streams.persistent(keys.INIT))
         phi_hat = init.standard_gamma(1.0, size=(self.V, self.K))
         np.maximum(phi_hat, FLOOR, out=phi_hat)
         nu = initial_nu(self.K, self.X.shape[1], float(self.config.model.alpha))
@@ -657,6 +575,9 @@ class DMRSGRLDDriver(DMRPriorMixin, SGRLDDriver):
                         extra={"epsilon": eps, "epsilon_nu": eps_nu, "floored": n_floored,
                                "fallbacks": fallbacks})
 
+    def state_sizes(self) -> dict:
+        return {**super().state_sizes(), "F": self.X.shape[1]}
+
     def check_state(self, state: DMRSimplexState) -> None:
         """Also stop when nu has run away: once x_d^T nu_k of a training document reaches the
         clip bound of the prior (alpha_dk = e^300), the SGLD steps are too large for the
@@ -679,47 +600,6 @@ class DMRSGRLDDriver(DMRPriorMixin, SGRLDDriver):
     def sample(self, state: DMRSimplexState) -> dict[str, np.ndarray]:
         return {"phi": state.phi(), "nu": state.nu.copy()}
 
-    def _fold_in(self, state, samples, test: TestSet, X: np.ndarray, pass_index: int):
-        if not samples:
-            samples = [self.sample(state)]
-        total = np.zeros(test.heldout.indices.size)
-        for s in samples:
-            phi = np.ascontiguousarray(s["phi"])
-            total += fold_in_probabilities(test, phi, phi, document_alpha(X, s["nu"]),
-                                           self.config.evaluation, self.streams, pass_index,
-                                           self.threads)
-        return total / len(samples)
-
-    def heldout_probabilities(self, state: DMRSimplexState, samples, test: TestSet,
-                              pass_index: int) -> np.ndarray:
-        """Gibbs fold-in with each sample's (phi, nu): alpha_d = exp(x_d^T nu) of the test
-        document (§9.4), probabilities averaged over samples (§11.2)."""
-        X_test = np.ascontiguousarray(self.store.features("test"), dtype=np.float64)
-        return self._fold_in(state, samples, test, X_test, pass_index)
-
-    def predictive_topics(self, state: DMRSimplexState, samples, test: TestSet):
-        """Each collected sample's phi with alpha_d = exp(x_d^T nu) of the test documents."""
-        X_test = np.ascontiguousarray(self.store.features("test"), dtype=np.float64)
-        return [(s["phi"], document_alpha(X_test, s["nu"]))
-                for s in (samples or [self.sample(state)])]
-
-    def train_heldout_probabilities(self, state: DMRSimplexState, samples,
-                                    heldout) -> np.ndarray:
-        """Protocol B: local chains on each training document's observed tokens with the
-        sample's (phi, nu), as the algorithm's local step runs them."""
-        train = TestSet(observed=self.store.train(), heldout=heldout)
-        return self._fold_in(state, samples, train, self.X, TRAIN_HELDOUT_PASS)
-
-    def state_to_arrays(self, state: DMRSimplexState):
-        header, arrays = super().state_to_arrays(state)
-        arrays["nu"] = state.nu
-        return header, arrays
-
-    def state_from_arrays(self, header: dict, arrays: dict) -> DMRSimplexState:
-        base = super().state_from_arrays(header, arrays)
-        nu = np.ascontiguousarray(arrays["nu"], dtype=np.float64)
-        if nu.shape != (self.K, self.X.shape[1]):
-            raise ValueError("nu does not match the corpus features and the model size")
-        return DMRSimplexState(phi_hat=base.phi_hat, alpha=np.exp(nu[:, -1]), beta=base.beta,
-                               step=base.step, permutation=base.permutation,
-                               floored=base.floored, sample_steps=base.sample_steps, nu=nu)
+    def sample_prior(self, state: DMRSimplexState, sample: dict, documents: str) -> np.ndarray:
+        """alpha_d = exp(x_d^T nu) of the sample's nu for the test or training documents."""
+        return document_alpha(self.features_of(documents), sample["nu"])

@@ -13,18 +13,17 @@ import numpy as np
 from topictk import streams as keys
 from topictk._cy.special import gammaln
 from topictk.config.schema import Option
-from topictk.errors import ConfigError, NumericalError
+from topictk.errors import NumericalError
 from topictk.inference import _gibbs
 from topictk.inference.base import (
-    Driver,
     StepInfo,
-    TestSet,
-    chunk_bounds_by_docs,
     chunk_bounds_by_tokens,
     word_frequencies,
 )
 from topictk.inference.hyper import minka_alpha
+from topictk.inference.perplexity import mixture_probabilities
 from topictk.inference.registry import register
+from topictk.inference.sampled import SampledDriver, resolve_alpha, resolve_sample_schedule
 from topictk.state.counts import CountState, phi_hat
 from topictk.streams import Streams
 
@@ -83,57 +82,17 @@ class SweepSampler:
         return int(fallbacks), sparse
 
 
-DEFAULT_ALPHA = 0.1
-
-
-def resolve_alpha(value, n_topics: int) -> np.ndarray:
-    """model.alpha -> (K,) float64; ``auto`` starts from 0.1 and is learnt."""
-    start = DEFAULT_ALPHA if value == "auto" else float(value)
-    return np.full(n_topics, start, dtype=np.float64)
-
-
-def fold_in_probabilities(test: TestSet, weights: np.ndarray, phi: np.ndarray,
-                          alpha: np.ndarray, evaluation, streams: Streams, pass_index: int,
-                          threads: int) -> np.ndarray:
-    """Gibbs fold-in of every test document (§11.2) -> p-hat of every held-out entry.
-
-    ``weights`` (V, K) drive the sampler, ``phi`` (V, K) gives the predictive probabilities;
-    both are phi-hat for collapsed Gibbs. Streams: (4, pass_index, c) for chunk c of
-    ``evaluation.chunk_docs`` documents.
-    """
-    obs, held = test.observed, test.heldout
-    bounds = chunk_bounds_by_docs(obs.n_docs, evaluation.chunk_docs)
-    chunk_streams = [streams.derived(keys.eval_key(pass_index, c)) for c in range(bounds.size - 1)]
-    out = np.zeros(held.indices.size, dtype=np.float64)
-    _gibbs.fold_in_heldout(
-        np.ascontiguousarray(obs.doc_ptr), np.ascontiguousarray(obs.words),
-        np.ascontiguousarray(held.indptr), np.ascontiguousarray(held.indices),
-        np.ascontiguousarray(weights, dtype=np.float64),
-        np.ascontiguousarray(phi, dtype=np.float64),
-        np.ascontiguousarray(np.atleast_2d(alpha), dtype=np.float64),
-        int(evaluation.fold_in_sweeps), int(evaluation.fold_in_burn_in), bounds, chunk_streams,
-        out, threads)
-    return out
-
-
-def resolve_sample_schedule(inf: dict, where: str) -> None:
-    """Defaults and check of a sweep-based sampler's samples: burn-in half the iterations,
-    then 10 samples (Gibbs, dmr-sem)."""
-    iterations = inf["iterations"]
-    if inf["burn_in"] is None:
-        inf["burn_in"] = iterations // 2
-    if inf["burn_in"] >= iterations:
-        raise ConfigError(f"inference.burn_in must be < inference.iterations ({iterations}); "
-                          f"got {inf['burn_in']} ({where})")
-    if inf["thin"] is None:
-        inf["thin"] = max(1, (iterations - inf["burn_in"]) // 10)
-
-
 @register
-class GibbsDriver(Driver):
-    """Collapsed Gibbs sampling; one step is one sweep over the training corpus."""
+class GibbsDriver(SampledDriver):
+    """Collapsed Gibbs sampling; one step is one sweep over the training corpus.
+
+    The template of the sweep-based samplers: a subclass with another document prior (DMR)
+    gives the prior of a sweep (:meth:`sweep_prior`), what happens before and after it
+    (:meth:`before_sweep`, :meth:`after_sweep`: prior updates) and the state it starts from
+    (:meth:`new_state`)."""
 
     name = "gibbs"
+    STATE = CountState
     objective_name = "log_joint_per_token"
     OPTIONS = {
         "burn_in": Option("int", None, low=0, nullable=True,
@@ -156,8 +115,9 @@ class GibbsDriver(Driver):
     def check_config(cls, data: dict, where: str) -> None:
         resolve_sample_schedule(data["inference"], where)
 
-    def __init__(self, config, store, threads: int = 1):
-        super().__init__(config, store, threads)
+    def __init__(self, config, store, threads: int = 1, *,
+                 streams: Streams | None = None):
+        super().__init__(config, store, threads, streams=streams)
         train = store.train()
         self.doc_ptr = np.ascontiguousarray(train.doc_ptr, dtype=np.int64)
         self.words = np.ascontiguousarray(train.words, dtype=np.int32)
@@ -166,6 +126,7 @@ class GibbsDriver(Driver):
         self.V = store.n_words
         self.K = int(config.model.topics)
         opts = config.inference
+        # AD-LDA: the shards of a sweep are these blocks of documents, each with its own stream
         self.bounds = chunk_bounds_by_tokens(self.doc_ptr, int(opts.chunks))
         self.n_chunks = self.bounds.size - 1
         if self.threads > self.n_chunks:
@@ -173,38 +134,56 @@ class GibbsDriver(Driver):
                         "can work; set inference.chunks >= threads", self.threads,
                         self.n_chunks, self.n_chunks)
         self.sampler = SweepSampler(opts.sparse, self.words, self.V, self.K)
-        self.streams: Streams | None = None
 
     # ------------------------------------------------------------------ state
-    def init_state(self, streams: Streams) -> CountState:
-        self.streams = streams
+    def init_state(self) -> CountState:
+        """Every token's topic uniform from the init stream (§2.2), counts to match."""
         z = np.zeros(self.n_tokens, dtype=np.int32)
         ndk = np.zeros((self.n_docs, self.K), dtype=np.int32)
         nkw = np.zeros((self.V, self.K), dtype=np.int32)
         nk = np.zeros(self.K, dtype=np.int64)
-        _gibbs.init_topics(self.doc_ptr, self.words, z, ndk, nkw, nk, streams.persistent(keys.INIT))
+        _gibbs.init_topics(self.doc_ptr, self.words, z, ndk, nkw, nk,
+                           self.streams.persistent(keys.INIT))
+        return self.new_state(z, ndk, nkw, nk)
+
+    def new_state(self, z, ndk, nkw, nk) -> CountState:
         alpha = resolve_alpha(self.config.model.alpha, self.K)
         return CountState(z=z, ndk=ndk, nkw=nkw, nk=nk, alpha=alpha,
                           beta=float(self.config.model.beta))
 
-    def attach(self, state: CountState, streams: Streams) -> None:
-        """Bind a restored state to its streams (the loop calls this after a resume)."""
-        self.streams = streams
+    # ------------------------------------------------------------------- step
+    def sweep_prior(self, state: CountState) -> np.ndarray:
+        """The (1, K) or (D, K) Dirichlet prior of theta the sweep samples with."""
+        return np.ascontiguousarray(state.alpha.reshape(1, -1))
 
-    def step(self, state: CountState, t: int) -> StepInfo:
-        chunk_streams = self.streams.chunk_streams((3,), self.n_chunks, persistent=True)
-        fallbacks, sparse = self.sampler.sweep(
-            state, np.ascontiguousarray(state.alpha.reshape(1, -1)), self.bounds, chunk_streams,
-            self.doc_ptr, self.words, self.threads)
-        state.step = t + 1
+    def before_sweep(self, state: CountState, sweep: int) -> dict:
+        """Updates due before sweep ``sweep`` (1-based); returns what to log."""
+        return {}
+
+    def after_sweep(self, state: CountState) -> None:
+        """alpha's fixed-point update (§2.5) every optimize_interval sweeps after
+        optimize_burn_in, when model.alpha is auto."""
         opts = self.config.inference
         if (self.config.model.alpha == "auto" and state.step > opts.optimize_burn_in
                 and state.step % opts.optimize_interval == 0):
             state.alpha = minka_alpha(state.ndk, state.alpha)
+
+    def step(self, state: CountState, t: int) -> StepInfo:
+        """Sweep t + 1: every shard (AD-LDA chunk) samples its documents against the counts
+        as they stood, with its own stream; the kernel merges the shards' count changes."""
+        extra = self.before_sweep(state, t + 1)
+        chunk_streams = self.streams.chunk_streams((3,), self.n_chunks, persistent=True)
+        fallbacks, sparse = self.sampler.sweep(state, self.sweep_prior(state), self.bounds,
+                                               chunk_streams, self.doc_ptr, self.words,
+                                               self.threads)
+        state.step = t + 1
+        self.after_sweep(state)
+        opts = self.config.inference
         collect = (state.step > opts.burn_in and (state.step - opts.burn_in) % opts.thin == 0)
+        extra["fallbacks"] = fallbacks
+        extra["sampler"] = "sparse" if sparse else "dense"
         return StepInfo(tokens=self.n_tokens, documents=self.n_docs, collect_sample=collect,
-                        extra={"fallbacks": fallbacks,
-                               "sampler": "sparse" if sparse else "dense"})
+                        extra=extra)
 
     def topic_word(self, state: CountState) -> np.ndarray:
         return state.topic_word()
@@ -233,61 +212,29 @@ class GibbsDriver(Driver):
             arrays["ndk"] = state.ndk
         return arrays
 
+    # ---------------------------------------------------------------- scoring
+    def sample_phi(self, state: CountState, sample: dict) -> np.ndarray:
+        return phi_hat(sample["nkw"], sample["nk"], state.beta)
+
+    def sample_prior(self, state: CountState, sample: dict, documents: str) -> np.ndarray:
+        return sample["alpha"]
+
     def train_heldout_probabilities(self, state: CountState, samples,
                                     heldout) -> np.ndarray:
         """Protocol B (§11.2): p-hat = (1/S) sum_s sum_k theta-hat^s_dk phi-hat^s_kw with
-        theta-hat^s = (n_dk + alpha)/(N_d + alpha_sum) (TNW 2007 eq. 20), over the saved
+        theta-hat^s = (n_dk + alpha_d)/(N_d + alpha_d.) (TNW 2007 eq. 20), over the saved
         samples that hold n_dk (the current state when there are none)."""
-        from topictk.inference.vb import mixture_probabilities
-
         samples = [s for s in (samples or []) if "ndk" in s] or [self.sample(state) | {
             "ndk": state.ndk}]
         total = np.zeros(np.asarray(heldout.indices).size)
         for s in samples:
+            alpha = self.sample_prior(state, s, "train")
             ndk = s["ndk"].astype(np.float64)
-            theta = (ndk + s["alpha"]) / (ndk.sum(axis=1, keepdims=True) + s["alpha"].sum())
-            total += mixture_probabilities(heldout, theta, phi_hat(s["nkw"], s["nk"], state.beta),
+            alpha_sum = alpha.sum() if alpha.ndim == 1 else alpha.sum(axis=1, keepdims=True)
+            theta = (ndk + alpha) / (ndk.sum(axis=1, keepdims=True) + alpha_sum)
+            total += mixture_probabilities(heldout, theta, self.sample_phi(state, s),
                                            self.threads)
         return total / len(samples)
-
-    def heldout_probabilities(self, state: CountState, samples, test: TestSet,
-                              pass_index: int) -> np.ndarray:
-        """Average over samples of the fold-in predictive probabilities (§11.2)."""
-        if not samples:
-            samples = [self.sample(state)]
-        total = np.zeros(test.heldout.indices.size)
-        for s in samples:
-            phi = phi_hat(s["nkw"], s["nk"], state.beta)
-            total += fold_in_probabilities(test, phi, phi, s["alpha"], self.config.evaluation,
-                                           self.streams, pass_index, self.threads)
-        return total / len(samples)
-
-    def predictive_topics(self, state: CountState, samples, test: TestSet):
-        """phi-hat and alpha of every saved sample (the current state when there are none)."""
-        return [(phi_hat(s["nkw"], s["nk"], state.beta), s["alpha"])
-                for s in (samples or [self.sample(state)])]
-
-    # ------------------------------------------------------------ persistence
-    def state_to_arrays(self, state: CountState):
-        header = {"step": state.step, "sample_steps": list(state.sample_steps),
-                  "beta": state.beta}
-        arrays = {"z": state.z, "ndk": state.ndk, "nkw": state.nkw, "nk": state.nk,
-                  "alpha": state.alpha}
-        return header, arrays
-
-    def state_from_arrays(self, header: dict, arrays: dict[str, np.ndarray]) -> CountState:
-        state = CountState(z=np.ascontiguousarray(arrays["z"], dtype=np.int32),
-                           ndk=np.ascontiguousarray(arrays["ndk"], dtype=np.int32),
-                           nkw=np.ascontiguousarray(arrays["nkw"], dtype=np.int32),
-                           nk=np.ascontiguousarray(arrays["nk"], dtype=np.int64),
-                           alpha=np.ascontiguousarray(arrays["alpha"], dtype=np.float64),
-                           beta=float(header["beta"]),
-                           sample_steps=[int(s) for s in header["sample_steps"]],
-                           step=int(header["step"]))
-        if state.z.size != self.n_tokens or state.ndk.shape != (self.n_docs, self.K) \
-                or state.nkw.shape != (self.V, self.K):
-            raise ValueError("state arrays do not match the corpus and model size")
-        return state
 
     def check_state(self, state: CountState) -> None:
         if not np.all(np.isfinite(state.alpha)):

@@ -14,18 +14,19 @@ import numpy as np
 from topictk.config.schema import Option
 from topictk.corpus.batches import gather_batch
 from topictk.errors import ConfigError
-from topictk.inference.base import StepInfo, TestSet
-from topictk.inference.gibbs import fold_in_probabilities
-from topictk.inference.ovb import OVBDriver, step_size
-from topictk.inference.registry import register
-from topictk.inference.sgrld import (
-    TRAIN_HELDOUT_PASS,
+from topictk.inference.base import EvaluationSet, StepInfo
+from topictk.inference.minibatch import (
     check_minibatch_config,
     local_statistics,
     minibatch_options,
+    step_size,
 )
-from topictk.inference.vb import ESTEP_OPTIONS, expected_log_topics
+from topictk.inference.ovb import OVBDriver
+from topictk.inference.registry import register
+from topictk.inference.sampled import TRAIN_HELDOUT_PASS, fold_in_probabilities
+from topictk.inference.variational import ESTEP_OPTIONS, expected_log_topics
 from topictk.state.variational import OnlineState
+from topictk.streams import Streams
 
 
 def _options() -> dict[str, Option]:
@@ -49,8 +50,9 @@ class HSVGDriver(OVBDriver):
             raise ConfigError(f"model.alpha: auto is not available for {cls.name}; give a "
                               f"number ({where})")
 
-    def __init__(self, config, store, threads: int = 1):
-        super().__init__(config, store, threads)
+    def __init__(self, config, store, threads: int = 1, *,
+                 streams: Streams | None = None):
+        super().__init__(config, store, threads, streams=streams)
         self.tokens = store.train()   # representation T, memory-mapped
 
     def weights(self, state: OnlineState, words: np.ndarray | None = None) -> np.ndarray:
@@ -79,7 +81,7 @@ class HSVGDriver(OVBDriver):
     def objective(self, state: OnlineState) -> float | None:
         return None
 
-    def heldout_probabilities(self, state: OnlineState, samples, test: TestSet,
+    def heldout_probabilities(self, state: OnlineState, samples, test: EvaluationSet,
                               pass_index: int) -> np.ndarray:
         """Gibbs fold-in with the weights exp(E log phi) of its own local step; predictive
         p(w | doc) with phi-hat = lambda / lambda_k. (§11.2)."""
@@ -91,7 +93,7 @@ class HSVGDriver(OVBDriver):
                                     block: int = 4096) -> np.ndarray:
         """Protocol B: local Gibbs chains on each training document's observed tokens with the
         final lambda, as its own local step would run them."""
-        train = TestSet(observed=self.tokens, heldout=heldout)
+        train = EvaluationSet(observed=self.tokens, heldout=heldout)
         return fold_in_probabilities(train, self.weights(state), state.phi(), state.alpha,
                                      self.config.evaluation, self.streams, TRAIN_HELDOUT_PASS,
                                      self.threads)

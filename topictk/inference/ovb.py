@@ -33,18 +33,20 @@ from topictk.config.schema import Option
 from topictk.corpus.batches import FEISTEL_ROUNDS, permute  # noqa: F401  (re-exported)
 from topictk.corpus.store import Documents
 from topictk.errors import NumericalError
-from topictk.inference.base import Driver, StepInfo, TestSet
+from topictk.inference.base import StepInfo
+from topictk.inference.minibatch import step_size
+from topictk.inference.perplexity import mixture_probabilities
 from topictk.inference.registry import register
-from topictk.inference.vb import (
+from topictk.inference.variational import (
     ALPHA_MAX,
     ALPHA_MIN,
     ESTEP_OPTIONS,
+    VariationalDriver,
     alpha_gradient,
     e_step,
     elog_theta_sum,
     expected_log_topics,
     fold_in_theta,
-    mixture_probabilities,
     newton_direction,
     resolve_alpha,
 )
@@ -54,14 +56,6 @@ from topictk.streams import Streams
 log = logging.getLogger("topictk")
 
 SCALE_FLOOR = 1e-100
-
-
-def step_size(t: int, tau0: float, kappa: float) -> float:
-    """rho_t = min(1, (tau0 + t)^-kappa) (§12.1; the min guards tau0 + t < 1)."""
-    base = tau0 + t
-    if base <= 1.0:
-        return 1.0
-    return min(1.0, base ** (-kappa))
 
 
 def gather_rows(docs: Documents, rows: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -78,10 +72,11 @@ def gather_rows(docs: Documents, rows: np.ndarray) -> tuple[np.ndarray, np.ndarr
 
 
 @register
-class OVBDriver(Driver):
+class OVBDriver(VariationalDriver):
     """Online VB / SVI; one step is one mini-batch update."""
 
     name = "ovb"
+    STATE = OnlineState
     objective_name = "train_bound_per_token"
     OPTIONS = {
         **ESTEP_OPTIONS,
@@ -95,8 +90,9 @@ class OVBDriver(Driver):
                             help="learn a symmetric topic prior eta (model.beta is its start)"),
     }
 
-    def __init__(self, config, store, threads: int = 1):
-        super().__init__(config, store, threads)
+    def __init__(self, config, store, threads: int = 1, *,
+                 streams: Streams | None = None):
+        super().__init__(config, store, threads, streams=streams)
         self.train = store.train()               # memory-mapped; rows are read per batch
         self.n_docs = int(self.train.indptr.shape[0] - 1)
         self.V = store.n_words
@@ -113,14 +109,12 @@ class OVBDriver(Driver):
         self.kappa = float(opts.kappa)
         self.learn_alpha = config.model.alpha == "auto"
         self.learn_eta = bool(opts.learn_eta)
-        self.streams: Streams | None = None
 
     # ------------------------------------------------------------------ state
-    def init_state(self, streams: Streams) -> OnlineState:
+    def init_state(self) -> OnlineState:
         """lambda ~ Gam(100, rate 100) i.i.d. from the init stream (w outer, k inner), stored as
         lam_tilde = lambda - beta with scale 1 and offset beta."""
-        self.streams = streams
-        gen = np.random.Generator(streams.persistent(keys.INIT))
+        gen = np.random.Generator(self.streams.persistent(keys.INIT))
         beta = float(self.config.model.beta)
         lam = gen.standard_gamma(100.0, size=(self.V, self.K)) / 100.0
         lam_tilde = np.ascontiguousarray(lam - beta)
@@ -128,8 +122,6 @@ class OVBDriver(Driver):
                            offset=beta, alpha=resolve_alpha(self.config.model.alpha, self.K),
                            beta=beta, keys=np.zeros(FEISTEL_ROUNDS, dtype=np.uint64), epoch=-1)
 
-    def attach(self, state: OnlineState, streams: Streams) -> None:
-        self.streams = streams
 
     # ---------------------------------------------------------------- batches
     def batch_documents(self, state: OnlineState, t: int) -> np.ndarray:
@@ -261,11 +253,6 @@ class OVBDriver(Driver):
         return fold_in_theta(documents, state.lam(), state.alpha, state.beta, True,
                              opts.estep_tol, opts.estep_max_iter, self.threads)
 
-    def heldout_probabilities(self, state: OnlineState, samples, test: TestSet,
-                              pass_index: int) -> np.ndarray:
-        theta = self.fold_in(state, test.observed)
-        return mixture_probabilities(test.heldout, theta, state.phi(), self.threads)
-
     def train_heldout_probabilities(self, state: OnlineState, samples, heldout: Documents,
                                     block: int = 4096) -> np.ndarray:
         """Protocol B. Online VB keeps no per-document state, so each training document's
@@ -288,29 +275,6 @@ class OVBDriver(Driver):
             out[held_indptr[rows[0]]:held_indptr[rows[-1] + 1]] = mixture_probabilities(
                 Documents(None, None, h_ptr, h_idx, h_cnt), theta, phi, self.threads)
         return out
-
-    # ------------------------------------------------------------ persistence
-    def state_to_arrays(self, state: OnlineState):
-        header = {"step": state.step, "sample_steps": list(state.sample_steps),
-                  "beta": state.beta, "scale": state.scale, "offset": state.offset,
-                  "epoch": state.epoch, "rho": state.rho}
-        arrays = {"lam_tilde": state.lam_tilde, "lam_sum": state.lam_sum,
-                  "alpha": state.alpha, "keys": state.keys}
-        return header, arrays
-
-    def state_from_arrays(self, header: dict, arrays: dict[str, np.ndarray]) -> OnlineState:
-        state = OnlineState(lam_tilde=np.ascontiguousarray(arrays["lam_tilde"], dtype=np.float64),
-                            lam_sum=np.ascontiguousarray(arrays["lam_sum"], dtype=np.float64),
-                            scale=float(header["scale"]), offset=float(header["offset"]),
-                            alpha=np.ascontiguousarray(arrays["alpha"], dtype=np.float64),
-                            beta=float(header["beta"]),
-                            keys=np.ascontiguousarray(arrays["keys"], dtype=np.uint64),
-                            epoch=int(header["epoch"]), rho=float(header["rho"]),
-                            sample_steps=[int(s) for s in header["sample_steps"]],
-                            step=int(header["step"]))
-        if state.lam_tilde.shape != (self.V, self.K) or state.keys.shape != (FEISTEL_ROUNDS,):
-            raise ValueError("state arrays do not match the corpus and model size")
-        return state
 
     def check_state(self, state: OnlineState) -> None:
         if not (np.isfinite(state.scale) and np.all(np.isfinite(state.lam_sum))):

@@ -46,21 +46,22 @@ from topictk import streams as keys
 from topictk.config.schema import Option
 from topictk.errors import NumericalError
 from topictk.inference import _pem
-from topictk.inference.base import Driver, StepInfo, TestSet
+from topictk.inference.base import EvaluationSet
+from topictk.inference.perplexity import csr_arrays, mixture_probabilities
 from topictk.inference.registry import register
-from topictk.inference.vb import (
+from topictk.inference.variational import (
     ESTEP_OPTIONS,
     PHI_FLOOR,
     START,
-    csr_arrays,
+    BatchEMDriver,
     doc_lengths,
     e_step,
     elog_theta_sum,
     expected_log_topics,
-    mixture_probabilities,
     optimize_alpha,
     resolve_alpha,
 )
+from topictk.state.schema import STEP, Array, Saved, Value
 from topictk.streams import Streams
 
 log = logging.getLogger("topictk")
@@ -157,7 +158,7 @@ def particle_estep_weights(phi: np.ndarray, temperature: float, threads: int = 1
 
 
 @dataclass
-class PEMState:
+class PEMState(Saved):
     """Particle EM state.
 
     phi    (V, K)    float64 word-major point topics, columns on the simplex
@@ -167,6 +168,11 @@ class PEMState:
     particle_bounds (P,) L_p of the last E-step (nan before)
     bound, bound_prev  L_T of the last two E-steps; converged: the EM stopping rule fired
     """
+
+    SCHEMA = {"phi": Array("float64", ("V", "K")), "gamma": Array("float64", ("P", "D", "K")),
+              "alpha": Array("float64", ("K",)), "omega": Array("float64", ("P",)),
+              "particle_bounds": Array("float64", ("P",)), "bound": Value("nan-float"),
+              "bound_prev": Value("nan-float"), "converged": Value(bool), **STEP}
 
     phi: np.ndarray
     gamma: np.ndarray
@@ -210,10 +216,11 @@ def _none_to_nan(x) -> float:
 
 
 @register
-class PEMDriver(Driver):
+class PEMDriver(BatchEMDriver):
     """Particle EM; one step is one EM iteration of every particle (§10.3)."""
 
     name = "pem"
+    STATE = PEMState
     objective_name = "train_bound_per_token"
     OPTIONS = {
         "particles": Option("int", 4, low=1, help="number of particles P"),
@@ -233,8 +240,9 @@ class PEMDriver(Driver):
                                    "particle then follows the same path after one iteration)"),
     }
 
-    def __init__(self, config, store, threads: int = 1):
-        super().__init__(config, store, threads)
+    def __init__(self, config, store, threads: int = 1, *,
+                 streams: Streams | None = None):
+        super().__init__(config, store, threads, streams=streams)
         train = store.train()
         self.indptr, self.indices, self.counts = csr_arrays(train)
         self.n_docs = self.indptr.size - 1
@@ -246,19 +254,17 @@ class PEMDriver(Driver):
         self.P = int(opts.particles)
         self.temperature = working_temperature(opts.temperature)
         self.learn_alpha = config.model.alpha == "auto"
-        self.streams: Streams | None = None
 
     # ------------------------------------------------------------------ state
-    def init_state(self, streams: Streams) -> PEMState:
-        self.streams = streams
-        gen = np.random.Generator(streams.persistent(keys.INIT))
+    def init_state(self) -> PEMState:
+        gen = np.random.Generator(self.streams.persistent(keys.INIT))
         lam = gen.standard_gamma(100.0, size=(self.V, self.K)) / 100.0
         phi = lam / lam.sum(axis=0)
         alpha = resolve_alpha(self.config.model.alpha, self.K)
         gamma = np.empty((self.P, self.n_docs, self.K))
         gamma[0] = alpha[None, :] + (self.doc_lengths / self.K)[:, None]
         for p in range(1, self.P):
-            e = np.random.Generator(streams.derived(particle_key(p))).standard_gamma(
+            e = np.random.Generator(self.streams.derived(particle_key(p))).standard_gamma(
                 1.0, size=(self.n_docs, self.K))
             np.maximum(e, 1e-300, out=e)
             gamma[p] = alpha[None, :] + self.doc_lengths[:, None] * e / e.sum(axis=1,
@@ -267,8 +273,6 @@ class PEMDriver(Driver):
                         omega=np.full(self.P, 1.0 / self.P),
                         particle_bounds=np.full(self.P, np.nan))
 
-    def attach(self, state: PEMState, streams: Streams) -> None:
-        self.streams = streams
 
     # ------------------------------------------------------------------- step
     def e_step(self, state: PEMState):
@@ -303,27 +307,21 @@ class PEMDriver(Driver):
                 S = S + state.omega[p] * elog_theta_sum(state.gamma[p])
             state.alpha = optimize_alpha(state.alpha, S, self.n_docs)
 
-    def step(self, state: PEMState, t: int) -> StepInfo:
-        if state.converged:
-            state.step = t + 1
-            return StepInfo(tokens=0, documents=0, extra={"converged": True})
+    def expectation(self, state: PEMState):
+        """Every particle's E-step, the weights omega = softmax(L_p / T), and L_T."""
         sstats, bounds, updates = self.e_step(state)
         state.particle_bounds = bounds
         state.omega = particle_weights(bounds, self.temperature)
         value = tempered_objective(bounds, state.omega, self.temperature)
-        state.bound_prev, state.bound = state.bound, value
-        tol = float(self.config.inference.tol)
-        if (tol > 0 and np.isfinite(state.bound_prev)
-                and abs(value - state.bound_prev) <= tol * abs(state.bound_prev)):
-            state.converged = True           # stop before the M-step (§3.5)
-        else:
-            self.m_step(state, sstats)
-        state.step = t + 1
-        return StepInfo(tokens=self.n_tokens * self.P, documents=self.n_docs * self.P,
-                        extra={"estep_iterations": round(updates, 4),
+        return sstats, value, {"estep_iterations": round(updates, 4),
                                "best_particle": int(np.argmax(bounds)),
-                               "omega_max": round(float(state.omega.max()), 6),
-                               "converged": state.converged})
+                               "omega_max": round(float(state.omega.max()), 6)}
+
+    def maximization(self, state: PEMState, sstats) -> None:
+        self.m_step(state, sstats)
+
+    def work(self) -> tuple[int, int]:
+        return self.n_tokens * self.P, self.n_docs * self.P
 
     # -------------------------------------------------------------- estimates
     def topic_word(self, state: PEMState) -> np.ndarray:
@@ -346,15 +344,12 @@ class PEMDriver(Driver):
                        max_iter=opts.estep_max_iter, threads=self.threads)
         return gamma / gamma.sum(axis=1, keepdims=True)
 
-    def heldout_probabilities(self, state: PEMState, samples, test: TestSet,
-                              pass_index: int) -> np.ndarray:
-        """p-hat(w | doc) = sum_p omega_p sum_k theta-hat_pdk phi_kw (§10.4, §11.2)."""
-        theta = self.fold_in(state, test.observed)
-        return mixture_probabilities(test.heldout, theta, self._phi(state), self.threads)
-
-    def predictive_topics(self, state: PEMState, samples, test: TestSet):
+    def predictive_topics(self, state: PEMState, samples, test: EvaluationSet):
         """The particles share phi and alpha; theta, which alone differs, is integrated out."""
         return [(self._phi(state), state.alpha)]
+
+    def point_phi(self, state: PEMState) -> np.ndarray:
+        return self._phi(state)
 
     @staticmethod
     def _phi(state: PEMState) -> np.ndarray:
@@ -374,32 +369,8 @@ class PEMDriver(Driver):
                                                             self.threads)
         return total
 
-    # ------------------------------------------------------------ persistence
-    def state_to_arrays(self, state: PEMState):
-        header = {"step": state.step, "sample_steps": list(state.sample_steps),
-                  "bound": _nan_to_none(state.bound), "bound_prev": _nan_to_none(state.bound_prev),
-                  "converged": bool(state.converged)}
-        return header, {"phi": state.phi, "gamma": state.gamma, "alpha": state.alpha,
-                        "omega": state.omega, "particle_bounds": state.particle_bounds}
-
-    def state_from_arrays(self, header: dict, arrays: dict[str, np.ndarray]) -> PEMState:
-        state = PEMState(phi=np.ascontiguousarray(arrays["phi"], dtype=np.float64),
-                         gamma=np.ascontiguousarray(arrays["gamma"], dtype=np.float64),
-                         alpha=np.ascontiguousarray(arrays["alpha"], dtype=np.float64),
-                         omega=np.ascontiguousarray(arrays["omega"], dtype=np.float64),
-                         particle_bounds=np.asarray(arrays["particle_bounds"], dtype=np.float64),
-                         bound=_none_to_nan(header["bound"]),
-                         bound_prev=_none_to_nan(header["bound_prev"]),
-                         converged=bool(header["converged"]),
-                         sample_steps=[int(s) for s in header["sample_steps"]],
-                         step=int(header["step"]))
-        if state.phi.shape != (self.V, self.K):
-            raise ValueError("phi does not match the corpus and model size")
-        if state.gamma.shape != (self.P, self.n_docs, self.K):
-            raise ValueError(f"gamma holds {state.gamma.shape[0]} particles for "
-                             f"{state.gamma.shape[1]} documents; the config asks for "
-                             f"{self.P} particles and the corpus has {self.n_docs} documents")
-        return state
+    def state_sizes(self) -> dict:
+        return {**super().state_sizes(), "P": self.P}
 
     def check_state(self, state: PEMState) -> None:
         for name in ("phi", "gamma", "alpha", "omega"):

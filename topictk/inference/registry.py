@@ -6,7 +6,10 @@ and start-up time) only for the algorithm it uses.
 from __future__ import annotations
 
 import importlib
+from pathlib import Path
 
+from topictk.config import loader as config_loader
+from topictk.config.loader import Config
 from topictk.inference.base import Driver
 
 # inference.algorithm -> the module whose @register class implements it
@@ -44,3 +47,19 @@ def get_driver(name: str) -> type[Driver]:
     if name not in _DRIVERS:
         importlib.import_module(ALGORITHMS[name])
     return _DRIVERS[name]
+
+
+class _Catalogue:
+    """This registry as the catalogue that config validation checks algorithms against."""
+
+    algorithm_names = staticmethod(algorithm_names)
+    get_driver = staticmethod(get_driver)
+
+
+CATALOGUE = _Catalogue()
+
+
+def load_config(path: str | Path | None, overrides: list[str] = (),
+                raw: dict | None = None) -> Config:
+    """:func:`topictk.config.load_config` against the algorithms registered here."""
+    return config_loader.load_config(path, overrides, raw, catalogue=CATALOGUE)

@@ -14,57 +14,24 @@ import numpy as np
 
 from topictk import streams as keys
 from topictk.config.schema import Option
-from topictk.corpus.batches import EpochSchedule, gather_batch
+from topictk.corpus.batches import gather_batch
 from topictk.errors import ConfigError, NumericalError
-from topictk.inference import _minibatch
-from topictk.inference.base import Driver, StepInfo, TestSet, chunk_bounds_by_docs
-from topictk.inference.gibbs import fold_in_probabilities, resolve_alpha
+from topictk.inference.base import StepInfo
+from topictk.inference.minibatch import (
+    FLOOR,
+    check_minibatch_config,
+    epoch_schedule,
+    local_statistics,
+    minibatch_options,
+    sample_steps_for,
+)
 from topictk.inference.registry import register
+from topictk.inference.sampled import SampledDriver, resolve_alpha
 from topictk.inference.schedules import sgmcmc_step
 from topictk.state.simplex import SimplexState
 from topictk.streams import Streams
 
 log = logging.getLogger("topictk")
-
-FLOOR = 1e-300
-TRAIN_HELDOUT_PASS = 2**31 - 1   # eval-stream pass index of Protocol B scoring
-
-
-def minibatch_options(batch_size: int = 64) -> dict:
-    """Options every mini-batch sampler shares."""
-    return {
-        "batch_size": Option("int", batch_size, low=1,
-                             help="documents per update (clamped to the corpus size)"),
-        "sweeps": Option("int", 10, low=1, help="local Gibbs sweeps per document"),
-        "local_burn_in": Option("int", None, low=0, nullable=True,
-                                help="local sweeps discarded (default: half)"),
-        "chunk_docs": Option("int", 16, low=1,
-                             help="documents per random-stream chunk of a batch"),
-    }
-
-
-def check_minibatch_config(inf: dict, where: str) -> None:
-    if inf["local_burn_in"] is None:
-        inf["local_burn_in"] = inf["sweeps"] // 2
-    if inf["local_burn_in"] >= inf["sweeps"]:
-        raise ConfigError(f"inference.local_burn_in must be < inference.sweeps "
-                          f"({inf['sweeps']}); got {inf['local_burn_in']} ({where})")
-
-
-def local_statistics(batch, weights: np.ndarray, alpha: np.ndarray, inf, streams: Streams,
-                     t: int, threads: int) -> tuple[np.ndarray, np.ndarray, int]:
-    """E[n_kw] (V_B, K) and E[n_dk] (B, K) of one mini-batch from its local Gibbs chains."""
-    K = weights.shape[1]
-    bounds = chunk_bounds_by_docs(batch.doc_ids.size, inf["chunk_docs"])
-    chunk_streams = [streams.derived(keys.local_key(t, c)) for c in range(bounds.size - 1)]
-    word_topic = np.zeros((batch.vocab.size, K), dtype=np.int64)
-    doc_topic = np.zeros((batch.doc_ids.size, K), dtype=np.int64)
-    fallbacks = _minibatch.local_gibbs(
-        batch.doc_ptr, batch.words, np.ascontiguousarray(weights),
-        np.ascontiguousarray(np.atleast_2d(alpha)), int(inf["sweeps"]),
-        int(inf["local_burn_in"]), bounds, chunk_streams, word_topic, doc_topic, threads)
-    kept = inf["sweeps"] - inf["local_burn_in"]
-    return word_topic / kept, doc_topic / kept, int(fallbacks)
 
 
 def sgrld_update(phi_hat: np.ndarray, nbar_w: np.ndarray, batch_vocab: np.ndarray, beta: float,
@@ -94,22 +61,12 @@ def sgrld_update(phi_hat: np.ndarray, nbar_w: np.ndarray, batch_vocab: np.ndarra
     return new, int(np.count_nonzero(low))
 
 
-def sample_steps_for(iterations: int, burn_in: int, n_samples: int | None,
-                     thin: int | None = None) -> set[int]:
-    """Steps (1-based) at which samples are collected: every ``thin``-th update after burn-in,
-    or else ``n_samples`` evenly spaced over the updates after burn-in."""
-    if thin is not None:
-        return set(range(burn_in + thin, iterations + 1, thin))
-    span = iterations - burn_in
-    n = max(1, min(n_samples, span))
-    return {burn_in + int(round((i + 1) * span / n)) for i in range(n)}
-
-
 @register
-class SGRLDDriver(Driver):
+class SGRLDDriver(SampledDriver):
     """SGRLD; one step is one mini-batch update of phi_hat."""
 
     name = "sgrld"
+    STATE = SimplexState
     OPTIONS = {
         **minibatch_options(),
         "step": {
@@ -161,33 +118,27 @@ class SGRLDDriver(Driver):
             raise ConfigError(f"model.alpha: auto is not available for {cls.name}; give a "
                               f"number ({where})")
 
-    def __init__(self, config, store, threads: int = 1):
-        super().__init__(config, store, threads)
+    def __init__(self, config, store, threads: int = 1, *,
+                 streams: Streams | None = None):
+        super().__init__(config, store, threads, streams=streams)
         train = store.train()
         self.doc_ptr, self.words = train.doc_ptr, train.words  # memory-mapped
         self.n_docs = train.n_docs
         self.V = store.n_words
         self.K = int(config.model.topics)
         inf = config.inference
-        if inf.batch_size > self.n_docs:
-            log.warning("inference.batch_size = %d is larger than the corpus (%d documents); "
-                        "using the whole corpus in every update", inf.batch_size, self.n_docs)
-        self.schedule = EpochSchedule(self.n_docs, int(inf.batch_size))
+        self.schedule = epoch_schedule(self.n_docs, int(inf.batch_size))
         self.collect_at = sample_steps_for(int(inf.iterations), int(inf.burn_in), inf.samples,
                                            inf.thin)
-        self.streams: Streams | None = None
 
-    def attach(self, state, streams: Streams) -> None:
-        self.streams = streams
 
     def scheduled_samples(self, upto: int) -> list[int]:
         """With ``samples`` they are spread over the updates after burn-in, so they follow
         ``inference.iterations``; with ``thin`` they do not."""
         return sorted(s for s in self.collect_at if s <= upto)
 
-    def init_state(self, streams: Streams) -> SimplexState:
-        self.streams = streams
-        init = np.random.Generator(streams.persistent(keys.INIT))
+    def init_state(self) -> SimplexState:
+        init = np.random.Generator(self.streams.persistent(keys.INIT))
         phi_hat = init.standard_gamma(1.0, size=(self.V, self.K))
         np.maximum(phi_hat, FLOOR, out=phi_hat)
         return SimplexState(phi_hat=phi_hat, alpha=resolve_alpha(self.config.model.alpha, self.K),
@@ -222,51 +173,8 @@ class SGRLDDriver(Driver):
     def sample(self, state: SimplexState) -> dict[str, np.ndarray]:
         return {"phi": state.phi()}
 
-    def heldout_probabilities(self, state: SimplexState, samples, test: TestSet,
-                              pass_index: int) -> np.ndarray:
-        """Gibbs fold-in with each sample's phi, probabilities averaged over samples (§11.2)."""
-        if not samples:
-            samples = [self.sample(state)]
-        total = np.zeros(test.heldout.indices.size)
-        for s in samples:
-            phi = np.ascontiguousarray(s["phi"])
-            total += fold_in_probabilities(test, phi, phi, state.alpha, self.config.evaluation,
-                                           self.streams, pass_index, self.threads)
-        return total / len(samples)
+    def sample_phi(self, state: SimplexState, sample: dict) -> np.ndarray:
+        return sample["phi"]
 
-    def predictive_topics(self, state: SimplexState, samples, test: TestSet):
-        """Each collected sample's phi with the model's alpha."""
-        return [(s["phi"], state.alpha) for s in (samples or [self.sample(state)])]
-
-    def train_heldout_probabilities(self, state: SimplexState, samples, heldout) -> np.ndarray:
-        """Protocol B (§11.2): each training document's theta-hat comes from local Gibbs chains
-        on its observed tokens with the sample's phi (what the algorithm's local step computes
-        for it), probabilities averaged over samples."""
-        if not samples:
-            samples = [self.sample(state)]
-        train = TestSet(observed=self.store.train(), heldout=heldout)
-        total = np.zeros(heldout.indices.size)
-        for s in samples:
-            phi = np.ascontiguousarray(s["phi"])
-            total += fold_in_probabilities(train, phi, phi, state.alpha, self.config.evaluation,
-                                           self.streams, TRAIN_HELDOUT_PASS, self.threads)
-        return total / len(samples)
-
-    def state_to_arrays(self, state: SimplexState):
-        header = {"step": state.step, "beta": state.beta, "floored": state.floored,
-                  "sample_steps": list(state.sample_steps)}
-        arrays = {"phi_hat": state.phi_hat, "alpha": state.alpha}
-        if state.permutation is not None:
-            arrays["permutation"] = state.permutation
-        return header, arrays
-
-    def state_from_arrays(self, header: dict, arrays: dict) -> SimplexState:
-        phi_hat = np.ascontiguousarray(arrays["phi_hat"], dtype=np.float64)
-        if phi_hat.shape != (self.V, self.K):
-            raise ValueError("phi_hat does not match the corpus and model size")
-        perm = arrays.get("permutation")
-        return SimplexState(phi_hat=phi_hat, alpha=np.asarray(arrays["alpha"], dtype=np.float64),
-                            beta=float(header["beta"]), step=int(header["step"]),
-                            permutation=None if perm is None else np.asarray(perm, np.uint64),
-                            floored=int(header["floored"]),
-                            sample_steps=[int(s) for s in header["sample_steps"]])
+    def sample_prior(self, state: SimplexState, sample: dict, documents: str) -> np.ndarray:
+        return state.alpha

@@ -5,9 +5,11 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from topictk.state.schema import STEP, Array, Saved, Value
+
 
 @dataclass
-class CountState:
+class CountState(Saved):
     """Topic assignments and the counts they imply.
 
     z    (N,)   int32  topic of every training token (canonical order)
@@ -17,6 +19,10 @@ class CountState:
     alpha (K,)  float64, beta float
     sample_steps: steps at which a sample of (nkw, nk) was saved for evaluation
     """
+
+    SCHEMA = {"z": Array("int32", ("N",)), "ndk": Array("int32", ("D", "K")),
+              "nkw": Array("int32", ("V", "K")), "nk": Array("int64", ("K",)),
+              "alpha": Array("float64", ("K",)), "beta": Value(float), **STEP}
 
     z: np.ndarray
     ndk: np.ndarray

@@ -8,9 +8,11 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from topictk.state.schema import STEP, Array, ArrayList, Saved, Value
+
 
 @dataclass
-class DeepState:
+class DeepState(Saved):
     """Plain arrays; layer l (1-based) is at list index l - 1.
 
     ``phi[l-1]``      (K_{l-1}, K_l) float64, columns on the simplex (K_0 = V): Phi^(l)
@@ -27,6 +29,23 @@ class DeepState:
     ``floored``, ``fallbacks``, ``clamped``: running counts of gamma draws floored at 1e-300,
     uniform fallbacks of the partition draws, and simplex coordinates clamped by Proj.
     """
+
+    SCHEMA = {
+        "layers": Value("ints"),
+        "phi": ArrayList("float64", lambda s: [(a, b) for a, b in zip(s["rows"], s["layers"])]),
+        "r": Array("float64", ("top",)),
+        "theta_test": Array("float64", ("test_docs", "all_topics")),
+        "c_test": Array("float64", ("test_docs", "depth")),
+        "racc": Array("float64", ("test_heldout",)), "tacc": Array("float64", ("test_docs",)),
+        "M": ArrayList("float64", lambda s: [(k,) for k in s["layers"]], optional=True),
+        "phi_hat": ArrayList("float64",
+                             lambda s: [(a, b) for a, b in zip(s["rows"], s["layers"])],
+                             optional=True),
+        "theta_train": Array("float64", ("D", "all_topics"), optional=True),
+        "c_train": Array("float64", ("D", "depth"), optional=True),
+        "permutation": Array("uint64", ("epoch_state",), optional=True),
+        "M_top": Value(float), "chain_step": Value(int), "chain_samples": Value(int),
+        "floored": Value(int), "fallbacks": Value(int), "clamped": Value(int), **STEP}
 
     layers: list[int]
     phi: list[np.ndarray]

@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from topictk.state.counts import CountState
+from topictk.state.schema import Array, Value
 from topictk.state.simplex import SimplexState
 
 # exp() of the linear predictor is taken within these bounds: far outside any sensible prior
@@ -63,6 +64,14 @@ class DMRCountState(CountState):
     ``optimizations`` counts the nu updates done so far.
     """
 
+    # alpha is exp(nu[:, -1]), not saved
+    SCHEMA = {**{k: v for k, v in CountState.SCHEMA.items() if k != "alpha"},
+              "nu": Array("float64", ("K", "F")), "optimizations": Value(int)}
+
+    @classmethod
+    def restore(cls, fields: dict):
+        return super().restore({**fields, "alpha": np.exp(fields["nu"][:, -1])})
+
     nu: np.ndarray = field(default_factory=lambda: np.zeros((0, 0)))
     optimizations: int = 0
 
@@ -79,6 +88,13 @@ class DMRCountState(CountState):
 class DMRSimplexState(SimplexState):
     """SGRLD + SGLD state: phi_hat (V, K) as :class:`topictk.state.simplex.SimplexState` and
     nu (K, F) float64. ``alpha`` holds exp(nu[:, -1]) (see :class:`DMRCountState`)."""
+
+    # the saved alpha is exp(nu[:, -1]) and is recomputed from nu on loading
+    SCHEMA = {**SimplexState.SCHEMA, "nu": Array("float64", ("K", "F"))}
+
+    @classmethod
+    def restore(cls, fields: dict):
+        return super().restore({**fields, "alpha": np.exp(fields["nu"][:, -1])})
 
     nu: np.ndarray = field(default_factory=lambda: np.zeros((0, 0)))
 

@@ -5,15 +5,21 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from topictk.state.schema import STEP, Array, Saved, Value
+
 
 @dataclass
-class SimplexState:
+class SimplexState(Saved):
     """phi_hat (V, K) float64 word-major, > 0; phi_k = phi_hat[:, k] / phi_hat[:, k].sum().
 
     ``permutation`` is the current epoch's state (epoch index and Feistel keys, five uint64;
     None for whole-corpus batches),
     ``floored`` counts entries lifted to 1e-300 after mirroring.
     """
+
+    SCHEMA = {"phi_hat": Array("float64", ("V", "K")), "alpha": Array("float64", ("K",)),
+              "permutation": Array("uint64", ("epoch_state",), optional=True),
+              "beta": Value(float), "floored": Value(int), **STEP}
 
     phi_hat: np.ndarray
     alpha: np.ndarray

@@ -17,6 +17,8 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from topictk.state.schema import STEP, Array, Saved, Value
+
 
 def _check_alpha(alpha: np.ndarray) -> None:
     if not (np.all(np.isfinite(alpha)) and np.all(alpha > 0)):
@@ -34,7 +36,7 @@ def _check_rows_on_simplex(rows: np.ndarray, what: str, tol: float = 1e-9) -> No
 
 
 @dataclass
-class VBState:
+class VBState(Saved):
     """Batch variational EM (Blei, Ng & Jordan 2003).
 
     lam    (V, K) float64  lambda (smoothed: q(phi_k) = Dir(lambda_k)) or phi (unsmoothed,
@@ -47,6 +49,11 @@ class VBState:
     bound_prev float       ELBO of the step before (for the EM stopping rule)
     converged bool         the EM stopping rule fired; later steps do nothing
     """
+
+    SCHEMA = {"lam": Array("float64", ("V", "K")), "gamma": Array("float64", ("D", "K")),
+              "alpha": Array("float64", ("K",)), "beta": Value(float), "smoothed": Value(bool),
+              "bound": Value("nan-float"), "bound_prev": Value("nan-float"),
+              "converged": Value(bool), **STEP}
 
     lam: np.ndarray
     gamma: np.ndarray
@@ -89,7 +96,7 @@ class VBState:
 
 
 @dataclass
-class OnlineState:
+class OnlineState(Saved):
     """Online VB / SVI (Hoffman, Blei & Bach 2010) with the lazy lambda of §5.
 
     lambda_kw = offset + scale * lam_tilde_kw; lam_sum_k = sum_w lam_tilde_kw, so
@@ -102,6 +109,11 @@ class OnlineState:
     epoch   index of the current epoch; keys (4,) uint64 the round keys of its permutation
     rho     step size of the last update (0 before the first)
     """
+
+    SCHEMA = {"lam_tilde": Array("float64", ("V", "K")), "lam_sum": Array("float64", ("K",)),
+              "alpha": Array("float64", ("K",)), "keys": Array("uint64", ("feistel",)),
+              "beta": Value(float), "scale": Value(float), "offset": Value(float),
+              "epoch": Value(int), "rho": Value(float), **STEP}
 
     lam_tilde: np.ndarray
     lam_sum: np.ndarray
@@ -152,7 +164,7 @@ class OnlineState:
 
 
 @dataclass
-class CVBState:
+class CVBState(Saved):
     """CVB (Teh, Newman & Welling 2007) or CVB0 (Asuncion et al. 2009).
 
     mu   (M, K) float64  q(z) of the tokens of each distinct (d, w) pair, in CSR order (TNW's
@@ -162,6 +174,15 @@ class CVBState:
     monitor  the last convergence statistic (CVB bound or CVB0 training perplexity), nan
              before the first check
     """
+
+    # the variance fields are empty, (0, K), (0, K), (0,), for CVB0 (gaussian false)
+    SCHEMA = {"mu": Array("float64", ("pairs", "K")), "m_dk": Array("float64", ("D", "K")),
+              "m_kw": Array("float64", ("V", "K")), "m_k": Array("float64", ("K",)),
+              "v_dk": Array("float64", ("var_docs", "K")),
+              "v_kw": Array("float64", ("var_words", "K")),
+              "v_k": Array("float64", ("var_topics",)),
+              "alpha": Array("float64", ("K",)), "beta": Value(float), "gaussian": Value(bool),
+              "monitor": Value("nan-float"), "converged": Value(bool), **STEP}
 
     mu: np.ndarray
     m_dk: np.ndarray

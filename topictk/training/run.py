@@ -11,11 +11,8 @@ Run directory::
 from __future__ import annotations
 
 import logging
-import os
-import shutil
 import signal
 import sys
-import tempfile
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -26,19 +23,19 @@ from tqdm import tqdm
 from topictk._fileio import atomic_write_text
 from topictk.config.loader import Config
 from topictk.corpus.store import CorpusStore
-from topictk.errors import CheckpointError, CheckpointUsageError, CorpusUsageError, UsageError
-from topictk.evaluation.perplexity import heldout_perplexity, train_heldout_perplexity
-from topictk.inference.base import Driver, TestSet
+from topictk.errors import CheckpointError, CheckpointUsageError, UsageError
+from topictk.inference.base import Driver, EvaluationSet
+from topictk.inference.perplexity import heldout_perplexity, train_heldout_perplexity
 from topictk.inference.registry import get_driver
 from topictk.rundir import checkpoint as ckpt
+from topictk.rundir.guard import check_run_output, prepare_run_dir, run_inputs, write_marker
+from topictk.rundir.layout import MODEL_FILE, ReplacedRun, check_compatible, save_sample
+from topictk.rundir.lock import RunLock
 from topictk.rundir.metrics import append_metrics, truncate_metrics
 from topictk.streams import Streams
 from topictk.training.loop import train_steps
 
 log = logging.getLogger("topictk")
-
-MODEL_FILE = "model.npz"
-
 
 @dataclass
 class TrainResult:
@@ -86,84 +83,8 @@ def _header(driver: Driver, store: CorpusStore, config: Config, state, streams: 
     return header, arrays
 
 
-def check_compatible(header: dict, config: Config, store: CorpusStore, path: Path) -> None:
-    """Refuse a checkpoint or model that belongs to another algorithm, K or corpus."""
-    if header.get("algorithm") != config.inference.algorithm:
-        raise UsageError(f"{path}: was trained with inference.algorithm = "
-                         f"{header.get('algorithm')}, the config says "
-                         f"{config.inference.algorithm}; use a new output directory")
-    if header.get("topics") != config.model.topics:
-        raise UsageError(f"{path}: has model.topics = {header.get('topics')}, the config says "
-                         f"{config.model.topics}; use a new output directory")
-    if header.get("corpus_id") != store.corpus_id:
-        raise CorpusUsageError(f"{path}: was trained on another corpus than {store.path} "
-                               f"(corpus id differs); point corpus at the store it was trained on")
-
-
-def open_store(config: Config) -> CorpusStore:
-    return CorpusStore.open(config.corpus)
-
-
 def _save_sample(run_dir: Path, driver: Driver, state, step: int) -> None:
-    arrays = driver.sample(state)
-    ckpt.save_arrays(run_dir / "samples" / f"step-{step:08d}.npz", {"step": step}, arrays)
-
-
-def retrain_command(run_dir: Path) -> str:
-    """The command that trains the run in ``run_dir`` again from the start."""
-    return f"'topictk train --config {Path(run_dir) / 'config.yaml'} --force'"
-
-
-def load_samples(run_dir: Path, steps: list[int]) -> list[dict]:
-    # samples are saved only as training passes their steps: a damaged one needs a new run
-    fix = (f"samples are only saved during training; train the run again with "
-           f"{retrain_command(run_dir)}")
-    samples = []
-    for step in steps:
-        _, arrays = ckpt.load_arrays(Path(run_dir) / "samples" / f"step-{step:08d}.npz", fix)
-        samples.append(arrays)
-    return samples
-
-
-RUN_FILES = ("checkpoints", "samples", "metrics.jsonl", MODEL_FILE, "config.yaml")
-
-
-class ReplacedRun:
-    """The files of a run that ``train --force`` replaces, moved into a hidden folder of the
-    run directory until the new run has something to show for itself (:meth:`discard`), or put
-    back if it fails before that (:meth:`restore`)."""
-
-    def __init__(self, run_dir: Path):
-        self.run_dir = Path(run_dir)
-        self.folder = Path(tempfile.mkdtemp(prefix=".replaced-", dir=self.run_dir))
-        for name in RUN_FILES:
-            if (self.run_dir / name).exists():
-                os.replace(self.run_dir / name, self.folder / name)
-
-    @staticmethod
-    def report_left_over(run_dir: Path) -> None:
-        """Name the folders an interrupted replacement left behind (a process killed before
-        it could put the old run back or remove it); they are never deleted here."""
-        for folder in sorted(Path(run_dir).glob(".replaced-*")):
-            if folder.is_dir():
-                names = ", ".join(sorted(p.name for p in folder.iterdir())) or "empty"
-                log.warning("%s: files of a run that an interrupted 'train --force' was "
-                            "replacing (%s); move them back into %s to recover that run, or "
-                            "delete the folder", folder, names, run_dir)
-
-    def discard(self) -> None:
-        shutil.rmtree(self.folder, ignore_errors=True)
-
-    def restore(self) -> None:
-        for name in RUN_FILES:
-            new = self.run_dir / name
-            if new.is_dir():
-                shutil.rmtree(new, ignore_errors=True)
-            else:
-                new.unlink(missing_ok=True)
-            if (self.folder / name).exists():
-                os.replace(self.folder / name, new)
-        shutil.rmtree(self.folder, ignore_errors=True)
+    save_sample(run_dir, step, driver.sample(state))
 
 
 # settings a resumed run may change without changing the chain it continues (the corpus and
@@ -222,142 +143,183 @@ def check_sample_schedule(driver: Driver, state, start: int, saved: Path) -> Non
 
 def train(config: Config, *, resume: bool = False, force: bool = False,
           quiet: bool = False) -> TrainResult:
-    """Train ``config`` to ``inference.iterations`` steps (or resume it there)."""
-    store = open_store(config)
-    run_dir = config.output
-    ckpt_dir = run_dir / "checkpoints"
-    metrics_path = run_dir / "metrics.jsonl"
-    training = config.training
-    iterations = int(config.inference.iterations)
+    """Train ``config`` to ``inference.iterations`` steps (or resume it there), holding the
+    run directory's lock throughout: a second writer of the run is refused at once."""
+    check_run_output(config.output, resume=resume, force=force, inputs=run_inputs(config),
+                     locked=False)
+    with RunLock(config.output):
+        return _train(config, resume=resume, force=force, quiet=quiet)
 
-    if run_dir.is_dir():
-        ReplacedRun.report_left_over(run_dir)
-    replace = not resume and run_dir.exists() and any(run_dir.iterdir())
-    if replace and not force:
-        raise UsageError(f"{run_dir}: output directory already holds a run; add --resume to "
-                         f"continue it, --force to replace it, or choose another output")
-    # the driver first: a config or corpus it refuses leaves the run being replaced intact
-    driver = get_driver(config.inference.algorithm)(config, store, training.threads)
-    # the run being replaced is moved aside, and removed once the new run has written its
-    # first checkpoint (or its model); a failure before that puts it back
-    replaced = ReplacedRun(run_dir) if replace else None
-    try:
-        if resume:
-            found = ckpt.list_checkpoints(ckpt_dir)
-            if not found:
-                raise CheckpointUsageError(f"{ckpt_dir}: no checkpoint to resume from; train "
-                                           f"without --resume")
-            _, path = found[-1]
-            header, arrays = ckpt.load_arrays(path, ckpt.RESUME_FIX)
-            check_compatible(header, config, store, path)
-            check_resume_settings(run_dir / "config.yaml", config, driver)
+
+def _train(config: Config, *, resume: bool, force: bool, quiet: bool) -> TrainResult:
+    return RunSession(config, resume=resume, force=force, quiet=quiet).run()
+
+
+class RunSession:
+    """One ``train`` of one run directory: opening it (the store, the run being replaced or
+    resumed, the driver with its streams), the loop of steps with its evaluations, samples and
+    checkpoints, and the final model. The steps themselves are the driver's
+    (:func:`topictk.training.loop.train_steps`)."""
+
+    def __init__(self, config: Config, *, resume: bool, force: bool, quiet: bool):
+        self.config, self.resume, self.quiet = config, resume, quiet
+        self.training = config.training
+        self.iterations = int(config.inference.iterations)
+        self.store = CorpusStore.open(config.corpus)
+        self.run_dir = config.output
+        self.ckpt_dir = self.run_dir / "checkpoints"
+        self.metrics_path = self.run_dir / "metrics.jsonl"
+        self.replace = prepare_run_dir(self.run_dir, config, self.store, resume=resume,
+                                       force=force)
+        self.saved = self._latest_checkpoint() if resume else None
+        self.streams = (Streams.from_state(self.saved[1]["streams"]) if self.saved
+                        else Streams(self.training.seed))
+        # the driver first: a config or corpus it refuses leaves the run being replaced intact
+        self.driver = get_driver(config.inference.algorithm)(config, self.store,
+                                                             self.training.threads,
+                                                             streams=self.streams)
+        self.store.verify()     # every array against its sha256: damage would train other topics
+        self.replaced: ReplacedRun | None = None
+        self.status, self.last_ppl = "completed", None
+
+    def _latest_checkpoint(self) -> tuple[Path, dict, dict]:
+        found = ckpt.list_checkpoints(self.ckpt_dir)
+        if not found:
+            raise CheckpointUsageError(f"{self.ckpt_dir}: no checkpoint to resume from; train "
+                                       f"without --resume")
+        _, path = found[-1]
+        header, arrays = ckpt.load_arrays(path, ckpt.RESUME_FIX)
+        check_compatible(header, self.config, self.store, path)
+        return path, header, arrays
+
+    def run(self) -> TrainResult:
+        # the run being replaced is moved aside, and removed once the new run has written its
+        # first checkpoint (or its model); a failure before that puts it back
+        self.replaced = ReplacedRun(self.run_dir) if self.replace else None
+        try:
+            self._start()
+            step, signal_name = self._loop()
+            if self.start >= self.iterations and not self.resume:
+                self.status = "completed"
+            if self.status != "interrupted":
+                header, arrays = self._header(self.status)
+                ckpt.save_arrays(self.run_dir / MODEL_FILE, header, arrays)
+            self._discard_replaced()        # a run with no checkpoint that completed
+            return TrainResult(run_dir=self.run_dir, step=step, status=self.status,
+                               signal_name=signal_name, perplexity=self.last_ppl)
+        except BaseException:
+            if self.replaced is not None:
+                self.replaced.restore()
+            raise
+
+    def _start(self) -> None:
+        """The state to start from (the checkpoint's, or a new one), the run's files."""
+        driver, run_dir = self.driver, self.run_dir
+        if self.saved:
+            path, header, arrays = self.saved
+            check_resume_settings(run_dir / "config.yaml", self.config, driver)
             try:
-                state = driver.state_from_arrays(header["state"], arrays)
+                self.state = driver.state_from_arrays(header["state"], arrays)
             except (KeyError, ValueError) as exc:
                 raise CheckpointError(f"{path}: does not hold a complete {driver.name} state "
                                       f"({exc}); delete it to fall back to an earlier "
                                       f"one") from None
-            check_sample_schedule(driver, state, int(header["state"]["step"]),
+            check_sample_schedule(driver, self.state, int(header["state"]["step"]),
                                   run_dir / "config.yaml")
-            streams = Streams.from_state(header["streams"])
-            driver.attach(state, streams)
-            clock = dict(header["clock"])
-            start = int(header["state"]["step"])
-            truncate_metrics(metrics_path, start)
-            log.info("resuming %s from step %d (%s)", run_dir, start, path.name)
+            self.clock = dict(header["clock"])
+            self.start = int(header["state"]["step"])
+            truncate_metrics(self.metrics_path, self.start)
+            log.info("resuming %s from step %d (%s)", run_dir, self.start, path.name)
         else:
-            streams = Streams(training.seed)
-            state = driver.init_state(streams)
-            clock = {"train_seconds": 0.0, "tokens_seen": 0, "documents_seen": 0}
-            start = 0
+            self.state = driver.init_state()
+            self.clock = {"train_seconds": 0.0, "tokens_seen": 0, "documents_seen": 0}
+            self.start = 0
         run_dir.mkdir(parents=True, exist_ok=True)
+        if not self.resume:
+            write_marker(run_dir, self.store)
         atomic_write_text(run_dir / "config.yaml",
-                               yaml.safe_dump(config.to_dict(), sort_keys=False))
+                          yaml.safe_dump(self.config.to_dict(), sort_keys=False))
+        self.test = EvaluationSet.from_store(self.store)
+        self.has_test = self.test.n_heldout_tokens > 0
+        train_held = self.store.train_heldout()
+        self.has_train_held = train_held is not None and train_held.n_tokens > 0
 
-        test = TestSet.from_store(store)
-        has_test = test.n_heldout_tokens > 0
-        train_held = store.train_heldout()
-        has_train_held = train_held is not None and train_held.n_tokens > 0
-        # time_limit counts training seconds (evaluation excluded), like train_seconds
-        time_limit = training.time_limit
-        status, last_ppl = "completed", None
-
-        def write_checkpoint(step: int, status_: str) -> None:
-            nonlocal replaced
-            header, arrays = _header(driver, store, config, state, streams, clock, status_)
-            ckpt.save_arrays(ckpt.checkpoint_path(ckpt_dir, step), header, arrays)
-            ckpt.prune_checkpoints(ckpt_dir, training.keep_checkpoints)
-            if replaced is not None:        # the new run can now be resumed
-                replaced.discard()
-                replaced = None
-
-        def evaluate(step: int, info_extra: dict) -> None:
-            nonlocal last_ppl
-            began = time.perf_counter()
-            record = {"step": step, "tokens_seen": clock["tokens_seen"],
-                      "documents_seen": clock["documents_seen"],
-                      "train_seconds": round(clock["train_seconds"], 6)}
-            if has_test:
-                result = heldout_perplexity(driver, state, test, None, pass_index=step)
-                record["perplexity_point"] = result["perplexity"]
-                last_ppl = result["perplexity"]
-            if has_train_held:      # Protocol B: the training documents' held-out tokens
-                result = train_heldout_perplexity(driver, state, store, None)
-                if result:
-                    record["perplexity_train_heldout_point"] = result["perplexity_train_heldout"]
-                    if not has_test:
-                        last_ppl = result["perplexity_train_heldout"]
-            if driver.objective_name:
-                record[driver.objective_name] = driver.objective(state)
-            record.update(info_extra)
-            record["eval_seconds"] = round(time.perf_counter() - began, 6)
-            append_metrics(metrics_path, record)
-
-        progress = tqdm(total=iterations, initial=min(start, iterations), disable=quiet,
-                        file=sys.stderr, unit="step", dynamic_ncols=True, leave=False)
-        step = start
+    def _loop(self) -> tuple[int, str | None]:
+        """Steps from ``start`` to ``inference.iterations``, or until a signal or the time
+        limit (which counts training seconds, evaluation excluded, like train_seconds)."""
+        training, clock = self.training, self.clock
+        progress = tqdm(total=self.iterations, initial=min(self.start, self.iterations),
+                        disable=self.quiet, file=sys.stderr, unit="step", dynamic_ncols=True,
+                        leave=False)
+        step = self.start
         with _StopFlag() as stop:
             # a driver whose evaluation advances a chain of its own is evaluated on its
             # schedule only: an extra evaluation at the last step of a run that is later
             # extended (or stopped by the time limit) would move that chain
-            off_schedule_ok = not driver.persistent_evaluation
-            for record in train_steps(driver, state, start, iterations):
+            off_schedule_ok = not self.driver.persistent_evaluation
+            for record in train_steps(self.driver, self.state, self.start, self.iterations):
                 step = record.step
                 clock["train_seconds"] += record.seconds
                 clock["tokens_seen"] += record.info.tokens
                 clock["documents_seen"] += record.info.documents
                 if record.info.collect_sample:
-                    _save_sample(run_dir, driver, state, step)
-                    state.sample_steps.append(step)
-                final = step == iterations
+                    _save_sample(self.run_dir, self.driver, self.state, step)
+                    self.state.sample_steps.append(step)
+                final = step == self.iterations
                 if training.eval_every and (step % training.eval_every == 0
                                             or (final and off_schedule_ok)):
-                    evaluate(step, record.info.extra)
-                    if last_ppl is not None:
-                        progress.set_postfix(perplexity=f"{last_ppl:.1f}", refresh=False)
+                    self._evaluate(step, record.info.extra)
+                    if self.last_ppl is not None:
+                        progress.set_postfix(perplexity=f"{self.last_ppl:.1f}", refresh=False)
                 progress.update(1)
-                out_of_time = time_limit is not None and clock["train_seconds"] >= time_limit
+                out_of_time = (training.time_limit is not None
+                               and clock["train_seconds"] >= training.time_limit)
                 if stop.signal_name or out_of_time:
-                    status = "interrupted" if stop.signal_name else "time_limit"
+                    self.status = "interrupted" if stop.signal_name else "time_limit"
                     if (out_of_time and training.eval_every and step % training.eval_every
                             and off_schedule_ok):
-                        evaluate(step, record.info.extra)   # the last state gets its metrics line
-                    write_checkpoint(step, status)
+                        self._evaluate(step, record.info.extra)  # the last state's metrics
+                    self._write_checkpoint(step, self.status)
                     break
                 if final or (training.checkpoint_every and step % training.checkpoint_every == 0):
-                    write_checkpoint(step, "completed" if final else "running")
+                    self._write_checkpoint(step, "completed" if final else "running")
         progress.close()
-        if start >= iterations and not resume:
-            status = "completed"
-        if status != "interrupted":
-            header, arrays = _header(driver, store, config, state, streams, clock, status)
-            ckpt.save_arrays(run_dir / MODEL_FILE, header, arrays)
-        if replaced is not None:            # a run with no checkpoint that completed
-            replaced.discard()
-            replaced = None
-        return TrainResult(run_dir=run_dir, step=step, status=status,
-                           signal_name=stop.signal_name, perplexity=last_ppl)
-    except BaseException:
-        if replaced is not None:
-            replaced.restore()
-        raise
+        return step, stop.signal_name
+
+    def _header(self, status: str) -> tuple[dict, dict]:
+        return _header(self.driver, self.store, self.config, self.state, self.streams,
+                       self.clock, status)
+
+    def _discard_replaced(self) -> None:
+        if self.replaced is not None:
+            self.replaced.discard()
+            self.replaced = None
+
+    def _write_checkpoint(self, step: int, status: str) -> None:
+        header, arrays = self._header(status)
+        ckpt.save_arrays(ckpt.checkpoint_path(self.ckpt_dir, step), header, arrays)
+        ckpt.prune_checkpoints(self.ckpt_dir, self.training.keep_checkpoints)
+        self._discard_replaced()            # the new run can now be resumed
+
+    def _evaluate(self, step: int, info_extra: dict) -> None:
+        """One metrics line: point perplexities, the driver's objective, the step's extras."""
+        driver, state, clock = self.driver, self.state, self.clock
+        began = time.perf_counter()
+        record = {"step": step, "tokens_seen": clock["tokens_seen"],
+                  "documents_seen": clock["documents_seen"],
+                  "train_seconds": round(clock["train_seconds"], 6)}
+        if self.has_test:
+            result = heldout_perplexity(driver, state, self.test, None, pass_index=step)
+            record["perplexity_point"] = result["perplexity"]
+            self.last_ppl = result["perplexity"]
+        if self.has_train_held:      # Protocol B: the training documents' held-out tokens
+            result = train_heldout_perplexity(driver, state, self.store, None)
+            if result:
+                record["perplexity_train_heldout_point"] = result["perplexity_train_heldout"]
+                if not self.has_test:
+                    self.last_ppl = result["perplexity_train_heldout"]
+        if driver.objective_name:
+            record[driver.objective_name] = driver.objective(state)
+        record.update(info_extra)
+        record["eval_seconds"] = round(time.perf_counter() - began, 6)
+        append_metrics(self.metrics_path, record)

@@ -20,12 +20,15 @@ sum_k alpha_dk, alpha_dk = exp(x_d^T nu_k); plain LDA's is K alpha. For one corp
   learnt level is what the likelihood asks for given those topics or an artefact of short
   local chains.
 
-Results go to ``benchmarks/work/dmr/prior_level-<corpus>-K<K>.json``; ``bench_dmr.py
---report-only`` adds them to the "## DMR and particle EM" section of RESULTS.md.
+A study, not a benchmark: it rescores samples and trains with a modified driver step through
+topictk's internals, so it may need adapting when they change. Results go to
+``benchmarks/work/dmr/prior_level-<corpus>-K<K>.json`` and, for every corpus and K measured so
+far, to the report ``dmr_prior_level.md`` (``--record``: benchmarks/results/).
 
 Usage (the venv of bench_dmr.py)::
 
-    python benchmarks/dmr_prior_level.py --corpus poliblog --topics 20
+    python benchmarks/studies/dmr_prior_level.py --corpus poliblog --topics 20 --record
+    python benchmarks/studies/dmr_prior_level.py --report-only      # the report from the JSON
 """
 from __future__ import annotations
 
@@ -36,8 +39,12 @@ from pathlib import Path
 
 import numpy as np
 
-HERE = Path(__file__).resolve().parent
-WORK = HERE / "work" / "dmr"
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))   # benchmarks/: the harness
+
+import harness as h  # noqa: E402
+
+WORK = h.WORK / "dmr"
+NAME = "dmr_prior_level"
 
 
 def out_path(corpus: str, K: int) -> Path:
@@ -59,12 +66,12 @@ def level(X: np.ndarray, nu: np.ndarray) -> float:
 def rescore(path: Path, kind: str, values: list[float]) -> dict:
     """Perplexities of one run's samples with the prior moved to each value (None = as learnt):
     DMR: the level; LDA: the symmetric alpha."""
-    from topictk.evaluation.perplexity import heldout_perplexity
     from topictk.evaluation.run import LoadedRun
-    from topictk.inference.base import TestSet
+    from topictk.inference.base import EvaluationSet
+    from topictk.inference.perplexity import heldout_perplexity
 
     run = LoadedRun(path)
-    test = TestSet.from_store(run.store)
+    test = EvaluationSet.from_store(run.store)
     samples = run.samples()
     out = {}
     if kind == "dmr":
@@ -144,8 +151,8 @@ def likelihood_level(path: Path, sweeps: list[int], seed: int) -> dict:
 def train_held_level(corpus: str, K: int, seed: int, target: float) -> dict:
     """dmr-sgrld from the benchmark's config with the level held at ``target``."""
     import topictk.inference.dmr as dmr
-    from topictk.config import load_config
     from topictk.evaluation.run import evaluate_run
+    from topictk.inference.registry import load_config
     from topictk.training.run import train
 
     base = run_dir(corpus, K, "dmr-sgrld", seed).parent / "config.yaml"
@@ -172,15 +179,99 @@ def train_held_level(corpus: str, K: int, seed: int, target: float) -> dict:
     return {"perplexity": evaluate_run(out_dir / "run")["perplexity"]}
 
 
+def _prior_level_rows(res: dict) -> list[str]:
+    seeds = sorted(res["seeds"], key=int)
+    K, alpha = res["K"], res["lda_alpha"]
+    base = f"{alpha * K:g}"
+    rows = [("dmr-sgrld", "learnt_level", "dmr-sgrld: its learnt level (mean sum_k alpha_dk)"),
+            ("dmr-sgrld", "learnt", "dmr-sgrld as trained (the table's row)"),
+            ("dmr-sgrld", base, f"dmr-sgrld rescored at level {base} (= K alpha)"),
+            ("dmr-sgrld", f"{2 * alpha * K:g}", f"dmr-sgrld rescored at level {2 * alpha * K:g}"),
+            ("dmr-sgrld-held", "perplexity", f"dmr-sgrld trained with the level held at {base}"),
+            ("dmr-sgrld", ("likelihood_level", "sample_level"),
+             "dmr-sgrld: level of its last sample"),
+            ("dmr-sgrld", ("likelihood_level", "sweeps_10"),
+             "dmr-sgrld: likelihood level for its last sample's topics, local chains of 10 "
+             "sweeps (5 kept, as in training)"),
+            ("dmr-sgrld", ("likelihood_level", "sweeps_200"),
+             "dmr-sgrld: likelihood level for its last sample's topics, local chains of 200 "
+             "sweeps (100 kept)"),
+            ("sgrld", f"{alpha:g}", f"sgrld LDA, alpha {alpha:g} (the table's row)"),
+            ("sgrld", f"{2 * alpha:g}", f"sgrld LDA rescored with alpha {2 * alpha:g}"),
+            ("sgrld", f"{3.5 * alpha:g}", f"sgrld LDA rescored with alpha {3.5 * alpha:g}"),
+            ("dmr-sem", "learnt_level", "dmr-sem: its learnt level (mean over samples)"),
+            ("dmr-sem", ("likelihood_level", "sample_level"), "dmr-sem: level of its last sample"),
+            ("dmr-sem", ("likelihood_level", "sweeps_200"),
+             "dmr-sem: likelihood level for its last sample's topics, local chains of 200 "
+             "sweeps (100 kept)"),
+            ("dmr-sem", "learnt", "dmr-sem as trained (the table's row)"),
+            ("dmr-sem", base, f"dmr-sem rescored at level {base}"),
+            ("dmr-sem", f"{2 * alpha * K:g}", f"dmr-sem rescored at level {2 * alpha * K:g}"),
+            ("gibbs", f"{alpha:g}", f"gibbs LDA, alpha {alpha:g} (the table's row)"),
+            ("gibbs", f"{2 * alpha:g}", f"gibbs LDA rescored with alpha {2 * alpha:g}"),
+            ("gibbs", f"{3.5 * alpha:g}", f"gibbs LDA rescored with alpha {3.5 * alpha:g}")]
+    lines = [
+        "", f"## The level of the learnt DMR prior ({res['corpus']}, K = {K})", "",
+        "`python benchmarks/studies/dmr_prior_level.py --corpus "
+        f"{res['corpus']} --topics {K}` on the runs of the first table: the level of a DMR prior "
+        "is the mean over training documents of sum_k alpha_dk (LDA's: K alpha). Rescored = the "
+        "same saved samples scored again with every intercept shifted to that level (metadata "
+        "contrasts unchanged), or, for LDA, with another alpha. Held = `dmr-sgrld` trained again "
+        "with the intercepts shifted after every update so that the level stays at K alpha, the "
+        "metadata weights learnt as usual (a diagnostic, not an option of topictk). Likelihood "
+        "level = with the topics of a run's last sample fixed, the level at which the gradient "
+        "of the training documents' likelihood along a common shift of the intercepts vanishes "
+        "(Brent's method; the expectation over z by one local Gibbs chain per document, "
+        "gradient averaged over its kept sweeps).", "",
+        "| " + " | ".join(["run", *(f"seed {s}" for s in seeds), "mean"]) + " |",
+        "| --- |" + " ---: |" * (len(seeds) + 1)]
+    for name, key, label in rows:
+        vals = [_lookup(res["seeds"][s].get(name, {}), key) for s in seeds]
+        if any(v is None for v in vals):
+            continue
+        fmt = ".2f" if "level" in str(key) else ".1f"
+        lines.append("| " + " | ".join([label, *(format(v, fmt) for v in vals),
+                                        format(h.mean(vals), fmt)]) + " |")
+    return lines
+
+
+def _lookup(tree: dict, key: str | tuple[str, ...]):
+    """``tree[key]``, or ``tree[a][b]`` for ``key = (a, b)``; None where a key is missing."""
+    for part in (key,) if isinstance(key, str) else key:
+        if not isinstance(tree, dict) or part not in tree:
+            return None
+        tree = tree[part]
+    return tree
+
+
+def report() -> str:
+    """Every corpus and K measured so far, one table each."""
+    lines = ["# DMR: the level of the learnt prior", "",
+             f"Reported {h.now_utc():%Y-%m-%d %H:%M} UTC by `{h.command_line()}` from "
+             "`benchmarks/work/dmr/prior_level-*.json`.", "", *h.machine_info()]
+    for corpus in ("poliblog", "nips"):
+        for K in (20, 50):
+            path = out_path(corpus, K)
+            if path.exists():
+                lines += _prior_level_rows(json.loads(path.read_text()))
+    return "\n".join(lines) + "\n"
+
+
 def main(argv=None) -> None:
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     p.add_argument("--corpus", default="poliblog")
     p.add_argument("--topics", type=int, default=20)
     p.add_argument("--seeds", nargs="+", type=int, default=[1, 2, 3])
     p.add_argument("--alpha", type=float, default=0.1, help="LDA's alpha (the benchmark's)")
+    p.add_argument("--record", action="store_true",
+                   help="write benchmarks/results/dmr_prior_level.md")
+    p.add_argument("--report-only", action="store_true", help="only write the report")
     p.add_argument("--only-likelihood-level", action="store_true",
                    help="add the likelihood levels to an existing result file, nothing else")
     a = p.parse_args(argv)
+    if a.report_only:
+        h.write_results(h.results_path(NAME, a.record), report())
+        return
     if a.only_likelihood_level:
         out = out_path(a.corpus, a.topics)
         result = json.loads(out.read_text())
@@ -212,6 +303,7 @@ def main(argv=None) -> None:
     out = out_path(a.corpus, K)
     out.write_text(json.dumps(result, indent=1))
     print(f"wrote {out}")
+    h.write_results(h.results_path(NAME, a.record), report())
 
 
 if __name__ == "__main__":

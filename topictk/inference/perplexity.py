@@ -3,6 +3,9 @@ from __future__ import annotations
 
 import numpy as np
 
+from topictk.corpus.store import Documents
+from topictk.inference import _vb
+
 FLOOR = 1e-300
 
 
@@ -40,3 +43,20 @@ def train_heldout_perplexity(driver, state, store, samples) -> dict:
     ppl, floored = perplexity_from_probabilities(probs, held.counts)
     return {"perplexity_train_heldout": ppl, "train_heldout_tokens": held.n_tokens,
             "train_heldout_floored_tokens": floored}
+
+
+def csr_arrays(docs: Documents) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The CSR arrays of ``docs`` as the kernels want them (no copy when already right)."""
+    return (np.ascontiguousarray(docs.indptr, dtype=np.int64),
+            np.ascontiguousarray(docs.indices, dtype=np.int32),
+            np.ascontiguousarray(docs.counts, dtype=np.int32))
+
+
+def mixture_probabilities(docs: Documents, theta: np.ndarray, phi: np.ndarray,
+                          threads: int) -> np.ndarray:
+    """sum_k theta_dk phi_wk for every entry of ``docs`` (``phi`` word-major (V, K))."""
+    indptr, indices, _ = csr_arrays(docs)
+    out = np.zeros(indices.size)
+    _vb.mixture_probabilities(indptr, indices, np.ascontiguousarray(theta, dtype=np.float64),
+                              np.ascontiguousarray(phi, dtype=np.float64), out, threads)
+    return out

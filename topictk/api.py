@@ -1,0 +1,343 @@
+"""topictk from Python: load a trained run, read its topics and proportions, score it, fold new
+documents in; open and prepare corpus stores.
+
+Everything here gives the numbers the commands give: :meth:`Run.evaluate` is
+``topictk evaluate --json``, :meth:`Run.infer` is ``topictk infer``, :func:`prepare` is
+``topictk prepare``. The compiled kernels are imported when a run is loaded, not when
+:mod:`topictk` is.
+
+Examples
+--------
+>>> import topictk
+>>> run = topictk.load_run("runs/gibbs")               # doctest: +SKIP
+>>> phi = run.topic_word()                             # (K, V), rows sum to 1
+>>> theta = run.infer(["a new document about python lists and loops"])
+"""
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+__all__ = ["Run", "load_run", "open_store", "prepare", "score_topic_word"]
+
+
+def load_run(path: str | Path, checkpoint: int | None = None, *,
+             threads: int | None = None) -> Run:
+    """Open the run directory written by ``topictk train``.
+
+    Parameters
+    ----------
+    path : str or Path
+        The run directory (the ``output`` of its config).
+    checkpoint : int, optional
+        Load the checkpoint of this step instead of the final model.
+    threads : int, optional
+        Threads for scoring and fold-in (default: the run's ``training.threads``); the
+        numbers do not depend on it.
+
+    Returns
+    -------
+    Run
+
+    Raises
+    ------
+    topictk.errors.TopictkError
+        When ``path`` is not a run directory, the model or checkpoint is missing or damaged,
+        or the run's corpus store has changed.
+    """
+    from topictk.evaluation.run import LoadedRun
+
+    return Run(LoadedRun(path, checkpoint, threads), checkpoint, threads)
+
+
+class Run:
+    """A trained run: its config, corpus store and model (final, or one checkpoint).
+
+    Made by :func:`load_run`.
+
+    Attributes
+    ----------
+    path : Path
+        The run directory.
+    checkpoint : int or None
+        The checkpoint step loaded, None for the final model.
+    config : topictk.config.Config
+        The resolved config the run was trained with.
+    algorithm : str
+        The inference algorithm (``config.inference.algorithm``).
+    store : topictk.corpus.store.CorpusStore
+        The corpus store the run was trained on.
+    """
+
+    def __init__(self, loaded, checkpoint: int | None = None, threads: int | None = None):
+        self._loaded = loaded
+        self._threads = threads
+        self.path: Path = loaded.run_dir
+        self.checkpoint = checkpoint
+        self.config = loaded.config
+        self.algorithm: str = loaded.config.inference.algorithm
+        self.store = loaded.store
+
+    def __repr__(self) -> str:
+        which = "final model" if self.checkpoint is None else f"checkpoint {self.checkpoint}"
+        return f"Run({str(self.path)!r}, {self.algorithm}, K = {self.n_topics}, {which})"
+
+    @property
+    def n_topics(self) -> int:
+        """K, the number of topics (of the bottom layer for deep models)."""
+        return int(self.config.model.topics)
+
+    @property
+    def vocabulary(self) -> list[str]:
+        """The store's words; column ``w`` of :meth:`topic_word` is ``vocabulary[w]``."""
+        return list(self.store.vocab)
+
+    @property
+    def step(self) -> int:
+        """Training steps done (sweeps, or mini-batch updates)."""
+        return int(self._loaded.header["state"]["step"])
+
+    @property
+    def train_seconds(self) -> float:
+        """Wall-clock seconds spent in training steps (evaluation excluded)."""
+        return float(self._loaded.header.get("clock", {}).get("train_seconds", 0.0))
+
+    @property
+    def status(self) -> str:
+        """How training stopped at this model: ``completed``, ``time_limit`` or
+        ``interrupted`` (a checkpoint written along the way says ``running``)."""
+        return str(self._loaded.header.get("status", "completed"))
+
+    @property
+    def tokens_seen(self) -> int:
+        """Training tokens visited by all steps."""
+        return int(self._loaded.header.get("clock", {}).get("tokens_seen", 0))
+
+    def topic_word(self) -> np.ndarray:
+        """The topics' word distributions, the model's point estimate.
+
+        Returns
+        -------
+        numpy.ndarray
+            phi, (K, V) float64, every row sums to 1; for deep models the bottom layer.
+        """
+        return np.array(self._loaded.topic_word(), dtype=np.float64, copy=True)
+
+    def doc_topic(self, *, sweeps: int = 50, burn_in: int = 25, seed: int | None = None,
+                  threads: int | None = None) -> np.ndarray:
+        """Topic proportions of the training documents.
+
+        Every algorithm gets them the same way: the training documents are folded in with
+        the model fixed, exactly as :meth:`infer` (and ``topictk infer``) folds in new
+        documents, so the rows of runs of different algorithms can be compared.
+
+        Parameters
+        ----------
+        sweeps, burn_in : int
+            Fold-in sweeps per document, and how many of them are discarded.
+        seed : int, optional
+            Seed of the fold-in (default: the run's ``training.seed``).
+        threads : int, optional
+            Threads; the result does not depend on it.
+
+        Returns
+        -------
+        numpy.ndarray
+            theta, (D, K) float64, row ``d`` for training document ``d`` of the store.
+        """
+        from topictk.evaluation.infer import infer_documents, training_documents
+
+        docs, features = training_documents(self.store)
+        blocks = infer_documents(self._loaded, docs, str(self.store.path), sweeps=sweeps,
+                                 burn_in=burn_in, seed=seed, threads=threads, features=features)
+        return _stack(blocks, self.n_topics)
+
+    def metrics(self) -> list[dict]:
+        """The records of ``metrics.jsonl``, one per evaluation during training.
+
+        Returns
+        -------
+        list of dict
+            Keys ``step``, ``tokens_seen``, ``documents_seen``, ``train_seconds``,
+            ``eval_seconds`` and, where measured, ``perplexity_point``,
+            ``perplexity_train_heldout_point`` and the algorithm's own objective.
+        """
+        from topictk.rundir.metrics import read_metrics
+
+        return read_metrics(self.path / "metrics.jsonl")
+
+    def evaluate(self, *, left_to_right: int | None = None,
+                 threads: int | None = None) -> dict:
+        """Score the model as ``topictk evaluate --json`` does.
+
+        Parameters
+        ----------
+        left_to_right : int, optional
+            Also score the held-out tokens by the left-to-right estimator with this many
+            particles (``--left-to-right --particles N``).
+        threads : int, optional
+            Threads; the numbers do not depend on it.
+
+        Returns
+        -------
+        dict
+            The JSON object of ``topictk evaluate --json``: ``perplexity`` (held-out,
+            averaged over the saved samples), ``heldout_tokens``, ``umass``, ``npmi``,
+            ``diversity``, ``step``, ... .
+        """
+        from topictk.evaluation.run import evaluate_run
+
+        threads = self._threads if threads is None else threads
+        return evaluate_run(self.path, self.checkpoint, threads, left_to_right=left_to_right)
+
+    def infer(self, documents: Iterable[str | Mapping[str, Any]], *, sweeps: int = 50,
+              burn_in: int = 25, seed: int | None = None,
+              threads: int | None = None) -> np.ndarray:
+        """Topic proportions of new documents, as ``topictk infer`` gives them.
+
+        Parameters
+        ----------
+        documents : iterable of str or mapping
+            One document each: its text, or a mapping with a ``text`` key and the metadata
+            fields a DMR run's prior depends on (as a line of JSONL input). Texts are
+            tokenised with the store's settings; words the store does not know are dropped.
+        sweeps, burn_in : int
+            Fold-in sweeps per document, and how many of them are discarded.
+        seed : int, optional
+            Seed of the fold-in (default: the run's ``training.seed``).
+        threads : int, optional
+            Threads; the result does not depend on it.
+
+        Returns
+        -------
+        numpy.ndarray
+            theta, (D, K) float64, one row per document in the given order, rows summing
+            to 1.
+        """
+        from topictk.errors import UsageError
+        from topictk.evaluation.infer import documents_from_texts, infer_documents
+
+        texts, metas = [], []
+        for i, doc in enumerate(documents):
+            if isinstance(doc, str):
+                texts.append(doc)
+                metas.append({})
+            elif isinstance(doc, Mapping) and isinstance(doc.get("text"), str):
+                texts.append(doc["text"])
+                metas.append({k: v for k, v in doc.items() if k not in ("text", "id")})
+            else:
+                raise UsageError(f"document {i + 1}: give a text, or a mapping with a 'text' "
+                                 f"string and metadata fields; got {type(doc).__name__}")
+        docs = documents_from_texts(texts, self.store, metas)
+        blocks = infer_documents(self._loaded, docs, "documents", sweeps=sweeps,
+                                 burn_in=burn_in, seed=seed, threads=threads)
+        return _stack(blocks, self.n_topics)
+
+
+def _stack(blocks, n_topics: int) -> np.ndarray:
+    parts = [theta for _, theta in blocks]
+    return np.concatenate(parts) if parts else np.zeros((0, n_topics))
+
+
+def open_store(path: str | Path):
+    """Open a corpus store written by ``topictk prepare`` (read-only, memory-mapped).
+
+    Parameters
+    ----------
+    path : str or Path
+        The store directory.
+
+    Returns
+    -------
+    topictk.corpus.store.CorpusStore
+        ``.train()``, ``.test_observed()``, ``.test_heldout()`` give documents as CSR arrays
+        (``indptr``, ``indices``, ``counts``) and token lists (``doc_ptr``, ``words``);
+        ``.vocab``, ``.n_words`` and ``.manifest`` describe it.
+    """
+    from topictk.corpus.store import CorpusStore
+
+    return CorpusStore.open(path)
+
+
+def prepare(inputs: str | Path | Iterable[str | Path], out: str | Path,
+            **options: Any) -> dict:
+    """Build a corpus store, as ``topictk prepare INPUTS --out OUT`` does.
+
+    Parameters
+    ----------
+    inputs : path or iterable of paths
+        Text files, a folder of ``.txt`` files, a ``.jsonl`` file or a UCI docword file.
+    out : str or Path
+        The store directory to write.
+    **options
+        The command's options with underscores: ``format``, ``vocab``, ``test_docs``,
+        ``heldout_fraction``, ``heldout_train_fraction``, ``test_observed``,
+        ``test_heldout``, ``min_df``, ``max_df``, ``vocab_size``, ``stopwords``, ``seed``,
+        ``meta``, ``force``, ... .
+
+    Returns
+    -------
+    dict
+        The store's manifest (counts, split, hashes).
+    """
+    import dataclasses
+
+    from topictk.corpus.prepare import PrepareOptions
+    from topictk.corpus.prepare import prepare as prepare_store
+    from topictk.errors import UsageError
+
+    known = {f.name for f in dataclasses.fields(PrepareOptions)}
+    unknown = sorted(set(options) - known)
+    if unknown:
+        raise UsageError(f"prepare: unknown option(s) {', '.join(unknown)}; known: "
+                         f"{', '.join(sorted(known))}")
+    if isinstance(inputs, (str, Path)):
+        inputs = [inputs]
+    return prepare_store([str(p) for p in inputs], out, PrepareOptions(**options))
+
+
+def score_topic_word(store, topic_word, alpha, *, sweeps: int = 50,
+                     burn_in: int = 25, seed: int = 0, threads: int = 1,
+                     coherence: bool = False) -> dict:
+    """Score topics from anywhere (another library's model) on a store's held-out tokens.
+
+    The estimator is the one ``topictk evaluate`` uses for a collapsed Gibbs run's point
+    estimate: every test document's observed part is folded in by collapsed Gibbs with the
+    topics fixed, and its held-out part scored by document completion. Models of different
+    libraries scored by it on one store are compared on the same tokens.
+
+    Parameters
+    ----------
+    store : CorpusStore or str or Path
+        The store (see :func:`open_store`) whose held-out tokens are scored.
+    topic_word : numpy.ndarray or list of numpy.ndarray
+        (K, V) non-negative topic-word weights over the store's vocabulary; rows are
+        normalised. A list is a set of posterior samples: the held-out probabilities are
+        averaged over them, as ``topictk evaluate`` averages a run's saved samples.
+    alpha : float or numpy.ndarray, or a list of them
+        The Dirichlet document prior: a number, (K,), or (D_test, K), one row per test
+        document; with samples, one per sample or one for all.
+    sweeps, burn_in : int
+        Fold-in sweeps per test document, and how many are discarded.
+    seed : int
+        Seed of the fold-in.
+    threads : int
+        Threads; the numbers do not depend on it.
+    coherence : bool
+        Also compute ``umass``, ``npmi`` and ``diversity`` on the training documents.
+
+    Returns
+    -------
+    dict
+        ``perplexity``, ``heldout_tokens``, ``floored_tokens``, ``samples`` (and the
+        coherence keys, of the first sample).
+    """
+    from topictk.evaluation.external import score_topic_word as score
+
+    if isinstance(store, (str, Path)):
+        store = open_store(store)
+    return score(store, topic_word, alpha, sweeps=sweeps, burn_in=burn_in, seed=seed,
+                 threads=threads, coherence=coherence)

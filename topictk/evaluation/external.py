@@ -1,0 +1,76 @@
+"""Scoring topics that do not come from a topictk run (another library's model, a hand-made
+phi) on a store's held-out tokens, by the estimator ``topictk evaluate`` uses for a
+collapsed Gibbs run's point estimate: Gibbs fold-in of every test document's observed part
+with the topics fixed, then document completion of its held-out part (ALGORITHMS.md §11.2)."""
+from __future__ import annotations
+
+import numpy as np
+
+from topictk.config.loader import Section
+from topictk.config.schema import EVALUATION
+from topictk.errors import UsageError
+from topictk.evaluation.coherence import topic_quality
+from topictk.inference.base import EvaluationSet
+from topictk.inference.perplexity import perplexity_from_probabilities
+from topictk.inference.sampled import fold_in_probabilities
+from topictk.streams import Streams
+
+
+def _check_sample(phi, alpha, V: int) -> tuple[np.ndarray, np.ndarray]:
+    phi = np.asarray(phi, dtype=np.float64)
+    if phi.ndim != 2 or phi.shape[1] != V:
+        raise UsageError(f"topic_word must be (K, V) with V = {V} (the store's vocabulary); "
+                         f"got shape {phi.shape}")
+    if not np.all(np.isfinite(phi)) or np.any(phi < 0):
+        raise UsageError("topic_word must be finite and non-negative")
+    K = phi.shape[0]
+    alpha = np.asarray(alpha, dtype=np.float64)
+    if alpha.ndim == 0:
+        alpha = np.full(K, float(alpha))
+    if alpha.shape[-1] != K or alpha.ndim > 2:
+        raise UsageError(f"alpha must be a number, (K,) or (D, K) with K = {K}; got shape "
+                         f"{alpha.shape}")
+    sums = phi.sum(axis=1, keepdims=True)
+    if not np.allclose(sums, 1.0, rtol=0, atol=1e-12):    # rows already on the simplex are kept
+        phi = phi / sums                                  # bit for bit
+    return phi, alpha
+
+
+def score_topic_word(store, topic_word, alpha, *, sweeps: int = 50, burn_in: int = 25,
+                     seed: int = 0, threads: int = 1, coherence: bool = False) -> dict:
+    """Held-out perplexity of ``topic_word`` (K, V) on ``store`` with the document prior
+    ``alpha`` (a number, (K,), or (D_test, K) for a prior per test document). A list of
+    topic-word arrays (with a list of priors, or one for all) is a set of posterior samples:
+    the held-out probabilities are averaged over them, as ``topictk evaluate`` averages a
+    run's saved samples. ``coherence``: also UMass, NPMI and diversity of the (first) topics
+    on the training documents."""
+    if burn_in < 0 or sweeps <= burn_in:
+        raise UsageError(f"sweeps must be larger than burn_in (>= 0); got sweeps = {sweeps}, "
+                         f"burn_in = {burn_in}")
+    samples = list(topic_word) if isinstance(topic_word, (list, tuple)) else [topic_word]
+    if not samples:
+        raise UsageError("no topic_word given")
+    priors = list(alpha) if isinstance(alpha, (list, tuple)) else [alpha] * len(samples)
+    if len(priors) != len(samples):
+        raise UsageError(f"{len(priors)} priors for {len(samples)} topic_word samples; give one "
+                         f"per sample, or one for all")
+    checked = [_check_sample(phi, a, store.n_words) for phi, a in zip(samples, priors)]
+    test = EvaluationSet.from_store(store)
+    evaluation = Section({**{k: o.default for k, o in EVALUATION.items()},
+                          "fold_in_sweeps": int(sweeps), "fold_in_burn_in": int(burn_in)})
+    result: dict = {"heldout_tokens": test.n_heldout_tokens, "samples": len(checked)}
+    if test.n_heldout_tokens:
+        total = np.zeros(test.heldout.indices.size)
+        for phi, a in checked:
+            weights = np.ascontiguousarray(phi.T)
+            total += fold_in_probabilities(test, weights, weights, a, evaluation, Streams(seed),
+                                           0, int(threads))
+        probs = total if len(checked) == 1 else total / len(checked)
+        ppl, floored = perplexity_from_probabilities(probs, test.heldout.counts)
+        result.update(perplexity=ppl, floored_tokens=floored)
+    else:
+        result["perplexity"] = None
+    if coherence:
+        train = store.train()
+        result.update(topic_quality(checked[0][0], train.indptr, train.indices))
+    return result
