@@ -191,7 +191,7 @@ def use_store(path: Path) -> None:
                 np.asarray(array).sum()
     assert isinstance(store.vocab, list)
     store.metadata("train")
-    inference_base.TestSet.from_store(store)
+    inference_base.EvaluationSet.from_store(store)
 
 
 def _named(data: bytes, how: str) -> Blob:
