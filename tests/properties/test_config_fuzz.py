@@ -10,8 +10,9 @@ import yaml
 from hypothesis import strategies as st
 
 from tests.properties._props import damaged, quick_and_long
-from topictk.config import load_config, parse_override
+from topictk.config import parse_override
 from topictk.errors import TopictkError
+from topictk.inference.registry import load_config
 
 BASE = {
     "corpus": "store",

@@ -14,9 +14,10 @@ import yaml
 
 from tests.fixtures import write_token_store
 from topictk import limits
-from topictk.config import load_config, parse_override
+from topictk.config import parse_override
 from topictk.config.loader import MAX_CONFIG_NODES, dense_arrays
 from topictk.errors import ConfigError
+from topictk.inference.registry import load_config
 
 BASE = {
     "corpus": "store",
