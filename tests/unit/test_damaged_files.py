@@ -77,7 +77,8 @@ def test_an_undecodable_vocabulary_is_a_corpus_error(store):
     data = bytearray((store / "vocab.txt").read_bytes())
     data[0] ^= 0x80                         # was UnicodeDecodeError
     (store / "vocab.txt").write_bytes(bytes(data))
-    with pytest.raises(CorpusError, match=r"vocab\.txt: cannot be read \(not valid UTF-8\)"):
+    # refused when the store is opened (its vocabulary hash), or when the words are read
+    with pytest.raises(CorpusError, match=r"vocab\.txt: (cannot be read|differs)"):
         _ = CorpusStore.open(store).vocab
 
 
