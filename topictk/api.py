@@ -205,7 +205,9 @@ class Run:
             fields a DMR run's prior depends on (as a line of JSONL input). Texts are
             tokenised with the store's settings; words the store does not know are dropped.
         sweeps, burn_in : int
-            Fold-in sweeps per document, and how many of them are discarded.
+            Fold-in sweeps per document, and how many of them are discarded (Gibbs fold-ins:
+            gibbs, sgrld, hsvg, the DMR and deep-LDA algorithms; vb, cvb, cvb0, ovb and pem
+            fold in by their deterministic update, which these and ``seed`` do not change).
         seed : int, optional
             Seed of the fold-in (default: the run's ``training.seed``).
         threads : int, optional

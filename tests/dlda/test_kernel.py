@@ -21,28 +21,38 @@ from tests.reference import dlda as ref
 from topictk.inference import _dlda
 
 HYPER = np.array([0.5, 0.7, 1.0, 1.3])
-NO_I64, NO_I32, NO_F = np.zeros(0, np.int64), np.zeros(0, np.int32), np.zeros(0)
 
 
-def _run_kernel(csr, phis, r, theta, c, n_iter, n_burn, pc_start, bounds, seed, threads,
-                held=None, acc_burn=0, acc_thin=1, hyper=HYPER):
+def _call(entry, csr, phis, r, theta, c, bounds, seed, threads, hyper=HYPER, **kw):
     indptr, indices, counts = csr
-    J = indptr.size - 1
-    stats, qsum = np.zeros(n_stats(phis), np.int64), np.zeros(J)
-    hptr, hidx = held if held is not None else (NO_I64, NO_I32)
-    racc = np.zeros(hidx.size) if held is not None else NO_F
-    tacc = np.zeros(J) if held is not None else NO_F
-    fb, fl = _dlda.local_chains(indptr, indices, counts, flat(phis), sizes_of(phis), r, hyper,
-                                theta, c, n_iter, n_burn, pc_start, stats, qsum, hptr, hidx,
-                                racc, tacc, acc_burn, acc_thin, bounds,
-                                pcg(seed, bounds.size - 1), threads)
-    return {"stats": stats, "qsum": qsum, "racc": racc, "tacc": tacc, "fallbacks": fb,
-            "floored": fl}
+    return entry(indptr, indices, counts, flat(phis), sizes_of(phis), r, hyper, theta, c,
+                 chunk_bounds=bounds, streams=pcg(seed, bounds.size - 1), threads=threads, **kw)
 
 
+def _train(csr, phis, r, theta, c, n_iter, n_burn, pc_start, bounds, seed, threads,
+           hyper=HYPER):
+    """The training entry point: statistics and q sums after ``n_burn``."""
+    stats, qsum = np.zeros(n_stats(phis), np.int64), np.zeros(csr[0].size - 1)
+    fb, fl = _call(_dlda.train_chains, csr, phis, r, theta, c, bounds, seed, threads, hyper,
+                   n_iter=n_iter, n_burn=n_burn, pc_start=pc_start, stats=stats, qsum=qsum)
+    return {"stats": stats, "qsum": qsum, "fallbacks": fb, "floored": fl}
+
+
+def _evaluate(csr, phis, r, theta, c, n_iter, pc_start, bounds, seed, threads, held,
+              acc_burn, acc_thin):
+    """The evaluation entry point: held-out rate sums."""
+    hptr, hidx = held
+    racc, tacc = np.zeros(hidx.size), np.zeros(csr[0].size - 1)
+    fb, fl = _call(_dlda.evaluate_chains, csr, phis, r, theta, c, bounds, seed, threads,
+                   n_iter=n_iter, pc_start=pc_start, held_indptr=hptr, held_indices=hidx,
+                   racc=racc, tacc=tacc, acc_burn=acc_burn, acc_thin=acc_thin)
+    return {"racc": racc, "tacc": tacc, "fallbacks": fb, "floored": fl}
+
+
+@pytest.mark.parametrize("entry", ["train", "evaluate", "infer"])
 @pytest.mark.parametrize("threads", [1, 2])
 @pytest.mark.parametrize("layers", [[4], [5, 3], [5, 4, 2]])
-def test_local_chains_equal_reference(seed, layers, threads):
+def test_local_chains_equal_reference(seed, layers, threads, entry):
     rng = np.random.default_rng(seed)
     V, J = 10, 11
     phis = random_phis(rng, V, layers)
@@ -52,14 +62,26 @@ def test_local_chains_equal_reference(seed, layers, threads):
     bounds = np.array([0, 4, 8, J], np.int64)
     theta, c = initial_state(J, layers)
     theta_ref, c_ref = theta.copy(), c.copy()
-    out = _run_kernel(csr, phis, r, theta, c, 9, 4, 3, bounds, seed, threads, held, 5, 2)
-    want = ref.local_chains(*csr, ref.Net(phis, r, HYPER), theta_ref, c_ref, 9, 4, 3,
-                            gens(seed, 3), bounds, True, held[0], held[1], 5, 2)
+    net = ref.Net(phis, r, HYPER)
+    if entry == "train":
+        out = _train(csr, phis, r, theta, c, 9, 4, 3, bounds, seed, threads)
+        want = ref.local_chains(*csr, net, theta_ref, c_ref, 9, 4, 3, gens(seed, 3), bounds)
+        np.testing.assert_array_equal(out["stats"], ref.flatten_stats(want["stats"]))
+        np.testing.assert_array_equal(out["qsum"], want["qsum"])
+    elif entry == "evaluate":
+        out = _evaluate(csr, phis, r, theta, c, 9, 3, bounds, seed, threads, held, 5, 2)
+        want = ref.local_chains(*csr, net, theta_ref, c_ref, 9, 9, 3, gens(seed, 3), bounds,
+                                False, held[0], held[1], 5, 2)
+        for key in ("racc", "tacc"):
+            np.testing.assert_array_equal(out[key], want[key])
+    else:
+        fb, fl = _call(_dlda.infer_chains, csr, phis, r, theta, c, bounds, seed, threads,
+                       n_iter=9, pc_start=3)
+        out = {"fallbacks": fb, "floored": fl}
+        want = ref.local_chains(*csr, net, theta_ref, c_ref, 9, 9, 3, gens(seed, 3), bounds,
+                                False)
     np.testing.assert_array_equal(theta, theta_ref)
     np.testing.assert_array_equal(c, c_ref)
-    np.testing.assert_array_equal(out["stats"], ref.flatten_stats(want["stats"]))
-    for key in ("qsum", "racc", "tacc"):
-        np.testing.assert_array_equal(out[key], want[key])
     assert (out["fallbacks"], out["floored"]) == (want["fallbacks"], want["floored"])
     assert np.all(theta > 0) and np.all(np.isfinite(theta)) and np.all(c > 0)
 
@@ -109,8 +131,8 @@ def test_crt_mean():
         phis = [np.ones((1, 1))]
         theta, c = initial_state(J, [1])
         bounds = np.array([0, J // 2, J], np.int64)
-        out = _run_kernel((indptr, indices, counts), phis, np.array([r_value]), theta, c, 1, 0,
-                          1, bounds, 3, 1)
+        out = _train((indptr, indices, counts), phis, np.array([r_value]), theta, c, 1, 0, 1,
+                     bounds, 3, 1)
         mean = out["stats"][-1] / J
         expected = r_value * (digamma(r_value + m) - digamma(r_value))
         p = r_value / (r_value + np.arange(m))
@@ -127,7 +149,7 @@ def test_per_document_count_invariants(seed):
     for _ in range(20):
         indptr, indices, counts = random_csr(rng, 1, V, max_entries=8, max_count=6)
         theta, c = initial_state(1, layers)
-        out = _run_kernel((indptr, indices, counts), phis, r, theta, c, 4, 3, 1,
+        out = _train((indptr, indices, counts), phis, r, theta, c, 4, 3, 1,
                           np.array([0, 1], np.int64), int(rng.integers(1 << 30)), 1)
         stats = out["stats"]
         X, pos = [], 0
@@ -159,7 +181,7 @@ def test_unusable_weights_fall_back_to_uniform_and_are_counted():
     theta[:, :3] = [[0.0, 0.0, 0.0], [np.inf, 1.0, 1.0]]            # total 0 and infinite
     theta_ref, c_ref = theta.copy(), c.copy()
     bounds = np.array([0, 1, 2], np.int64)
-    out = _run_kernel(csr, phis, r, theta, c, 1, 0, 1, bounds, 9, 1)
+    out = _train(csr, phis, r, theta, c, 1, 0, 1, bounds, 9, 1)
     want = ref.local_chains(*csr, ref.Net(phis, r, HYPER), theta_ref, c_ref, 1, 0, 1,
                             gens(9, 2), bounds)
     assert out["fallbacks"] == want["fallbacks"] == 3                # one per (v, j)
@@ -174,7 +196,7 @@ def test_underflowing_gamma_draws_are_floored_and_counted():
     r = np.full(3, 1e-6)                            # shapes ~1e-6: most draws underflow
     csr = random_csr(rng, 20, V)
     theta, c = initial_state(20, layers)
-    out = _run_kernel(csr, phis, r, theta, c, 5, 0, 1, np.array([0, 10, 20], np.int64), 4, 2)
+    out = _train(csr, phis, r, theta, c, 5, 0, 1, np.array([0, 10, 20], np.int64), 4, 2)
     assert out["floored"] > 0
     assert np.all(theta >= 1e-300) and np.all(np.isfinite(theta)) and not np.isnan(theta).any()
 
@@ -214,10 +236,10 @@ def _geweke(seed: int, n_chains: int, n_steps: int, n_forward: int):
         x = rng.poisson(theta[:, :3] @ phi1.T)                      # (J, 6)
         rows, cols = np.nonzero(x)
         indptr = np.concatenate([[0], np.cumsum(np.bincount(rows, minlength=n_chains))])
-        _dlda.local_chains(indptr.astype(np.int64), cols.astype(np.int32),
+        _dlda.infer_chains(indptr.astype(np.int64), cols.astype(np.int32),
                            x[rows, cols].astype(np.int32), flat_phi, sizes, r, hyper, theta,
-                           c, 1, 1, 0, NO_I64, NO_F, NO_I64, NO_I32, NO_F, NO_F, 0, 1, bounds,
-                           pcg(seed * 1000 + step, bounds.size - 1), 1)
+                           c, n_iter=1, pc_start=0, chunk_bounds=bounds,
+                           streams=pcg(seed * 1000 + step, bounds.size - 1), threads=1)
         draws["c3"].append(c[:, 1:].copy())
         draws["theta2"].append(theta[:, 3:].copy())
         draws["p2"].append(1 / (1 + c[:, :1]))

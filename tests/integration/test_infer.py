@@ -430,3 +430,28 @@ def test_all_documents_skipped_says_so(lda_run, tmp_path):
     (tmp_path / "bin.txt").write_bytes(b"\x00\x01\x02\n\xff\xfe\n")
     message = fails(2, "infer", run, tmp_path / "bin.txt", "--encoding-errors", "skip")
     assert "every one (2) was skipped as undecodable" in message
+
+
+@pytest.mark.parametrize("algorithm", ["vb", "cvb0", "ovb", "pem"])
+def test_variational_runs_infer_by_the_fold_in_they_are_scored_with(tmp_path, algorithm):
+    """infer gives theta-hat of the algorithm's own fold-in (the E-step, or CVB0 updates, with
+    the topics frozen) -- what evaluate mixes for the test documents -- not a Gibbs fold-in;
+    it is deterministic, so the seed and sweeps of the Gibbs fold-in do not change it."""
+    corpus = planted_corpus(seed=5, n_docs=120)
+    store = write_token_store(tmp_path / "store", corpus.docs, N_WORDS, vocab=VOCAB)
+    config = load_config(None, raw={
+        "corpus": str(store), "output": str(tmp_path / "run"),
+        "model": {"topics": 5, "alpha": 0.2, "beta": 0.05},
+        "inference": {"algorithm": algorithm, "iterations": 6}, "training": {"seed": 1}})
+    train(config, quiet=True)
+    new = planted_corpus(seed=11, n_docs=20).docs
+    (tmp_path / "new.txt").write_text(_lines(new))
+    outputs = [ok("infer", tmp_path / "run", tmp_path / "new.txt", "--seed", seed, "--sweeps",
+                  sweeps).stdout for seed, sweeps in (("1", "40"), ("2", "60"))]
+    assert outputs[0] == outputs[1]
+    theta = np.array([json.loads(line)["theta"] for line in outputs[0].splitlines()])
+    run = LoadedRun(tmp_path / "run")
+    doc_ptr = np.concatenate([[0], np.cumsum([d.size for d in new])]).astype(np.int64)
+    indptr, indices, counts = ptr_to_csr(doc_ptr, np.concatenate(new), N_WORDS)
+    docs = SimpleNamespace(indptr=indptr, indices=indices, counts=counts)
+    np.testing.assert_array_equal(theta, run.driver.fold_in(run.state, docs))

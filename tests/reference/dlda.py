@@ -168,7 +168,8 @@ def flatten_stats(stats) -> np.ndarray:
 def local_chains(indptr, indices, counts, net, theta, c, n_iter, n_burn, pc_start, rngs,
                  chunk_bounds, collect=True, held_indptr=None, held_indices=None,
                  acc_burn=0, acc_thin=1):
-    """Twin of ``_dlda.local_chains``; theta and c change in place.
+    """Twin of ``_dlda.train_chains`` (``collect``), ``_dlda.evaluate_chains`` (``held_*``)
+    and ``_dlda.infer_chains`` (neither); theta and c change in place.
     Returns dict(stats, qsum, racc, tacc, fallbacks, floored)."""
     J = len(indptr) - 1
     stats = new_stats(net) if collect else None

@@ -135,7 +135,8 @@ def test_infer_equals_the_command(fixture, request, tmp_path):
     other = run.infer([{"text": t} for t in TEXTS], sweeps=30, burn_in=10, seed=4, threads=2)
     np.testing.assert_array_equal(other, _cli_theta(path, tmp_path, "--sweeps", "30",
                                                     "--burn-in", "10", "--seed", "4"))
-    assert not np.array_equal(other, theta)
+    # Gibbs folds in by sampling; online VB by its deterministic E-step, which no seed moves
+    assert np.array_equal(other, theta) == (fixture == "ovb_run")
 
 
 def test_doc_topic_folds_in_the_training_documents(gibbs_run, store):

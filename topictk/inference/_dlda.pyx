@@ -32,6 +32,11 @@ processes whole chunks, statistics go to thread-private integer buffers that are
 afterwards, so 1 thread and N threads give identical results. The whole loop runs without the
 GIL; OpenMP ``prange`` over chunks, taken largest first (:func:`chunk_order`).
 
+Entry points, one per use of the chains, sharing one document loop: :func:`train_chains` (the
+mini-batch local step: statistics X and q sums), :func:`evaluate_chains` (test chains with the
+held-out rate sums), :func:`infer_chains` (nothing collected), and the two halves of a batch
+Gibbs iteration, :func:`gibbs_upward` and :func:`gibbs_downward`.
+
 Equivalent to ``tests/reference/dlda.py`` (``local_chains``, ``gibbs_upward``,
 ``gibbs_downward``).
 """
@@ -39,7 +44,8 @@ cimport cython
 from cython.parallel cimport parallel, prange, threadid
 from libc.math cimport INFINITY, log1p
 from libc.stdint cimport int32_t, int64_t
-from libc.stdlib cimport free, malloc
+from libc.stdlib cimport calloc, free, malloc
+from libc.string cimport memset
 
 from numpy.random cimport bitgen_t
 from numpy.random.c_distributions cimport random_beta, random_standard_gamma
@@ -291,16 +297,37 @@ cdef void _accumulate(const Net* net, const double* theta, const int64_t* held_p
     tacc[j] += _sum(theta, K1)
 
 
-cdef object _net(Net* net, const double[::1] phi, const int64_t[::1] sizes,
-                 const double[::1] r, const double[::1] hyper, int64_t* phi_off,
-                 int64_t* th_off, double** phiT):
-    """Fill ``net`` (offsets in caller-owned arrays of length L + 1) and check the sizes;
-    ``phiT`` receives a malloc'ed transposed copy of Phi^(2..L) (the caller frees it)."""
+cdef void _net_free(Net* net) noexcept:
+    free(<void*> net.phi_off)
+    free(<void*> net.th_off)
+    free(<void*> net.phiT)
+    net.phi_off = NULL
+    net.th_off = NULL
+    net.phiT = NULL
+
+
+cdef int _net_init(Net* net, const double[::1] phi, const int64_t[::1] sizes,
+                   const double[::1] r, const double[::1] hyper) except -1:
+    """Fill ``net`` from the flattened globals and check the sizes. Its offsets and the
+    transposed copy of Phi^(2..L) are allocated here; :func:`_net_free` frees them, also when
+    this raises."""
     cdef int L = sizes.shape[0] - 1
     cdef int l
     cdef int64_t v, k, base
+    cdef int64_t* phi_off
+    cdef int64_t* th_off
+    cdef double* phiT
+    net.phi_off = NULL
+    net.th_off = NULL
+    net.phiT = NULL
     if L < 1:
         raise ValueError("sizes must hold V' and at least one layer width")
+    phi_off = <int64_t*> malloc((L + 1) * sizeof(int64_t))
+    net.phi_off = phi_off
+    th_off = <int64_t*> malloc((L + 1) * sizeof(int64_t))
+    net.th_off = th_off
+    if phi_off == NULL or th_off == NULL:
+        raise MemoryError()
     phi_off[0] = 0
     th_off[0] = 0
     for l in range(1, L + 1):
@@ -312,18 +339,18 @@ cdef object _net(Net* net, const double[::1] phi, const int64_t[::1] sizes,
         raise ValueError(f"phi has {phi.shape[0]} entries, the sizes need {phi_off[L]}")
     if r.shape[0] != sizes[L]:
         raise ValueError("r must have K_L entries")
-    phiT[0] = <double*> malloc((phi_off[L] - phi_off[1] + 1) * sizeof(double))
+    phiT = <double*> malloc((phi_off[L] - phi_off[1] + 1) * sizeof(double))
+    net.phiT = phiT
+    if phiT == NULL:
+        raise MemoryError()
     for l in range(2, L + 1):
         base = phi_off[l - 1]
         for v in range(sizes[l - 1]):
             for k in range(sizes[l]):
-                phiT[0][base - phi_off[1] + k * sizes[l - 1] + v] = phi[base + v * sizes[l] + k]
+                phiT[base - phi_off[1] + k * sizes[l - 1] + v] = phi[base + v * sizes[l] + k]
     net.L = L
     net.K = &sizes[0]
-    net.phi_off = phi_off
-    net.th_off = th_off
     net.phi = &phi[0]
-    net.phiT = phiT[0]
     net.r = &r[0]
     net.r_sum = 0.0
     for l in range(sizes[L]):
@@ -332,7 +359,7 @@ cdef object _net(Net* net, const double[::1] phi, const int64_t[::1] sizes,
         if hyper.shape[0] != 4:
             raise ValueError("hyper must be (a0, b0, e0, f0)")
         net.a0, net.b0, net.e0, net.f0 = hyper[0], hyper[1], hyper[2], hyper[3]
-    return None
+    return 0
 
 
 def chunk_order(const int64_t[::1] chunk_bounds, const int64_t[::1] indptr,
@@ -351,16 +378,6 @@ def chunk_order(const int64_t[::1] chunk_bounds, const int64_t[::1] indptr,
     return np.ascontiguousarray(np.argsort(-cost, kind="stable"), dtype=np.int64)
 
 
-cdef bitgen_t** _generators(list streams, Py_ssize_t C) except NULL:
-    cdef bitgen_t** gens
-    cdef Py_ssize_t i
-    if len(streams) != C:
-        raise ValueError(f"{C} chunks need {C} streams, got {len(streams)}")
-    gens = <bitgen_t**> malloc((C if C > 0 else 1) * sizeof(bitgen_t*))
-    for i in range(C):
-        gens[i] = bitgen_of(streams[i])
-    return gens
-
 
 cdef inline int _threads(int threads, Py_ssize_t C) noexcept:
     cdef int T = threads if threads >= 1 else 1
@@ -369,7 +386,231 @@ cdef inline int _threads(int threads, Py_ssize_t C) noexcept:
     return T
 
 
-def local_chains(const int64_t[::1] indptr,        # IN  (J + 1) CSR rows of the documents
+# ---------------------------------------------------------------- one call over all chunks
+
+cdef enum Pass:
+    CHAINS = 0                  # n_iter upward-downward iterations of every document
+    UPWARD = 1                  # batch Gibbs, first half: U1-U3, the counts m kept
+    DOWNWARD = 2                # batch Gibbs, second half: D1-D4 from the kept counts
+
+
+cdef struct Docs:
+    # the documents of one call, what each of their iterations does and what it collects
+    Pass kind
+    const int64_t* indptr       # (J + 1) CSR rows
+    const int32_t* idx          # word ids
+    const int32_t* cnt          # counts
+    double* theta               # (J, width) theta^(1..L) of every document
+    double* c                   # (J, L) c^(2..L+1)
+    Py_ssize_t width            # sum K_l
+    int n_iter
+    int pc_start                # p/c sampled (D1, D2) from this iteration on
+    int n_burn                  # statistics and q sums from iteration n_burn + 1 on
+    double* qsum                # (J) sum of q^(L+1) over the collected iterations, or NULL
+    bint accumulate             # held-out rate sums (§8.11)
+    const int64_t* held_ptr     # (J + 1) held-out CSR rows
+    const int32_t* held_idx     # held-out word ids
+    double* racc                # (held nnz) rate sums
+    double* tacc                # (J) theta^(1) total sums
+    int acc_burn                # rates after iterations i > acc_burn ...
+    int acc_thin                # ... with (i - acc_burn) divisible by acc_thin
+    int32_t* doc_m              # (J, width) UPWARD: m of every document (DOWNWARD reads it)
+    double* qcur                # (J) UPWARD: q^(L+1) of the current c
+
+
+cdef struct Pool:
+    # what one call allocates: streams, per-thread buffers, counters per chunk
+    Py_ssize_t C
+    int T                       # threads, at most C
+    bitgen_t** gens             # (C) one stream per chunk
+    int64_t S                   # size of the statistics (0: none collected)
+    int64_t* buffers            # ((T - 1) S) statistics of threads 1..T-1 (thread 0 adds
+                                # into the output)
+    Py_ssize_t m_len            # width + 1
+    int64_t* m                  # (T m_len) counts m^(1..L) of a thread's document
+    Py_ssize_t cum_len          # 2 max K_l
+    double* cum                 # (T cum_len) cumulative weights, or the shapes of D4
+    double* q                   # (T (L + 2)) q^(1..L+1)
+    int64_t* chunk_fb           # (C) uniform fallbacks of every chunk
+    int64_t* chunk_fl           # (C) floored gamma draws of every chunk
+
+
+cdef void _pool_free(Pool* p) noexcept:
+    free(p.gens)
+    free(p.buffers)
+    free(p.m)
+    free(p.cum)
+    free(p.q)
+    free(p.chunk_fb)
+    free(p.chunk_fl)
+
+
+cdef void* _alloc(Py_ssize_t n, size_t size, bint zeroed=False) except NULL:
+    """n items of ``size`` bytes (at least one); MemoryError when the allocation fails."""
+    cdef size_t count = <size_t> (n if n > 0 else 1)
+    cdef void* ptr = calloc(count, size) if zeroed else malloc(count * size)
+    if ptr == NULL:
+        raise MemoryError()
+    return ptr
+
+
+cdef int _pool_init(Pool* p, const Net* net, Py_ssize_t C, list streams, int threads,
+                    int64_t S) except -1:
+    """Streams and buffers of one call (``p`` zeroed by the caller, freed by
+    :func:`_pool_free` also when this raises)."""
+    cdef Py_ssize_t i
+    cdef int l
+    cdef int64_t max_K = 1
+    if len(streams) != C:
+        raise ValueError(f"{C} chunks need {C} streams, got {len(streams)}")
+    for l in range(1, net.L + 1):
+        if net.K[l] > max_K:
+            max_K = net.K[l]
+    p.C = C
+    p.T = _threads(threads, C)
+    p.S = S
+    p.gens = <bitgen_t**> _alloc(C, sizeof(bitgen_t*))
+    for i in range(C):
+        p.gens[i] = bitgen_of(streams[i])
+    p.buffers = <int64_t*> _alloc((p.T - 1) * S, sizeof(int64_t), True)
+    p.m_len = net.th_off[net.L] + 1
+    p.m = <int64_t*> _alloc(p.T * p.m_len, sizeof(int64_t))
+    p.cum_len = 2 * max_K
+    p.cum = <double*> _alloc(p.T * p.cum_len, sizeof(double))
+    p.q = <double*> _alloc(p.T * (net.L + 2), sizeof(double))
+    p.chunk_fb = <int64_t*> _alloc(C, sizeof(int64_t), True)
+    p.chunk_fl = <int64_t*> _alloc(C, sizeof(int64_t), True)
+    return 0
+
+
+cdef void _chain(const Net* net, const Docs* docs, Py_ssize_t j, int64_t* acc, int64_t* m,
+                 double* cum, double* q, bitgen_t* gen, int64_t* fb,
+                 int64_t* fl) noexcept nogil:
+    """CHAINS: ``n_iter`` upward-downward iterations (§8.4) of document j's chain; statistics
+    into ``acc`` (NULL: none) and the q sums after ``n_burn``, the held-out rate sums when
+    the call accumulates them."""
+    cdef int64_t b = docs.indptr[j], n = docs.indptr[j + 1] - b, N = 0, i
+    cdef double* theta = docs.theta + j * docs.width
+    cdef double* c = docs.c + j * net.L
+    cdef int it
+    cdef bint collect
+    for i in range(b, b + n):
+        N = N + docs.cnt[i]
+    for it in range(1, docs.n_iter + 1):
+        collect = it > docs.n_burn
+        fb[0] += _upward(net, docs.idx + b, docs.cnt + b, n, theta, m,
+                         acc if collect else NULL, collect, cum, gen)
+        fl[0] += _downward(net, theta, c, m, N, it >= docs.pc_start, q, cum, gen)
+        if collect and docs.qsum != NULL:
+            docs.qsum[j] += q[net.L + 1]
+        if docs.accumulate and it > docs.acc_burn \
+                and (it - docs.acc_burn) % docs.acc_thin == 0:
+            _accumulate(net, theta, docs.held_ptr, docs.held_idx, j, docs.racc, docs.tacc)
+
+
+cdef void _document(const Net* net, const Docs* docs, Py_ssize_t j, int64_t* acc, int64_t* m,
+                    double* cum, double* q, bitgen_t* gen, int64_t* fb,
+                    int64_t* fl) noexcept nogil:
+    """Document j of the call's pass."""
+    cdef int64_t b = docs.indptr[j] if docs.kind != DOWNWARD else 0, i, N = 0
+    cdef Py_ssize_t width = docs.width
+    if docs.kind == CHAINS:
+        _chain(net, docs, j, acc, m, cum, q, gen, fb, fl)
+    elif docs.kind == UPWARD:
+        docs.qcur[j] = _q_top(net, docs.c + j * net.L, q)
+        fb[0] += _upward(net, docs.idx + b, docs.cnt + b, docs.indptr[j + 1] - b,
+                         docs.theta + j * width, m, acc, True, cum, gen)
+        for i in range(width):
+            docs.doc_m[j * width + i] = <int32_t> m[i]
+    else:
+        for i in range(width):
+            m[i] = docs.doc_m[j * width + i]
+        for i in range(net.K[1]):
+            N = N + m[i]
+        fl[0] += _downward(net, docs.theta + j * width, docs.c + j * net.L, m, N, True, q,
+                           cum, gen)
+
+
+cdef void _run(const Net* net, const Docs* docs, Pool* p, const int64_t* bounds,
+               const int64_t* order, int64_t* stats) noexcept nogil:
+    """Every chunk, largest first, one thread per chunk; statistics (``stats`` not NULL) into
+    thread-private buffers, then summed into ``stats``."""
+    cdef int t
+    cdef Py_ssize_t i_ch, ch, j
+    cdef int64_t i
+    cdef int64_t* acc
+    with parallel(num_threads=p.T):
+        t = threadid()
+        if stats == NULL:
+            acc = NULL
+        elif t == 0:
+            acc = stats
+        else:
+            acc = p.buffers + (t - 1) * p.S
+        for i_ch in prange(p.C, schedule="dynamic", chunksize=1):
+            ch = order[i_ch]
+            for j in range(bounds[ch], bounds[ch + 1]):
+                _document(net, docs, j, acc, p.m + t * p.m_len, p.cum + t * p.cum_len,
+                          p.q + t * (net.L + 2), p.gens[ch], &p.chunk_fb[ch], &p.chunk_fl[ch])
+    if stats != NULL:
+        for t in range(p.T - 1):
+            for i in range(p.S):
+                stats[i] += p.buffers[t * p.S + i]
+
+
+cdef tuple _call(const Net* net, const Docs* docs, const int64_t[::1] chunk_bounds,
+                 const int64_t[::1] order, list streams, int threads, int64_t* stats,
+                 int64_t S):
+    """Run the pass over every chunk -> (uniform fallbacks, floored gamma draws)."""
+    cdef Pool p
+    cdef Py_ssize_t C = chunk_bounds.shape[0] - 1, ch
+    cdef int64_t fallbacks = 0, floored = 0
+    memset(&p, 0, sizeof(Pool))
+    try:
+        _pool_init(&p, net, C, streams, threads, S)
+        with nogil:
+            _run(net, docs, &p, &chunk_bounds[0], &order[0] if C > 0 else NULL, stats)
+            for ch in range(C):
+                fallbacks += p.chunk_fb[ch]
+                floored += p.chunk_fl[ch]
+    finally:
+        _pool_free(&p)
+    return int(fallbacks), int(floored)
+
+
+cdef int _documents(Docs* docs, const Net* net, Pass kind, const int64_t[::1] indptr,
+                    const int32_t[::1] indices, const int32_t[::1] counts,
+                    const double[:, ::1] theta, const double[:, ::1] c,
+                    const int32_t* empty) except -1:
+    """Check the documents (CSR rows, theta, c) against the network and point ``docs`` at them;
+    nothing is collected until the caller says so. (theta and c change in place in the passes
+    whose entry points take them writable; the upward pass only reads them.)"""
+    cdef Py_ssize_t J = indptr.shape[0] - 1
+    cdef int L = net.L
+    memset(docs, 0, sizeof(Docs))
+    if theta.shape[0] != J or theta.shape[1] != net.th_off[L] or c.shape[0] != J \
+            or c.shape[1] != L:
+        raise ValueError("theta must be (J, sum K_l) and c (J, L)")
+    if indices.shape[0] != counts.shape[0] or indptr[J] != indices.shape[0]:
+        raise ValueError("indices and counts do not match indptr")
+    docs.kind = kind
+    docs.indptr = &indptr[0]
+    docs.idx = &indices[0] if indices.shape[0] > 0 else empty
+    docs.cnt = &counts[0] if counts.shape[0] > 0 else empty
+    docs.theta = <double*> &theta[0, 0] if J > 0 else NULL
+    docs.c = <double*> &c[0, 0] if J > 0 else NULL
+    docs.width = net.th_off[L]
+    return 0
+
+
+cdef inline int64_t _n_stats(const Net* net) noexcept:
+    """Entries of the statistics: X^(1..L) in the layout of phi, then X^(L+1)."""
+    return net.phi_off[net.L] + net.K[net.L]
+
+
+# ---------------------------------------------------------------- entry points
+
+def train_chains(const int64_t[::1] indptr,        # IN  (J + 1) CSR rows of the documents
                  const int32_t[::1] indices,       # IN  (M) word ids < sizes[0]
                  const int32_t[::1] counts,        # IN  (M) counts >= 1
                  const double[::1] phi,            # IN  Phi^(1..L) flattened (see module doc)
@@ -378,155 +619,125 @@ def local_chains(const int64_t[::1] indptr,        # IN  (J + 1) CSR rows of the
                  const double[::1] hyper,          # IN  (4) a0, b0, e0, f0
                  double[:, ::1] theta,             # INOUT (J, sum K_l)
                  double[:, ::1] c,                 # INOUT (J, L) c^(2..L+1)
+                 *,
                  int n_iter, int n_burn, int pc_start,
-                 int64_t[::1] stats,               # OUT (size of phi + K_L), zeroed; or empty
-                 double[::1] qsum,                 # OUT (J) sum of q^(L+1), zeroed; or empty
-                 const int64_t[::1] held_indptr,   # IN  (J + 1) held-out CSR rows; or empty
-                 const int32_t[::1] held_indices,  # IN  held-out word ids < sizes[0]
-                 double[::1] racc,                 # OUT (held nnz) rate sums; or empty
-                 double[::1] tacc,                 # OUT (J) theta^(1) total sums; or empty
-                 int acc_burn, int acc_thin,
+                 int64_t[::1] stats,               # OUT (size of phi + K_L), zeroed
+                 double[::1] qsum,                 # OUT (J) sum of q^(L+1), zeroed
                  const int64_t[::1] chunk_bounds,  # IN  (C + 1) document boundaries of chunks
                  list streams,                     # IN  C bit generators
                  int threads):
-    """Run ``n_iter`` upward-downward iterations (§8.4) of every document's chain.
-
-    Iterations are 1-based below. p/c sampling (D1, D2) is on from iteration ``pc_start``.
-    Statistics X and the q^(L+1) sums are added in iterations > ``n_burn`` (when ``stats`` /
-    ``qsum`` are not empty); the held-out rate sums of §8.11 after iterations i > ``acc_burn``
-    with (i - acc_burn) divisible by ``acc_thin`` (when ``racc`` is not empty).
-    Returns (uniform fallbacks, floored gamma draws).
-    """
-    cdef Py_ssize_t J = indptr.shape[0] - 1, C = chunk_bounds.shape[0] - 1
-    cdef int L = sizes.shape[0] - 1
+    """The local step of the mini-batch algorithms (§8.6): ``n_iter`` upward-downward
+    iterations (§8.4) of every document's chain, 1-based; p/c sampling (D1, D2) from iteration
+    ``pc_start`` on; the statistics X (U1-U3) and the q^(L+1) sums added in iterations
+    > ``n_burn``. Returns (uniform fallbacks, floored gamma draws)."""
     cdef Net net
-    cdef int64_t* phi_off = <int64_t*> malloc((L + 1) * sizeof(int64_t))
-    cdef int64_t* th_off = <int64_t*> malloc((L + 1) * sizeof(int64_t))
-    cdef double* phiT = NULL
-    cdef int64_t S = 0, i, max_K = 1
-    cdef int T, t, it, l
-    cdef Py_ssize_t ch, j
-    cdef bint collect, do_acc, use_stats, use_q, use_acc
-    cdef bitgen_t** gens = NULL
-    cdef const int64_t[::1] order
-    cdef Py_ssize_t i_ch
-    cdef int64_t* buffers = NULL
-    cdef int64_t* chunk_fb = NULL
-    cdef int64_t* chunk_fl = NULL
-    cdef int64_t* acc
-    cdef int64_t* m
-    cdef double* cum
-    cdef double* q
-    cdef int64_t N, fallbacks = 0, floored = 0
-    cdef int32_t empty_i = 0
-    cdef int64_t empty_l = 0
-    cdef double empty_d = 0.0
-    cdef const int32_t* idx_p = &empty_i
-    cdef const int32_t* cnt_p = &empty_i
-    cdef const int64_t* hptr_p = &empty_l
-    cdef const int32_t* hidx_p = &empty_i
-    cdef double* racc_p = &empty_d
-    cdef double* tacc_p = &empty_d
+    cdef Docs docs
+    cdef int32_t empty = 0
+    cdef Py_ssize_t J = indptr.shape[0] - 1
     try:
-        _net(&net, phi, sizes, r, hyper, phi_off, th_off, &phiT)
-        if theta.shape[0] != J or theta.shape[1] != th_off[L] or c.shape[0] != J \
-                or c.shape[1] != L:
-            raise ValueError("theta must be (J, sum K_l) and c (J, L)")
-        use_stats = stats.shape[0] > 0
-        if use_stats:
-            S = phi_off[L] + sizes[L]
-            if stats.shape[0] != S:
-                raise ValueError(f"stats must have {S} entries")
-        use_q = qsum.shape[0] > 0
-        if use_q and qsum.shape[0] != J:
+        _net_init(&net, phi, sizes, r, hyper)
+        _documents(&docs, &net, CHAINS, indptr, indices, counts, theta, c, &empty)
+        if stats.shape[0] != _n_stats(&net):
+            raise ValueError(f"stats must have {_n_stats(&net)} entries")
+        if qsum.shape[0] != J:
             raise ValueError("qsum must have J entries")
-        use_acc = racc.shape[0] > 0 or held_indptr.shape[0] > 0
-        if use_acc:
-            if held_indptr.shape[0] != J + 1 or tacc.shape[0] != J \
-                    or racc.shape[0] != held_indices.shape[0]:
-                raise ValueError("held-out accumulators do not match the documents")
-            if acc_thin < 1:
-                raise ValueError("acc_thin must be >= 1")
-        if indices.shape[0] != counts.shape[0] or indptr[J] != indices.shape[0]:
-            raise ValueError("indices and counts do not match indptr")
-        for l in range(1, L + 1):
-            if sizes[l] > max_K:
-                max_K = sizes[l]
-        if indices.shape[0] > 0:
-            idx_p = &indices[0]
-            cnt_p = &counts[0]
-        if use_acc:
-            hptr_p = &held_indptr[0]
-            tacc_p = &tacc[0]
-            if held_indices.shape[0] > 0:
-                hidx_p = &held_indices[0]
-                racc_p = &racc[0]
-        gens = _generators(streams, C)
-        order = chunk_order(chunk_bounds, indptr, sizes)
-        T = _threads(threads, C)
-        buffers = <int64_t*> malloc(((T - 1) * S + 1) * sizeof(int64_t))
-        chunk_fb = <int64_t*> malloc((C + 1) * sizeof(int64_t))
-        chunk_fl = <int64_t*> malloc((C + 1) * sizeof(int64_t))
-        with nogil:
-            for i in range((T - 1) * S):
-                buffers[i] = 0
-            for ch in range(C):
-                chunk_fb[ch] = 0
-                chunk_fl[ch] = 0
-            with parallel(num_threads=T):
-                t = threadid()
-                if not use_stats:
-                    acc = NULL
-                elif t == 0:
-                    acc = &stats[0]
-                else:
-                    acc = buffers + (t - 1) * S
-                m = <int64_t*> malloc((th_off[L] + 1) * sizeof(int64_t))
-                cum = <double*> malloc(2 * max_K * sizeof(double))
-                q = <double*> malloc((L + 2) * sizeof(double))
-                for i_ch in prange(C, schedule="dynamic", chunksize=1):
-                    ch = order[i_ch]
-                    for j in range(chunk_bounds[ch], chunk_bounds[ch + 1]):
-                        N = 0
-                        for i in range(indptr[j], indptr[j + 1]):
-                            N = N + counts[i]
-                        for it in range(1, n_iter + 1):
-                            collect = it > n_burn
-                            chunk_fb[ch] += _upward(
-                                &net, idx_p + indptr[j], cnt_p + indptr[j],
-                                indptr[j + 1] - indptr[j], &theta[j, 0], m,
-                                acc if collect else NULL, collect, cum, gens[ch])
-                            chunk_fl[ch] += _downward(&net, &theta[j, 0], &c[j, 0], m, N,
-                                                      it >= pc_start, q, cum, gens[ch])
-                            if collect and use_q:
-                                qsum[j] += q[L + 1]
-                            do_acc = use_acc and it > acc_burn \
-                                and (it - acc_burn) % acc_thin == 0
-                            if do_acc:
-                                _accumulate(&net, &theta[j, 0], hptr_p, hidx_p, j, racc_p,
-                                            tacc_p)
-                free(m)
-                free(cum)
-                free(q)
-            for t in range(T - 1):
-                for i in range(S):
-                    stats[i] += buffers[t * S + i]
-            for ch in range(C):
-                fallbacks += chunk_fb[ch]
-                floored += chunk_fl[ch]
+        docs.n_iter = n_iter
+        docs.n_burn = n_burn
+        docs.pc_start = pc_start
+        docs.qsum = &qsum[0] if J > 0 else NULL
+        return _call(&net, &docs, chunk_bounds, chunk_order(chunk_bounds, indptr, sizes),
+                     streams, threads, &stats[0], stats.shape[0])
     finally:
-        free(phi_off)
-        free(th_off)
-        free(phiT)
-        free(gens)
-        free(buffers)
-        free(chunk_fb)
-        free(chunk_fl)
-    return int(fallbacks), int(floored)
+        _net_free(&net)
+
+
+def evaluate_chains(const int64_t[::1] indptr,        # IN  (J + 1) observed CSR rows
+                    const int32_t[::1] indices,       # IN  (M) word ids < sizes[0]
+                    const int32_t[::1] counts,        # IN  (M) counts >= 1
+                    const double[::1] phi,            # IN  Phi^(1..L) flattened
+                    const int64_t[::1] sizes,         # IN  (L + 1) V', K_1..K_L
+                    const double[::1] r,              # IN  (K_L)
+                    const double[::1] hyper,          # IN  (4) a0, b0, e0, f0
+                    double[:, ::1] theta,             # INOUT (J, sum K_l)
+                    double[:, ::1] c,                 # INOUT (J, L) c^(2..L+1)
+                    *,
+                    int n_iter, int pc_start,
+                    const int64_t[::1] held_indptr,   # IN  (J + 1) held-out CSR rows
+                    const int32_t[::1] held_indices,  # IN  held-out word ids < sizes[0]
+                    double[::1] racc,                 # OUT (held nnz) rate sums
+                    double[::1] tacc,                 # OUT (J) theta^(1) total sums
+                    int acc_burn, int acc_thin,
+                    const int64_t[::1] chunk_bounds,  # IN  (C + 1) document boundaries
+                    list streams,                     # IN  C bit generators
+                    int threads):
+    """Test chains with the held-out rate sums of §8.11: ``n_iter`` iterations of every
+    document's chain (p/c from iteration ``pc_start`` on), and after every iteration
+    i > ``acc_burn`` with (i - acc_burn) divisible by ``acc_thin`` Racc_vj +=
+    (Phi^(1) theta_j^(1))_v for the held-out entries and Tacc_j += theta_.j^(1).
+    Returns (uniform fallbacks, floored gamma draws)."""
+    cdef Net net
+    cdef Docs docs
+    cdef int32_t empty = 0
+    cdef double empty_d = 0.0
+    cdef Py_ssize_t J = indptr.shape[0] - 1
+    try:
+        _net_init(&net, phi, sizes, r, hyper)
+        _documents(&docs, &net, CHAINS, indptr, indices, counts, theta, c, &empty)
+        if held_indptr.shape[0] != J + 1 or tacc.shape[0] != J \
+                or racc.shape[0] != held_indices.shape[0]:
+            raise ValueError("held-out accumulators do not match the documents")
+        if acc_thin < 1:
+            raise ValueError("acc_thin must be >= 1")
+        docs.n_iter = n_iter
+        docs.n_burn = n_iter
+        docs.pc_start = pc_start
+        docs.accumulate = True
+        docs.held_ptr = &held_indptr[0]
+        docs.held_idx = &held_indices[0] if held_indices.shape[0] > 0 else &empty
+        docs.racc = &racc[0] if racc.shape[0] > 0 else &empty_d
+        docs.tacc = &tacc[0] if J > 0 else &empty_d
+        docs.acc_burn = acc_burn
+        docs.acc_thin = acc_thin
+        return _call(&net, &docs, chunk_bounds, chunk_order(chunk_bounds, indptr, sizes),
+                     streams, threads, NULL, 0)
+    finally:
+        _net_free(&net)
+
+
+def infer_chains(const int64_t[::1] indptr,        # IN  (J + 1) CSR rows of the documents
+                 const int32_t[::1] indices,       # IN  (M) word ids < sizes[0]
+                 const int32_t[::1] counts,        # IN  (M) counts >= 1
+                 const double[::1] phi,            # IN  Phi^(1..L) flattened
+                 const int64_t[::1] sizes,         # IN  (L + 1) V', K_1..K_L
+                 const double[::1] r,              # IN  (K_L)
+                 const double[::1] hyper,          # IN  (4) a0, b0, e0, f0
+                 double[:, ::1] theta,             # INOUT (J, sum K_l)
+                 double[:, ::1] c,                 # INOUT (J, L) c^(2..L+1)
+                 *,
+                 int n_iter, int pc_start,
+                 const int64_t[::1] chunk_bounds,  # IN  (C + 1) document boundaries of chunks
+                 list streams,                     # IN  C bit generators
+                 int threads):
+    """``n_iter`` iterations of every document's chain (p/c from iteration ``pc_start`` on),
+    nothing collected: theta and c are the result (``topictk infer``; a test chain before its
+    rates are accumulated). Returns (uniform fallbacks, floored gamma draws)."""
+    cdef Net net
+    cdef Docs docs
+    cdef int32_t empty = 0
+    try:
+        _net_init(&net, phi, sizes, r, hyper)
+        _documents(&docs, &net, CHAINS, indptr, indices, counts, theta, c, &empty)
+        docs.n_iter = n_iter
+        docs.n_burn = n_iter
+        docs.pc_start = pc_start
+        return _call(&net, &docs, chunk_bounds, chunk_order(chunk_bounds, indptr, sizes),
+                     streams, threads, NULL, 0)
+    finally:
+        _net_free(&net)
 
 
 def gibbs_upward(const int64_t[::1] indptr,        # IN  (J + 1) CSR rows of the corpus
-                 const int32_t[::1] indices,       # IN  word ids < sizes[0]
+                 const int32_t[::1] indices,       # IN  word ids
                  const int32_t[::1] counts,        # IN  counts
                  const double[::1] phi,            # IN  Phi^(1..L) flattened
                  const int64_t[::1] sizes,         # IN  (L + 1)
@@ -542,87 +753,23 @@ def gibbs_upward(const int64_t[::1] indptr,        # IN  (J + 1) CSR rows of the
     """Batch Gibbs (§8.5), first half: U1-U3 of every document with statistics collected, the
     counts m kept for :func:`gibbs_downward`; q^(L+1) from the current c (D3 formula).
     Returns the number of uniform fallbacks."""
-    cdef Py_ssize_t J = indptr.shape[0] - 1, C = chunk_bounds.shape[0] - 1
-    cdef int L = sizes.shape[0] - 1
     cdef Net net
-    cdef int64_t* phi_off = <int64_t*> malloc((L + 1) * sizeof(int64_t))
-    cdef int64_t* th_off = <int64_t*> malloc((L + 1) * sizeof(int64_t))
-    cdef double* phiT = NULL
-    cdef int64_t S = 0, i, max_K = 1, W
-    cdef int T, t, l
-    cdef Py_ssize_t ch, j
-    cdef bitgen_t** gens = NULL
-    cdef const int64_t[::1] order
-    cdef Py_ssize_t i_ch
-    cdef int64_t* buffers = NULL
-    cdef int64_t* chunk_fb = NULL
-    cdef int64_t* acc
-    cdef int64_t* m
-    cdef double* cum
-    cdef double* q
-    cdef int64_t fallbacks = 0
-    cdef int32_t empty_i = 0
-    cdef const int32_t* idx_p = &empty_i
-    cdef const int32_t* cnt_p = &empty_i
+    cdef Docs docs
+    cdef int32_t empty = 0
+    cdef Py_ssize_t J = indptr.shape[0] - 1
     try:
-        _net(&net, phi, sizes, r, None, phi_off, th_off, &phiT)
-        W = th_off[L]
-        S = phi_off[L] + sizes[L]
-        if theta.shape[0] != J or theta.shape[1] != W or c.shape[0] != J or c.shape[1] != L \
-                or doc_m.shape[0] != J or doc_m.shape[1] != W:
+        _net_init(&net, phi, sizes, r, None)
+        _documents(&docs, &net, UPWARD, indptr, indices, counts, theta, c, &empty)
+        if doc_m.shape[0] != J or doc_m.shape[1] != docs.width:
             raise ValueError("theta, doc_m must be (J, sum K_l) and c (J, L)")
-        if stats.shape[0] != S or qcur.shape[0] != J:
-            raise ValueError(f"stats must have {S} entries and qcur J")
-        if indices.shape[0] != counts.shape[0] or indptr[J] != indices.shape[0]:
-            raise ValueError("indices and counts do not match indptr")
-        for l in range(1, L + 1):
-            if sizes[l] > max_K:
-                max_K = sizes[l]
-        if indices.shape[0] > 0:
-            idx_p = &indices[0]
-            cnt_p = &counts[0]
-        gens = _generators(streams, C)
-        order = chunk_order(chunk_bounds, indptr, sizes)
-        T = _threads(threads, C)
-        buffers = <int64_t*> malloc(((T - 1) * S + 1) * sizeof(int64_t))
-        chunk_fb = <int64_t*> malloc((C + 1) * sizeof(int64_t))
-        with nogil:
-            for i in range((T - 1) * S):
-                buffers[i] = 0
-            for ch in range(C):
-                chunk_fb[ch] = 0
-            with parallel(num_threads=T):
-                t = threadid()
-                acc = &stats[0] if t == 0 else buffers + (t - 1) * S
-                m = <int64_t*> malloc((W + 1) * sizeof(int64_t))
-                cum = <double*> malloc(2 * max_K * sizeof(double))
-                q = <double*> malloc((L + 2) * sizeof(double))
-                for i_ch in prange(C, schedule="dynamic", chunksize=1):
-                    ch = order[i_ch]
-                    for j in range(chunk_bounds[ch], chunk_bounds[ch + 1]):
-                        qcur[j] = _q_top(&net, &c[j, 0], q)
-                        chunk_fb[ch] += _upward(
-                            &net, idx_p + indptr[j], cnt_p + indptr[j],
-                            indptr[j + 1] - indptr[j], &theta[j, 0], m, acc, True, cum,
-                            gens[ch])
-                        for i in range(W):
-                            doc_m[j, i] = <int32_t> m[i]
-                free(m)
-                free(cum)
-                free(q)
-            for t in range(T - 1):
-                for i in range(S):
-                    stats[i] += buffers[t * S + i]
-            for ch in range(C):
-                fallbacks += chunk_fb[ch]
+        if stats.shape[0] != _n_stats(&net) or qcur.shape[0] != J:
+            raise ValueError(f"stats must have {_n_stats(&net)} entries and qcur J")
+        docs.doc_m = &doc_m[0, 0] if J > 0 else NULL
+        docs.qcur = &qcur[0] if J > 0 else NULL
+        return _call(&net, &docs, chunk_bounds, chunk_order(chunk_bounds, indptr, sizes),
+                     streams, threads, &stats[0], stats.shape[0])[0]
     finally:
-        free(phi_off)
-        free(th_off)
-        free(phiT)
-        free(gens)
-        free(buffers)
-        free(chunk_fb)
-    return int(fallbacks)
+        _net_free(&net)
 
 
 def gibbs_downward(const double[::1] phi,            # IN  Phi^(1..L) flattened (new globals)
@@ -637,63 +784,21 @@ def gibbs_downward(const double[::1] phi,            # IN  Phi^(1..L) flattened 
                    int threads):
     """Batch Gibbs (§8.5), second half: D1-D4 of every document with p/c sampling on, using the
     counts m of :func:`gibbs_upward`. Returns the number of floored gamma draws."""
-    cdef Py_ssize_t J = theta.shape[0], C = chunk_bounds.shape[0] - 1
-    cdef int L = sizes.shape[0] - 1
     cdef Net net
-    cdef int64_t* phi_off = <int64_t*> malloc((L + 1) * sizeof(int64_t))
-    cdef int64_t* th_off = <int64_t*> malloc((L + 1) * sizeof(int64_t))
-    cdef double* phiT = NULL
-    cdef int64_t i, W, N, floored = 0
-    cdef int T
-    cdef Py_ssize_t ch, j
-    cdef bitgen_t** gens = NULL
-    cdef const int64_t[::1] order
-    cdef Py_ssize_t i_ch
-    cdef int64_t* chunk_fl = NULL
-    cdef int64_t* m
-    cdef double* q
-    cdef double* shp
-    cdef int64_t max_K = 1
-    cdef int l
+    cdef Docs docs
+    cdef Py_ssize_t J = theta.shape[0]
+    cdef int32_t empty = 0
+    # no CSR rows: every document is an empty row, the counts come from doc_m
+    cdef int64_t[::1] no_rows = np.zeros(J + 1, dtype=np.int64)
+    cdef int32_t[::1] no_entries = np.zeros(0, dtype=np.int32)
     try:
-        _net(&net, phi, sizes, r, hyper, phi_off, th_off, &phiT)
-        for l in range(1, L + 1):
-            if sizes[l] > max_K:
-                max_K = sizes[l]
-        W = th_off[L]
-        if theta.shape[1] != W or c.shape[0] != J or c.shape[1] != L \
-                or doc_m.shape[0] != J or doc_m.shape[1] != W:
+        _net_init(&net, phi, sizes, r, hyper)
+        _documents(&docs, &net, DOWNWARD, no_rows, no_entries, no_entries, theta, c, &empty)
+        if doc_m.shape[0] != J or doc_m.shape[1] != docs.width:
             raise ValueError("theta, doc_m must be (J, sum K_l) and c (J, L)")
-        gens = _generators(streams, C)
-        order = chunk_order(chunk_bounds, np.zeros(0, dtype=np.int64), sizes)
-        T = _threads(threads, C)
-        chunk_fl = <int64_t*> malloc((C + 1) * sizeof(int64_t))
-        with nogil:
-            for ch in range(C):
-                chunk_fl[ch] = 0
-            with parallel(num_threads=T):
-                m = <int64_t*> malloc((W + 1) * sizeof(int64_t))
-                q = <double*> malloc((L + 2) * sizeof(double))
-                shp = <double*> malloc(max_K * sizeof(double))
-                for i_ch in prange(C, schedule="dynamic", chunksize=1):
-                    ch = order[i_ch]
-                    for j in range(chunk_bounds[ch], chunk_bounds[ch + 1]):
-                        N = 0
-                        for i in range(W):
-                            m[i] = doc_m[j, i]
-                        for i in range(sizes[1]):
-                            N = N + m[i]
-                        chunk_fl[ch] += _downward(&net, &theta[j, 0], &c[j, 0], m, N, True, q,
-                                                  shp, gens[ch])
-                free(m)
-                free(q)
-                free(shp)
-            for ch in range(C):
-                floored += chunk_fl[ch]
+        docs.doc_m = <int32_t*> &doc_m[0, 0] if J > 0 else NULL
+        return _call(&net, &docs, chunk_bounds,
+                     chunk_order(chunk_bounds, np.zeros(0, dtype=np.int64), sizes), streams,
+                     threads, NULL, 0)[1]
     finally:
-        free(phi_off)
-        free(th_off)
-        free(phiT)
-        free(gens)
-        free(chunk_fl)
-    return int(floored)
+        _net_free(&net)

@@ -22,12 +22,19 @@ uninterrupted one.
 
 Randomness: one bit generator per chunk (never per thread), so the result depends on the
 chunking only, not on the number of threads.
+
+Inside :func:`gibbs_sweep`: a ``Sweep`` (the tokens, priors and sizes), the ``Counts`` a chunk
+samples against (the shared ones or a private copy), a ``Scratch`` per thread and a ``Walk``
+(the sampler's place in its chunk and the bucket sums). A token is taken out of every count,
+its new topic drawn and the token put back (``_sparse_remove`` / ``_sparse_draw`` /
+``_sparse_add`` and their dense twins). Every buffer of a sweep lives in a ``Workspace``,
+allocated and checked before the sampling and freed after it on every path.
 """
 cimport cython
 from cython.parallel cimport parallel, prange, threadid
 from libc.stdint cimport int32_t, int64_t
 from libc.stdlib cimport calloc, free, malloc, qsort
-from libc.string cimport memcmp, memcpy
+from libc.string cimport memcmp, memcpy, memset
 
 from numpy.random cimport bitgen_t
 
@@ -133,27 +140,128 @@ cdef void _refresh_counts(const int64_t* old_entries, const int32_t* old_len,
             row[e & mask] = <int32_t> (e >> bits)
 
 
-cdef void _merge_word(Py_ssize_t w, int64_t* g_entries, int32_t* g_len,
-                      const int64_t* snap_entries, const int32_t* snap_len,
-                      int64_t** loc_entries, int32_t** loc_len, Py_ssize_t n_loc,
-                      const int64_t* wt_ptr, int32_t* nkw, Py_ssize_t K, int bits,
-                      int64_t* row, int64_t* tmp, char* changed) noexcept nogil:
-    """AD-LDA merge of one word's list: shared (snapshot + chunk 0's changes) plus, for every
-    chunk c >= 1, its list minus the snapshot; then the word's dense row follows the lists.
 
-    ``row`` is a zeroed (K) scratch row and is left zeroed; ``tmp`` holds K entries."""
-    cdef int64_t mask = ((<int64_t> 1) << bits) - 1
-    cdef int64_t base = wt_ptr[w]
-    cdef int64_t* gl = g_entries + base
-    cdef const int64_t* sl = snap_entries + base
+
+# ---------------------------------------------------------------- what a sweep works on
+
+cdef struct Sweep:
+    # what one sweep reads: the tokens, the priors and the sizes (z and n_dk change in place)
+    const int64_t* doc_ptr      # (D + 1) token offsets
+    const int32_t* words        # (N) word ids, canonical order
+    int32_t* z                  # (N) topic of every token
+    int32_t* ndk                # (D, K)
+    Py_ssize_t n_tokens         # N
+    const double* alpha         # (1, K), or (D, K) with per_doc_alpha
+    bint per_doc_alpha
+    double beta
+    double vbeta                # V beta
+    Py_ssize_t K
+    Py_ssize_t V
+    bint sparse                 # SparseLDA (§2.3) rather than the dense sampler (§2.2)
+    const int64_t* wt_ptr       # (V + 1) SparseLDA pool offsets
+    Py_ssize_t pool             # SparseLDA pool size (entries)
+    int bits                    # low bits of a list entry that hold the topic
+    int64_t one                 # 1 << bits: a count of one in a list entry
+    int64_t mask                # one - 1: selects the topic of a list entry
+
+
+cdef struct Counts:
+    # the topic-word counts a chunk samples against: the shared ones or a private copy
+    int32_t* nkw                # (V, K) dense counts (dense sampler)
+    int64_t* nk                 # (K)
+    int64_t* wt_entries         # SparseLDA pool of (count << bits) | k (sparse sampler)
+    int32_t* wt_len             # (V) SparseLDA list lengths
+
+
+cdef struct Scratch:
+    # the buffers of one thread
+    int32_t* dt                 # (K) topics present in the current document (SparseLDA)
+    int32_t* dt_pos             # (K) position of a topic in dt
+    double* coef                # (K) (n_dk + alpha_k) / (n_k + V beta)
+    double* work                # (2 K + 1) SparseLDA q prefix sums; dense weights + block sums
+    double* rden                # (K) 1 / (n_k + V beta)
+    Counts own                  # private counts for the chunks >= 1 this thread samples
+    int64_t* row                # (K) zeroed merge row (AD-LDA list merge)
+    int64_t* tmp                # (K) a word's merged list
+    char* changed               # (C) chunks whose list of the word changed
+
+
+cdef struct Walk:
+    # the sampler's position inside a chunk: the current document and its bucket sums
+    int32_t* nd                 # (K) n_dk of the document
+    const double* a             # (K) its prior
+    Py_ssize_t n_dt             # topics present in the document (SparseLDA)
+    double s                    # alpha bucket sum_k alpha_k beta / (n_k + V beta)
+    double r                    # document bucket sum_k n_dk beta / (n_k + V beta)
+    int64_t fallbacks           # draws that rounding pushed past the last weight
+
+
+cdef struct Workspace:
+    # everything one sweep allocates, all of it before the sampling starts
+    Py_ssize_t C                # chunks
+    int threads                 # at most C
+    const int64_t* bounds       # (C + 1) document boundaries of the chunks
+    bitgen_t** gens             # (C) one stream per chunk
+    Scratch* scratch            # (threads)
+    bint per_chunk              # SparseLDA with at most one chunk >= 1 per thread: each
+                                # chunk >= 1 keeps its lists and they are merged word by word
+    bint private                # dense, C > 2: chunks >= 1 sample on private copies
+    Counts snap                 # AD-LDA: the counts at the start of the iteration
+    Counts* chunk               # (C) per_chunk: the counts of chunk c >= 1 (entry 0 unused)
+    int32_t* z_old              # topics of the tokens of chunks >= 1 at the start (replay)
+    int64_t* nk_delta           # (threads K) replay: changes of n_k per worker
+
+
+cdef inline Py_ssize_t _collect_positive(const int64_t* lst, Py_ssize_t n_lst, int64_t* row,
+                                         int64_t* out, Py_ssize_t n, int bits,
+                                         int64_t mask) noexcept nogil:
+    """Append to ``out`` (holding n entries) the topics of ``lst`` whose merged count in ``row``
+    is positive, as list entries, zeroing their ``row`` cells; returns the new n."""
+    cdef Py_ssize_t j
+    cdef int64_t e
+    for j in range(n_lst):
+        e = lst[j] & mask
+        if row[e] > 0:
+            out[n] = (row[e] << bits) | e
+            n += 1
+        row[e] = 0
+    return n
+
+
+cdef inline void _sort_desc(int64_t* a, Py_ssize_t n) noexcept nogil:
+    """Insertion sort, descending (the merged lists are nearly sorted already)."""
+    cdef Py_ssize_t i, j
+    cdef int64_t x
+    for i in range(1, n):
+        x = a[i]
+        j = i
+        while j > 0 and a[j - 1] < x:
+            a[j] = a[j - 1]
+            j -= 1
+        a[j] = x
+
+
+cdef void _merge_word(Py_ssize_t w, const Sweep* sw, Counts* shared, const Counts* snap,
+                      const Counts* loc, Py_ssize_t n_loc, Scratch* sc) noexcept nogil:
+    """AD-LDA merge of one word's list: shared (snapshot + chunk 0's changes) plus, for every
+    chunk c >= 1 (``loc[c - 1]``), its list minus the snapshot; then the word's dense row
+    follows the lists.
+
+    ``sc.row`` is a zeroed (K) scratch row and is left zeroed; ``sc.tmp`` holds K entries."""
+    cdef int bits = sw.bits
+    cdef int64_t mask = sw.mask
+    cdef int64_t base = sw.wt_ptr[w]
+    cdef int64_t* gl = shared.wt_entries + base
+    cdef const int64_t* sl = snap.wt_entries + base
     cdef const int64_t* ll
-    cdef int32_t* dense = nkw + w * K
-    cdef Py_ssize_t n_s = snap_len[w], n_g = g_len[w], n_l, n, j, a, c
-    cdef int64_t e, x
+    cdef int32_t* dense = shared.nkw + w * sw.K
+    cdef int64_t* row = sc.row
+    cdef char* changed = sc.changed
+    cdef Py_ssize_t n_s = snap.wt_len[w], n_g = shared.wt_len[w], n_l, n, j, c
     cdef bint any_change = False
     for c in range(n_loc):
-        ll = loc_entries[c] + base
-        n_l = loc_len[c][w]
+        ll = loc[c].wt_entries + base
+        n_l = loc[c].wt_len[w]
         changed[c] = not (n_l == n_s and memcmp(ll, sl, n_s * sizeof(int64_t)) == 0)
         if not changed[c]:
             continue
@@ -170,41 +278,18 @@ cdef void _merge_word(Py_ssize_t w, int64_t* g_entries, int32_t* g_len,
     if any_change:
         # collect the topics with a positive count, the shared list's first (nearly sorted
         # already), zeroing the scratch row on the way; then restore the descending order
-        n = 0
-        for j in range(n_g):
-            e = gl[j] & mask
-            if row[e] > 0:
-                tmp[n] = (row[e] << bits) | e
-                n += 1
-            row[e] = 0
+        n = _collect_positive(gl, n_g, row, sc.tmp, 0, bits, mask)
         for c in range(n_loc):
             if changed[c]:
-                ll = loc_entries[c] + base
-                for j in range(loc_len[c][w]):
-                    e = ll[j] & mask
-                    if row[e] > 0:
-                        tmp[n] = (row[e] << bits) | e
-                        n += 1
-                    row[e] = 0
-        for j in range(n_s):
-            e = sl[j] & mask
-            if row[e] > 0:
-                tmp[n] = (row[e] << bits) | e
-                n += 1
-            row[e] = 0
-        for a in range(1, n):
-            x = tmp[a]
-            j = a
-            while j > 0 and tmp[j - 1] < x:
-                tmp[j] = tmp[j - 1]
-                j -= 1
-            tmp[j] = x
-        memcpy(gl, tmp, n * sizeof(int64_t))
-        g_len[w] = <int32_t> n
+                n = _collect_positive(loc[c].wt_entries + base, loc[c].wt_len[w], row, sc.tmp,
+                                      n, bits, mask)
+        n = _collect_positive(sl, n_s, row, sc.tmp, n, bits, mask)
+        _sort_desc(sc.tmp, n)
+        memcpy(gl, sc.tmp, n * sizeof(int64_t))
+        shared.wt_len[w] = <int32_t> n
         n_g = n
     for j in range(n_g):
         dense[gl[j] & mask] = <int32_t> (gl[j] >> bits)
-
 
 def topic_bits(int n_topics):
     """Number of low bits that hold the topic id in a SparseLDA list entry."""
@@ -266,12 +351,80 @@ def build_word_topic_lists(const int32_t[:, ::1] nkw,   # IN  (V, K) word-major 
             wt_len[w] = <int32_t> n
 
 
-cdef int64_t _sweep_chunk_dense(int64_t d_begin, int64_t d_end, const int64_t* doc_ptr,
-                                const int32_t* words, int32_t* z, int32_t* ndk, int32_t* nkw,
-                                int64_t* nk, const double* alpha, bint per_doc_alpha,
-                                double beta, double vbeta, Py_ssize_t K, double* coef,
-                                double* work, double* rden, bitgen_t* gen) noexcept nogil:
-    """Dense exact sampler (§2.2) over documents [d_begin, d_end).
+
+# ---------------------------------------------------------------- the dense sampler (§2.2)
+
+cdef inline void _dense_refresh(const Walk* wk, Scratch* sc, const int64_t* nk, Py_ssize_t k,
+                                double vbeta) noexcept nogil:
+    """Caches of topic k after one of its counts changed."""
+    sc.rden[k] = 1.0 / (nk[k] + vbeta)
+    sc.coef[k] = (wk.nd[k] + wk.a[k]) * sc.rden[k]
+
+
+cdef inline void _dense_remove(const Walk* wk, Scratch* sc, int32_t* nw, int64_t* nk,
+                               Py_ssize_t k, double vbeta) noexcept nogil:
+    """Take a token of topic k (word row ``nw``) out of every count."""
+    wk.nd[k] -= 1
+    nw[k] -= 1
+    nk[k] -= 1
+    _dense_refresh(wk, sc, nk, k, vbeta)
+
+
+cdef inline void _dense_add(const Walk* wk, Scratch* sc, int32_t* nw, int64_t* nk,
+                            Py_ssize_t k, double vbeta) noexcept nogil:
+    """Put a token of topic k (word row ``nw``) into every count."""
+    wk.nd[k] += 1
+    nw[k] += 1
+    nk[k] += 1
+    _dense_refresh(wk, sc, nk, k, vbeta)
+
+
+cdef inline Py_ssize_t _dense_draw(Walk* wk, const double* coef, const int32_t* nw,
+                                   double beta, Py_ssize_t K, double* work,
+                                   bitgen_t* gen) noexcept nogil:
+    """One topic from p_k = coef[k] (n_kw + beta), the uniform mapped by blocks of
+    ``DENSE_BLOCK`` topics (see :func:`_sweep_chunk_dense`); ``work`` holds the weights (K) and
+    the block sums."""
+    cdef Py_ssize_t n_full = K // DENSE_BLOCK
+    cdef Py_ssize_t nb = (K + DENSE_BLOCK - 1) // DENSE_BLOCK
+    cdef Py_ssize_t k, kk, b, k_last
+    cdef double* p = work
+    cdef double* bs = work + K
+    cdef double u, total, t
+    for kk in range(K):
+        p[kk] = coef[kk] * (nw[kk] + beta)
+    total = 0.0
+    for b in range(n_full):
+        kk = b * DENSE_BLOCK
+        bs[b] = (p[kk] + p[kk + 1]) + (p[kk + 2] + p[kk + 3])
+        total = total + bs[b]
+    if nb > n_full:
+        t = 0.0
+        for kk in range(n_full * DENSE_BLOCK, K):
+            t = t + p[kk]
+        bs[n_full] = t
+        total = total + t
+    u = next_uniform(gen) * total
+    b = 0
+    while b < nb - 1 and u >= bs[b]:
+        u = u - bs[b]
+        b = b + 1
+    k = b * DENSE_BLOCK
+    k_last = k + DENSE_BLOCK - 1
+    if k_last > K - 1:
+        k_last = K - 1
+    while k < k_last and u >= p[k]:
+        u = u - p[k]
+        k = k + 1
+    if u >= p[k]:
+        wk.fallbacks += 1
+    return k
+
+
+cdef int64_t _sweep_chunk_dense(const Sweep* sw, const Counts* cn, Scratch* scratch,
+                                int64_t d_begin, int64_t d_end, bitgen_t* gen) noexcept nogil:
+    """Dense exact sampler (§2.2) over documents [d_begin, d_end) against the counts ``cn``;
+    returns the number of rounding fallbacks.
 
     ``alpha`` is one prior (K,) or, with ``per_doc_alpha``, a (D, K) prior per document
     (DMR, §9.2). Caches, refreshed whenever a count of topic k changes: ``rden[k]`` =
@@ -285,80 +438,214 @@ cdef int64_t _sweep_chunk_dense(int64_t d_begin, int64_t d_end, const int64_t* d
     dependent chain is nb + DENSE_BLOCK steps instead of K. ``work`` holds the weights (K)
     and the block sums (K / DENSE_BLOCK + 1).
     """
-    cdef int64_t d, i
-    cdef Py_ssize_t k, kk, b, k_last
-    cdef Py_ssize_t n_full = K // DENSE_BLOCK
-    cdef Py_ssize_t nb = (K + DENSE_BLOCK - 1) // DENSE_BLOCK
-    cdef int32_t w
-    cdef int32_t* nd
+    # local copies: the compiler keeps the pointers in registers through the token loop
+    cdef Scratch sc = scratch[0]
+    cdef Walk wk
+    cdef Py_ssize_t K = sw.K, k
+    cdef double beta = sw.beta, vbeta = sw.vbeta
+    cdef const int64_t* doc_ptr = sw.doc_ptr
+    cdef const int32_t* words = sw.words
+    cdef int32_t* z = sw.z
+    cdef int32_t* nkw = cn.nkw
+    cdef int64_t* nk = cn.nk
     cdef int32_t* nw
-    cdef const double* a = alpha
-    cdef double* p = work
-    cdef double* bs = work + K
-    cdef double u, total, t
-    cdef int64_t fallbacks = 0
+    cdef int64_t d, i
+    wk.fallbacks = 0
+    wk.a = sw.alpha
     for k in range(K):
-        rden[k] = 1.0 / (nk[k] + vbeta)
+        sc.rden[k] = 1.0 / (nk[k] + vbeta)
     for d in range(d_begin, d_end):
-        nd = ndk + d * K
-        if per_doc_alpha:
-            a = alpha + d * K
+        wk.nd = sw.ndk + d * K
+        if sw.per_doc_alpha:
+            wk.a = sw.alpha + d * K
         for k in range(K):
-            coef[k] = (nd[k] + a[k]) * rden[k]
+            sc.coef[k] = (wk.nd[k] + wk.a[k]) * sc.rden[k]
         for i in range(doc_ptr[d], doc_ptr[d + 1]):
-            w = words[i]
-            nw = nkw + w * K
-            k = z[i]
-            nd[k] -= 1
-            nw[k] -= 1
-            nk[k] -= 1
-            rden[k] = 1.0 / (nk[k] + vbeta)
-            coef[k] = (nd[k] + a[k]) * rden[k]
-            for kk in range(K):
-                p[kk] = coef[kk] * (nw[kk] + beta)
-            total = 0.0
-            for b in range(n_full):
-                kk = b * DENSE_BLOCK
-                bs[b] = (p[kk] + p[kk + 1]) + (p[kk + 2] + p[kk + 3])
-                total = total + bs[b]
-            if nb > n_full:
-                t = 0.0
-                for kk in range(n_full * DENSE_BLOCK, K):
-                    t = t + p[kk]
-                bs[n_full] = t
-                total = total + t
-            u = next_uniform(gen) * total
-            b = 0
-            while b < nb - 1 and u >= bs[b]:
-                u = u - bs[b]
-                b = b + 1
-            k = b * DENSE_BLOCK
-            k_last = k + DENSE_BLOCK - 1
-            if k_last > K - 1:
-                k_last = K - 1
-            while k < k_last and u >= p[k]:
-                u = u - p[k]
-                k = k + 1
-            if u >= p[k]:
-                fallbacks += 1
+            nw = nkw + words[i] * K
+            _dense_remove(&wk, &sc, nw, nk, z[i], vbeta)
+            k = _dense_draw(&wk, sc.coef, nw, beta, K, sc.work, gen)
             z[i] = <int32_t> k
-            nd[k] += 1
-            nw[k] += 1
-            nk[k] += 1
-            rden[k] = 1.0 / (nk[k] + vbeta)
-            coef[k] = (nd[k] + a[k]) * rden[k]
-    return fallbacks
+            _dense_add(&wk, &sc, nw, nk, k, vbeta)
+    return wk.fallbacks
 
 
-cdef int64_t _sweep_chunk_sparse(int64_t d_begin, int64_t d_end, const int64_t* doc_ptr,
-                                 const int32_t* words, int32_t* z, int32_t* ndk,
-                                 int64_t* nk, const double* alpha, bint per_doc_alpha,
-                                 double beta, double vbeta,
-                                 Py_ssize_t K, int64_t* wt_entries, const int64_t* wt_ptr,
-                                 int32_t* wt_len, int bits, int32_t* dt, int32_t* dt_pos,
-                                 double* coef, double* qbuf, double* rden,
-                                 bitgen_t* gen) noexcept nogil:
+# ---------------------------------------------------------------- SparseLDA (§2.3)
+
+cdef inline void _dt_push(Walk* wk, Scratch* sc, Py_ssize_t k) noexcept nogil:
+    """Topic k joins the document's topics."""
+    sc.dt_pos[k] = <int32_t> wk.n_dt
+    sc.dt[wk.n_dt] = <int32_t> k
+    wk.n_dt += 1
+
+
+cdef inline void _dt_drop(Walk* wk, Scratch* sc, Py_ssize_t k) noexcept nogil:
+    """Topic k leaves the document's topics (the last one takes its place)."""
+    cdef Py_ssize_t j = sc.dt_pos[k]
+    wk.n_dt -= 1
+    sc.dt[j] = sc.dt[wk.n_dt]
+    sc.dt_pos[sc.dt[j]] = <int32_t> j
+
+
+cdef inline void _sparse_chunk_start(Walk* wk, Scratch* sc, const Sweep* sw,
+                                     const int64_t* nk) noexcept nogil:
+    """rden from the chunk's n_k; with one prior also s and the coefficients alpha_k rden[k]
+    (with a prior per document they are set at each document start)."""
+    cdef Py_ssize_t k
+    cdef const double* alpha = sw.alpha
+    cdef double beta = sw.beta
+    wk.fallbacks = 0
+    wk.a = alpha
+    wk.s = 0.0
+    for k in range(sw.K):
+        sc.rden[k] = 1.0 / (sw.vbeta + nk[k])
+        if not sw.per_doc_alpha:
+            wk.s += alpha[k] * beta * sc.rden[k]
+            sc.coef[k] = alpha[k] * sc.rden[k]
+
+
+cdef inline void _sparse_doc_start(Walk* wk, Scratch* sc, const Sweep* sw,
+                                   int64_t d) noexcept nogil:
+    """Enter document d: its topics, r and their coefficients from scratch (with a prior per
+    document also s and every coefficient, alpha_d being new: O(K), the order of the loop that
+    lists its topics)."""
+    cdef Py_ssize_t k, K = sw.K
+    cdef double beta = sw.beta
+    cdef int32_t* nd = sw.ndk + d * K
+    wk.nd = nd
+    wk.n_dt = 0
+    wk.r = 0.0
+    if sw.per_doc_alpha:
+        wk.a = sw.alpha + d * K
+        wk.s = 0.0
+        for k in range(K):
+            wk.s += wk.a[k] * beta * sc.rden[k]
+            sc.coef[k] = (wk.a[k] + nd[k]) * sc.rden[k]
+            if nd[k] > 0:
+                _dt_push(wk, sc, k)
+                wk.r += nd[k] * beta * sc.rden[k]
+    else:
+        for k in range(K):
+            if nd[k] > 0:
+                _dt_push(wk, sc, k)
+                wk.r += nd[k] * beta * sc.rden[k]
+                sc.coef[k] = (wk.a[k] + nd[k]) * sc.rden[k]
+
+
+cdef inline void _sparse_doc_end(Walk* wk, Scratch* sc, bint per_doc_alpha) noexcept nogil:
+    """Leave the document: with one prior, its topics' coefficients back to alpha_k rden[k]."""
+    cdef Py_ssize_t j, k
+    if not per_doc_alpha:
+        for j in range(wk.n_dt):
+            k = sc.dt[j]
+            sc.coef[k] = wk.a[k] * sc.rden[k]
+
+
+cdef inline void _sparse_take_terms(Walk* wk, const Scratch* sc, Py_ssize_t k,
+                                    double beta) noexcept nogil:
+    """Subtract topic k's terms from s and r (before one of its counts changes)."""
+    cdef double inv = sc.rden[k]
+    wk.s -= wk.a[k] * beta * inv
+    wk.r -= wk.nd[k] * beta * inv
+
+
+cdef inline void _sparse_put_terms(Walk* wk, Scratch* sc, const int64_t* nk, Py_ssize_t k,
+                                   double beta, double vbeta) noexcept nogil:
+    """Topic k's caches and its terms of s and r, after one of its counts changed."""
+    cdef double inv = 1.0 / (vbeta + nk[k])
+    sc.rden[k] = inv
+    wk.s += wk.a[k] * beta * inv
+    wk.r += wk.nd[k] * beta * inv
+    sc.coef[k] = (wk.a[k] + wk.nd[k]) * inv
+
+
+cdef inline void _sparse_remove(Walk* wk, Scratch* sc, int64_t* nk, int64_t* lst,
+                                int32_t* lst_len, Py_ssize_t k, double beta, double vbeta,
+                                int64_t one, int64_t mask) noexcept nogil:
+    """Take a token of topic k (its word's list ``lst``) out of every count."""
+    _sparse_take_terms(wk, sc, k, beta)
+    _wt_decrement_at(lst, lst_len, _find_topic(lst, lst_len[0], k, mask), one)
+    wk.nd[k] -= 1
+    nk[k] -= 1
+    if wk.nd[k] == 0:
+        _dt_drop(wk, sc, k)
+    _sparse_put_terms(wk, sc, nk, k, beta, vbeta)
+
+
+cdef inline void _sparse_add(Walk* wk, Scratch* sc, int64_t* nk, int64_t* lst,
+                             int32_t* lst_len, Py_ssize_t k, Py_ssize_t pos, double beta,
+                             double vbeta, int64_t one, int64_t mask) noexcept nogil:
+    """Put a token of topic k into every count; ``pos`` is k's place in ``lst`` when the draw
+    found it (else -2: looked up here)."""
+    _sparse_take_terms(wk, sc, k, beta)
+    if pos == -2:
+        pos = _find_topic(lst, lst_len[0], k, mask)
+    _wt_increment_at(lst, lst_len, pos, k, one)
+    if wk.nd[k] == 0:
+        _dt_push(wk, sc, k)
+    wk.nd[k] += 1
+    nk[k] += 1
+    _sparse_put_terms(wk, sc, nk, k, beta, vbeta)
+
+
+cdef inline Py_ssize_t _sparse_draw(Walk* wk, const Scratch* sc, const int64_t* lst,
+                                    Py_ssize_t n_wt, Py_ssize_t K, double beta, int bits,
+                                    int64_t mask, bitgen_t* gen,
+                                    Py_ssize_t* pos) noexcept nogil:
+    """One topic from the three buckets: topic-word q (the word's list, in list order),
+    document r (the document's topics in ``dt`` order), alpha s (ascending k). ``pos``
+    receives the topic's place in the list when q was chosen, else -2."""
+    cdef double* qbuf = sc.work
+    cdef double q = 0.0, u, acc
+    cdef Py_ssize_t j, k = 0, kk, n_dt = wk.n_dt
+    cdef int64_t e
+    cdef bint found = False
+    for j in range(n_wt):
+        e = lst[j]
+        q = q + sc.coef[e & mask] * (e >> bits)
+        qbuf[j] = q
+    u = next_uniform(gen) * (wk.s + wk.r + q)
+    pos[0] = -2
+    if u < q:
+        for j in range(n_wt):
+            if u < qbuf[j]:
+                pos[0] = j
+                found = True
+                break
+        if not found:
+            pos[0] = n_wt - 1
+        k = lst[pos[0]] & mask
+    elif u < q + wk.r and n_dt > 0:
+        u = u - q
+        acc = 0.0
+        for j in range(n_dt):
+            kk = sc.dt[j]
+            acc = acc + wk.nd[kk] * beta * sc.rden[kk]
+            if u < acc:
+                k = kk
+                found = True
+                break
+        if not found:
+            k = sc.dt[n_dt - 1]
+    else:
+        u = u - q - wk.r
+        acc = 0.0
+        for kk in range(K):
+            acc = acc + wk.a[kk] * beta * sc.rden[kk]
+            if u < acc:
+                k = kk
+                found = True
+                break
+        if not found:
+            k = K - 1
+    if not found:
+        wk.fallbacks += 1
+    return k
+
+
+cdef int64_t _sweep_chunk_sparse(const Sweep* sw, const Counts* cn, Scratch* scratch,
+                                 int64_t d_begin, int64_t d_end, bitgen_t* gen) noexcept nogil:
     """SparseLDA (§2.3) over documents [d_begin, d_end); exact draws from the §2.1 conditional.
+    Returns the number of rounding fallbacks.
 
     Caches: ``rden[k]`` = 1 / (V beta + n_k) and ``coef[k]`` = (alpha_k + n_dk) rden[k], both
     refreshed whenever a count of topic k changes; s and r are maintained incrementally and
@@ -368,147 +655,286 @@ cdef int64_t _sweep_chunk_sparse(int64_t d_begin, int64_t d_end, const int64_t* 
 
     With ``per_doc_alpha`` ``alpha`` is (D, K), a prior per document (DMR, §9.2 with the buckets
     of §2.3, alpha_k replaced by alpha_dk): s_d and every coefficient are then computed from
-    scratch at each document start (O(K), the order of the loop that lists its topics).
+    scratch at each document start.
     """
-    cdef int64_t d, i
-    cdef Py_ssize_t k, kk, j, n_dt, n_wt, pos
-    cdef int32_t w
-    cdef int32_t* nd
+    # local copies: the compiler keeps the pointers in registers through the token loop
+    cdef Scratch sc = scratch[0]
+    cdef Walk wk
+    cdef Py_ssize_t K = sw.K, k, pos
+    cdef double beta = sw.beta, vbeta = sw.vbeta
+    cdef int bits = sw.bits
+    cdef int64_t one = sw.one, mask = sw.mask
+    cdef const int64_t* doc_ptr = sw.doc_ptr
+    cdef const int64_t* wt_ptr = sw.wt_ptr
+    cdef const int32_t* words = sw.words
+    cdef int32_t* z = sw.z
+    cdef int64_t* nk = cn.nk
+    cdef int64_t* pool = cn.wt_entries
+    cdef int32_t* wt_len = cn.wt_len
     cdef int64_t* lst
-    cdef int64_t e
-    cdef int64_t one = (<int64_t> 1) << bits
-    cdef int64_t mask = one - 1
-    cdef double s = 0.0, r, q, u, acc, inv
-    cdef int64_t fallbacks = 0
-    cdef bint found
-    cdef const double* a = alpha
-
-    for k in range(K):
-        rden[k] = 1.0 / (vbeta + nk[k])
-        if not per_doc_alpha:
-            s += alpha[k] * beta * rden[k]
-            coef[k] = alpha[k] * rden[k]
-
+    cdef int64_t d, i, tok_end = doc_ptr[d_end]
+    cdef int32_t w
+    _sparse_chunk_start(&wk, &sc, sw, nk)
     for d in range(d_begin, d_end):
-        nd = ndk + d * K
-        n_dt = 0
-        r = 0.0
-        if per_doc_alpha:
-            # document start: s_d, r and every coefficient from scratch (alpha_d is new)
-            a = alpha + d * K
-            s = 0.0
-            for k in range(K):
-                s += a[k] * beta * rden[k]
-                coef[k] = (a[k] + nd[k]) * rden[k]
-                if nd[k] > 0:
-                    dt_pos[k] = <int32_t> n_dt
-                    dt[n_dt] = <int32_t> k
-                    n_dt += 1
-                    r += nd[k] * beta * rden[k]
-        else:
-            for k in range(K):
-                if nd[k] > 0:
-                    dt_pos[k] = <int32_t> n_dt
-                    dt[n_dt] = <int32_t> k
-                    n_dt += 1
-                    r += nd[k] * beta * rden[k]
-                    coef[k] = (alpha[k] + nd[k]) * rden[k]
+        _sparse_doc_start(&wk, &sc, sw, d)
         for i in range(doc_ptr[d], doc_ptr[d + 1]):
             w = words[i]
-            lst = wt_entries + wt_ptr[w]
-            k = z[i]
-            if i + 2 < doc_ptr[d_end]:
+            lst = pool + wt_ptr[w]
+            if i + 2 < tok_end:
                 # the next tokens' lists are random pool locations: ask for them early
-                TOPICTK_PREFETCH(wt_entries + wt_ptr[words[i + 2]])
-
-            # remove the token from every count
-            inv = rden[k]
-            s -= a[k] * beta * inv
-            r -= nd[k] * beta * inv
-            _wt_decrement_at(lst, &wt_len[w], _find_topic(lst, wt_len[w], k, mask), one)
-            nd[k] -= 1
-            nk[k] -= 1
-            if nd[k] == 0:
-                j = dt_pos[k]
-                n_dt -= 1
-                dt[j] = dt[n_dt]
-                dt_pos[dt[j]] = <int32_t> j
-            inv = 1.0 / (vbeta + nk[k])
-            rden[k] = inv
-            s += a[k] * beta * inv
-            r += nd[k] * beta * inv
-            coef[k] = (a[k] + nd[k]) * inv
-
-            # topic-word bucket
-            q = 0.0
-            n_wt = wt_len[w]
-            for j in range(n_wt):
-                e = lst[j]
-                q = q + coef[e & mask] * (e >> bits)
-                qbuf[j] = q
-
-            u = next_uniform(gen) * (s + r + q)
-            found = False
-            pos = -2
-            if u < q:
-                for j in range(n_wt):
-                    if u < qbuf[j]:
-                        pos = j
-                        found = True
-                        break
-                if not found:
-                    pos = n_wt - 1
-                k = lst[pos] & mask
-            elif u < q + r and n_dt > 0:
-                u = u - q
-                acc = 0.0
-                for j in range(n_dt):
-                    kk = dt[j]
-                    acc = acc + nd[kk] * beta * rden[kk]
-                    if u < acc:
-                        k = kk
-                        found = True
-                        break
-                if not found:
-                    k = dt[n_dt - 1]
-            else:
-                u = u - q - r
-                acc = 0.0
-                for kk in range(K):
-                    acc = acc + a[kk] * beta * rden[kk]
-                    if u < acc:
-                        k = kk
-                        found = True
-                        break
-                if not found:
-                    k = K - 1
-            if not found:
-                fallbacks += 1
-
-            # add the token with its new topic
+                TOPICTK_PREFETCH(pool + wt_ptr[words[i + 2]])
+            _sparse_remove(&wk, &sc, nk, lst, &wt_len[w], z[i], beta, vbeta, one, mask)
+            k = _sparse_draw(&wk, &sc, lst, wt_len[w], K, beta, bits, mask, gen, &pos)
             z[i] = <int32_t> k
-            inv = rden[k]
-            s -= a[k] * beta * inv
-            r -= nd[k] * beta * inv
-            if pos == -2:
-                pos = _find_topic(lst, wt_len[w], k, mask)
-            _wt_increment_at(lst, &wt_len[w], pos, k, one)
-            if nd[k] == 0:
-                dt_pos[k] = <int32_t> n_dt
-                dt[n_dt] = <int32_t> k
-                n_dt += 1
-            nd[k] += 1
-            nk[k] += 1
-            inv = 1.0 / (vbeta + nk[k])
-            rden[k] = inv
-            s += a[k] * beta * inv
-            r += nd[k] * beta * inv
-            coef[k] = (a[k] + nd[k]) * inv
+            _sparse_add(&wk, &sc, nk, lst, &wt_len[w], k, pos, beta, vbeta, one, mask)
+        _sparse_doc_end(&wk, &sc, sw.per_doc_alpha)
+    return wk.fallbacks
 
-        if not per_doc_alpha:
-            for j in range(n_dt):
-                k = dt[j]
-                coef[k] = a[k] * rden[k]
+
+cdef inline int64_t _sweep_chunk(const Sweep* sw, const Counts* cn, Scratch* sc,
+                                 int64_t d_begin, int64_t d_end, bitgen_t* gen) noexcept nogil:
+    if sw.sparse:
+        return _sweep_chunk_sparse(sw, cn, sc, d_begin, d_end, gen)
+    return _sweep_chunk_dense(sw, cn, sc, d_begin, d_end, gen)
+
+
+# ---------------------------------------------------------------- one AD-LDA iteration
+
+cdef void* _alloc(Py_ssize_t n, size_t size, bint zeroed=False) except NULL:
+    """n items of ``size`` bytes (at least one, so that an empty array is not a failure);
+    MemoryError when the allocation fails."""
+    cdef size_t count = <size_t> (n if n > 0 else 1)
+    cdef void* p = calloc(count, size) if zeroed else malloc(count * size)
+    if p == NULL:
+        raise MemoryError()
+    return p
+
+
+cdef void _counts_free(Counts* cn) noexcept nogil:
+    free(cn.nkw)
+    free(cn.nk)
+    free(cn.wt_entries)
+    free(cn.wt_len)
+
+
+cdef void _workspace_free(Workspace* ws) noexcept nogil:
+    """Free everything :func:`_workspace_init` allocated, whether it finished or not."""
+    cdef Py_ssize_t i
+    if ws.scratch != NULL:
+        for i in range(ws.threads):
+            free(ws.scratch[i].dt)
+            free(ws.scratch[i].dt_pos)
+            free(ws.scratch[i].coef)
+            free(ws.scratch[i].work)
+            free(ws.scratch[i].rden)
+            _counts_free(&ws.scratch[i].own)
+            free(ws.scratch[i].row)
+            free(ws.scratch[i].tmp)
+            free(ws.scratch[i].changed)
+    if ws.chunk != NULL:
+        for i in range(ws.C):
+            _counts_free(&ws.chunk[i])
+    free(ws.scratch)
+    free(ws.chunk)
+    free(ws.gens)
+    _counts_free(&ws.snap)
+    free(ws.z_old)
+    free(ws.nk_delta)
+
+
+cdef int _copy_alloc(Counts* cn, const Sweep* sw) except -1:
+    """The arrays of a private copy of the counts a chunk samples against: n_k, and the lists
+    (SparseLDA) or the dense counts."""
+    cn.nk = <int64_t*> _alloc(sw.K, sizeof(int64_t))
+    if sw.sparse:
+        cn.wt_entries = <int64_t*> _alloc(sw.pool, sizeof(int64_t))
+        cn.wt_len = <int32_t*> _alloc(sw.V, sizeof(int32_t))
+    else:
+        cn.nkw = <int32_t*> _alloc(sw.V * sw.K, sizeof(int32_t))
+    return 0
+
+
+cdef int _scratch_init(Scratch* sc, const Sweep* sw, const Workspace* ws) except -1:
+    cdef Py_ssize_t K = sw.K
+    sc.dt = <int32_t*> _alloc(K, sizeof(int32_t))
+    sc.dt_pos = <int32_t*> _alloc(K, sizeof(int32_t))
+    sc.coef = <double*> _alloc(K, sizeof(double))
+    sc.work = <double*> _alloc(2 * K + 1, sizeof(double))
+    sc.rden = <double*> _alloc(K, sizeof(double))
+    if ws.C == 1:
+        return 0
+    if ws.per_chunk:
+        sc.row = <int64_t*> _alloc(K, sizeof(int64_t), True)
+        sc.tmp = <int64_t*> _alloc(K, sizeof(int64_t))
+        sc.changed = <char*> _alloc(ws.C, sizeof(char))
+    elif sw.sparse or ws.private:
+        _copy_alloc(&sc.own, sw)
+    else:
+        # dense with two chunks: chunk 1 samples on the snapshot itself, with its own n_k
+        sc.own.nk = <int64_t*> _alloc(K, sizeof(int64_t))
+    return 0
+
+
+cdef int _workspace_init(Workspace* ws, const Sweep* sw, const int64_t[::1] chunk_bounds,
+                         list streams, int threads) except -1:
+    """Streams and every buffer of one sweep (``ws`` zeroed by the caller, freed by
+    :func:`_workspace_free` also when this raises)."""
+    cdef Py_ssize_t C = chunk_bounds.shape[0] - 1, c
+    if C < 1:
+        raise ValueError("a sweep needs at least one chunk")
+    if len(streams) != C:
+        raise ValueError(f"{C} chunks need {C} streams, got {len(streams)}")
+    ws.C = C
+    ws.threads = 1 if threads < 1 else (<int> C if threads > C else threads)
+    ws.bounds = &chunk_bounds[0]
+    ws.per_chunk = sw.sparse and C - 1 <= ws.threads
+    ws.private = C > 2
+    ws.gens = <bitgen_t**> _alloc(C, sizeof(bitgen_t*))
+    for c in range(C):
+        ws.gens[c] = bitgen_of(streams[c])
+    ws.scratch = <Scratch*> _alloc(ws.threads, sizeof(Scratch), True)
+    for c in range(ws.threads):
+        _scratch_init(&ws.scratch[c], sw, ws)
+    if C == 1:
+        return 0
+    _copy_alloc(&ws.snap, sw)
+    if ws.per_chunk:
+        ws.chunk = <Counts*> _alloc(C, sizeof(Counts), True)
+        for c in range(1, C):
+            _copy_alloc(&ws.chunk[c], sw)
+    else:
+        ws.z_old = <int32_t*> _alloc(sw.n_tokens - sw.doc_ptr[chunk_bounds[1]], sizeof(int32_t))
+        ws.nk_delta = <int64_t*> _alloc(ws.threads * sw.K, sizeof(int64_t))
+    return 0
+
+
+cdef void _take_snapshot(const Sweep* sw, Workspace* ws, const Counts* shared) noexcept nogil:
+    """The counts at the start of the iteration (chunks >= 1 sample against them and the merge
+    takes their changes from them) and, for the replay, the topics of chunks >= 1."""
+    cdef int64_t start1 = sw.doc_ptr[ws.bounds[1]]
+    memcpy(ws.snap.nk, shared.nk, sw.K * sizeof(int64_t))
+    if sw.sparse:
+        memcpy(ws.snap.wt_entries, shared.wt_entries, sw.pool * sizeof(int64_t))
+        memcpy(ws.snap.wt_len, shared.wt_len, sw.V * sizeof(int32_t))
+    else:
+        memcpy(ws.snap.nkw, shared.nkw, sw.V * sw.K * sizeof(int32_t))
+    if not ws.per_chunk:
+        memcpy(ws.z_old, sw.z + start1, (sw.n_tokens - start1) * sizeof(int32_t))
+
+
+cdef int64_t _sample_chunk(const Sweep* sw, Workspace* ws, const Counts* shared, Py_ssize_t c,
+                           int tid) noexcept nogil:
+    """Chunk c of an AD-LDA iteration, by thread ``tid``. Chunk 0 samples in place on the
+    shared counts; a chunk c >= 1 on a fresh copy of the snapshot: its own (per_chunk, kept
+    for the merge) or its thread's, except the dense sampler with two chunks, whose chunk 1
+    samples on the snapshot itself."""
+    cdef Scratch* sc = &ws.scratch[tid]
+    cdef Counts cn
+    if c == 0:
+        cn = shared[0]
+    else:
+        if ws.per_chunk:
+            cn = ws.chunk[c]
+        else:
+            cn = sc.own
+        memcpy(cn.nk, ws.snap.nk, sw.K * sizeof(int64_t))
+        if sw.sparse:
+            memcpy(cn.wt_entries, ws.snap.wt_entries, sw.pool * sizeof(int64_t))
+            memcpy(cn.wt_len, ws.snap.wt_len, sw.V * sizeof(int32_t))
+        elif ws.private:
+            memcpy(cn.nkw, ws.snap.nkw, sw.V * sw.K * sizeof(int32_t))
+        else:
+            cn.nkw = ws.snap.nkw
+    return _sweep_chunk(sw, &cn, sc, ws.bounds[c], ws.bounds[c + 1], ws.gens[c])
+
+
+cdef void _merge_chunks(const Sweep* sw, Workspace* ws, Counts* shared) noexcept nogil:
+    """per_chunk: n_k and every word's list (then its dense row) from the chunks' lists."""
+    cdef Py_ssize_t c, k, v
+    cdef int tid
+    for c in range(1, ws.C):
+        for k in range(sw.K):
+            shared.nk[k] += ws.chunk[c].nk[k] - ws.snap.nk[k]
+    with parallel(num_threads=ws.threads):
+        tid = threadid()
+        for v in prange(sw.V, schedule="guided"):
+            _merge_word(v, sw, shared, &ws.snap, ws.chunk + 1, ws.C - 1, &ws.scratch[tid])
+
+
+cdef inline void _replay_token(const Sweep* sw, Counts* shared, int32_t w, int32_t k_old,
+                               int32_t k_new) noexcept nogil:
+    """Move one token of word w from topic k_old to k_new in the shared word counts."""
+    cdef int64_t* glst
+    if sw.sparse:
+        glst = shared.wt_entries + sw.wt_ptr[w]
+        _wt_decrement_at(glst, &shared.wt_len[w],
+                         _find_topic(glst, shared.wt_len[w], k_old, sw.mask), sw.one)
+        _wt_increment_at(glst, &shared.wt_len[w],
+                         _find_topic(glst, shared.wt_len[w], k_new, sw.mask), k_new, sw.one)
+    else:
+        shared.nkw[w * sw.K + k_old] -= 1
+        shared.nkw[w * sw.K + k_new] += 1
+
+
+cdef void _replay_chunks(const Sweep* sw, Workspace* ws, Counts* shared) noexcept nogil:
+    """Not per_chunk: replay the changed tokens of chunks 1..C-1 on the shared counts (lists
+    or dense), words split between workers by w mod P; then, with lists, the dense counts."""
+    cdef Py_ssize_t P = ws.threads, K = sw.K, V = sw.V, p, k
+    cdef int64_t start1 = sw.doc_ptr[ws.bounds[1]], i
+    cdef int64_t n_rest = sw.n_tokens - start1
+    cdef int64_t* delta = ws.nk_delta
+    cdef int32_t w, k_old, k_new
+    for i in range(P * K):
+        delta[i] = 0
+    for p in prange(P, schedule="static", chunksize=1, num_threads=P):
+        for i in range(n_rest):
+            w = sw.words[start1 + i]
+            if w % P != p:
+                continue
+            k_old = ws.z_old[i]
+            k_new = sw.z[start1 + i]
+            if k_old == k_new:
+                continue
+            delta[p * K + k_old] -= 1
+            delta[p * K + k_new] += 1
+            _replay_token(sw, shared, w, k_old, k_new)
+    for p in range(P):
+        for k in range(K):
+            shared.nk[k] += delta[p * K + k]
+    if sw.sparse:
+        for p in prange(P, schedule="static", chunksize=1, num_threads=P):
+            _refresh_counts(ws.snap.wt_entries, ws.snap.wt_len, shared.wt_entries, sw.wt_ptr,
+                            shared.wt_len, shared.nkw, K, sw.bits, p * V // P, (p + 1) * V // P)
+
+
+cdef int64_t _sweep_chunks(const Sweep* sw, Workspace* ws, Counts* shared) noexcept nogil:
+    """All chunks of one iteration, then the merge of their changes into ``shared``."""
+    cdef Py_ssize_t c
+    cdef int tid
+    cdef int64_t fallbacks = 0
+    if ws.C == 1:
+        fallbacks = _sweep_chunk(sw, shared, &ws.scratch[0], ws.bounds[0], ws.bounds[1],
+                                 ws.gens[0])
+        if sw.sparse:
+            # O(V K) writes, but no copy of the lists (the sweep itself costs O(N))
+            _lists_to_counts(shared.wt_entries, sw.wt_ptr, shared.wt_len, shared.nkw, sw.V,
+                             sw.K, sw.bits)
+        return fallbacks
+    # AD-LDA. Chunk 0 samples in place on the shared counts; chunks 1..C-1 sample on copies of
+    # the counts of the start of the iteration (the snapshot; the dense sampler with two chunks
+    # uses the snapshot itself), and only their changes are merged afterwards: with SparseLDA
+    # and at most one chunk >= 1 per thread, word by word from each chunk's lists; otherwise
+    # by replaying the changed tokens. Either way the result is the one of a private copy for
+    # every chunk.
+    _take_snapshot(sw, ws, shared)
+    with parallel(num_threads=ws.threads):
+        tid = threadid()
+        for c in prange(ws.C, schedule="dynamic", chunksize=1):
+            fallbacks += _sample_chunk(sw, ws, shared, c, tid)
+    if ws.per_chunk:
+        _merge_chunks(sw, ws, shared)
+    else:
+        _replay_chunks(sw, ws, shared)
     return fallbacks
 
 
@@ -535,233 +961,41 @@ def gibbs_sweep(const int64_t[::1] doc_ptr,      # IN  (D + 1) token offsets
     at the start of the iteration, and the changes are merged afterwards (integer sums, so
     the merge order does not matter). Equivalent to ``tests/reference/gibbs.py::sweep``.
     """
-    cdef bint per_doc_alpha = alpha.shape[0] > 1
-    if per_doc_alpha and alpha.shape[0] != ndk.shape[0]:
-        raise ValueError(f"alpha has {alpha.shape[0]} rows for {ndk.shape[0]} documents")
-    cdef Py_ssize_t C = chunk_bounds.shape[0] - 1
-    cdef Py_ssize_t K = ndk.shape[1], V = nkw.shape[0]
-    cdef Py_ssize_t N = words.shape[0]
-    cdef Py_ssize_t pool = wt_entries.shape[0]
-    cdef double vbeta = V * beta
+    cdef Sweep sw
+    cdef Counts shared
+    cdef Workspace ws
     cdef int64_t fallbacks = 0
-    cdef Py_ssize_t c, i, k, p, P, start1, n_rest
-    cdef int32_t w, k_old, k_new
-    cdef int64_t one = (<int64_t> 1) << bits
-    cdef int64_t mask = one - 1
-    cdef bitgen_t** gens
-    cdef int64_t* l_nk
-    cdef int64_t** t_wt
-    cdef int32_t** t_len
-    cdef int32_t** t_nkw
-    cdef Py_ssize_t tid
-    cdef int32_t* dt
-    cdef int32_t* dt_pos
-    cdef double* coef
-    cdef double* qbuf
-    cdef double* rden
-    cdef int64_t* nk_delta
-    cdef int64_t* glst
-    cdef int32_t* z_old = NULL
-    cdef int64_t* snap_wt = NULL
-    cdef int32_t* snap_len = NULL
-    cdef int32_t* snap_nkw = NULL
-    cdef int64_t* snap_nk = NULL
-    cdef bint private, per_chunk
-    cdef int64_t** c_wt
-    cdef int32_t** c_len
-    cdef int64_t* c_nk
-    cdef int64_t* row
-    cdef int64_t* tmp
-    cdef char* flags
-    cdef Py_ssize_t v
-
-    if len(streams) != C:
-        raise ValueError(f"{C} chunks need {C} streams, got {len(streams)}")
-    if threads < 1:
-        threads = 1
-    if threads > C:
-        threads = <int> C
-    gens = <bitgen_t**> malloc(C * sizeof(bitgen_t*))
-    for c in range(C):
-        gens[c] = bitgen_of(streams[c])
-    if sparse and C > 1:
-        # the lists at the start of the iteration: chunks >= 1 sample against them and the
-        # merge takes their changes from them
-        snap_wt = <int64_t*> malloc((pool if pool > 0 else 1) * sizeof(int64_t))
-        snap_len = <int32_t*> malloc(V * sizeof(int32_t))
-        memcpy(snap_wt, &wt_entries[0], pool * sizeof(int64_t))
-        memcpy(snap_len, &wt_len[0], V * sizeof(int32_t))
-
-    if C == 1:
-        dt = <int32_t*> malloc(K * sizeof(int32_t))
-        dt_pos = <int32_t*> malloc(K * sizeof(int32_t))
-        coef = <double*> malloc(K * sizeof(double))
-        qbuf = <double*> malloc((2 * K + 1) * sizeof(double))   # dense: weights + block sums
-        rden = <double*> malloc(K * sizeof(double))
+    cdef Py_ssize_t K = ndk.shape[1], V = nkw.shape[0]
+    if alpha.shape[0] > 1 and alpha.shape[0] != ndk.shape[0]:
+        raise ValueError(f"alpha has {alpha.shape[0]} rows for {ndk.shape[0]} documents")
+    sw.doc_ptr = &doc_ptr[0]
+    sw.words = &words[0] if words.shape[0] > 0 else NULL
+    sw.z = &z[0] if z.shape[0] > 0 else NULL
+    sw.ndk = &ndk[0, 0]
+    sw.n_tokens = words.shape[0]
+    sw.alpha = &alpha[0, 0]
+    sw.per_doc_alpha = alpha.shape[0] > 1
+    sw.beta = beta
+    sw.vbeta = V * beta
+    sw.K = K
+    sw.V = V
+    sw.sparse = sparse
+    sw.wt_ptr = &wt_ptr[0]
+    sw.pool = wt_entries.shape[0]
+    sw.bits = bits
+    sw.one = (<int64_t> 1) << bits
+    sw.mask = sw.one - 1
+    shared.nkw = &nkw[0, 0]
+    shared.nk = &nk[0]
+    shared.wt_entries = &wt_entries[0] if sw.pool > 0 else NULL
+    shared.wt_len = &wt_len[0]
+    memset(&ws, 0, sizeof(Workspace))
+    try:
+        _workspace_init(&ws, &sw, chunk_bounds, streams, threads)
         with nogil:
-            if sparse:
-                fallbacks = _sweep_chunk_sparse(
-                    chunk_bounds[0], chunk_bounds[1], &doc_ptr[0], &words[0], &z[0], &ndk[0, 0],
-                    &nk[0], &alpha[0, 0], per_doc_alpha, beta, vbeta, K, &wt_entries[0],
-                    &wt_ptr[0], &wt_len[0], bits, dt, dt_pos, coef, qbuf, rden, gens[0])
-                # O(V K) writes, but no copy of the lists (the sweep itself costs O(N))
-                _lists_to_counts(&wt_entries[0], &wt_ptr[0], &wt_len[0], &nkw[0, 0], V, K, bits)
-            else:
-                fallbacks = _sweep_chunk_dense(
-                    chunk_bounds[0], chunk_bounds[1], &doc_ptr[0], &words[0], &z[0], &ndk[0, 0],
-                    &nkw[0, 0], &nk[0], &alpha[0, 0], per_doc_alpha, beta, vbeta, K, coef, qbuf,
-                    rden, gens[0])
-        free(dt); free(dt_pos); free(coef); free(qbuf); free(rden); free(gens)
-        free(snap_wt); free(snap_len)
-        return fallbacks
-
-    # AD-LDA. Chunk 0 samples in place on the shared counts; chunks 1..C-1 sample on copies of
-    # the counts of the start of the iteration (the snapshot; the dense sampler with two chunks
-    # uses the snapshot itself), and only their changes are merged afterwards: with SparseLDA
-    # and at most one chunk >= 1 per thread, word by word from each chunk's lists; otherwise
-    # by replaying the changed tokens. Either way the result is the one of a private copy for
-    # every chunk.
-    per_chunk = sparse and C - 1 <= threads
-    start1 = doc_ptr[chunk_bounds[1]]
-    n_rest = N - start1
-    if not per_chunk:
-        z_old = <int32_t*> malloc((n_rest if n_rest > 0 else 1) * sizeof(int32_t))
-        memcpy(z_old, &z[start1], n_rest * sizeof(int32_t))
-    snap_nk = <int64_t*> malloc(K * sizeof(int64_t))
-    memcpy(snap_nk, &nk[0], K * sizeof(int64_t))
-    if not sparse:
-        snap_nkw = <int32_t*> malloc(V * K * sizeof(int32_t))
-        memcpy(snap_nkw, &nkw[0, 0], V * K * sizeof(int32_t))
-    private = C > 2     # dense path: with two chunks, chunk 1 samples on the snapshot itself
-    # private buffers, allocated by the threads that sample a chunk >= 1 only (per_chunk: one
-    # list pool per chunk >= 1, kept for the merge)
-    t_wt = <int64_t**> calloc(threads, sizeof(int64_t*))
-    t_len = <int32_t**> calloc(threads, sizeof(int32_t*))
-    t_nkw = <int32_t**> calloc(threads, sizeof(int32_t*))
-    c_wt = <int64_t**> calloc(C, sizeof(int64_t*))
-    c_len = <int32_t**> calloc(C, sizeof(int32_t*))
-    c_nk = <int64_t*> calloc(C * K, sizeof(int64_t))
-    with nogil, parallel(num_threads=threads):
-        l_nk = <int64_t*> malloc(K * sizeof(int64_t))
-        dt = <int32_t*> malloc(K * sizeof(int32_t))
-        dt_pos = <int32_t*> malloc(K * sizeof(int32_t))
-        coef = <double*> malloc(K * sizeof(double))
-        qbuf = <double*> malloc((2 * K + 1) * sizeof(double))   # dense: weights + block sums
-        rden = <double*> malloc(K * sizeof(double))
-        for c in prange(C, schedule="dynamic", chunksize=1):
-            if c == 0:
-                if sparse:
-                    fallbacks += _sweep_chunk_sparse(
-                        chunk_bounds[0], chunk_bounds[1], &doc_ptr[0], &words[0], &z[0],
-                        &ndk[0, 0], &nk[0], &alpha[0, 0], per_doc_alpha, beta, vbeta, K,
-                        &wt_entries[0], &wt_ptr[0], &wt_len[0], bits, dt, dt_pos, coef, qbuf,
-                        rden, gens[0])
-                else:
-                    fallbacks += _sweep_chunk_dense(
-                        chunk_bounds[0], chunk_bounds[1], &doc_ptr[0], &words[0], &z[0],
-                        &ndk[0, 0], &nkw[0, 0], &nk[0], &alpha[0, 0], per_doc_alpha, beta,
-                        vbeta, K, coef, qbuf, rden, gens[0])
-            elif per_chunk:
-                # the snapshot is still needed by the merge: sample on a copy kept for it
-                c_wt[c - 1] = <int64_t*> malloc((pool if pool > 0 else 1) * sizeof(int64_t))
-                c_len[c - 1] = <int32_t*> malloc(V * sizeof(int32_t))
-                memcpy(&c_nk[(c - 1) * K], snap_nk, K * sizeof(int64_t))
-                memcpy(c_wt[c - 1], snap_wt, pool * sizeof(int64_t))
-                memcpy(c_len[c - 1], snap_len, V * sizeof(int32_t))
-                fallbacks += _sweep_chunk_sparse(
-                    chunk_bounds[c], chunk_bounds[c + 1], &doc_ptr[0], &words[0], &z[0],
-                    &ndk[0, 0], &c_nk[(c - 1) * K], &alpha[0, 0], per_doc_alpha, beta, vbeta, K,
-                    c_wt[c - 1], &wt_ptr[0], c_len[c - 1], bits, dt, dt_pos, coef, qbuf, rden,
-                    gens[c])
-            elif sparse:
-                tid = threadid()
-                if t_wt[tid] == NULL:
-                    t_wt[tid] = <int64_t*> malloc((pool if pool > 0 else 1) * sizeof(int64_t))
-                    t_len[tid] = <int32_t*> malloc(V * sizeof(int32_t))
-                memcpy(l_nk, snap_nk, K * sizeof(int64_t))
-                memcpy(t_wt[tid], snap_wt, pool * sizeof(int64_t))
-                memcpy(t_len[tid], snap_len, V * sizeof(int32_t))
-                fallbacks += _sweep_chunk_sparse(
-                    chunk_bounds[c], chunk_bounds[c + 1], &doc_ptr[0], &words[0], &z[0],
-                    &ndk[0, 0], l_nk, &alpha[0, 0], per_doc_alpha, beta, vbeta, K, t_wt[tid],
-                    &wt_ptr[0], t_len[tid], bits, dt, dt_pos, coef, qbuf, rden, gens[c])
-            else:
-                memcpy(l_nk, snap_nk, K * sizeof(int64_t))
-                if private:
-                    tid = threadid()
-                    if t_nkw[tid] == NULL:
-                        t_nkw[tid] = <int32_t*> malloc(V * K * sizeof(int32_t))
-                    memcpy(t_nkw[tid], snap_nkw, V * K * sizeof(int32_t))
-                    fallbacks += _sweep_chunk_dense(
-                        chunk_bounds[c], chunk_bounds[c + 1], &doc_ptr[0], &words[0], &z[0],
-                        &ndk[0, 0], t_nkw[tid], l_nk, &alpha[0, 0], per_doc_alpha, beta, vbeta, K,
-                        coef, qbuf, rden, gens[c])
-                else:
-                    fallbacks += _sweep_chunk_dense(
-                        chunk_bounds[c], chunk_bounds[c + 1], &doc_ptr[0], &words[0], &z[0],
-                        &ndk[0, 0], snap_nkw, l_nk, &alpha[0, 0], per_doc_alpha, beta, vbeta,
-                        K, coef, qbuf, rden, gens[c])
-        free(l_nk)
-        free(dt); free(dt_pos); free(coef); free(qbuf); free(rden)
-    for p in range(threads):
-        free(t_wt[p]); free(t_len[p]); free(t_nkw[p])
-    free(t_wt); free(t_len); free(t_nkw)
-
-    if per_chunk:
-        with nogil:
-            for c in range(1, C):
-                for k in range(K):
-                    nk[k] += c_nk[(c - 1) * K + k] - snap_nk[k]
-            with parallel(num_threads=threads):
-                row = <int64_t*> calloc(K, sizeof(int64_t))
-                tmp = <int64_t*> malloc(K * sizeof(int64_t))
-                flags = <char*> malloc(C * sizeof(char))
-                for v in prange(V, schedule="guided"):
-                    _merge_word(v, &wt_entries[0], &wt_len[0], snap_wt, snap_len, c_wt, c_len,
-                                C - 1, &wt_ptr[0], &nkw[0, 0], K, bits, row, tmp, flags)
-                free(row); free(tmp); free(flags)
-    else:
-        # replay the changed tokens of chunks 1..C-1 on the shared counts (lists or dense),
-        # words split between workers by w mod P
-        P = threads
-        nk_delta = <int64_t*> malloc(P * K * sizeof(int64_t))
-        with nogil:
-            for i in range(P * K):
-                nk_delta[i] = 0
-            for p in prange(P, schedule="static", chunksize=1, num_threads=threads):
-                for i in range(n_rest):
-                    w = words[start1 + i]
-                    if w % P != p:
-                        continue
-                    k_old = z_old[i]
-                    k_new = z[start1 + i]
-                    if k_old == k_new:
-                        continue
-                    nk_delta[p * K + k_old] -= 1
-                    nk_delta[p * K + k_new] += 1
-                    if sparse:
-                        glst = &wt_entries[0] + wt_ptr[w]
-                        _wt_decrement_at(glst, &wt_len[w],
-                                         _find_topic(glst, wt_len[w], k_old, mask), one)
-                        _wt_increment_at(glst, &wt_len[w],
-                                         _find_topic(glst, wt_len[w], k_new, mask), k_new, one)
-                    else:
-                        nkw[w, k_old] -= 1
-                        nkw[w, k_new] += 1
-            for p in range(P):
-                for k in range(K):
-                    nk[k] += nk_delta[p * K + k]
-            if sparse:
-                for p in prange(P, schedule="static", chunksize=1, num_threads=threads):
-                    _refresh_counts(snap_wt, snap_len, &wt_entries[0], &wt_ptr[0], &wt_len[0],
-                                    &nkw[0, 0], K, bits, p * V // P, (p + 1) * V // P)
-        free(nk_delta)
-    for c in range(C):
-        free(c_wt[c]); free(c_len[c])
-    free(c_wt); free(c_len); free(c_nk)
-    free(z_old)
-    free(gens)
-    free(snap_wt); free(snap_len); free(snap_nk); free(snap_nkw)
+            fallbacks = _sweep_chunks(&sw, &ws, &shared)
+    finally:
+        _workspace_free(&ws)
     return fallbacks
 
 
@@ -787,34 +1021,93 @@ def init_topics(const int64_t[::1] doc_ptr,   # IN  (D + 1)
                 nk[k] += 1
 
 
-cdef void _fold_in_doc(int64_t tok_begin, int64_t tok_end, const int32_t* words,
-                       int64_t held_begin, int64_t held_end, const int32_t* held_words,
-                       const double* weights, const double* acum, const double* phi,
-                       const double* alpha, Py_ssize_t K, int n_sweeps, int n_burn,
-                       int32_t* zbuf, int32_t* nd, int32_t* dt, int32_t* dt_pos, double* buf,
-                       int64_t* kept, double* out, bitgen_t* gen) noexcept nogil:
-    cdef Py_ssize_t k
-    cdef int64_t j
+# ---------------------------------------------------------------- fold-in of test documents
+
+cdef struct FoldIn:
+    # what the fold-in of every test document reads, and where it writes
+    const int64_t* obs_ptr      # (D + 1) observed-token offsets
+    const int32_t* obs_words    # observed tokens
+    const int64_t* held_ptr     # (D + 1) held-out entry offsets
+    const int32_t* held_words   # held-out word ids
+    const double* weights       # (V, K) sampling weights
+    const double* acum          # (V) alpha-bucket totals, or NULL (a prior per document)
+    const double* phi           # (V, K) topic-word probabilities
+    const double* alpha         # (1 or D, K)
+    bint per_doc_alpha
+    Py_ssize_t K
+    int n_sweeps
+    int n_burn
+    double* out                 # (held entries) predictive p(w | doc)
+
+
+cdef struct FoldScratch:
+    # the buffers of one thread
+    int32_t* zbuf               # (longest observed document) topics
+    int32_t* nd                 # (K) n_dk
+    int32_t* dt                 # (K) topics present
+    int32_t* dt_pos             # (K)
+    double* buf                 # (K) draw weights, then theta-hat
+    int64_t* kept               # (K) n_dk summed over the kept sweeps
+
+
+cdef void _fold_in_doc(const FoldIn* f, FoldScratch* s, Py_ssize_t d,
+                       bitgen_t* gen) noexcept nogil:
+    """Sample document d on its observed tokens, then p(w | d) of its held-out entries."""
+    cdef Py_ssize_t k, K = f.K
+    cdef int64_t j, tok_begin = f.obs_ptr[d], tok_end = f.obs_ptr[d + 1]
+    cdef const double* alpha = f.alpha + (d * K if f.per_doc_alpha else 0)
     cdef double alpha_sum = 0.0, denom, acc
-    cdef int n_kept = n_sweeps - n_burn
+    cdef int n_kept = f.n_sweeps - f.n_burn
     for k in range(K):
-        kept[k] = 0
+        s.kept[k] = 0
         alpha_sum += alpha[k]
-    sample_document(tok_begin, tok_end, words, weights, acum, alpha, K, n_sweeps, n_burn,
-                    zbuf, nd, dt, dt_pos, buf, NULL, kept, gen)
+    sample_document(tok_begin, tok_end, f.obs_words, f.weights, f.acum, alpha, K, f.n_sweeps,
+                    f.n_burn, s.zbuf, s.nd, s.dt, s.dt_pos, s.buf, NULL, s.kept, gen)
     denom = (tok_end - tok_begin) + alpha_sum
     for k in range(K):
         # theta-hat: mean over kept sweeps of (n_dk + alpha_k) / (N_obs + alpha_sum); the
         # final state when no sweep is kept
         if n_kept > 0:
-            buf[k] = (kept[k] / <double> n_kept + alpha[k]) / denom
+            s.buf[k] = (s.kept[k] / <double> n_kept + alpha[k]) / denom
         else:
-            buf[k] = (nd[k] + alpha[k]) / denom
-    for j in range(held_begin, held_end):
+            s.buf[k] = (s.nd[k] + alpha[k]) / denom
+    for j in range(f.held_ptr[d], f.held_ptr[d + 1]):
         acc = 0.0
         for k in range(K):
-            acc = acc + buf[k] * phi[held_words[j] * K + k]
-        out[j] = acc
+            acc = acc + s.buf[k] * f.phi[f.held_words[j] * K + k]
+        f.out[j] = acc
+
+
+cdef void _fold_scratch_free(FoldScratch* scratch, int threads) noexcept nogil:
+    cdef int t
+    if scratch == NULL:
+        return
+    for t in range(threads):
+        free(scratch[t].zbuf)
+        free(scratch[t].nd)
+        free(scratch[t].dt)
+        free(scratch[t].dt_pos)
+        free(scratch[t].buf)
+        free(scratch[t].kept)
+    free(scratch)
+
+
+cdef FoldScratch* _fold_scratch(int threads, Py_ssize_t max_len, Py_ssize_t K) except NULL:
+    """The buffers of every thread (all freed again when one allocation fails)."""
+    cdef FoldScratch* scratch = <FoldScratch*> _alloc(threads, sizeof(FoldScratch), True)
+    cdef int t
+    try:
+        for t in range(threads):
+            scratch[t].zbuf = <int32_t*> _alloc(max_len, sizeof(int32_t))
+            scratch[t].nd = <int32_t*> _alloc(K, sizeof(int32_t))
+            scratch[t].dt = <int32_t*> _alloc(K, sizeof(int32_t))
+            scratch[t].dt_pos = <int32_t*> _alloc(K, sizeof(int32_t))
+            scratch[t].buf = <double*> _alloc(K, sizeof(double))
+            scratch[t].kept = <int64_t*> _alloc(K, sizeof(int64_t))
+    except MemoryError:
+        _fold_scratch_free(scratch, threads)
+        raise
+    return scratch
 
 
 def fold_in_heldout(const int64_t[::1] obs_ptr,     # IN  (D + 1) observed-token offsets
@@ -840,15 +1133,11 @@ def fold_in_heldout(const int64_t[::1] obs_ptr,     # IN  (D + 1) observed-token
     cdef Py_ssize_t D = obs_ptr.shape[0] - 1, K = phi.shape[1], V = phi.shape[0]
     cdef Py_ssize_t C = chunk_bounds.shape[0] - 1
     cdef Py_ssize_t c, d, max_len = 1
-    cdef bint per_doc_alpha = alpha.shape[0] > 1
-    cdef bitgen_t** gens
-    cdef int32_t* zbuf
-    cdef int32_t* nd
-    cdef int32_t* dt
-    cdef int32_t* dt_pos
-    cdef double* buf
-    cdef int64_t* kept
+    cdef FoldIn f
+    cdef bitgen_t** gens = NULL
+    cdef FoldScratch* scratch = NULL
     cdef double* acum = NULL
+    cdef int tid
     if len(streams) != C:
         raise ValueError(f"{C} chunks need {C} streams, got {len(streams)}")
     for d in range(D):
@@ -856,29 +1145,36 @@ def fold_in_heldout(const int64_t[::1] obs_ptr,     # IN  (D + 1) observed-token
             max_len = obs_ptr[d + 1] - obs_ptr[d]
     if threads < 1:
         threads = 1
-    gens = <bitgen_t**> malloc((C if C > 0 else 1) * sizeof(bitgen_t*))
-    for c in range(C):
-        gens[c] = bitgen_of(streams[c])
-    if not per_doc_alpha:
-        acum = <double*> malloc((V + 1) * sizeof(double))
-    with nogil:
-        if acum != NULL:
-            alpha_buckets(&weights[0, 0], &alpha[0, 0], V, K, acum)
-        with parallel(num_threads=threads):
-            zbuf = <int32_t*> malloc(max_len * sizeof(int32_t))
-            nd = <int32_t*> malloc(K * sizeof(int32_t))
-            dt = <int32_t*> malloc(K * sizeof(int32_t))
-            dt_pos = <int32_t*> malloc(K * sizeof(int32_t))
-            buf = <double*> malloc(K * sizeof(double))
-            kept = <int64_t*> malloc(K * sizeof(int64_t))
-            for c in prange(C, schedule="dynamic", chunksize=1):
-                for d in range(chunk_bounds[c], chunk_bounds[c + 1]):
-                    if held_ptr[d + 1] == held_ptr[d]:
-                        continue
-                    _fold_in_doc(obs_ptr[d], obs_ptr[d + 1], &obs_words[0], held_ptr[d],
-                                 held_ptr[d + 1], &held_words[0], &weights[0, 0], acum,
-                                 &phi[0, 0], &alpha[d if per_doc_alpha else 0, 0], K, n_sweeps,
-                                 n_burn, zbuf, nd, dt, dt_pos, buf, kept, &out[0], gens[c])
-            free(zbuf); free(nd); free(dt); free(dt_pos); free(buf); free(kept)
-    free(acum)
-    free(gens)
+    f.obs_ptr = &obs_ptr[0]
+    f.obs_words = &obs_words[0] if obs_words.shape[0] > 0 else NULL
+    f.held_ptr = &held_ptr[0]
+    f.held_words = &held_words[0] if held_words.shape[0] > 0 else NULL
+    f.weights = &weights[0, 0]
+    f.phi = &phi[0, 0]
+    f.alpha = &alpha[0, 0]
+    f.per_doc_alpha = alpha.shape[0] > 1
+    f.K = K
+    f.n_sweeps = n_sweeps
+    f.n_burn = n_burn
+    f.out = &out[0] if out.shape[0] > 0 else NULL
+    try:
+        gens = <bitgen_t**> _alloc(C, sizeof(bitgen_t*))
+        for c in range(C):
+            gens[c] = bitgen_of(streams[c])
+        if not f.per_doc_alpha:
+            acum = <double*> _alloc(V + 1, sizeof(double))
+        f.acum = acum
+        scratch = _fold_scratch(threads, max_len, K)
+        with nogil:
+            if acum != NULL:
+                alpha_buckets(f.weights, f.alpha, V, K, acum)
+            with parallel(num_threads=threads):
+                tid = threadid()
+                for c in prange(C, schedule="dynamic", chunksize=1):
+                    for d in range(chunk_bounds[c], chunk_bounds[c + 1]):
+                        if held_ptr[d + 1] != held_ptr[d]:
+                            _fold_in_doc(&f, &scratch[tid], d, gens[c])
+    finally:
+        _fold_scratch_free(scratch, threads)
+        free(acum)
+        free(gens)

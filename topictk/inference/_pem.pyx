@@ -25,16 +25,18 @@ Per document it returns the particle's objective term (§10.3, at mu optimal for
         + sum_k lnG(gamma_dk) - lnG(gamma_d.)
 
 and, optionally, the sufficient statistics SS_wk += n_dw mu_dwk. Documents are processed in
-parallel (no randomness); the statistics are added in CSR entry order with the words split
-between threads by w mod P, so every number is independent of the thread count.
+parallel (no randomness); the statistics are then recomputed from every document's final
+Elogtheta and added in CSR entry order with the words split between threads by w mod P
+(``topictk/_cy/estep.pxd``, shared with VB), so every number is independent of the thread count.
 Equivalent to ``tests/reference/pem.py::e_step_tempered``.
 """
 cimport cython
-from cython.parallel cimport parallel, prange
+from cython.parallel cimport prange
 from libc.math cimport exp, fabs, log
 from libc.stdint cimport int32_t, int64_t
 from libc.stdlib cimport free, malloc
 
+from topictk._cy.estep cimport DocRow, EStepRun, alpha_term, run_e_step, set_outputs
 from topictk._cy.special cimport digamma, lngamma
 
 # below this Z a pair is recomputed in log space (see the module docstring)
@@ -98,76 +100,148 @@ cdef inline (double, bint) _pair(const double* A, const double* w, const double*
     return smax + log(total), False
 
 
-cdef int _doc_estep(Py_ssize_t n_pairs, const int32_t* ids, const int32_t* cts,
-                    const double* W, const double* LW, const double* shift,
-                    const double* alpha, double alpha_term, Py_ssize_t K, double temperature,
-                    double* gamma, bint warm, double tol, int max_iter, double* elog,
-                    double* A, double* acc, double* direct, double* mu,
-                    double* bound) noexcept nogil:
-    """Tempered E-step of one document (gamma in place); returns the number of gamma updates.
-    ``bound`` (may be NULL) receives l_d; on return ``elog`` holds Elogtheta of the final
-    gamma."""
-    cdef Py_ssize_t j, k, kk
-    cdef double n_d = 0.0, z, f, g, delta, m, l, total
+cdef struct PEMModel:
+    # what the tempered E-step of a document reads besides the document
+    const double* W             # (V_b, K) exp(LW) (unused at T = 0)
+    const double* LW            # (V_b, K) (ln phi - m_w) / T (T = 0: ln phi - m_w)
+    const double* shift         # (V_b) m_w
+    const double* alpha         # (K)
+    double alpha_term           # lnGamma(alpha.) - sum_k lnGamma(alpha_k)
+    Py_ssize_t K
+    double temperature
+    double tol
+    # per-thread work: elog, A, acc, direct, mu (K each)
+
+
+cdef inline void _responsibility_pass(const PEMModel* pm, const DocRow* doc, const double* elog,
+                                      const double* A, double m, double* acc, double* direct,
+                                      double* mu) noexcept nogil:
+    """sum_w n_dw mu_dwk for the current Elogtheta, split into acc (fast pairs: mu = A W / Z,
+    so the sum is A_k acc_k) and direct (hard assignment and pairs done in log space)."""
+    cdef Py_ssize_t j, k, kk, K = pm.K
+    cdef double z, f
     cdef const double* w
-    cdef int it = 0
-    cdef bint hard = temperature <= 0.0
-    cdef bint done = max_iter <= 0
     cdef bint fast
-    for j in range(n_pairs):
-        n_d += cts[j]
+    for k in range(K):
+        acc[k] = 0.0
+        direct[k] = 0.0
+    for j in range(doc.n_pairs):
+        if pm.temperature <= 0.0:
+            kk = _hard_topic(elog, pm.LW + doc.ids[j] * K, K)
+            direct[kk] = direct[kk] + doc.cts[j]
+            continue
+        w = pm.W + doc.ids[j] * K
+        z, fast = _pair(A, w, elog, m, pm.LW + doc.ids[j] * K, pm.temperature, K, mu)
+        if fast:
+            f = doc.cts[j] / z
+            for k in range(K):
+                acc[k] = acc[k] + f * w[k]
+        else:
+            for k in range(K):
+                direct[k] = direct[k] + doc.cts[j] * mu[k]
+
+
+cdef inline double _doc_bound(const PEMModel* pm, const DocRow* doc, const double* gamma,
+                              const double* elog, const double* A, double m,
+                              double* mu) noexcept nogil:
+    """The particle's objective term l_d of the document (module docstring)."""
+    cdef Py_ssize_t j, k, kk, K = pm.K
+    cdef double z, l = 0.0, total = 0.0
+    cdef bint fast
+    cdef int32_t w
+    for j in range(doc.n_pairs):
+        w = doc.ids[j]
+        if pm.temperature <= 0.0:
+            kk = _hard_topic(elog, pm.LW + w * K, K)
+            l += doc.cts[j] * (elog[kk] + pm.LW[w * K + kk] + pm.shift[w])
+        else:
+            z, fast = _pair(A, pm.W + w * K, elog, m, pm.LW + w * K, pm.temperature, K, mu)
+            if fast:
+                z = log(z)
+            l += doc.cts[j] * (pm.temperature * z + pm.shift[w] + m)
+    for k in range(K):
+        l += (pm.alpha[k] - gamma[k]) * elog[k] + lngamma(gamma[k])
+        total += gamma[k]
+    return l + pm.alpha_term - lngamma(total)
+
+
+cdef int _doc_estep(const void* model, const DocRow* doc, double* gamma, bint warm,
+                    int max_iter, double* work, double* stage, double* bound) noexcept nogil:
+    """Tempered E-step of one document (gamma in place), a
+    :data:`topictk._cy.estep.DocEStep`; returns the number of gamma updates. ``bound`` (l_d)
+    and ``stage`` (Elogtheta, K, for :func:`_doc_stats`) are for the final gamma; either may
+    be NULL."""
+    cdef const PEMModel* pm = <const PEMModel*> model
+    cdef Py_ssize_t j, k, K = pm.K
+    cdef double* elog = work
+    cdef double* A = work + K
+    cdef double* acc = work + 2 * K
+    cdef double* direct = work + 3 * K
+    cdef double* mu = work + 4 * K
+    cdef double n_d = 0.0, g, delta, m
+    cdef int it = 0
+    cdef bint done = max_iter <= 0
+    for j in range(doc.n_pairs):
+        n_d += doc.cts[j]
     if not warm:
         for k in range(K):
-            gamma[k] = alpha[k] + n_d / K
-    m = _theta(gamma, K, temperature, elog, A)
+            gamma[k] = pm.alpha[k] + n_d / K
+    m = _theta(gamma, K, pm.temperature, elog, A)
     while not done:
-        for k in range(K):
-            acc[k] = 0.0
-            direct[k] = 0.0
-        for j in range(n_pairs):
-            if hard:
-                kk = _hard_topic(elog, LW + ids[j] * K, K)
-                direct[kk] = direct[kk] + cts[j]
-                continue
-            w = W + ids[j] * K
-            z, fast = _pair(A, w, elog, m, LW + ids[j] * K, temperature, K, mu)
-            if fast:
-                f = cts[j] / z
-                for k in range(K):
-                    acc[k] = acc[k] + f * w[k]
-            else:
-                for k in range(K):
-                    direct[k] = direct[k] + cts[j] * mu[k]
+        _responsibility_pass(pm, doc, elog, A, m, acc, direct, mu)
         delta = 0.0
         for k in range(K):
-            if hard:
-                g = alpha[k] + direct[k]
+            if pm.temperature <= 0.0:
+                g = pm.alpha[k] + direct[k]
             else:
-                g = alpha[k] + A[k] * acc[k] + direct[k]
+                g = pm.alpha[k] + A[k] * acc[k] + direct[k]
             delta += fabs(g - gamma[k])
             gamma[k] = g
         delta /= K
-        m = _theta(gamma, K, temperature, elog, A)
+        m = _theta(gamma, K, pm.temperature, elog, A)
         it += 1
-        done = delta < tol or it >= max_iter
+        done = delta < pm.tol or it >= max_iter
     if bound != NULL:
-        l = 0.0
-        for j in range(n_pairs):
-            if hard:
-                kk = _hard_topic(elog, LW + ids[j] * K, K)
-                l += cts[j] * (elog[kk] + LW[ids[j] * K + kk] + shift[ids[j]])
-            else:
-                z, fast = _pair(A, W + ids[j] * K, elog, m, LW + ids[j] * K, temperature,
-                                K, mu)
-                if fast:
-                    z = log(z)
-                l += cts[j] * (temperature * z + shift[ids[j]] + m)
-        total = 0.0
+        bound[0] = _doc_bound(pm, doc, gamma, elog, A, m, mu)
+    if stage != NULL:
         for k in range(K):
-            l += (alpha[k] - gamma[k]) * elog[k] + lngamma(gamma[k])
-            total += gamma[k]
-        bound[0] = l + alpha_term - lngamma(total)
+            stage[k] = elog[k]
     return it
+
+
+cdef void _doc_stats(const void* model, const DocRow* doc, const double* elog, Py_ssize_t p,
+                     Py_ssize_t P, double* sstats, double* work) noexcept nogil:
+    """The :data:`topictk._cy.estep.DocStats` of the tempered E-step: n_dw mu_dwk of the
+    entries with w mod P = p, recomputed from the document's final Elogtheta (``elog``)."""
+    cdef const PEMModel* pm = <const PEMModel*> model
+    cdef Py_ssize_t j, k, kk, K = pm.K
+    cdef double* A = work
+    cdef double* mu = work + K
+    cdef double m = -1e308, z, f
+    cdef bint fast
+    cdef int32_t w
+    for k in range(K):
+        if elog[k] > m:
+            m = elog[k]
+    if pm.temperature > 0.0:
+        for k in range(K):
+            A[k] = exp((elog[k] - m) / pm.temperature)
+    for j in range(doc.n_pairs):
+        w = doc.ids[j]
+        if w % P != p:
+            continue
+        if pm.temperature <= 0.0:
+            kk = _hard_topic(elog, pm.LW + w * K, K)
+            sstats[w * K + kk] += doc.cts[j]
+            continue
+        z, fast = _pair(A, pm.W + w * K, elog, m, pm.LW + w * K, pm.temperature, K, mu)
+        if fast:
+            f = doc.cts[j] / z
+            for k in range(K):
+                sstats[w * K + k] += f * A[k] * pm.W[w * K + k]
+        else:
+            for k in range(K):
+                sstats[w * K + k] += doc.cts[j] * mu[k]
 
 
 def e_step_tempered(const int64_t[::1] indptr,       # IN  (D_b + 1) CSR row offsets
@@ -189,157 +263,53 @@ def e_step_tempered(const int64_t[::1] indptr,       # IN  (D_b + 1) CSR row off
 
     ``start``: 0 = cold (gamma_k = alpha_k + N_d/K), 1 = warm (from the given gamma), 2 = best:
     both are run and the document keeps the one with the higher l_d (warm on ties), as
-    :func:`topictk.inference._vb.e_step` does. Equivalent to
-    ``tests/reference/pem.py::e_step_tempered``.
+    :func:`topictk.inference._vb.e_step` does; the statistics are reduced as there too
+    (``topictk/_cy/estep.pxd``). Equivalent to ``tests/reference/pem.py::e_step_tempered``.
     """
     cdef Py_ssize_t D = indptr.shape[0] - 1, K = gamma.shape[1]
-    cdef Py_ssize_t V_b = logweights.shape[0]
-    cdef Py_ssize_t d, i, k, kk, p, P
-    cdef int64_t e
-    cdef int32_t w
-    cdef double alpha_term = 0.0, alpha_sum = 0.0, z, f, m
-    cdef bint hard = temperature <= 0.0
-    cdef double[:, ::1] ss_v
-    cdef double[::1] bound_v
-    cdef int32_t[::1] iter_v
-    cdef double* ss_ptr = NULL
-    cdef double* bound_ptr = NULL
-    cdef int32_t* iter_ptr = NULL
-    cdef double* e_buf = NULL
+    cdef Py_ssize_t V_b = logweights.shape[0], i
+    cdef EStepRun run
+    cdef PEMModel model
     cdef double* W = NULL
     cdef const double* LW
-    cdef double* elog
-    cdef double* A
-    cdef double* acc
-    cdef double* direct
-    cdef double* mu
-    cdef double* g2
-    cdef double l_warm, l_cold
-    cdef int it
-    cdef bint fast
-
     if not temperature >= 0.0:
         raise ValueError(f"temperature must be >= 0; got {temperature}")
     if gamma.shape[0] != D:
         raise ValueError(f"gamma has {gamma.shape[0]} rows for {D} documents")
     if logweights.shape[1] != K or alpha.shape[0] != K or shift.shape[0] != V_b:
         raise ValueError("logweights, shift, alpha and gamma disagree on K or the word count")
-    if start < 0 or start > 2:
-        raise ValueError("start must be 0 (cold), 1 (warm) or 2 (best)")
-    if sstats is not None:
-        ss_v = sstats
-        if ss_v.shape[0] != V_b or ss_v.shape[1] != K:
-            raise ValueError("sstats must be (V_b, K)")
-        if V_b > 0:
-            ss_ptr = &ss_v[0, 0]
-    if doc_bound is not None:
-        bound_v = doc_bound
-        if bound_v.shape[0] != D:
-            raise ValueError("doc_bound must have one entry per document")
-        if D > 0:
-            bound_ptr = &bound_v[0]
-    if iterations is not None:
-        iter_v = iterations
-        if iter_v.shape[0] != D:
-            raise ValueError("iterations must have one entry per document")
-        if D > 0:
-            iter_ptr = &iter_v[0]
+    run.D = D
+    run.K = K
+    run.start = start
+    run.max_iter = max_iter
+    run.threads = threads
+    run.wave_doubles = 0
+    run.work_doubles = 5 * K
+    run.stage_per_entry = 0
+    run.stage_per_doc = K
+    set_outputs(&run, sstats, doc_bound, iterations, V_b)
     if D == 0 or V_b == 0:
         return
-    for k in range(K):
-        alpha_term -= lngamma(alpha[k])
-        alpha_sum += alpha[k]
-    alpha_term += lngamma(alpha_sum)
-    if threads < 1:
-        threads = 1
-    P = threads
+    run.indptr = &indptr[0]
+    run.indices = &indices[0] if indices.shape[0] > 0 else NULL
+    run.counts = &counts[0] if counts.shape[0] > 0 else NULL
+    run.gamma = &gamma[0, 0]
     LW = &logweights[0, 0]
     W = <double*> malloc(V_b * K * sizeof(double))
     if W == NULL:
         raise MemoryError()
-    if ss_ptr != NULL:
-        # Elogtheta of the final gamma of every document, for the statistics pass
-        e_buf = <double*> malloc(D * K * sizeof(double))
-        if e_buf == NULL:
-            free(W)
-            raise MemoryError()
-
-    with nogil:
-        for i in prange(V_b * K, schedule="static", num_threads=threads):
-            W[i] = exp(LW[i]) if not hard else 0.0
-        with parallel(num_threads=threads):
-            elog = <double*> malloc(K * sizeof(double))
-            A = <double*> malloc(K * sizeof(double))
-            acc = <double*> malloc(K * sizeof(double))
-            direct = <double*> malloc(K * sizeof(double))
-            mu = <double*> malloc(K * sizeof(double))
-            g2 = <double*> malloc(K * sizeof(double))
-            for d in prange(D, schedule="dynamic", chunksize=4):
-                if start == 2:
-                    l_cold = 0.0
-                    l_warm = 0.0
-                    it = _doc_estep(indptr[d + 1] - indptr[d], &indices[indptr[d]],
-                                    &counts[indptr[d]], W, LW, &shift[0], &alpha[0], alpha_term,
-                                    K, temperature, g2, False, tol, max_iter, elog, A, acc,
-                                    direct, mu, &l_cold)
-                    it = it + _doc_estep(indptr[d + 1] - indptr[d], &indices[indptr[d]],
-                                         &counts[indptr[d]], W, LW, &shift[0], &alpha[0],
-                                         alpha_term, K, temperature, &gamma[d, 0], True, tol,
-                                         max_iter, elog, A, acc, direct, mu, &l_warm)
-                    if l_cold > l_warm:
-                        for k in range(K):
-                            gamma[d, k] = g2[k]
-                    # no update: the final quantities of the kept gamma
-                    _doc_estep(indptr[d + 1] - indptr[d], &indices[indptr[d]],
-                               &counts[indptr[d]], W, LW, &shift[0], &alpha[0], alpha_term, K,
-                               temperature, &gamma[d, 0], True, tol, 0, elog, A, acc, direct,
-                               mu, (bound_ptr + d) if bound_ptr != NULL else NULL)
-                else:
-                    it = _doc_estep(indptr[d + 1] - indptr[d], &indices[indptr[d]],
-                                    &counts[indptr[d]], W, LW, &shift[0], &alpha[0], alpha_term,
-                                    K, temperature, &gamma[d, 0], start == 1, tol, max_iter,
-                                    elog, A, acc, direct, mu,
-                                    (bound_ptr + d) if bound_ptr != NULL else NULL)
-                if e_buf != NULL:
-                    for k in range(K):
-                        e_buf[d * K + k] = elog[k]
-                if iter_ptr != NULL:
-                    iter_ptr[d] = it
-            free(elog); free(A); free(acc); free(direct); free(mu); free(g2)
-        if ss_ptr != NULL:
-            # ordered reduction: every (w, k) receives its terms in entry (document) order
-            with parallel(num_threads=threads):
-                A = <double*> malloc(K * sizeof(double))
-                mu = <double*> malloc(K * sizeof(double))
-                for p in prange(P, schedule="static", chunksize=1):
-                    for d in range(D):
-                        if indptr[d + 1] == indptr[d]:
-                            continue
-                        m = -1e308
-                        for k in range(K):
-                            if e_buf[d * K + k] > m:
-                                m = e_buf[d * K + k]
-                        if not hard:
-                            for k in range(K):
-                                A[k] = exp((e_buf[d * K + k] - m) / temperature)
-                        for e in range(indptr[d], indptr[d + 1]):
-                            w = indices[e]
-                            if w % P != p:
-                                continue
-                            if hard:
-                                kk = _hard_topic(e_buf + d * K, LW + w * K, K)
-                                ss_ptr[w * K + kk] += counts[e]
-                                continue
-                            z, fast = _pair(A, W + w * K, e_buf + d * K, m, LW + w * K,
-                                            temperature, K, mu)
-                            if fast:
-                                f = counts[e] / z
-                                for k in range(K):
-                                    ss_ptr[w * K + k] += f * A[k] * W[w * K + k]
-                            else:
-                                for k in range(K):
-                                    ss_ptr[w * K + k] += counts[e] * mu[k]
-                free(A); free(mu)
-    free(W)
-    if e_buf != NULL:
-        free(e_buf)
+    try:
+        with nogil:
+            for i in prange(V_b * K, schedule="static", num_threads=run.threads):
+                W[i] = exp(LW[i]) if temperature > 0.0 else 0.0
+        model.W = W
+        model.LW = LW
+        model.shift = &shift[0]
+        model.alpha = &alpha[0]
+        model.alpha_term = alpha_term(model.alpha, K)
+        model.K = K
+        model.temperature = temperature
+        model.tol = tol
+        run_e_step(&run, _doc_estep, _doc_stats, &model)
+    finally:
+        free(W)

@@ -18,13 +18,16 @@ cimport cython
 from cython.parallel cimport parallel, prange
 from libc.math cimport exp, fabs, log
 from libc.stdint cimport int32_t, int64_t
-from libc.stdlib cimport free, malloc
 
+from topictk._cy.estep cimport (
+    DocRow,
+    EStepRun,
+    alpha_term,
+    longest_row,
+    run_e_step,
+    set_outputs,
+)
 from topictk._cy.special cimport digamma, lngamma
-
-# Sufficient statistics are staged per document (M_d x K doubles) before the ordered
-# reduction; a wave of documents uses at most this many doubles (plus one document).
-cdef Py_ssize_t WAVE_DOUBLES = 1 << 21
 
 
 def expected_log_topics(const double[:, ::1] lam,      # IN  (V, K) lambda (or lam_tilde)
@@ -121,96 +124,141 @@ cdef inline double _dot(const double* a, const double* b, Py_ssize_t K) noexcept
     return (s0 + s1) + (s2 + s3)
 
 
-cdef int _doc_estep(Py_ssize_t n_pairs, const int32_t* ids, const int32_t* cts,
-                    const double* B, const double* shift, const double* alpha,
-                    double alpha_term, Py_ssize_t K, double* gamma, bint warm, double tol,
-                    int max_iter, double* elog, double* A, double* acc, double* Z,
-                    double* out_ss, double* bound) noexcept nogil:
-    """E-step of one document (§3.2); returns the number of gamma updates made.
+cdef struct VBModel:
+    # what the E-step of a document reads besides the document
+    const double* B             # (V_b, K) exp(Elogphi - shift)
+    const double* shift         # (V_b) max_k Elogphi
+    const double* alpha         # (K)
+    double alpha_term           # lnGamma(alpha.) - sum_k lnGamma(alpha_k)
+    Py_ssize_t K
+    double tol
+    # per-thread work: elog, A, acc (K each), then Z (longest document)
 
-    ``out_ss`` (n_pairs x K, may be NULL) receives n_dw mu_dwk; ``bound`` (may be NULL) the
-    document's ELBO term l_d, both for the final gamma.
-    """
-    cdef Py_ssize_t j, k
-    cdef double n_d = 0.0, z, z1, z2, z3, f, f1, f2, f3, g, delta, m, l, total
+
+cdef inline void _gamma_pass(const double* A, const double* B, const int32_t* ids,
+                             const int32_t* cts, Py_ssize_t n_pairs, Py_ssize_t K,
+                             double* acc, double* Z) noexcept nogil:
+    """Z_j = sum_k A_k B_wjk and acc_k = sum_j n_dwj B_wjk / Z_j, four words at a time (one
+    pass over A and acc for four words), the rest one by one."""
+    cdef Py_ssize_t j = 0, k
+    cdef double z, z1, z2, z3, f, f1, f2, f3
     cdef const double* b
     cdef const double* b1
     cdef const double* b2
     cdef const double* b3
-    cdef int it = 0
-    cdef bint done = max_iter <= 0
-    for j in range(n_pairs):
-        n_d += cts[j]
-    if not warm:
+    for k in range(K):
+        acc[k] = 0.0
+    while j + 4 <= n_pairs:
+        b = B + ids[j] * K
+        b1 = B + ids[j + 1] * K
+        b2 = B + ids[j + 2] * K
+        b3 = B + ids[j + 3] * K
+        z = 0.0
+        z1 = 0.0
+        z2 = 0.0
+        z3 = 0.0
         for k in range(K):
-            gamma[k] = alpha[k] + n_d / K
-    m = _expelog_theta(gamma, K, elog, A)
-    while True:
-        if done:
-            for j in range(n_pairs):
-                Z[j] = _dot(A, B + ids[j] * K, K)
-            break
+            z = z + A[k] * b[k]
+            z1 = z1 + A[k] * b1[k]
+            z2 = z2 + A[k] * b2[k]
+            z3 = z3 + A[k] * b3[k]
+        Z[j] = z
+        Z[j + 1] = z1
+        Z[j + 2] = z2
+        Z[j + 3] = z3
+        f = cts[j] / z
+        f1 = cts[j + 1] / z1
+        f2 = cts[j + 2] / z2
+        f3 = cts[j + 3] / z3
         for k in range(K):
-            acc[k] = 0.0
-        j = 0
-        while j + 4 <= n_pairs:         # four words at a time: one pass over A and acc
-            b = B + ids[j] * K
-            b1 = B + ids[j + 1] * K
-            b2 = B + ids[j + 2] * K
-            b3 = B + ids[j + 3] * K
-            z = 0.0
-            z1 = 0.0
-            z2 = 0.0
-            z3 = 0.0
-            for k in range(K):
-                z = z + A[k] * b[k]
-                z1 = z1 + A[k] * b1[k]
-                z2 = z2 + A[k] * b2[k]
-                z3 = z3 + A[k] * b3[k]
-            Z[j] = z
-            Z[j + 1] = z1
-            Z[j + 2] = z2
-            Z[j + 3] = z3
-            f = cts[j] / z
-            f1 = cts[j + 1] / z1
-            f2 = cts[j + 2] / z2
-            f3 = cts[j + 3] / z3
-            for k in range(K):
-                acc[k] = acc[k] + ((f * b[k] + f1 * b1[k]) + (f2 * b2[k] + f3 * b3[k]))
-            j += 4
-        while j < n_pairs:
-            b = B + ids[j] * K
-            z = _dot(A, b, K)
-            Z[j] = z
-            f = cts[j] / z
-            for k in range(K):
-                acc[k] = acc[k] + f * b[k]
-            j += 1
-        delta = 0.0
+            acc[k] = acc[k] + ((f * b[k] + f1 * b1[k]) + (f2 * b2[k] + f3 * b3[k]))
+        j += 4
+    while j < n_pairs:
+        b = B + ids[j] * K
+        z = _dot(A, b, K)
+        Z[j] = z
+        f = cts[j] / z
         for k in range(K):
-            g = alpha[k] + A[k] * acc[k]
-            delta += fabs(g - gamma[k])
-            gamma[k] = g
-        delta /= K
-        m = _expelog_theta(gamma, K, elog, A)
-        it += 1
-        done = delta < tol or it >= max_iter
+            acc[k] = acc[k] + f * b[k]
+        j += 1
+
+
+cdef inline void _doc_outputs(const VBModel* m, const DocRow* doc, const double* gamma,
+                              const double* elog, const double* A, double shift_theta,
+                              const double* Z, double* out_ss, double* bound) noexcept nogil:
+    """n_dw mu_dwk of every entry (``out_ss``) and the document's ELBO term l_d (``bound``),
+    either may be NULL; ``shift_theta`` = max_k Elogtheta_k."""
+    cdef Py_ssize_t j, k, K = m.K
+    cdef double f, l, total
+    cdef const double* b
     if out_ss != NULL:
-        for j in range(n_pairs):
-            b = B + ids[j] * K
-            f = cts[j] / Z[j]
+        for j in range(doc.n_pairs):
+            b = m.B + doc.ids[j] * K
+            f = doc.cts[j] / Z[j]
             for k in range(K):
                 out_ss[j * K + k] = f * A[k] * b[k]
     if bound != NULL:
         l = 0.0
-        for j in range(n_pairs):
-            l += cts[j] * (log(Z[j]) + shift[ids[j]] + m)
+        for j in range(doc.n_pairs):
+            l += doc.cts[j] * (log(Z[j]) + m.shift[doc.ids[j]] + shift_theta)
         total = 0.0
         for k in range(K):
-            l += (alpha[k] - gamma[k]) * elog[k] + lngamma(gamma[k])
+            l += (m.alpha[k] - gamma[k]) * elog[k] + lngamma(gamma[k])
             total += gamma[k]
-        bound[0] = l + alpha_term - lngamma(total)
+        bound[0] = l + m.alpha_term - lngamma(total)
+
+
+cdef int _doc_estep(const void* model, const DocRow* doc, double* gamma, bint warm,
+                    int max_iter, double* work, double* stage, double* bound) noexcept nogil:
+    """E-step of one document (§3.2), a :data:`topictk._cy.estep.DocEStep`; returns the number
+    of gamma updates made. ``stage`` (n_pairs x K: n_dw mu_dwk of every entry) and ``bound``
+    (l_d) are for the final gamma; either may be NULL."""
+    cdef const VBModel* m = <const VBModel*> model
+    cdef Py_ssize_t j, k, K = m.K, n_pairs = doc.n_pairs
+    cdef double* elog = work
+    cdef double* A = work + K
+    cdef double* acc = work + 2 * K
+    cdef double* Z = work + 3 * K
+    cdef double n_d = 0.0, g, delta, shift_theta
+    cdef int it = 0
+    cdef bint done = max_iter <= 0
+    for j in range(n_pairs):
+        n_d += doc.cts[j]
+    if not warm:
+        for k in range(K):
+            gamma[k] = m.alpha[k] + n_d / K
+    shift_theta = _expelog_theta(gamma, K, elog, A)
+    while True:
+        if done:
+            for j in range(n_pairs):
+                Z[j] = _dot(A, m.B + doc.ids[j] * K, K)
+            break
+        _gamma_pass(A, m.B, doc.ids, doc.cts, n_pairs, K, acc, Z)
+        delta = 0.0
+        for k in range(K):
+            g = m.alpha[k] + A[k] * acc[k]
+            delta += fabs(g - gamma[k])
+            gamma[k] = g
+        delta /= K
+        shift_theta = _expelog_theta(gamma, K, elog, A)
+        it += 1
+        done = delta < m.tol or it >= max_iter
+    _doc_outputs(m, doc, gamma, elog, A, shift_theta, Z, stage, bound)
     return it
+
+
+cdef void _doc_stats(const void* model, const DocRow* doc, const double* stage, Py_ssize_t p,
+                     Py_ssize_t P, double* sstats, double* work) noexcept nogil:
+    """The :data:`topictk._cy.estep.DocStats` of VB: the staged terms of the entries with
+    w mod P = p."""
+    cdef Py_ssize_t j, k, K = (<const VBModel*> model).K
+    cdef int32_t w
+    for j in range(doc.n_pairs):
+        w = doc.ids[j]
+        if w % P != p:
+            continue
+        for k in range(K):
+            sstats[w * K + k] += stage[j * K + k]
 
 
 def e_step(const int64_t[::1] indptr,      # IN  (D_b + 1) CSR row offsets
@@ -235,136 +283,42 @@ def e_step(const int64_t[::1] indptr,      # IN  (D_b + 1) CSR row offsets
     can only increase, as with warm starts, yet a document can leave a poor earlier fixed
     point, as with cold starts).
 
-    Sufficient statistics are staged per document and added into ``sstats`` in CSR entry order
+    Sufficient statistics are staged per CSR entry and added into ``sstats`` in entry order
     (document order), with the words split between threads by w mod P, so the sums are
-    bitwise independent of the thread count. Equivalent to ``tests/reference/vb.py::e_step``.
+    bitwise independent of the thread count (``topictk/_cy/estep.pxd``).
+    Equivalent to ``tests/reference/vb.py::e_step``.
     """
     cdef Py_ssize_t D = indptr.shape[0] - 1, K = gamma.shape[1]
     cdef Py_ssize_t V_b = expelog.shape[0]
-    cdef Py_ssize_t d, d0, d1, j, k, p, P, max_pairs = 1, budget
-    cdef int64_t e, e0, e1
-    cdef int32_t w
-    cdef double alpha_term = 0.0, alpha_sum = 0.0
-    cdef double[:, ::1] ss_v
-    cdef double[::1] bound_v
-    cdef int32_t[::1] iter_v
-    cdef double* ss_ptr = NULL
-    cdef double* bound_ptr = NULL
-    cdef int32_t* iter_ptr = NULL
-    cdef double* buf = NULL
-    cdef double* elog
-    cdef double* A
-    cdef double* acc
-    cdef double* Z
-    cdef double* g2
-    cdef double l_warm, l_cold
-    cdef int it
-
+    cdef EStepRun run
+    cdef VBModel model
     if gamma.shape[0] != D:
         raise ValueError(f"gamma has {gamma.shape[0]} rows for {D} documents")
     if expelog.shape[1] != K or alpha.shape[0] != K or shift.shape[0] != V_b:
         raise ValueError("expelog, shift, alpha and gamma disagree on K or the word count")
-    if sstats is not None:
-        ss_v = sstats
-        if ss_v.shape[0] != V_b or ss_v.shape[1] != K:
-            raise ValueError("sstats must be (V_b, K)")
-        if V_b > 0:
-            ss_ptr = &ss_v[0, 0]
-    if doc_bound is not None:
-        bound_v = doc_bound
-        if bound_v.shape[0] != D:
-            raise ValueError("doc_bound must have one entry per document")
-        if D > 0:
-            bound_ptr = &bound_v[0]
-    if iterations is not None:
-        iter_v = iterations
-        if iter_v.shape[0] != D:
-            raise ValueError("iterations must have one entry per document")
-        if D > 0:
-            iter_ptr = &iter_v[0]
+    run.D = D
+    run.K = K
+    run.start = start
+    run.max_iter = max_iter
+    run.threads = threads
+    run.wave_doubles = wave_doubles
+    set_outputs(&run, sstats, doc_bound, iterations, V_b)
     if D == 0:
         return
-    for k in range(K):
-        alpha_term -= lngamma(alpha[k])
-        alpha_sum += alpha[k]
-    alpha_term += lngamma(alpha_sum)
-    for d in range(D):
-        if indptr[d + 1] - indptr[d] > max_pairs:
-            max_pairs = indptr[d + 1] - indptr[d]
-    if start < 0 or start > 2:
-        raise ValueError("start must be 0 (cold), 1 (warm) or 2 (best)")
-    if threads < 1:
-        threads = 1
-    P = threads
-    budget = (wave_doubles if wave_doubles > 0 else WAVE_DOUBLES) // K
-    if budget < max_pairs:
-        budget = max_pairs
-    if ss_ptr != NULL:
-        buf = <double*> malloc(budget * K * sizeof(double))
-        if buf == NULL:
-            raise MemoryError()
-
-    with nogil:
-        d0 = 0
-        while d0 < D:
-            # a wave: consecutive documents whose staged statistics fit in the buffer
-            d1 = d0 + 1
-            if ss_ptr != NULL:
-                while d1 < D and indptr[d1 + 1] - indptr[d0] <= budget:
-                    d1 += 1
-            else:
-                d1 = D
-            e0 = indptr[d0]
-            e1 = indptr[d1]
-            with parallel(num_threads=threads):
-                elog = <double*> malloc(K * sizeof(double))
-                A = <double*> malloc(K * sizeof(double))
-                acc = <double*> malloc(K * sizeof(double))
-                Z = <double*> malloc(max_pairs * sizeof(double))
-                g2 = <double*> malloc(K * sizeof(double))
-                for d in prange(d0, d1, schedule="dynamic", chunksize=4):
-                    if start == 2:
-                        # cold run in g2, warm run in place; keep the better, then stage it
-                        l_cold = 0.0
-                        l_warm = 0.0
-                        it = _doc_estep(indptr[d + 1] - indptr[d], &indices[indptr[d]],
-                                        &counts[indptr[d]], &expelog[0, 0], &shift[0],
-                                        &alpha[0], alpha_term, K, g2, False, tol, max_iter,
-                                        elog, A, acc, Z, NULL, &l_cold)
-                        it = it + _doc_estep(indptr[d + 1] - indptr[d], &indices[indptr[d]],
-                                             &counts[indptr[d]], &expelog[0, 0], &shift[0],
-                                             &alpha[0], alpha_term, K, &gamma[d, 0], True, tol,
-                                             max_iter, elog, A, acc, Z, NULL, &l_warm)
-                        if l_cold > l_warm:
-                            for k in range(K):
-                                gamma[d, k] = g2[k]
-                        _doc_estep(indptr[d + 1] - indptr[d], &indices[indptr[d]],
-                                   &counts[indptr[d]], &expelog[0, 0], &shift[0], &alpha[0],
-                                   alpha_term, K, &gamma[d, 0], True, tol, 0, elog, A, acc, Z,
-                                   (buf + (indptr[d] - e0) * K) if buf != NULL else NULL,
-                                   (bound_ptr + d) if bound_ptr != NULL else NULL)
-                    else:
-                        it = _doc_estep(indptr[d + 1] - indptr[d], &indices[indptr[d]],
-                                        &counts[indptr[d]], &expelog[0, 0], &shift[0],
-                                        &alpha[0], alpha_term, K, &gamma[d, 0], start == 1, tol,
-                                        max_iter, elog, A, acc, Z,
-                                        (buf + (indptr[d] - e0) * K) if buf != NULL else NULL,
-                                        (bound_ptr + d) if bound_ptr != NULL else NULL)
-                    if iter_ptr != NULL:
-                        iter_ptr[d] = it
-                free(elog); free(A); free(acc); free(Z); free(g2)
-            if ss_ptr != NULL:
-                # ordered reduction: every (w, k) receives its terms in entry order
-                for p in prange(P, schedule="static", chunksize=1, num_threads=threads):
-                    for e in range(e0, e1):
-                        w = indices[e]
-                        if w % P != p:
-                            continue
-                        for k in range(K):
-                            ss_ptr[w * K + k] += buf[(e - e0) * K + k]
-            d0 = d1
-    if buf != NULL:
-        free(buf)
+    run.indptr = &indptr[0]
+    run.indices = &indices[0] if indices.shape[0] > 0 else NULL
+    run.counts = &counts[0] if counts.shape[0] > 0 else NULL
+    run.gamma = &gamma[0, 0]
+    run.work_doubles = 3 * K + longest_row(run.indptr, D)
+    run.stage_per_entry = K
+    run.stage_per_doc = 0
+    model.B = &expelog[0, 0] if V_b > 0 else NULL
+    model.shift = &shift[0] if V_b > 0 else NULL
+    model.alpha = &alpha[0]
+    model.alpha_term = alpha_term(model.alpha, K)
+    model.K = K
+    model.tol = tol
+    run_e_step(&run, _doc_estep, _doc_stats, &model)
 
 
 def mixture_probabilities(const int64_t[::1] indptr,    # IN  (D + 1) CSR offsets

@@ -51,9 +51,6 @@ log = logging.getLogger("topictk")
 
 FLOOR = 1e-300
 CHAIN_PASS = 2**30        # eval-stream pass index offset of the persistent test chain
-_NO_I64 = np.zeros(0, dtype=np.int64)
-_NO_I32 = np.zeros(0, dtype=np.int32)
-_NO_F64 = np.zeros(0, dtype=np.float64)
 
 
 # --------------------------------------------------------------------------- helpers
@@ -397,10 +394,9 @@ class DLDADriver(Driver):
         total = np.zeros((D, K1))
         for it in range(1, sweeps + 1):
             # one iteration per call; the call numbers it 1, so pc_start 1 = on, 2 = off
-            _dlda.local_chains(indptr, indices, counts, flat, self.sizes, state.r, self.hyper,
-                               theta, c, 1, 1, 1 if it >= pc_from else 2, _NO_I64, _NO_F64,
-                               _NO_I64, _NO_I32, _NO_F64, _NO_F64, 0, 1, bounds, gens,
-                               int(threads))
+            _dlda.infer_chains(indptr, indices, counts, flat, self.sizes, state.r, self.hyper,
+                               theta, c, n_iter=1, pc_start=1 if it >= pc_from else 2,
+                               chunk_bounds=bounds, streams=gens, threads=int(threads))
             if it > burn_in:
                 first = theta[:, :K1]
                 total += first / first.sum(axis=1, keepdims=True)
@@ -416,20 +412,21 @@ class DLDADriver(Driver):
         indptr, indices, counts = docs
         bounds = chunk_bounds_by_docs(indptr.size - 1, chunk_docs)
         streams = [self.streams.derived(chunk_keys(ch)) for ch in range(bounds.size - 1)]
-        held_ptr, held_idx = (_NO_I64, _NO_I32) if held is None else held
-        fb, fl = _dlda.local_chains(
-            np.ascontiguousarray(indptr, dtype=np.int64),
-            np.ascontiguousarray(indices, dtype=np.int32),
-            np.ascontiguousarray(counts, dtype=np.int32),
-            state.flat_phi() if flat is None else flat,
-            self.sizes if sizes is None else sizes, state.r, self.hyper, theta, c,
-            int(n_iter), int(n_burn), int(pc_start),
-            _NO_I64 if stats is None else stats, _NO_F64 if qsum is None else qsum,
-            np.ascontiguousarray(held_ptr, dtype=np.int64),
-            np.ascontiguousarray(held_idx, dtype=np.int32),
-            _NO_F64 if racc is None else racc, _NO_F64 if tacc is None else tacc,
-            int(acc_burn), int(acc_thin), bounds, streams, self.threads)
-        return fb, fl
+        chains = (np.ascontiguousarray(indptr, dtype=np.int64),
+                  np.ascontiguousarray(indices, dtype=np.int32),
+                  np.ascontiguousarray(counts, dtype=np.int32),
+                  state.flat_phi() if flat is None else flat,
+                  self.sizes if sizes is None else sizes, state.r, self.hyper, theta, c)
+        run = {"n_iter": int(n_iter), "pc_start": int(pc_start), "chunk_bounds": bounds,
+               "streams": streams, "threads": self.threads}
+        if stats is not None:
+            return _dlda.train_chains(*chains, n_burn=int(n_burn), stats=stats, qsum=qsum, **run)
+        if held is not None:
+            return _dlda.evaluate_chains(
+                *chains, held_indptr=np.ascontiguousarray(held[0], dtype=np.int64),
+                held_indices=np.ascontiguousarray(held[1], dtype=np.int32), racc=racc, tacc=tacc,
+                acc_burn=int(acc_burn), acc_thin=int(acc_thin), **run)
+        return _dlda.infer_chains(*chains, **run)
 
     def _advance_test_chain(self, state: DeepState) -> None:
         """One iteration of the persistent test chain after update ``state.step`` (§8.11),

@@ -14,7 +14,7 @@ import numpy as np
 from topictk.config.schema import Option
 from topictk.corpus.batches import gather_batch
 from topictk.errors import ConfigError
-from topictk.inference.base import EvaluationSet, StepInfo
+from topictk.inference.base import EvaluationSet, StepInfo, fold_in_proportions
 from topictk.inference.minibatch import (
     check_minibatch_config,
     local_statistics,
@@ -80,6 +80,15 @@ class HSVGDriver(OVBDriver):
 
     def objective(self, state: OnlineState) -> float | None:
         return None
+
+    def infer_proportions(self, state: OnlineState, doc_ptr: np.ndarray, words: np.ndarray,
+                          features: np.ndarray | None, *, sweeps: int, burn_in: int, seed: int,
+                          threads: int = 1, first_chunk: int = 0) -> np.ndarray:
+        """theta-hat of new documents by the Gibbs fold-in of its own local step, with the
+        weights exp(E log phi) that evaluation folds in with."""
+        return fold_in_proportions(self.weights(state).T, self.document_prior(state, features),
+                                   doc_ptr, words, sweeps=sweeps, burn_in=burn_in, seed=seed,
+                                   threads=threads, first_chunk=first_chunk)
 
     def heldout_probabilities(self, state: OnlineState, samples, test: EvaluationSet,
                               pass_index: int) -> np.ndarray:

@@ -12,7 +12,7 @@ import numpy as np
 from scipy.special import digamma, gammaln, polygamma
 
 from topictk.config.schema import Option
-from topictk.corpus.store import Documents
+from topictk.corpus.store import Documents, ptr_to_csr
 from topictk.inference import _vb
 from topictk.inference.base import Driver, EvaluationSet, StepInfo
 from topictk.inference.perplexity import csr_arrays, mixture_probabilities
@@ -193,6 +193,17 @@ class VariationalDriver(Driver):
     def fold_in(self, state: Any, documents: Documents) -> np.ndarray:
         """theta-hat (D, K) of ``documents`` with the topics frozen."""
         raise NotImplementedError
+
+    def infer_proportions(self, state: Any, doc_ptr: np.ndarray, words: np.ndarray,
+                          features: np.ndarray | None, *, sweeps: int, burn_in: int, seed: int,
+                          threads: int = 1, first_chunk: int = 0) -> np.ndarray:
+        """theta-hat of new documents (``topictk infer``) by :meth:`fold_in`, the fold-in that
+        evaluation scores with: deterministic, so ``sweeps``, ``burn_in`` and ``seed`` (of the
+        Gibbs fold-ins) do not apply."""
+        indptr, indices, counts = ptr_to_csr(np.asarray(doc_ptr, dtype=np.int64),
+                                             np.asarray(words), self.V)
+        return self.fold_in(state, Documents(doc_ptr=None, words=None, indptr=indptr,
+                                             indices=indices, counts=counts))
 
     def point_phi(self, state: Any) -> np.ndarray:
         """The word-major (V, K) topics the mixture scores with."""
