@@ -78,11 +78,13 @@ def atomic_write_bytes(path: Path, writer) -> None:
             f.flush()
             os.fsync(f.fileno())
             os.replace(tmp, path)       # still locked: never taken for a killed write's
-    except BaseException:
+    except BaseException as exc:
         try:
             os.unlink(tmp)
         except OSError:
             pass
+        if isinstance(exc, OSError) and exc.filename is None:
+            exc.filename = str(path)    # a failed write (disk full) names the file it was for
         raise
     try:
         dfd = os.open(path.parent, os.O_RDONLY)

@@ -22,7 +22,7 @@ from topictk.evaluation.run import evaluate_run
                    "document.")
 @click.option("--particles", type=click.IntRange(min=1), default=None,
               help=f"Particles of the left-to-right estimator [default: {DEFAULT_PARTICLES}].")
-@threads_option
+@threads_option()
 def evaluate(run_dir, as_json, checkpoint, left_to_right, particles, threads):
     """Held-out perplexity (document completion), UMass, NPMI and topic diversity of a run."""
     if particles is not None and not left_to_right:

@@ -4,7 +4,7 @@ from __future__ import annotations
 import click
 
 from topictk._fileio import atomic_write_bytes
-from topictk.cli.options import meta_file_option, run_dir_argument, single
+from topictk.cli.options import meta_file_option, run_dir_argument, single, threads_option
 from topictk.corpus.readers import FORMATS
 from topictk.evaluation.infer import (
     check_sweeps,
@@ -46,9 +46,8 @@ from topictk.rundir.guard import check_output_file
               help="Use this checkpoint instead of the final model.")
 @click.option("--encoding-errors", type=click.Choice(["strict", "skip"]), default="strict",
               show_default=True, help="Undecodable documents: stop, or skip them.")
-@click.option("--threads", type=click.IntRange(min=1), default=None,
-              help="Threads for the fold-in (default: the run's training.threads); the "
-                   "result does not depend on it.")
+@threads_option("Threads for the fold-in (default: the run's training.threads); the "
+                "result does not depend on it.")
 def infer(run_dir, inputs, fmt, vocab, meta_file, out, force, output_format, top, sweeps,
           burn_in, seed, checkpoint, encoding_errors, threads):
     """Topic proportions of new documents under a trained run.

@@ -4,10 +4,22 @@ from __future__ import annotations
 import click
 
 from topictk.errors import UsageError
+from topictk.limits import cap_threads
 
 quiet_option = click.option("-q", "--quiet", is_flag=True, help="No progress bar or log lines.")
-threads_option = click.option("--threads", type=click.IntRange(min=1), default=None,
-                              help="Threads for evaluation (default: the run's training.threads).")
+
+
+def _capped_threads(ctx: click.Context, param: click.Parameter, value: int | None) -> int | None:
+    return None if value is None else cap_threads(value, "--threads")
+
+
+def threads_option(help_text: str = "Threads for evaluation (default: the run's "
+                                    "training.threads)."):
+    """``--threads N``, lowered to what the machine can use (see :func:`cap_threads`)."""
+    return click.option("--threads", type=click.IntRange(min=1), default=None,
+                        callback=_capped_threads, help=help_text)
+
+
 run_dir_argument = click.argument("run_dir", type=click.Path(file_okay=False, path_type=str))
 
 

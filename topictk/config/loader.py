@@ -3,9 +3,10 @@ from __future__ import annotations
 
 import copy
 import difflib
+import itertools
 import re
 from pathlib import Path
-from typing import Any, Mapping, Protocol
+from typing import Any, ClassVar, Mapping, Protocol
 
 import yaml
 
@@ -19,17 +20,106 @@ from topictk.config.schema import (
     Option,
 )
 from topictk.errors import ConfigError
+from topictk.limits import cap_threads, json_loads, memory_shortfall, one_line, short
+
+
+# the implicit types of YAML 1.1 that surprise people: ``010`` is 8 (octal), ``0x10`` 16,
+# ``1:00`` 60 (sexagesimal), ``yes``/``no``/``on``/``off`` booleans and ``2024-01-01`` a date
+_INT = "tag:yaml.org,2002:int"
+_FLOAT = "tag:yaml.org,2002:float"
+_BOOL = "tag:yaml.org,2002:bool"
+_TIMESTAMP = "tag:yaml.org,2002:timestamp"
+
+# the most values a config may hold once its aliases are expanded (a real one holds under
+# a hundred); a "billion laughs" file of nine nested aliases expands to 10^9
+MAX_CONFIG_NODES = 100_000
 
 
 class _Loader(yaml.SafeLoader):
-    """SafeLoader that also reads ``1e-3`` as a number. PyYAML follows YAML 1.1, whose floats
-    need a dot, so ``beta: 1e-3`` or ``--set model.beta=1e-3`` would be the string '1e-3'."""
+    """SafeLoader reading numbers as people write them in a config:
+
+    - integers in decimal only: ``010`` is 10 (not octal 8), ``1_000`` is 1000; ``0x10``,
+      ``0o10``, ``0b10`` and ``1:00`` (sexagesimal) stay strings, which a numeric key refuses;
+    - floats with or without a dot (``1e-3``, ``1.5``, ``.inf``), never sexagesimal;
+    - booleans ``true``/``false`` only: ``yes``, ``no``, ``on``, ``off`` stay strings, which a
+      boolean key refuses (and a string key keeps: ``stopwords: no`` is the word "no");
+    - dates stay strings.
+
+    Aliases are expanded by reference; a document whose expansion holds more than
+    MAX_CONFIG_NODES values, or refers to itself, is refused before it is used."""
+
+    yaml_implicit_resolvers: ClassVar[dict] = {
+        first: [(tag, regexp) for tag, regexp in resolvers
+                if tag not in (_INT, _FLOAT, _BOOL, _TIMESTAMP)]
+        for first, resolvers in yaml.SafeLoader.yaml_implicit_resolvers.items()}
+
+    def construct_yaml_int(self, node):
+        text = self.construct_scalar(node).replace("_", "")
+        try:
+            return int(text, 10)
+        except ValueError:
+            raise yaml.constructor.ConstructorError(
+                None, None, f"{short(text)} is not a decimal integer", node.start_mark) from None
+
+    def construct_document(self, node):
+        _check_expansion(node)
+        return super().construct_document(node)
 
 
+_Loader.add_constructor(_INT, _Loader.construct_yaml_int)
+_Loader.add_implicit_resolver(_INT, re.compile(r"^[-+]?[0-9][0-9_]*$"), list("-+0123456789"))
 _Loader.add_implicit_resolver(
-    "tag:yaml.org,2002:float",
-    re.compile(r"^[-+]?[0-9][0-9_]*(?:\.[0-9_]*)?[eE][-+]?[0-9]+$"),
-    list("-+0123456789"))
+    _FLOAT,
+    re.compile(r"""^(?:[-+]?(?:[0-9][0-9_]*\.[0-9_]*|\.[0-9][0-9_]*)(?:[eE][-+]?[0-9]+)?
+                   |[-+]?[0-9][0-9_]*[eE][-+]?[0-9]+
+                   |[-+]?\.(?:inf|Inf|INF)
+                   |\.(?:nan|NaN|NAN))$""", re.VERBOSE),
+    list("-+0123456789."))
+_Loader.add_implicit_resolver(_BOOL, re.compile(r"^(?:true|True|TRUE|false|False|FALSE)$"),
+                              list("tTfF"))
+
+
+def _check_expansion(root: yaml.Node) -> None:
+    """Refuse a node graph that refers to itself or expands to more than MAX_CONFIG_NODES
+    values; counted without expanding (each node's size once, shared nodes reused)."""
+    size: dict[int, int] = {}
+    on_path: set[int] = set()
+    stack: list[tuple[yaml.Node, bool]] = [(root, False)]
+    while stack:
+        node, done = stack.pop()
+        key = id(node)
+        if done:
+            on_path.discard(key)
+            children = _children(node)
+            total = 1 + sum(size[id(c)] for c in children)
+            if total > MAX_CONFIG_NODES:
+                raise yaml.composer.ComposerError(
+                    None, None, f"the aliases of this document expand to more than "
+                    f"{MAX_CONFIG_NODES:,} values; write the values out, or use fewer aliases",
+                    node.start_mark)
+            size[key] = total
+            continue
+        if key in size:
+            continue
+        if key in on_path:
+            raise yaml.composer.ComposerError(None, None, "an alias refers to the node that "
+                                              "contains it", node.start_mark)
+        on_path.add(key)
+        stack.append((node, True))
+        for child in _children(node):
+            if id(child) in on_path:
+                raise yaml.composer.ComposerError(None, None, "an alias refers to the node "
+                                                  "that contains it", child.start_mark)
+            if id(child) not in size:
+                stack.append((child, False))
+
+
+def _children(node: yaml.Node) -> list[yaml.Node]:
+    if isinstance(node, yaml.SequenceNode):
+        return list(node.value)
+    if isinstance(node, yaml.MappingNode):
+        return [n for pair in node.value for n in pair]
+    return []
 
 
 class Section(Mapping[str, Any]):
@@ -90,15 +180,17 @@ def _suggest(key: str, allowed: list[str]) -> str:
 def parse_override(text: str) -> tuple[list[str], Any]:
     """``section.key=value`` -> (["section", "key"], value parsed as YAML)."""
     if "=" not in text:
-        raise ConfigError(f"--set expects section.key=value; got {text!r}")
+        raise ConfigError(f"--set expects section.key=value; got {short(text)}")
     key, _, raw = text.partition("=")
     parts = [p for p in key.strip().split(".")]
     if not key.strip() or any(not p for p in parts):
-        raise ConfigError(f"--set expects section.key=value; got {text!r}")
+        raise ConfigError(f"--set expects section.key=value; got {short(text)}")
+    if parts in (["corpus"], ["output"]):
+        return parts, raw.strip() or None     # a path as written: output=2024 is a folder name
     try:
         value = yaml.load(raw, Loader=_Loader) if raw.strip() else None
-    except yaml.YAMLError:
-        value = raw
+    except (yaml.YAMLError, ValueError, TypeError, OverflowError, RecursionError):
+        value = raw     # not YAML: the text itself, which the key's check accepts or refuses
     return parts, value
 
 
@@ -123,11 +215,12 @@ def _check_section(raw: Any, schema: dict, section: str, where: str) -> dict:
     if raw is None:
         raw = {}
     if not isinstance(raw, dict):
-        raise ConfigError(f"{section} must be a mapping of keys to values; got {raw!r} ({where})")
+        raise ConfigError(f"{section} must be a mapping of keys to values; got {short(raw)} ({where})")
     for key in raw:
         if key not in schema:
-            raise ConfigError(f"unknown key '{section}.{key}' ({where})"
-                              f"{_suggest(str(key), list(schema))}")
+            name = short(key, 60)[1:-1] if isinstance(key, str) else short(key, 60)
+            raise ConfigError(f"unknown key '{section}.{name}' ({where})"
+                              f"{_suggest(name, list(schema))}")
     out = {}
     for key, option in schema.items():
         if isinstance(option, dict):
@@ -160,7 +253,8 @@ def _model_schema(raw: dict, catalogue: Catalogue) -> dict:
     if (family is None and isinstance(inf, dict)
             and inf.get("algorithm") in catalogue.algorithm_names()):
         family = catalogue.get_driver(inf["algorithm"]).family
-    return MODEL_FAMILIES.get(family, MODEL)
+    # a family that is not a string (a list, a mapping) is refused by the family key's check
+    return MODEL_FAMILIES.get(family, MODEL) if isinstance(family, str) else MODEL
 
 
 def _check_family(family: str, algorithm: str, where: str, catalogue: Catalogue) -> None:
@@ -177,9 +271,9 @@ def _check_family(family: str, algorithm: str, where: str, catalogue: Catalogue)
         else:
             deep = ", ".join(n for n in names if get_driver(n).family == "dlda")
             fix = f"does not train deep LDA (model.family: dlda); use one of {deep}"
-        raise ConfigError(f"inference.algorithm {algorithm!r} {fix} ({where})")
+        raise ConfigError(f"inference.algorithm {short(algorithm)} {fix} ({where})")
     fitting = ", ".join(n for n in names if get_driver(n).family == family)
-    raise ConfigError(f"inference.algorithm {algorithm!r} trains model.family {trains}, the "
+    raise ConfigError(f"inference.algorithm {short(algorithm)} trains model.family {trains}, the "
                       f"config says {family}; use one of {fitting} or set model.family: "
                       f"{trains} ({where})")
 
@@ -194,14 +288,22 @@ def validate(raw: dict, where: str, base_dir: Path, catalogue: Catalogue) -> Con
                           f"{', '.join(TOP_LEVEL)} ({where})")
     for key in raw:
         if key not in TOP_LEVEL:
-            raise ConfigError(f"unknown section '{key}' ({where})"
-                              f"{_suggest(str(key), list(TOP_LEVEL))}")
+            name = short(key, 60)[1:-1] if isinstance(key, str) else short(key, 60)
+            raise ConfigError(f"unknown section '{name}' ({where})"
+                              f"{_suggest(name, list(TOP_LEVEL))}")
     for key in ("corpus", "output"):
         value = raw.get(key)
         if isinstance(value, dict) and set(value) == {"path"}:
             value = value["path"]
+        if isinstance(value, (bool, int, float)):
+            kind = "boolean" if isinstance(value, bool) else "number"
+            raise ConfigError(f"{key} must be a path; got {short(value)}, which YAML reads as "
+                              f"a {kind}: put the path in quotes ({where})")
         if not isinstance(value, str) or not value:
             raise ConfigError(f"{key} is required: a path ({where})")
+        if "\x00" in value:
+            raise ConfigError(f"{key} must be a path; got {short(value)}, which holds a NUL "
+                              f"character ({where})")
         raw[key] = value
     # a family the algorithm does not train is reported before the keys of either section:
     # the keys of the intended family (inference.sigma2 of DMR with algorithm gibbs,
@@ -224,7 +326,7 @@ def validate(raw: dict, where: str, base_dir: Path, catalogue: Catalogue) -> Con
         close = difflib.get_close_matches(str(algorithm), names, n=1, cutoff=0.5)
         hint = f"; did you mean '{close[0]}'?" if close else ""
         raise ConfigError(f"inference.algorithm must be one of {', '.join(names)}; got "
-                          f"{algorithm!r} ({where}){hint}")
+                          f"{short(algorithm)} ({where}){hint}")
     driver_cls = get_driver(algorithm)
     _check_family(model["family"], algorithm, where, catalogue)  # also without model.family
     schema = dict(INFERENCE_COMMON)
@@ -232,6 +334,7 @@ def validate(raw: dict, where: str, base_dir: Path, catalogue: Catalogue) -> Con
     schema.update(driver_cls.OPTIONS)
     inference = _check_section(inf_raw, schema, "inference", where)
     training = _check_section(raw.get("training"), TRAINING, "training", where)
+    training["threads"] = cap_threads(training["threads"], "training.threads")
     evaluation = _check_section(raw.get("evaluation"), EVALUATION, "evaluation", where)
     if evaluation["fold_in_burn_in"] >= evaluation["fold_in_sweeps"]:
         raise ConfigError(f"evaluation.fold_in_burn_in must be < evaluation.fold_in_sweeps "
@@ -243,7 +346,49 @@ def validate(raw: dict, where: str, base_dir: Path, catalogue: Catalogue) -> Con
         "model": model, "inference": inference, "training": training, "evaluation": evaluation,
     }
     driver_cls.check_config(data, where)
+    _check_memory(data, where)
     return Config(data, None)
+
+
+def _store_counts(corpus: str) -> dict | None:
+    """The counts in the manifest of the corpus store at ``corpus``, or None when there is no
+    readable one (opening the store then says what is wrong)."""
+    try:
+        manifest = json_loads((Path(corpus) / "manifest.json").read_bytes())
+        counts = manifest["counts"]
+        return {key: int(counts[key])
+                for key in ("vocabulary", "train_documents", "test_documents")}
+    except (OSError, ValueError, KeyError, TypeError, UnicodeDecodeError):
+        return None
+
+
+def dense_arrays(model: dict, counts: dict) -> list[tuple[str, tuple[int, ...], int]]:
+    """The dense arrays every algorithm holds for ``model`` on a store with ``counts``, as
+    (name, shape, bytes per element): topic-word counts or parameters (K x V), the layers'
+    topic-topic matrices of deep models, and document-topic rows of the training and test
+    documents (D x K), all 8-byte (int64 counts, float64 parameters) as the states allocate
+    them; more per algorithm (copies, samples) comes on top."""
+    layers = [int(k) for k in (model.get("layers") or [model["topics"]])]
+    arrays = [("topic-word", (layers[0], counts["vocabulary"]), 8)]
+    for lower, upper in itertools.pairwise(layers):
+        arrays.append(("topic-topic", (upper, lower), 8))
+    arrays.append(("document-topic", (counts["train_documents"], sum(layers)), 8))
+    if counts["test_documents"]:
+        arrays.append(("test document-topic", (counts["test_documents"], sum(layers)), 8))
+    return arrays
+
+
+def _check_memory(data: dict, where: str) -> None:
+    """Refuse a model whose dense arrays cannot fit in the memory available now."""
+    counts = _store_counts(data["corpus"])
+    if counts is None:
+        return
+    shortfall = memory_shortfall(dense_arrays(data["model"], counts))
+    if shortfall is not None:
+        key = "model.layers" if data["model"].get("layers") else "model.topics"
+        value = data["model"].get("layers") or data["model"]["topics"]
+        raise ConfigError(f"{key} = {short(value)} {shortfall}; lower {key} or use a smaller "
+                          f"vocabulary ({where})")
 
 
 def load_config(path: str | Path | None, overrides: list[str] = (),
@@ -257,13 +402,22 @@ def load_config(path: str | Path | None, overrides: list[str] = (),
         try:
             text = path.read_text(encoding="utf-8")
             raw = yaml.load(text, Loader=_Loader)
+        except OSError as exc:
+            raise ConfigError(f"{path}: cannot be read ({exc.strerror or exc}); give a readable "
+                              f"YAML config file") from None
+        except RecursionError:
+            raise ConfigError(f"{path}: invalid YAML (nested too deeply); a config nests "
+                              f"sections a few levels deep") from None
         except UnicodeDecodeError:
             raise ConfigError(f"{path}: not a UTF-8 text file; give a YAML config") from None
         except yaml.YAMLError as exc:
             mark = getattr(exc, "problem_mark", None)
             line = f" line {mark.line + 1}" if mark is not None else ""
-            problem = getattr(exc, "problem", exc)
+            problem = one_line(getattr(exc, "problem", None) or exc)
             raise ConfigError(f"{path}:{line} invalid YAML ({problem})") from None
+        except (ValueError, TypeError, OverflowError) as exc:
+            # a value that contradicts its explicit tag (``!!float abc``) is not a YAMLError
+            raise ConfigError(f"{path}: invalid YAML ({one_line(exc)})") from None
         if raw is None:
             raise ConfigError(f"{path}: config file is empty; it needs corpus, model, "
                               f"inference and output")

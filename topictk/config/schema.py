@@ -5,10 +5,12 @@
 from __future__ import annotations
 
 import math
+import re
 from dataclasses import dataclass
 from typing import Any
 
 from topictk.errors import ConfigError
+from topictk.limits import short
 
 _REQUIRED = object()
 
@@ -67,7 +69,8 @@ class Option:
     def check(self, value: Any, key: str, where: str) -> Any:
         """Return the normalised value or raise :class:`ConfigError`."""
         def fail(finite: bool = False) -> ConfigError:
-            return ConfigError(f"{key} must be {self.describe(finite)}; got {value!r} ({where})")
+            return ConfigError(f"{key} must be {self.describe(finite)}; got {short(value)}"
+                               f"{_hint(self.kind, value)} ({where})")
 
         if value is None:
             if self.nullable:
@@ -80,7 +83,7 @@ class Option:
                 return value
             raise fail()
         if self.kind in ("str", "path"):
-            if isinstance(value, str) and value:
+            if isinstance(value, str) and value and not (self.kind == "path" and "\x00" in value):
                 return value
             raise fail()
         if self.kind == "choice":
@@ -109,6 +112,27 @@ class Option:
         if self.high is not None and (value > self.high or (self.high_open and value == self.high)):
             raise fail()
         return value
+
+
+# what a value written in a YAML 1.1 form that configs do not read was probably meant to be
+_NON_DECIMAL = re.compile(r"^[-+]?0[xXoObB][0-9a-fA-F_]+$")
+_SEXAGESIMAL = re.compile(r"^[-+]?[0-9][0-9_]*(?::[0-5]?[0-9])+(?:\.[0-9_]*)?$")
+_YES_NO = frozenset({"yes", "no", "on", "off", "y", "n"})
+
+
+def _hint(kind: str, value: Any) -> str:
+    """Why a string was not read as the number or boolean it looks like."""
+    if not isinstance(value, str):
+        return ""
+    text = value.strip()
+    if kind in ("int", "float", "int_list"):
+        if _NON_DECIMAL.match(text):
+            return " (hex, octal and binary numbers are not read; write it in decimal)"
+        if _SEXAGESIMAL.match(text):
+            return " (h:m:s numbers are not read; write it as one decimal number)"
+    if kind == "bool" and text.lower() in _YES_NO:
+        return " (write true or false)"
+    return ""
 
 
 def _fmt(x: float) -> str:

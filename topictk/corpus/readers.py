@@ -9,6 +9,7 @@ from __future__ import annotations
 import gzip
 import json
 import os
+import re
 import sys
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -18,6 +19,7 @@ from typing import IO
 import numpy as np
 
 from topictk.errors import CorpusError, CorpusUsageError
+from topictk.limits import json_loads
 
 FORMATS = ("auto", "text", "dir", "jsonl", "uci")
 COUNT_MAX = 2**31 - 1      # tokens of one word in one document (int32 counts)
@@ -106,7 +108,26 @@ def _open_binary(path: Path) -> IO[bytes]:
     return open(path, "rb")
 
 
+def _looks_utf16(raw: bytes) -> bool:
+    """UTF-16 text: a byte-order mark, or NUL bytes between the letters (on one side of every
+    pair), which would otherwise be called binary."""
+    if raw.startswith((b"\xff\xfe", b"\xfe\xff")):
+        return True
+    body = raw.rstrip(b"\r\n")
+    if len(body) < 2 or body.count(0) * 3 < len(body):
+        return False
+    even, odd = body[0::2].count(0), body[1::2].count(0)
+    return min(even, odd) * 4 <= max(even, odd)
+
+
 def _decode(raw: bytes, where: str, errors: str, stats: ReadStats) -> str | None:
+    if _looks_utf16(raw):
+        if errors == "skip":
+            stats.skip()
+            return None
+        raise CorpusError(f"{where}: looks like UTF-16 text (a byte-order mark or NUL bytes "
+                          f"between the letters); convert the file to UTF-8, e.g. with "
+                          f"'iconv -f UTF-16 -t UTF-8'")
     if b"\x00" in raw:
         if errors == "skip":
             stats.skip()
@@ -123,6 +144,10 @@ def _decode(raw: bytes, where: str, errors: str, stats: ReadStats) -> str | None
                           f"--encoding-errors skip to count and skip such lines") from None
 
 
+# a line ended by \r\n, \n or a carriage return alone, or the last one of a file
+_CR_LINE = re.compile(rb"[^\r\n]*(?:\r\n|\n|\r|$)")
+
+
 def _numbered_lines(source: str) -> Iterator[tuple[str, int, bytes]]:
     """(name, line number, raw line) of a file (``.gz`` allowed) or of standard input (``-``),
     closing the file and naming it when it cannot be read to the end."""
@@ -133,8 +158,15 @@ def _numbered_lines(source: str) -> Iterator[tuple[str, int, bytes]]:
         stream = _open_binary(Path(source))
         name = source
     try:
-        for lineno, raw in enumerate(stream, start=1):
-            yield name, lineno, raw
+        lineno = 0
+        for raw in stream:
+            # a carriage return alone ends a line too (old Mac files, some exports), as in
+            # Python's universal newlines: the file is not one long document
+            for part in _CR_LINE.findall(raw) if b"\r" in raw else (raw,):
+                if not part:
+                    continue
+                lineno += 1
+                yield name, lineno, part
     except (OSError, EOFError) as exc:
         raise CorpusError(f"{name}: cannot be read ({exc}); check that the file is "
                           f"complete") from None
@@ -180,7 +212,7 @@ def read_jsonl(source: str, errors: str, stats: ReadStats,
         if line is None or not line.strip():
             continue
         try:
-            record = json.loads(line)
+            record = json_loads(line)
         except json.JSONDecodeError as exc:
             raise CorpusError(f"{where}: not valid JSON ({exc.msg}); each line must be one "
                               f"JSON object") from None

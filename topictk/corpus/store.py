@@ -35,6 +35,7 @@ import numpy as np
 
 from topictk._fileio import new_dir_mode, replacement_mode
 from topictk.errors import CorpusError, CorpusUsageError
+from topictk.limits import json_loads
 
 FORMAT = "topictk-corpus"
 FORMAT_VERSION = 1
@@ -159,7 +160,11 @@ def write_store(out: Path, arrays: dict[str, np.ndarray], vocab: list[str], mani
     out.parent.mkdir(parents=True, exist_ok=True)
     remove_stale_stores(out)
     mode = replacement_mode(out, new_dir_mode()) if out.is_dir() else new_dir_mode()
-    tmp = Path(tempfile.mkdtemp(prefix=f".{out.name}.tmp-", dir=out.parent))
+    try:
+        tmp = Path(tempfile.mkdtemp(prefix=f".{out.name}.tmp-", dir=out.parent))
+    except OSError as exc:
+        exc.filename = str(out)         # not the random temporary name
+        raise
     held = os.open(tmp, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
     fcntl.flock(held, fcntl.LOCK_EX)    # marks it as being written (remove_stale_stores)
     try:
@@ -203,8 +208,11 @@ def write_store(out: Path, arrays: dict[str, np.ndarray], vocab: list[str], mani
             os.replace(tmp, out)
         _fsync_dir(out.parent)
         return manifest
-    except BaseException:
+    except BaseException as exc:
         shutil.rmtree(tmp, ignore_errors=True)
+        if isinstance(exc, OSError) and (exc.filename is None
+                                         or str(exc.filename).startswith(str(tmp))):
+            exc.filename = str(out)     # a failed write (disk full) names the store
         raise
     finally:
         os.close(held)
@@ -291,6 +299,10 @@ class CorpusStore:
     def open(cls, path: str | Path) -> "CorpusStore":
         path = Path(path)
         mpath = path / "manifest.json"
+        if path.is_file():
+            raise CorpusUsageError(f"{path}: is a file, not a corpus store; prepare it with "
+                                   f"'topictk prepare {path} --out STORE' and point corpus at "
+                                   f"STORE")
         if not path.is_dir():
             raise CorpusUsageError(f"{path}: no corpus store here; create it with "
                                    f"'topictk prepare INPUT --out {path}'")
@@ -298,17 +310,23 @@ class CorpusStore:
             raise CorpusUsageError(f"{path}: not a corpus store (no manifest.json); create it "
                                    f"with 'topictk prepare INPUT --out {path}'")
         try:
-            manifest = json.loads(mpath.read_text(encoding="utf-8"))
+            manifest = json_loads(mpath.read_text(encoding="utf-8"))
         except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
             raise CorpusError(f"{mpath}: unreadable manifest ({exc}); prepare the corpus again "
                               f"with --force") from None
-        if manifest.get("format") != FORMAT:
+        if not isinstance(manifest, dict) or manifest.get("format") != FORMAT:
             raise CorpusError(f"{mpath}: not a topictk corpus manifest")
         if manifest.get("format_version") != FORMAT_VERSION:
             raise CorpusError(f"{mpath}: corpus format version {manifest.get('format_version')} "
                               f"is not {FORMAT_VERSION}; prepare the corpus again with this "
                               f"version of topictk")
-        for name, info in manifest.get("arrays", {}).items():
+        arrays = manifest.get("arrays", {})
+        counts = manifest.get("counts")
+        if (not isinstance(arrays, dict) or not isinstance(counts, dict)
+                or not all(isinstance(info, dict) for info in arrays.values())):
+            raise CorpusError(f"{mpath}: damaged manifest (arrays or counts are not mappings); "
+                              f"prepare the corpus again with --force")
+        for name in arrays:
             if not (path / f"{name}.npy").exists():
                 raise CorpusError(f"{path / (name + '.npy')}: missing from the corpus store; "
                                   f"prepare the corpus again with --force")
@@ -321,11 +339,14 @@ class CorpusStore:
         path = self.path / f"{name}.npy"
         try:
             arr = np.load(path, mmap_mode="r", allow_pickle=False)
-        except (OSError, ValueError) as exc:
-            raise CorpusError(f"{path}: cannot be read ({exc}); prepare the corpus again with "
-                              f"--force") from None
-        info = self.manifest["arrays"][name]
-        if list(arr.shape) != info["shape"] or arr.dtype.name != info["dtype"]:
+        except Exception as exc:    # noqa: BLE001
+            # a damaged .npy header reaches NumPy's parser (ValueError, SyntaxError, ...)
+            reason = " ".join(str(exc).split())[:200] or type(exc).__name__
+            raise CorpusError(f"{path}: cannot be read ({reason}); prepare the corpus again "
+                              f"with --force") from None
+        info = self.manifest["arrays"].get(name)
+        if (info is None or list(arr.shape) != info.get("shape")
+                or arr.dtype.name != info.get("dtype")):
             raise CorpusError(f"{path}: shape or dtype differs from manifest.json; the store "
                               f"was modified, prepare the corpus again with --force")
         return arr
@@ -385,8 +406,10 @@ class CorpusStore:
                     shape, fortran, dtype = np.lib.format.read_array_header_2_0(f)
                 offset = f.tell()
                 size = os.fstat(f.fileno()).st_size
-        except (OSError, ValueError) as exc:
-            raise CorpusError(f"{path}: cannot be read ({exc}); {fix}") from None
+        except Exception as exc:    # noqa: BLE001
+            # a damaged header reaches NumPy's parser (ValueError, SyntaxError, TokenError)
+            reason = " ".join(str(exc).split())[:200] or type(exc).__name__
+            raise CorpusError(f"{path}: cannot be read ({reason}); {fix}") from None
         if list(shape) != list(info.get("shape", [])) or dtype.name != info.get("dtype"):
             raise CorpusError(f"{path}: shape or dtype differs from manifest.json; the store "
                               f"was modified, {fix}")
@@ -490,7 +513,13 @@ class CorpusStore:
     @property
     def vocab(self) -> list[str]:
         if self._vocab is None:
-            self._vocab = (self.path / "vocab.txt").read_text(encoding="utf-8").splitlines()
+            path = self.path / "vocab.txt"
+            try:
+                self._vocab = path.read_text(encoding="utf-8").splitlines()
+            except (OSError, UnicodeDecodeError) as exc:
+                reason = exc.strerror if isinstance(exc, OSError) else "not valid UTF-8"
+                raise CorpusError(f"{path}: cannot be read ({reason}); prepare the corpus "
+                                  f"again with --force") from None
         return self._vocab
 
     @property
@@ -505,4 +534,8 @@ class CorpusStore:
         path = self.path / f"{part}_meta.jsonl"
         if not path.exists():
             return None
-        return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines()]
+        try:
+            return [json_loads(line) for line in path.read_text(encoding="utf-8").splitlines()]
+        except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+            raise CorpusError(f"{path}: cannot be read ({type(exc).__name__}); prepare the "
+                              f"corpus again with --force") from None

@@ -16,6 +16,7 @@ import numpy as np
 
 from topictk._fileio import atomic_write_bytes
 from topictk.errors import CheckpointError
+from topictk.limits import json_loads, short
 
 CHECKPOINT_FORMAT = "topictk-checkpoint"
 CHECKPOINT_VERSION = 1
@@ -66,17 +67,33 @@ def load_arrays(path: Path, fix: str = RESUME_FIX) -> tuple[dict, dict[str, np.n
             if not isinstance(data, np.lib.npyio.NpzFile):
                 raise ValueError("not an npz archive")
             with data:
-                header = json.loads(bytes(data["header"]).decode("utf-8"))
+                header = json_loads(bytes(data["header"]).decode("utf-8"))
                 arrays = {k[2:]: data[k] for k in data.files if k.startswith("a_")}
-    except (OSError, ValueError, KeyError, EOFError, zipfile.BadZipFile, UnicodeDecodeError,
-            json.JSONDecodeError) as exc:
+    except MemoryError:
+        raise CheckpointError(f"{path}: corrupt (an array larger than memory); {fix}") from None
+    except Exception as exc:    # noqa: BLE001
+        # damage reaches many parsers: the zip reader (BadZipFile, EOFError, a CRC mismatch),
+        # NumPy's array headers (ValueError, SyntaxError, tokenize.TokenError), the JSON
+        # header; whichever one fails, the file is damaged
         kind = type(exc).__name__
         raise CheckpointError(f"{path}: truncated or corrupt ({kind}); {fix}") from None
+    if not isinstance(header, dict):
+        raise CheckpointError(f"{path}: truncated or corrupt (header); {fix}")
     if header.get("format") != CHECKPOINT_FORMAT:
         raise CheckpointError(f"{path}: not a topictk checkpoint; {fix}")
     if header.get("format_version") != CHECKPOINT_VERSION:
         raise CheckpointError(f"{path}: checkpoint format version {header.get('format_version')} "
                               f"is not {CHECKPOINT_VERSION}; train again with this version")
+    named = _NAME.match(path.name)
+    if named is not None:
+        # a checkpoint (or sample) copied or renamed over another step's would continue or
+        # score the wrong step without a word
+        state = header.get("state")
+        step = state.get("step") if isinstance(state, dict) else header.get("step")
+        if step is not None and step != int(named.group(1)):
+            raise CheckpointError(f"{path}: holds step {short(step)}, not the step "
+                                  f"{int(named.group(1))} its name says (copied or renamed "
+                                  f"over it); {fix}")
     return header, arrays
 
 

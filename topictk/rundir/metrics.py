@@ -6,13 +6,19 @@ import os
 from pathlib import Path
 
 from topictk._fileio import atomic_write_text
+from topictk.limits import json_loads
 
 
 def append_metrics(path: Path, record: dict) -> None:
-    with open(path, "a", encoding="utf-8") as f:
-        f.write(json.dumps(record, sort_keys=True) + "\n")
-        f.flush()
-        os.fsync(f.fileno())
+    try:
+        with open(path, "a", encoding="utf-8") as f:
+            f.write(json.dumps(record, sort_keys=True) + "\n")
+            f.flush()
+            os.fsync(f.fileno())
+    except OSError as exc:
+        if exc.filename is None:
+            exc.filename = str(path)    # a failed write (disk full) names the log
+        raise
 
 
 def read_metrics(path: Path) -> list[dict]:
@@ -21,7 +27,7 @@ def read_metrics(path: Path) -> list[dict]:
     records = []
     for line in Path(path).read_text(encoding="utf-8").splitlines():
         try:
-            records.append(json.loads(line))
+            records.append(json_loads(line))
         except json.JSONDecodeError:
             break  # a line cut by a crash ends the log
     return records
