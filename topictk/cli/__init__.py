@@ -13,7 +13,6 @@ from topictk import __version__
 from topictk.errors import TopictkError
 from topictk.limits import one_line
 
-
 # what to do about an OSError, by errno; the message names the path
 _OS_FIX = {
     errno.ENOSPC: "free some space on that device, or write somewhere else",

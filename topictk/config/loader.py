@@ -22,7 +22,6 @@ from topictk.config.schema import (
 from topictk.errors import ConfigError
 from topictk.limits import cap_threads, json_loads, memory_shortfall, one_line, short
 
-
 # the implicit types of YAML 1.1 that surprise people: ``010`` is 8 (octal), ``0x10`` 16,
 # ``1:00`` 60 (sexagesimal), ``yes``/``no``/``on``/``off`` booleans and ``2024-01-01`` a date
 _INT = "tag:yaml.org,2002:int"
@@ -215,7 +214,8 @@ def _check_section(raw: Any, schema: dict, section: str, where: str) -> dict:
     if raw is None:
         raw = {}
     if not isinstance(raw, dict):
-        raise ConfigError(f"{section} must be a mapping of keys to values; got {short(raw)} ({where})")
+        raise ConfigError(f"{section} must be a mapping of keys to values; got {short(raw)} "
+                          f"({where})")
     for key in raw:
         if key not in schema:
             name = short(key, 60)[1:-1] if isinstance(key, str) else short(key, 60)
