@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import logging
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 import numpy as np
@@ -149,10 +149,69 @@ def read_vocab_list(path: str) -> list[str]:
     return words
 
 
+@dataclass
+class DocumentSet:
+    """Documents as token-id arrays with their ids and (optionally) metadata, kept in
+    lockstep; ``held`` is each document's held-out part once its tokens are split."""
+
+    tokens: list[np.ndarray]
+    ids: list[str]
+    meta: list[dict] | None = None
+    held: list[np.ndarray] | None = None
+
+    def __len__(self) -> int:
+        return len(self.tokens)
+
+    def n_tokens(self) -> int:
+        held = sum(h.size for h in self.held) if self.held is not None else 0
+        return sum(t.size for t in self.tokens) + held
+
+    def take(self, indices) -> DocumentSet:
+        """The documents at ``indices``, in that order."""
+        return DocumentSet(
+            tokens=[self.tokens[i] for i in indices], ids=[self.ids[i] for i in indices],
+            meta=[self.meta[i] for i in indices] if self.meta is not None else None,
+            held=[self.held[i] for i in indices] if self.held is not None else None)
+
+    def keep_nonempty(self) -> DocumentSet:
+        """The documents with at least one token (in either part)."""
+        held = self.held if self.held is not None else [None] * len(self.tokens)
+        return self.take([i for i, (t, h) in enumerate(zip(self.tokens, held))
+                          if t.size + (h.size if h is not None else 0)])
+
+    def remap(self, keep: np.ndarray, n_types: int) -> DocumentSet:
+        """Tokens as ids of the vocabulary ``keep`` (input type ids), the others dropped."""
+        held = _remap(self.held, keep, n_types) if self.held is not None else None
+        return replace(self, tokens=_remap(self.tokens, keep, n_types), held=held)
+
+
+@dataclass
+class _Input:
+    """What was read: every input document over the input's word types, the stop words that
+    apply to it, and with an imported split its test documents (observed and held-out
+    parts)."""
+
+    docs: DocumentSet
+    type_names: list[str]
+    stopwords: frozenset[str]
+    imported_test: DocumentSet | None = None
+
+
+@dataclass
+class _Dropped:
+    """What filtering removed, for the manifest's counts."""
+
+    test_oov_tokens: int = 0
+    train_documents: int = 0
+    test_documents: int = 0
+    unobserved: dict = field(default_factory=dict)   # Protocol B: words and tokens dropped
+
+
 def _read_text_documents(inputs: list[str], fmt: str, opts: PrepareOptions,
-                         stats: readers.ReadStats, fixed_vocab: list[str] | None = None):
+                         stats: readers.ReadStats,
+                         fixed_vocab: list[str] | None = None) -> tuple[DocumentSet, list[str]]:
     """Tokenised documents as id arrays over an input type table (or over ``fixed_vocab``,
-    whose out-of-vocabulary tokens are dropped as they are read)."""
+    whose out-of-vocabulary tokens are dropped as they are read), and that table's words."""
     type_ids: dict[str, int] = {w: i for i, w in enumerate(fixed_vocab)} if fixed_vocab else {}
     docs, ids, metas = [], [], []
     for doc in readers.read_text_documents(inputs, fmt, opts.encoding_errors, stats):
@@ -168,8 +227,56 @@ def _read_text_documents(inputs: list[str], fmt: str, opts: PrepareOptions,
     names = [""] * len(type_ids)
     for name, i in type_ids.items():
         names[i] = name
-    has_meta = any(metas)
-    return docs, names, ids, (metas if has_meta else None)
+    return DocumentSet(docs, ids, metas if any(metas) else None), names
+
+
+def _bag_tokens(bag: readers.BagOfWords) -> list[np.ndarray]:
+    return csr_to_tokens(bag.indptr, bag.indices, bag.counts)
+
+
+def _read_uci_input(inputs: list[str], opts: PrepareOptions) -> _Input:
+    """A UCI docword file and, with ``--test-observed/--test-heldout``, the imported test
+    documents; documents are numbered from 1 in each file."""
+    if len(inputs) != 1:
+        raise UsageError("UCI input is one docword file (plus --vocab)")
+    bag = readers.read_uci(inputs[0], opts.vocab)
+    tokens = _bag_tokens(bag)
+    read = _Input(DocumentSet(tokens, [str(i + 1) for i in range(len(tokens))]), bag.vocab,
+                  _stopword_set(opts.stopwords, default_on=False))
+    if opts.test_observed is not None:
+        vocab = opts.vocab or str(readers.find_uci_vocab(Path(inputs[0])) or "")
+        obs_bag = readers.read_uci(opts.test_observed, vocab)
+        held_bag = readers.read_uci(opts.test_heldout, vocab)
+        if obs_bag.indptr.size != held_bag.indptr.size:
+            raise CorpusError(f"{opts.test_heldout}: has {held_bag.indptr.size - 1} documents "
+                              f"but {opts.test_observed} has {obs_bag.indptr.size - 1}; the "
+                              f"two parts of a split must list the same test documents")
+        observed = _bag_tokens(obs_bag)
+        read.imported_test = DocumentSet(observed, [str(i + 1) for i in range(len(observed))],
+                                         held=_bag_tokens(held_bag))
+    return read
+
+
+def _read_input(inputs: list[str], fmt: str, opts: PrepareOptions,
+                stats: readers.ReadStats) -> _Input:
+    """Every input document, tokenised, with the metadata of ``--meta-file`` merged in."""
+    if fmt == "uci":
+        read = _read_uci_input(inputs, opts)
+    else:
+        fixed = read_vocab_list(opts.vocab_list) if opts.vocab_list else None
+        docs, type_names = _read_text_documents(inputs, fmt, opts, stats, fixed)
+        read = _Input(docs, type_names, _stopword_set(opts.stopwords, default_on=fixed is None))
+    n_read = len(read.docs)
+    if n_read == 0:
+        raise CorpusUsageError(readers.no_documents_message(inputs, stats))
+    if opts.meta_file is not None:
+        rows = rows_for_documents(read_meta_file(opts.meta_file), n_read,
+                                  stats.skipped_positions, opts.meta_file)
+        used = [name for name, _ in parse_meta_option(opts.meta)] if opts.meta else []
+        if opts.split_field is not None:
+            used.append(opts.split_field)
+        read.docs.meta = merge_meta_file(rows, read.docs.meta, used, opts.meta_file)
+    return read
 
 
 def _split_from_field(field: str, metas: list[dict] | None, doc_ids: list[str],
@@ -240,13 +347,13 @@ def _remap(docs: list[np.ndarray], keep: np.ndarray, n_types: int) -> list[np.nd
     return out
 
 
-def prepare(inputs: list[str], out: str | Path, opts: PrepareOptions) -> dict:
-    """Build a corpus store from ``inputs``; returns its manifest."""
-    opts.check()
+
+def _check_formats(inputs: list[str], out: str | Path, opts: PrepareOptions) -> str:
+    """Refuse, before reading anything, an output that will be refused and options that do
+    not fit the input format; returns the format."""
     if not inputs:
         raise CorpusUsageError("no input given; name files, a folder, a .jsonl file, a UCI "
                                "docword file, or - for standard input")
-    # before reading anything: an output that will be refused is refused now
     named = [*inputs, opts.vocab, opts.vocab_list, opts.test_observed, opts.test_heldout,
              opts.meta_file, opts.stopwords]
     check_output(Path(out), opts.force, [str(p) for p in named if p is not None])
@@ -263,60 +370,29 @@ def prepare(inputs: list[str], out: str | Path, opts: PrepareOptions) -> dict:
         raise UsageError("--vocab-list fixes the vocabulary of text input; UCI input comes with "
                          "its own (--vocab): drop --vocab-list, or choose words with --min-df, "
                          "--max-df, --stopwords or --vocab-size")
-    stats = readers.ReadStats()
-    imported = opts.test_observed is not None
-    metas = None
+    return fmt
 
-    if fmt == "uci":
-        if len(inputs) != 1:
-            raise UsageError("UCI input is one docword file (plus --vocab)")
-        bag = readers.read_uci(inputs[0], opts.vocab)
-        type_names = bag.vocab
-        all_docs = csr_to_tokens(bag.indptr, bag.indices, bag.counts)
-        doc_ids = [str(i + 1) for i in range(len(all_docs))]
-        stop = _stopword_set(opts.stopwords, default_on=False)
-        if imported:
-            obs_bag = readers.read_uci(opts.test_observed, opts.vocab or str(
-                readers.find_uci_vocab(Path(inputs[0])) or ""))
-            held_bag = readers.read_uci(opts.test_heldout, opts.vocab or str(
-                readers.find_uci_vocab(Path(inputs[0])) or ""))
-            if obs_bag.indptr.size != held_bag.indptr.size:
-                raise CorpusError(f"{opts.test_heldout}: has {held_bag.indptr.size - 1} documents "
-                                  f"but {opts.test_observed} has {obs_bag.indptr.size - 1}; the "
-                                  f"two parts of a split must list the same test documents")
-            train_docs = all_docs
-            obs_docs = csr_to_tokens(obs_bag.indptr, obs_bag.indices, obs_bag.counts)
-            held_docs = csr_to_tokens(held_bag.indptr, held_bag.indices, held_bag.counts)
-            train_ids = doc_ids
-            test_ids = [str(i + 1) for i in range(len(obs_docs))]
-    else:
-        fixed = read_vocab_list(opts.vocab_list) if opts.vocab_list else None
-        all_docs, type_names, doc_ids, metas = _read_text_documents(inputs, fmt, opts, stats,
-                                                                    fixed)
-        stop = _stopword_set(opts.stopwords, default_on=fixed is None)
 
-    n_read = len(all_docs)
-    if n_read == 0:
-        raise CorpusUsageError(readers.no_documents_message(inputs, stats))
-    if opts.meta_file is not None:
-        rows = rows_for_documents(read_meta_file(opts.meta_file), n_read,
-                                  stats.skipped_positions, opts.meta_file)
-        used = [name for name, _ in parse_meta_option(opts.meta)] if opts.meta else []
-        if opts.split_field is not None:
-            used.append(opts.split_field)
-        metas = merge_meta_file(rows, metas, used, opts.meta_file)
-
+def _split_documents(read: _Input, inputs: list[str],
+                     opts: PrepareOptions) -> tuple[DocumentSet, DocumentSet]:
+    """The training and test documents: the imported split, the split field's, or a random
+    choice of test documents. Test documents are whole here, except imported ones."""
+    docs = read.docs
     if opts.split_field is not None:
-        test_mask = _split_from_field(opts.split_field, metas, doc_ids, inputs)
-    if not imported:
-        if opts.split_field is None:
-            test_mask = choose_test_documents(n_read, opts.test_docs, opts.seed)
-            _check_test_documents(int(test_mask.sum()), n_read, opts.test_docs)
-        train_idx = np.flatnonzero(~test_mask)
-        test_idx = np.flatnonzero(test_mask)
-        train_docs = [all_docs[i] for i in train_idx]
-    n_train_read = len(train_docs)
-    df, cf = document_frequency(train_docs, len(type_names))
+        test_mask = _split_from_field(opts.split_field, docs.meta, docs.ids, inputs)
+    if read.imported_test is not None:
+        return docs, read.imported_test
+    if opts.split_field is None:
+        test_mask = choose_test_documents(len(docs), opts.test_docs, opts.seed)
+        _check_test_documents(int(test_mask.sum()), len(docs), opts.test_docs)
+    return docs.take(np.flatnonzero(~test_mask)), docs.take(np.flatnonzero(test_mask))
+
+
+def _choose_vocabulary(train: DocumentSet, read: _Input, inputs: list[str],
+                       opts: PrepareOptions) -> np.ndarray:
+    """The input type ids kept as the vocabulary, from the training documents' frequencies."""
+    type_names = read.type_names
+    df, cf = document_frequency(train.tokens, len(type_names))
     if opts.vocab_list:
         keep = np.arange(len(type_names))   # the given vocabulary, in its order
         unseen = np.flatnonzero(df == 0)
@@ -327,127 +403,136 @@ def prepare(inputs: list[str], out: str | Path, opts: PrepareOptions) -> dict:
                         ", ".join(type_names[i] for i in unseen[:5])
                         + (", ..." if unseen.size > 5 else ""))
     else:
-        keep = select_vocabulary(type_names, df, cf, max(n_train_read, 1), min_df=opts.min_df,
-                                 max_df=opts.max_df, vocab_size=opts.vocab_size, stopwords=stop)
+        keep = select_vocabulary(type_names, df, cf, max(len(train), 1), min_df=opts.min_df,
+                                 max_df=opts.max_df, vocab_size=opts.vocab_size,
+                                 stopwords=read.stopwords)
     if keep.size == 0:
         raise CorpusUsageError(f"{', '.join(inputs)}: no word survives the vocabulary filters "
                                f"(--min-df, --max-df, --stopwords, --min-length); relax them")
-    vocab = [type_names[i] for i in keep]
+    return keep
 
-    train_mapped = _remap(train_docs, keep, len(type_names))
-    if imported:
-        obs_mapped = _remap(obs_docs, keep, len(type_names))
-        held_mapped = _remap(held_docs, keep, len(type_names))
-        test_before = [o.size + h.size for o, h in zip(obs_docs, held_docs)]
-        oov_test = sum(test_before) - sum(o.size + h.size for o, h in zip(obs_mapped, held_mapped))
-        test_keep = [i for i in range(len(obs_mapped)) if obs_mapped[i].size + held_mapped[i].size]
-        obs_mapped = [obs_mapped[i] for i in test_keep]
-        held_mapped = [held_mapped[i] for i in test_keep]
-        test_ids = [test_ids[i] for i in test_keep]
-        dropped_test = len(obs_docs) - len(test_keep)
-        test_meta = None
-        train_ids_all = train_ids
-        train_meta_all = metas
-    else:
-        test_full = _remap([all_docs[i] for i in test_idx], keep, len(type_names))
-        oov_test = sum(all_docs[i].size for i in test_idx) - sum(t.size for t in test_full)
-        test_keep = [j for j, t in enumerate(test_full) if t.size]
-        dropped_test = len(test_full) - len(test_keep)
-        test_full = [test_full[j] for j in test_keep]
-        obs_mapped, held_mapped = split_tokens(test_full, opts.heldout_fraction, opts.seed)
-        if test_full and not any(h.size for h in held_mapped):
-            log.warning("--heldout-fraction %g holds out no token of the %d test document(s) "
-                        "(each has fewer than 1/%g tokens): there will be nothing to score; "
-                        "raise it", opts.heldout_fraction, len(test_full), opts.heldout_fraction)
-        test_ids = [doc_ids[test_idx[j]] for j in test_keep]
-        test_meta = [metas[test_idx[j]] for j in test_keep] if metas is not None else None
-        train_ids_all = [doc_ids[i] for i in train_idx]
-        train_meta_all = [metas[i] for i in train_idx] if metas is not None else None
 
-    train_keep = [j for j, t in enumerate(train_mapped) if t.size]
-    dropped_train = len(train_mapped) - len(train_keep)
-    train_mapped = [train_mapped[j] for j in train_keep]
-    train_ids_kept = [train_ids_all[j] for j in train_keep]
-    train_meta = [train_meta_all[j] for j in train_keep] if train_meta_all is not None else None
-    if not train_mapped:
+def _test_parts(test: DocumentSet, keep: np.ndarray, n_types: int, opts: PrepareOptions,
+                dropped: _Dropped) -> DocumentSet:
+    """Test documents over the vocabulary, empty ones dropped; whole documents are split into
+    observed and held-out parts (an imported split comes with its parts)."""
+    mapped = test.remap(keep, n_types)
+    dropped.test_oov_tokens = test.n_tokens() - mapped.n_tokens()
+    kept = mapped.keep_nonempty()
+    dropped.test_documents = len(mapped) - len(kept)
+    if kept.held is not None:
+        return kept
+    observed, held = split_tokens(kept.tokens, opts.heldout_fraction, opts.seed)
+    if kept.tokens and not any(h.size for h in held):
+        log.warning("--heldout-fraction %g holds out no token of the %d test document(s) "
+                    "(each has fewer than 1/%g tokens): there will be nothing to score; "
+                    "raise it", opts.heldout_fraction, len(kept), opts.heldout_fraction)
+    return replace(kept, tokens=observed, held=held)
+
+
+def _train_documents(train: DocumentSet, keep: np.ndarray, n_types: int, inputs: list[str],
+                     dropped: _Dropped) -> DocumentSet:
+    """Training documents over the vocabulary, empty ones dropped."""
+    mapped = train.remap(keep, n_types)
+    kept = mapped.keep_nonempty()
+    dropped.train_documents = len(mapped) - len(kept)
+    if not kept.tokens:
         raise CorpusUsageError(f"{', '.join(inputs)}: every training document is empty after "
                                f"filtering; relax --min-df/--stopwords or give more text")
+    return kept
 
-    train_held = None
-    unseen_dropped: dict[str, int] = {}
-    if opts.heldout_train_fraction is not None:
-        # Protocol B (§11.1): the observed parts are the training corpus
-        train_mapped, train_held = split_train_tokens(train_mapped, opts.heldout_train_fraction,
-                                                      opts.seed)
-        vocab, (train_mapped, train_held, obs_mapped, held_mapped), unseen_dropped = \
-            _drop_unobserved_words(vocab, train_mapped, [train_held, obs_mapped, held_mapped])
-        if unseen_dropped:
-            oov_test += unseen_dropped["test"]
-            test_keep = [j for j, (o, h) in enumerate(zip(obs_mapped, held_mapped))
-                         if o.size + h.size]
-            dropped_test += len(obs_mapped) - len(test_keep)
-            obs_mapped = [obs_mapped[j] for j in test_keep]
-            held_mapped = [held_mapped[j] for j in test_keep]
-            test_ids = [test_ids[j] for j in test_keep]
-            test_meta = [test_meta[j] for j in test_keep] if test_meta is not None else None
 
-    V = len(vocab)
+def _hold_out_training_tokens(train: DocumentSet, test: DocumentSet, vocab: list[str],
+                              opts: PrepareOptions, dropped: _Dropped):
+    """Protocol B (§11.1): the observed parts of the training documents are the training
+    corpus; words they never show are dropped (see :func:`_drop_unobserved_words`), and with
+    them test documents left empty. Returns (train, test, vocab)."""
+    observed, held = split_train_tokens(train.tokens, opts.heldout_train_fraction, opts.seed)
+    vocab, (observed, held, test_observed, test_held), dropped.unobserved = \
+        _drop_unobserved_words(vocab, observed, [held, test.tokens, test.held])
+    train = replace(train, tokens=observed, held=held)
+    test = replace(test, tokens=test_observed, held=test_held)
+    if dropped.unobserved:
+        dropped.test_oov_tokens += dropped.unobserved["test"]
+        kept = test.keep_nonempty()
+        dropped.test_documents += len(test) - len(kept)
+        test = kept
+    return train, test, vocab
+
+
+def _feature_arrays(train: DocumentSet, test: DocumentSet, inputs: list[str],
+                    opts: PrepareOptions) -> tuple[dict, dict | None]:
+    """``--meta``: the documents' feature matrices, encoded as fitted on the training
+    documents, and the encoding for the manifest."""
+    if opts.meta is None:
+        return {}, None
+    where = opts.meta_file or ", ".join(inputs)
+    if train.meta is None:
+        raise CorpusUsageError(f"{where}: --meta needs document metadata: JSONL fields (a "
+                               f".jsonl file, or --format jsonl for standard input) or a "
+                               f"--meta-file")
+    encoding = fit_encoding(parse_meta_option(opts.meta), train.meta, train.ids, where)
     arrays = {}
-    features = None
-    if opts.meta is not None:
-        where = opts.meta_file or ", ".join(inputs)
-        if train_meta is None:
-            raise CorpusUsageError(f"{where}: --meta needs document metadata: JSONL fields (a "
-                                   f".jsonl file, or --format jsonl for standard input) or a "
-                                   f"--meta-file")
-        encoding = fit_encoding(parse_meta_option(opts.meta), train_meta, train_ids_kept, where)
-        arrays["train_features"], train_stats = encoding.encode(train_meta, train_ids_kept, where)
-        if test_meta is None and obs_mapped:
-            raise CorpusUsageError(f"{where}: --meta needs metadata for the test documents too")
-        arrays["test_features"], test_stats = encoding.encode(test_meta or [], test_ids, where)
-        features = dict(encoding.to_json(), train=train_stats, test=test_stats)
-    if train_held is not None:
-        tptr, twords = tokens_to_ptr(train_held)
-        (arrays["train_held_indptr"], arrays["train_held_indices"],
-         arrays["train_held_counts"]) = ptr_to_csr(tptr, twords, V)
-    ptr, words = tokens_to_ptr(train_mapped)
-    arrays["train_doc_ptr"], arrays["train_words"] = ptr, words
-    (arrays["train_indptr"], arrays["train_indices"],
-     arrays["train_counts"]) = ptr_to_csr(ptr, words, V)
-    ptr, words = tokens_to_ptr(obs_mapped)
-    arrays["test_obs_doc_ptr"], arrays["test_obs_words"] = ptr, words
-    (arrays["test_obs_indptr"], arrays["test_obs_indices"],
-     arrays["test_obs_counts"]) = ptr_to_csr(ptr, words, V)
-    hptr, hwords = tokens_to_ptr(held_mapped)
-    (arrays["test_held_indptr"], arrays["test_held_indices"],
-     arrays["test_held_counts"]) = ptr_to_csr(hptr, hwords, V)
+    arrays["train_features"], train_stats = encoding.encode(train.meta, train.ids, where)
+    if test.meta is None and len(test):
+        raise CorpusUsageError(f"{where}: --meta needs metadata for the test documents too")
+    arrays["test_features"], test_stats = encoding.encode(test.meta or [], test.ids, where)
+    return arrays, dict(encoding.to_json(), train=train_stats, test=test_stats)
 
+
+def _add_arrays(arrays: dict, name: str, docs: list[np.ndarray], n_words: int,
+                tokens: bool) -> None:
+    """``docs`` as CSR counts ``NAME_indptr/indices/counts`` and, with ``tokens``, as token
+    lists ``NAME_doc_ptr/words``."""
+    ptr, words = tokens_to_ptr(docs)
+    if tokens:
+        arrays[f"{name}_doc_ptr"], arrays[f"{name}_words"] = ptr, words
+    (arrays[f"{name}_indptr"], arrays[f"{name}_indices"],
+     arrays[f"{name}_counts"]) = ptr_to_csr(ptr, words, n_words)
+
+
+def _store_arrays(train: DocumentSet, test: DocumentSet, n_words: int, arrays: dict) -> dict:
+    """The token and count arrays of the store, added to ``arrays`` (the features)."""
+    if train.held is not None:
+        _add_arrays(arrays, "train_held", train.held, n_words, tokens=False)
+    _add_arrays(arrays, "train", train.tokens, n_words, tokens=True)
+    _add_arrays(arrays, "test_obs", test.tokens, n_words, tokens=True)
+    _add_arrays(arrays, "test_held", test.held, n_words, tokens=False)
+    return arrays
+
+
+def _manifest(inputs: list[str], fmt: str, opts: PrepareOptions, vocab: list[str],
+              n_read: int, train: DocumentSet, test: DocumentSet, dropped: _Dropped,
+              stats: readers.ReadStats) -> dict:
+    """The store's description: source, options, counts, split protocol and vocabulary hash
+    (``write_store`` adds the arrays' digests)."""
     counts = {
-        "documents_read": n_read + (len(obs_docs) if imported else 0),
-        "train_documents": len(train_mapped),
-        "test_documents": len(obs_mapped),
-        "vocabulary": V,
-        "train_tokens": int(arrays["train_doc_ptr"][-1]),
-        "test_observed_tokens": int(arrays["test_obs_doc_ptr"][-1]),
-        "test_heldout_tokens": int(hptr[-1]),
-        "test_oov_tokens_dropped": int(oov_test),
-        "empty_documents_dropped": {"train": dropped_train, "test": dropped_test},
+        "documents_read": n_read,
+        "train_documents": len(train),
+        "test_documents": len(test),
+        "vocabulary": len(vocab),
+        "train_tokens": int(sum(t.size for t in train.tokens)),
+        "test_observed_tokens": int(sum(t.size for t in test.tokens)),
+        "test_heldout_tokens": int(sum(h.size for h in test.held)),
+        "test_oov_tokens_dropped": int(dropped.test_oov_tokens),
+        "empty_documents_dropped": {"train": dropped.train_documents,
+                                    "test": dropped.test_documents},
         "undecodable_skipped": stats.skipped_undecodable,
     }
     split = ({"protocol": "imported", "observed": str(opts.test_observed),
-              "heldout": str(opts.test_heldout)} if imported else
+              "heldout": str(opts.test_heldout)} if opts.test_observed is not None else
              {"protocol": "document-completion", "seed": opts.seed, "split_field":
               opts.split_field, "heldout_fraction": opts.heldout_fraction,
               "test_docs": "from field"} if opts.split_field else
              {"protocol": "document-completion", "seed": opts.seed,
               "test_docs": opts.test_docs, "heldout_fraction": opts.heldout_fraction})
-    if train_held is not None:
-        counts["train_heldout_tokens"] = int(sum(t.size for t in train_held))
-        counts["unobserved_words_dropped"] = unseen_dropped.get("words", 0)
-        counts["train_heldout_tokens_dropped"] = unseen_dropped.get("train_heldout", 0)
+    if train.held is not None:
+        counts["train_heldout_tokens"] = int(sum(t.size for t in train.held))
+        counts["unobserved_words_dropped"] = dropped.unobserved.get("words", 0)
+        counts["train_heldout_tokens_dropped"] = dropped.unobserved.get("train_heldout", 0)
         split["heldout_train_fraction"] = opts.heldout_train_fraction
         split["train_protocol"] = "token-holdout"
-    manifest = {
+    return {
         "source": {"inputs": [str(i) for i in inputs], "format": fmt},
         "options": {"min_length": opts.min_length, "min_df": opts.min_df, "max_df": opts.max_df,
                     "vocab_size": opts.vocab_size, "stopwords": opts.stopwords or "default",
@@ -456,8 +541,28 @@ def prepare(inputs: list[str], out: str | Path, opts: PrepareOptions) -> dict:
         "split": split,
         "vocab_sha256": vocab_hash(vocab),
     }
+
+
+def prepare(inputs: list[str], out: str | Path, opts: PrepareOptions) -> dict:
+    """Build a corpus store from ``inputs``; returns its manifest."""
+    opts.check()
+    fmt = _check_formats(inputs, out, opts)
+    stats = readers.ReadStats()
+    read = _read_input(inputs, fmt, opts, stats)
+    n_read = len(read.docs) + (len(read.imported_test) if read.imported_test is not None else 0)
+    train, test = _split_documents(read, inputs, opts)
+    keep = _choose_vocabulary(train, read, inputs, opts)
+    vocab = [read.type_names[i] for i in keep]
+    dropped = _Dropped()
+    test = _test_parts(test, keep, len(read.type_names), opts, dropped)
+    train = _train_documents(train, keep, len(read.type_names), inputs, dropped)
+    if opts.heldout_train_fraction is not None:
+        train, test, vocab = _hold_out_training_tokens(train, test, vocab, opts, dropped)
+    arrays, features = _feature_arrays(train, test, inputs, opts)
+    arrays = _store_arrays(train, test, len(vocab), arrays)
+    manifest = _manifest(inputs, fmt, opts, vocab, n_read, train, test, dropped, stats)
     if features is not None:
         manifest["features"] = features
-    return write_store(Path(out), arrays, vocab, manifest, train_ids=train_ids_kept,
-                       test_ids=test_ids, train_meta=train_meta, test_meta=test_meta,
+    return write_store(Path(out), arrays, vocab, manifest, train_ids=train.ids,
+                       test_ids=test.ids, train_meta=train.meta, test_meta=test.meta,
                        force=opts.force)

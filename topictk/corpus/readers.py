@@ -299,16 +299,9 @@ def find_uci_vocab(docword: Path) -> Path | None:
     return None
 
 
-def read_uci(docword: str, vocab_path: str | None) -> BagOfWords:
-    """Read a UCI ``docword`` file (three header lines D, W, NNZ, then ``doc word count``)."""
-    path = Path(docword)
-    if not path.exists():
-        raise CorpusUsageError(f"{path}: no such file; check the input path")
-    vpath = Path(vocab_path) if vocab_path else find_uci_vocab(path)
-    if vpath is None:
-        raise CorpusUsageError(f"{path}: UCI input needs its vocabulary; "
-                               f"add --vocab vocab.NAME.txt")
-    vocab = read_vocab(vpath)
+def _parse_docword(path: Path) -> tuple[int, int, np.ndarray]:
+    """The header's D and W and the body's ``doc word count`` rows (1-based ids) of a UCI
+    docword file, whose row count must be the header's NNZ."""
     with _open_binary(path) as stream:
         try:
             raw = stream.read()
@@ -336,7 +329,14 @@ def read_uci(docword: str, vocab_path: str | None) -> BagOfWords:
     if triples.shape[0] != nnz:
         raise CorpusError(f"{path}: header says NNZ = {nnz} but the body has {triples.shape[0]} "
                           f"entries; the file is truncated or its header is wrong")
-    docs, word_ids, counts = triples[:, 0], triples[:, 1], triples[:, 2]
+    return n_docs, n_words, triples
+
+
+def _check_entries(path: Path, docs: np.ndarray, word_ids: np.ndarray, counts: np.ndarray,
+                   n_docs: int, n_words: int) -> None:
+    """Ids within the header's D and W, counts positive and within int32; errors name the
+    first offending line."""
+    nnz = docs.size
     if nnz and (docs.min() < 1 or docs.max() > n_docs):
         line = 4 + int(np.argmax((docs < 1) | (docs > n_docs)))
         raise CorpusError(f"{path}:{line}: document id outside 1..{n_docs} (header D); the "
@@ -352,9 +352,10 @@ def read_uci(docword: str, vocab_path: str | None) -> BagOfWords:
         line = 4 + int(np.argmax(counts > COUNT_MAX))
         raise CorpusError(f"{path}:{line}: count {int(counts.max())} is more than {COUNT_MAX:,} "
                           f"tokens of one word in one document; the file is damaged")
-    if len(vocab) != n_words:
-        raise CorpusError(f"{vpath}: vocabulary has {len(vocab)} words but {path} says W = "
-                          f"{n_words}; give the vocabulary that belongs to this file")
+
+
+def _check_memory(path: Path, counts: np.ndarray) -> None:
+    """Refuse a file with more tokens than this machine can hold."""
     total = int(counts.sum())
     if total > max_tokens():
         line = 4 + int(np.argmax(counts))
@@ -362,9 +363,15 @@ def read_uci(docword: str, vocab_path: str | None) -> BagOfWords:
                           f"{total * BYTES_PER_TOKEN / 2**30:.0f} GiB of memory, more than this "
                           f"machine has; check the counts (the largest, {int(counts.max()):,}, "
                           f"is on line {line})")
+
+
+def _to_csr(path: Path, docs: np.ndarray, word_ids: np.ndarray, counts: np.ndarray,
+            n_docs: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(indptr, indices, counts) of the 1-based rows, words ascending in each document; a
+    (document, word) pair listed twice is refused."""
     order = np.lexsort((word_ids, docs))
     docs, word_ids, counts = docs[order] - 1, word_ids[order] - 1, counts[order]
-    if nnz > 1:
+    if docs.size > 1:
         dup = (docs[1:] == docs[:-1]) & (word_ids[1:] == word_ids[:-1])
         if dup.any():
             raise CorpusError(f"{path}: document {int(docs[1:][dup][0]) + 1} lists word "
@@ -372,7 +379,26 @@ def read_uci(docword: str, vocab_path: str | None) -> BagOfWords:
     indptr = np.zeros(n_docs + 1, dtype=np.int64)
     np.add.at(indptr, docs + 1, 1)
     np.cumsum(indptr, out=indptr)
-    return BagOfWords(indptr=indptr, indices=word_ids.astype(np.int32),
-                      counts=counts.astype(np.int32), vocab=vocab, source=str(path))
+    return indptr, word_ids.astype(np.int32), counts.astype(np.int32)
 
 
+def read_uci(docword: str, vocab_path: str | None) -> BagOfWords:
+    """Read a UCI ``docword`` file (three header lines D, W, NNZ, then ``doc word count``)."""
+    path = Path(docword)
+    if not path.exists():
+        raise CorpusUsageError(f"{path}: no such file; check the input path")
+    vpath = Path(vocab_path) if vocab_path else find_uci_vocab(path)
+    if vpath is None:
+        raise CorpusUsageError(f"{path}: UCI input needs its vocabulary; "
+                               f"add --vocab vocab.NAME.txt")
+    vocab = read_vocab(vpath)
+    n_docs, n_words, triples = _parse_docword(path)
+    docs, word_ids, counts = triples[:, 0], triples[:, 1], triples[:, 2]
+    _check_entries(path, docs, word_ids, counts, n_docs, n_words)
+    if len(vocab) != n_words:
+        raise CorpusError(f"{vpath}: vocabulary has {len(vocab)} words but {path} says W = "
+                          f"{n_words}; give the vocabulary that belongs to this file")
+    _check_memory(path, counts)
+    indptr, indices, counts = _to_csr(path, docs, word_ids, counts, n_docs)
+    return BagOfWords(indptr=indptr, indices=indices, counts=counts, vocab=vocab,
+                      source=str(path))
