@@ -37,7 +37,6 @@ from topictk.inference.dmr import (
 from topictk.inference.gibbs import GibbsDriver
 from topictk.inference.hyper import minka_alpha
 from topictk.inference.registry import load_config
-from topictk.inference.schedules import sgmcmc_step
 from topictk.rundir.checkpoint import load_arrays
 from topictk.state.dmr import document_alpha
 from topictk.streams import Streams, make_stream
@@ -311,9 +310,11 @@ def test_sgrld_step_equals_reference(dmr_store, tmp_path, seed, nu_burn_in):
         bounds = base.chunk_bounds_by_docs(ids.size, 16)
         local = [np.random.Generator(make_stream(seed, keys.local_key(t, c)))
                  for c in range(bounds.size - 1)]
-        eps_nu = sgmcmc_step(1e-3, 1000, 0.55, t) if t >= nu_burn_in else None
+        # the step sizes from the formula of §12.1, not from the code under test
+        eps_nu = minibatch_ref.sgmcmc_step(1e-3, 1000, 0.55, t) if t >= nu_burn_in else None
+        eps = minibatch_ref.sgmcmc_step(0.01, 1000, 0.55, t)
         phi_hat, nu = ref.sgrld_step(phi_hat, nu, batch, driver.X[ids], driver.n_docs, 0.05,
-                                     sgmcmc_step(0.01, 1000, 0.55, t), eps_nu, driver.variances,
+                                     eps, eps_nu, driver.variances,
                                      4, 2, bounds, local, main)
         np.testing.assert_allclose(state.phi_hat, phi_hat, rtol=1e-11)
         np.testing.assert_allclose(state.nu, nu, rtol=1e-11, atol=1e-13)

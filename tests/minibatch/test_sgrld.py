@@ -11,14 +11,16 @@ from click.testing import CliRunner
 
 from tests.fixtures import cut_back_run, matched_l1, planted_corpus, write_token_store
 from tests.reference import minibatch as ref
+from topictk import streams as keys
 from topictk.cli import cli
+from topictk.corpus.batches import EpochSchedule, gather_batch
 from topictk.corpus.store import CorpusStore
 from topictk.errors import ConfigError
-from topictk.inference import _minibatch
+from topictk.inference import _minibatch, base
 from topictk.inference.registry import load_config
 from topictk.inference.sgrld import SGRLDDriver, sgrld_update
 from topictk.rundir.checkpoint import list_checkpoints, load_arrays
-from topictk.streams import Streams
+from topictk.streams import Streams, make_stream
 from topictk.training.run import train
 
 
@@ -112,6 +114,34 @@ def test_planted_topics_recovered(planted_store, tmp_path):
         if t >= 200:  # average the samples of the last 100 updates
             posterior_mean = posterior_mean + driver.topic_word(state) / 100
     assert matched_l1(posterior_mean, corpus.phi) < 0.25
+
+
+def test_driver_steps_equal_twin_with_the_batch_rescaling(planted_store, tmp_path, seed):
+    """Three driver updates equal the twin update of §7.3 on the same streams, with the
+    mini-batch rescaling R_B = N / |B| (here 460 / 50) and eps_t from the formula of §12.1;
+    the logged epsilon is that eps_t."""
+    path, _ = planted_store
+    config = _config(path, tmp_path / "run", batch_size=50, sweeps=4, chunk_docs=16)
+    driver = SGRLDDriver(config, CorpusStore.open(path), streams=Streams(seed))
+    state = driver.init_state()
+    phi_hat = state.phi_hat.copy()
+    main = np.random.Generator(make_stream(seed, keys.MAIN))
+    schedule = EpochSchedule(driver.n_docs, 50)
+    permutation = None
+    assert driver.n_docs == 460
+    for t in range(3):
+        info = driver.step(state, t)
+        ids, permutation = schedule.batch_ids(t, permutation, main)
+        assert ids.size == 50
+        batch = gather_batch(driver.doc_ptr, driver.words, ids)
+        bounds = base.chunk_bounds_by_docs(ids.size, 16)
+        local = [np.random.Generator(make_stream(seed, keys.local_key(t, c)))
+                 for c in range(bounds.size - 1)]
+        eps = ref.sgmcmc_step(0.05, 100, 0.55, t)
+        phi_hat = ref.sgrld_step(phi_hat, batch, 460, np.full(5, 0.2), 0.05, eps, 4, 2, bounds,
+                                 local, main)
+        np.testing.assert_allclose(state.phi_hat, phi_hat, rtol=1e-11)
+        assert info.extra["epsilon"] == pytest.approx(eps, rel=1e-14)
 
 
 def test_resume_equals_uninterrupted_and_threads(planted_store, tmp_path):
