@@ -87,22 +87,23 @@ def _fit(path, tmp_path, algorithm, layers, iterations, seed, **inference):
     return driver.topic_word(state), ppl
 
 
-def _best_of(chains, path, tmp_path, algorithm, layers, iterations, **inference):
+def _best_of(chains, path, tmp_path, algorithm, layers, iterations, first_seed=1, **inference):
     """The chain (of ``chains`` random starts) with the lowest held-out point perplexity.
     On these small corpora about one start in five ends in a mode that merges two planted
     topics (batch Gibbs as well as TLASGR); its perplexity is clearly worse, so choosing by
     held-out perplexity finds a recovering chain."""
     fits = [_fit(path, tmp_path, algorithm, layers, iterations, seed, **inference)
-            for seed in range(1, chains + 1)]
+            for seed in range(first_seed, first_seed + chains)]
     return min(fits, key=lambda fit: fit[1])
 
 
-def test_planted_pgbn_recovered(planted_store, tmp_path):
+def test_planted_pgbn_recovered(planted_store, tmp_path, seed):
     """Fast variant of oracle (g): L = 2, K = (4, 2), V = 40, 500 training documents."""
     path, planted = planted_store
-    gibbs_topics, gibbs_ppl = _best_of(3, path, tmp_path, "dlda-gibbs", [4, 2], 200)
-    sg_topics, sg_ppl = _best_of(3, path, tmp_path, "tlasgr", [4, 2], 120, batch_size=100,
-                                 local_burn_in=20, local_samples=10)
+    first = 1 + 3 * seed
+    gibbs_topics, gibbs_ppl = _best_of(3, path, tmp_path, "dlda-gibbs", [4, 2], 200, first)
+    sg_topics, sg_ppl = _best_of(3, path, tmp_path, "tlasgr", [4, 2], 120, first,
+                                 batch_size=100, local_burn_in=20, local_samples=10)
     assert matched_l1(gibbs_topics, planted) < 0.3
     assert matched_l1(sg_topics, planted) < 0.3
     assert abs(sg_ppl / gibbs_ppl - 1) < 0.05

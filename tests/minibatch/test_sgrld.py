@@ -101,11 +101,11 @@ def planted_store(tmp_path_factory):
     return path, corpus
 
 
-def test_planted_topics_recovered(planted_store, tmp_path):
+def test_planted_topics_recovered(planted_store, tmp_path, seed):
     path, corpus = planted_store
     config = _config(path, tmp_path / "run", iterations=300)
     store = CorpusStore.open(path)
-    driver = SGRLDDriver(config, store, streams=Streams(4))
+    driver = SGRLDDriver(config, store, streams=Streams(seed))
     state = driver.init_state()
     posterior_mean = 0.0
     for t in range(300):
@@ -113,7 +113,9 @@ def test_planted_topics_recovered(planted_store, tmp_path):
         state.check_invariants()
         if t >= 200:  # average the samples of the last 100 updates
             posterior_mean = posterior_mean + driver.topic_word(state) / 100
-    assert matched_l1(posterior_mean, corpus.phi) < 0.25
+    # correct runs, seeds 0-9: matched L1 0.056 to 0.063, the bound that plus a quarter;
+    # without the mini-batch rescaling N/|B| a run reaches about 0.10
+    assert matched_l1(posterior_mean, corpus.phi) < 0.08
 
 
 def test_driver_steps_equal_twin_with_the_batch_rescaling(planted_store, tmp_path, seed):
