@@ -104,8 +104,10 @@ def test_planted_pgbn_recovered(planted_store, tmp_path, seed):
     gibbs_topics, gibbs_ppl = _best_of(3, path, tmp_path, "dlda-gibbs", [4, 2], 200, first)
     sg_topics, sg_ppl = _best_of(3, path, tmp_path, "tlasgr", [4, 2], 120, first,
                                  batch_size=100, local_burn_in=20, local_samples=10)
-    assert matched_l1(gibbs_topics, planted) < 0.3
-    assert matched_l1(sg_topics, planted) < 0.3
+    # correct runs, seeds 0-9: matched L1 0.095 to 0.127 (Gibbs), 0.088 to 0.120 (TLASGR);
+    # the bound is the largest plus a quarter, rounded up
+    assert matched_l1(gibbs_topics, planted) < 0.16
+    assert matched_l1(sg_topics, planted) < 0.16
     assert abs(sg_ppl / gibbs_ppl - 1) < 0.05
 
 

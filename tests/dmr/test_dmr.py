@@ -241,8 +241,10 @@ def test_d_planted_topics_and_weights_recovered_by_stochastic_em(dmr_store, tmp_
     state.check_invariants(driver.doc_ptr, driver.words, driver.X)
     assert state.optimizations == 10
     contrast, l1 = _contrast_and_l1(corpus, driver.topic_word(state), state.nu)
-    assert l1 < 0.25
-    assert abs(contrast - 2.0) < 0.5, f"contrast {contrast:.3f}"
+    # correct runs, seeds 0-9: matched L1 0.071 to 0.081, contrast 1.73 to 1.81; the bounds
+    # are the largest distances plus a quarter, rounded up
+    assert l1 < 0.11
+    assert abs(contrast - 2.0) < 0.35, f"contrast {contrast:.3f}"
 
 
 def test_d_planted_topics_and_weights_recovered_by_sgrld(dmr_store, tmp_path, seed):
@@ -265,8 +267,10 @@ def test_d_planted_topics_and_weights_recovered_by_sgrld(dmr_store, tmp_path, se
             nu = nu + state.nu / kept
     state.check_invariants(driver.X)
     contrast, l1 = _contrast_and_l1(corpus, topic_word, nu)
-    assert l1 < 0.25
-    assert abs(contrast - 2.0) < 0.5, f"contrast {contrast:.3f}"
+    # correct runs, seeds 0-9: matched L1 0.099 to 0.106, contrast 1.77 to 2.00; the bounds
+    # are the largest distances plus a quarter, rounded up
+    assert l1 < 0.14
+    assert abs(contrast - 2.0) < 0.3, f"contrast {contrast:.3f}"
 
 
 # ------------------------------------------------------------------ steps = twins
@@ -646,7 +650,9 @@ def test_sparse_sampler_recovers_and_resumes(dmr_store, tmp_path, seed):
         driver.step(state, t)
     state.check_invariants(driver.doc_ptr, driver.words, driver.X)
     contrast, l1 = _contrast_and_l1(corpus, driver.topic_word(state), state.nu)
-    assert l1 < 0.25 and abs(contrast - 2.0) < 0.5, (l1, contrast)
+    # correct runs, seeds 0-9: matched L1 0.072 to 0.078, contrast 1.73 to 1.84; the bounds
+    # are the largest distances plus a quarter, rounded up
+    assert l1 < 0.10 and abs(contrast - 2.0) < 0.35, (l1, contrast)
     extra = {"chunks": 2, "sparse": True, "optimize_burn_in": 10, "optimize_interval": 5,
              "burn_in": 15, "thin": 5}
     train(_config(path, tmp_path / "full", **extra), quiet=True)

@@ -27,6 +27,8 @@ Usage (from the repository root, with the development environment active)::
     python tests/mutation/run.py                     # the whole list (about an hour on 2 cores)
     python tests/mutation/run.py --quick             # a few Python-only mutations (minutes)
     python tests/mutation/run.py --only sgrld-rescaling-dropped l2r-alpha-one
+    python tests/mutation/run.py --only l2r-alpha-one \
+        --tests tests/kernels/test_left_to_right.py::test_document_log_likelihoods_equal_exact_values
     python tests/mutation/run.py --list              # ids, files and kinds, nothing run
     python tests/mutation/run.py --check             # only check that every old text applies
     python tests/mutation/run.py --report benchmarks/results/mutation.md
@@ -43,7 +45,7 @@ import subprocess
 import sys
 import tempfile
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -434,6 +436,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--list", action="store_true", help="list the mutations and stop")
     parser.add_argument("--check", action="store_true",
                         help="check that every mutation applies to this checkout and stop")
+    parser.add_argument("--tests", nargs="+", metavar="TEST",
+                        help="run these tests (pytest ids) instead of each mutation's own list, "
+                             "e.g. to see whether one test alone kills a mutation")
     parser.add_argument("--report", type=Path, help="write a Markdown report here")
     parser.add_argument("--timeout", type=float, default=900,
                         help="seconds allowed for one mutation's tests (default 900)")
@@ -450,6 +455,8 @@ def main(argv: list[str] | None = None) -> int:
         chosen = [m for m in MUTATIONS if m.id in args.only]
     elif args.quick:
         chosen = [m for m in MUTATIONS if m.quick]
+    if args.tests:
+        chosen = [replace(m, tests=tuple(args.tests)) for m in chosen]
     if args.list:
         for m in chosen:
             print(f"{m.id:40s} {m.path:42s} {m.kind}")
