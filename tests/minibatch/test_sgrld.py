@@ -54,6 +54,32 @@ def test_local_gibbs_equals_reference(seed, threads, per_doc_alpha):
     np.testing.assert_array_equal(dt.sum(axis=1), 3 * np.diff(ptr))
 
 
+def test_local_gibbs_merges_every_thread_buffer():
+    """With T threads the kernel keeps T - 1 private n_kw accumulators and adds each to the
+    output. Over 40 one-document chunks, with enough sweeps that every thread gets chunks to
+    sample, three and four threads give what one thread (no private buffer) gives, and every
+    kept sweep counts every token once."""
+    rng = np.random.default_rng(21)
+    ptr, words = _random_batch(rng, n_docs=40, n_words=15, max_len=60)
+    B, VB, K = ptr.size - 1, 15, 6
+    weights = rng.random((VB, K))
+    alpha = np.full((1, K), 0.3)
+    bounds = np.arange(B + 1, dtype=np.int64)
+
+    def run(threads):
+        wt = np.zeros((VB, K), np.int64)
+        dt = np.zeros((B, K), np.int64)
+        _minibatch.local_gibbs(ptr, words, weights, alpha, 400, 200, bounds,
+                               [np.random.PCG64(500 + c) for c in range(B)], wt, dt, threads)
+        return wt, dt
+    one, dt_one = run(1)
+    assert one.sum() == 200 * words.size
+    for threads in (3, 4):
+        wt, dt = run(threads)
+        np.testing.assert_array_equal(wt, one)
+        np.testing.assert_array_equal(dt, dt_one)
+
+
 def test_update_fixed_point_without_noise():
     """§7 oracle (a): exact counts, R_B = 1, no noise -> phi = (n_kw + beta)/(n_k + V beta)."""
     rng = np.random.default_rng(3)
