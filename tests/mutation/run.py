@@ -24,7 +24,7 @@ would.
 
 Usage (from the repository root, with the development environment active)::
 
-    python tests/mutation/run.py                     # the whole list (about an hour on 2 cores)
+    python tests/mutation/run.py                     # the whole list (about 10 min on 2 cores)
     python tests/mutation/run.py --quick             # a few Python-only mutations (minutes)
     python tests/mutation/run.py --only sgrld-rescaling-dropped l2r-alpha-one
     python tests/mutation/run.py --only l2r-alpha-one \
@@ -452,8 +452,9 @@ def write_report(path: Path, results: list[tuple[Mutation, str, str, float]]) ->
         reason = EQUIVALENT.get(m.id, detail)
         lines.append(f"- `{m.id}` ({status}): {reason}")
     total = sum(seconds for _, _, _, seconds in results)
-    lines += ["", f"The mutations took {total / 60:.0f} minutes in all ({os.cpu_count()} cores, "
-                  f"Python {platform.python_version()}).", "", HISTORY]
+    took = (f"The mutations took {total / 60:.0f} minutes in all ({os.cpu_count()} cores, "
+            f"Python {platform.python_version()}).")
+    lines += ["", took, "", HISTORY]
     path.write_text("\n".join(lines).rstrip("\n") + "\n")
 
 
