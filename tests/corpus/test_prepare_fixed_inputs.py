@@ -76,15 +76,15 @@ def test_vocab_list_fixes_vocabulary_and_order(tmp_path):
 def test_vocab_list_with_duplicates_or_empty_lines_is_refused(tmp_path):
     src = tmp_path / "docs.txt"
     src.write_text("apple zebra\n")
-    for content, message in (("apple\nzebra\napple\n", "repeats line 1"),
-                             ("apple\n\nzebra\n", "empty line")):
+    for content, message, where in (("apple\nzebra\napple\n", "repeats line 1", "vocab.txt:3"),
+                                    ("apple\n\nzebra\n", "empty line", "vocab.txt:2")):
         vocab = tmp_path / "vocab.txt"
         vocab.write_text(content)
         result = CliRunner().invoke(cli, ["prepare", str(src), "--vocab-list", str(vocab),
                                           "--out", str(tmp_path / "store")])
         assert result.exit_code == 1
-        assert message in result.output and "vocab.txt:3" in result.output or \
-            "vocab.txt:2" in result.output
+        assert message in result.output, result.output
+        assert where in result.output, result.output
         assert not (tmp_path / "store").exists()
 
 

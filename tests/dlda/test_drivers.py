@@ -87,24 +87,27 @@ def _fit(path, tmp_path, algorithm, layers, iterations, seed, **inference):
     return driver.topic_word(state), ppl
 
 
-def _best_of(chains, path, tmp_path, algorithm, layers, iterations, **inference):
+def _best_of(chains, path, tmp_path, algorithm, layers, iterations, first_seed=1, **inference):
     """The chain (of ``chains`` random starts) with the lowest held-out point perplexity.
     On these small corpora about one start in five ends in a mode that merges two planted
     topics (batch Gibbs as well as TLASGR); its perplexity is clearly worse, so choosing by
     held-out perplexity finds a recovering chain."""
     fits = [_fit(path, tmp_path, algorithm, layers, iterations, seed, **inference)
-            for seed in range(1, chains + 1)]
+            for seed in range(first_seed, first_seed + chains)]
     return min(fits, key=lambda fit: fit[1])
 
 
-def test_planted_pgbn_recovered(planted_store, tmp_path):
+def test_planted_pgbn_recovered(planted_store, tmp_path, seed):
     """Fast variant of oracle (g): L = 2, K = (4, 2), V = 40, 500 training documents."""
     path, planted = planted_store
-    gibbs_topics, gibbs_ppl = _best_of(3, path, tmp_path, "dlda-gibbs", [4, 2], 200)
-    sg_topics, sg_ppl = _best_of(3, path, tmp_path, "tlasgr", [4, 2], 120, batch_size=100,
-                                 local_burn_in=20, local_samples=10)
-    assert matched_l1(gibbs_topics, planted) < 0.3
-    assert matched_l1(sg_topics, planted) < 0.3
+    first = 1 + 3 * seed
+    gibbs_topics, gibbs_ppl = _best_of(3, path, tmp_path, "dlda-gibbs", [4, 2], 200, first)
+    sg_topics, sg_ppl = _best_of(3, path, tmp_path, "tlasgr", [4, 2], 120, first,
+                                 batch_size=100, local_burn_in=20, local_samples=10)
+    # correct runs, seeds 0-9: matched L1 0.095 to 0.127 (Gibbs), 0.088 to 0.120 (TLASGR);
+    # the bound is the largest plus a quarter, rounded up
+    assert matched_l1(gibbs_topics, planted) < 0.16
+    assert matched_l1(sg_topics, planted) < 0.16
     assert abs(sg_ppl / gibbs_ppl - 1) < 0.05
 
 
@@ -183,23 +186,39 @@ def test_resume_equals_uninterrupted_and_threads(small_store, tmp_path, algorith
 
 def test_train_seconds_exclude_the_test_chain(small_store, tmp_path, monkeypatch):
     """The persistent chain advances inside heldout_probabilities (evaluation), never
-    inside step: its time lands in eval_seconds."""
+    inside step or check_state (the span train_seconds measures): its time lands in
+    eval_seconds. Checked by where the chain is called from, not by a wall-clock bound."""
     import time as time_module
+
+    from topictk.inference.registry import get_driver
 
     path, _ = small_store
     calls = []
+    inside_step = [False]
     real = dlda_module.DLDADriver._advance_test_chain
+    cls = get_driver("tlasgr")
 
     def slow_chain(self, state):
-        calls.append(state.step)
+        calls.append((state.step, inside_step[0]))
         time_module.sleep(0.2)
         real(self, state)
+
+    def timed_span(method):
+        def wrapped(self, *args):
+            inside_step[0] = True
+            try:
+                return method(self, *args)
+            finally:
+                inside_step[0] = False
+        return wrapped
     monkeypatch.setattr(dlda_module.DLDADriver, "_advance_test_chain", slow_chain)
+    monkeypatch.setattr(cls, "step", timed_span(cls.step))
+    monkeypatch.setattr(cls, "check_state", timed_span(cls.check_state))
     train(dlda_config(path, tmp_path / "run", "tlasgr", [4, 2], iterations=4,
                       training={"eval_every": 2}), quiet=True)
     metrics = _metrics(tmp_path / "run")
-    assert calls == [2, 4]
-    assert metrics[-1]["train_seconds"] < 0.2
+    assert calls == [(2, False), (4, False)]
+    # a lower bound only: the 0.2 s sleep of every advance is inside the evaluation's span
     assert all(m["eval_seconds"] >= 0.2 for m in metrics)
 
 

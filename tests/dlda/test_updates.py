@@ -160,3 +160,26 @@ def test_sgrld_dlda_fixed_point_without_noise():
     a = xbar + 0.5
     np.testing.assert_allclose(phi_hat / phi_hat.sum(axis=0), a / a.sum(axis=0), atol=1e-9)
     np.testing.assert_allclose(phi_hat.sum(axis=0), 8 * 0.5, rtol=1e-6)
+
+
+def test_sgrld_dlda_step_equals_eq5_written_out():
+    """One step of §8.9 (Cong 2017 eq. 5) entry by entry, with the mini-batch rescaling R_B and
+    the noise sqrt(2 eps phi_hat) xi given explicitly."""
+    rng = np.random.default_rng(5)
+    V, K, eps, R, eta = 7, 3, 0.01, 12.5, 0.3
+    phi_hat = rng.gamma(2.0, size=(V, K))
+    xbar = rng.integers(0, 6, size=(V, K)).astype(float)
+    xi = rng.standard_normal((V, K))
+    got, rate, floored = sgrld_columns(phi_hat, xbar, eps, R, eta, xi.copy())
+    want = np.empty((V, K))
+    for k in range(K):
+        col_total = sum(phi_hat[v, k] for v in range(V))
+        x_total = sum(xbar[v, k] for v in range(V))
+        for v in range(V):
+            phi_vk = phi_hat[v, k] / col_total
+            drift = (R * xbar[v, k] + eta) - (R * x_total + col_total) * phi_vk
+            want[v, k] = max(abs(phi_hat[v, k] + eps * drift
+                                 + np.sqrt(2.0 * eps * phi_hat[v, k]) * xi[v, k]), 1e-300)
+    np.testing.assert_allclose(got, want, rtol=1e-12)
+    np.testing.assert_allclose(rate, eps / phi_hat.sum(axis=0), rtol=1e-14)
+    assert floored == 0

@@ -125,7 +125,9 @@ def test_planted_topics_are_recovered_after_300_sweeps(tmp_path, seed, sparse):
     state.check_invariants(driver.doc_ptr, driver.words)
     after = matched_l1(driver.topic_word(state), corpus.phi)
     assert before > 1.0                               # random start: nothing recovered
-    assert after < 0.25, f"mean matched L1 {after:.3f} after 300 sweeps"
+    # correct runs, seeds 0-9 (each its own corpus): 0.067 to 0.080 for either sampler; the
+    # bound is that maximum plus a quarter
+    assert after < 0.10, f"mean matched L1 {after:.3f} after 300 sweeps"
 
 
 def test_planted_corpus_fixture_matches_its_definition(seed):
@@ -204,3 +206,16 @@ def test_minka_alpha_is_clamped_and_keeps_its_input():
     assert got[1] == 1e-10                                 # the lower clamp
     assert np.all(got >= 1e-10) and np.all(got <= 1e5)
     assert np.all(np.isfinite(got))
+
+
+@pytest.mark.parametrize("burn_in, thin", [(4, 2), (3, 1), (0, 5)])
+def test_samples_are_collected_every_thin_sweeps_after_burn_in(tmp_path, burn_in, thin):
+    """§12.2: the samples are the states after sweeps burn_in + thin, burn_in + 2 thin, ...;
+    the state after sweep burn_in itself is still burn-in."""
+    store = write_token_store(tmp_path / "tiny", TINY_DOCS, TINY_V)
+    config = gibbs_config(store, tmp_path / "run", topics=2, iterations=10,
+                          inference={"burn_in": burn_in, "thin": thin})
+    driver = GibbsDriver(config, CorpusStore.open(store), streams=Streams(0))
+    state = driver.init_state()
+    collected = [t + 1 for t in range(10) if driver.step(state, t).collect_sample]
+    assert collected == list(range(burn_in + thin, 11, thin))

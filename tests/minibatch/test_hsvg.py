@@ -94,15 +94,16 @@ def test_one_topic_is_the_word_count_update(planted_store, tmp_path):
     np.testing.assert_allclose(state.lam(), want, rtol=1e-12)
 
 
-def test_planted_topics_recovered(planted_store, tmp_path):
+def test_planted_topics_recovered(planted_store, tmp_path, seed):
     path, corpus = planted_store
     driver = HSVGDriver(_config(path, tmp_path / "p", iterations=200), CorpusStore.open(path),
-                        streams=Streams(9))
+                        streams=Streams(seed))
     state = driver.init_state()
     for t in range(200):
         driver.step(state, t)
     state.check_invariants()
-    assert matched_l1(driver.topic_word(state), corpus.phi) < 0.25
+    # correct runs, seeds 0-9: matched L1 0.058 to 0.071; the bound is that plus a quarter
+    assert matched_l1(driver.topic_word(state), corpus.phi) < 0.09
 
 
 def test_resume_and_threads_equal_uninterrupted(planted_store, tmp_path):

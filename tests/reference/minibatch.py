@@ -94,3 +94,33 @@ def local_gibbs(doc_ptr, words, weights, alpha, n_sweeps, n_burn, chunk_bounds, 
                                            word_topic,
                                            None if doc_grad is None else doc_grad[d])[0]
     return word_topic, doc_topic
+
+
+def sgmcmc_step(a: float, b: float, c: float, t: int) -> float:
+    """SG-MCMC step size of docs/algorithms.md §12.1, eps_t = a (1 + t / b)^(-c), written out
+    here so that a twin test does not take it from the code under test."""
+    return a * (1.0 + t / b) ** (-c)
+
+
+def sgrld_step(phi_hat, batch, n_docs, alpha, beta, eps, sweeps, burn, chunk_bounds,
+               local_rngs, main: np.random.Generator):
+    """One SGRLD update (§7.3) of ``phi_hat`` (V, K) for a gathered ``batch`` -> new phi_hat.
+
+    Local chains with phi = phi_hat normalised per topic (twin :func:`local_gibbs`), then, with
+    the mini-batch rescaling R_B = N / |B|,
+    phi_hat_wk <- max(1e-300, | phi_hat_wk + eps (beta - phi_hat_wk
+                                 + R_B (nbar_wk - phi_wk nbar_k)) + sqrt(2 eps phi_hat_wk) xi_wk |)
+    and the normals xi drawn from ``main`` in storage order.
+    """
+    V, K = phi_hat.shape
+    phi = phi_hat / phi_hat.sum(axis=0, keepdims=True)
+    word_topic, _ = local_gibbs(batch.doc_ptr, batch.words, phi[batch.vocab],
+                                np.atleast_2d(alpha), sweeps, burn, chunk_bounds, local_rngs)
+    nbar = np.zeros((V, K))
+    nbar[batch.vocab] = word_topic / (sweeps - burn)
+    n_batch = len(batch.doc_ptr) - 1
+    R = n_docs / n_batch
+    xi = main.standard_normal(size=(V, K))
+    drift = beta - phi_hat + R * (nbar - phi * nbar.sum(axis=0))
+    new = np.abs(phi_hat + eps * drift + np.sqrt(2.0 * eps * phi_hat) * xi)
+    return np.maximum(new, 1e-300)

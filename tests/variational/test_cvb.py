@@ -7,7 +7,7 @@ import pytest
 
 from tests.fixtures import matched_l1
 from tests.reference import cvb as ref
-from tests.variational.conftest import make_config, random_csr, run_driver
+from tests.variational.conftest import best_of_three, make_config, random_csr, run_driver
 from topictk.corpus.store import ptr_to_csr
 from topictk.errors import ConfigError
 from topictk.inference import _cvb
@@ -157,9 +157,13 @@ def test_converged_pairs_satisfy_their_update(tmp_path, algorithm):
 
 @pytest.mark.parametrize("algorithm", ["cvb", "cvb0"])
 def test_planted_recovery(planted, planted_store, tmp_path, algorithm, seed):
+    """Best of three starts (:func:`tests.variational.conftest.best_of_three`). Correct runs,
+    seeds 0-9, matched L1: cvb 0.074 to 0.077 (0.113 for one start), cvb0 0.065; the bounds
+    are those maxima plus a quarter, rounded up."""
     cfg = make_config(planted_store, tmp_path / "run", algorithm, iterations=60)
-    driver, state = run_driver(cfg, 60, seed=seed)
-    assert matched_l1(driver.topic_word(state), planted.phi) < 0.25
+    driver, state = best_of_three(cfg, 60, seed)
+    bound = {"cvb": 0.10, "cvb0": 0.09}[algorithm]
+    assert matched_l1(driver.topic_word(state), planted.phi) < bound
     theta = state.theta()
     assert np.allclose(theta.sum(axis=1), 1.0, atol=1e-12) and theta.min() > 0
 

@@ -11,7 +11,7 @@ import pytest
 from tests.fixtures import matched_l1, planted_corpus, write_token_store
 from tests.reference import ovb as ref
 from tests.reference import vb as vb_ref
-from tests.variational.conftest import make_config, random_docs, run_driver
+from tests.variational.conftest import best_of_three, make_config, random_docs, run_driver
 from topictk import streams as keys
 from topictk.corpus.store import CorpusStore
 from topictk.errors import ConfigError
@@ -78,30 +78,15 @@ def test_mass_invariant(planted_store, tmp_path, seed):
         assert float((state.lam() - state.beta).sum()) == pytest.approx(expected, rel=1e-12)
 
 
-def _best_of_three(config, steps, seed, each=None):
-    """Three initialisations; the one with the lowest held-out perplexity. Like batch VB, SVI
-    can end in a local optimum with two planted topics merged (about 1 start in 10 on this
-    corpus); choosing among restarts by held-out perplexity is the usual remedy."""
-    from topictk.inference.base import EvaluationSet
-    from topictk.inference.perplexity import heldout_perplexity
-
-    best = None
-    for s in (seed, seed + 1000, seed + 2000):
-        driver, state = run_driver(config, steps, seed=s, each=each)
-        test = EvaluationSet.from_store(driver.store)
-        ppl = heldout_perplexity(driver, state, test, None, 0)["perplexity"]
-        if best is None or ppl < best[0]:
-            best = (ppl, driver, state)
-    return best[1], best[2]
-
-
 def test_planted_recovery_after_20_epochs(planted, planted_store, tmp_path, seed):
-    """§5 oracle (d) (best of three starts, see :func:`_best_of_three`)."""
+    """§5 oracle (d) (best of three starts, see
+    :func:`tests.variational.conftest.best_of_three`). Correct runs, seeds 0-9: matched L1
+    0.067 to 0.073; the bound is that maximum plus a quarter, rounded up."""
     cfg = make_config(planted_store, tmp_path / "run", "ovb", iterations=280,
                       inference={"batch_size": 32, "tau0": 1.0, "kappa": 0.7})
-    driver, state = _best_of_three(cfg, 280, seed)      # 14 batches per epoch
+    driver, state = best_of_three(cfg, 280, seed)      # 14 batches per epoch
     assert state.epoch == 19
-    assert matched_l1(driver.topic_word(state), planted.phi) < 0.25
+    assert matched_l1(driver.topic_word(state), planted.phi) < 0.10
     state.check_invariants()
 
 
@@ -109,8 +94,9 @@ def test_learning_alpha_and_eta(planted, planted_store, tmp_path, seed):
     cfg = make_config(planted_store, tmp_path / "run", "ovb", iterations=280,
                       model={"alpha": "auto", "beta": 0.5},
                       inference={"batch_size": 32, "tau0": 1.0, "kappa": 0.7, "learn_eta": True})
-    driver, state = _best_of_three(cfg, 280, seed, each=lambda d, s, t: s.check_invariants())
-    assert matched_l1(driver.topic_word(state), planted.phi) < 0.25
+    driver, state = best_of_three(cfg, 280, seed, each=lambda d, s, t: s.check_invariants())
+    # correct runs, seeds 0-9: 0.065 to 0.066; the bound is that plus a quarter, rounded up
+    assert matched_l1(driver.topic_word(state), planted.phi) < 0.09
     # planted alpha* = 0.2; eta moves down from 0.5 towards the sparse planted topics
     assert np.all((state.alpha > 0.1) & (state.alpha < 0.4))
     assert 0 < state.beta < 0.5

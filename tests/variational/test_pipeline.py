@@ -160,19 +160,42 @@ def test_protocol_b_store_layout(tmp_path):
 
 def test_protocol_b_vocabulary_is_learnable_from_observed_tokens(tmp_path):
     """Every word of a Protocol B store has an observed training token: one seen only in the
-    held-out parts is dropped with its tokens (the example corpus has 53 such words), so an
-    unsmoothed point estimate never scores tokens of a word it could not learn."""
+    held-out parts is dropped with its tokens, so an unsmoothed point estimate never scores
+    tokens of a word it could not learn.
+
+    Which words those are follows from the split of §11.1, redone here on the store prepared
+    without Protocol B (same seed, so the same vocabulary and training documents): generator
+    default_rng(SeedSequence(seed, spawn_key=(2,))), per document a permutation of its tokens,
+    the first ceil(0.9 N_d) observed."""
+    plain = tmp_path / "plain"
+    assert CliRunner().invoke(cli, ["prepare", str(EXAMPLE), "--out", str(plain)]).exit_code == 0
+    before = CorpusStore.open(plain)
+    train_docs = before.train()
+    ptr, words = np.asarray(train_docs.doc_ptr), np.asarray(train_docs.words)
+    rng = np.random.default_rng(np.random.SeedSequence(0, spawn_key=(2,)))
+    seen = np.zeros(before.n_words, dtype=bool)
+    held_tokens = np.zeros(before.n_words, dtype=np.int64)
+    for d in range(ptr.size - 1):
+        tokens = words[ptr[d]:ptr[d + 1]]
+        order = rng.permutation(tokens.size)
+        n_obs = min(tokens.size, int(np.ceil(0.9 * tokens.size - 1e-9)))
+        seen[tokens[order[:n_obs]]] = True
+        held_tokens += np.bincount(tokens[order[n_obs:]], minlength=before.n_words)
+    n_unseen = int((~seen).sum())
+    assert n_unseen > 0                       # the case is exercised on this corpus
+
     out = tmp_path / "store"
     result = CliRunner().invoke(cli, ["prepare", str(EXAMPLE), "--out", str(out),
                                       "--heldout-train-fraction", "0.1"])
     assert result.exit_code == 0, result.output
     store = CorpusStore.open(out)
+    assert store.n_words == before.n_words - n_unseen
     observed = np.bincount(np.asarray(store.train().words), minlength=store.n_words)
     assert observed.min() >= 1
     counts = store.manifest["counts"]
-    assert counts["unobserved_words_dropped"] == 53
-    assert counts["train_heldout_tokens_dropped"] == 54
-    assert "53 word(s) occur only in the held-out part" in result.output
+    assert counts["unobserved_words_dropped"] == n_unseen
+    assert counts["train_heldout_tokens_dropped"] == int(held_tokens[~seen].sum())
+    assert f"{n_unseen} word(s) occur only in the held-out part" in result.output
     held = store.train_heldout()
     assert held.n_tokens == counts["train_heldout_tokens"]
     assert int(np.asarray(held.indices).max()) < store.n_words

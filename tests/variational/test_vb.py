@@ -8,7 +8,13 @@ from scipy.special import digamma
 
 from tests.fixtures import matched_l1, write_token_store
 from tests.reference import vb as ref
-from tests.variational.conftest import make_config, random_csr, random_docs, run_driver
+from tests.variational.conftest import (
+    best_of_three,
+    make_config,
+    random_csr,
+    random_docs,
+    run_driver,
+)
 from topictk.inference import _vb
 from topictk.inference.variational import (
     fixed_point_alpha,
@@ -226,33 +232,40 @@ def test_elbo_is_non_decreasing(planted_store, tmp_path, seed, start, alpha, bes
 
 
 def test_invariants_and_planted_recovery(planted, planted_store, tmp_path, seed):
-    """§3 oracle (e) with the defaults: lambda > 0, theta rows on the simplex, topics found."""
+    """§3 oracle (e) with the defaults: lambda > 0, theta rows on the simplex, topics found
+    (best of three starts, :func:`tests.variational.conftest.best_of_three`). Correct runs,
+    seeds 0-9: matched L1 0.070 to 0.072 (0.62 for a start that merges two topics); the bound
+    is that maximum plus a quarter, rounded up."""
     cfg = make_config(planted_store, tmp_path / "run", "vb", iterations=100)
-    driver, state = run_driver(cfg, 100, seed=seed,
-                               each=lambda d, s, t: s.check_invariants())
-    assert matched_l1(driver.topic_word(state), planted.phi) < 0.25
+    driver, state = best_of_three(cfg, 100, seed, each=lambda d, s, t: s.check_invariants())
+    assert matched_l1(driver.topic_word(state), planted.phi) < 0.09
     assert np.allclose(driver.topic_word(state).sum(axis=1), 1.0, atol=1e-12)
 
 
-def test_learnt_alpha_recovers_planted_alpha(planted, planted_store, tmp_path):
+def test_learnt_alpha_recovers_planted_alpha(planted, planted_store, tmp_path, seed):
     cfg = make_config(planted_store, tmp_path / "run", "vb", iterations=60,
                       model={"alpha": "auto"})
-    driver, state = run_driver(cfg, 60)
-    assert matched_l1(driver.topic_word(state), planted.phi) < 0.25
+    driver, state = best_of_three(cfg, 60, seed)
+    # correct runs, seeds 0-9: 0.081 to 0.083 (0.56 for a merging start); a quarter more
+    assert matched_l1(driver.topic_word(state), planted.phi) < 0.11
     # planted alpha* = 0.2 for every topic; VB's alpha is a biased but close estimate
     assert np.all((state.alpha > 0.1) & (state.alpha < 0.4))
 
 
-def test_unsmoothed_keeps_phi_on_the_simplex(planted, planted_store, tmp_path):
+def test_unsmoothed_keeps_phi_on_the_simplex(planted, planted_store, tmp_path, seed):
     cfg = make_config(planted_store, tmp_path / "run", "vb", iterations=40,
                       inference={"smoothed": False})
-    bounds = []
-    driver, state = run_driver(cfg, 40, each=lambda d, s, t: (s.check_invariants(),
-                                                              bounds.append(s.bound)))
+    last = {}
+
+    def each(d, s, t):
+        s.check_invariants()
+        if id(s) in last:                   # the bound of each start never decreases
+            assert s.bound >= last[id(s)] - 1e-9 * abs(s.bound)
+        last[id(s)] = s.bound
+    driver, state = best_of_three(cfg, 40, seed, each=each)
     assert np.allclose(state.lam.sum(axis=0), 1.0)
-    assert matched_l1(driver.topic_word(state), planted.phi) < 0.25
-    bounds = np.array(bounds)
-    assert np.all(np.diff(bounds) >= -1e-9 * np.abs(bounds[1:]))
+    # correct runs, seeds 0-9: 0.068 to 0.070 (0.62 for a merging start); a quarter more
+    assert matched_l1(driver.topic_word(state), planted.phi) < 0.09
 
 
 def test_one_topic_is_exact(tmp_path, seed):
