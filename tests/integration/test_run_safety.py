@@ -308,6 +308,19 @@ def test_prepare_out_is_never_inside_an_input_folder(tmp_path):
     assert sorted(p.name for p in docs.iterdir()) == [f"{i}.txt" for i in range(6)]
 
 
+def test_prepare_out_is_never_inside_a_run_or_a_store(tmp_path, trained_run, example_store):
+    run_message = ("is inside the run directory {}, whose files training writes and "
+                   "replaces; choose an --out outside it")
+    for inside, expected in (
+            (trained_run / "corpus", run_message.format(trained_run)),
+            (trained_run / "checkpoints" / "corpus", run_message.format(trained_run)),
+            (example_store / "nested",
+             f"is inside the corpus store {example_store}; choose an --out outside it")):
+        before = snapshot(inside.parent)
+        assert fails(2, "prepare", EXAMPLE, "--out", inside) == f"{inside}: {expected}"
+        assert snapshot(inside.parent) == before
+
+
 def test_prepare_removes_what_a_killed_prepare_left(tmp_path):
     out = tmp_path / "store"
     left = tmp_path / ".store.tmp-abc123"           # as a prepare killed mid-write leaves it

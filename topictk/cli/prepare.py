@@ -9,6 +9,7 @@ from topictk.corpus.prepare import prepare as prepare_corpus
 from topictk.corpus.readers import FORMATS
 from topictk.corpus.store import verify_store
 from topictk.errors import UsageError
+from topictk.rundir.guard import check_store_output
 
 
 def _summary(manifest: dict, out: str) -> str:
@@ -127,5 +128,6 @@ def prepare(inputs, out, verify, fmt, vocab, min_length, stopwords, min_df, max_
                           test_observed=test_observed, test_heldout=test_heldout,
                           encoding_errors=encoding_errors, split_field=split_field,
                           vocab_list=vocab_list, meta=meta, meta_file=meta_file, force=force)
+    check_store_output(out)
     manifest = prepare_corpus(list(inputs), out, opts)
     click.echo(_summary(manifest, out))

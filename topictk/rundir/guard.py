@@ -121,6 +121,20 @@ def enclosing(path: Path, test) -> Path | None:
     return None
 
 
+def check_store_output(out: str | Path) -> None:
+    """Refuse a store folder inside a run directory or inside another store: training writes
+    and replaces the run's files, and a store's files are its own."""
+    target = Path(out)
+    run = enclosing_run(target)
+    if run is not None:
+        raise UsageError(f"{target}: is inside the run directory {run}, whose files training "
+                         f"writes and replaces; choose an --out outside it")
+    store = enclosing(target.parent, is_store) if target.parent != target else None
+    if store is not None:
+        raise UsageError(f"{target}: is inside the corpus store {store}; choose an --out "
+                         f"outside it")
+
+
 # ----------------------------------------------------------------------------- run marker
 def write_marker(run_dir: Path, store: CorpusStore) -> dict:
     """Mark ``run_dir`` as a run trained on ``store`` (its corpus id and vocabulary hash)."""
