@@ -18,6 +18,7 @@ from __future__ import annotations
 
 from abc import ABC, abstractmethod
 from dataclasses import dataclass, field
+from functools import cached_property
 from typing import Any, ClassVar, Mapping
 
 import numpy as np
@@ -159,6 +160,50 @@ class Driver(ABC):
         # every draw of the run comes from these keyed streams: a new run's are seeded by
         # training.seed, a resumed or loaded run's are restored from its checkpoint
         self.streams = streams if streams is not None else Streams(int(config.training.seed))
+
+    # ------------------------------------------------------------- corpus view
+    # The training corpus as every driver sees it (memory-mapped; contiguous views where a
+    # kernel wants a dtype). Cached on first use, so a driver pays only for the views it uses.
+    @cached_property
+    def train_documents(self) -> Documents:
+        return self.store.train()
+
+    @cached_property
+    def V(self) -> int:
+        """Vocabulary size."""
+        return self.store.n_words
+
+    @cached_property
+    def K(self) -> int:
+        """Number of topics (of the bottom layer's config key ``model.topics``)."""
+        return int(self.config.model.topics)
+
+    @cached_property
+    def n_docs(self) -> int:
+        """Training documents, D."""
+        return self.train_documents.n_docs
+
+    @cached_property
+    def n_tokens(self) -> int:
+        """Training tokens, N."""
+        return self.train_documents.n_tokens
+
+    @cached_property
+    def token_view(self) -> tuple[np.ndarray, np.ndarray]:
+        """Representation T of the training corpus: (doc_ptr int64 (D + 1,), words int32 (N,)),
+        contiguous (the store's own arrays when they already are)."""
+        train = self.train_documents
+        return (np.ascontiguousarray(train.doc_ptr, dtype=np.int64),
+                np.ascontiguousarray(train.words, dtype=np.int32))
+
+    @cached_property
+    def csr_view(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """Representation C of the training corpus: (indptr int64, indices int32, counts
+        int32), contiguous."""
+        train = self.train_documents
+        return (np.ascontiguousarray(train.indptr, dtype=np.int64),
+                np.ascontiguousarray(train.indices, dtype=np.int32),
+                np.ascontiguousarray(train.counts, dtype=np.int32))
 
     @property
     def fixed_on_resume(self) -> frozenset[str]:

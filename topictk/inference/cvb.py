@@ -81,12 +81,8 @@ class CVBDriver(VariationalDriver):
     def __init__(self, config, store, threads: int = 1, *,
                  streams: Streams | None = None):
         super().__init__(config, store, threads, streams=streams)
-        self.indptr, self.indices, self.counts = csr_arrays(store.train())
-        self.n_docs = self.indptr.size - 1
+        self.indptr, self.indices, self.counts = self.csr_view
         self.doc_lengths = doc_lengths(self.indptr, self.counts)
-        self.n_tokens = int(self.doc_lengths.sum())
-        self.V = store.n_words
-        self.K = int(config.model.topics)
         token_ptr = np.zeros(self.n_docs + 1, dtype=np.int64)
         np.cumsum(self.doc_lengths, out=token_ptr[1:])
         self.bounds = chunk_bounds_by_tokens(token_ptr, int(config.inference.chunks))

@@ -301,9 +301,7 @@ class DLDADriver(Driver):
         model, inf = config.model, config.inference
         self.layers = [int(k) for k in model.layers]
         self.L = len(self.layers)
-        self.V = store.n_words
-        self.train = store.train()           # memory-mapped
-        self.n_docs = self.train.n_docs
+        self.train = self.train_documents    # memory-mapped
         self.eta = resolve_eta(model.eta, self.layers)
         self.hyper = np.array([model.a0, model.b0, model.e0, model.f0], dtype=np.float64)
         self.gamma0, self.c0 = float(model.gamma0), float(model.c0)
@@ -679,7 +677,6 @@ class DLDAGibbsDriver(DLDADriver):
         super().__init__(config, store, threads, streams=streams)
         self.bounds = chunk_bounds_by_tokens(np.asarray(self.train.doc_ptr),
                                              int(config.inference.chunks))
-        self.n_tokens = int(self.train.n_tokens)
         self.doc_m: np.ndarray | None = None    # (D, sum K_l) int32, m of the upward pass
 
     def _advice(self) -> str:

@@ -118,13 +118,7 @@ class GibbsDriver(SampledDriver):
     def __init__(self, config, store, threads: int = 1, *,
                  streams: Streams | None = None):
         super().__init__(config, store, threads, streams=streams)
-        train = store.train()
-        self.doc_ptr = np.ascontiguousarray(train.doc_ptr, dtype=np.int64)
-        self.words = np.ascontiguousarray(train.words, dtype=np.int32)
-        self.n_docs = self.doc_ptr.size - 1
-        self.n_tokens = int(self.doc_ptr[-1])
-        self.V = store.n_words
-        self.K = int(config.model.topics)
+        self.doc_ptr, self.words = self.token_view
         opts = config.inference
         # AD-LDA: the shards of a sweep are these blocks of documents, each with its own stream
         self.bounds = chunk_bounds_by_tokens(self.doc_ptr, int(opts.chunks))

@@ -53,7 +53,7 @@ class HSVGDriver(OVBDriver):
     def __init__(self, config, store, threads: int = 1, *,
                  streams: Streams | None = None):
         super().__init__(config, store, threads, streams=streams)
-        self.tokens = store.train()   # representation T, memory-mapped
+        self.tokens = self.train_documents   # representation T, memory-mapped
 
     def weights(self, state: OnlineState, words: np.ndarray | None = None) -> np.ndarray:
         """exp(E log phi_kw - max_k E log phi_kw) for ``words`` (all words when None), (n, K)."""

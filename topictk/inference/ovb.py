@@ -93,10 +93,7 @@ class OVBDriver(VariationalDriver):
     def __init__(self, config, store, threads: int = 1, *,
                  streams: Streams | None = None):
         super().__init__(config, store, threads, streams=streams)
-        self.train = store.train()               # memory-mapped; rows are read per batch
-        self.n_docs = int(self.train.indptr.shape[0] - 1)
-        self.V = store.n_words
-        self.K = int(config.model.topics)
+        self.train = self.train_documents        # memory-mapped; rows are read per batch
         opts = config.inference
         batch = int(opts.batch_size)
         if batch > self.n_docs:

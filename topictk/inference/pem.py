@@ -243,13 +243,8 @@ class PEMDriver(BatchEMDriver):
     def __init__(self, config, store, threads: int = 1, *,
                  streams: Streams | None = None):
         super().__init__(config, store, threads, streams=streams)
-        train = store.train()
-        self.indptr, self.indices, self.counts = csr_arrays(train)
-        self.n_docs = self.indptr.size - 1
+        self.indptr, self.indices, self.counts = self.csr_view
         self.doc_lengths = doc_lengths(self.indptr, self.counts)
-        self.n_tokens = int(self.doc_lengths.sum())
-        self.V = store.n_words
-        self.K = int(config.model.topics)
         opts = config.inference
         self.P = int(opts.particles)
         self.temperature = working_temperature(opts.temperature)

@@ -121,11 +121,7 @@ class SGRLDDriver(SampledDriver):
     def __init__(self, config, store, threads: int = 1, *,
                  streams: Streams | None = None):
         super().__init__(config, store, threads, streams=streams)
-        train = store.train()
-        self.doc_ptr, self.words = train.doc_ptr, train.words  # memory-mapped
-        self.n_docs = train.n_docs
-        self.V = store.n_words
-        self.K = int(config.model.topics)
+        self.doc_ptr, self.words = self.token_view      # the store's memory-mapped arrays
         inf = config.inference
         self.schedule = epoch_schedule(self.n_docs, int(inf.batch_size))
         self.collect_at = sample_steps_for(int(inf.iterations), int(inf.burn_in), inf.samples,

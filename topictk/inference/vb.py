@@ -37,7 +37,6 @@ from topictk import streams as keys
 from topictk.config.schema import Option
 from topictk.corpus.store import Documents
 from topictk.errors import NumericalError
-from topictk.inference.perplexity import csr_arrays
 from topictk.inference.registry import register
 from topictk.inference.variational import (
     ESTEP_OPTIONS,
@@ -90,13 +89,8 @@ class VBDriver(BatchEMDriver):
     def __init__(self, config, store, threads: int = 1, *,
                  streams: Streams | None = None):
         super().__init__(config, store, threads, streams=streams)
-        train = store.train()
-        self.indptr, self.indices, self.counts = csr_arrays(train)
-        self.n_docs = self.indptr.size - 1
+        self.indptr, self.indices, self.counts = self.csr_view
         self.doc_lengths = doc_lengths(self.indptr, self.counts)
-        self.n_tokens = int(self.doc_lengths.sum())
-        self.V = store.n_words
-        self.K = int(config.model.topics)
         opts = config.inference
         self.smoothed = bool(opts.smoothed)
         self.learn_alpha = config.model.alpha == "auto"
