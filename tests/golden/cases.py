@@ -23,7 +23,17 @@ import numpy as np
 
 REPO = Path(__file__).resolve().parents[2]
 EXAMPLE = REPO / "examples" / "python_reference.txt"
-GADARIAN = REPO.parent / "shared" / "data" / "stm_gadarian" / "gadarian.jsonl"
+
+
+def write_meta_corpus(path: Path) -> Path:
+    """The bundled example corpus as JSONL with two metadata fields made up from each line's
+    position (a category and a number), so that the DMR cases run on what the repository
+    holds: a fixed, synthetic covariate, not data about the documents."""
+    lines = [line for line in EXAMPLE.read_text(encoding="utf-8").splitlines() if line.strip()]
+    records = [{"text": line, "group": "abc"[i % 3], "score": round((i * 7 % 11) / 10, 1)}
+               for i, line in enumerate(lines)]
+    path.write_text("".join(json.dumps(r) + "\n" for r in records), encoding="utf-8")
+    return path
 OUTPUTS = Path(__file__).with_name("outputs.json")
 
 # (name, example config, overrides): short runs that still pass sample collection, alpha or nu

@@ -78,7 +78,7 @@ def main() -> None:
             config_data["output"] = "RUN"
             (kept / "config.yaml").write_text(yaml.safe_dump(config_data, sort_keys=False))
             finished = {
-                "store": "gadarian" if config.startswith("example_dmr") else "example",
+                "store": "meta" if config.startswith("example_dmr") else "example",
                 "checkpoint_evaluate": strip_volatile(json.loads(invoke(
                     "evaluate", run, "--json", "--checkpoint", str(step)))),
                 "model": npz_digest(run / "model.npz")}

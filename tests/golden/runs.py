@@ -6,7 +6,14 @@ from pathlib import Path
 
 from click.testing import CliRunner
 
-from tests.golden.cases import EXAMPLE, GADARIAN, REPO, npz_digest, strip_volatile, text_numbers
+from tests.golden.cases import (
+    EXAMPLE,
+    REPO,
+    npz_digest,
+    strip_volatile,
+    text_numbers,
+    write_meta_corpus,
+)
 from topictk.cli import cli
 
 
@@ -19,15 +26,16 @@ def invoke(*args) -> str:
 
 
 def prepare_stores(work: Path) -> dict[str, Path]:
-    """The example store and the Gadarian store with its two covariates; the inputs that
+    """The example store and the example as JSONL with two made-up covariates; the inputs that
     ``infer`` reads (30 documents of each)."""
-    stores = {"example": work / "example-store", "gadarian": work / "gadarian-store"}
+    stores = {"example": work / "example-store", "meta": work / "meta-store"}
     invoke("prepare", EXAMPLE, "--out", stores["example"])
-    invoke("prepare", GADARIAN, "--meta", "treatment,pid_rep", "--out", stores["gadarian"])
+    meta = write_meta_corpus(work / "example-meta.jsonl")
+    invoke("prepare", meta, "--meta", "group,score", "--out", stores["meta"])
     lines = EXAMPLE.read_text(encoding="utf-8").splitlines()[:30]
     (work / "infer-example.txt").write_text("\n".join(lines) + "\n", encoding="utf-8")
-    lines = GADARIAN.read_text(encoding="utf-8").splitlines()[:30]
-    (work / "infer-gadarian.jsonl").write_text("\n".join(lines) + "\n", encoding="utf-8")
+    lines = meta.read_text(encoding="utf-8").splitlines()[:30]
+    (work / "infer-meta.jsonl").write_text("\n".join(lines) + "\n", encoding="utf-8")
     return stores
 
 
@@ -36,7 +44,7 @@ def run_case(name: str, config: str, overrides: list[str], threads: int, work: P
     """Every output of one case: metrics and ``evaluate --json`` as records, ``topics`` and
     ``infer`` as tokens, the model as digests and sketches (see ``npz_digest``)."""
     dmr = config.startswith("example_dmr")
-    store = stores["gadarian" if dmr else "example"]
+    store = stores["meta" if dmr else "example"]
     out = work / f"{name}-t{threads}"
     sets = [f"corpus={store}", f"training.threads={threads}", *overrides]
     path = (Path(__file__).with_name(config[len("golden:"):]) if config.startswith("golden:")
@@ -49,7 +57,7 @@ def run_case(name: str, config: str, overrides: list[str], threads: int, work: P
                for line in (out / "metrics.jsonl").read_text(encoding="utf-8").splitlines()]
     evaluation = strip_volatile(json.loads(invoke("evaluate", out, "--json")))
     topics = invoke("topics", out, "--format", "json")
-    infer_input = work / ("infer-gadarian.jsonl" if dmr else "infer-example.txt")
+    infer_input = work / ("infer-meta.jsonl" if dmr else "infer-example.txt")
     infer = invoke("infer", out, infer_input, "--sweeps", "12", "--burn-in", "4")
     infer = infer.replace(f"{work}/", "")     # document ids name the input as it was given
     return {"metrics": metrics, "evaluate": evaluation, "topics": text_numbers(topics),
