@@ -242,8 +242,25 @@ def validate(raw: dict, where: str, base_dir: Path, catalogue: Catalogue) -> Con
         "output": str((base_dir / raw["output"]).resolve()),
         "model": model, "inference": inference, "training": training, "evaluation": evaluation,
     }
+    _check_cluster(training, algorithm, where, catalogue)
     driver_cls.check_config(data, where)
     return Config(data, None)
+
+
+def _check_cluster(training: dict, algorithm: str, where: str, catalogue: Catalogue) -> None:
+    """training.scheduler and training.dask_workers exclude each other, and only algorithms
+    whose driver runs its shards on a cluster take them."""
+    if training["scheduler"] is not None and training["dask_workers"] is not None:
+        raise ConfigError(f"training.scheduler and training.dask_workers exclude each other: "
+                          f"run on the scheduler's cluster or on a local one ({where})")
+    key = ("training.scheduler" if training["scheduler"] is not None
+           else "training.dask_workers" if training["dask_workers"] is not None else None)
+    if key is None or catalogue.get_driver(algorithm).cluster_support:
+        return
+    able = [name for name in catalogue.algorithm_names()
+            if catalogue.get_driver(name).cluster_support]
+    raise ConfigError(f"{key}: inference.algorithm {algorithm} does not run on a Dask cluster; "
+                      f"the algorithms that do: {', '.join(able)} ({where})")
 
 
 def load_config(path: str | Path | None, overrides: list[str] = (),

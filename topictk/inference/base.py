@@ -150,6 +150,8 @@ class Driver(ABC):
     OPTIONS: ClassVar[dict[str, Option]] = {}
     objective_name: ClassVar[str | None] = None
     uses_features: ClassVar[bool] = False     # the document prior depends on metadata (DMR)
+    # the driver runs its shards on a Dask cluster when given one (use_cluster)
+    cluster_support: ClassVar[bool] = False
 
     def __init__(self, config, store: CorpusStore, threads: int = 1, *,
                  streams: Streams | None = None):
@@ -159,6 +161,11 @@ class Driver(ABC):
         # every draw of the run comes from these keyed streams: a new run's are seeded by
         # training.seed, a resumed or loaded run's are restored from its checkpoint
         self.streams = streams if streams is not None else Streams(int(config.training.seed))
+
+    def use_cluster(self, cluster) -> None:
+        """Run the shards of every step on ``cluster``
+        (:class:`topictk.inference.cluster.Cluster`); only drivers with ``cluster_support``."""
+        raise NotImplementedError(f"{self.name} does not run on a cluster")
 
     @property
     def fixed_on_resume(self) -> frozenset[str]:

@@ -91,7 +91,8 @@ def _save_sample(run_dir: Path, driver: Driver, state, step: int) -> None:
 # output paths may change too: the corpus is checked by its id, and a run may be moved)
 RESUMABLE_CHANGES = frozenset({
     "inference.iterations", "training.threads", "training.time_limit",
-    "training.checkpoint_every", "training.keep_checkpoints", "training.eval_every"})
+    "training.checkpoint_every", "training.keep_checkpoints", "training.eval_every",
+    "training.scheduler", "training.dask_workers", "training.cluster_timeout"})
 _PATHS = frozenset({"corpus", "output"})
 
 
