@@ -93,6 +93,7 @@ class GibbsDriver(SampledDriver):
 
     name = "gibbs"
     STATE = CountState
+    cluster_support = True
     objective_name = "log_joint_per_token"
     OPTIONS = {
         "burn_in": Option("int", None, low=0, nullable=True,
@@ -134,6 +135,18 @@ class GibbsDriver(SampledDriver):
                         "can work; set inference.chunks >= threads", self.threads,
                         self.n_chunks, self.n_chunks)
         self.sampler = SweepSampler(opts.sparse, self.words, self.V, self.K)
+        self.cluster = None         # the Dask cluster the shards sweep on (use_cluster)
+        self.remote = None
+
+    def use_cluster(self, cluster) -> None:
+        """Sweep the shards on ``cluster``: z and ndk live on its workers between sweeps, and
+        the driver's copies are brought up to date when something reads them (checkpoints,
+        samples, alpha updates, the log joint)."""
+        if type(self).cluster_support is not True:
+            raise NotImplementedError(f"{self.name} does not run on a cluster")
+        from topictk.inference.cluster import ShardedGibbs
+        self.cluster = cluster
+        self.remote = ShardedGibbs(cluster, self.store, self.doc_ptr, self.bounds)
 
     # ------------------------------------------------------------------ state
     def init_state(self) -> CountState:
@@ -166,16 +179,21 @@ class GibbsDriver(SampledDriver):
         opts = self.config.inference
         if (self.config.model.alpha == "auto" and state.step > opts.optimize_burn_in
                 and state.step % opts.optimize_interval == 0):
-            state.alpha = minka_alpha(state.ndk, state.alpha)
+            state.alpha = minka_alpha(self.synced(state).ndk, state.alpha)
 
     def step(self, state: CountState, t: int) -> StepInfo:
         """Sweep t + 1: every shard (AD-LDA chunk) samples its documents against the counts
         as they stood, with its own stream; the kernel merges the shards' count changes."""
         extra = self.before_sweep(state, t + 1)
         chunk_streams = self.streams.chunk_streams((3,), self.n_chunks, persistent=True)
-        fallbacks, sparse = self.sampler.sweep(state, self.sweep_prior(state), self.bounds,
-                                               chunk_streams, self.doc_ptr, self.words,
-                                               self.threads)
+        if self.remote is not None:
+            fallbacks, sparse = self._remote_sweep(state, chunk_streams)
+            extra["cluster_bytes_sent"] = self.cluster.bytes_sent
+            extra["cluster_bytes_received"] = self.cluster.bytes_received
+        else:
+            fallbacks, sparse = self.sampler.sweep(state, self.sweep_prior(state), self.bounds,
+                                                   chunk_streams, self.doc_ptr, self.words,
+                                                   self.threads)
         state.step = t + 1
         self.after_sweep(state)
         opts = self.config.inference
@@ -185,6 +203,25 @@ class GibbsDriver(SampledDriver):
         return StepInfo(tokens=self.n_tokens, documents=self.n_docs, collect_sample=collect,
                         extra=extra)
 
+    def _remote_sweep(self, state: CountState, chunk_streams: list) -> tuple[int, bool]:
+        """The sweep of :meth:`step` on the cluster: the same sampler choice, made here from
+        the global counts, and the same chunks with the same streams."""
+        if self.remote.shards is None:
+            self.remote.distribute(state.z, state.ndk)
+        sparse = sparse_sweep(self.sampler.setting, state.nkw, self.sampler.word_freq)
+        fallbacks = self.remote.sweep(state.nkw, state.nk, self.sweep_prior(state), state.beta,
+                                      sparse, chunk_streams)
+        return fallbacks, sparse
+
+    def synced(self, state: CountState) -> CountState:
+        """``state`` with z and ndk brought back from the cluster when they are behind."""
+        if self.remote is not None:
+            self.remote.gather(state.z, state.ndk)
+        return state
+
+    def state_to_arrays(self, state: CountState) -> tuple[dict, dict[str, np.ndarray]]:
+        return super().state_to_arrays(self.synced(state))
+
     def topic_word(self, state: CountState) -> np.ndarray:
         return state.topic_word()
 
@@ -192,6 +229,7 @@ class GibbsDriver(SampledDriver):
         """Collapsed log joint ln p(w, z | alpha, beta) per token (§1.3), summed in blocks of
         rows so that no (D, K) or (V, K) float temporary is made."""
         alpha, beta = state.alpha, state.beta
+        self.synced(state)
         V = self.V
         lengths = np.diff(self.doc_ptr)
         doc_part = self.n_docs * (gammaln(alpha.sum()) - gammaln(alpha).sum())
@@ -209,7 +247,7 @@ class GibbsDriver(SampledDriver):
         # the arrays are written to disk (or used) at once: no copy of the counts is needed
         arrays = {"nkw": state.nkw, "nk": state.nk, "alpha": state.alpha}
         if self.store.train_heldout() is not None:   # Protocol B scores with n_dk per sample
-            arrays["ndk"] = state.ndk
+            arrays["ndk"] = self.synced(state).ndk
         return arrays
 
     # ---------------------------------------------------------------- scoring
@@ -225,7 +263,7 @@ class GibbsDriver(SampledDriver):
         theta-hat^s = (n_dk + alpha_d)/(N_d + alpha_d.) (TNW 2007 eq. 20), over the saved
         samples that hold n_dk (the current state when there are none)."""
         samples = [s for s in (samples or []) if "ndk" in s] or [self.sample(state) | {
-            "ndk": state.ndk}]
+            "ndk": self.synced(state).ndk}]
         total = np.zeros(np.asarray(heldout.indices).size)
         for s in samples:
             alpha = self.sample_prior(state, s, "train")

@@ -14,6 +14,7 @@ import logging
 import signal
 import sys
 import time
+from contextlib import ExitStack
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -25,6 +26,7 @@ from topictk.config.loader import Config
 from topictk.corpus.store import CorpusStore
 from topictk.errors import CheckpointError, CheckpointUsageError, UsageError
 from topictk.inference.base import Driver, TestSet
+from topictk.inference.cluster import Cluster, cluster_requested
 from topictk.inference.perplexity import heldout_perplexity, train_heldout_perplexity
 from topictk.inference.registry import get_driver
 from topictk.rundir import checkpoint as ckpt
@@ -148,11 +150,14 @@ def train(config: Config, *, resume: bool = False, force: bool = False,
     run directory's lock throughout: a second writer of the run is refused at once."""
     check_run_output(config.output, resume=resume, force=force, inputs=run_inputs(config),
                      locked=False)
-    with RunLock(config.output):
-        return _train(config, resume=resume, force=force, quiet=quiet)
+    with RunLock(config.output), ExitStack() as stack:
+        cluster = (stack.enter_context(Cluster.from_config(config.training))
+                   if cluster_requested(config.training) else None)
+        return _train(config, resume=resume, force=force, quiet=quiet, cluster=cluster)
 
 
-def _train(config: Config, *, resume: bool, force: bool, quiet: bool) -> TrainResult:
+def _train(config: Config, *, resume: bool, force: bool, quiet: bool,
+           cluster: Cluster | None = None) -> TrainResult:
     store = CorpusStore.open(config.corpus)
     run_dir = config.output
     ckpt_dir = run_dir / "checkpoints"
@@ -176,6 +181,9 @@ def _train(config: Config, *, resume: bool, force: bool, quiet: bool) -> TrainRe
     driver = get_driver(config.inference.algorithm)(config, store, training.threads,
                                                     streams=streams)
     store.verify()      # every array against its sha256: damage would train other topics
+    if cluster is not None:     # every worker reads this store, before the first step
+        cluster.check_store(store)
+        driver.use_cluster(cluster)
     # the run being replaced is moved aside, and removed once the new run has written its
     # first checkpoint (or its model); a failure before that puts it back
     replaced = ReplacedRun(run_dir) if replace else None
