@@ -247,12 +247,19 @@ def validate(raw: dict, where: str, base_dir: Path, catalogue: Catalogue) -> Con
     return Config(data, None)
 
 
+_SCHEDULER = re.compile(r"^([a-z][a-z0-9+.-]*://)?(\[[0-9a-fA-F:.]+\]|[^\s/:\[\]]+):[0-9]+/?$")
+
+
 def _check_cluster(training: dict, algorithm: str, where: str, catalogue: Catalogue) -> None:
     """training.scheduler and training.dask_workers exclude each other, and only algorithms
     whose driver runs its shards on a cluster take them."""
     if training["scheduler"] is not None and training["dask_workers"] is not None:
         raise ConfigError(f"training.scheduler and training.dask_workers exclude each other: "
                           f"run on the scheduler's cluster or on a local one ({where})")
+    address = training["scheduler"]
+    if address is not None and not _SCHEDULER.match(address):
+        raise ConfigError(f"training.scheduler must be a scheduler address such as "
+                          f"tcp://HOST:8786; got {address!r} ({where})")
     key = ("training.scheduler" if training["scheduler"] is not None
            else "training.dask_workers" if training["dask_workers"] is not None else None)
     if key is None or catalogue.get_driver(algorithm).cluster_support:

@@ -96,7 +96,7 @@ class Cluster:
                     dashboard_address=None, silence_logs=logging.ERROR)
                 self.client = distributed.Client(self._local, timeout=self.timeout,
                                                  set_as_default=False)
-        except (OSError, TimeoutError) as exc:
+        except (OSError, TimeoutError, ValueError) as exc:
             self.close()
             reason = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
             raise ClusterError(f"cannot reach {self.description} within {self.timeout:g} s "

@@ -1,0 +1,134 @@
+"""Training on a Dask cluster of real worker processes gives the chain of one machine with
+the same AD-LDA chunks, bit for bit; a resumed run on a cluster of another size continues it;
+bad cluster settings fail with one line."""
+from __future__ import annotations
+
+import sys
+
+import numpy as np
+import pytest
+
+from tests.integration._cli import (
+    assert_same_arrays,
+    comparable_metrics,
+    fails,
+    model_arrays,
+    ok,
+    samples,
+    write_config,
+)
+
+# AD-LDA with 5 chunks over 2 workers (shards of 3 and 2 chunks), the sampler chosen per
+# sweep, alpha learnt (the driver gathers ndk for it), samples and checkpoints on the way
+RUN = {"model": {"topics": 6, "alpha": "auto", "beta": 0.01},
+       "inference": {"algorithm": "gibbs", "iterations": 24, "burn_in": 12, "thin": 4,
+                     "chunks": 5, "sparse": "auto", "optimize_burn_in": 8,
+                     "optimize_interval": 4},
+       "training": {"seed": 5, "eval_every": 8, "checkpoint_every": 8, "keep_checkpoints": 5}}
+
+
+def _checkpoints(run_dir):
+    from topictk.rundir.checkpoint import load_arrays
+    return {p.name: load_arrays(p) for p in sorted((run_dir / "checkpoints").glob("*.npz"))}
+
+
+def _same_run(a, b) -> None:
+    header_a, arrays_a = model_arrays(a)
+    header_b, arrays_b = model_arrays(b)
+    assert_same_arrays(arrays_a, arrays_b)
+    for key in ("state", "streams", "corpus_id", "status"):
+        assert header_a[key] == header_b[key], key
+    assert comparable_metrics(a) == comparable_metrics(b)
+    got_a, got_b = samples(a), samples(b)
+    assert set(got_a) == set(got_b) and got_a
+    for name in got_a:
+        assert_same_arrays(got_a[name], got_b[name])
+
+
+@pytest.fixture(scope="module")
+def in_process(example_store, tmp_path_factory):
+    directory = tmp_path_factory.mktemp("in-process")
+    config = write_config(directory, example_store, **RUN)
+    ok("train", "--config", config, "--quiet")
+    return directory / "run"
+
+
+def test_two_worker_processes_give_the_one_machine_chain(example_store, in_process, tmp_path):
+    pytest.importorskip("distributed")
+    config = write_config(tmp_path, example_store, **RUN)
+    ok("train", "--config", config, "--dask-workers", "2", "--quiet")
+    run = tmp_path / "run"
+    _same_run(in_process, run)
+    for (name, (ha, aa)), (nb, (hb, ab)) in zip(_checkpoints(in_process).items(),
+                                                _checkpoints(run).items()):
+        assert name == nb
+        assert ha["streams"] == hb["streams"]
+        assert_same_arrays(aa, ab)
+
+
+def test_resume_on_a_cluster_of_another_size_continues_the_chain(example_store, in_process,
+                                                                   tmp_path):
+    pytest.importorskip("distributed")
+    first = {**RUN, "inference": {**RUN["inference"], "iterations": 16}}
+    config = write_config(tmp_path, example_store, **first)
+    ok("train", "--config", config, "--dask-workers", "2", "--quiet")
+    ok("train", "--config", config, "--resume", "--dask-workers", "1", "--quiet",
+       "--set", "inference.iterations=24")
+    _same_run(in_process, tmp_path / "run")
+
+
+def test_unreachable_scheduler_fails_within_the_timeout(example_store, tmp_path):
+    pytest.importorskip("distributed")
+    config = write_config(tmp_path, example_store, training={"cluster_timeout": 1})
+    message = fails(1, "train", "--config", config, "--scheduler", "tcp://127.0.0.1:9")
+    assert "cannot reach the Dask scheduler at tcp://127.0.0.1:9 within 1 s" in message
+    assert not (tmp_path / "run" / "model.npz").exists()
+
+
+@pytest.mark.parametrize("args, expected", [
+    (["--dask-workers", "2", "--scheduler", "tcp://h:1"], "exclude each other"),
+    (["--scheduler", "nonsense"], "training.scheduler must be a scheduler address"),
+    (["--dask-workers", "2", "--set", "inference.algorithm=cvb0"],
+     "inference.algorithm cvb0 does not run on a Dask cluster; the algorithms that do: gibbs"),
+])
+def test_bad_cluster_options(example_store, tmp_path, args, expected):
+    config = write_config(tmp_path, example_store)
+    text = config.read_text(encoding="utf-8")     # keys every algorithm takes
+    config.write_text(text.replace("  burn_in: 20\n", "").replace("  thin: 10\n", ""),
+                      encoding="utf-8")
+    message = fails(2, "train", "--config", config, *args)
+    assert expected in message
+
+
+def test_without_dask_the_options_name_the_extra(example_store, tmp_path, monkeypatch):
+    monkeypatch.setitem(sys.modules, "distributed", None)     # import distributed fails
+    config = write_config(tmp_path, example_store)
+    message = fails(2, "train", "--config", config, "--dask-workers", "2")
+    assert message == 'training.dask_workers needs Dask, an optional extra: pip install ' \
+                      '"topictk[dask]"'
+
+
+def test_a_worker_that_finds_another_store_is_named(example_store, tmp_path):
+    from topictk.corpus.store import CorpusStore
+    from topictk.inference.cluster import _check_worker
+    store = CorpusStore.open(example_store)
+    import topictk
+    assert _check_worker(str(example_store), store.corpus_id, topictk.__version__) is None
+    problem = _check_worker(str(example_store), "0" * 64, topictk.__version__)
+    assert "finds another corpus at" in problem and str(example_store) in problem
+    assert "cannot open the corpus store" in _check_worker(str(tmp_path), store.corpus_id,
+                                                           topictk.__version__)
+    assert "runs topictk" in _check_worker(str(example_store), store.corpus_id, "0.0.0")
+
+
+def test_count_changes_travel_in_their_smaller_form():
+    from topictk.inference.cluster import add_change, encode_change
+    rng = np.random.default_rng(0)
+    for density in (0.01, 0.9):
+        change = (rng.random((50, 8)) < density) * rng.integers(-3, 4, (50, 8))
+        change = change.astype(np.int32)
+        encoded = encode_change(change)
+        assert encoded[0] == ("sparse" if density < 0.5 else "dense")
+        target = np.ones((50, 8), dtype=np.int32)
+        add_change(target, encoded)
+        assert np.array_equal(target, 1 + change)
