@@ -25,8 +25,10 @@ from __future__ import annotations
 
 import logging
 import operator
+import sys
 import uuid
 from dataclasses import dataclass
+from itertools import pairwise
 
 import numpy as np
 
@@ -41,6 +43,11 @@ DASK_EXTRA = 'pip install "topictk[dask]"'
 
 class ClusterError(TopictkError):
     """The Dask cluster cannot be reached, or one of its workers cannot take part."""
+
+
+def topictk_version() -> str:
+    """The version of the topictk package this module belongs to (imported with it)."""
+    return sys.modules["topictk"].__version__
 
 
 def cluster_requested(training) -> bool:
@@ -73,7 +80,7 @@ class Cluster:
         self.bytes_received = 0      # what it got back
 
     @classmethod
-    def from_config(cls, training) -> "Cluster":
+    def from_config(cls, training) -> Cluster:
         return cls(scheduler=training.scheduler, workers=training.dask_workers,
                    timeout=training.cluster_timeout)
 
@@ -83,7 +90,7 @@ class Cluster:
             return f"the Dask scheduler at {self.scheduler}"
         return f"a local Dask cluster of {self.n_local} worker process(es)"
 
-    def __enter__(self) -> "Cluster":
+    def __enter__(self) -> Cluster:
         distributed = _distributed("training.scheduler" if self.scheduler is not None
                                    else "training.dask_workers")
         try:
@@ -130,8 +137,8 @@ class Cluster:
     def check_store(self, store: CorpusStore) -> None:
         """Stop the run unless every worker runs this topictk version with its compiled
         kernels and finds this store at its path."""
-        from topictk import __version__
-        found = self.client.run(_check_worker, str(store.path), store.corpus_id, __version__)
+        found = self.client.run(_check_worker, str(store.path), store.corpus_id,
+                                topictk_version())
         for address, problem in sorted(found.items()):
             if problem:
                 raise ClusterError(f"Dask worker {address}: {problem}; every worker must read "
@@ -148,12 +155,11 @@ _OPENED: dict[tuple[str, str], tuple[np.ndarray, np.ndarray, np.ndarray]] = {}
 def _check_worker(path: str, corpus_id: str, version: str) -> str | None:
     """What keeps this worker from training on the store at ``path``, or None."""
     try:
-        import topictk
         from topictk.inference import _gibbs  # noqa: F401  (the compiled kernels)
     except ImportError as exc:
         return f"cannot import topictk's compiled kernels ({exc})"
-    if topictk.__version__ != version:
-        return f"runs topictk {topictk.__version__}, the driver {version}"
+    if topictk_version() != version:
+        return f"runs topictk {topictk_version()}, the driver {version}"
     try:
         store = CorpusStore.open(path)
     except TopictkError as exc:
@@ -292,7 +298,7 @@ class ShardedGibbs:
         chunk_tokens = np.ascontiguousarray(self.doc_ptr[self.bounds], dtype=np.int64)
         cuts = chunk_bounds_by_tokens(chunk_tokens, n_shards)
         self.specs = []
-        for a, b in zip(cuts[:-1], cuts[1:]):
+        for a, b in pairwise(cuts):
             a, b = int(a), int(b)
             first, end = int(self.bounds[a]), int(self.bounds[b])
             self.specs.append(ShardSpec(first, end, a, self.bounds[a:b + 1] - first))
