@@ -26,6 +26,7 @@ from __future__ import annotations
 import logging
 import operator
 import sys
+import time
 import uuid
 from dataclasses import dataclass
 from itertools import pairwise
@@ -78,6 +79,17 @@ class Cluster:
         self._local = None
         self.bytes_sent = 0          # what the driver sent to the workers
         self.bytes_received = 0      # what it got back
+        # seconds, summed over steps: the slowest shard's kernel time, and the driver's adding
+        # of the changes; the rest of a step's wall is transfer and scheduling
+        self.compute_seconds = 0.0
+        self.merge_seconds = 0.0
+
+    def counters(self) -> dict:
+        """The traffic and time counters (since the cluster was opened), for the metrics."""
+        return {"cluster_bytes_sent": self.bytes_sent,
+                "cluster_bytes_received": self.bytes_received,
+                "cluster_compute_seconds": round(self.compute_seconds, 6),
+                "cluster_merge_seconds": round(self.merge_seconds, 6)}
 
     @classmethod
     def from_config(cls, training) -> Cluster:
@@ -224,8 +236,9 @@ def add_change(target: np.ndarray, encoded: tuple) -> None:
     """target += the change ``encoded`` by :func:`encode_change`."""
     if encoded[0] == "dense":
         target += encoded[1]
-    else:
-        np.add.at(target.reshape(-1), encoded[1], encoded[2])
+    else:                       # the indices are distinct: no need for np.add.at
+        flat = target.reshape(-1)
+        flat[encoded[1]] += encoded[2]
 
 
 def encoded_bytes(encoded: tuple) -> int:
@@ -254,6 +267,7 @@ def gibbs_shard_sweep(shard: GibbsShard, snapshot: np.ndarray, nk: np.ndarray,
         bg.state = state
         streams.append(bg)
     threads = _worker_threads()
+    began = time.perf_counter()
     bits = _gibbs.topic_bits(K)
     ptr = np.zeros(V + 1, dtype=np.int64)
     np.cumsum(np.minimum(word_freq, K), out=ptr[1:])
@@ -269,7 +283,7 @@ def gibbs_shard_sweep(shard: GibbsShard, snapshot: np.ndarray, nk: np.ndarray,
     np.subtract(nkw, snapshot, out=nkw)
     change = encode_change(nkw)
     return GibbsShard(z, ndk), (change, nk_after - nk, [bg.state for bg in streams],
-                                int(fallbacks))
+                                int(fallbacks), time.perf_counter() - began)
 
 
 # ------------------------------------------------------------------ on the driver
@@ -340,16 +354,21 @@ class ShardedGibbs:
                                         pure=False))
             outs.append(client.submit(operator.getitem, result, 1, key=key + "-out",
                                       pure=False))
-        fallbacks = 0
-        for s, (spec, out) in enumerate(zip(self.specs, client.gather(outs, direct=True))):
-            change, nk_change, states, shard_fallbacks = out
+        fallbacks, slowest = 0, 0.0
+        results = client.gather(outs, direct=True)
+        began = time.perf_counter()
+        for spec, out in zip(self.specs, results):
+            change, nk_change, states, shard_fallbacks, seconds = out
+            slowest = max(slowest, seconds)
             self.cluster.bytes_received += encoded_bytes(change) + nk_change.nbytes
             add_change(nkw, change)
             nk += nk_change
             for c, state in zip(range(spec.first_chunk, spec.first_chunk + len(states)), states):
                 chunk_streams[c].state = state
             fallbacks += shard_fallbacks
-        del outs, snapshot
+        self.cluster.merge_seconds += time.perf_counter() - began
+        self.cluster.compute_seconds += slowest
+        del outs, snapshot, results
         self.shards = shards
         self.stale = True
         return fallbacks

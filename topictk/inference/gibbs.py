@@ -188,8 +188,7 @@ class GibbsDriver(SampledDriver):
         chunk_streams = self.streams.chunk_streams((3,), self.n_chunks, persistent=True)
         if self.remote is not None:
             fallbacks, sparse = self._remote_sweep(state, chunk_streams)
-            extra["cluster_bytes_sent"] = self.cluster.bytes_sent
-            extra["cluster_bytes_received"] = self.cluster.bytes_received
+            extra.update(self.cluster.counters())
         else:
             fallbacks, sparse = self.sampler.sweep(state, self.sweep_prior(state), self.bounds,
                                                    chunk_streams, self.doc_ptr, self.words,
