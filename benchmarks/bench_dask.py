@@ -109,10 +109,12 @@ def report(rows: list[dict], facts: dict, args) -> str:
              f"Same model from every run: **{'yes' if len(digests) == 1 else 'NO'}**.", ""]
     base1, base2 = rate[0], rate[1]
     lines += h.table(
-        ["run", "M tokens/s (median)", "× 1 thread", "of 2 threads", "runs (train s)"],
+        ["run", "M tokens/s (median)", "× 1 thread", "of 2 threads", "runs (train s)",
+         "other processes' load (cores)"],
         [[MODES[m][0], f"{rate[m] / 1e6:.2f}", f"{rate[m] / base1:.2f}",
           f"{100 * rate[m] / base2:.0f} %",
-          ", ".join(f"{r['train_seconds']:.1f}" for r in by_mode[m])]
+          ", ".join(f"{r['train_seconds']:.1f}" for r in by_mode[m]),
+          ", ".join(f"{r['foreign']:.1f}" for r in by_mode[m])]
          for m in range(len(MODES))])
     cluster = by_mode[2]
     per = []
@@ -133,7 +135,10 @@ def report(rows: list[dict], facts: dict, args) -> str:
         [[f"{med['wall']:.3f}", f"{med['compute']:.3f}", f"{med['merge']:.3f}",
           f"{med['wall'] - med['compute'] - med['merge']:.3f}", f"{med['sent'] / 2**20:.2f}",
           f"{med['received'] / 2**20:.2f}", f"{nkw / 2**20:.2f}"]])
-    lines += ["", f"Targets: 2 worker processes ≥ 1.6 × one thread: "
+    lines += ["", "Other processes' load: the cores that processes other than the run kept busy "
+              "while it ran (from /proc/stat); on this 2-core machine any load above 0 takes "
+              "CPU from the runs that need 2 cores first.", "",
+              f"Targets: 2 worker processes ≥ 1.6 × one thread: "
               f"**{'met' if rate[2] >= 1.6 * base1 else 'not met'}** "
               f"({rate[2] / base1:.2f}×); ≥ 90 % of 2 in-process threads: "
               f"**{'met' if rate[2] >= 0.9 * base2 else 'not met'}** "

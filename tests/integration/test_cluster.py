@@ -3,7 +3,12 @@ the same AD-LDA chunks, bit for bit; a resumed run on a cluster of another size 
 bad cluster settings fail with one line."""
 from __future__ import annotations
 
+import logging
+import os
+import signal
+import subprocess
 import sys
+import time
 
 import numpy as np
 import pytest
@@ -132,3 +137,34 @@ def test_count_changes_travel_in_their_smaller_form():
         target = np.ones((50, 8), dtype=np.int32)
         add_change(target, encoded)
         assert np.array_equal(target, 1 + change)
+
+
+def test_a_worker_killed_mid_run_changes_nothing(example_store, tmp_path):
+    """A worker process killed in the middle of the run: the driver goes back to the last
+    state it held whole, sends the shards out again and redoes the sweeps since then; the
+    run completes with the model of the uninterrupted one-machine run."""
+    distributed = pytest.importorskip("distributed")
+    run = {**RUN, "inference": {**RUN["inference"], "iterations": 200, "burn_in": 100,
+                                "thin": 20, "optimize_interval": 10},
+           "training": {**RUN["training"], "eval_every": 20, "checkpoint_every": 50}}
+    reference = write_config(tmp_path, example_store, name="reference.yaml",
+                             output=str(tmp_path / "reference"), **run)
+    ok("train", "--config", reference, "--quiet")
+    config = write_config(tmp_path, example_store, **run)
+    with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True,
+                                  dashboard_address=None, silence_logs=logging.CRITICAL) as local, \
+            distributed.Client(local) as client:
+        pids = client.run(os.getpid)
+        proc = subprocess.Popen([sys.executable, "-m", "topictk", "train", "--config",
+                                 str(config), "--scheduler", local.scheduler_address, "--quiet"],
+                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        metrics_path = tmp_path / "run" / "metrics.jsonl"
+        deadline = time.monotonic() + 120
+        while not (metrics_path.exists() and metrics_path.read_text().strip()):
+            assert proc.poll() is None and time.monotonic() < deadline, proc.communicate()
+            time.sleep(0.01)
+        os.kill(pids[min(pids)], signal.SIGKILL)
+        out, err = proc.communicate(timeout=300)
+    assert proc.returncode == 0, err
+    assert "redoing sweeps" in err
+    _same_run(tmp_path / "reference", tmp_path / "run")

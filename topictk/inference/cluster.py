@@ -46,6 +46,22 @@ class ClusterError(TopictkError):
     """The Dask cluster cannot be reached, or one of its workers cannot take part."""
 
 
+class WorkerLost(ClusterError):
+    """A worker holding a shard (or working on one) is gone; the driver recovers."""
+
+
+#: times one step recovers from lost workers before the run stops
+MAX_RECOVERIES = 3
+
+
+def _loss_errors() -> tuple[type[BaseException], ...]:
+    """What Dask raises when a worker holding or computing a needed result is gone."""
+    import concurrent.futures
+
+    import distributed
+    return (concurrent.futures.CancelledError, distributed.KilledWorker, OSError)
+
+
 def topictk_version() -> str:
     """The version of the topictk package this module belongs to (imported with it)."""
     return sys.modules["topictk"].__version__
@@ -112,7 +128,7 @@ class Cluster:
             else:
                 self._local = distributed.LocalCluster(
                     n_workers=self.n_local, threads_per_worker=1, processes=True,
-                    dashboard_address=None, silence_logs=logging.ERROR)
+                    dashboard_address=None, silence_logs=logging.CRITICAL)
                 self.client = distributed.Client(self._local, timeout=self.timeout,
                                                  set_as_default=False)
         except (OSError, TimeoutError, ValueError) as exc:
@@ -324,13 +340,22 @@ class ShardedGibbs:
     def distribute(self, z: np.ndarray, ndk: np.ndarray) -> None:
         """Send each shard's part of ``z`` and ``ndk`` to its home worker."""
         self.release()
-        homes = self._plan()
-        shards = []
-        for spec, home in zip(self.specs, homes):
-            t0, t1 = self._token_range(spec)
-            part = GibbsShard(z[t0:t1].copy(), ndk[spec.first_doc:spec.end_doc].copy())
-            shards.append(self.client.scatter(part, workers=[home], hash=False, direct=True))
-            self.cluster.bytes_sent += part.z.nbytes + part.ndk.nbytes
+        try:
+            self.client.wait_for_workers(1, timeout=self.cluster.timeout)
+            homes = self._plan()
+            shards = []
+            for spec, home in zip(self.specs, homes):
+                t0, t1 = self._token_range(spec)
+                part = GibbsShard(z[t0:t1].copy(), ndk[spec.first_doc:spec.end_doc].copy())
+                shards.append(self.client.scatter(part, workers=[home], hash=False,
+                                                  direct=True))
+                self.cluster.bytes_sent += part.z.nbytes + part.ndk.nbytes
+        except _loss_errors() as exc:
+            raise WorkerLost(f"a Dask worker was lost while the shards were sent out "
+                             f"({type(exc).__name__})") from None
+        except TimeoutError:
+            raise ClusterError(f"{self.cluster.description} has had no worker for "
+                               f"{self.cluster.timeout:g} s") from None
         self.shards = shards
         self.stale = False
 
@@ -339,6 +364,13 @@ class ShardedGibbs:
         """One AD-LDA sweep of every shard against ``nkw``; the shards' changes are added to
         ``nkw`` and ``nk`` in shard order and the chunk streams advanced. Returns the rounding
         fallbacks."""
+        try:
+            return self._sweep(nkw, nk, alpha, beta, sparse, chunk_streams)
+        except _loss_errors() as exc:
+            raise WorkerLost(f"a Dask worker was lost during a sweep ({type(exc).__name__})"
+                             ) from None
+
+    def _sweep(self, nkw, nk, alpha, beta, sparse, chunk_streams) -> int:
         client = self.client
         n_workers = len(self.cluster.workers())
         snapshot = client.scatter(nkw, broadcast=True, hash=False, direct=True)
@@ -377,7 +409,12 @@ class ShardedGibbs:
         """Copy the shards' assignments and document-topic counts into ``z`` and ``ndk``."""
         if not self.stale:
             return
-        for spec, part in zip(self.specs, self.client.gather(self.shards, direct=True)):
+        try:
+            parts = self.client.gather(self.shards, direct=True)
+        except _loss_errors() as exc:
+            raise WorkerLost(f"a Dask worker holding a shard was lost ({type(exc).__name__})"
+                             ) from None
+        for spec, part in zip(self.specs, parts):
             t0, t1 = self._token_range(spec)
             z[t0:t1] = part.z
             ndk[spec.first_doc:spec.end_doc] = part.ndk
@@ -386,5 +423,8 @@ class ShardedGibbs:
 
     def release(self) -> None:
         if self.shards is not None:
-            self.client.cancel(self.shards)
+            try:
+                self.client.cancel(self.shards)
+            except _loss_errors():
+                pass
             self.shards = None

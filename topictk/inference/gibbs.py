@@ -7,6 +7,7 @@ ALGORITHMS.md §2. The kernel is :mod:`topictk.inference._gibbs`; its NumPy twin
 from __future__ import annotations
 
 import logging
+from dataclasses import dataclass
 
 import numpy as np
 
@@ -82,6 +83,32 @@ class SweepSampler:
         return int(fallbacks), sparse
 
 
+@dataclass
+class RestartPoint:
+    """What a Gibbs chain on a cluster goes back to when a worker is lost: the step, and the
+    counts, alpha and chunk-stream states of that step (z and ndk are the driver's copies,
+    which are not touched until the next gather, after which a newer point is taken)."""
+
+    step: int
+    nkw: np.ndarray
+    nk: np.ndarray
+    alpha: np.ndarray
+    streams: list
+
+    @classmethod
+    def of(cls, state: CountState, chunk_streams: list) -> RestartPoint:
+        return cls(state.step, state.nkw.copy(), state.nk.copy(), state.alpha.copy(),
+                   [bg.state for bg in chunk_streams])
+
+    def restore(self, state: CountState, chunk_streams: list) -> None:
+        state.nkw[...] = self.nkw
+        state.nk[...] = self.nk
+        state.alpha = self.alpha.copy()
+        state.step = self.step
+        for bg, saved in zip(chunk_streams, self.streams):
+            bg.state = saved
+
+
 @register
 class GibbsDriver(SampledDriver):
     """Collapsed Gibbs sampling; one step is one sweep over the training corpus.
@@ -137,6 +164,7 @@ class GibbsDriver(SampledDriver):
         self.sampler = SweepSampler(opts.sparse, self.words, self.V, self.K)
         self.cluster = None         # the Dask cluster the shards sweep on (use_cluster)
         self.remote = None
+        self._restart: RestartPoint | None = None
 
     def use_cluster(self, cluster) -> None:
         """Sweep the shards on ``cluster``: z and ndk live on its workers between sweeps, and
@@ -204,19 +232,56 @@ class GibbsDriver(SampledDriver):
 
     def _remote_sweep(self, state: CountState, chunk_streams: list) -> tuple[int, bool]:
         """The sweep of :meth:`step` on the cluster: the same sampler choice, made here from
-        the global counts, and the same chunks with the same streams."""
-        if self.remote.shards is None:
-            self.remote.distribute(state.z, state.ndk)
+        the global counts, and the same chunks with the same streams. A worker lost on the way
+        is recovered from (:meth:`_recover`) and the sweep done again."""
+        from topictk.inference.cluster import MAX_RECOVERIES, WorkerLost
         sparse = sparse_sweep(self.sampler.setting, state.nkw, self.sampler.word_freq)
-        fallbacks = self.remote.sweep(state.nkw, state.nk, self.sweep_prior(state), state.beta,
-                                      sparse, chunk_streams)
-        return fallbacks, sparse
+        for attempt in range(MAX_RECOVERIES + 1):
+            try:
+                if self.remote.shards is None:
+                    self.remote.distribute(state.z, state.ndk)
+                if not self.remote.stale:       # the driver holds the whole state: keep it
+                    self._restart = RestartPoint.of(state, chunk_streams)
+                fallbacks = self.remote.sweep(state.nkw, state.nk, self.sweep_prior(state),
+                                              state.beta, sparse, chunk_streams)
+                return fallbacks, sparse
+            except WorkerLost as exc:
+                if attempt == MAX_RECOVERIES:
+                    raise
+                self._recover(state, chunk_streams, exc)
+        raise AssertionError("unreachable")
+
+    def _recover(self, state: CountState, chunk_streams: list, exc: Exception) -> None:
+        """After a worker was lost: go back to the last step at which the driver held the whole
+        state (its z and ndk as last gathered, with the counts, alpha and chunk streams kept
+        then), send the shards out again and redo the sweeps since then. The chain is a
+        function of that state, so the sweeps redone are the ones lost, bit for bit."""
+        upto, back = state.step, self._restart
+        log.warning("%s; redoing sweeps %d to %d from the state of step %d", exc,
+                    back.step + 1, upto, back.step)
+        self.remote.release()
+        back.restore(state, chunk_streams)
+        self.remote.stale = False       # state.z and state.ndk are those of back.step
+        for t in range(back.step, upto):
+            self._remote_sweep(state, chunk_streams)
+            state.step = t + 1
+            self.after_sweep(state)
 
     def synced(self, state: CountState) -> CountState:
         """``state`` with z and ndk brought back from the cluster when they are behind."""
-        if self.remote is not None:
-            self.remote.gather(state.z, state.ndk)
-        return state
+        if self.remote is None:
+            return state
+        from topictk.inference.cluster import MAX_RECOVERIES, WorkerLost
+        chunk_streams = self.streams.chunk_streams((3,), self.n_chunks, persistent=True)
+        for attempt in range(MAX_RECOVERIES + 1):
+            try:
+                self.remote.gather(state.z, state.ndk)
+                return state
+            except WorkerLost as exc:
+                if attempt == MAX_RECOVERIES:
+                    raise
+                self._recover(state, chunk_streams, exc)
+        raise AssertionError("unreachable")
 
     def state_to_arrays(self, state: CountState) -> tuple[dict, dict[str, np.ndarray]]:
         return super().state_to_arrays(self.synced(state))
