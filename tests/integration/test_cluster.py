@@ -168,3 +168,39 @@ def test_a_worker_killed_mid_run_changes_nothing(example_store, tmp_path):
     assert proc.returncode == 0, err
     assert "redoing sweeps" in err
     _same_run(tmp_path / "reference", tmp_path / "run")
+
+
+@pytest.mark.slow
+def test_a_lost_scheduler_stops_the_run_with_one_line(example_store, tmp_path):
+    """The scheduler killed mid-run: the run stops within the timeout, exit 1, one line."""
+    pytest.importorskip("distributed")
+    port = "8797"
+    scheduler = subprocess.Popen([sys.executable, "-m", "distributed.cli.dask_scheduler",
+                                  "--port", port, "--dashboard-address", ":0"],
+                                 stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    worker = subprocess.Popen([sys.executable, "-m", "distributed.cli.dask_worker",
+                               f"tcp://127.0.0.1:{port}", "--nthreads", "1"],
+                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        run = {**RUN, "inference": {**RUN["inference"], "iterations": 100000,
+                                    "burn_in": 99999},
+               "training": {**RUN["training"], "cluster_timeout": 3, "eval_every": 0,
+                            "checkpoint_every": 20}}
+        config = write_config(tmp_path, example_store, **run)
+        proc = subprocess.Popen([sys.executable, "-m", "topictk", "train", "--config",
+                                 str(config), "--scheduler", f"tcp://127.0.0.1:{port}",
+                                 "--quiet"], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                text=True)
+        deadline = time.monotonic() + 120
+        while not list((tmp_path / "run" / "checkpoints").glob("*.npz")):
+            assert proc.poll() is None and time.monotonic() < deadline, proc.communicate()
+            time.sleep(0.05)
+        scheduler.kill()
+        out, err = proc.communicate(timeout=60)
+        assert proc.returncode == 1, err
+        assert err.strip().splitlines()[-1].startswith(
+            "topictk: error: lost the connection to the Dask scheduler at tcp://127.0.0.1:")
+    finally:
+        for p in (scheduler, worker):
+            p.kill()
+            p.wait()

@@ -158,6 +158,13 @@ class Cluster:
             self._local.close()
             self._local = None
 
+    def check_connected(self) -> None:
+        """Stop the run with a message once the client has given up on the scheduler."""
+        if self.client is None or self.client.status in ("closing", "closed"):
+            raise ClusterError(f"lost the connection to {self.description}; the run stopped; "
+                               f"continue it with --resume, from its last checkpoint, on any "
+                               f"cluster or none")
+
     def workers(self) -> list[str]:
         """The addresses of the cluster's workers, sorted."""
         return sorted(self.client.scheduler_info(n_workers=-1)["workers"])

@@ -237,6 +237,7 @@ class GibbsDriver(SampledDriver):
         from topictk.inference.cluster import MAX_RECOVERIES, WorkerLost
         sparse = sparse_sweep(self.sampler.setting, state.nkw, self.sampler.word_freq)
         for attempt in range(MAX_RECOVERIES + 1):
+            self.cluster.check_connected()
             try:
                 if self.remote.shards is None:
                     self.remote.distribute(state.z, state.ndk)
@@ -256,9 +257,13 @@ class GibbsDriver(SampledDriver):
         state (its z and ndk as last gathered, with the counts, alpha and chunk streams kept
         then), send the shards out again and redo the sweeps since then. The chain is a
         function of that state, so the sweeps redone are the ones lost, bit for bit."""
+        self.cluster.check_connected()
         upto, back = state.step, self._restart
-        log.warning("%s; redoing sweeps %d to %d from the state of step %d", exc,
-                    back.step + 1, upto, back.step)
+        if upto > back.step:
+            log.warning("%s; redoing sweeps %d to %d from the state of step %d", exc,
+                        back.step + 1, upto, back.step)
+        else:
+            log.warning("%s; sending the shards of step %d out again", exc, upto)
         self.remote.release()
         back.restore(state, chunk_streams)
         self.remote.stale = False       # state.z and state.ndk are those of back.step
@@ -274,6 +279,7 @@ class GibbsDriver(SampledDriver):
         from topictk.inference.cluster import MAX_RECOVERIES, WorkerLost
         chunk_streams = self.streams.chunk_streams((3,), self.n_chunks, persistent=True)
         for attempt in range(MAX_RECOVERIES + 1):
+            self.cluster.check_connected()
             try:
                 self.remote.gather(state.z, state.ndk)
                 return state
