@@ -3,6 +3,7 @@ the same AD-LDA chunks, bit for bit; a resumed run on a cluster of another size 
 bad cluster settings fail with one line."""
 from __future__ import annotations
 
+import json
 import logging
 import os
 import signal
@@ -69,6 +70,10 @@ def test_two_worker_processes_give_the_one_machine_chain(example_store, in_proce
         assert name == nb
         assert ha["streams"] == hb["streams"]
         assert_same_arrays(aa, ab)
+    # the fold-in of evaluate on the cluster: the same numbers
+    here = json.loads(ok("evaluate", in_process, "--json").stdout)
+    there = json.loads(ok("evaluate", in_process, "--json", "--dask-workers", "2").stdout)
+    assert here == there
 
 
 def test_resume_on_a_cluster_of_another_size_continues_the_chain(example_store, in_process,
@@ -103,6 +108,18 @@ def test_bad_cluster_options(example_store, tmp_path, args, expected):
                       encoding="utf-8")
     message = fails(2, "train", "--config", config, *args)
     assert expected in message
+
+
+def test_evaluate_refuses_the_cluster_for_other_algorithms(example_store, tmp_path):
+    config = write_config(tmp_path, example_store, inference={
+        "algorithm": "ovb", "iterations": 4, "burn_in": None, "thin": None})
+    text = config.read_text(encoding="utf-8")
+    config.write_text(text.replace("  burn_in: null\n", "").replace("  thin: null\n", ""),
+                      encoding="utf-8")
+    ok("train", "--config", config, "--quiet")
+    message = fails(2, "evaluate", tmp_path / "run", "--dask-workers", "2")
+    assert message == ("--dask-workers: ovb runs are evaluated on one machine; the algorithms "
+                       "whose evaluation runs on a Dask cluster: gibbs")
 
 
 def test_without_dask_the_options_name_the_extra(example_store, tmp_path, monkeypatch):

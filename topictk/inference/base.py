@@ -152,6 +152,7 @@ class Driver(ABC):
     uses_features: ClassVar[bool] = False     # the document prior depends on metadata (DMR)
     # the driver runs its shards on a Dask cluster when given one (use_cluster)
     cluster_support: ClassVar[bool] = False
+    cluster: Any = None             # the cluster it was given
 
     def __init__(self, config, store: CorpusStore, threads: int = 1, *,
                  streams: Streams | None = None):

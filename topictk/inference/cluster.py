@@ -158,6 +158,17 @@ class Cluster:
             self._local.close()
             self._local = None
 
+    def copy_to(self, array: np.ndarray, workers: list[str]) -> dict:
+        """One copy of ``array`` on each of ``workers``, sent from here to each directly:
+        {address: future}. (Dask's broadcast replicates through the scheduler afterwards,
+        which waits for ever on a worker that has just died.)"""
+        copies = {}
+        for address in workers:
+            copies[address] = self.client.scatter(array, workers=[address], hash=False,
+                                                  direct=True, timeout=self.timeout)
+            self.bytes_sent += array.nbytes
+        return copies
+
     def check_connected(self) -> None:
         """Stop the run with a message once the client has given up on the scheduler."""
         if self.client is None or self.client.status in ("closing", "closed"):
@@ -325,6 +336,7 @@ class ShardedGibbs:
         self.run = uuid.uuid4().hex[:8]
         self.shards = None        # futures of the GibbsShard of every shard
         self.specs: list[ShardSpec] = []
+        self.homes: list[str] = []      # the worker of each shard
         self.stale = False        # the driver's z and ndk are behind the shards'
 
     def _plan(self) -> list[str]:
@@ -349,9 +361,9 @@ class ShardedGibbs:
         self.release()
         try:
             self.client.wait_for_workers(1, timeout=self.cluster.timeout)
-            homes = self._plan()
+            self.homes = self._plan()
             shards = []
-            for spec, home in zip(self.specs, homes):
+            for spec, home in zip(self.specs, self.homes):
                 t0, t1 = self._token_range(spec)
                 part = GibbsShard(z[t0:t1].copy(), ndk[spec.first_doc:spec.end_doc].copy())
                 shards.append(self.client.scatter(part, workers=[home], hash=False,
@@ -379,20 +391,20 @@ class ShardedGibbs:
 
     def _sweep(self, nkw, nk, alpha, beta, sparse, chunk_streams) -> int:
         client = self.client
-        n_workers = len(self.cluster.workers())
-        snapshot = client.scatter(nkw, broadcast=True, hash=False, direct=True)
-        self.cluster.bytes_sent += nkw.nbytes * n_workers
+        snapshots = self.cluster.copy_to(nkw, sorted(set(self.homes)))
         outs, shards = [], []
-        for s, (spec, shard) in enumerate(zip(self.specs, self.shards)):
+        for s, (spec, shard, home) in enumerate(zip(self.specs, self.shards, self.homes)):
             chunks = range(spec.first_chunk, spec.first_chunk + spec.bounds.size - 1)
             states = [chunk_streams[c].state for c in chunks]
             key = f"gibbs-sweep-{self.run}-{s}-{uuid.uuid4().hex[:8]}"
-            result = client.submit(gibbs_shard_sweep, shard, snapshot, nk, alpha, beta, sparse,
-                                   self.path, self.corpus_id, spec, states, key=key, pure=False)
+            # on its home worker, where the shard and this copy of the counts are
+            where = {"workers": [home], "allow_other_workers": True, "pure": False}
+            result = client.submit(gibbs_shard_sweep, shard, snapshots[home], nk, alpha, beta,
+                                   sparse, self.path, self.corpus_id, spec, states, key=key,
+                                   **where)
             shards.append(client.submit(operator.getitem, result, 0, key=key + "-state",
-                                        pure=False))
-            outs.append(client.submit(operator.getitem, result, 1, key=key + "-out",
-                                      pure=False))
+                                        **where))
+            outs.append(client.submit(operator.getitem, result, 1, key=key + "-out", **where))
         fallbacks, slowest = 0, 0.0
         results = client.gather(outs, direct=True)
         began = time.perf_counter()
@@ -407,7 +419,7 @@ class ShardedGibbs:
             fallbacks += shard_fallbacks
         self.cluster.merge_seconds += time.perf_counter() - began
         self.cluster.compute_seconds += slowest
-        del outs, snapshot, results
+        del outs, snapshots, results
         self.shards = shards
         self.stale = True
         return fallbacks
@@ -435,3 +447,100 @@ class ShardedGibbs:
             except _loss_errors():
                 pass
             self.shards = None
+
+
+# ------------------------------------------------------------------ fold-in of evaluation
+FOLD_IN_SHARDS_PER_WORKER = 2      # more pieces than workers: a slow one holds up less
+
+
+def _fold_in_documents(store: CorpusStore, part: str):
+    """(observed tokens, held-out entries) of the test documents or, for Protocol B, of the
+    training documents."""
+    if part == "test":
+        return store.test_observed(), store.test_heldout()
+    return store.train(), store.train_heldout()
+
+
+def fold_in_shard(path: str, corpus_id: str, part: str, weights: np.ndarray, phi: np.ndarray,
+                  alpha: np.ndarray, sweeps: int, burn_in: int, bounds: np.ndarray,
+                  first_chunk: int, seed: int, pass_index: int) -> np.ndarray:
+    """The Gibbs fold-in of a block of chunks of documents (runs on a worker): p-hat of their
+    held-out entries, each chunk with its own eval stream, as in the one-machine fold-in."""
+    from topictk.inference import _gibbs
+    from topictk.streams import Streams, eval_key
+    store = CorpusStore.open(path)
+    if store.corpus_id != corpus_id:
+        raise ClusterError(f"{path}: another corpus than the driver's")
+    observed, heldout = _fold_in_documents(store, part)
+    a, b = int(bounds[0]), int(bounds[-1])
+    obs_ptr, held_ptr = np.asarray(observed.doc_ptr), np.asarray(heldout.indptr)
+    o0, o1, h0, h1 = int(obs_ptr[a]), int(obs_ptr[b]), int(held_ptr[a]), int(held_ptr[b])
+    streams = Streams(seed)
+    chunk_streams = [streams.derived(eval_key(pass_index, first_chunk + c))
+                     for c in range(bounds.size - 1)]
+    out = np.zeros(h1 - h0, dtype=np.float64)
+    _gibbs.fold_in_heldout(
+        np.ascontiguousarray(obs_ptr[a:b + 1] - o0, dtype=np.int64),
+        np.ascontiguousarray(observed.words[o0:o1]),
+        np.ascontiguousarray(held_ptr[a:b + 1] - h0, dtype=np.int64),
+        np.ascontiguousarray(heldout.indices[h0:h1]),
+        weights, phi, np.ascontiguousarray(np.atleast_2d(alpha), dtype=np.float64),
+        int(sweeps), int(burn_in), np.ascontiguousarray(bounds - a, dtype=np.int64),
+        chunk_streams, out, _worker_threads())
+    return out
+
+
+def cluster_fold_in(cluster: Cluster, store: CorpusStore, part: str, weights: np.ndarray,
+                    phi: np.ndarray, alpha: np.ndarray, evaluation, seed: int,
+                    pass_index: int) -> np.ndarray:
+    """:func:`topictk.inference.sampled.fold_in_probabilities` on the cluster: the chunks of
+    ``evaluation.chunk_docs`` documents cut into contiguous blocks, one task each, with the
+    topics broadcast; the blocks' results put together in order. Every chunk is folded in with
+    its own stream, so the numbers are the one-machine ones."""
+    for attempt in range(MAX_RECOVERIES + 1):
+        cluster.check_connected()
+        try:
+            return _fold_in_once(cluster, store, part, weights, phi, alpha, evaluation, seed,
+                                 pass_index)
+        except WorkerLost as exc:
+            if attempt == MAX_RECOVERIES:
+                raise
+            log.warning("%s; folding in again", exc)
+    raise AssertionError("unreachable")
+
+
+def _fold_in_once(cluster: Cluster, store: CorpusStore, part: str, weights: np.ndarray,
+                  phi: np.ndarray, alpha: np.ndarray, evaluation, seed: int,
+                  pass_index: int) -> np.ndarray:
+    from topictk.inference.base import chunk_bounds_by_docs
+    observed, heldout = _fold_in_documents(store, part)
+    obs_ptr = np.asarray(observed.doc_ptr)
+    bounds = chunk_bounds_by_docs(obs_ptr.size - 1, evaluation.chunk_docs)
+    n_chunks = bounds.size - 1
+    if n_chunks == 0 or int(np.asarray(heldout.indptr)[-1]) == 0:
+        return np.zeros(int(np.asarray(heldout.indptr)[-1]), dtype=np.float64)
+    client = cluster.client
+    try:
+        workers = cluster.workers()
+        n_blocks = min(n_chunks, FOLD_IN_SHARDS_PER_WORKER * len(workers))
+        cuts = chunk_bounds_by_tokens(np.ascontiguousarray(obs_ptr[bounds], dtype=np.int64),
+                                      n_blocks)
+        weights = np.ascontiguousarray(weights, dtype=np.float64)
+        phi = np.ascontiguousarray(phi, dtype=np.float64)
+        blocks = [(int(a), int(b)) for a, b in pairwise(cuts) if b > a]
+        homes = [workers[i % len(workers)] for i in range(len(blocks))]
+        used = sorted(set(homes))
+        weights_f = cluster.copy_to(weights, used)
+        phi_f = weights_f if phi is weights else cluster.copy_to(phi, used)
+        futures = [client.submit(fold_in_shard, str(store.path), store.corpus_id, part,
+                                 weights_f[home], phi_f[home], alpha, evaluation.fold_in_sweeps,
+                                 evaluation.fold_in_burn_in, bounds[a:b + 1], a, seed,
+                                 pass_index, workers=[home], allow_other_workers=True,
+                                 pure=False)
+                   for (a, b), home in zip(blocks, homes)]
+        parts = client.gather(futures, direct=True)
+    except _loss_errors() as exc:
+        raise WorkerLost(f"a Dask worker was lost during the fold-in ({type(exc).__name__})"
+                         ) from None
+    cluster.bytes_received += sum(p.nbytes for p in parts)
+    return np.concatenate(parts)
