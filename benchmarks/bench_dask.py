@@ -123,6 +123,7 @@ def report(rows: list[dict], facts: dict, args) -> str:
         per.append({"wall": m["train_seconds"] / sweeps,
                     "compute": m["cluster_compute_seconds"] / sweeps,
                     "merge": m["cluster_merge_seconds"] / sweeps,
+                    "peak": m.get("cluster_worker_peak_rss", 0),
                     "sent": m["cluster_bytes_sent"] / sweeps,
                     "received": m["cluster_bytes_received"] / sweeps})
     med = {k: statistics.median(p[k] for p in per) for k in per[0]}
@@ -135,6 +136,13 @@ def report(rows: list[dict], facts: dict, args) -> str:
         [[f"{med['wall']:.3f}", f"{med['compute']:.3f}", f"{med['merge']:.3f}",
           f"{med['wall'] - med['compute'] - med['merge']:.3f}", f"{med['sent'] / 2**20:.2f}",
           f"{med['received'] / 2**20:.2f}", f"{nkw / 2**20:.2f}"]])
+    shard_bytes = 4 * facts["N"] / 2 + 4 * facts["D"] * args.topics / 2
+    lines += ["", f"Peak RSS of a worker process (largest reported, median over rounds): "
+              f"{med['peak'] / 2**20:.0f} MiB; its shard's state (z and n_dk of half the "
+              f"corpus) is {shard_bytes / 2**20:.0f} MiB and one copy of n_kw "
+              f"{nkw / 2**20:.1f} MiB; the rest is the Python process with topictk, NumPy "
+              f"and Dask loaded, and the memory-mapped store pages it read (shared with the "
+              f"page cache)."]
     lines += ["", "Other processes' load: the cores that processes other than the run kept busy "
               "while it ran (from /proc/stat); on this 2-core machine any load above 0 takes "
               "CPU from the runs that need 2 cores first.", "",

@@ -156,6 +156,7 @@ def test_count_changes_travel_in_their_smaller_form():
         assert np.array_equal(target, 1 + change)
 
 
+@pytest.mark.slow
 def test_a_worker_killed_mid_run_changes_nothing(example_store, tmp_path):
     """A worker process killed in the middle of the run: the driver goes back to the last
     state it held whole, sends the shards out again and redoes the sweeps since then; the

@@ -99,13 +99,15 @@ class Cluster:
         # of the changes; the rest of a step's wall is transfer and scheduling
         self.compute_seconds = 0.0
         self.merge_seconds = 0.0
+        self.worker_peak = 0             # the largest peak RSS a worker reported, bytes
 
     def counters(self) -> dict:
         """The traffic and time counters (since the cluster was opened), for the metrics."""
         return {"cluster_bytes_sent": self.bytes_sent,
                 "cluster_bytes_received": self.bytes_received,
                 "cluster_compute_seconds": round(self.compute_seconds, 6),
-                "cluster_merge_seconds": round(self.merge_seconds, 6)}
+                "cluster_merge_seconds": round(self.merge_seconds, 6),
+                "cluster_worker_peak_rss": self.worker_peak}
 
     @classmethod
     def from_config(cls, training) -> Cluster:
@@ -229,6 +231,12 @@ def _training_documents(path: str, corpus_id: str):
     return _OPENED[key]
 
 
+def _peak_rss() -> int:
+    """The peak resident memory of this (worker) process so far, bytes."""
+    import resource
+    return int(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss) * 1024
+
+
 def _worker_threads() -> int:
     try:
         from distributed import get_worker
@@ -317,7 +325,7 @@ def gibbs_shard_sweep(shard: GibbsShard, snapshot: np.ndarray, nk: np.ndarray,
     np.subtract(nkw, snapshot, out=nkw)
     change = encode_change(nkw)
     return GibbsShard(z, ndk), (change, nk_after - nk, [bg.state for bg in streams],
-                                int(fallbacks), time.perf_counter() - began)
+                                int(fallbacks), time.perf_counter() - began, _peak_rss())
 
 
 # ------------------------------------------------------------------ on the driver
@@ -409,8 +417,9 @@ class ShardedGibbs:
         results = client.gather(outs, direct=True)
         began = time.perf_counter()
         for spec, out in zip(self.specs, results):
-            change, nk_change, states, shard_fallbacks, seconds = out
+            change, nk_change, states, shard_fallbacks, seconds, peak = out
             slowest = max(slowest, seconds)
+            self.cluster.worker_peak = max(self.cluster.worker_peak, peak)
             self.cluster.bytes_received += encoded_bytes(change) + nk_change.nbytes
             add_change(nkw, change)
             nk += nk_change
