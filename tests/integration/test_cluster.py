@@ -223,3 +223,28 @@ def test_a_lost_scheduler_stops_the_run_with_one_line(example_store, tmp_path):
         for p in (scheduler, worker):
             p.kill()
             p.wait()
+
+
+@pytest.mark.parametrize("method, failing_call", [("sweep", 11), ("gather", 2)])
+def test_a_lost_worker_at_any_point_changes_nothing(example_store, in_process, tmp_path,
+                                                      monkeypatch, method, failing_call):
+    """A worker reported lost in sweep 11 (the sweeps since the gather at step 8 are redone),
+    or while ndk is brought back for the alpha update of step 12 (redone up to that update,
+    which is then made once): the run is the one-machine run."""
+    pytest.importorskip("distributed")
+    from topictk.inference import cluster
+    original = getattr(cluster.ShardedGibbs, method)
+    calls = {"n": 0}
+
+    def flaky(self, *args, **kwargs):
+        if method == "sweep" or self.stale:
+            calls["n"] += 1
+            if calls["n"] == failing_call:
+                raise cluster.WorkerLost("a Dask worker was lost (simulated)")
+        return original(self, *args, **kwargs)
+
+    monkeypatch.setattr(cluster.ShardedGibbs, method, flaky)
+    config = write_config(tmp_path, example_store, **RUN)
+    ok("train", "--config", config, "--dask-workers", "2", "--quiet")
+    assert calls["n"] > failing_call
+    _same_run(in_process, tmp_path / "run")

@@ -165,6 +165,7 @@ class GibbsDriver(SampledDriver):
         self.cluster = None         # the Dask cluster the shards sweep on (use_cluster)
         self.remote = None
         self._restart: RestartPoint | None = None
+        self._updating = False      # inside after_sweep's alpha update
 
     def use_cluster(self, cluster) -> None:
         """Sweep the shards on ``cluster``: z and ndk live on its workers between sweeps, and
@@ -207,7 +208,14 @@ class GibbsDriver(SampledDriver):
         opts = self.config.inference
         if (self.config.model.alpha == "auto" and state.step > opts.optimize_burn_in
                 and state.step % opts.optimize_interval == 0):
-            state.alpha = minka_alpha(self.synced(state).ndk, state.alpha)
+            # a worker lost while ndk is brought back: the sweeps redone stop short of this
+            # update, which is made here (see _recover)
+            previous, self._updating = self._updating, True
+            try:
+                ndk = self.synced(state).ndk
+            finally:
+                self._updating = previous
+            state.alpha = minka_alpha(ndk, state.alpha)
 
     def step(self, state: CountState, t: int) -> StepInfo:
         """Sweep t + 1: every shard (AD-LDA chunk) samples its documents against the counts
@@ -259,6 +267,8 @@ class GibbsDriver(SampledDriver):
         function of that state, so the sweeps redone are the ones lost, bit for bit."""
         self.cluster.check_connected()
         upto, back = state.step, self._restart
+        # lost in the middle of after_sweep of step upto: that update is the caller's to make
+        partial = self._updating
         if upto > back.step:
             log.warning("%s; redoing sweeps %d to %d from the state of step %d", exc,
                         back.step + 1, upto, back.step)
@@ -270,7 +280,8 @@ class GibbsDriver(SampledDriver):
         for t in range(back.step, upto):
             self._remote_sweep(state, chunk_streams)
             state.step = t + 1
-            self.after_sweep(state)
+            if not (partial and t + 1 == upto):
+                self.after_sweep(state)
 
     def synced(self, state: CountState) -> CountState:
         """``state`` with z and ndk brought back from the cluster when they are behind."""
