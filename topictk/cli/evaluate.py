@@ -5,7 +5,7 @@ import json
 
 import click
 
-from topictk.cli.options import run_dir_argument, threads_option
+from topictk.cli.options import cluster_options, cluster_overrides, run_dir_argument, threads_option
 from topictk.errors import UsageError
 from topictk.evaluation.left_to_right import DEFAULT_PARTICLES
 from topictk.evaluation.run import evaluate_run
@@ -23,14 +23,17 @@ from topictk.evaluation.run import evaluate_run
 @click.option("--particles", type=click.IntRange(min=1), default=None,
               help=f"Particles of the left-to-right estimator [default: {DEFAULT_PARTICLES}].")
 @threads_option()
-def evaluate(run_dir, as_json, checkpoint, left_to_right, particles, threads):
+@cluster_options
+def evaluate(run_dir, as_json, checkpoint, left_to_right, particles, threads, scheduler,
+             dask_workers):
     """Held-out perplexity (document completion), UMass, NPMI and topic diversity of a run."""
     if particles is not None and not left_to_right:
         raise UsageError("--particles sets the left-to-right estimator's particles; add "
                          "--left-to-right")
+    cluster_overrides(scheduler, dask_workers)      # they exclude each other
     result = evaluate_run(run_dir, checkpoint, threads,
                           left_to_right=(particles or DEFAULT_PARTICLES) if left_to_right
-                          else None)
+                          else None, scheduler=scheduler, dask_workers=dask_workers)
     if as_json:
         click.echo(json.dumps(result, sort_keys=True))
         return

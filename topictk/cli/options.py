@@ -35,3 +35,26 @@ def single(values: tuple, option: str) -> str | None:
         raise UsageError(f"{option} is given {len(values)} times ({', '.join(values)}); give it "
                          f"once")
     return values[0] if values else None
+
+
+def cluster_options(command):
+    """``--scheduler`` and ``--dask-workers``: where the shards of the work run."""
+    command = click.option("--dask-workers", "dask_workers", type=click.IntRange(min=1),
+                           default=None, metavar="N",
+                           help="Start a local Dask cluster of N worker processes for this run "
+                                "(needs the dask extra).")(command)
+    return click.option("--scheduler", default=None, metavar="tcp://HOST:PORT",
+                        help="Run on the Dask cluster of this scheduler (needs the dask "
+                             "extra).")(command)
+
+
+def cluster_overrides(scheduler: str | None, dask_workers: int | None) -> list[str]:
+    """The config overrides of the cluster options: one replaces the other's config key."""
+    if scheduler is not None and dask_workers is not None:
+        raise UsageError("--scheduler and --dask-workers exclude each other: run on the "
+                         "scheduler's cluster or on a local one")
+    if scheduler is not None:
+        return [f"training.scheduler={scheduler}", "training.dask_workers=null"]
+    if dask_workers is not None:
+        return [f"training.dask_workers={dask_workers}", "training.scheduler=null"]
+    return []

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import click
 
-from topictk.cli.options import quiet_option
+from topictk.cli.options import cluster_options, cluster_overrides, quiet_option
 from topictk.inference.registry import load_config
 from topictk.training.run import train as run_training
 
@@ -22,10 +22,11 @@ _EXIT = {"SIGINT": 130, "SIGTERM": 143}
               help="Run directory (overrides the config's output).")
 @click.option("--resume", is_flag=True, help="Continue from the latest checkpoint of the run.")
 @click.option("--force", is_flag=True, help="Replace an existing run in the output directory.")
+@cluster_options
 @quiet_option
-def train(config_path, overrides, out, resume, force, quiet):
+def train(config_path, overrides, out, resume, force, scheduler, dask_workers, quiet):
     """Train the model of an experiment config, checkpointing and logging as it goes."""
-    overrides = list(overrides)
+    overrides = list(overrides) + cluster_overrides(scheduler, dask_workers)
     if out:
         overrides.append(f"output={Path(out).resolve()}")
     config = load_config(config_path, overrides)

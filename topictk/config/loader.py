@@ -345,6 +345,7 @@ def validate(raw: dict, where: str, base_dir: Path, catalogue: Catalogue) -> Con
         "output": str((base_dir / raw["output"]).resolve()),
         "model": model, "inference": inference, "training": training, "evaluation": evaluation,
     }
+    _check_cluster(training, algorithm, where, catalogue)
     driver_cls.check_config(data, where)
     _check_memory(data, where)
     return Config(data, None)
@@ -389,6 +390,28 @@ def _check_memory(data: dict, where: str) -> None:
         value = data["model"].get("layers") or data["model"]["topics"]
         raise ConfigError(f"{key} = {short(value)} {shortfall}; lower {key} or use a smaller "
                           f"vocabulary ({where})")
+
+_SCHEDULER = re.compile(r"^([a-z][a-z0-9+.-]*://)?(\[[0-9a-fA-F:.]+\]|[^\s/:\[\]]+):[0-9]+/?$")
+
+
+def _check_cluster(training: dict, algorithm: str, where: str, catalogue: Catalogue) -> None:
+    """training.scheduler and training.dask_workers exclude each other, and only algorithms
+    whose driver runs its shards on a cluster take them."""
+    if training["scheduler"] is not None and training["dask_workers"] is not None:
+        raise ConfigError(f"training.scheduler and training.dask_workers exclude each other: "
+                          f"run on the scheduler's cluster or on a local one ({where})")
+    address = training["scheduler"]
+    if address is not None and not _SCHEDULER.match(address):
+        raise ConfigError(f"training.scheduler must be a scheduler address such as "
+                          f"tcp://HOST:8786; got {address!r} ({where})")
+    key = ("training.scheduler" if training["scheduler"] is not None
+           else "training.dask_workers" if training["dask_workers"] is not None else None)
+    if key is None or catalogue.get_driver(algorithm).cluster_support:
+        return
+    able = [name for name in catalogue.algorithm_names()
+            if catalogue.get_driver(name).cluster_support]
+    raise ConfigError(f"{key}: inference.algorithm {algorithm} does not run on a Dask cluster; "
+                      f"the algorithms that do: {', '.join(able)} ({where})")
 
 
 def load_config(path: str | Path | None, overrides: list[str] = (),

@@ -191,6 +191,13 @@ TRAINING = {
     "time_limit": Option("float", None, low=0, low_open=True, nullable=True,
                          help="stop gracefully after this many seconds of training "
                               "(evaluation excluded)"),
+    "scheduler": Option("str", None, nullable=True,
+                        help="address of a running Dask scheduler (tcp://HOST:PORT): the "
+                             "shards of every step run on its workers; never changes the numbers"),
+    "dask_workers": Option("int", None, low=1, nullable=True,
+                           help="start a local Dask cluster of N worker processes for the run"),
+    "cluster_timeout": Option("float", 30.0, low=0, low_open=True,
+                              help="seconds to reach the Dask scheduler and its workers"),
 }
 
 EVALUATION = {

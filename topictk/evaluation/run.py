@@ -8,6 +8,7 @@ from topictk.errors import CheckpointError, CheckpointUsageError, UsageError
 from topictk.evaluation.coherence import topic_quality
 from topictk.evaluation.left_to_right import left_to_right_perplexity
 from topictk.inference.base import EvaluationSet
+from topictk.inference.cluster import Cluster
 from topictk.inference.perplexity import heldout_perplexity, train_heldout_perplexity
 from topictk.inference.registry import get_driver, load_config
 from topictk.rundir import checkpoint as ckpt
@@ -86,11 +87,31 @@ class LoadedRun:
 
 
 def evaluate_run(run_dir: str | Path, checkpoint: int | None = None,
-                 threads: int | None = None, left_to_right: int | None = None) -> dict:
+                 threads: int | None = None, left_to_right: int | None = None, *,
+                 scheduler: str | None = None, dask_workers: int | None = None) -> dict:
     """Held-out perplexity averaged over the saved samples, coherence and diversity;
     ``left_to_right`` = R also scores the held-out tokens by the left-to-right estimator with R
-    particles (§11.3)."""
+    particles (§11.3). ``scheduler`` or ``dask_workers``: the fold-in of the test documents
+    runs on that Dask cluster (same numbers)."""
     run = LoadedRun(run_dir, checkpoint, threads)
+    if scheduler is None and dask_workers is None:
+        return _evaluate(run, left_to_right)
+    driver_cls = type(run.driver)
+    if not driver_cls.cluster_support:
+        from topictk.inference.registry import algorithm_names
+        able = [n for n in algorithm_names() if get_driver(n).cluster_support]
+        option = "--scheduler" if scheduler is not None else "--dask-workers"
+        raise UsageError(f"{option}: {run.driver.name} runs are evaluated on one machine; the "
+                         f"algorithms whose evaluation runs on a Dask cluster: "
+                         f"{', '.join(able)}")
+    with Cluster(scheduler=scheduler, workers=dask_workers,
+                 timeout=run.config.training.cluster_timeout) as cluster:
+        cluster.check_store(run.store)
+        run.driver.use_cluster(cluster)
+        return _evaluate(run, left_to_right)
+
+
+def _evaluate(run: LoadedRun, left_to_right: int | None) -> dict:
     test = EvaluationSet.from_store(run.store)
     result = {"run": str(run.run_dir), "model": run.path.name,
               "algorithm": run.config.inference.algorithm, "topics": run.config.model.topics,

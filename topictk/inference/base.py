@@ -151,6 +151,9 @@ class Driver(ABC):
     OPTIONS: ClassVar[dict[str, Option]] = {}
     objective_name: ClassVar[str | None] = None
     uses_features: ClassVar[bool] = False     # the document prior depends on metadata (DMR)
+    # the driver runs its shards on a Dask cluster when given one (use_cluster)
+    cluster_support: ClassVar[bool] = False
+    cluster: Any = None             # the cluster it was given
 
     def __init__(self, config, store: CorpusStore, threads: int = 1, *,
                  streams: Streams | None = None):
@@ -204,6 +207,11 @@ class Driver(ABC):
         return (np.ascontiguousarray(train.indptr, dtype=np.int64),
                 np.ascontiguousarray(train.indices, dtype=np.int32),
                 np.ascontiguousarray(train.counts, dtype=np.int32))
+
+    def use_cluster(self, cluster) -> None:
+        """Run the shards of every step on ``cluster``
+        (:class:`topictk.inference.cluster.Cluster`); only drivers with ``cluster_support``."""
+        raise NotImplementedError(f"{self.name} does not run on a cluster")
 
     @property
     def fixed_on_resume(self) -> frozenset[str]:

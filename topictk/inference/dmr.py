@@ -359,6 +359,7 @@ class DMRSEMDriver(DMRPriorMixin, GibbsDriver):
     """DMR by stochastic EM: collapsed Gibbs sweeps with each document's prior
     alpha_d = exp(x_d^T nu), and nu updated by L-BFGS before a sweep when due (§9.2)."""
 
+    cluster_support = False
     name = "dmr-sem"
     STATE = DMRCountState
     family = "dmr"

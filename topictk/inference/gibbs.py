@@ -7,6 +7,7 @@ docs/algorithms.md §2. The kernel is :mod:`topictk.inference._gibbs`; its NumPy
 from __future__ import annotations
 
 import logging
+from dataclasses import dataclass
 
 import numpy as np
 
@@ -82,6 +83,32 @@ class SweepSampler:
         return int(fallbacks), sparse
 
 
+@dataclass
+class RestartPoint:
+    """What a Gibbs chain on a cluster goes back to when a worker is lost: the step, and the
+    counts, alpha and chunk-stream states of that step (z and ndk are the driver's copies,
+    which are not touched until the next gather, after which a newer point is taken)."""
+
+    step: int
+    nkw: np.ndarray
+    nk: np.ndarray
+    alpha: np.ndarray
+    streams: list
+
+    @classmethod
+    def of(cls, state: CountState, chunk_streams: list) -> RestartPoint:
+        return cls(state.step, state.nkw.copy(), state.nk.copy(), state.alpha.copy(),
+                   [bg.state for bg in chunk_streams])
+
+    def restore(self, state: CountState, chunk_streams: list) -> None:
+        state.nkw[...] = self.nkw
+        state.nk[...] = self.nk
+        state.alpha = self.alpha.copy()
+        state.step = self.step
+        for bg, saved in zip(chunk_streams, self.streams):
+            bg.state = saved
+
+
 @register
 class GibbsDriver(SampledDriver):
     """Collapsed Gibbs sampling; one step is one sweep over the training corpus.
@@ -93,6 +120,7 @@ class GibbsDriver(SampledDriver):
 
     name = "gibbs"
     STATE = CountState
+    cluster_support = True
     objective_name = "log_joint_per_token"
     OPTIONS = {
         "burn_in": Option("int", None, low=0, nullable=True,
@@ -128,6 +156,20 @@ class GibbsDriver(SampledDriver):
                         "can work; set inference.chunks >= threads", self.threads,
                         self.n_chunks, self.n_chunks)
         self.sampler = SweepSampler(opts.sparse, self.words, self.V, self.K)
+        self.cluster = None         # the Dask cluster the shards sweep on (use_cluster)
+        self.remote = None
+        self._restart: RestartPoint | None = None
+        self._updating = False      # inside after_sweep's alpha update
+
+    def use_cluster(self, cluster) -> None:
+        """Sweep the shards on ``cluster``: z and ndk live on its workers between sweeps, and
+        the driver's copies are brought up to date when something reads them (checkpoints,
+        samples, alpha updates, the log joint)."""
+        if type(self).cluster_support is not True:
+            raise NotImplementedError(f"{self.name} does not run on a cluster")
+        from topictk.inference.cluster import ShardedGibbs
+        self.cluster = cluster
+        self.remote = ShardedGibbs(cluster, self.store, self.doc_ptr, self.bounds)
 
     # ------------------------------------------------------------------ state
     def init_state(self) -> CountState:
@@ -160,16 +202,27 @@ class GibbsDriver(SampledDriver):
         opts = self.config.inference
         if (self.config.model.alpha == "auto" and state.step > opts.optimize_burn_in
                 and state.step % opts.optimize_interval == 0):
-            state.alpha = minka_alpha(state.ndk, state.alpha)
+            # a worker lost while ndk is brought back: the sweeps redone stop short of this
+            # update, which is made here (see _recover)
+            previous, self._updating = self._updating, True
+            try:
+                ndk = self.synced(state).ndk
+            finally:
+                self._updating = previous
+            state.alpha = minka_alpha(ndk, state.alpha)
 
     def step(self, state: CountState, t: int) -> StepInfo:
         """Sweep t + 1: every shard (AD-LDA chunk) samples its documents against the counts
         as they stood, with its own stream; the kernel merges the shards' count changes."""
         extra = self.before_sweep(state, t + 1)
         chunk_streams = self.streams.chunk_streams((3,), self.n_chunks, persistent=True)
-        fallbacks, sparse = self.sampler.sweep(state, self.sweep_prior(state), self.bounds,
-                                               chunk_streams, self.doc_ptr, self.words,
-                                               self.threads)
+        if self.remote is not None:
+            fallbacks, sparse = self._remote_sweep(state, chunk_streams)
+            extra.update(self.cluster.counters())
+        else:
+            fallbacks, sparse = self.sampler.sweep(state, self.sweep_prior(state), self.bounds,
+                                                   chunk_streams, self.doc_ptr, self.words,
+                                                   self.threads)
         state.step = t + 1
         self.after_sweep(state)
         opts = self.config.inference
@@ -179,6 +232,71 @@ class GibbsDriver(SampledDriver):
         return StepInfo(tokens=self.n_tokens, documents=self.n_docs, collect_sample=collect,
                         extra=extra)
 
+    def _remote_sweep(self, state: CountState, chunk_streams: list) -> tuple[int, bool]:
+        """The sweep of :meth:`step` on the cluster: the same sampler choice, made here from
+        the global counts, and the same chunks with the same streams. A worker lost on the way
+        is recovered from (:meth:`_recover`) and the sweep done again."""
+        from topictk.inference.cluster import MAX_RECOVERIES, WorkerLost
+        sparse = sparse_sweep(self.sampler.setting, state.nkw, self.sampler.word_freq)
+        for attempt in range(MAX_RECOVERIES + 1):
+            self.cluster.check_connected()
+            try:
+                if self.remote.shards is None:
+                    self.remote.distribute(state.z, state.ndk)
+                if not self.remote.stale:       # the driver holds the whole state: keep it
+                    self._restart = RestartPoint.of(state, chunk_streams)
+                fallbacks = self.remote.sweep(state.nkw, state.nk, self.sweep_prior(state),
+                                              state.beta, sparse, chunk_streams)
+                return fallbacks, sparse
+            except WorkerLost as exc:
+                if attempt == MAX_RECOVERIES:
+                    raise
+                self._recover(state, chunk_streams, exc)
+        raise AssertionError("unreachable")
+
+    def _recover(self, state: CountState, chunk_streams: list, exc: Exception) -> None:
+        """After a worker was lost: go back to the last step at which the driver held the whole
+        state (its z and ndk as last gathered, with the counts, alpha and chunk streams kept
+        then), send the shards out again and redo the sweeps since then. The chain is a
+        function of that state, so the sweeps redone are the ones lost, bit for bit."""
+        self.cluster.check_connected()
+        upto, back = state.step, self._restart
+        # lost in the middle of after_sweep of step upto: that update is the caller's to make
+        partial = self._updating
+        if upto > back.step:
+            log.warning("%s; redoing sweeps %d to %d from the state of step %d", exc,
+                        back.step + 1, upto, back.step)
+        else:
+            log.warning("%s; sending the shards of step %d out again", exc, upto)
+        self.remote.release()
+        back.restore(state, chunk_streams)
+        self.remote.stale = False       # state.z and state.ndk are those of back.step
+        for t in range(back.step, upto):
+            self._remote_sweep(state, chunk_streams)
+            state.step = t + 1
+            if not (partial and t + 1 == upto):
+                self.after_sweep(state)
+
+    def synced(self, state: CountState) -> CountState:
+        """``state`` with z and ndk brought back from the cluster when they are behind."""
+        if self.remote is None:
+            return state
+        from topictk.inference.cluster import MAX_RECOVERIES, WorkerLost
+        chunk_streams = self.streams.chunk_streams((3,), self.n_chunks, persistent=True)
+        for attempt in range(MAX_RECOVERIES + 1):
+            self.cluster.check_connected()
+            try:
+                self.remote.gather(state.z, state.ndk)
+                return state
+            except WorkerLost as exc:
+                if attempt == MAX_RECOVERIES:
+                    raise
+                self._recover(state, chunk_streams, exc)
+        raise AssertionError("unreachable")
+
+    def state_to_arrays(self, state: CountState) -> tuple[dict, dict[str, np.ndarray]]:
+        return super().state_to_arrays(self.synced(state))
+
     def topic_word(self, state: CountState) -> np.ndarray:
         return state.topic_word()
 
@@ -186,6 +304,7 @@ class GibbsDriver(SampledDriver):
         """Collapsed log joint ln p(w, z | alpha, beta) per token (§1.3), summed in blocks of
         rows so that no (D, K) or (V, K) float temporary is made."""
         alpha, beta = state.alpha, state.beta
+        self.synced(state)
         V = self.V
         lengths = np.diff(self.doc_ptr)
         doc_part = self.n_docs * (gammaln(alpha.sum()) - gammaln(alpha).sum())
@@ -203,7 +322,7 @@ class GibbsDriver(SampledDriver):
         # the arrays are written to disk (or used) at once: no copy of the counts is needed
         arrays = {"nkw": state.nkw, "nk": state.nk, "alpha": state.alpha}
         if self.store.train_heldout() is not None:   # Protocol B scores with n_dk per sample
-            arrays["ndk"] = state.ndk
+            arrays["ndk"] = self.synced(state).ndk
         return arrays
 
     # ---------------------------------------------------------------- scoring
@@ -219,7 +338,7 @@ class GibbsDriver(SampledDriver):
         theta-hat^s = (n_dk + alpha_d)/(N_d + alpha_d.) (TNW 2007 eq. 20), over the saved
         samples that hold n_dk (the current state when there are none)."""
         samples = [s for s in (samples or []) if "ndk" in s] or [self.sample(state) | {
-            "ndk": state.ndk}]
+            "ndk": self.synced(state).ndk}]
         total = np.zeros(np.asarray(heldout.indices).size)
         for s in samples:
             alpha = self.sample_prior(state, s, "train")

@@ -93,9 +93,14 @@ class SampledDriver(Driver):
         total = np.zeros(docs.heldout.indices.size)
         for s in samples:
             phi = np.ascontiguousarray(self.sample_phi(state, s))
-            total += fold_in_probabilities(docs, phi, phi, self.sample_prior(state, s, documents),
-                                           self.config.evaluation, self.streams, pass_index,
-                                           self.threads)
+            prior = self.sample_prior(state, s, documents)
+            if self.cluster is not None and np.ndim(prior) == 1:
+                from topictk.inference.cluster import cluster_fold_in
+                total += cluster_fold_in(self.cluster, self.store, documents, phi, phi, prior,
+                                         self.config.evaluation, self.streams.seed, pass_index)
+            else:
+                total += fold_in_probabilities(docs, phi, phi, prior, self.config.evaluation,
+                                               self.streams, pass_index, self.threads)
         return total / len(samples)
 
     def heldout_probabilities(self, state: Any, samples, test: EvaluationSet,

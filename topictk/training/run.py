@@ -14,6 +14,7 @@ import logging
 import signal
 import sys
 import time
+from contextlib import ExitStack
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -25,6 +26,7 @@ from topictk.config.loader import Config
 from topictk.corpus.store import CorpusStore
 from topictk.errors import CheckpointError, CheckpointUsageError, UsageError
 from topictk.inference.base import Driver, EvaluationSet
+from topictk.inference.cluster import Cluster, cluster_requested
 from topictk.inference.perplexity import heldout_perplexity, train_heldout_perplexity
 from topictk.inference.registry import get_driver
 from topictk.rundir import checkpoint as ckpt
@@ -91,7 +93,8 @@ def _save_sample(run_dir: Path, driver: Driver, state, step: int) -> None:
 # output paths may change too: the corpus is checked by its id, and a run may be moved)
 RESUMABLE_CHANGES = frozenset({
     "inference.iterations", "training.threads", "training.time_limit",
-    "training.checkpoint_every", "training.keep_checkpoints", "training.eval_every"})
+    "training.checkpoint_every", "training.keep_checkpoints", "training.eval_every",
+    "training.scheduler", "training.dask_workers", "training.cluster_timeout"})
 _PATHS = frozenset({"corpus", "output"})
 
 
@@ -147,12 +150,15 @@ def train(config: Config, *, resume: bool = False, force: bool = False,
     run directory's lock throughout: a second writer of the run is refused at once."""
     check_run_output(config.output, resume=resume, force=force, inputs=run_inputs(config),
                      locked=False)
-    with RunLock(config.output):
-        return _train(config, resume=resume, force=force, quiet=quiet)
+    with RunLock(config.output), ExitStack() as stack:
+        cluster = (stack.enter_context(Cluster.from_config(config.training))
+                   if cluster_requested(config.training) else None)
+        return _train(config, resume=resume, force=force, quiet=quiet, cluster=cluster)
 
 
-def _train(config: Config, *, resume: bool, force: bool, quiet: bool) -> TrainResult:
-    return RunSession(config, resume=resume, force=force, quiet=quiet).run()
+def _train(config: Config, *, resume: bool, force: bool, quiet: bool,
+           cluster: Cluster | None = None) -> TrainResult:
+    return RunSession(config, resume=resume, force=force, quiet=quiet, cluster=cluster).run()
 
 
 class RunSession:
@@ -161,7 +167,8 @@ class RunSession:
     checkpoints, and the final model. The steps themselves are the driver's
     (:func:`topictk.training.loop.train_steps`)."""
 
-    def __init__(self, config: Config, *, resume: bool, force: bool, quiet: bool):
+    def __init__(self, config: Config, *, resume: bool, force: bool, quiet: bool,
+                 cluster: Cluster | None = None):
         self.config, self.resume, self.quiet = config, resume, quiet
         self.training = config.training
         self.iterations = int(config.inference.iterations)
@@ -179,6 +186,9 @@ class RunSession:
                                                              self.training.threads,
                                                              streams=self.streams)
         self.store.verify()     # every array against its sha256: damage would train other topics
+        if cluster is not None:     # every worker reads this store, before the first step
+            cluster.check_store(self.store)
+            self.driver.use_cluster(cluster)
         self.replaced: ReplacedRun | None = None
         self.status, self.last_ppl = "completed", None
 

@@ -1,0 +1,250 @@
+"""Training on a Dask cluster of real worker processes gives the chain of one machine with
+the same AD-LDA chunks, bit for bit; a resumed run on a cluster of another size continues it;
+bad cluster settings fail with one line."""
+from __future__ import annotations
+
+import json
+import logging
+import os
+import signal
+import subprocess
+import sys
+import time
+
+import numpy as np
+import pytest
+
+from tests.integration._cli import (
+    assert_same_arrays,
+    comparable_metrics,
+    fails,
+    model_arrays,
+    ok,
+    samples,
+    write_config,
+)
+
+# AD-LDA with 5 chunks over 2 workers (shards of 3 and 2 chunks), the sampler chosen per
+# sweep, alpha learnt (the driver gathers ndk for it), samples and checkpoints on the way
+RUN = {"model": {"topics": 6, "alpha": "auto", "beta": 0.01},
+       "inference": {"algorithm": "gibbs", "iterations": 24, "burn_in": 12, "thin": 4,
+                     "chunks": 5, "sparse": "auto", "optimize_burn_in": 8,
+                     "optimize_interval": 4},
+       "training": {"seed": 5, "eval_every": 8, "checkpoint_every": 8, "keep_checkpoints": 5}}
+
+
+def _checkpoints(run_dir):
+    from topictk.rundir.checkpoint import load_arrays
+    return {p.name: load_arrays(p) for p in sorted((run_dir / "checkpoints").glob("*.npz"))}
+
+
+def _same_run(a, b) -> None:
+    header_a, arrays_a = model_arrays(a)
+    header_b, arrays_b = model_arrays(b)
+    assert_same_arrays(arrays_a, arrays_b)
+    for key in ("state", "streams", "corpus_id", "status"):
+        assert header_a[key] == header_b[key], key
+    assert comparable_metrics(a) == comparable_metrics(b)
+    got_a, got_b = samples(a), samples(b)
+    assert set(got_a) == set(got_b) and got_a
+    for name in got_a:
+        assert_same_arrays(got_a[name], got_b[name])
+
+
+@pytest.fixture(scope="module")
+def in_process(example_store, tmp_path_factory):
+    directory = tmp_path_factory.mktemp("in-process")
+    config = write_config(directory, example_store, **RUN)
+    ok("train", "--config", config, "--quiet")
+    return directory / "run"
+
+
+def test_two_worker_processes_give_the_one_machine_chain(example_store, in_process, tmp_path):
+    pytest.importorskip("distributed")
+    config = write_config(tmp_path, example_store, **RUN)
+    ok("train", "--config", config, "--dask-workers", "2", "--quiet")
+    run = tmp_path / "run"
+    _same_run(in_process, run)
+    for (name, (ha, aa)), (nb, (hb, ab)) in zip(_checkpoints(in_process).items(),
+                                                _checkpoints(run).items()):
+        assert name == nb
+        assert ha["streams"] == hb["streams"]
+        assert_same_arrays(aa, ab)
+    # the fold-in of evaluate on the cluster: the same numbers
+    here = json.loads(ok("evaluate", in_process, "--json").stdout)
+    there = json.loads(ok("evaluate", in_process, "--json", "--dask-workers", "2").stdout)
+    assert here == there
+
+
+def test_resume_on_a_cluster_of_another_size_continues_the_chain(example_store, in_process,
+                                                                   tmp_path):
+    pytest.importorskip("distributed")
+    first = {**RUN, "inference": {**RUN["inference"], "iterations": 16}}
+    config = write_config(tmp_path, example_store, **first)
+    ok("train", "--config", config, "--dask-workers", "2", "--quiet")
+    ok("train", "--config", config, "--resume", "--dask-workers", "1", "--quiet",
+       "--set", "inference.iterations=24")
+    _same_run(in_process, tmp_path / "run")
+
+
+def test_unreachable_scheduler_fails_within_the_timeout(example_store, tmp_path):
+    pytest.importorskip("distributed")
+    config = write_config(tmp_path, example_store, training={"cluster_timeout": 1})
+    message = fails(1, "train", "--config", config, "--scheduler", "tcp://127.0.0.1:9")
+    assert "cannot reach the Dask scheduler at tcp://127.0.0.1:9 within 1 s" in message
+    assert not (tmp_path / "run" / "model.npz").exists()
+
+
+@pytest.mark.parametrize("args, expected", [
+    (["--dask-workers", "2", "--scheduler", "tcp://h:1"], "exclude each other"),
+    (["--scheduler", "nonsense"], "training.scheduler must be a scheduler address"),
+    (["--dask-workers", "2", "--set", "inference.algorithm=cvb0"],
+     "inference.algorithm cvb0 does not run on a Dask cluster; the algorithms that do: gibbs"),
+])
+def test_bad_cluster_options(example_store, tmp_path, args, expected):
+    config = write_config(tmp_path, example_store)
+    text = config.read_text(encoding="utf-8")     # keys every algorithm takes
+    config.write_text(text.replace("  burn_in: 20\n", "").replace("  thin: 10\n", ""),
+                      encoding="utf-8")
+    message = fails(2, "train", "--config", config, *args)
+    assert expected in message
+
+
+def test_evaluate_refuses_the_cluster_for_other_algorithms(example_store, tmp_path):
+    config = write_config(tmp_path, example_store, inference={
+        "algorithm": "ovb", "iterations": 4, "burn_in": None, "thin": None})
+    text = config.read_text(encoding="utf-8")
+    config.write_text(text.replace("  burn_in: null\n", "").replace("  thin: null\n", ""),
+                      encoding="utf-8")
+    ok("train", "--config", config, "--quiet")
+    message = fails(2, "evaluate", tmp_path / "run", "--dask-workers", "2")
+    assert message == ("--dask-workers: ovb runs are evaluated on one machine; the algorithms "
+                       "whose evaluation runs on a Dask cluster: gibbs")
+
+
+def test_without_dask_the_options_name_the_extra(example_store, tmp_path, monkeypatch):
+    monkeypatch.setitem(sys.modules, "distributed", None)     # import distributed fails
+    config = write_config(tmp_path, example_store)
+    message = fails(2, "train", "--config", config, "--dask-workers", "2")
+    assert message == 'training.dask_workers needs Dask, an optional extra: pip install ' \
+                      '"topictk[dask]"'
+
+
+def test_a_worker_that_finds_another_store_is_named(example_store, tmp_path):
+    from topictk.corpus.store import CorpusStore
+    from topictk.inference.cluster import _check_worker
+    store = CorpusStore.open(example_store)
+    import topictk
+    assert _check_worker(str(example_store), store.corpus_id, topictk.__version__) is None
+    problem = _check_worker(str(example_store), "0" * 64, topictk.__version__)
+    assert "finds another corpus at" in problem and str(example_store) in problem
+    assert "cannot open the corpus store" in _check_worker(str(tmp_path), store.corpus_id,
+                                                           topictk.__version__)
+    assert "runs topictk" in _check_worker(str(example_store), store.corpus_id, "0.0.0")
+
+
+def test_count_changes_travel_in_their_smaller_form():
+    from topictk.inference.cluster import add_change, encode_change
+    rng = np.random.default_rng(0)
+    for density in (0.01, 0.9):
+        change = (rng.random((50, 8)) < density) * rng.integers(-3, 4, (50, 8))
+        change = change.astype(np.int32)
+        encoded = encode_change(change)
+        assert encoded[0] == ("sparse" if density < 0.5 else "dense")
+        target = np.ones((50, 8), dtype=np.int32)
+        add_change(target, encoded)
+        assert np.array_equal(target, 1 + change)
+
+
+@pytest.mark.slow
+def test_a_worker_killed_mid_run_changes_nothing(example_store, tmp_path):
+    """A worker process killed in the middle of the run: the driver goes back to the last
+    state it held whole, sends the shards out again and redoes the sweeps since then; the
+    run completes with the model of the uninterrupted one-machine run."""
+    distributed = pytest.importorskip("distributed")
+    run = {**RUN, "inference": {**RUN["inference"], "iterations": 200, "burn_in": 100,
+                                "thin": 20, "optimize_interval": 10},
+           "training": {**RUN["training"], "eval_every": 20, "checkpoint_every": 50}}
+    reference = write_config(tmp_path, example_store, name="reference.yaml",
+                             output=str(tmp_path / "reference"), **run)
+    ok("train", "--config", reference, "--quiet")
+    config = write_config(tmp_path, example_store, **run)
+    with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True,
+                                  dashboard_address=None, silence_logs=logging.CRITICAL) as local, \
+            distributed.Client(local) as client:
+        pids = client.run(os.getpid)
+        proc = subprocess.Popen([sys.executable, "-m", "topictk", "train", "--config",
+                                 str(config), "--scheduler", local.scheduler_address, "--quiet"],
+                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        metrics_path = tmp_path / "run" / "metrics.jsonl"
+        deadline = time.monotonic() + 120
+        while not (metrics_path.exists() and metrics_path.read_text().strip()):
+            assert proc.poll() is None and time.monotonic() < deadline, proc.communicate()
+            time.sleep(0.01)
+        os.kill(pids[min(pids)], signal.SIGKILL)
+        _, err = proc.communicate(timeout=300)
+    assert proc.returncode == 0, err
+    # the sweeps since the last gather redone, or none when the kill came right after one
+    assert "a Dask worker was lost" in err
+    _same_run(tmp_path / "reference", tmp_path / "run")
+
+
+@pytest.mark.slow
+def test_a_lost_scheduler_stops_the_run_with_one_line(example_store, tmp_path):
+    """The scheduler killed mid-run: the run stops within the timeout, exit 1, one line."""
+    pytest.importorskip("distributed")
+    port = "8797"
+    scheduler = subprocess.Popen([sys.executable, "-m", "distributed.cli.dask_scheduler",
+                                  "--port", port, "--dashboard-address", ":0"],
+                                 stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    worker = subprocess.Popen([sys.executable, "-m", "distributed.cli.dask_worker",
+                               f"tcp://127.0.0.1:{port}", "--nthreads", "1"],
+                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        run = {**RUN, "inference": {**RUN["inference"], "iterations": 100000,
+                                    "burn_in": 99999},
+               "training": {**RUN["training"], "cluster_timeout": 3, "eval_every": 0,
+                            "checkpoint_every": 20}}
+        config = write_config(tmp_path, example_store, **run)
+        proc = subprocess.Popen([sys.executable, "-m", "topictk", "train", "--config",
+                                 str(config), "--scheduler", f"tcp://127.0.0.1:{port}",
+                                 "--quiet"], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                text=True)
+        deadline = time.monotonic() + 120
+        while not list((tmp_path / "run" / "checkpoints").glob("*.npz")):
+            assert proc.poll() is None and time.monotonic() < deadline, proc.communicate()
+            time.sleep(0.05)
+        scheduler.kill()
+        _, err = proc.communicate(timeout=60)
+        assert proc.returncode == 1, err
+        assert err.strip().splitlines()[-1].startswith(
+            "topictk: error: lost the connection to the Dask scheduler at tcp://127.0.0.1:")
+    finally:
+        for p in (scheduler, worker):
+            p.kill()
+            p.wait()
+
+
+@pytest.mark.parametrize("method, failing_call", [("sweep", 11), ("gather", 2)])
+def test_a_lost_worker_at_any_point_changes_nothing(example_store, in_process, tmp_path,
+                                                      monkeypatch, method, failing_call):
+    """A worker reported lost in sweep 11 (the sweeps since the gather at step 8 are redone),
+    or while ndk is brought back for the alpha update of step 12 (redone up to that update,
+    which is then made once): the run is the one-machine run."""
+    pytest.importorskip("distributed")
+    from topictk.inference import cluster
+    original = getattr(cluster.ShardedGibbs, method)
+    calls = {"n": 0}
+
+    def flaky(self, *args, **kwargs):
+        if method == "sweep" or self.stale:
+            calls["n"] += 1
+            if calls["n"] == failing_call:
+                raise cluster.WorkerLost("a Dask worker was lost (simulated)")
+        return original(self, *args, **kwargs)
+
+    monkeypatch.setattr(cluster.ShardedGibbs, method, flaky)
+    config = write_config(tmp_path, example_store, **RUN)
+    ok("train", "--config", config, "--dask-workers", "2", "--quiet")
+    assert calls["n"] > failing_call
+    _same_run(in_process, tmp_path / "run")

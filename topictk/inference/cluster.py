@@ -1,0 +1,555 @@
+"""Running the shards of a training step on a Dask cluster (docs/cluster.md).
+
+A :class:`Cluster` is a Dask client connected to a running scheduler (``training.scheduler``)
+or to a local cluster of worker processes started for one run (``training.dask_workers``).
+Dask is an optional extra: it is imported here only, when a cluster is asked for, so topictk
+works without it.
+
+The workers read the corpus from the store's path, memory-mapped as on one machine: only
+counts, assignments and random-stream states travel, never the corpus. Before the first step
+every worker opens the store and compares its corpus id (a hash of the vocabulary and of
+every array), its topictk version and its compiled kernels with the driver's; a worker that
+differs stops the run with a message naming it and the path.
+
+:class:`ShardedGibbs` runs AD-LDA sweeps (docs/algorithms.md §2.4) with each shard, a contiguous
+block of the ``inference.chunks`` chunks, on one worker: the shard's assignments z and
+document-topic counts are the result of its previous sweep's task and stay on the worker
+that computed them. Every sweep the driver broadcasts the word-topic counts; each shard
+sweeps its chunks against that snapshot with the chunks' own streams (whose states go out
+with the task and come back with its result) and returns its count changes, which the driver
+adds in shard order. Each chunk sees the snapshot and its own stream, exactly as in the
+one-machine sweep, so the run is that of ``inference.chunks`` chunks on one machine, bit for
+bit, whatever the number of workers.
+"""
+from __future__ import annotations
+
+import logging
+import operator
+import sys
+import time
+import uuid
+from dataclasses import dataclass
+from itertools import pairwise
+
+import numpy as np
+
+from topictk.corpus.store import CorpusStore
+from topictk.errors import TopictkError, UsageError
+from topictk.inference.base import chunk_bounds_by_tokens, word_frequencies
+
+log = logging.getLogger("topictk")
+
+DASK_EXTRA = 'pip install "topictk[dask]"'
+
+
+class ClusterError(TopictkError):
+    """The Dask cluster cannot be reached, or one of its workers cannot take part."""
+
+
+class WorkerLost(ClusterError):
+    """A worker holding a shard (or working on one) is gone; the driver recovers."""
+
+
+#: times one step recovers from lost workers before the run stops
+MAX_RECOVERIES = 3
+
+
+def _loss_errors() -> tuple[type[BaseException], ...]:
+    """What Dask raises when a worker holding or computing a needed result is gone."""
+    import concurrent.futures
+
+    import distributed
+    return (concurrent.futures.CancelledError, distributed.KilledWorker, OSError)
+
+
+def topictk_version() -> str:
+    """The version of the topictk package this module belongs to (imported with it)."""
+    return sys.modules["topictk"].__version__
+
+
+def cluster_requested(training) -> bool:
+    """Whether the training section asks for a Dask cluster."""
+    return training.scheduler is not None or training.dask_workers is not None
+
+
+def _distributed(option: str):
+    try:
+        import distributed
+    except ImportError:
+        raise UsageError(f"{option} needs Dask, an optional extra: {DASK_EXTRA}") from None
+    return distributed
+
+
+class Cluster:
+    """A Dask client for one run: on the scheduler at ``scheduler``, or on a local cluster of
+    ``workers`` single-thread worker processes started for the run and stopped with it."""
+
+    def __init__(self, *, scheduler: str | None = None, workers: int | None = None,
+                 timeout: float = 30.0):
+        if (scheduler is None) == (workers is None):
+            raise ValueError("give one of scheduler and workers")
+        self.scheduler = scheduler
+        self.n_local = workers
+        self.timeout = float(timeout)
+        self.client = None
+        self._local = None
+        self.bytes_sent = 0          # what the driver sent to the workers
+        self.bytes_received = 0      # what it got back
+        # seconds, summed over steps: the slowest shard's kernel time, and the driver's adding
+        # of the changes; the rest of a step's wall is transfer and scheduling
+        self.compute_seconds = 0.0
+        self.merge_seconds = 0.0
+        self.worker_peak = 0             # the largest peak RSS a worker reported, bytes
+
+    def counters(self) -> dict:
+        """The traffic and time counters (since the cluster was opened), for the metrics."""
+        return {"cluster_bytes_sent": self.bytes_sent,
+                "cluster_bytes_received": self.bytes_received,
+                "cluster_compute_seconds": round(self.compute_seconds, 6),
+                "cluster_merge_seconds": round(self.merge_seconds, 6),
+                "cluster_worker_peak_rss": self.worker_peak}
+
+    @classmethod
+    def from_config(cls, training) -> Cluster:
+        return cls(scheduler=training.scheduler, workers=training.dask_workers,
+                   timeout=training.cluster_timeout)
+
+    @property
+    def description(self) -> str:
+        if self.scheduler is not None:
+            return f"the Dask scheduler at {self.scheduler}"
+        return f"a local Dask cluster of {self.n_local} worker process(es)"
+
+    def __enter__(self) -> Cluster:
+        distributed = _distributed("training.scheduler" if self.scheduler is not None
+                                   else "training.dask_workers")
+        try:
+            if self.scheduler is not None:
+                self.client = distributed.Client(self.scheduler, timeout=self.timeout,
+                                                 set_as_default=False)
+            else:
+                self._local = distributed.LocalCluster(
+                    n_workers=self.n_local, threads_per_worker=1, processes=True,
+                    dashboard_address=None, silence_logs=logging.CRITICAL)
+                self.client = distributed.Client(self._local, timeout=self.timeout,
+                                                 set_as_default=False)
+        except (OSError, TimeoutError, ValueError) as exc:
+            self.close()
+            reason = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+            raise ClusterError(f"cannot reach {self.description} within {self.timeout:g} s "
+                               f"({reason}); start it with 'dask scheduler' or correct "
+                               f"training.scheduler") from None
+        try:
+            self.client.wait_for_workers(1, timeout=self.timeout)
+        except (OSError, TimeoutError):
+            self.close()
+            raise ClusterError(f"{self.description} has no worker after {self.timeout:g} s; "
+                               f"start one with 'dask worker {self.scheduler}'") from None
+        log.info("training on %s: %d worker(s)", self.description, len(self.workers()))
+        return self
+
+    def __exit__(self, *exc) -> bool:
+        self.close()
+        return False
+
+    def close(self) -> None:
+        if self.client is not None:
+            self.client.close()
+            self.client = None
+        if self._local is not None:
+            self._local.close()
+            self._local = None
+
+    def copy_to(self, array: np.ndarray, workers: list[str]) -> dict:
+        """One copy of ``array`` on each of ``workers``, sent from here to each directly:
+        {address: future}. (Dask's broadcast replicates through the scheduler afterwards,
+        which waits for ever on a worker that has just died.)"""
+        copies = {}
+        for address in workers:
+            copies[address] = self.client.scatter(array, workers=[address], hash=False,
+                                                  direct=True, timeout=self.timeout)
+            self.bytes_sent += array.nbytes
+        return copies
+
+    def check_connected(self) -> None:
+        """Stop the run with a message once the client has given up on the scheduler."""
+        if self.client is None or self.client.status in ("closing", "closed"):
+            raise ClusterError(f"lost the connection to {self.description}; the run stopped; "
+                               f"continue it with --resume, from its last checkpoint, on any "
+                               f"cluster or none")
+
+    def workers(self) -> list[str]:
+        """The addresses of the cluster's workers, sorted."""
+        return sorted(self.client.scheduler_info(n_workers=-1)["workers"])
+
+    def check_store(self, store: CorpusStore) -> None:
+        """Stop the run unless every worker runs this topictk version with its compiled
+        kernels and finds this store at its path."""
+        found = self.client.run(_check_worker, str(store.path), store.corpus_id,
+                                topictk_version())
+        for address, problem in sorted(found.items()):
+            if problem:
+                raise ClusterError(f"Dask worker {address}: {problem}; every worker must read "
+                                   f"the same store at the same path (a shared filesystem) with "
+                                   f"the same topictk")
+
+
+# ------------------------------------------------------------------ on the workers
+# Each worker process keeps the training documents of the stores it has opened, memory-mapped,
+# with their word frequencies (the SparseLDA pool sizes), keyed by path and corpus id.
+_OPENED: dict[tuple[str, str], tuple[np.ndarray, np.ndarray, np.ndarray]] = {}
+
+
+def _check_worker(path: str, corpus_id: str, version: str) -> str | None:
+    """What keeps this worker from training on the store at ``path``, or None."""
+    try:
+        from topictk.inference import _gibbs  # noqa: F401  (the compiled kernels)
+    except ImportError as exc:
+        return f"cannot import topictk's compiled kernels ({exc})"
+    if topictk_version() != version:
+        return f"runs topictk {topictk_version()}, the driver {version}"
+    try:
+        store = CorpusStore.open(path)
+    except TopictkError as exc:
+        return f"cannot open the corpus store {path} ({exc})"
+    if store.corpus_id != corpus_id:
+        return (f"finds another corpus at {path} (corpus id {store.corpus_id[:12]}, the "
+                f"driver's {corpus_id[:12]})")
+    return None
+
+
+def _training_documents(path: str, corpus_id: str):
+    key = (path, corpus_id)
+    if key not in _OPENED:
+        store = CorpusStore.open(path)
+        if store.corpus_id != corpus_id:
+            raise ClusterError(f"{path}: another corpus than the driver's (corpus id "
+                               f"{store.corpus_id[:12]}, expected {corpus_id[:12]})")
+        train = store.train()
+        words = np.asarray(train.words)
+        _OPENED[key] = (np.asarray(train.doc_ptr), words, word_frequencies(words, store.n_words))
+    return _OPENED[key]
+
+
+def _peak_rss() -> int:
+    """The peak resident memory of this (worker) process so far, bytes."""
+    import resource
+    return int(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss) * 1024
+
+
+def _worker_threads() -> int:
+    try:
+        from distributed import get_worker
+        return max(1, int(get_worker().state.nthreads))
+    except (ImportError, ValueError, AttributeError):
+        return 1
+
+
+@dataclass
+class GibbsShard:
+    """A shard's part of the Gibbs state: the topics of its tokens and its documents' counts."""
+
+    z: np.ndarray      # (tokens of the shard,) int32
+    ndk: np.ndarray    # (documents of the shard, K) int32
+
+
+@dataclass(frozen=True)
+class ShardSpec:
+    """Which documents a shard holds and how its chunks cut them."""
+
+    first_doc: int
+    end_doc: int
+    first_chunk: int
+    bounds: np.ndarray   # chunk boundaries, in documents counted from first_doc
+
+
+def encode_change(change: np.ndarray) -> tuple:
+    """An integer count change as ("dense", array) or, when fewer bytes, ("sparse", flat
+    indices, values)."""
+    flat = change.reshape(-1)
+    where = np.flatnonzero(flat)
+    index = where.astype(np.int32) if flat.size < 2**31 else where
+    if index.nbytes + where.size * flat.itemsize < flat.nbytes:
+        return ("sparse", index, flat[where])
+    return ("dense", change)
+
+
+def add_change(target: np.ndarray, encoded: tuple) -> None:
+    """target += the change ``encoded`` by :func:`encode_change`."""
+    if encoded[0] == "dense":
+        target += encoded[1]
+    else:                       # the indices are distinct: no need for np.add.at
+        flat = target.reshape(-1)
+        flat[encoded[1]] += encoded[2]
+
+
+def encoded_bytes(encoded: tuple) -> int:
+    return sum(a.nbytes for a in encoded[1:])
+
+
+def gibbs_shard_sweep(shard: GibbsShard, snapshot: np.ndarray, nk: np.ndarray,
+                      alpha: np.ndarray, beta: float, sparse: bool, path: str, corpus_id: str,
+                      spec: ShardSpec, stream_states: list[dict]):
+    """One sweep of a shard's chunks against the word-topic counts ``snapshot`` (runs on a
+    worker). Returns the shard's new state and (its change of the word-topic counts, encoded;
+    its change of nk; its chunks' stream states after the sweep; rounding fallbacks)."""
+    from topictk.inference import _gibbs
+    doc_ptr_all, words_all, word_freq = _training_documents(path, corpus_id)
+    first = int(doc_ptr_all[spec.first_doc])
+    doc_ptr = np.ascontiguousarray(doc_ptr_all[spec.first_doc:spec.end_doc + 1] - first,
+                                   dtype=np.int64)
+    words = words_all[first:int(doc_ptr_all[spec.end_doc])]
+    z, ndk = shard.z.copy(), shard.ndk.copy()
+    nkw = np.array(snapshot, dtype=np.int32, order="C")
+    nk_after = np.array(nk, dtype=np.int64)
+    V, K = nkw.shape
+    streams = []
+    for state in stream_states:
+        bg = np.random.PCG64()
+        bg.state = state
+        streams.append(bg)
+    threads = _worker_threads()
+    began = time.perf_counter()
+    bits = _gibbs.topic_bits(K)
+    ptr = np.zeros(V + 1, dtype=np.int64)
+    np.cumsum(np.minimum(word_freq, K), out=ptr[1:])
+    entries = np.zeros(max(1, int(ptr[-1])) if sparse else 1, dtype=np.int64)
+    lengths = np.zeros(V, dtype=np.int32)
+    if sparse:      # the lists are a function of the counts: those of the driver's sweep
+        _gibbs.build_word_topic_lists(nkw, ptr, entries, lengths, bits, threads)
+    fallbacks = _gibbs.gibbs_sweep(doc_ptr, words, z, ndk, nkw, nk_after,
+                                   np.ascontiguousarray(alpha, dtype=np.float64), float(beta),
+                                   np.ascontiguousarray(spec.bounds, dtype=np.int64), streams,
+                                   bool(sparse), ptr, entries, lengths, bits, threads)
+    del entries, lengths
+    np.subtract(nkw, snapshot, out=nkw)
+    change = encode_change(nkw)
+    return GibbsShard(z, ndk), (change, nk_after - nk, [bg.state for bg in streams],
+                                int(fallbacks), time.perf_counter() - began, _peak_rss())
+
+
+# ------------------------------------------------------------------ on the driver
+class ShardedGibbs:
+    """The shards of a Gibbs chain on a cluster; see the module docstring."""
+
+    def __init__(self, cluster: Cluster, store: CorpusStore, doc_ptr: np.ndarray,
+                 bounds: np.ndarray):
+        self.cluster = cluster
+        self.client = cluster.client
+        self.path = str(store.path)
+        self.corpus_id = store.corpus_id
+        self.doc_ptr = doc_ptr
+        self.bounds = bounds
+        self.n_chunks = bounds.size - 1
+        self.run = uuid.uuid4().hex[:8]
+        self.shards = None        # futures of the GibbsShard of every shard
+        self.specs: list[ShardSpec] = []
+        self.homes: list[str] = []      # the worker of each shard
+        self.stale = False        # the driver's z and ndk are behind the shards'
+
+    def _plan(self) -> list[str]:
+        """Cut the chunks into one shard per worker (as many as there are chunks at most),
+        contiguous and about equal in tokens; returns the home worker of each shard."""
+        workers = self.cluster.workers()
+        n_shards = min(self.n_chunks, len(workers))
+        chunk_tokens = np.ascontiguousarray(self.doc_ptr[self.bounds], dtype=np.int64)
+        cuts = chunk_bounds_by_tokens(chunk_tokens, n_shards)
+        self.specs = []
+        for a, b in pairwise(cuts):
+            a, b = int(a), int(b)
+            first, end = int(self.bounds[a]), int(self.bounds[b])
+            self.specs.append(ShardSpec(first, end, a, self.bounds[a:b + 1] - first))
+        return [workers[s * len(workers) // len(self.specs)] for s in range(len(self.specs))]
+
+    def _token_range(self, spec: ShardSpec) -> tuple[int, int]:
+        return int(self.doc_ptr[spec.first_doc]), int(self.doc_ptr[spec.end_doc])
+
+    def distribute(self, z: np.ndarray, ndk: np.ndarray) -> None:
+        """Send each shard's part of ``z`` and ``ndk`` to its home worker."""
+        self.release()
+        try:
+            self.client.wait_for_workers(1, timeout=self.cluster.timeout)
+            self.homes = self._plan()
+            shards = []
+            for spec, home in zip(self.specs, self.homes):
+                t0, t1 = self._token_range(spec)
+                part = GibbsShard(z[t0:t1].copy(), ndk[spec.first_doc:spec.end_doc].copy())
+                shards.append(self.client.scatter(part, workers=[home], hash=False,
+                                                  direct=True))
+                self.cluster.bytes_sent += part.z.nbytes + part.ndk.nbytes
+        except _loss_errors() as exc:
+            raise WorkerLost(f"a Dask worker was lost while the shards were sent out "
+                             f"({type(exc).__name__})") from None
+        except TimeoutError:
+            raise ClusterError(f"{self.cluster.description} has had no worker for "
+                               f"{self.cluster.timeout:g} s") from None
+        self.shards = shards
+        self.stale = False
+
+    def sweep(self, nkw: np.ndarray, nk: np.ndarray, alpha: np.ndarray, beta: float,
+              sparse: bool, chunk_streams: list) -> int:
+        """One AD-LDA sweep of every shard against ``nkw``; the shards' changes are added to
+        ``nkw`` and ``nk`` in shard order and the chunk streams advanced. Returns the rounding
+        fallbacks."""
+        try:
+            return self._sweep(nkw, nk, alpha, beta, sparse, chunk_streams)
+        except _loss_errors() as exc:
+            raise WorkerLost(f"a Dask worker was lost during a sweep ({type(exc).__name__})"
+                             ) from None
+
+    def _sweep(self, nkw, nk, alpha, beta, sparse, chunk_streams) -> int:
+        client = self.client
+        snapshots = self.cluster.copy_to(nkw, sorted(set(self.homes)))
+        outs, shards = [], []
+        for s, (spec, shard, home) in enumerate(zip(self.specs, self.shards, self.homes)):
+            chunks = range(spec.first_chunk, spec.first_chunk + spec.bounds.size - 1)
+            states = [chunk_streams[c].state for c in chunks]
+            key = f"gibbs-sweep-{self.run}-{s}-{uuid.uuid4().hex[:8]}"
+            # on its home worker, where the shard and this copy of the counts are
+            where = {"workers": [home], "allow_other_workers": True, "pure": False}
+            result = client.submit(gibbs_shard_sweep, shard, snapshots[home], nk, alpha, beta,
+                                   sparse, self.path, self.corpus_id, spec, states, key=key,
+                                   **where)
+            shards.append(client.submit(operator.getitem, result, 0, key=key + "-state",
+                                        **where))
+            outs.append(client.submit(operator.getitem, result, 1, key=key + "-out", **where))
+        fallbacks, slowest = 0, 0.0
+        results = client.gather(outs, direct=True)
+        began = time.perf_counter()
+        for spec, out in zip(self.specs, results):
+            change, nk_change, states, shard_fallbacks, seconds, peak = out
+            slowest = max(slowest, seconds)
+            self.cluster.worker_peak = max(self.cluster.worker_peak, peak)
+            self.cluster.bytes_received += encoded_bytes(change) + nk_change.nbytes
+            add_change(nkw, change)
+            nk += nk_change
+            for c, state in zip(range(spec.first_chunk, spec.first_chunk + len(states)), states):
+                chunk_streams[c].state = state
+            fallbacks += shard_fallbacks
+        self.cluster.merge_seconds += time.perf_counter() - began
+        self.cluster.compute_seconds += slowest
+        del outs, snapshots, results
+        self.shards = shards
+        self.stale = True
+        return fallbacks
+
+    def gather(self, z: np.ndarray, ndk: np.ndarray) -> None:
+        """Copy the shards' assignments and document-topic counts into ``z`` and ``ndk``."""
+        if not self.stale:
+            return
+        try:
+            parts = self.client.gather(self.shards, direct=True)
+        except _loss_errors() as exc:
+            raise WorkerLost(f"a Dask worker holding a shard was lost ({type(exc).__name__})"
+                             ) from None
+        for spec, part in zip(self.specs, parts):
+            t0, t1 = self._token_range(spec)
+            z[t0:t1] = part.z
+            ndk[spec.first_doc:spec.end_doc] = part.ndk
+            self.cluster.bytes_received += part.z.nbytes + part.ndk.nbytes
+        self.stale = False
+
+    def release(self) -> None:
+        if self.shards is not None:
+            try:
+                self.client.cancel(self.shards)
+            except _loss_errors():
+                pass
+            self.shards = None
+
+
+# ------------------------------------------------------------------ fold-in of evaluation
+FOLD_IN_SHARDS_PER_WORKER = 2      # more pieces than workers: a slow one holds up less
+
+
+def _fold_in_documents(store: CorpusStore, part: str):
+    """(observed tokens, held-out entries) of the test documents or, for Protocol B, of the
+    training documents."""
+    if part == "test":
+        return store.test_observed(), store.test_heldout()
+    return store.train(), store.train_heldout()
+
+
+def fold_in_shard(path: str, corpus_id: str, part: str, weights: np.ndarray, phi: np.ndarray,
+                  alpha: np.ndarray, sweeps: int, burn_in: int, bounds: np.ndarray,
+                  first_chunk: int, seed: int, pass_index: int) -> np.ndarray:
+    """The Gibbs fold-in of a block of chunks of documents (runs on a worker): p-hat of their
+    held-out entries, each chunk with its own eval stream, as in the one-machine fold-in."""
+    from topictk.inference import _gibbs
+    from topictk.streams import Streams, eval_key
+    store = CorpusStore.open(path)
+    if store.corpus_id != corpus_id:
+        raise ClusterError(f"{path}: another corpus than the driver's")
+    observed, heldout = _fold_in_documents(store, part)
+    a, b = int(bounds[0]), int(bounds[-1])
+    obs_ptr, held_ptr = np.asarray(observed.doc_ptr), np.asarray(heldout.indptr)
+    o0, o1, h0, h1 = int(obs_ptr[a]), int(obs_ptr[b]), int(held_ptr[a]), int(held_ptr[b])
+    streams = Streams(seed)
+    chunk_streams = [streams.derived(eval_key(pass_index, first_chunk + c))
+                     for c in range(bounds.size - 1)]
+    out = np.zeros(h1 - h0, dtype=np.float64)
+    _gibbs.fold_in_heldout(
+        np.ascontiguousarray(obs_ptr[a:b + 1] - o0, dtype=np.int64),
+        np.ascontiguousarray(observed.words[o0:o1]),
+        np.ascontiguousarray(held_ptr[a:b + 1] - h0, dtype=np.int64),
+        np.ascontiguousarray(heldout.indices[h0:h1]),
+        weights, phi, np.ascontiguousarray(np.atleast_2d(alpha), dtype=np.float64),
+        int(sweeps), int(burn_in), np.ascontiguousarray(bounds - a, dtype=np.int64),
+        chunk_streams, out, _worker_threads())
+    return out
+
+
+def cluster_fold_in(cluster: Cluster, store: CorpusStore, part: str, weights: np.ndarray,
+                    phi: np.ndarray, alpha: np.ndarray, evaluation, seed: int,
+                    pass_index: int) -> np.ndarray:
+    """:func:`topictk.inference.sampled.fold_in_probabilities` on the cluster: the chunks of
+    ``evaluation.chunk_docs`` documents cut into contiguous blocks, one task each, with the
+    topics broadcast; the blocks' results put together in order. Every chunk is folded in with
+    its own stream, so the numbers are the one-machine ones."""
+    for attempt in range(MAX_RECOVERIES + 1):
+        cluster.check_connected()
+        try:
+            return _fold_in_once(cluster, store, part, weights, phi, alpha, evaluation, seed,
+                                 pass_index)
+        except WorkerLost as exc:
+            if attempt == MAX_RECOVERIES:
+                raise
+            log.warning("%s; folding in again", exc)
+    raise AssertionError("unreachable")
+
+
+def _fold_in_once(cluster: Cluster, store: CorpusStore, part: str, weights: np.ndarray,
+                  phi: np.ndarray, alpha: np.ndarray, evaluation, seed: int,
+                  pass_index: int) -> np.ndarray:
+    from topictk.inference.base import chunk_bounds_by_docs
+    observed, heldout = _fold_in_documents(store, part)
+    obs_ptr = np.asarray(observed.doc_ptr)
+    bounds = chunk_bounds_by_docs(obs_ptr.size - 1, evaluation.chunk_docs)
+    n_chunks = bounds.size - 1
+    if n_chunks == 0 or int(np.asarray(heldout.indptr)[-1]) == 0:
+        return np.zeros(int(np.asarray(heldout.indptr)[-1]), dtype=np.float64)
+    client = cluster.client
+    try:
+        workers = cluster.workers()
+        n_blocks = min(n_chunks, FOLD_IN_SHARDS_PER_WORKER * len(workers))
+        cuts = chunk_bounds_by_tokens(np.ascontiguousarray(obs_ptr[bounds], dtype=np.int64),
+                                      n_blocks)
+        weights = np.ascontiguousarray(weights, dtype=np.float64)
+        phi = np.ascontiguousarray(phi, dtype=np.float64)
+        blocks = [(int(a), int(b)) for a, b in pairwise(cuts) if b > a]
+        homes = [workers[i % len(workers)] for i in range(len(blocks))]
+        used = sorted(set(homes))
+        weights_f = cluster.copy_to(weights, used)
+        phi_f = weights_f if phi is weights else cluster.copy_to(phi, used)
+        futures = [client.submit(fold_in_shard, str(store.path), store.corpus_id, part,
+                                 weights_f[home], phi_f[home], alpha, evaluation.fold_in_sweeps,
+                                 evaluation.fold_in_burn_in, bounds[a:b + 1], a, seed,
+                                 pass_index, workers=[home], allow_other_workers=True,
+                                 pure=False)
+                   for (a, b), home in zip(blocks, homes)]
+        parts = client.gather(futures, direct=True)
+    except _loss_errors() as exc:
+        raise WorkerLost(f"a Dask worker was lost during the fold-in ({type(exc).__name__})"
+                         ) from None
+    cluster.bytes_received += sum(p.nbytes for p in parts)
+    return np.concatenate(parts)
