@@ -99,6 +99,15 @@ def test_a_manifest_of_the_wrong_shape_is_a_corpus_error(store, manifest):
         CorpusStore.open(store)
 
 
+def test_a_manifest_without_its_arrays_is_a_corpus_error(store):
+    # found by tests/properties: one flipped bit in the key "arrays" gave a KeyError later
+    manifest = json.loads((store / "manifest.json").read_text())
+    manifest["brrays"] = manifest.pop("arrays")
+    (store / "manifest.json").write_text(json.dumps(manifest))
+    with pytest.raises(CorpusError, match="damaged manifest"):
+        CorpusStore.open(store).train()
+
+
 def test_undecodable_metadata_is_a_corpus_error(store):
     (store / "train_meta.jsonl").write_bytes(b'{"year": 1}\n\xff\n')
     with pytest.raises(CorpusError, match=r"train_meta\.jsonl: cannot be read"):

@@ -320,12 +320,12 @@ class CorpusStore:
             raise CorpusError(f"{mpath}: corpus format version {manifest.get('format_version')} "
                               f"is not {FORMAT_VERSION}; prepare the corpus again with this "
                               f"version of topictk")
-        arrays = manifest.get("arrays", {})
+        arrays = manifest.get("arrays")
         counts = manifest.get("counts")
         if (not isinstance(arrays, dict) or not isinstance(counts, dict)
                 or not all(isinstance(info, dict) for info in arrays.values())):
-            raise CorpusError(f"{mpath}: damaged manifest (arrays or counts are not mappings); "
-                              f"prepare the corpus again with --force")
+            raise CorpusError(f"{mpath}: damaged manifest (arrays or counts missing or not "
+                              f"mappings); prepare the corpus again with --force")
         for name in arrays:
             if not (path / f"{name}.npy").exists():
                 raise CorpusError(f"{path / (name + '.npy')}: missing from the corpus store; "
