@@ -175,7 +175,7 @@ def test_a_worker_killed_mid_run_changes_nothing(example_store, tmp_path):
     ok("train", "--config", reference, "--quiet")
     config = write_config(tmp_path, example_store, **run)
     with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True,
-                                  dashboard_address=None, silence_logs=logging.CRITICAL) as local, \
+                                  dashboard_address=":0", silence_logs=logging.CRITICAL) as local, \
             distributed.Client(local) as client:
         pids = client.run(os.getpid)
         proc = subprocess.Popen([sys.executable, "-m", "topictk", "train", "--config",

@@ -130,9 +130,12 @@ class Cluster:
             else:
                 self._local = distributed.LocalCluster(
                     n_workers=self.n_local, threads_per_worker=1, processes=True,
-                    dashboard_address=None, silence_logs=logging.CRITICAL)
+                    dashboard_address=":0", silence_logs=logging.CRITICAL)
                 self.client = distributed.Client(self._local, timeout=self.timeout,
                                                  set_as_default=False)
+        except RuntimeError as exc:     # a local cluster whose workers did not start
+            self.close()
+            raise ClusterError(f"cannot start {self.description} ({exc})") from None
         except (OSError, TimeoutError, ValueError) as exc:
             self.close()
             reason = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
