@@ -15,6 +15,7 @@ import numpy as np
 import pytest
 
 from tests.integration._cli import (
+    EXAMPLE,
     assert_same_arrays,
     comparable_metrics,
     fails,
@@ -74,6 +75,10 @@ def test_two_worker_processes_give_the_one_machine_chain(example_store, in_proce
     here = json.loads(ok("evaluate", in_process, "--json").stdout)
     there = json.loads(ok("evaluate", in_process, "--json", "--dask-workers", "2").stdout)
     assert here == there
+    # and infer's fold-in of new documents
+    here = ok("infer", in_process, EXAMPLE).stdout
+    there = ok("infer", in_process, EXAMPLE, "--dask-workers", "2").stdout
+    assert here == there and here
 
 
 def test_resume_on_a_cluster_of_another_size_continues_the_chain(example_store, in_process,
@@ -119,7 +124,7 @@ def test_evaluate_refuses_the_cluster_for_other_algorithms(example_store, tmp_pa
     ok("train", "--config", config, "--quiet")
     message = fails(2, "evaluate", tmp_path / "run", "--dask-workers", "2")
     assert message == ("--dask-workers: ovb runs are evaluated on one machine; the algorithms "
-                       "whose evaluation runs on a Dask cluster: gibbs")
+                       "whose runs are evaluated on a Dask cluster: gibbs")
 
 
 def test_without_dask_the_options_name_the_extra(example_store, tmp_path, monkeypatch):
@@ -170,7 +175,7 @@ def test_a_worker_killed_mid_run_changes_nothing(example_store, tmp_path):
     ok("train", "--config", reference, "--quiet")
     config = write_config(tmp_path, example_store, **run)
     with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True,
-                                  dashboard_address=None, silence_logs=logging.CRITICAL) as local, \
+                                  dashboard_address=":0", silence_logs=logging.CRITICAL) as local, \
             distributed.Client(local) as client:
         pids = client.run(os.getpid)
         proc = subprocess.Popen([sys.executable, "-m", "topictk", "train", "--config",

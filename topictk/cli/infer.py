@@ -4,7 +4,14 @@ from __future__ import annotations
 import click
 
 from topictk._fileio import atomic_write_bytes
-from topictk.cli.options import meta_file_option, run_dir_argument, single, threads_option
+from topictk.cli.options import (
+    cluster_options,
+    cluster_overrides,
+    meta_file_option,
+    run_dir_argument,
+    single,
+    threads_option,
+)
 from topictk.corpus.readers import FORMATS
 from topictk.evaluation.infer import (
     check_sweeps,
@@ -13,7 +20,7 @@ from topictk.evaluation.infer import (
     render_tsv,
     tsv_header,
 )
-from topictk.evaluation.run import LoadedRun
+from topictk.evaluation.run import LoadedRun, run_on_cluster
 from topictk.rundir.guard import check_output_file
 
 
@@ -48,8 +55,9 @@ from topictk.rundir.guard import check_output_file
               show_default=True, help="Undecodable documents: stop, or skip them.")
 @threads_option("Threads for the fold-in (default: the run's training.threads); the "
                 "result does not depend on it.")
+@cluster_options
 def infer(run_dir, inputs, fmt, vocab, meta_file, out, force, output_format, top, sweeps,
-          burn_in, seed, checkpoint, encoding_errors, threads):
+          burn_in, seed, checkpoint, encoding_errors, threads, scheduler, dask_workers):
     """Topic proportions of new documents under a trained run.
 
     INPUTS are read like 'topictk prepare' input and mapped onto the run's vocabulary; words
@@ -60,24 +68,26 @@ def infer(run_dir, inputs, fmt, vocab, meta_file, out, force, output_format, top
     meta_file = single(meta_file, "--meta-file")
     out_path = check_output_file(out, force=force,
                                  inputs=[run_dir, *inputs, *(p for p in (vocab, meta_file) if p)])
+    cluster_overrides(scheduler, dask_workers)      # they exclude each other
     run = LoadedRun(run_dir, checkpoint)
-    docs, blocks = infer_run(run, list(inputs), fmt=fmt, meta_file=meta_file, sweeps=sweeps,
-                             burn_in=burn_in, seed=seed, encoding_errors=encoding_errors,
-                             vocab=vocab, threads=threads)
+    with run_on_cluster(run, scheduler, dask_workers, "applied to new documents"):
+        docs, blocks = infer_run(run, list(inputs), fmt=fmt, meta_file=meta_file, sweeps=sweeps,
+                                 burn_in=burn_in, seed=seed, encoding_errors=encoding_errors,
+                                 vocab=vocab, threads=threads)
 
-    def texts():
-        if output_format == "tsv":
-            yield tsv_header(int(run.config.model.topics))
-        for start, theta in blocks:
-            yield (render_tsv(docs, start, theta) if output_format == "tsv"
-                   else render_jsonl(docs, start, theta, top))
+        def texts():
+            if output_format == "tsv":
+                yield tsv_header(int(run.config.model.topics))
+            for start, theta in blocks:
+                yield (render_tsv(docs, start, theta) if output_format == "tsv"
+                       else render_jsonl(docs, start, theta, top))
 
-    if out_path is None:
-        for text in texts():
-            click.echo(text, nl=False)
-    else:
-        def write(file) -> None:
+        if out_path is None:
             for text in texts():
-                file.write(text.encode("utf-8"))
+                click.echo(text, nl=False)
+        else:
+            def write(file) -> None:
+                for text in texts():
+                    file.write(text.encode("utf-8"))
 
-        atomic_write_bytes(out_path, write)
+            atomic_write_bytes(out_path, write)

@@ -32,7 +32,8 @@ from topictk.corpus.features import (
 from topictk.corpus.store import csr_to_tokens
 from topictk.corpus.text import tokenize
 from topictk.errors import CorpusError, CorpusUsageError, UsageError
-from topictk.inference.base import INFER_CHUNK_DOCS
+from topictk.inference.base import INFER_CHUNK_DOCS, Driver
+from topictk.inference.cluster import cluster_infer_blocks
 from topictk.state.dmr import ETA_MAX, ETA_MIN
 
 log = logging.getLogger("topictk")
@@ -267,6 +268,20 @@ def infer_documents(run, docs: NewDocuments, where: str, *, sweeps: int = 50,
                     "are the prior mean", empty)
     seed = run.config.training.seed if seed is None else seed
     threads = run.driver.threads if threads is None else threads
+
+    cluster = run.driver.cluster
+    if (cluster is not None and features is None
+            and type(run.driver).infer_proportions is Driver.infer_proportions):
+        def pieces():
+            for start in range(0, docs.n_docs, BLOCK_DOCS):
+                stop = min(docs.n_docs, start + BLOCK_DOCS)
+                lo, hi = docs.doc_ptr[start], docs.doc_ptr[stop]
+                yield (start, docs.doc_ptr[start:stop + 1] - lo, docs.words[lo:hi],
+                       start // INFER_CHUNK_DOCS)
+
+        return cluster_infer_blocks(cluster, run.driver.topic_word(run.state),
+                                    run.driver.document_prior(run.state, None), pieces(),
+                                    sweeps=sweeps, burn_in=burn_in, seed=seed)
 
     def blocks() -> Iterator[tuple[int, np.ndarray]]:
         for start in range(0, docs.n_docs, BLOCK_DOCS):

@@ -1,6 +1,7 @@
 """``topictk evaluate`` and ``topictk topics``: load a run directory and score or list it."""
 from __future__ import annotations
 
+from contextlib import contextmanager
 from pathlib import Path
 
 from topictk.corpus.store import CorpusStore
@@ -94,21 +95,31 @@ def evaluate_run(run_dir: str | Path, checkpoint: int | None = None,
     particles (§11.3). ``scheduler`` or ``dask_workers``: the fold-in of the test documents
     runs on that Dask cluster (same numbers)."""
     run = LoadedRun(run_dir, checkpoint, threads)
-    if scheduler is None and dask_workers is None:
+    with run_on_cluster(run, scheduler, dask_workers, "evaluated"):
         return _evaluate(run, left_to_right)
-    driver_cls = type(run.driver)
-    if not driver_cls.cluster_support:
+
+
+@contextmanager
+def run_on_cluster(run: LoadedRun, scheduler: str | None, dask_workers: int | None,
+                   what: str):
+    """With ``scheduler`` or ``dask_workers``: the run's driver works on that Dask cluster
+    while the block runs (the cluster is checked first, and a local one stopped after); a
+    driver without cluster support is refused, naming those with it."""
+    if scheduler is None and dask_workers is None:
+        yield None
+        return
+    if not type(run.driver).cluster_support:
         from topictk.inference.registry import algorithm_names
         able = [n for n in algorithm_names() if get_driver(n).cluster_support]
         option = "--scheduler" if scheduler is not None else "--dask-workers"
-        raise UsageError(f"{option}: {run.driver.name} runs are evaluated on one machine; the "
-                         f"algorithms whose evaluation runs on a Dask cluster: "
+        raise UsageError(f"{option}: {run.driver.name} runs are {what} on one machine; the "
+                         f"algorithms whose runs are {what} on a Dask cluster: "
                          f"{', '.join(able)}")
     with Cluster(scheduler=scheduler, workers=dask_workers,
                  timeout=run.config.training.cluster_timeout) as cluster:
         cluster.check_store(run.store)
         run.driver.use_cluster(cluster)
-        return _evaluate(run, left_to_right)
+        yield cluster
 
 
 def _evaluate(run: LoadedRun, left_to_right: int | None) -> dict:

@@ -130,9 +130,12 @@ class Cluster:
             else:
                 self._local = distributed.LocalCluster(
                     n_workers=self.n_local, threads_per_worker=1, processes=True,
-                    dashboard_address=None, silence_logs=logging.CRITICAL)
+                    dashboard_address=":0", silence_logs=logging.CRITICAL)
                 self.client = distributed.Client(self._local, timeout=self.timeout,
                                                  set_as_default=False)
+        except RuntimeError as exc:     # a local cluster whose workers did not start
+            self.close()
+            raise ClusterError(f"cannot start {self.description} ({exc})") from None
         except (OSError, TimeoutError, ValueError) as exc:
             self.close()
             reason = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
@@ -553,3 +556,57 @@ def _fold_in_once(cluster: Cluster, store: CorpusStore, part: str, weights: np.n
                          ) from None
     cluster.bytes_received += sum(p.nbytes for p in parts)
     return np.concatenate(parts)
+
+
+# ------------------------------------------------------------------ fold-in of infer
+def infer_block(topic_word: np.ndarray, alpha: np.ndarray, doc_ptr: np.ndarray,
+                words: np.ndarray, sweeps: int, burn_in: int, seed: int,
+                first_chunk: int) -> np.ndarray:
+    """Topic proportions of a block of new documents (runs on a worker)."""
+    from topictk.inference.base import fold_in_proportions
+    return fold_in_proportions(topic_word, alpha, doc_ptr, words, sweeps=sweeps,
+                               burn_in=burn_in, seed=seed, threads=_worker_threads(),
+                               first_chunk=first_chunk)
+
+
+def cluster_infer_blocks(cluster: Cluster, topic_word: np.ndarray, alpha: np.ndarray,
+                         pieces, *, sweeps: int, burn_in: int, seed: int):
+    """(first document, proportions) of every block of ``pieces`` (first document, doc_ptr,
+    words, first chunk), folded in on the workers, in input order, with a few blocks per
+    worker in flight. The streams are keyed by each block's first chunk, so the numbers are
+    those of one machine; a block whose worker is lost is folded in here instead."""
+    from collections import deque
+
+    from topictk.inference.base import fold_in_proportions
+    client = cluster.client
+    workers = cluster.workers()
+    topic_word = np.ascontiguousarray(topic_word, dtype=np.float64)
+    copies = cluster.copy_to(topic_word, workers)
+    window: deque = deque()
+
+    def finish(item):
+        start, ptr, words, first_chunk, future = item
+        try:
+            theta = future.result()
+        except _loss_errors() as exc:
+            log.warning("a Dask worker was lost during infer (%s); folding the block of "
+                        "document %d in here", type(exc).__name__, start + 1)
+            theta = fold_in_proportions(topic_word, alpha, ptr, words, sweeps=sweeps,
+                                        burn_in=burn_in, seed=seed, first_chunk=first_chunk)
+        cluster.bytes_received += theta.nbytes
+        return start, theta
+
+    for i, (start, ptr, words, first_chunk) in enumerate(pieces):
+        home = workers[i % len(workers)]
+        ptr = np.ascontiguousarray(ptr, dtype=np.int64)
+        words = np.ascontiguousarray(words, dtype=np.int32)
+        data = client.scatter([ptr, words], workers=[home], hash=False, direct=True)
+        cluster.bytes_sent += ptr.nbytes + words.nbytes
+        future = client.submit(infer_block, copies[home], alpha, *data, sweeps, burn_in, seed,
+                               first_chunk, workers=[home], allow_other_workers=True,
+                               pure=False)
+        window.append((start, ptr, words, first_chunk, future))
+        if len(window) >= 2 * len(workers):
+            yield finish(window.popleft())
+    while window:
+        yield finish(window.popleft())
