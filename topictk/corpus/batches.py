@@ -87,11 +87,13 @@ class EpochSchedule:
     """Which documents form mini-batch t. The epoch state is five uint64 numbers (the epoch
     index and its Feistel round keys), so it does not grow with the corpus."""
 
-    def __init__(self, n_docs: int, batch_size: int):
+    def __init__(self, n_docs: int, batch_size: int, *, permute_whole: bool = False):
         self.n_docs = n_docs
         self.batch_size = min(batch_size, n_docs)
         self.per_epoch = max(1, n_docs // self.batch_size)
-        self.whole_corpus = self.batch_size >= n_docs
+        # a batch of the whole corpus is the corpus in document order, unless every epoch
+        # is to be a permutation of it all the same (online VB's order of documents)
+        self.whole_corpus = self.batch_size >= n_docs and not permute_whole
 
     def batch_ids(self, t: int, epoch_state: np.ndarray | None,
                   rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray | None]:

@@ -30,7 +30,7 @@ from scipy.special import digamma, polygamma
 
 from topictk import streams as keys
 from topictk.config.schema import Option
-from topictk.corpus.batches import FEISTEL_ROUNDS, permute  # noqa: F401  (re-exported)
+from topictk.corpus.batches import FEISTEL_ROUNDS, EpochSchedule, permute  # noqa: F401
 from topictk.corpus.store import Documents
 from topictk.errors import NumericalError
 from topictk.inference.base import StepInfo
@@ -102,6 +102,7 @@ class OVBDriver(VariationalDriver):
             batch = self.n_docs
         self.batch_size = batch
         self.batches_per_epoch = self.n_docs // batch
+        self.schedule = EpochSchedule(self.n_docs, batch, permute_whole=True)
         self.tau0 = float(opts.tau0)
         self.kappa = float(opts.kappa)
         self.learn_alpha = config.model.alpha == "auto"
@@ -122,18 +123,19 @@ class OVBDriver(VariationalDriver):
 
     # ---------------------------------------------------------------- batches
     def batch_documents(self, state: OnlineState, t: int) -> np.ndarray:
-        """Document ids of mini-batch t (draws the epoch's keys from the main stream when t
-        starts a new epoch)."""
-        epoch, position = divmod(t, self.batches_per_epoch)
-        if epoch != state.epoch:
-            if epoch != state.epoch + 1:
-                raise ValueError(f"mini-batch {t} is not in the current epoch {state.epoch} "
-                                 f"or the next")
-            state.keys = self.streams.persistent(keys.MAIN).random_raw(FEISTEL_ROUNDS)
-            state.keys = np.asarray(state.keys, dtype=np.uint64)
-            state.epoch = epoch
-        begin = position * self.batch_size
-        return permute(np.arange(begin, begin + self.batch_size), self.n_docs, state.keys)
+        """Document ids of mini-batch t from the shared epoch schedule (which draws the
+        epoch's keys from the main stream when t starts a new epoch); the state keeps the
+        epoch and its keys."""
+        epoch = t // self.batches_per_epoch
+        if epoch not in (state.epoch, state.epoch + 1):
+            raise ValueError(f"mini-batch {t} is not in the current epoch {state.epoch} "
+                             f"or the next")
+        current = (None if state.epoch < 0 else
+                   np.concatenate([np.array([state.epoch], dtype=np.uint64), state.keys]))
+        main = np.random.Generator(self.streams.persistent(keys.MAIN))
+        docs, current = self.schedule.batch_ids(t, current, main)
+        state.epoch, state.keys = int(current[0]), np.array(current[1:], dtype=np.uint64)
+        return docs
 
     def _batch_estep(self, state: OnlineState, docs: np.ndarray, with_sstats: bool):
         """Cold E-step of the documents ``docs`` with the current lambda."""
