@@ -47,6 +47,21 @@ def gather_batch(doc_ptr: np.ndarray, words: np.ndarray, doc_ids: np.ndarray) ->
                  vocab=vocab.astype(np.int32))
 
 
+def gather_rows(docs, rows: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Representation C of the documents ``rows`` (in that order): (indptr, indices int32,
+    counts int32) read from the (memory-mapped) CSR arrays of ``docs`` without touching the
+    other rows."""
+    rows = np.asarray(rows, dtype=np.int64)
+    starts = np.asarray(docs.indptr[rows], dtype=np.int64)
+    ends = np.asarray(docs.indptr[rows + 1], dtype=np.int64)
+    lengths = ends - starts
+    indptr = np.zeros(rows.size + 1, dtype=np.int64)
+    np.cumsum(lengths, out=indptr[1:])
+    entry = np.repeat(starts - indptr[:-1], lengths) + np.arange(indptr[-1], dtype=np.int64)
+    return (indptr, np.ascontiguousarray(docs.indices[entry], dtype=np.int32),
+            np.ascontiguousarray(docs.counts[entry], dtype=np.int32))
+
+
 FEISTEL_ROUNDS = 4
 _M1 = np.uint64(0xBF58476D1CE4E5B9)
 _M2 = np.uint64(0x94D049BB133111EB)

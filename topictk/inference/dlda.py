@@ -30,6 +30,7 @@ import numpy as np
 
 from topictk import streams as keys
 from topictk.config.schema import Option
+from topictk.corpus.batches import gather_rows
 from topictk.corpus.store import ptr_to_csr
 from topictk.errors import ConfigError, NumericalError, UsageError
 from topictk.inference import _dlda
@@ -42,6 +43,7 @@ from topictk.inference.base import (
     chunk_bounds_by_tokens,
 )
 from topictk.inference.minibatch import epoch_schedule
+from topictk.inference.perplexity import perplexity_from_probabilities
 from topictk.inference.registry import register
 from topictk.inference.schedules import sgmcmc_step
 from topictk.state.deep import DeepState
@@ -74,28 +76,12 @@ def initial_phis(init: np.random.Generator, n_words: int, layers: list[int]) -> 
     return phis
 
 
-def gather_csr(indptr, indices, counts, doc_ids: np.ndarray):
-    """Rows ``doc_ids`` of a (memory-mapped) CSR matrix with batch-local word ids
+def gather_csr(docs, doc_ids: np.ndarray):
+    """Rows ``doc_ids`` of the (memory-mapped) training documents with batch-local word ids
     -> (indptr, local indices int32, counts int32, vocab int32 ascending)."""
-    doc_ids = np.asarray(doc_ids, dtype=np.int64)
-    starts = np.asarray(indptr[doc_ids], dtype=np.int64)
-    lengths = np.asarray(indptr[doc_ids + 1], dtype=np.int64) - starts
-    ptr = np.zeros(doc_ids.size + 1, dtype=np.int64)
-    np.cumsum(lengths, out=ptr[1:])
-    pos = np.repeat(starts - ptr[:-1], lengths) + np.arange(ptr[-1], dtype=np.int64)
-    words = np.asarray(indices[pos], dtype=np.int32)
+    ptr, words, counts = gather_rows(docs, doc_ids)
     vocab, local = np.unique(words, return_inverse=True)
-    return (ptr, local.astype(np.int32), np.ascontiguousarray(counts[pos], dtype=np.int32),
-            vocab.astype(np.int32))
-
-
-def perplexity(probabilities: np.ndarray, counts: np.ndarray) -> tuple[float, int]:
-    """§11.2: exp(-sum c ln max(p, 1e-300) / sum c) and the number of floored tokens (the
-    evaluation package's formula; inference does not import evaluation)."""
-    counts = np.asarray(counts, dtype=np.float64)
-    floored = probabilities < FLOOR
-    log_p = np.log(np.where(floored, FLOOR, probabilities))
-    return float(np.exp(-np.dot(counts, log_p) / counts.sum())), int(counts[floored].sum())
+    return ptr, local.astype(np.int32), counts, vocab.astype(np.int32)
 
 
 def split_stats(stats: np.ndarray, sizes: list[int]) -> tuple[list[np.ndarray], np.ndarray]:
@@ -502,14 +488,14 @@ class DLDADriver(Driver):
         """The persistent test chain's perplexity (§8.11), None before it accumulates."""
         if state.chain_samples == 0 or self.test.n_heldout_tokens == 0:
             return None
-        ppl, _ = perplexity(self._rates(state.racc, state.tacc, self.test),
-                            self.test.heldout.counts)
+        ppl, _ = perplexity_from_probabilities(
+            self._rates(state.racc, state.tacc, self.test), self.test.heldout.counts)
         return ppl
 
     def evaluation_report(self, state: DeepState, test: EvaluationSet) -> dict:
         """Extra fields of ``topictk evaluate`` for deep models."""
-        ppl, floored = perplexity(self.point_probabilities(state, test, 0),
-                                  test.heldout.counts)
+        ppl, floored = perplexity_from_probabilities(
+            self.point_probabilities(state, test, 0), test.heldout.counts)
         pp = self.config.inference.point_perplexity
         point_samples = int(pp["last"]) // int(pp["thin"])
         return {"layers": list(self.layers), "perplexity_point": ppl,
@@ -552,7 +538,7 @@ class _StochasticDLDA(DLDADriver):
         inf = self.config.inference
         main = np.random.Generator(self.streams.persistent(keys.MAIN))
         ids, state.permutation = self.schedule.batch_ids(t, state.permutation, main)
-        batch = gather_csr(self.train.indptr, self.train.indices, self.train.counts, ids)
+        batch = gather_csr(self.train, ids)
         xbar, xtop, qbar, fb, fl = self.local_statistics(state, batch, t)
         first = np.zeros((self.V, self.layers[0]))
         first[batch[3]] = xbar[0]

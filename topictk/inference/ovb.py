@@ -30,7 +30,12 @@ from scipy.special import digamma, polygamma
 
 from topictk import streams as keys
 from topictk.config.schema import Option
-from topictk.corpus.batches import FEISTEL_ROUNDS, EpochSchedule, permute  # noqa: F401
+from topictk.corpus.batches import (  # noqa: F401
+    FEISTEL_ROUNDS,
+    EpochSchedule,
+    gather_rows,
+    permute,
+)
 from topictk.corpus.store import Documents
 from topictk.errors import NumericalError
 from topictk.inference.base import StepInfo
@@ -56,19 +61,6 @@ from topictk.streams import Streams
 log = logging.getLogger("topictk")
 
 SCALE_FLOOR = 1e-100
-
-
-def gather_rows(docs: Documents, rows: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """CSR (indptr, indices, counts) of the given rows, in that order, read from the (memory-
-    mapped) store without touching the other rows."""
-    starts = np.asarray(docs.indptr[rows], dtype=np.int64)
-    ends = np.asarray(docs.indptr[rows + 1], dtype=np.int64)
-    lengths = ends - starts
-    indptr = np.zeros(rows.size + 1, dtype=np.int64)
-    np.cumsum(lengths, out=indptr[1:])
-    entry = np.repeat(starts - indptr[:-1], lengths) + np.arange(indptr[-1], dtype=np.int64)
-    return (indptr, np.ascontiguousarray(docs.indices[entry], dtype=np.int32),
-            np.ascontiguousarray(docs.counts[entry], dtype=np.int32))
 
 
 @register
