@@ -20,7 +20,6 @@ rest (transfer and scheduling), and bytes moved per sweep (driver to workers and
 from __future__ import annotations
 
 import argparse
-import gzip
 import hashlib
 import statistics
 
@@ -33,29 +32,6 @@ WORK = h.WORK / "dask"
 MODES = [("in-process, 1 thread", {"threads": 1}, []),
          ("in-process, 2 threads", {"threads": 2}, []),
          ("Dask, 2 worker processes × 1 thread", {"threads": 1}, ["--dask-workers", "2"])]
-
-
-def replicated_kos(copies: int):
-    """The KOS docword file with every document written ``copies`` times (ids shifted)."""
-    out = WORK / f"docword.kos.x{copies}.txt.gz"
-    if out.exists():
-        return out
-    with gzip.open(h.data_path("uci_kos", "docword.kos.txt.gz"), "rt") as f:
-        n_docs, n_words, _ = (int(f.readline()) for _ in range(3))
-        rows = np.loadtxt(f, dtype=np.int64, ndmin=2)
-    blocks = []
-    for c in range(copies):
-        block = rows.copy()
-        block[:, 0] += c * n_docs
-        blocks.append(block)
-    rows = np.concatenate(blocks)
-    WORK.mkdir(parents=True, exist_ok=True)
-    tmp = out.with_suffix(".tmp")
-    with gzip.open(tmp, "wt", compresslevel=1) as f:
-        f.write(f"{n_docs * copies}\n{n_words}\n{rows.shape[0]}\n")
-        np.savetxt(f, rows, fmt="%d")
-    tmp.replace(out)
-    return out
 
 
 def model_digest(run_dir) -> str:
@@ -162,7 +138,7 @@ def main(argv=None) -> None:
     p.add_argument("--rounds", type=int, default=3)
     h.add_common_options(p)
     args = p.parse_args(argv)
-    corpus = replicated_kos(args.copies)
+    corpus = h.replicated_kos(args.copies, WORK)
     store = h.ensure_store(f"kos_x{args.copies}",
                            [str(corpus), "--vocab", str(h.data_path("uci_kos", "vocab.kos.txt")),
                             "--test-docs", "0.1", "--heldout-fraction", "0.2", "--seed", "0"],

@@ -17,42 +17,17 @@ command with everything it imports before it chooses an algorithm.
 from __future__ import annotations
 
 import argparse
-import gzip
 import json
 import sys
 
 import harness as h
-import numpy as np
 
 NAME = "gibbs_memory"
 WORK = h.WORK / "gibbs_memory"
 
 
-def replicated_docword(copies: int):
-    """KOS with every document repeated ``copies`` times (document ids shifted per copy)."""
-    out = WORK / f"docword.kos.x{copies}.txt.gz"
-    if out.exists():
-        return out
-    with gzip.open(h.data_path("uci_kos", "docword.kos.txt.gz"), "rt") as f:
-        D, V, _ = (int(f.readline()) for _ in range(3))
-        body = np.loadtxt(f, dtype=np.int64, ndmin=2)
-    parts = []
-    for c in range(copies):
-        block = body.copy()
-        block[:, 0] += c * D
-        parts.append(block)
-    rows = np.concatenate(parts)
-    WORK.mkdir(parents=True, exist_ok=True)
-    tmp = out.with_suffix(".tmp")
-    with gzip.open(tmp, "wt", compresslevel=1) as f:
-        f.write(f"{D * copies}\n{V}\n{rows.shape[0]}\n")
-        np.savetxt(f, rows, fmt="%d")
-    tmp.replace(out)
-    return out
-
-
 def measure(copies: int, K: int, sweeps: int, threads: int, chunks: int) -> dict:
-    args = [str(replicated_docword(copies)), "--vocab",
+    args = [str(h.replicated_kos(copies, WORK)), "--vocab",
             str(h.data_path("uci_kos", "vocab.kos.txt")),
             "--test-docs", "0.1", "--heldout-fraction", "0.2", "--seed", "0"]
     store = h.ensure_store(f"kos_x{copies}", args, out=WORK / f"store.x{copies}")

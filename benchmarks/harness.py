@@ -13,6 +13,7 @@ go to ``benchmarks/work/`` (git-ignored); a script's report goes to
 from __future__ import annotations
 
 import datetime as _dt
+import gzip
 import json
 import os
 import platform
@@ -24,6 +25,7 @@ import time
 from collections.abc import Sequence
 from pathlib import Path
 
+import numpy as np
 import yaml
 
 HERE = Path(__file__).resolve().parent
@@ -304,6 +306,31 @@ def ensure_store(name: str, args: Sequence[str] | None = None, *,
     res = run_measured([*TOPICTK, "prepare", *args, "--out", str(out), "--force"], logfile)
     if res["rc"] != 0:
         raise SystemExit(f"prepare {name} failed:\n{tail(logfile)}")
+    return out
+
+
+def replicated_kos(copies: int, folder: Path) -> Path:
+    """UCI KOS with every document written ``copies`` times (document ids shifted per copy),
+    as a gzipped docword file in ``folder`` (made once, then reused); its vocabulary is
+    ``data_path("uci_kos", "vocab.kos.txt")``."""
+    out = folder / f"docword.kos.x{copies}.txt.gz"
+    if out.exists():
+        return out
+    with gzip.open(data_path("uci_kos", "docword.kos.txt.gz"), "rt") as f:
+        n_docs, n_words, _ = (int(f.readline()) for _ in range(3))
+        rows = np.loadtxt(f, dtype=np.int64, ndmin=2)
+    blocks = []
+    for c in range(copies):
+        block = rows.copy()
+        block[:, 0] += c * n_docs
+        blocks.append(block)
+    rows = np.concatenate(blocks)
+    folder.mkdir(parents=True, exist_ok=True)
+    tmp = out.with_suffix(".tmp")
+    with gzip.open(tmp, "wt", compresslevel=1) as f:
+        f.write(f"{n_docs * copies}\n{n_words}\n{rows.shape[0]}\n")
+        np.savetxt(f, rows, fmt="%d")
+    tmp.replace(out)
     return out
 
 

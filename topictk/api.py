@@ -136,12 +136,8 @@ class Run:
 
         Parameters
         ----------
-        sweeps, burn_in : int
-            Fold-in sweeps per document, and how many of them are discarded.
-        seed : int, optional
-            Seed of the fold-in (default: the run's ``training.seed``).
-        threads : int, optional
-            Threads; the result does not depend on it.
+        sweeps, burn_in, seed, threads
+            As for :meth:`infer`.
 
         Returns
         -------
