@@ -6,12 +6,13 @@ store's vocabulary; words the store does not know are dropped and counted. Metad
 are encoded with the encoding saved in the store's manifest, so a new document gets exactly
 the features a test document would get.
 
-The driver folds the documents in (``Driver.infer_proportions``): for every LDA and DMR
-algorithm collapsed Gibbs over each document's topic assignments with the run's topics fixed
-(the point estimate ``topic_word``) and the run's document prior (alpha, or
-alpha_d = exp(x_d^T nu) for DMR), see :func:`topictk.inference.base.fold_in_proportions`; for
-deep LDA the upward-downward chain of every document with the run's networks fixed. The
-result depends on the seed only, not on the number of threads.
+The driver folds the documents in by ``Driver.fold_in``, the fold-in that ``evaluate`` scores
+with: for the sampled algorithms collapsed Gibbs over each document's topic assignments with
+the run's topics fixed (the point estimate ``topic_word``) and the run's document prior
+(alpha, or alpha_d = exp(x_d^T nu) for DMR), see :func:`topictk.inference.base.gibbs_fold_in`;
+for the variational ones their E-step (or CVB0 updates) with the topics frozen; for deep LDA
+the upward-downward chain of every document with the run's networks fixed. The result
+depends on the seed only, not on the number of threads.
 """
 from __future__ import annotations
 
@@ -32,8 +33,9 @@ from topictk.corpus.features import (
 from topictk.corpus.store import csr_to_tokens
 from topictk.corpus.text import tokenize
 from topictk.errors import CorpusError, CorpusUsageError, UsageError
-from topictk.inference.base import INFER_CHUNK_DOCS, Driver
+from topictk.inference.base import INFER_CHUNK_DOCS
 from topictk.inference.cluster import cluster_infer_blocks
+from topictk.inference.sampled import SampledDriver
 from topictk.state.dmr import ETA_MAX, ETA_MIN
 
 log = logging.getLogger("topictk")
@@ -270,8 +272,7 @@ def infer_documents(run, docs: NewDocuments, where: str, *, sweeps: int = 50,
     threads = run.driver.threads if threads is None else threads
 
     cluster = run.driver.cluster
-    if (cluster is not None and features is None
-            and type(run.driver).infer_proportions is Driver.infer_proportions):
+    if cluster is not None and features is None and isinstance(run.driver, SampledDriver):
         def pieces():
             for start in range(0, docs.n_docs, BLOCK_DOCS):
                 stop = min(docs.n_docs, start + BLOCK_DOCS)

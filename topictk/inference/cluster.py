@@ -33,7 +33,7 @@ from itertools import pairwise
 
 import numpy as np
 
-from topictk.corpus.store import CorpusStore
+from topictk.corpus.store import CorpusStore, Documents
 from topictk.errors import TopictkError, UsageError
 from topictk.inference.base import chunk_bounds_by_tokens, word_frequencies
 
@@ -478,7 +478,8 @@ def fold_in_shard(path: str, corpus_id: str, part: str, weights: np.ndarray, phi
                   first_chunk: int, seed: int, pass_index: int) -> np.ndarray:
     """The Gibbs fold-in of a block of chunks of documents (runs on a worker): p-hat of their
     held-out entries, each chunk with its own eval stream, as in the one-machine fold-in."""
-    from topictk.inference import _gibbs
+    from topictk.inference.base import FoldInPlan, gibbs_fold_in
+    from topictk.inference.perplexity import mixture_probabilities
     from topictk.streams import Streams, eval_key
     store = CorpusStore.open(path)
     if store.corpus_id != corpus_id:
@@ -488,18 +489,15 @@ def fold_in_shard(path: str, corpus_id: str, part: str, weights: np.ndarray, phi
     obs_ptr, held_ptr = np.asarray(observed.doc_ptr), np.asarray(heldout.indptr)
     o0, o1, h0, h1 = int(obs_ptr[a]), int(obs_ptr[b]), int(held_ptr[a]), int(held_ptr[b])
     streams = Streams(seed)
-    chunk_streams = [streams.derived(eval_key(pass_index, first_chunk + c))
-                     for c in range(bounds.size - 1)]
-    out = np.zeros(h1 - h0, dtype=np.float64)
-    _gibbs.fold_in_heldout(
-        np.ascontiguousarray(obs_ptr[a:b + 1] - o0, dtype=np.int64),
-        np.ascontiguousarray(observed.words[o0:o1]),
-        np.ascontiguousarray(held_ptr[a:b + 1] - h0, dtype=np.int64),
-        np.ascontiguousarray(heldout.indices[h0:h1]),
-        weights, phi, np.ascontiguousarray(np.atleast_2d(alpha), dtype=np.float64),
-        int(sweeps), int(burn_in), np.ascontiguousarray(bounds - a, dtype=np.int64),
-        chunk_streams, out, _worker_threads())
-    return out
+    held_part = held_ptr[a:b + 1] - h0
+    plan = FoldInPlan(int(sweeps), int(burn_in), np.asarray(bounds - a, dtype=np.int64),
+                      [streams.derived(eval_key(pass_index, first_chunk + c))
+                       for c in range(bounds.size - 1)], _worker_threads(),
+                      np.diff(held_part) > 0)
+    theta = gibbs_fold_in(weights, alpha, obs_ptr[a:b + 1] - o0, observed.words[o0:o1], plan)
+    block = Documents(doc_ptr=None, words=None, indptr=held_part,
+                      indices=heldout.indices[h0:h1], counts=heldout.counts[h0:h1])
+    return mixture_probabilities(block, theta, phi, _worker_threads())
 
 
 def cluster_fold_in(cluster: Cluster, store: CorpusStore, part: str, weights: np.ndarray,
@@ -563,10 +561,10 @@ def infer_block(topic_word: np.ndarray, alpha: np.ndarray, doc_ptr: np.ndarray,
                 words: np.ndarray, sweeps: int, burn_in: int, seed: int,
                 first_chunk: int) -> np.ndarray:
     """Topic proportions of a block of new documents (runs on a worker)."""
-    from topictk.inference.base import fold_in_proportions
-    return fold_in_proportions(topic_word, alpha, doc_ptr, words, sweeps=sweeps,
-                               burn_in=burn_in, seed=seed, threads=_worker_threads(),
-                               first_chunk=first_chunk)
+    from topictk.inference.base import FoldInPlan, gibbs_fold_in
+    plan = FoldInPlan.for_infer(doc_ptr.size - 1, sweeps=sweeps, burn_in=burn_in, seed=seed,
+                                threads=_worker_threads(), first_chunk=first_chunk)
+    return gibbs_fold_in(topic_word.T, alpha, doc_ptr, words, plan)
 
 
 def cluster_infer_blocks(cluster: Cluster, topic_word: np.ndarray, alpha: np.ndarray,
@@ -577,7 +575,6 @@ def cluster_infer_blocks(cluster: Cluster, topic_word: np.ndarray, alpha: np.nda
     those of one machine; a block whose worker is lost is folded in here instead."""
     from collections import deque
 
-    from topictk.inference.base import fold_in_proportions
     client = cluster.client
     workers = cluster.workers()
     topic_word = np.ascontiguousarray(topic_word, dtype=np.float64)
@@ -591,8 +588,8 @@ def cluster_infer_blocks(cluster: Cluster, topic_word: np.ndarray, alpha: np.nda
         except _loss_errors() as exc:
             log.warning("a Dask worker was lost during infer (%s); folding the block of "
                         "document %d in here", type(exc).__name__, start + 1)
-            theta = fold_in_proportions(topic_word, alpha, ptr, words, sweeps=sweeps,
-                                        burn_in=burn_in, seed=seed, first_chunk=first_chunk)
+            theta = infer_block(topic_word, alpha, ptr, words, sweeps, burn_in, seed,
+                                first_chunk)
         cluster.bytes_received += theta.nbytes
         return start, theta
 

@@ -238,11 +238,12 @@ class OVBDriver(VariationalDriver):
         ratio = self.n_docs / docs.size
         return (ratio * float(bound.sum()) + topic_part) / (ratio * max(n_tokens, 1))
 
-    def fold_in(self, state: OnlineState, documents: Documents) -> np.ndarray:
+    def fold_in(self, state: OnlineState, documents: Documents, plan=None, *, prior=None,
+                sample=None) -> np.ndarray:
         """theta-hat of unseen documents: cold E-step with lambda frozen (§11.2)."""
         opts = self.config.inference
-        return fold_in_theta(documents, state.lam(), state.alpha, state.beta, True,
-                             opts.estep_tol, opts.estep_max_iter, self.threads)
+        return fold_in_theta(documents, state.lam(), self.prior_of(state, prior), state.beta,
+                             True, opts.estep_tol, opts.estep_max_iter, self.threads)
 
     def train_heldout_probabilities(self, state: OnlineState, samples, heldout: Documents,
                                     block: int = 4096) -> np.ndarray:

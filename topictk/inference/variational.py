@@ -12,9 +12,9 @@ import numpy as np
 from scipy.special import digamma, gammaln, polygamma
 
 from topictk.config.schema import Option
-from topictk.corpus.store import Documents, ptr_to_csr
+from topictk.corpus.store import Documents
 from topictk.inference import _vb
-from topictk.inference.base import Driver, EvaluationSet, StepInfo
+from topictk.inference.base import Driver, EvaluationSet, FoldInPlan, StepInfo
 from topictk.inference.perplexity import csr_arrays, mixture_probabilities
 
 log = logging.getLogger("topictk")
@@ -190,20 +190,21 @@ class VariationalDriver(Driver):
     local update with the topics frozen) and mixing, p-hat(w | d) = sum_k theta-hat_dk phi_wk
     (§11.2); Protocol B mixes the training documents' own theta-hat."""
 
-    def fold_in(self, state: Any, documents: Documents) -> np.ndarray:
-        """theta-hat (D, K) of ``documents`` with the topics frozen."""
+    def fold_in(self, state: Any, documents: Documents, plan: FoldInPlan | None = None, *,
+                prior: np.ndarray | None = None, sample: dict | None = None) -> np.ndarray:
+        """theta-hat (D, K) of ``documents`` by the algorithm's own local update with the
+        topics frozen: deterministic, so ``plan`` (of the Gibbs fold-ins) does not apply."""
         raise NotImplementedError
 
-    def infer_proportions(self, state: Any, doc_ptr: np.ndarray, words: np.ndarray,
-                          features: np.ndarray | None, *, sweeps: int, burn_in: int, seed: int,
-                          threads: int = 1, first_chunk: int = 0) -> np.ndarray:
-        """theta-hat of new documents (``topictk infer``) by :meth:`fold_in`, the fold-in that
-        evaluation scores with: deterministic, so ``sweeps``, ``burn_in`` and ``seed`` (of the
-        Gibbs fold-ins) do not apply."""
-        indptr, indices, counts = ptr_to_csr(np.asarray(doc_ptr, dtype=np.int64),
-                                             np.asarray(words), self.V)
-        return self.fold_in(state, Documents(doc_ptr=None, words=None, indptr=indptr,
-                                             indices=indices, counts=counts))
+    @staticmethod
+    def prior_of(state: Any, prior: np.ndarray | None) -> np.ndarray:
+        """The (K,) Dirichlet prior of a fold-in: ``prior`` (one row) or the state's alpha."""
+        if prior is None:
+            return state.alpha
+        prior = np.atleast_2d(np.asarray(prior, dtype=np.float64))
+        if prior.shape[0] != 1:
+            raise ValueError("a variational fold-in takes one prior for every document")
+        return prior[0]
 
     def point_phi(self, state: Any) -> np.ndarray:
         """The word-major (V, K) topics the mixture scores with."""

@@ -159,10 +159,12 @@ class VBDriver(BatchEMDriver):
             return None
         return state.bound / max(self.n_tokens, 1)
 
-    def fold_in(self, state: VBState, documents: Documents) -> np.ndarray:
+    def fold_in(self, state: VBState, documents: Documents, plan=None, *, prior=None,
+                sample=None) -> np.ndarray:
         """theta-hat of unseen documents: cold E-step with lambda frozen (§11.2)."""
         opts = self.config.inference
-        return fold_in_theta(documents, state.lam, state.alpha, state.beta, self.smoothed,
+        return fold_in_theta(documents, state.lam, self.prior_of(state, prior), state.beta,
+                             self.smoothed,
                              opts.estep_tol, opts.estep_max_iter, self.threads)
 
     def check_restored(self, state: VBState) -> None:
