@@ -35,7 +35,6 @@ from topictk.corpus.text import tokenize
 from topictk.errors import CorpusError, CorpusUsageError, UsageError
 from topictk.inference.base import INFER_CHUNK_DOCS
 from topictk.inference.cluster import cluster_infer_blocks
-from topictk.inference.sampled import SampledDriver
 from topictk.state.dmr import ETA_MAX, ETA_MIN
 
 log = logging.getLogger("topictk")
@@ -272,7 +271,7 @@ def infer_documents(run, docs: NewDocuments, where: str, *, sweeps: int = 50,
     threads = run.driver.threads if threads is None else threads
 
     cluster = run.driver.cluster
-    if cluster is not None and features is None and isinstance(run.driver, SampledDriver):
+    if cluster is not None and features is None:
         def pieces():
             for start in range(0, docs.n_docs, BLOCK_DOCS):
                 stop = min(docs.n_docs, start + BLOCK_DOCS)
@@ -280,7 +279,8 @@ def infer_documents(run, docs: NewDocuments, where: str, *, sweeps: int = 50,
                 yield (start, docs.doc_ptr[start:stop + 1] - lo, docs.words[lo:hi],
                        start // INFER_CHUNK_DOCS)
 
-        return cluster_infer_blocks(cluster, run.driver.topic_word(run.state),
+        # the drivers that run on a cluster fold in by the Gibbs fold-in with their weights
+        return cluster_infer_blocks(cluster, run.driver.fold_in_weights(run.state).T,
                                     run.driver.document_prior(run.state, None), pieces(),
                                     sweeps=sweeps, burn_in=burn_in, seed=seed)
 

@@ -246,8 +246,11 @@ class Driver(ABC):
 
     def use_cluster(self, cluster) -> None:
         """Run the shards of every step on ``cluster``
-        (:class:`topictk.inference.cluster.Cluster`); only drivers with ``cluster_support``."""
-        raise NotImplementedError(f"{self.name} does not run on a cluster")
+        (:class:`topictk.inference.cluster.Cluster`); only drivers with ``cluster_support``,
+        which pass ``self.cluster`` on to their shard work."""
+        if not type(self).cluster_support:
+            raise NotImplementedError(f"{self.name} does not run on a cluster")
+        self.cluster = cluster
 
     @property
     def fixed_on_resume(self) -> frozenset[str]:
@@ -322,12 +325,17 @@ class Driver(ABC):
         ``prior`` is the documents' Dirichlet prior (1 or D, K), by default
         ``document_prior(state, None)``; ``sample`` is one saved posterior sample whose topics
         to use instead of the state's. The default is the collapsed-Gibbs fold-in of
-        :func:`gibbs_fold_in` with ``topic_word``; drivers with another local update
-        (an E-step, weighted sampling, a deep chain) override it."""
+        :func:`gibbs_fold_in` with :meth:`fold_in_weights`; drivers with another local update
+        (an E-step, a deep chain) override it."""
         if prior is None:
             prior = self.document_prior(state, None)
-        return gibbs_fold_in(self.topic_word(state).T, prior, documents.doc_ptr,
+        return gibbs_fold_in(self.fold_in_weights(state), prior, documents.doc_ptr,
                              documents.words, plan)
+
+    def fold_in_weights(self, state: Any) -> np.ndarray:
+        """The word-major (V, K) weights the default Gibbs fold-in samples with: phi-hat
+        (``topic_word``), or what the algorithm's own local step samples with."""
+        return self.topic_word(state).T
 
     def infer_proportions(self, state: Any, doc_ptr: np.ndarray, words: np.ndarray,
                           features: np.ndarray | None, *, sweeps: int, burn_in: int, seed: int,

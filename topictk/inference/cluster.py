@@ -182,8 +182,18 @@ class Cluster:
                                f"cluster or none")
 
     def workers(self) -> list[str]:
-        """The addresses of the cluster's workers, sorted."""
-        return sorted(self.client.scheduler_info(n_workers=-1)["workers"])
+        """The addresses of the cluster's workers, sorted; when none is connected (one that
+        was lost and is being restarted), waits for one up to the cluster timeout."""
+        found = sorted(self.client.scheduler_info(n_workers=-1)["workers"])
+        if not found:
+            try:
+                self.client.wait_for_workers(1, timeout=self.timeout)
+            except (OSError, TimeoutError):
+                raise ClusterError(f"{self.description} has no worker left after "
+                                   f"{self.timeout:g} s; the run stopped; continue it with "
+                                   f"--resume") from None
+            found = sorted(self.client.scheduler_info(n_workers=-1)["workers"])
+        return found
 
     def check_store(self, store: CorpusStore) -> None:
         """Stop the run unless every worker runs this topictk version with its compiled
@@ -607,3 +617,87 @@ def cluster_infer_blocks(cluster: Cluster, topic_word: np.ndarray, alpha: np.nda
             yield finish(window.popleft())
     while window:
         yield finish(window.popleft())
+
+
+# ------------------------------------------------------------- mini-batch local steps
+def local_statistics_piece(path: str, corpus_id: str, doc_ids: np.ndarray, weights: np.ndarray,
+                           alpha: np.ndarray, sweeps: int, burn_in: int, chunk_docs: int,
+                           chunks: tuple[int, int], seed: int, t: int):
+    """The local Gibbs chains of the chunks [c0, c1) of one mini-batch (runs on a worker):
+    the batch is read from this worker's memory-mapped store as the driver reads it, so the
+    batch's local word ids are the driver's; each chunk draws from its own local stream.
+    Returns the kept-sweep sums of n_kw (V_B, K) over those chunks, of n_dk for their
+    documents, and the rounding fallbacks."""
+    from topictk.corpus.batches import gather_batch
+    from topictk.inference import _minibatch
+    from topictk.inference.base import chunk_bounds_by_docs
+    from topictk.streams import Streams, local_key
+    doc_ptr, words, _ = _training_documents(path, corpus_id)
+    batch = gather_batch(doc_ptr, words, doc_ids)
+    bounds = chunk_bounds_by_docs(doc_ids.size, chunk_docs)
+    c0, c1 = chunks
+    d0, d1 = int(bounds[c0]), int(bounds[c1])
+    t0, t1 = int(batch.doc_ptr[d0]), int(batch.doc_ptr[d1])
+    alpha = np.atleast_2d(alpha)
+    streams = Streams(seed)
+    word_topic = np.zeros((batch.vocab.size, weights.shape[1]), dtype=np.int64)
+    doc_topic = np.zeros((d1 - d0, weights.shape[1]), dtype=np.int64)
+    fallbacks = _minibatch.local_gibbs(
+        np.ascontiguousarray(batch.doc_ptr[d0:d1 + 1] - t0), batch.words[t0:t1],
+        weights, np.ascontiguousarray(alpha if alpha.shape[0] == 1 else alpha[d0:d1]),
+        int(sweeps), int(burn_in), np.ascontiguousarray(bounds[c0:c1 + 1] - d0),
+        [streams.derived(local_key(t, c)) for c in range(c0, c1)], word_topic, doc_topic,
+        _worker_threads())
+    return word_topic, doc_topic, int(fallbacks)
+
+
+def cluster_local_statistics(cluster: Cluster, store: CorpusStore, doc_ids: np.ndarray,
+                             weights: np.ndarray, alpha: np.ndarray, inf, seed: int,
+                             t: int) -> tuple[np.ndarray, np.ndarray, int]:
+    """The kept-sweep sums of :func:`topictk.inference.minibatch.local_statistics` with the
+    chunks of the mini-batch cut into one contiguous piece per worker. The sums are of
+    integers, so adding the pieces gives the one-machine numbers exactly; a piece whose
+    worker is lost is computed again (its inputs are all here and in the store)."""
+    from topictk.inference.base import chunk_bounds_by_docs
+    n_chunks = chunk_bounds_by_docs(doc_ids.size, inf["chunk_docs"]).size - 1
+    for attempt in range(MAX_RECOVERIES + 1):
+        cluster.check_connected()
+        try:
+            return _local_statistics_once(cluster, store, doc_ids, weights, alpha, inf, seed, t,
+                                          n_chunks)
+        except WorkerLost as exc:
+            if attempt == MAX_RECOVERIES:
+                raise
+            log.warning("%s; computing the mini-batch's local statistics again", exc)
+    raise AssertionError("unreachable")
+
+
+def _local_statistics_once(cluster: Cluster, store: CorpusStore, doc_ids, weights, alpha, inf,
+                           seed: int, t: int, n_chunks: int):
+    client = cluster.client
+    try:
+        workers = cluster.workers()
+        n_pieces = max(1, min(n_chunks, len(workers)))
+        cuts = np.linspace(0, n_chunks, n_pieces + 1).round().astype(int)
+        pieces = [(int(a), int(b)) for a, b in pairwise(cuts) if b > a]
+        homes = [workers[i % len(workers)] for i in range(len(pieces))]
+        weights = np.ascontiguousarray(weights, dtype=np.float64)
+        copies = cluster.copy_to(weights, sorted(set(homes)))
+        doc_ids = np.ascontiguousarray(doc_ids, dtype=np.int64)
+        cluster.bytes_sent += doc_ids.nbytes * len(pieces)
+        futures = [client.submit(local_statistics_piece, str(store.path), store.corpus_id,
+                                 doc_ids, copies[home], alpha, inf["sweeps"],
+                                 inf["local_burn_in"], inf["chunk_docs"], piece, seed, t,
+                                 workers=[home], allow_other_workers=True, pure=False)
+                   for piece, home in zip(pieces, homes)]
+        parts = client.gather(futures, direct=True)
+    except _loss_errors() as exc:
+        raise WorkerLost(f"a Dask worker was lost during a mini-batch update "
+                         f"({type(exc).__name__})") from None
+    word_topic = parts[0][0]
+    for part in parts[1:]:
+        word_topic += part[0]
+    doc_topic = np.concatenate([part[1] for part in parts])
+    cluster.bytes_received += sum(p[0].nbytes + p[1].nbytes for p in parts)
+    kept = inf["sweeps"] - inf["local_burn_in"]
+    return word_topic / kept, doc_topic / kept, sum(p[2] for p in parts)

@@ -488,6 +488,7 @@ class DMRSGRLDDriver(DMRPriorMixin, SGRLDDriver):
     name = "dmr-sgrld"
     STATE = DMRSimplexState
     family = "dmr"
+    cluster_support = False
     OPTIONS = {**SGRLDDriver.OPTIONS, "nu_step": _nu_step_options(), **dmr_options(),
                "nu_burn_in": Option("int", 0, low=0,
                                     help="updates with nu held at its start while the topics "

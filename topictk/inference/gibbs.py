@@ -218,7 +218,6 @@ class GibbsDriver(SampledDriver):
         chunk_streams = self.streams.chunk_streams((3,), self.n_chunks, persistent=True)
         if self.remote is not None:
             fallbacks, sparse = self._remote_sweep(state, chunk_streams)
-            extra.update(self.cluster.counters())
         else:
             fallbacks, sparse = self.sampler.sweep(state, self.sweep_prior(state), self.bounds,
                                                    chunk_streams, self.doc_ptr, self.words,

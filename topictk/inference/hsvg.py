@@ -14,7 +14,7 @@ import numpy as np
 from topictk.config.schema import Option
 from topictk.corpus.batches import gather_batch
 from topictk.errors import ConfigError
-from topictk.inference.base import EvaluationSet, FoldInPlan, StepInfo, gibbs_fold_in
+from topictk.inference.base import Driver, EvaluationSet, FoldInPlan, StepInfo
 from topictk.inference.minibatch import (
     check_minibatch_config,
     local_statistics,
@@ -42,6 +42,7 @@ class HSVGDriver(OVBDriver):
 
     name = "hsvg"
     objective_name = None
+    cluster_support = True      # the local chains of a mini-batch run on the workers
     OPTIONS = _options()
 
     @classmethod
@@ -69,7 +70,7 @@ class HSVGDriver(OVBDriver):
         batch = gather_batch(self.tokens.doc_ptr, self.tokens.words, docs)
         nbar, _, fallbacks = local_statistics(batch, self.weights(state, batch.vocab),
                                               state.alpha, self.config.inference, self.streams,
-                                              t, self.threads)
+                                              t, self.threads, self.cluster, self.store)
         rho = step_size(t, self.tau0, self.kappa)
         self.update_lambda(state, batch.vocab, nbar, rho, self.n_docs / docs.size)
         if self.learn_eta:
@@ -84,17 +85,22 @@ class HSVGDriver(OVBDriver):
 
     def fold_in(self, state: OnlineState, documents, plan: FoldInPlan, *, prior=None,
                 sample=None) -> np.ndarray:
-        """theta-hat by the Gibbs fold-in of its own local step, with the weights
-        exp(E log phi) (§11.2)."""
-        if prior is None:
-            prior = self.document_prior(state, None)
-        return gibbs_fold_in(self.weights(state), prior, documents.doc_ptr, documents.words,
-                             plan)
+        """theta-hat by the Gibbs fold-in of its own local step (§11.2)."""
+        return Driver.fold_in(self, state, documents, plan, prior=prior)
+
+    def fold_in_weights(self, state: OnlineState) -> np.ndarray:
+        """exp(E log phi), the weights of its own local step."""
+        return self.weights(state)
 
     def heldout_probabilities(self, state: OnlineState, samples, test: EvaluationSet,
-                              pass_index: int) -> np.ndarray:
+                              pass_index: int, part: str = "test") -> np.ndarray:
         """:meth:`fold_in`, then the predictive p(w | doc) with phi-hat = lambda / lambda_k
-        (§11.2)."""
+        (§11.2); on a cluster, the fold-in of each block of chunks runs on a worker."""
+        if self.cluster is not None:
+            from topictk.inference.cluster import cluster_fold_in
+            return cluster_fold_in(self.cluster, self.store, part, self.weights(state),
+                                   state.phi(), state.alpha, self.config.evaluation,
+                                   self.streams.seed, pass_index)
         theta = self.fold_in(state, test.observed, evaluation_plan(self, test, pass_index),
                              prior=state.alpha)
         return mixture_probabilities(test.heldout, theta, state.phi(), self.threads)
@@ -104,4 +110,4 @@ class HSVGDriver(OVBDriver):
         """Protocol B: local Gibbs chains on each training document's observed tokens with the
         final lambda, as its own local step would run them."""
         train = EvaluationSet(observed=self.tokens, heldout=heldout)
-        return self.heldout_probabilities(state, samples, train, TRAIN_HELDOUT_PASS)
+        return self.heldout_probabilities(state, samples, train, TRAIN_HELDOUT_PASS, "train")
