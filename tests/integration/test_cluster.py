@@ -106,7 +106,7 @@ def test_unreachable_scheduler_fails_within_the_timeout(example_store, tmp_path)
     (["--scheduler", "nonsense"], "training.scheduler must be a scheduler address"),
     (["--dask-workers", "2", "--set", "inference.algorithm=cvb0"],
      "inference.algorithm cvb0 does not run on a Dask cluster; the algorithms that do: gibbs, "
-     "hsvg, sgrld"),
+     "hsvg, ovb, sgrld"),
 ])
 def test_bad_cluster_options(example_store, tmp_path, args, expected):
     config = write_config(tmp_path, example_store)
@@ -127,6 +127,8 @@ def test_evaluate_refuses_the_cluster_for_other_algorithms(example_store, tmp_pa
     message = fails(2, "evaluate", tmp_path / "run", "--dask-workers", "2")
     assert message == ("--dask-workers: ovb runs are evaluated on one machine; the algorithms "
                        "whose runs are evaluated on a Dask cluster: gibbs, hsvg, sgrld")
+    assert "ovb runs are applied to new documents on one machine" in fails(
+        2, "infer", tmp_path / "run", EXAMPLE, "--dask-workers", "2")
 
 
 def test_without_dask_the_options_name_the_extra(example_store, tmp_path, monkeypatch):
@@ -264,6 +266,8 @@ MINIBATCH = {
               "burn_in": 6, "thin": 3},
     "hsvg": {"algorithm": "hsvg", "iterations": 12, "batch_size": 40, "chunk_docs": 8,
              "tau0": 4.0},
+    # online VB: the E-step of each mini-batch in 3 blocks, statistics added block by block
+    "ovb": {"algorithm": "ovb", "iterations": 12, "batch_size": 40, "chunks": 3, "tau0": 4.0},
 }
 
 
@@ -281,8 +285,9 @@ def _minibatch_config(directory, store, algorithm: str):
 @pytest.mark.parametrize("algorithm", sorted(MINIBATCH))
 def test_minibatch_local_steps_on_two_workers_give_the_one_machine_run(
         example_store, tmp_path, algorithm):
-    """sgrld and hsvg run each mini-batch's local Gibbs chains on the workers; the integer
-    statistics add up to the one-machine ones, so the run is bit-identical."""
+    """sgrld and hsvg run each mini-batch's local Gibbs chains on the workers (integer
+    statistics), ovb the blocks of its E-step (float statistics added in block order): the
+    run is the one-machine run with the same blocks, bit for bit."""
     pytest.importorskip("distributed")
     (tmp_path / "a").mkdir()
     (tmp_path / "b").mkdir()
@@ -302,6 +307,8 @@ def test_minibatch_local_steps_on_two_workers_give_the_one_machine_run(
         assert_same_arrays(aa, ab)
     sent = [m.get("cluster_bytes_sent", 0) for m in metrics(b)]
     assert sent and max(sent) > 0                 # the work did go to the workers
+    if algorithm == "ovb":      # its fold-in (an E-step) runs on the driver
+        return
     # the fold-ins of evaluate and infer on the cluster (hsvg's with its own weights)
     here = json.loads(ok("evaluate", a, "--json").stdout)
     there = json.loads(ok("evaluate", a, "--json", "--dask-workers", "2").stdout)

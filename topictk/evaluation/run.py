@@ -108,9 +108,9 @@ def run_on_cluster(run: LoadedRun, scheduler: str | None, dask_workers: int | No
     if scheduler is None and dask_workers is None:
         yield None
         return
-    if not type(run.driver).cluster_support:
+    if not type(run.driver).cluster_fold_in:
         from topictk.inference.registry import algorithm_names
-        able = [n for n in algorithm_names() if get_driver(n).cluster_support]
+        able = [n for n in algorithm_names() if get_driver(n).cluster_fold_in]
         option = "--scheduler" if scheduler is not None else "--dask-workers"
         raise UsageError(f"{option}: {run.driver.name} runs are {what} on one machine; the "
                          f"algorithms whose runs are {what} on a Dask cluster: "

@@ -189,6 +189,8 @@ class Driver(ABC):
     uses_features: ClassVar[bool] = False     # the document prior depends on metadata (DMR)
     # the driver runs its shards on a Dask cluster when given one (use_cluster)
     cluster_support: ClassVar[bool] = False
+    # evaluate's and infer's fold-ins run on a Dask cluster too (the Gibbs fold-in)
+    cluster_fold_in: ClassVar[bool] = False
     cluster: Any = None             # the cluster it was given
 
     def __init__(self, config, store: CorpusStore, threads: int = 1, *,

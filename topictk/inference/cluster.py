@@ -701,3 +701,79 @@ def _local_statistics_once(cluster: Cluster, store: CorpusStore, doc_ids, weight
     cluster.bytes_received += sum(p[0].nbytes + p[1].nbytes for p in parts)
     kept = inf["sweeps"] - inf["local_burn_in"]
     return word_topic / kept, doc_topic / kept, sum(p[2] for p in parts)
+
+
+# ------------------------------------------------------- online VB's mini-batch E-step
+_CSR: dict[tuple[str, str], object] = {}
+
+
+def _training_csr(path: str, corpus_id: str):
+    """The store's training documents in representation C, opened once per worker."""
+    key = (path, corpus_id)
+    if key not in _CSR:
+        store = CorpusStore.open(path)
+        if store.corpus_id != corpus_id:
+            raise ClusterError(f"{path}: another corpus than the driver's (corpus id "
+                               f"{store.corpus_id[:12]}, expected {corpus_id[:12]})")
+        _CSR[key] = store.train()
+    return _CSR[key]
+
+
+def batch_estep_piece(path: str, corpus_id: str, doc_ids: np.ndarray, B: np.ndarray,
+                      shift: np.ndarray, alpha: np.ndarray, tol: float, max_iter: int,
+                      blocks: list[tuple[int, int]]) -> list:
+    """The cold E-steps of some blocks of one online-VB mini-batch (runs on a worker): the
+    batch is read from this worker's store as the driver reads it, so its local word ids are
+    the driver's. One (sstats, gamma, bound, iterations) per block, each block's statistics
+    summed on their own."""
+    from topictk.corpus.batches import gather_rows
+    from topictk.inference.ovb import block_estep
+    indptr, indices, counts = gather_rows(_training_csr(path, corpus_id), doc_ids)
+    _, local = np.unique(indices, return_inverse=True)
+    csr = (indptr, np.ascontiguousarray(local, dtype=np.int32), counts)
+    return [block_estep(csr, B, shift, alpha, block, tol, max_iter, True, _worker_threads())
+            for block in blocks]
+
+
+def cluster_batch_estep(cluster: Cluster, store: CorpusStore, doc_ids: np.ndarray,
+                        B: np.ndarray, shift: np.ndarray, alpha: np.ndarray, tol: float,
+                        max_iter: int, blocks: list[tuple[int, int]]) -> list:
+    """The E-step blocks of one online-VB mini-batch spread over the workers in contiguous
+    runs, their results returned block by block in order (the driver adds the blocks'
+    statistics in that order, as on one machine). Lost work is done again."""
+    for attempt in range(MAX_RECOVERIES + 1):
+        cluster.check_connected()
+        try:
+            return _batch_estep_once(cluster, store, doc_ids, B, shift, alpha, tol, max_iter,
+                                     blocks)
+        except WorkerLost as exc:
+            if attempt == MAX_RECOVERIES:
+                raise
+            log.warning("%s; computing the mini-batch's E-step again", exc)
+    raise AssertionError("unreachable")
+
+
+def _batch_estep_once(cluster: Cluster, store: CorpusStore, doc_ids, B, shift, alpha, tol,
+                      max_iter, blocks):
+    client = cluster.client
+    try:
+        workers = cluster.workers()
+        n_pieces = max(1, min(len(blocks), len(workers)))
+        cuts = np.linspace(0, len(blocks), n_pieces + 1).round().astype(int)
+        runs = [blocks[a:b] for a, b in pairwise(cuts) if b > a]
+        homes = [workers[i % len(workers)] for i in range(len(runs))]
+        B = np.ascontiguousarray(B, dtype=np.float64)
+        copies = cluster.copy_to(B, sorted(set(homes)))
+        doc_ids = np.ascontiguousarray(doc_ids, dtype=np.int64)
+        cluster.bytes_sent += (doc_ids.nbytes + shift.nbytes) * len(runs)
+        futures = [client.submit(batch_estep_piece, str(store.path), store.corpus_id, doc_ids,
+                                 copies[home], shift, alpha, float(tol), int(max_iter), run,
+                                 workers=[home], allow_other_workers=True, pure=False)
+                   for run, home in zip(runs, homes)]
+        parts = client.gather(futures, direct=True)
+    except _loss_errors() as exc:
+        raise WorkerLost(f"a Dask worker was lost during an online-VB E-step "
+                         f"({type(exc).__name__})") from None
+    results = [block for part in parts for block in part]
+    cluster.bytes_received += sum(r[0].nbytes + r[1].nbytes for r in results)
+    return results

@@ -121,6 +121,7 @@ class GibbsDriver(SampledDriver):
     name = "gibbs"
     STATE = CountState
     cluster_support = True
+    cluster_fold_in = True
     objective_name = "log_joint_per_token"
     OPTIONS = {
         "burn_in": Option("int", None, low=0, nullable=True,

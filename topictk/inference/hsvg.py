@@ -31,7 +31,8 @@ from topictk.streams import Streams
 
 
 def _options() -> dict[str, Option]:
-    options = {k: v for k, v in OVBDriver.OPTIONS.items() if k not in ESTEP_OPTIONS}
+    options = {k: v for k, v in OVBDriver.OPTIONS.items()
+               if k not in ESTEP_OPTIONS and k != "chunks"}
     options.update({k: v for k, v in minibatch_options().items() if k != "batch_size"})
     return options
 
@@ -43,6 +44,7 @@ class HSVGDriver(OVBDriver):
     name = "hsvg"
     objective_name = None
     cluster_support = True      # the local chains of a mini-batch run on the workers
+    cluster_fold_in = True
     OPTIONS = _options()
 
     @classmethod

@@ -63,6 +63,32 @@ log = logging.getLogger("topictk")
 SCALE_FLOOR = 1e-100
 
 
+def estep_blocks(n_docs: int, chunks: int) -> list[tuple[int, int]]:
+    """The document ranges [d0, d1) of a mini-batch's ``chunks`` E-step blocks (equal in
+    documents, none empty)."""
+    cuts = np.linspace(0, n_docs, min(chunks, max(n_docs, 1)) + 1).round().astype(np.int64)
+    return [(int(a), int(b)) for a, b in zip(cuts[:-1], cuts[1:])]
+
+
+def block_estep(csr, B: np.ndarray, shift: np.ndarray, alpha: np.ndarray,
+                block: tuple[int, int], tol: float, max_iter: int, with_sstats: bool,
+                threads: int):
+    """The cold E-step of the rows [d0, d1) of a batch's CSR arrays (local word ids):
+    (sstats (V_B, K) of these rows or None, gamma, bound, iterations)."""
+    indptr, local, counts = csr
+    d0, d1 = block
+    e0, e1 = int(indptr[d0]), int(indptr[d1])
+    K = B.shape[1]
+    gamma = np.empty((d1 - d0, K))
+    sstats = np.zeros((B.shape[0], K)) if with_sstats else None
+    bound = np.zeros(d1 - d0)
+    iterations = np.zeros(d1 - d0, dtype=np.int32)
+    e_step(np.ascontiguousarray(indptr[d0:d1 + 1] - e0), local[e0:e1], counts[e0:e1], B, shift,
+           alpha, gamma, start="cold", tol=tol, max_iter=max_iter, threads=threads,
+           sstats=sstats, doc_bound=bound, iterations=iterations)
+    return sstats, gamma, bound, iterations
+
+
 @register
 class OVBDriver(VariationalDriver):
     """Online VB / SVI; one step is one mini-batch update."""
@@ -80,7 +106,13 @@ class OVBDriver(VariationalDriver):
                         help="forgetting rate of rho_t = (tau0 + t)^-kappa, in (0.5, 1]"),
         "learn_eta": Option("bool", False,
                             help="learn a symmetric topic prior eta (model.beta is its start)"),
+        "chunks": Option("int", 1, low=1,
+                         help="blocks of the mini-batch whose E-step statistics are summed "
+                              "on their own, then added block by block (a cluster spreads "
+                              "the blocks over its workers; the numbers depend on this, "
+                              "never on the cluster)"),
     }
+    cluster_support = True      # the blocks of a mini-batch's E-step run on the workers
 
     def __init__(self, config, store, threads: int = 1, *,
                  streams: Streams | None = None):
@@ -130,21 +162,32 @@ class OVBDriver(VariationalDriver):
         return docs
 
     def _batch_estep(self, state: OnlineState, docs: np.ndarray, with_sstats: bool):
-        """Cold E-step of the documents ``docs`` with the current lambda."""
+        """Cold E-step of the documents ``docs`` with the current lambda, in
+        ``inference.chunks`` blocks whose statistics are added in block order (on the
+        cluster's workers when there is one)."""
         indptr, indices, counts = gather_rows(self.train, docs)
         words, local = np.unique(indices, return_inverse=True)
         local = np.ascontiguousarray(local, dtype=np.int32)
         B, shift, _ = expected_log_topics(state.lam_tilde, state.lam_totals(), state.beta, True,
                                           self.threads, rows=words.astype(np.int32),
                                           offset=state.offset, scale=state.scale)
-        gamma = np.empty((docs.size, self.K))
-        sstats = np.zeros((words.size, self.K)) if with_sstats else None
-        bound = np.zeros(docs.size)
-        iterations = np.zeros(docs.size, dtype=np.int32)
+        blocks = estep_blocks(docs.size, int(self.config.inference.chunks))
         opts = self.config.inference
-        e_step(indptr, local, counts, B, shift, state.alpha, gamma, start="cold",
-               tol=opts.estep_tol, max_iter=opts.estep_max_iter, threads=self.threads,
-               sstats=sstats, doc_bound=bound, iterations=iterations)
+        if self.cluster is not None and with_sstats:
+            from topictk.inference.cluster import cluster_batch_estep
+            parts = cluster_batch_estep(self.cluster, self.store, docs, B, shift, state.alpha,
+                                        opts.estep_tol, opts.estep_max_iter, blocks)
+        else:
+            parts = [block_estep((indptr, local, counts), B, shift, state.alpha, block,
+                                 opts.estep_tol, opts.estep_max_iter, with_sstats, self.threads)
+                     for block in blocks]
+        sstats = None
+        if with_sstats:
+            sstats = parts[0][0]
+            for part in parts[1:]:
+                sstats += part[0]
+        gamma, bound, iterations = (np.concatenate([part[i] for part in parts])
+                                    for i in (1, 2, 3))
         return words, gamma, sstats, bound, int(counts.sum(dtype=np.int64)), iterations
 
     # ------------------------------------------------------------------- step

@@ -68,6 +68,7 @@ class SGRLDDriver(SampledDriver):
     name = "sgrld"
     STATE = SimplexState
     cluster_support = True      # the local chains of a mini-batch run on the workers
+    cluster_fold_in = True
     OPTIONS = {
         **minibatch_options(),
         "step": {
