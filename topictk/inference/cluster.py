@@ -727,7 +727,7 @@ def batch_estep_piece(path: str, corpus_id: str, doc_ids: np.ndarray, B: np.ndar
     the driver's. One (sstats, gamma, bound, iterations) per block, each block's statistics
     summed on their own."""
     from topictk.corpus.batches import gather_rows
-    from topictk.inference.ovb import block_estep
+    from topictk.inference.variational import block_estep
     indptr, indices, counts = gather_rows(_training_csr(path, corpus_id), doc_ids)
     _, local = np.unique(indices, return_inverse=True)
     csr = (indptr, np.ascontiguousarray(local, dtype=np.int32), counts)

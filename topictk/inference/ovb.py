@@ -48,7 +48,9 @@ from topictk.inference.variational import (
     ESTEP_OPTIONS,
     VariationalDriver,
     alpha_gradient,
+    block_estep,
     e_step,
+    estep_blocks,
     elog_theta_sum,
     expected_log_topics,
     fold_in_theta,
@@ -61,32 +63,6 @@ from topictk.streams import Streams
 log = logging.getLogger("topictk")
 
 SCALE_FLOOR = 1e-100
-
-
-def estep_blocks(n_docs: int, chunks: int) -> list[tuple[int, int]]:
-    """The document ranges [d0, d1) of a mini-batch's ``chunks`` E-step blocks (equal in
-    documents, none empty)."""
-    cuts = np.linspace(0, n_docs, min(chunks, max(n_docs, 1)) + 1).round().astype(np.int64)
-    return [(int(a), int(b)) for a, b in zip(cuts[:-1], cuts[1:])]
-
-
-def block_estep(csr, B: np.ndarray, shift: np.ndarray, alpha: np.ndarray,
-                block: tuple[int, int], tol: float, max_iter: int, with_sstats: bool,
-                threads: int):
-    """The cold E-step of the rows [d0, d1) of a batch's CSR arrays (local word ids):
-    (sstats (V_B, K) of these rows or None, gamma, bound, iterations)."""
-    indptr, local, counts = csr
-    d0, d1 = block
-    e0, e1 = int(indptr[d0]), int(indptr[d1])
-    K = B.shape[1]
-    gamma = np.empty((d1 - d0, K))
-    sstats = np.zeros((B.shape[0], K)) if with_sstats else None
-    bound = np.zeros(d1 - d0)
-    iterations = np.zeros(d1 - d0, dtype=np.int32)
-    e_step(np.ascontiguousarray(indptr[d0:d1 + 1] - e0), local[e0:e1], counts[e0:e1], B, shift,
-           alpha, gamma, start="cold", tol=tol, max_iter=max_iter, threads=threads,
-           sstats=sstats, doc_bound=bound, iterations=iterations)
-    return sstats, gamma, bound, iterations
 
 
 @register
