@@ -106,7 +106,7 @@ def test_unreachable_scheduler_fails_within_the_timeout(example_store, tmp_path)
     (["--scheduler", "nonsense"], "training.scheduler must be a scheduler address"),
     (["--dask-workers", "2", "--set", "inference.algorithm=cvb0"],
      "inference.algorithm cvb0 does not run on a Dask cluster; the algorithms that do: gibbs, "
-     "hsvg, ovb, sgrld"),
+     "hsvg, ovb, sgrld, vb"),
 ])
 def test_bad_cluster_options(example_store, tmp_path, args, expected):
     config = write_config(tmp_path, example_store)
@@ -268,6 +268,9 @@ MINIBATCH = {
              "tau0": 4.0},
     # online VB: the E-step of each mini-batch in 3 blocks, statistics added block by block
     "ovb": {"algorithm": "ovb", "iterations": 12, "batch_size": 40, "chunks": 3, "tau0": 4.0},
+    # batch VB: the E-step over the corpus in 3 blocks, warm and best starts from gamma
+    "vb": {"algorithm": "vb", "iterations": 8, "chunks": 3, "best_iterations": 3,
+           "best_every": 2, "tol": 0},
 }
 
 
@@ -307,7 +310,7 @@ def test_minibatch_local_steps_on_two_workers_give_the_one_machine_run(
         assert_same_arrays(aa, ab)
     sent = [m.get("cluster_bytes_sent", 0) for m in metrics(b)]
     assert sent and max(sent) > 0                 # the work did go to the workers
-    if algorithm == "ovb":      # its fold-in (an E-step) runs on the driver
+    if algorithm in ("ovb", "vb"):      # their fold-in (an E-step) runs on the driver
         return
     # the fold-ins of evaluate and infer on the cluster (hsvg's with its own weights)
     here = json.loads(ok("evaluate", a, "--json").stdout)

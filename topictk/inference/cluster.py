@@ -777,3 +777,63 @@ def _batch_estep_once(cluster: Cluster, store: CorpusStore, doc_ids, B, shift, a
     results = [block for part in parts for block in part]
     cluster.bytes_received += sum(r[0].nbytes + r[1].nbytes for r in results)
     return results
+
+
+# -------------------------------------------------------------- batch VB's E-step
+def corpus_estep_piece(path: str, corpus_id: str, B: np.ndarray, shift: np.ndarray,
+                       alpha: np.ndarray, start: str, tol: float, max_iter: int,
+                       blocks: list[tuple[int, int]], gammas: list[np.ndarray]) -> list:
+    """The E-steps of some blocks of the training documents (runs on a worker), each block
+    from its rows of gamma (warm and best starts): one (sstats, gamma, bound, iterations)
+    per block."""
+    from topictk.inference.variational import block_estep
+    train = _training_csr(path, corpus_id)
+    csr = (train.indptr, train.indices, train.counts)
+    return [block_estep(csr, B, shift, alpha, block, tol, max_iter, True, _worker_threads(),
+                        start=start, gamma=np.array(gamma, dtype=np.float64))
+            for block, gamma in zip(blocks, gammas)]
+
+
+def cluster_corpus_estep(cluster: Cluster, store: CorpusStore, B: np.ndarray, shift: np.ndarray,
+                         alpha: np.ndarray, start: str, tol: float, max_iter: int,
+                         blocks: list[tuple[int, int]], gamma: np.ndarray) -> list:
+    """Batch VB's E-step blocks spread over the workers in contiguous runs; every block's
+    result comes back in block order (the driver adds the statistics in that order, as on
+    one machine). ``gamma`` is read, not written: lost work is simply done again."""
+    for attempt in range(MAX_RECOVERIES + 1):
+        cluster.check_connected()
+        try:
+            return _corpus_estep_once(cluster, store, B, shift, alpha, start, tol, max_iter,
+                                      blocks, gamma)
+        except WorkerLost as exc:
+            if attempt == MAX_RECOVERIES:
+                raise
+            log.warning("%s; computing the E-step again", exc)
+    raise AssertionError("unreachable")
+
+
+def _corpus_estep_once(cluster: Cluster, store: CorpusStore, B, shift, alpha, start, tol,
+                       max_iter, blocks, gamma):
+    client = cluster.client
+    try:
+        workers = cluster.workers()
+        n_pieces = max(1, min(len(blocks), len(workers)))
+        cuts = np.linspace(0, len(blocks), n_pieces + 1).round().astype(int)
+        runs = [blocks[a:b] for a, b in pairwise(cuts) if b > a]
+        homes = [workers[i % len(workers)] for i in range(len(runs))]
+        copies = cluster.copy_to(np.ascontiguousarray(B, dtype=np.float64), sorted(set(homes)))
+        futures = []
+        for run, home in zip(runs, homes):
+            rows = [gamma[d0:d1] for d0, d1 in run]
+            cluster.bytes_sent += shift.nbytes + sum(r.nbytes for r in rows)
+            futures.append(client.submit(corpus_estep_piece, str(store.path), store.corpus_id,
+                                         copies[home], shift, alpha, start, float(tol),
+                                         int(max_iter), run, rows, workers=[home],
+                                         allow_other_workers=True, pure=False))
+        parts = client.gather(futures, direct=True)
+    except _loss_errors() as exc:
+        raise WorkerLost(f"a Dask worker was lost during an E-step ({type(exc).__name__})"
+                         ) from None
+    results = [block for part in parts for block in part]
+    cluster.bytes_received += sum(r[0].nbytes + r[1].nbytes for r in results)
+    return results

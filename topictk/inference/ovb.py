@@ -47,6 +47,7 @@ from topictk.inference.variational import (
     ALPHA_MIN,
     ESTEP_OPTIONS,
     VariationalDriver,
+    add_blocks,
     alpha_gradient,
     block_estep,
     e_step,
@@ -157,13 +158,7 @@ class OVBDriver(VariationalDriver):
             parts = [block_estep((indptr, local, counts), B, shift, state.alpha, block,
                                  opts.estep_tol, opts.estep_max_iter, with_sstats, self.threads)
                      for block in blocks]
-        sstats = None
-        if with_sstats:
-            sstats = parts[0][0]
-            for part in parts[1:]:
-                sstats += part[0]
-        gamma, bound, iterations = (np.concatenate([part[i] for part in parts])
-                                    for i in (1, 2, 3))
+        sstats, gamma, bound, iterations = add_blocks(parts)
         return words, gamma, sstats, bound, int(counts.sum(dtype=np.int64)), iterations
 
     # ------------------------------------------------------------------- step

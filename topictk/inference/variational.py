@@ -185,21 +185,34 @@ def estep_blocks(n_docs: int, chunks: int) -> list[tuple[int, int]]:
 
 def block_estep(csr, B: np.ndarray, shift: np.ndarray, alpha: np.ndarray,
                 block: tuple[int, int], tol: float, max_iter: int, with_sstats: bool,
-                threads: int):
-    """The cold E-step of the rows [d0, d1) of a batch's CSR arrays (local word ids):
-    (sstats (V_B, K) of these rows or None, gamma, bound, iterations)."""
-    indptr, local, counts = csr
+                threads: int, start: str = "cold", gamma: np.ndarray | None = None):
+    """The E-step of the rows [d0, d1) of CSR arrays whose word ids index the rows of ``B``:
+    (sstats of these rows (B's rows, K) or None, gamma, bound, iterations). ``gamma``: the
+    rows' variational parameters, updated in place (warm and best starts read them); a cold
+    start may leave it None."""
+    indptr, indices, counts = csr
     d0, d1 = block
     e0, e1 = int(indptr[d0]), int(indptr[d1])
     K = B.shape[1]
-    gamma = np.empty((d1 - d0, K))
+    if gamma is None:
+        gamma = np.empty((d1 - d0, K))
     sstats = np.zeros((B.shape[0], K)) if with_sstats else None
     bound = np.zeros(d1 - d0)
     iterations = np.zeros(d1 - d0, dtype=np.int32)
-    e_step(np.ascontiguousarray(indptr[d0:d1 + 1] - e0), local[e0:e1], counts[e0:e1], B, shift,
-           alpha, gamma, start="cold", tol=tol, max_iter=max_iter, threads=threads,
+    e_step(np.ascontiguousarray(indptr[d0:d1 + 1] - e0), indices[e0:e1], counts[e0:e1], B,
+           shift, alpha, gamma, start=start, tol=tol, max_iter=max_iter, threads=threads,
            sstats=sstats, doc_bound=bound, iterations=iterations)
     return sstats, gamma, bound, iterations
+
+
+def add_blocks(parts: list) -> tuple:
+    """The blocks' E-step results put together: statistics added in block order, the
+    per-document arrays (gamma, bound, iterations) concatenated."""
+    sstats = parts[0][0]
+    if sstats is not None:
+        for part in parts[1:]:
+            sstats += part[0]
+    return (sstats, *(np.concatenate([part[i] for part in parts]) for i in (1, 2, 3)))
 
 
 ESTEP_OPTIONS = {
