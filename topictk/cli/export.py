@@ -6,6 +6,7 @@ import sys
 import click
 
 from topictk._fileio import atomic_write_bytes
+from topictk.cli import STDOUT
 from topictk.cli.options import run_dir_argument, threads_option
 from topictk.errors import UsageError
 from topictk.evaluation.export import EXPORTS, FoldIn
@@ -49,6 +50,20 @@ def export(run_dir, what, fmt, out, force, checkpoint, sweeps, burn_in, seed, th
     result = kind.build(run, FoldIn(sweeps=sweeps, burn_in=burn_in, seed=seed, threads=threads))
     data = result.to_bytes(fmt)
     if out_path is None:
-        click.get_binary_stream("stdout").write(data)
+        _write_stdout(data, binary=fmt == "npz")
     else:
         atomic_write_bytes(out_path, lambda f: f.write(data))
+
+
+def _write_stdout(data: bytes, *, binary: bool) -> None:
+    """Text through click (its errors name standard output), bytes to the binary stream."""
+    if not binary:
+        click.echo(data.decode("utf-8"), nl=False)
+        return
+    try:
+        sys.stdout.flush()
+        sys.stdout.buffer.write(data)
+        sys.stdout.buffer.flush()
+    except OSError as exc:
+        exc.filename = exc.filename or STDOUT
+        raise

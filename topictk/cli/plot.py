@@ -33,10 +33,10 @@ def plot(runs, out, force, x, metric, allow_different_corpora):
 
     Each RUN is a run directory or a folder of runs (such as the output of 'train --sweep').
     """
-    fmt = figure_format(out)
+    out_path = check_output_file(out, force=force, inputs=list(runs))
+    fmt = figure_format(out_path)
     require_matplotlib()
     found = discover_runs(runs)
-    out_path = check_output_file(out, force=force, inputs=list(runs))
     comparable = check_same_store(found, allow_different_corpora)
     data = draw(curves(found, x, metric), x, metric, fmt, comparable=comparable)
     atomic_write_bytes(out_path, lambda f: f.write(data))

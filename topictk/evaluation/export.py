@@ -86,10 +86,7 @@ def store_test_documents(store) -> tuple[NewDocuments, np.ndarray | None]:
     """The store's test documents (their observed tokens) as documents to fold in, with
     their features when the store has metadata features."""
     test = store.test_observed()
-    ids_path = store.path / "test_ids.txt"
-    ids = (ids_path.read_text(encoding="utf-8").splitlines() if ids_path.exists()
-           else [str(d + 1) for d in range(test.n_docs)])
-    docs = NewDocuments(ids=ids, doc_ptr=np.asarray(test.doc_ptr), words=np.asarray(test.words),
+    docs = NewDocuments(ids=store.document_ids("test"), doc_ptr=np.asarray(test.doc_ptr), words=np.asarray(test.words),
                         unknown=np.zeros(test.n_docs, dtype=np.int64), metas=None)
     features = store.features("test")
     return docs, None if features is None else np.asarray(features)
