@@ -36,10 +36,9 @@ def jsonl_store(tmp_path_factory):
     """The example corpus as JSONL: an ``id`` per document and a categorical field."""
     folder = tmp_path_factory.mktemp("jsonl")
     lines = [line for line in EXAMPLE.read_text().splitlines() if line.strip()]
-    with open(folder / "docs.jsonl", "w") as f:
-        for i, line in enumerate(lines):
-            f.write(json.dumps({"id": f"doc-{i:03d}", "text": line,
-                                "half": "a" if i % 2 else "b"}) + "\n")
+    (folder / "docs.jsonl").write_text("".join(
+        json.dumps({"id": f"doc-{i:03d}", "text": line, "half": "a" if i % 2 else "b"}) + "\n"
+        for i, line in enumerate(lines)))
     ok("prepare", folder / "docs.jsonl", "--meta", "half:cat", "--out", folder / "store")
     return folder / "store"
 
@@ -266,8 +265,8 @@ def test_plot_without_matplotlib_names_the_extra(runs, tmp_path):
                           cwd=REPO, check=False)
     assert done.returncode == 2, done.stderr
     assert done.stderr.strip().splitlines() == [
-        'topictk: error: topictk plot needs matplotlib, which comes with the plot extra: '
-        'pip install "topictk[plot]"']
+        ('topictk: error: topictk plot needs matplotlib, which comes with the plot extra: '
+         'pip install "topictk[plot]"')]
     assert not (tmp_path / "c.png").exists()
 
 
