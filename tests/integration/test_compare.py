@@ -292,3 +292,20 @@ def test_export_npz_of_doc_topics_round_trips(runs, tmp_path):
         assert data["doc_topic"].shape == (len(data["id"]), 6)
         assert set(data["split"]) == {"train", "test"}
         assert json.loads(str(data["meta"]))["algorithm"] == "tlasgr"
+
+
+def test_compare_on_a_protocol_b_store_ranks_by_the_training_documents_held_out_tokens(
+        tmp_path):
+    store = tmp_path / "store"
+    ok("prepare", EXAMPLE, "--out", store, "--test-docs", "0", "--heldout-train-fraction", "0.1")
+    for seed in (1, 2):
+        folder = tmp_path / f"s{seed}"
+        folder.mkdir()
+        ok("train", "--config", write_config(folder, store, training={"seed": seed}), "--quiet")
+    rows = json.loads(ok("compare", tmp_path / "s1" / "run", tmp_path / "s2" / "run",
+                         "--format", "json").stdout)["runs"]
+    for row in rows:
+        evaluated = json.loads(ok("evaluate", row["path"], "--json").stdout)
+        assert evaluated["perplexity"] is None
+        assert row["perplexity"] == evaluated["perplexity_train_heldout"]
+    assert rows[0]["perplexity"] <= rows[1]["perplexity"]

@@ -47,7 +47,10 @@ def compare_row(run: RunRef, left_to_right: int | None = None,
     scores = evaluate_loaded(loaded, left_to_right)
     row.update({"iterations": int(loaded.state.step),
                 "train_seconds": float(loaded.header.get("clock", {}).get("train_seconds", 0.0)),
-                "perplexity": scores.get("perplexity"),
+                # a Protocol B store has no test documents: its held-out tokens are the
+                # training documents' (§11.1), the same for every run of the store
+                "perplexity": (scores["perplexity"] if scores.get("perplexity") is not None
+                               else scores.get("perplexity_train_heldout")),
                 "umass": scores["umass"], "npmi": scores["npmi"],
                 "diversity": scores["diversity"]})
     if left_to_right is not None:
