@@ -10,11 +10,18 @@ import io
 import json
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import Protocol
 
 import numpy as np
 
 from topictk.evaluation.infer import NewDocuments, infer_documents, training_documents
 from topictk.evaluation.run import LoadedRun
+
+
+class Export(Protocol):
+    """What an export builds: its bytes in each of its formats."""
+
+    def to_bytes(self, fmt: str) -> bytes: ...
 
 
 @dataclass
@@ -125,7 +132,7 @@ class ExportKind:
     """One choice of ``topictk export --what``: the formats it is written as (the first is
     the default) and the function that builds it."""
 
-    build: Callable[[LoadedRun, FoldIn], MatrixExport]
+    build: Callable[[LoadedRun, FoldIn], Export]
     formats: tuple[str, ...]
 
 
