@@ -167,6 +167,8 @@ def test_align_a_run_with_itself_gives_distance_zero_and_another_more(runs):
 
 def test_align_needs_two_runs(runs):
     assert "--align needs two runs" in fails(2, "compare", runs / "gibbs", "--align")
+    assert "leave out --left-to-right" in fails(2, "compare", runs / "gibbs", runs / "ovb",
+                                                "--align", "--left-to-right")
 
 
 # ----------------------------------------------------------------------------- export

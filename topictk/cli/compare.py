@@ -38,6 +38,9 @@ def compare(runs, fmt, left_to_right, particles, align, top, allow_different_cor
     if particles is not None and not left_to_right:
         raise UsageError("--particles sets the left-to-right estimator's particles; add "
                          "--left-to-right")
+    if align and left_to_right:
+        raise UsageError("--align matches topics and scores nothing; leave out --left-to-right "
+                         "or --align")
     found = discover_runs(runs)
     comparable = check_same_store(found, allow_different_corpora)
     if align:
