@@ -73,18 +73,18 @@ def align(a: str, b: str) -> dict:
 
 def report(args, store, alignments: list[dict], runs: dict, started) -> str:
     facts = h.store_facts(store)
-    lines = [f"# `topictk compare --align`: Gibbs against Gibbs and against OVB, 20 Newsgroups "
-             f"K = {TOPICS}", "",
+    lines = [(f"# `topictk compare --align`: Gibbs against Gibbs and against OVB, 20 Newsgroups "
+             f"K = {TOPICS}"), "",
              f"Measured {started:%Y-%m-%d %H:%M} UTC by", "", "```bash", h.command_line(), "```",
              "", *h.machine_info(), "",
-             f"Store: {h.prepare_command('20news_gan2015', store)} ({facts['D']:,} training "
+             (f"Store: {h.prepare_command('20news_gan2015', store)} ({facts['D']:,} training "
              f"documents, {facts['N']:,} tokens, V = {facts['V']:,}). α = {ALPHA}, β = {BETA}, "
              f"one thread. Gibbs: {args.sweeps} sweeps (SparseLDA), seeds 1 and 2; OVB: "
              f"{args.updates} mini-batches of 256 documents (τ0 = 64, κ = 0.7), seed 1. Each "
              f"pair is aligned by `topictk compare A B --align --format json`: the topics of B "
              f"matched one to one to those of A at the least total Jensen-Shannon distance "
              f"(base 2: 0 = the same distribution, 1 = no word in common; "
-             f"docs/algorithms.md §11.7).", ""]
+             f"docs/algorithms.md §11.7)."), ""]
     lines += h.table(["A", "B", "median distance", "quartiles", "min – max",
                       "pairs below 0.5", "compare --align (s)"],
                      [[a["a"], a["b"], f"**{a['median']:.3f}**", f"{a['q1']:.3f} – {a['q3']:.3f}",
@@ -92,8 +92,8 @@ def report(args, store, alignments: list[dict], runs: dict, started) -> str:
                        f"{a['seconds']:.1f}"] for a in alignments])
     lines += ["", "Training time of the runs (wall seconds of `topictk train`, evaluation "
                   "included): " + ", ".join(f"{k} {v['wall']:.0f}" for k, v in runs.items())
-              + ".", "", "The best-matched pairs of each alignment (topic of A, topic of B, "
-              "distance, top words):", ""]
+              + ".", "", ("The best-matched pairs of each alignment (topic of A, topic of B, "
+              "distance, top words):"), ""]
     for a in alignments:
         for p in a["best"]:
             lines.append(f"- {a['a']} {p['topic_a']} ↔ {a['b']} {p['topic_b']} "
