@@ -311,3 +311,14 @@ def test_compare_on_a_protocol_b_store_ranks_by_the_training_documents_held_out_
         assert evaluated["perplexity"] is None
         assert row["perplexity"] == evaluated["perplexity_train_heldout"]
     assert rows[0]["perplexity"] <= rows[1]["perplexity"]
+
+
+def test_plot_of_runs_of_different_stores_is_refused_unless_allowed(runs, tmp_path,
+                                                                   example_store):
+    ok("train", "--config", write_config(tmp_path, example_store), "--quiet")
+    out = tmp_path / "c.svg"
+    assert "different corpus stores" in fails(2, "plot", runs / "gibbs", tmp_path / "run",
+                                              "--out", out)
+    assert not out.exists()
+    ok("plot", runs / "gibbs", tmp_path / "run", "--out", out, "--allow-different-corpora")
+    assert "not comparable" in out.read_text()
