@@ -158,7 +158,8 @@ class _StderrHandler(logging.StreamHandler):
 @click.option("--debug", is_flag=True, help="Show tracebacks and debug logging.")
 @click.pass_context
 def cli(ctx: click.Context, debug: bool) -> None:
-    """Topic models from the command line: prepare a corpus, train, evaluate, read topics, infer."""
+    """Topic models from the command line: prepare a corpus, train, evaluate, read topics, infer,
+    compare, plot and export runs."""
     ctx.ensure_object(dict)
     ctx.obj["debug"] = debug
     logger = logging.getLogger("topictk")
