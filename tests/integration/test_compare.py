@@ -148,6 +148,15 @@ def test_alignment_recovers_a_permutation_of_noisy_topics(seed):
     assert max(d for _, _, d in pairs) < 0.2
 
 
+def test_runs_of_different_k_are_matched_on_the_smaller_k(seed):
+    rng = np.random.default_rng(seed)
+    big = rng.dirichlet(np.full(30, 0.1), size=5)
+    pairs = align_topics(big[[4, 1, 2]], big)
+    assert [(a, b) for a, b, _ in pairs] == [(0, 4), (1, 1), (2, 2)]
+    assert all(d == pytest.approx(0, abs=1e-7) for _, _, d in pairs)
+    assert [b for _, b, _ in align_topics(big, big[[4, 1, 2]])] == [1, 2, 0]
+
+
 def test_align_a_run_with_itself_gives_distance_zero_and_another_more(runs):
     data = json.loads(ok("compare", runs / "gibbs", runs / "gibbs", runs / "dmr-sem",
                          "--align", "--format", "json").stdout)
