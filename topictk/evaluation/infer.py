@@ -301,10 +301,7 @@ def training_documents(store) -> tuple[NewDocuments, np.ndarray | None]:
     """The store's training documents (their observed tokens) as documents to fold in, with
     their (D, F) features when the store has metadata features."""
     train = store.train()
-    ids_path = store.path / "train_ids.txt"
-    ids = (ids_path.read_text(encoding="utf-8").splitlines() if ids_path.exists()
-           else [str(d + 1) for d in range(train.n_docs)])
-    docs = NewDocuments(ids=ids, doc_ptr=np.asarray(train.doc_ptr),
+    docs = NewDocuments(ids=store.document_ids("train"), doc_ptr=np.asarray(train.doc_ptr),
                         words=np.asarray(train.words),
                         unknown=np.zeros(train.n_docs, dtype=np.int64), metas=None)
     features = store.features("train")

@@ -96,7 +96,7 @@ def evaluate_run(run_dir: str | Path, checkpoint: int | None = None,
     runs on that Dask cluster (same numbers)."""
     run = LoadedRun(run_dir, checkpoint, threads)
     with run_on_cluster(run, scheduler, dask_workers, "evaluated"):
-        return _evaluate(run, left_to_right)
+        return evaluate_loaded(run, left_to_right)
 
 
 @contextmanager
@@ -122,7 +122,8 @@ def run_on_cluster(run: LoadedRun, scheduler: str | None, dask_workers: int | No
         yield cluster
 
 
-def _evaluate(run: LoadedRun, left_to_right: int | None) -> dict:
+def evaluate_loaded(run: LoadedRun, left_to_right: int | None = None) -> dict:
+    """What :func:`evaluate_run` returns, for a run already loaded."""
     test = EvaluationSet.from_store(run.store)
     result = {"run": str(run.run_dir), "model": run.path.name,
               "algorithm": run.config.inference.algorithm, "topics": run.config.model.topics,
