@@ -22,7 +22,7 @@ from topictk.inference.base import (
     word_frequencies,
 )
 from topictk.inference.hyper import minka_alpha
-from topictk.inference.mh import MAX_REBUILD, MH_FROM_K, MHSampler
+from topictk.inference.mh import MAX_REBUILD, MH_FROM_K, MH_REBUILD, MH_STEPS, MHSampler
 from topictk.inference.perplexity import mixture_probabilities
 from topictk.inference.registry import register
 from topictk.inference.sampled import SampledDriver, resolve_alpha, resolve_sample_schedule
@@ -137,10 +137,13 @@ class GibbsDriver(SampledDriver):
                                f"O(1) per token (approximate per sweep); auto = mh from "
                                f"K = {MH_FROM_K}, else as inference.sparse; null = as "
                                "inference.sparse"),
-        "mh_steps": Option("int", 2, low=1,
-                           help="mh: cycles of a word and a document proposal per token"),
-        "mh_rebuild": Option("int", 1, low=1, high=MAX_REBUILD,
-                             help="mh: sweeps between rebuilds of the word proposal's tables"),
+        # null defaults, so that runs saved before these keys existed resume unchanged
+        "mh_steps": Option("int", None, low=1, nullable=True,
+                           help="mh: cycles of a word and a document proposal per token "
+                                f"(null: {MH_STEPS})"),
+        "mh_rebuild": Option("int", None, low=1, high=MAX_REBUILD, nullable=True,
+                             help="mh: sweeps between rebuilds of the word proposal's tables "
+                                  f"(null: {MH_REBUILD})"),
         "chunks": Option("int", 1, low=1,
                          help="AD-LDA chunks: 1 = exact sequential sampler; threads work on "
                               "chunks in parallel, so set chunks >= threads"),
@@ -172,7 +175,9 @@ class GibbsDriver(SampledDriver):
             if self.K > self.n_tokens:
                 log.warning("model.n_topics = %d is more than the %d training tokens: most "
                             "topics stay empty", self.K, self.n_tokens)
-            self.mh = MHSampler(opts.mh_steps, opts.mh_rebuild, self.words, self.V, self.K)
+            steps = MH_STEPS if opts.mh_steps is None else opts.mh_steps
+            rebuild = MH_REBUILD if opts.mh_rebuild is None else opts.mh_rebuild
+            self.mh = MHSampler(steps, rebuild, self.words, self.V, self.K)
         sparse = {"sparse": True, "dense": False}.get(choice, opts.sparse)
         self.sampler = SweepSampler(False if self.mh else sparse, self.words, self.V, self.K)
         self.cluster = None         # the Dask cluster the shards sweep on (use_cluster)

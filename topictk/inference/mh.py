@@ -12,6 +12,10 @@ import numpy as np
 from topictk.inference import _mh
 from topictk.inference.base import word_frequencies
 
+#: defaults of ``inference.mh_steps`` and ``inference.mh_rebuild``
+MH_STEPS = 2
+MH_REBUILD = 1
+
 #: longest allowed interval, in sweeps, between two rebuilds of the word proposal's tables
 #: (``inference.mh_rebuild``): staler tables propose topics the chain has left, so more
 #: proposals are refused (docs/algorithms.md §2.7).
