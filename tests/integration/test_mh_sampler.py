@@ -92,3 +92,24 @@ def test_more_topics_than_tokens_is_a_warning(tmp_path, example_store):
     out = ok("train", "--config", config)
     assert "training tokens: most topics stay empty" in out.stderr
     assert np.isfinite(metrics(tmp_path / "run")[-1]["perplexity_point"])
+
+
+def test_auto_is_the_default_below_the_crossover_and_mh_from_it(tmp_path, example_store,
+                                                                 monkeypatch):
+    """Below MH_FROM_K ``sampler: auto`` runs exactly today's default chain; from it, mh."""
+    from topictk.inference import gibbs
+    monkeypatch.setattr(gibbs, "MH_FROM_K", 8)
+    runs = {}
+    for name, topics, sampler in (("default", 6, None), ("auto6", 6, "auto"),
+                                  ("auto8", 8, "auto"), ("mh8", 8, "mh")):
+        config = write_config(tmp_path, example_store, name=f"{name}.yaml",
+                              output=str(tmp_path / name), model={"topics": topics},
+                              inference={"iterations": 6, "burn_in": 3, "thin": 3,
+                                         "sampler": sampler},
+                              training={"eval_every": 3, "checkpoint_every": 6})
+        ok("train", "--config", config, "-q")
+        runs[name] = tmp_path / name
+    assert_same_arrays(model_arrays(runs["default"])[1], model_arrays(runs["auto6"])[1])
+    assert {m["sampler"] for m in metrics(runs["auto6"])} == {"sparse"}
+    assert_same_arrays(model_arrays(runs["auto8"])[1], model_arrays(runs["mh8"])[1])
+    assert {m["sampler"] for m in metrics(runs["auto8"])} == {"mh"}
