@@ -1,4 +1,3 @@
-#!/usr/bin/env python3
 """Large K: topictk's Metropolis-Hastings sampler (``inference.sampler: mh``) beside its
 SparseLDA sampler and tomotopy (LDAModel), one thread.
 
@@ -37,9 +36,10 @@ FOLD_IN_BURN_IN = 10
 
 # --------------------------------------------------------------------------- workers
 def _vm_hwm() -> int:
-    for line in open("/proc/self/status"):
-        if line.startswith("VmHWM:"):
-            return int(line.split()[1]) * 1024
+    with open("/proc/self/status") as status:
+        for line in status:
+            if line.startswith("VmHWM:"):
+                return int(line.split()[1]) * 1024
     return 0
 
 
@@ -168,25 +168,25 @@ def report(rows: dict, facts: dict, store_cmd: str, a, began) -> str:
            f"- Date: {began:%Y-%m-%d %H:%M} UTC to {h.now_utc():%H:%M} UTC",
            *h.machine_info("tomotopy"), "",
            "## Method", "",
-           f"- Corpus: `{store_cmd}`: {facts['D']:,} training documents, {facts['N']:,} "
-           f"training tokens, V = {facts['V']:,}; store {h.mib(facts['bytes'])} MiB on disk.",
-           f"- alpha = {ALPHA}, beta = {BETA}, seed {a.seed}, one thread. topictk's two "
+           (f"- Corpus: `{store_cmd}`: {facts['D']:,} training documents, {facts['N']:,} "
+           f"training tokens, V = {facts['V']:,}; store {h.mib(facts['bytes'])} MiB on disk."),
+           (f"- alpha = {ALPHA}, beta = {BETA}, seed {a.seed}, one thread. topictk's two "
            f"samplers train for {a.seconds:g} s of training time each (`training.time_limit`, "
            f"evaluation excluded) from the same random start, evaluating every "
            f"{a.eval_every} sweeps; mh uses the defaults `mh_steps: 2`, `mh_rebuild: 1`. "
-           f"tomotopy trains {a.tomotopy_sweeps} sweeps.",
-           f"- Held-out perplexity: point estimate from the counts, fold-in of the store's "
+           f"tomotopy trains {a.tomotopy_sweeps} sweeps."),
+           (f"- Held-out perplexity: point estimate from the counts, fold-in of the store's "
            f"test documents ({FOLD_IN_SWEEPS} sweeps, {FOLD_IN_BURN_IN} burn-in), the same "
            "estimator (`topictk.score_topic_word` for tomotopy, the run's own evaluation for "
-           "topictk) on the same tokens.",
-           "- tokens/s = training tokens x sweeps / training seconds (from a random start: "
-           "the early sweeps of SparseLDA are its slowest).",
-           f"- Peak RSS: a separate `topictk train` of {a.memory_sweeps} sweeps without "
+           "topictk) on the same tokens."),
+           ("- tokens/s = training tokens x sweeps / training seconds (from a random start: "
+           "the early sweeps of SparseLDA are its slowest)."),
+           (f"- Peak RSS: a separate `topictk train` of {a.memory_sweeps} sweeps without "
            "evaluation (the whole process); tomotopy: the worker's VmHWM right after "
-           "training. `contention`: cores other processes kept busy during the run (2 cores).",
+           "training. `contention`: cores other processes kept busy during the run (2 cores)."),
            "", "## Throughput, perplexity at equal time, memory", "",
-           "| K | sampler | sweeps | train s | tokens/s | held-out ppl | peak RSS MiB "
-           "| contention |", "| ---: | --- | ---: | ---: | ---: | ---: | ---: | ---: |"]
+           ("| K | sampler | sweeps | train s | tokens/s | held-out ppl | peak RSS MiB "
+           "| contention |"), "| ---: | --- | ---: | ---: | ---: | ---: | ---: | ---: |"]
     for K, row in rows.items():
         for name in ("sparse", "mh", "tomotopy"):
             r = row.get(name)
@@ -196,9 +196,9 @@ def report(rows: dict, facts: dict, store_cmd: str, a, began) -> str:
                        f"{r['tokens_per_s'] / 1e6:.2f} M | {h.fmt(r['perplexity'], '.1f')} | "
                        f"{h.mib(r.get('peak'))} | {r['foreign']:.2f} |")
     out += ["", "## Perplexity against training time", "",
-            "Each topictk run's evaluations as (sweep, training seconds, perplexity); "
+            ("Each topictk run's evaluations as (sweep, training seconds, perplexity); "
             "`reach` is the training time at which mh first reaches SparseLDA's final "
-            "perplexity of the same budget, and its share of SparseLDA's time.", ""]
+            "perplexity of the same budget, and its share of SparseLDA's time."), ""]
     for K, row in rows.items():
         sp, mh = row["sparse"], row["mh"]
         reach = time_to_reach(mh["curve"], sp["perplexity"])
