@@ -163,7 +163,8 @@ def sweep_chunk(doc_ptr, words, z, ndk, nkw, nk, alpha, beta, d_begin, d_end, rn
 
 def sweep(doc_ptr, words, z, ndk, nkw, nk, alpha, beta, bounds, rngs, steps, tb: Tables,
           table_z=None) -> None:
-    """``table_z``: the topics the tables were built from when they are not z itself. AD-LDA: every chunk on a private copy of the counts of the start of the iteration, the
+    """``table_z``: the topics the tables were built from when they are not z itself. AD-LDA:
+    every chunk on a private copy of the counts of the start of the iteration, the
     changes summed afterwards (chunk 0 may as well work in place)."""
     alpha = [float(a) for a in alpha]
     alpha_sum = 0.0
