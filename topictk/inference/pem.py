@@ -499,6 +499,14 @@ class PEMDriver(BatchEMDriver):
     def state_sizes(self) -> dict:
         return {**super().state_sizes(), "P": self.P}
 
+    def state_from_arrays(self, header: dict, arrays: dict) -> PEMState:
+        """Schema 1 kept one weight per particle for the whole corpus: every document starts
+        from those weights (they enter no later update, and scoring uses phi and alpha)."""
+        omega = arrays.get("omega")
+        if header.get("schema", 1) == 1 and omega is not None and np.ndim(omega) == 1:
+            arrays = {**arrays, "omega": np.tile(omega, (self.n_docs, 1))}
+        return super().state_from_arrays(header, arrays)
+
     def check_state(self, state: PEMState) -> None:
         for name in ("phi", "gamma", "alpha", "omega"):
             if not np.all(np.isfinite(getattr(state, name))):
