@@ -27,10 +27,10 @@ import os
 for _var in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
     os.environ[_var] = "1"
 
-import argparse  # noqa: E402
-import json  # noqa: E402
+import argparse
+import json
 
-import harness as h  # noqa: E402
+import harness as h
 
 NAME = "pem"
 WORK = h.WORK / "pem"
@@ -73,13 +73,13 @@ def cell_runs(corpus: str, K: int, seed: int, args) -> list[tuple[str, dict]]:
     top = max(args.particles)
     jobs = []
     for r in range(min(top, 4)):
-        jobs.append((run_key(corpus, K, seed, "vb", r), dict(particles=1, offset=r)))
+        jobs.append((run_key(corpus, K, seed, "vb", r), {"particles": 1, "offset": r}))
     for P in sorted(p for p in args.particles if 1 < p <= 4):
-        jobs.append((run_key(corpus, K, seed, "pem", P), dict(particles=P)))
+        jobs.append((run_key(corpus, K, seed, "pem", P), {"particles": P}))
     for r in range(4, top):
-        jobs.append((run_key(corpus, K, seed, "vb", r), dict(particles=1, offset=r)))
+        jobs.append((run_key(corpus, K, seed, "vb", r), {"particles": 1, "offset": r}))
     for P in sorted(p for p in args.particles if p > 4):
-        jobs.append((run_key(corpus, K, seed, "pem", P), dict(particles=P)))
+        jobs.append((run_key(corpus, K, seed, "pem", P), {"particles": P}))
     return [(key, config(store, WORK / "runs" / key, K, seed, args.iterations, **kw))
             for key, kw in jobs]
 
@@ -102,13 +102,12 @@ def summary(results: dict, corpus: str, K: int, args) -> list[list]:
             restarts = [results[run_key(corpus, K, s, "vb", r)] for r in range(P)]
             pick = max(restarts, key=lambda r: r["objective"])
             best.append({**pick, "seconds": sum(r["seconds"] for r in restarts)})
+        wins_one = sum(a["objective"] > b["objective"] for a, b in zip(pem, one))
+        wins_best = sum(a["objective"] > b["objective"] for a, b in zip(pem, best))
         rows.append([P, len(done),
                      h.fmt(h.mean([r["objective"] for r in pem]), ".4f"),
                      h.fmt(h.mean([r["objective"] for r in best]), ".4f"),
-                     f"{sum(a['objective'] > b['objective'] for a, b in zip(pem, one))}"
-                     f"/{len(done)}",
-                     f"{sum(a['objective'] > b['objective'] for a, b in zip(pem, best))}"
-                     f"/{len(done)}",
+                     f"{wins_one}/{len(done)}", f"{wins_best}/{len(done)}",
                      h.fmt(h.mean([r["perplexity"] for r in pem]), ".1f"),
                      h.fmt(h.mean([r["perplexity"] for r in best]), ".1f"),
                      h.fmt(h.mean([r["per_iteration"] for r in pem]), ".3f"),
@@ -126,10 +125,10 @@ HEADER = ["P", "seeds", "objective P", "objective best-of-P VB", "P > 1 particle
 
 
 def report(results: dict, args) -> str:
-    lines = [f"# Particle EM against one particle and best-of-P restarted VB", "",
+    lines = ["# Particle EM against one particle and best-of-P restarted VB", "",
              "Produced by:", "", "```", h.command_line(), "```", "",
              *h.machine_info(), "",
-             f"{args.iterations} EM iterations, alpha learnt, 1 thread, no early stop; "
+             (f"{args.iterations} EM iterations, alpha learnt, 1 thread, no early stop; "
              "objective = final bound of each document's best particle per training token "
              "(the VB bound for one particle); perplexity = held-out perplexity of the "
              "store's held-out tokens at the end; best-of-P VB = of unsmoothed VB restarted "
@@ -137,7 +136,7 @@ def report(results: dict, args) -> str:
              "perplexity, and the summed training time of the P restarts. `P > 1 particle`, "
              "`P > best-of-P`: seeds on which P particles end at a higher objective. "
              "`collapsed`: mean count of particles within 1e-3 mean total variation of an "
-             "earlier one at the end.", ""]
+             "earlier one at the end."), ""]
     for corpus in args.corpora:
         for K in args.topics:
             rows = summary(results, corpus, K, args)

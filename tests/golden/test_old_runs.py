@@ -9,7 +9,6 @@ import json
 import shutil
 
 import pytest
-
 import yaml
 
 from tests.golden.cases import CASES, RTOL, RTOL_DMR, close, strip_volatile

@@ -1,12 +1,15 @@
 """Particle EM for LDA (PEM slides), in the well-posed form of docs/algorithms.md §10.
 
 P particles share the point topics phi and the Dirichlet alpha; each particle p keeps its own
-local variational state gamma_p (D, K) (mu is never stored). The tempered objective is
+local variational state gamma_p (D, K) (mu is never stored), and every document d weighs the
+particles with weights of its own omega_d (§10.2). The tempered objective is
 
-    L_T = sum_p omega_p L_p + T H(omega),
+    L_T = sum_d [sum_p omega_dp l_pd + T H(omega_d)],
 
-L_p the particle's unsmoothed VB objective with the z-entropy multiplied by T (the slides' lambda).
-One training step is one EM iteration:
+l_pd the particle's unsmoothed VB objective term of document d with the z-entropy multiplied by
+T (the slides' lambda). One training step is one EM iteration at T_t (§10.5: a geometric
+annealing schedule from ``anneal_from`` to ``temperature`` over ``anneal_steps`` iterations,
+otherwise T):
 
 1. E-step of every particle with (phi, alpha) fixed: the §3.2 coordinate ascent with tempered
    responsibilities mu proportional to exp((Elogtheta + ln phi) / T), warm-started from the
@@ -14,24 +17,28 @@ One training step is one EM iteration:
    :func:`topictk.inference._vb.e_step`, so P = 1, T = 1 reproduces unsmoothed VB-EM bit for
    bit (§10 oracle a); other temperatures use :func:`topictk.inference._pem.e_step_tempered`
    (T = 0: hard assignment to the arg-max topic, §10.3).
-2. omega_p = softmax(L_p / T) (one-hot on the best particle at T = 0), the exact maximiser of
-   L_T in omega -- the corrected form of the slides' eq. 2.
-3. The EM stopping rule on L_T (relative change < ``tol``) is checked before the M-step (§3.5).
-4. M-step: phi_kw proportional to max(sum_p omega_p SS_p,kw, 1e-100); with ``model.alpha: auto``
-   the Newton step of §3.4 on the weighted statistic S_k = sum_p omega_p sum_d Elogtheta_pdk
-   (:func:`topictk.inference.vb.optimize_alpha`).
+2. omega_dp = softmax_p(l_pd / T) (one-hot on the document's best particle at T = 0), the
+   exact maximiser of L_T in omega_d -- the corrected, per-document form of the slides' eq. 2.
+3. The EM stopping rule on L_T (relative change < ``tol``) is checked before the M-step (§3.5),
+   between iterations of the same T.
+4. M-step: phi_kw proportional to max(sum_p sum_d omega_dp n_dw mu_pdwk, 1e-100) (a second,
+   weighted statistics pass over every particle); with ``model.alpha: auto`` the Newton step of
+   §3.4 on S_k = sum_p sum_d omega_dp Elogtheta_pdk (:func:`topictk.inference.vb.optimize_alpha`).
 
-Every step does not decrease L_T (logged per token as ``train_bound_per_token``).
+At a fixed T no step decreases L_T (logged per token as ``train_bound_per_token``); the bound of
+every document's best particle is logged as ``best_bound_per_token`` and particles that collapse
+onto one another as ``particles_collapsed`` (§10.4).
 
 Initialisation (§10.4): phi as unsmoothed VB (Gam(100, 100) from the init stream, normalised);
 particle 0 starts from gamma = alpha + N_d / K, particle p >= 1 from
 gamma_pdk = alpha_k + N_d e_pdk / sum_k e_pdk with e_pdk ~ Gam(1, 1) drawn from its own stream
-(key (0, p), the init family), so particle p starts the same whatever P is.
+(key (0, p), the init family), so particle p starts the same whatever P is; ``particle_offset``
+numbers the particles from another start.
 
-Prediction (§10.4, §11.2): p(w | test doc) = sum_p omega_p sum_k theta-hat_pdk phi_kw with
-theta-hat_p from the particle's fold-in E-step (tempered, cold-started, phi and alpha frozen).
-Because phi and alpha are shared and the fold-in starts cold, theta-hat_p is the same for every
-particle and the mixture equals one fold-in; it is computed once.
+Prediction (§10.4, §11.2): p(w | test doc) = sum_k theta-hat_dk phi_kw with theta-hat from the
+fold-in E-step (at the final T, cold-started, phi and alpha frozen). Because phi and alpha are
+shared and the fold-in starts cold, theta-hat is the same for every particle; it is computed
+once.
 
 The state lives here rather than in ``topictk/state`` (it is only used by this driver).
 """
@@ -120,7 +127,7 @@ def tempered_objective(bounds: np.ndarray, omega: np.ndarray, temperature: float
 
 
 def annealed_temperature(t: int, start: float, end: float, steps: int) -> float:
-    """T_t of the geometric schedule of §10.3: ``start`` at t = 0, ``end`` from t = steps on,
+    """T_t of the geometric schedule of §10.5: ``start`` at t = 0, ``end`` from t = steps on,
     T_t = start (end / start)^(t / steps) between (``steps`` = 0: always ``end``)."""
     if steps <= 0 or t >= steps:
         return float(end)
@@ -129,7 +136,7 @@ def annealed_temperature(t: int, start: float, end: float, steps: int) -> float:
 
 def particle_distances(gamma: np.ndarray) -> np.ndarray:
     """(P, P) mean over documents of the total-variation distance between the particles'
-    theta-hat_pd = gamma_pd / gamma_pd. (§10.3, the collapse check)."""
+    theta-hat_pd = gamma_pd / gamma_pd. (§10.4, the collapse check)."""
     theta = gamma / gamma.sum(axis=2, keepdims=True)
     P = theta.shape[0]
     dist = np.zeros((P, P))
@@ -340,7 +347,7 @@ class PEMDriver(BatchEMDriver):
                 f"inference.particles or model.topics")
 
     def temperature_at(self, t: int) -> float:
-        """T of EM iteration t (§10.3): the annealing schedule, then ``temperature``."""
+        """T of EM iteration t (§10.5): the annealing schedule, then ``temperature``."""
         opts = self.config.inference
         return working_temperature(annealed_temperature(t, float(opts.anneal_from),
                                                         self.temperature,
