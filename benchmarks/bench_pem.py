@@ -19,6 +19,10 @@ iteration of P particles <= P x those of one::
 
     nice python benchmarks/bench_pem.py --record
     python benchmarks/bench_pem.py --corpora kos --topics 20 --seeds 1 --particles 1 4
+    python benchmarks/bench_pem.py --record --report-only     # the tables of the runs so far
+
+Runs are kept (``benchmarks/work/pem/results-ITERATIONS-PID.json``, one file per process) and
+not measured again, so grids can be run in parts and side by side.
 """
 from __future__ import annotations
 
@@ -115,13 +119,14 @@ def summary(results: dict, corpus: str, K: int, args) -> list[list]:
                            / h.mean([r["per_iteration"] for r in one]), ".2f"),
                      h.fmt(h.mean([r["seconds"] for r in pem]), ".1f"),
                      h.fmt(h.mean([r["seconds"] for r in best]), ".1f"),
-                     h.fmt(h.mean([r["collapsed"] or 0 for r in pem]), ".1f")])
+                     h.fmt(h.mean([r["collapsed"] or 0 for r in pem]), ".1f"),
+                     h.fmt(h.mean([r["foreign"] for r in pem]), ".2f")])
     return rows
 
 
 HEADER = ["P", "seeds", "objective P", "objective best-of-P VB", "P > 1 particle",
           "P > best-of-P", "perplexity P", "perplexity best-of-P VB", "s / iteration P",
-          "ratio to P = 1", "train s P", "train s best-of-P VB", "collapsed"]
+          "ratio to P = 1", "train s P", "train s best-of-P VB", "collapsed", "contention P"]
 
 
 def report(results: dict, args) -> str:
@@ -136,13 +141,23 @@ def report(results: dict, args) -> str:
              "perplexity, and the summed training time of the P restarts. `P > 1 particle`, "
              "`P > best-of-P`: seeds on which P particles end at a higher objective. "
              "`collapsed`: mean count of particles within 1e-3 mean total variation of an "
-             "earlier one at the end."), ""]
+             "earlier one at the end. `contention P`: cores other processes kept busy during "
+             "the P-particle runs (the machine has 2; the timings are wall seconds)."), ""]
     for corpus in args.corpora:
         for K in args.topics:
             rows = summary(results, corpus, K, args)
             if rows:
                 lines += [f"## {LABELS[corpus]}, K = {K}", "", *h.table(HEADER, rows), ""]
     return "\n".join(lines)
+
+
+def load_results(iterations: int) -> dict:
+    """Every run measured so far with this number of iterations: each process writes its own
+    file, so that two grids can run at once."""
+    results = {}
+    for path in sorted(WORK.glob(f"results-{iterations}*.json")):
+        results.update(json.loads(path.read_text()))
+    return results
 
 
 def main(argv=None) -> None:
@@ -152,12 +167,18 @@ def main(argv=None) -> None:
     parser.add_argument("--seeds", nargs="+", type=int, default=[1, 2, 3, 4, 5])
     parser.add_argument("--particles", nargs="+", type=int, default=[1, 2, 4, 8])
     parser.add_argument("--iterations", type=int, default=50)
+    parser.add_argument("--report-only", action="store_true",
+                        help="write the report from the runs measured so far, run nothing")
     h.add_common_options(parser)
     args = parser.parse_args(argv)
     if 1 not in args.particles:
         args.particles = [1, *args.particles]
-    saved = WORK / f"results-{args.iterations}.json"
-    results = json.loads(saved.read_text()) if saved.exists() else {}
+    results = load_results(args.iterations)
+    saved = WORK / f"results-{args.iterations}-{os.getpid()}.json"
+    mine = {}
+    if args.report_only:
+        h.write_results(h.results_path(NAME, args.record), report(results, args))
+        return
     for K in args.topics:
         for corpus in args.corpora:
             for seed in args.seeds:
@@ -165,9 +186,9 @@ def main(argv=None) -> None:
                     if key in results:
                         continue
                     h.log(key)
-                    results[key] = measure(cfg["corpus"], key, cfg, args)
+                    results[key] = mine[key] = measure(cfg["corpus"], key, cfg, args)
                     saved.parent.mkdir(parents=True, exist_ok=True)
-                    saved.write_text(json.dumps(results, indent=1))
+                    saved.write_text(json.dumps(mine, indent=1))
                 h.write_results(h.results_path(NAME, args.record), report(results, args))
 
 
