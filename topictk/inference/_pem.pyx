@@ -276,8 +276,10 @@ def e_step_tempered(const int64_t[::1] indptr,       # IN  (D_b + 1) CSR row off
     both are run and the document keeps the one with the higher l_d (warm on ties), as
     :func:`topictk.inference._vb.e_step` does; the statistics are reduced as there too
     (``topictk/_cy/estep.pxd``). ``doc_weight`` (float64, D_b) multiplies every document's
-    statistics: particle EM's per-document particle weights (docs/algorithms.md §10.3).
-    Equivalent to ``tests/reference/pem.py::e_step_tempered``.
+    statistics: particle EM's per-document particle weights (docs/algorithms.md §10.3); with
+    ``max_iter`` 0 and a warm start this is the weighted statistics pass, equivalent to
+    ``tests/reference/pem.py::weighted_statistics``. Otherwise equivalent to
+    ``tests/reference/pem.py::e_step_tempered``.
     """
     cdef Py_ssize_t D = indptr.shape[0] - 1, K = gamma.shape[1]
     cdef Py_ssize_t V_b = logweights.shape[0], i
