@@ -250,8 +250,10 @@ def test_tiny_temperature_weights_tend_to_the_zero_limit():
 @pytest.mark.parametrize("T", [1e-300, 1e-310, 5e-324])
 def test_tiny_positive_temperature_runs_as_the_zero_limit(planted_store, tmp_path, seed, T):
     """A positive T far below any gap of the objective (here down to the smallest double)
-    stays finite and gives the T = 0 run: one-hot weights, the same topics, bound and
-    held-out probabilities (no ties in this corpus)."""
+    stays finite and gives the T = 0 run: one-hot weights but for documents where particles
+    converged to the same bound (T -> 0+ shares those ties, T = 0 gives them to the first
+    particle; the particles are the same there, so the statistics are too), the same topics,
+    bound and held-out probabilities."""
     store = CorpusStore.open(planted_store)
     test = HeldOut.from_store(store)
     runs = []
@@ -264,8 +266,15 @@ def test_tiny_positive_temperature_runs_as_the_zero_limit(planted_store, tmp_pat
             driver.check_state(state)
         runs.append((driver, state))
     (d0, s0), (d1, s1) = runs
-    np.testing.assert_array_equal(s1.omega, s0.omega)
-    assert sorted(s1.omega) == [0.0, 0.0, 1.0]
+    ties = np.any(s1.omega != s0.omega, axis=1)
+    assert np.all(s0.omega.max(axis=1) == 1.0) and ties.sum() < ties.size
+    np.testing.assert_array_equal(s1.omega[~ties], s0.omega[~ties])
+    for d in np.flatnonzero(ties):                 # shared among particles at the same point
+        shared = s1.omega[d] > 0
+        assert s0.omega[d, np.argmax(shared)] == 1.0
+        first = s1.gamma[np.argmax(shared), d]
+        np.testing.assert_allclose(s1.gamma[shared, d], np.tile(first, (shared.sum(), 1)),
+                                   rtol=1e-9)
     np.testing.assert_allclose(s1.phi, s0.phi, rtol=1e-9, atol=1e-300)
     np.testing.assert_allclose(s1.gamma, s0.gamma, rtol=1e-9)
     assert s1.bound == pytest.approx(s0.bound, rel=1e-12)
@@ -350,3 +359,147 @@ def test_config_checks(planted_store, tmp_path):
     # beyond 1e6 every weight is flat to double precision, and near 1e305 the E-step overflows
     with pytest.raises(ConfigError, match=r"got 1e\+308"):
         _config(planted_store, tmp_path / "x", temperature=1e308)
+
+
+# ------------------------------------------- per-document weights, annealing, collapse, memory
+def test_document_weights_equal_the_twin(seed):
+    """omega_d = softmax_p(l_pd / T) for every document (§10.3), T = 0 one-hot per document;
+    L_T at those weights is sum_d T logsumexp_p(l_pd / T)."""
+    rng = np.random.default_rng(seed)
+    bounds = rng.normal(-50, 3, size=(30, 4))
+    for T in (0.0, 0.3, 1.0, 6.0):
+        omega = particle_weights(bounds, T)
+        np.testing.assert_allclose(omega, ref.particle_weights(bounds, T), rtol=1e-12,
+                                   atol=1e-300)
+        np.testing.assert_allclose(omega.sum(axis=1), 1.0, rtol=1e-14)
+    np.testing.assert_array_equal(particle_weights(bounds, 0.0).argmax(axis=1),
+                                  bounds.argmax(axis=1))
+    from scipy.special import logsumexp
+    assert tempered_objective(bounds, particle_weights(bounds, 2.0), 2.0) == pytest.approx(
+        float(np.sum(2.0 * logsumexp(bounds / 2.0, axis=1))), rel=1e-12)
+
+
+def test_weighted_statistics_kernel_equals_the_twin(seed):
+    """The statistics pass with per-document weights (max_iter 0, warm) equals
+    sum_d omega_d n_dw mu_dwk of the twin, at 1 and 2 threads; weights of 1 change nothing."""
+    rng = np.random.default_rng(seed)
+    indptr, indices, counts = _csr(rng)
+    K, D = 4, indptr.size - 1
+    phi = rng.dirichlet(np.full(18, 0.5), size=K).T.copy()
+    alpha = np.full(K, 0.2)
+    gammas = rng.random((3, D, K)) * 4 + 0.2
+    omega = rng.dirichlet(np.ones(3), size=D)
+    omega[0] = [1.0, 0.0, 0.0]                       # a document of weight 0 adds nothing
+    for T in (0.0, 0.6, 1.0):
+        LW, shift = tempered_weights(phi, T)
+        got = {}
+        for threads in (1, 2):
+            ss = np.zeros(phi.shape)
+            for p in range(3):
+                g = gammas[p].copy()
+                _pem.e_step_tempered(indptr, indices, counts, LW, shift, alpha, g, T, 1, 0.0,
+                                     0, ss, None, None, threads,
+                                     np.ascontiguousarray(omega[:, p]))
+                np.testing.assert_array_equal(g, gammas[p])          # no gamma update
+            got[threads] = ss
+        np.testing.assert_array_equal(got[1], got[2])
+        want = ref.weighted_statistics(indptr, indices, counts, np.log(phi), gammas, omega, T)
+        np.testing.assert_allclose(got[1], want, rtol=1e-10, atol=1e-12)
+        assert got[1].sum() == pytest.approx(counts.sum(), rel=1e-12)
+        ones = np.zeros(phi.shape)
+        plain = np.zeros(phi.shape)
+        for out, weight in ((ones, np.ones(D)), (plain, None)):
+            _pem.e_step_tempered(indptr, indices, counts, LW, shift, alpha, gammas[1].copy(),
+                                 T, 1, 0.0, 0, out, None, None, 1, weight)
+        np.testing.assert_array_equal(ones, plain)
+
+
+def test_annealed_temperature_schedule():
+    from topictk.inference.pem import annealed_temperature
+    for t in range(12):
+        assert annealed_temperature(t, 8.0, 1.0, 6) == pytest.approx(
+            ref.annealed_temperature(t, 8.0, 1.0, 6), rel=1e-13)
+    assert annealed_temperature(0, 8.0, 1.0, 6) == 8.0
+    assert annealed_temperature(3, 8.0, 1.0, 6) == pytest.approx(8.0 ** 0.5)
+    assert annealed_temperature(6, 8.0, 1.0, 6) == annealed_temperature(50, 8.0, 1.0, 6) == 1.0
+    assert annealed_temperature(0, 8.0, 0.5, 0) == 0.5                # no annealing
+
+
+def test_annealed_run_logs_its_temperature_and_waits_to_stop(planted_store, tmp_path):
+    """The E-step of iteration t runs at T_t; the stopping rule does not fire while T
+    changes (a large tol would stop at the second iteration otherwise)."""
+    train(_config(planted_store, tmp_path / "r", particles=2, anneal_from=4.0, anneal_steps=4,
+                  tol=0.5, training={"eval_every": 1, "checkpoint_every": 100}), quiet=True)
+    lines = [json.loads(x) for x in (tmp_path / "r" / "metrics.jsonl").read_text().splitlines()]
+    temps = [m["temperature"] for m in lines if "temperature" in m]   # until converged
+    np.testing.assert_allclose(temps[:5], [4.0, 4.0 ** 0.75, 2.0, 4.0 ** 0.25, 1.0],
+                               rtol=1e-12)
+    assert all(not m["converged"] for m in lines[:5]) and lines[-1]["converged"]
+
+
+def test_particle_distances_and_collapse_report(planted_store, tmp_path, seed):
+    """Particles that meet are reported: the distance twin, and with cold E-step starts every
+    particle follows particle 0 after one iteration, so P - 1 of them are logged as
+    collapsed; warm starts keep them apart."""
+    from topictk.inference.pem import collapsed_particles, particle_distances
+    rng = np.random.default_rng(seed)
+    gammas = rng.random((4, 20, 5)) + 0.1
+    gammas[3] = gammas[1] * 2.0                     # same theta-hat as particle 1
+    dist = particle_distances(gammas)
+    np.testing.assert_allclose(dist, ref.particle_distances(gammas), rtol=1e-12, atol=1e-15)
+    assert collapsed_particles(dist, 1e-9) == 1 and collapsed_particles(dist[:1, :1], 1) == 0
+    for start, collapsed in (("cold", 2), ("warm", 0)):
+        train(_config(planted_store, tmp_path / start, particles=3, estep_start=start,
+                      training={"eval_every": 4}), quiet=True)
+        last = json.loads((tmp_path / start / "metrics.jsonl").read_text().splitlines()[-1])
+        assert last["particles_collapsed"] == collapsed, (start, last)
+        assert (last["particle_distance_min"] < 1e-3) == (start == "cold")
+
+
+def test_particle_offset_starts_from_that_particle(planted_store, tmp_path):
+    """A 1-particle run with particle_offset r starts where particle r of a larger run does
+    (the restarts of best-of-P VB)."""
+    store = CorpusStore.open(planted_store)
+    four = PEMDriver(_config(planted_store, tmp_path / "a", particles=4), store,
+                     streams=Streams(2)).init_state()
+    for r in range(4):
+        one = PEMDriver(_config(planted_store, tmp_path / "b", particles=1, particle_offset=r),
+                        store, streams=Streams(2)).init_state()
+        np.testing.assert_array_equal(one.gamma[0], four.gamma[r])
+        np.testing.assert_array_equal(one.phi, four.phi)
+
+
+def test_weighted_alpha_statistic(seed):
+    from scipy.special import digamma
+
+    from topictk.inference.pem import weighted_elog_theta_sum
+    rng = np.random.default_rng(seed)
+    gammas = rng.random((3, 15, 4)) * 5 + 0.1
+    omega = rng.dirichlet(np.ones(3), size=15)
+    want = sum(omega[d, p] * (digamma(gammas[p, d]) - digamma(gammas[p, d].sum()))
+               for p in range(3) for d in range(15))
+    np.testing.assert_allclose(weighted_elog_theta_sum(gammas, omega), want, rtol=1e-12)
+
+
+def test_annealing_must_end_at_a_positive_temperature(planted_store, tmp_path):
+    with pytest.raises(ConfigError, match=r"inference\.temperature must be > 0 when "
+                                          r"inference\.anneal_steps > 0 \(the annealed "
+                                          r"temperature must end at a positive value\); got 0"):
+        _config(planted_store, tmp_path / "x", temperature=0, anneal_steps=5)
+    with pytest.raises(ConfigError, match=r"inference\.anneal_from must be a number in "
+                                          r"\(0, 1000000\]; got 0"):
+        _config(planted_store, tmp_path / "x", anneal_from=0, anneal_steps=5)
+
+
+def test_particles_that_do_not_fit_in_memory_are_refused_first(planted_store, tmp_path,
+                                                                monkeypatch):
+    """The estimate is checked before anything is allocated, and the message gives it."""
+    from topictk.inference import pem
+    monkeypatch.setattr(pem, "available_memory", lambda: 2 ** 20)
+    monkeypatch.setattr(PEMDriver, "init_state", lambda self: pytest.fail("allocated"))
+    with pytest.raises(ConfigError, match=r"inference\.particles = 1000: the particle states "
+                                          r"need about 0\.\d\d GiB \(140 documents x 5 "
+                                          r"topics x 1000 particles\) but 0\.00 GiB are "
+                                          r"available; lower inference\.particles"):
+        train(_config(planted_store, tmp_path / "big", particles=1000), quiet=True)
+    assert not (tmp_path / "big" / "metrics.jsonl").exists()

@@ -76,30 +76,69 @@ def e_step_tempered(indptr, indices, counts, logphi, alpha, gamma, temperature, 
 
 
 def particle_weights(bounds, temperature):
-    """omega_p proportional to exp(L_p / T); T = 0: one-hot on the first best particle."""
+    """omega_p proportional to exp(L_p / T) over the last axis; T = 0: one-hot on the first
+    best particle. (D, P) bounds give every document its own weights (§10.3)."""
     bounds = np.asarray(bounds, dtype=np.float64)
     if temperature == 0:
-        omega = np.zeros(bounds.size)
-        omega[np.argmax(bounds)] = 1.0
+        omega = np.zeros(bounds.shape)
+        flat = omega.reshape(-1, bounds.shape[-1])
+        flat[np.arange(flat.shape[0]), np.argmax(bounds.reshape(flat.shape), axis=1)] = 1.0
         return omega
-    return np.exp(bounds / temperature - logsumexp(bounds / temperature))
+    return np.exp(bounds / temperature - logsumexp(bounds / temperature, axis=-1,
+                                                   keepdims=True))
+
+
+def annealed_temperature(t, start, end, steps):
+    """The geometric schedule of §10.3, written as interpolation of ln T."""
+    if steps == 0 or t >= steps:
+        return end
+    return float(np.exp(np.log(start) + (np.log(end) - np.log(start)) * t / steps))
+
+
+def particle_distances(gammas):
+    """(P, P) mean over documents of 0.5 sum_k |theta_pdk - theta_qdk|."""
+    P = len(gammas)
+    dist = np.zeros((P, P))
+    for p in range(P):
+        for q in range(P):
+            tp = gammas[p] / gammas[p].sum(axis=1, keepdims=True)
+            tq = gammas[q] / gammas[q].sum(axis=1, keepdims=True)
+            dist[p, q] = np.mean([0.5 * np.sum(np.abs(a - b)) for a, b in zip(tp, tq)])
+    return dist
+
+
+def weighted_statistics(indptr, indices, counts, logphi, gammas, omega, temperature):
+    """SS_wk = sum_p sum_d omega_dp n_dw mu_pdwk with mu from each particle's gamma."""
+    sstats = np.zeros(logphi.shape)
+    for p, g in enumerate(gammas):
+        for d in range(len(indptr) - 1):
+            ids = np.asarray(indices[indptr[d]:indptr[d + 1]])
+            cts = np.asarray(counts[indptr[d]:indptr[d + 1]], dtype=np.float64)
+            _, mu, _, _ = e_step_document(ids, cts, logphi, np.ones(logphi.shape[1]), g[d],
+                                          temperature, 0.0, 0)
+            for j, w in enumerate(ids):
+                sstats[w] += omega[d, p] * cts[j] * mu[j]
+    return sstats
 
 
 def em_iteration(indptr, indices, counts, phi, gammas, alpha, temperature, start, tol,
                  max_iter):
-    """One particle-EM iteration with alpha fixed (§10.3): returns (phi, gammas, omega, L_T).
-    ``phi`` word-major (V, K); ``gammas`` (P, D, K)."""
+    """One particle-EM iteration with alpha fixed (§10.3): returns (phi, gammas, omega (D, P),
+    L_T). ``phi`` word-major (V, K); ``gammas`` (P, D, K). Every document weighs the particles
+    by its own bounds: omega_d = softmax_p(l_pd / T), L_T = sum_d T logsumexp_p(l_pd / T)."""
     logphi = np.log(phi)
-    new_gammas, stats, bounds = [], [], []
+    new_gammas, bounds = [], []
     for g in gammas:
-        g, ss, b, _ = e_step_tempered(indptr, indices, counts, logphi, alpha, g, temperature,
-                                      start, tol, max_iter)
+        g, _, b, _ = e_step_tempered(indptr, indices, counts, logphi, alpha, g, temperature,
+                                     start, tol, max_iter)
         new_gammas.append(g)
-        stats.append(ss)
-        bounds.append(b.sum())
+        bounds.append(b)
+    bounds = np.array(bounds).T                             # (D, P)
     omega = particle_weights(bounds, temperature)
-    nz = omega[omega > 0]
-    value = float(np.dot(omega, bounds)) + temperature * float(-np.sum(nz * np.log(nz)))
-    total = sum(o * s for o, s in zip(omega, stats))
+    if temperature > 0:
+        value = float(np.sum(temperature * logsumexp(bounds / temperature, axis=1)))
+    else:
+        value = float(bounds.max(axis=1).sum())
+    total = weighted_statistics(indptr, indices, counts, logphi, new_gammas, omega, temperature)
     new_phi = np.maximum(total, 1e-100)
     return new_phi / new_phi.sum(axis=0), np.array(new_gammas), omega, value

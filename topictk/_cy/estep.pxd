@@ -26,7 +26,8 @@ cdef enum:
 
 
 cdef struct DocRow:
-    # one document: its CSR entries
+    # one document: its index in the block and its CSR entries
+    Py_ssize_t d
     Py_ssize_t n_pairs
     const int32_t* ids          # (n_pairs) rows of the kernel's word table
     const int32_t* cts          # (n_pairs) n_dw >= 1
@@ -138,6 +139,7 @@ cdef inline int start_policy(DocEStep estep, const void* model, const DocRow* do
 
 cdef inline void _row(const EStepRun* run, Py_ssize_t d, DocRow* doc) noexcept nogil:
     cdef int64_t begin = run.indptr[d]
+    doc.d = d
     doc.n_pairs = run.indptr[d + 1] - begin
     doc.ids = run.indices + begin
     doc.cts = run.counts + begin

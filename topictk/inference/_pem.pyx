@@ -106,6 +106,7 @@ cdef struct PEMModel:
     const double* LW            # (V_b, K) (ln phi - m_w) / T (T = 0: ln phi - m_w)
     const double* shift         # (V_b) m_w
     const double* alpha         # (K)
+    const double* doc_weight    # (D_b) or NULL: the statistics of document d are scaled by it
     double alpha_term           # lnGamma(alpha.) - sum_k lnGamma(alpha_k)
     Py_ssize_t K
     double temperature
@@ -212,14 +213,20 @@ cdef int _doc_estep(const void* model, const DocRow* doc, double* gamma, bint wa
 cdef void _doc_stats(const void* model, const DocRow* doc, const double* elog, Py_ssize_t p,
                      Py_ssize_t P, double* sstats, double* work) noexcept nogil:
     """The :data:`topictk._cy.estep.DocStats` of the tempered E-step: n_dw mu_dwk of the
-    entries with w mod P = p, recomputed from the document's final Elogtheta (``elog``)."""
+    entries with w mod P = p, recomputed from the document's final Elogtheta (``elog``), times
+    the document's weight when ``doc_weight`` is given (documents of weight 0 add nothing)."""
     cdef const PEMModel* pm = <const PEMModel*> model
     cdef Py_ssize_t j, k, kk, K = pm.K
     cdef double* A = work
     cdef double* mu = work + K
-    cdef double m = -1e308, z, f
+    cdef double m = -1e308, z, f, c
+    cdef double weight = 1.0
     cdef bint fast
     cdef int32_t w
+    if pm.doc_weight != NULL:
+        weight = pm.doc_weight[doc.d]
+        if weight == 0.0:
+            return
     for k in range(K):
         if elog[k] > m:
             m = elog[k]
@@ -230,18 +237,21 @@ cdef void _doc_stats(const void* model, const DocRow* doc, const double* elog, P
         w = doc.ids[j]
         if w % P != p:
             continue
+        c = doc.cts[j]
+        if pm.doc_weight != NULL:
+            c = c * weight
         if pm.temperature <= 0.0:
             kk = _hard_topic(elog, pm.LW + w * K, K)
-            sstats[w * K + kk] += doc.cts[j]
+            sstats[w * K + kk] += c
             continue
         z, fast = _pair(A, pm.W + w * K, elog, m, pm.LW + w * K, pm.temperature, K, mu)
         if fast:
-            f = doc.cts[j] / z
+            f = c / z
             for k in range(K):
                 sstats[w * K + k] += f * A[k] * pm.W[w * K + k]
         else:
             for k in range(K):
-                sstats[w * K + k] += doc.cts[j] * mu[k]
+                sstats[w * K + k] += c * mu[k]
 
 
 def e_step_tempered(const int64_t[::1] indptr,       # IN  (D_b + 1) CSR row offsets
@@ -258,13 +268,18 @@ def e_step_tempered(const int64_t[::1] indptr,       # IN  (D_b + 1) CSR row off
                     object sstats,                   # OUT (V_b, K) += sum_d n_dw mu_dwk, or None
                     object doc_bound,                # OUT (D_b) l_d of every document, or None
                     object iterations,               # OUT (D_b) int32 gamma updates made, or None
-                    int threads):
+                    int threads,
+                    object doc_weight=None):         # IN  (D_b) scales each document's sstats
     """The tempered E-step of §10.3 for every row of a CSR block (one particle).
 
     ``start``: 0 = cold (gamma_k = alpha_k + N_d/K), 1 = warm (from the given gamma), 2 = best:
     both are run and the document keeps the one with the higher l_d (warm on ties), as
     :func:`topictk.inference._vb.e_step` does; the statistics are reduced as there too
-    (``topictk/_cy/estep.pxd``). Equivalent to ``tests/reference/pem.py::e_step_tempered``.
+    (``topictk/_cy/estep.pxd``). ``doc_weight`` (float64, D_b) multiplies every document's
+    statistics: particle EM's per-document particle weights (docs/algorithms.md §10.3); with
+    ``max_iter`` 0 and a warm start this is the weighted statistics pass, equivalent to
+    ``tests/reference/pem.py::weighted_statistics``. Otherwise equivalent to
+    ``tests/reference/pem.py::e_step_tempered``.
     """
     cdef Py_ssize_t D = indptr.shape[0] - 1, K = gamma.shape[1]
     cdef Py_ssize_t V_b = logweights.shape[0], i
@@ -272,6 +287,7 @@ def e_step_tempered(const int64_t[::1] indptr,       # IN  (D_b + 1) CSR row off
     cdef PEMModel model
     cdef double* W = NULL
     cdef const double* LW
+    cdef const double[::1] weight_v
     if not temperature >= 0.0:
         raise ValueError(f"temperature must be >= 0; got {temperature}")
     if gamma.shape[0] != D:
@@ -288,6 +304,13 @@ def e_step_tempered(const int64_t[::1] indptr,       # IN  (D_b + 1) CSR row off
     run.stage_per_entry = 0
     run.stage_per_doc = K
     set_outputs(&run, sstats, doc_bound, iterations, V_b)
+    model.doc_weight = NULL
+    if doc_weight is not None:
+        weight_v = doc_weight
+        if weight_v.shape[0] != D:
+            raise ValueError("doc_weight must have one entry per document")
+        if D > 0:
+            model.doc_weight = &weight_v[0]
     if D == 0 or V_b == 0:
         return
     run.indptr = &indptr[0]

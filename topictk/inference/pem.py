@@ -1,12 +1,15 @@
 """Particle EM for LDA (PEM slides), in the well-posed form of docs/algorithms.md §10.
 
 P particles share the point topics phi and the Dirichlet alpha; each particle p keeps its own
-local variational state gamma_p (D, K) (mu is never stored). The tempered objective is
+local variational state gamma_p (D, K) (mu is never stored), and every document d weighs the
+particles with weights of its own omega_d (§10.2). The tempered objective is
 
-    L_T = sum_p omega_p L_p + T H(omega),
+    L_T = sum_d [sum_p omega_dp l_pd + T H(omega_d)],
 
-L_p the particle's unsmoothed VB objective with the z-entropy multiplied by T (the slides' lambda).
-One training step is one EM iteration:
+l_pd the particle's unsmoothed VB objective term of document d with the z-entropy multiplied by
+T (the slides' lambda). One training step is one EM iteration at T_t (§10.5: a geometric
+annealing schedule from ``anneal_from`` to ``temperature`` over ``anneal_steps`` iterations,
+otherwise T):
 
 1. E-step of every particle with (phi, alpha) fixed: the §3.2 coordinate ascent with tempered
    responsibilities mu proportional to exp((Elogtheta + ln phi) / T), warm-started from the
@@ -14,24 +17,28 @@ One training step is one EM iteration:
    :func:`topictk.inference._vb.e_step`, so P = 1, T = 1 reproduces unsmoothed VB-EM bit for
    bit (§10 oracle a); other temperatures use :func:`topictk.inference._pem.e_step_tempered`
    (T = 0: hard assignment to the arg-max topic, §10.3).
-2. omega_p = softmax(L_p / T) (one-hot on the best particle at T = 0), the exact maximiser of
-   L_T in omega -- the corrected form of the slides' eq. 2.
-3. The EM stopping rule on L_T (relative change < ``tol``) is checked before the M-step (§3.5).
-4. M-step: phi_kw proportional to max(sum_p omega_p SS_p,kw, 1e-100); with ``model.alpha: auto``
-   the Newton step of §3.4 on the weighted statistic S_k = sum_p omega_p sum_d Elogtheta_pdk
-   (:func:`topictk.inference.vb.optimize_alpha`).
+2. omega_dp = softmax_p(l_pd / T) (one-hot on the document's best particle at T = 0), the
+   exact maximiser of L_T in omega_d -- the corrected, per-document form of the slides' eq. 2.
+3. The EM stopping rule on L_T (relative change < ``tol``) is checked before the M-step (§3.5),
+   between iterations of the same T.
+4. M-step: phi_kw proportional to max(sum_p sum_d omega_dp n_dw mu_pdwk, 1e-100) (a second,
+   weighted statistics pass over every particle); with ``model.alpha: auto`` the Newton step of
+   §3.4 on S_k = sum_p sum_d omega_dp Elogtheta_pdk (:func:`topictk.inference.vb.optimize_alpha`).
 
-Every step does not decrease L_T (logged per token as ``train_bound_per_token``).
+At a fixed T no step decreases L_T (logged per token as ``train_bound_per_token``); the bound of
+every document's best particle is logged as ``best_bound_per_token`` and particles that collapse
+onto one another as ``particles_collapsed`` (§10.4).
 
 Initialisation (§10.4): phi as unsmoothed VB (Gam(100, 100) from the init stream, normalised);
 particle 0 starts from gamma = alpha + N_d / K, particle p >= 1 from
 gamma_pdk = alpha_k + N_d e_pdk / sum_k e_pdk with e_pdk ~ Gam(1, 1) drawn from its own stream
-(key (0, p), the init family), so particle p starts the same whatever P is.
+(key (0, p), the init family), so particle p starts the same whatever P is; ``particle_offset``
+numbers the particles from another start.
 
-Prediction (§10.4, §11.2): p(w | test doc) = sum_p omega_p sum_k theta-hat_pdk phi_kw with
-theta-hat_p from the particle's fold-in E-step (tempered, cold-started, phi and alpha frozen).
-Because phi and alpha are shared and the fold-in starts cold, theta-hat_p is the same for every
-particle and the mixture equals one fold-in; it is computed once.
+Prediction (§10.4, §11.2): p(w | test doc) = sum_k theta-hat_dk phi_kw with theta-hat from the
+fold-in E-step (at the final T, cold-started, phi and alpha frozen). Because phi and alpha are
+shared and the fold-in starts cold, theta-hat is the same for every particle; it is computed
+once.
 
 The state lives here rather than in ``topictk/state`` (it is only used by this driver).
 """
@@ -41,10 +48,11 @@ import logging
 from dataclasses import dataclass, field
 
 import numpy as np
+from scipy.special import digamma
 
 from topictk import streams as keys
 from topictk.config.schema import Option
-from topictk.errors import NumericalError
+from topictk.errors import ConfigError, NumericalError
 from topictk.inference import _pem
 from topictk.inference.base import EvaluationSet
 from topictk.inference.perplexity import csr_arrays, mixture_probabilities
@@ -89,31 +97,87 @@ def working_temperature(temperature: float) -> float:
 
 
 def particle_weights(bounds: np.ndarray, temperature: float) -> np.ndarray:
-    """omega_p = exp(L_p / T) / sum_p' exp(L_p' / T) by log-sum-exp; T = 0: one-hot on the
-    best particle (the first of equals). The maximum is subtracted before dividing by T, so
-    a tiny T gives weights that tend to the T = 0 ones (ties shared) instead of inf - inf."""
+    """omega_p = exp(L_p / T) / sum_p' exp(L_p' / T) over the last axis, by log-sum-exp;
+    T = 0: one-hot on the best particle (the first of equals). The maximum is subtracted before
+    dividing by T, so a tiny T gives weights that tend to the T = 0 ones (ties shared) instead
+    of inf - inf. ``bounds`` is (P,) or (D, P) (one row of particle bounds per document)."""
     bounds = np.asarray(bounds, dtype=np.float64)
     if temperature <= 0.0:
-        omega = np.zeros(bounds.size)
-        omega[int(np.argmax(bounds))] = 1.0
+        omega = np.zeros(bounds.shape)
+        np.put_along_axis(omega, np.argmax(bounds, axis=-1)[..., None], 1.0, axis=-1)
         return omega
     with np.errstate(over="ignore", under="ignore"):   # -inf and exp(-inf) = 0 are right here
-        x = np.exp((bounds - bounds.max()) / temperature)
-    return x / x.sum()
+        x = np.exp((bounds - bounds.max(axis=-1, keepdims=True)) / temperature)
+    return x / x.sum(axis=-1, keepdims=True)
 
 
 def weights_entropy(omega: np.ndarray) -> float:
-    """H(omega) = -sum_p omega_p ln omega_p (0 ln 0 = 0)."""
+    """H(omega) = -sum omega ln omega over every entry (0 ln 0 = 0); for (D, P) weights the
+    sum of the documents' entropies."""
     nz = omega[omega > 0]
     return float(-np.sum(nz * np.log(nz)))
 
 
 def tempered_objective(bounds: np.ndarray, omega: np.ndarray, temperature: float) -> float:
-    """L_T = sum_p omega_p L_p + T H(omega) (§10.2)."""
-    value = float(np.dot(omega, bounds))
+    """L_T = sum omega L + T H(omega) (§10.2); (D, P) arguments sum over documents (§10.3)."""
+    value = float(np.sum(omega * bounds))
     if temperature > 0.0:
         value += temperature * weights_entropy(omega)
     return value
+
+
+def annealed_temperature(t: int, start: float, end: float, steps: int) -> float:
+    """T_t of the geometric schedule of §10.5: ``start`` at t = 0, ``end`` from t = steps on,
+    T_t = start (end / start)^(t / steps) between (``steps`` = 0: always ``end``)."""
+    if steps <= 0 or t >= steps:
+        return float(end)
+    return float(start * (end / start) ** (t / steps))
+
+
+def particle_distances(gamma: np.ndarray) -> np.ndarray:
+    """(P, P) mean over documents of the total-variation distance between the particles'
+    theta-hat_pd = gamma_pd / gamma_pd. (§10.4, the collapse check)."""
+    theta = gamma / gamma.sum(axis=2, keepdims=True)
+    P = theta.shape[0]
+    dist = np.zeros((P, P))
+    for p in range(P):
+        for q in range(p + 1, P):
+            dist[p, q] = dist[q, p] = 0.5 * np.abs(theta[p] - theta[q]).sum(axis=1).mean()
+    return dist
+
+
+def collapsed_particles(dist: np.ndarray, tol: float) -> int:
+    """How many particles lie within ``tol`` of an earlier particle (0 for one particle)."""
+    return sum(1 for q in range(1, dist.shape[0]) if dist[q, :q].min() < tol)
+
+
+def weighted_elog_theta_sum(gamma: np.ndarray, omega: np.ndarray) -> np.ndarray:
+    """S_k = sum_p sum_d omega_dp E ln theta_pdk, the alpha statistic of §10.3; ``gamma``
+    (P, D, K), ``omega`` (D, P)."""
+    S = np.zeros(gamma.shape[2])
+    for p in range(gamma.shape[0]):
+        elog = digamma(gamma[p]) - digamma(gamma[p].sum(axis=1, keepdims=True))
+        S += omega[:, p] @ elog
+    return S
+
+
+def state_bytes(P: int, D: int, K: int, V: int) -> int:
+    """Bytes particle EM holds for P particles: gamma (P D K), the particle bounds and weights
+    of every document (3 P D), phi and the statistics (2 V K), all float64."""
+    return 8 * (P * D * K + 3 * P * D + 2 * V * K)
+
+
+def available_memory() -> int | None:
+    """Bytes of memory available to a new allocation (MemAvailable of /proc/meminfo), or None
+    where that is unknown."""
+    try:
+        with open("/proc/meminfo") as f:
+            for line in f:
+                if line.startswith("MemAvailable:"):
+                    return int(line.split()[1]) * 1024
+    except OSError:
+        return None
+    return None
 
 
 def tempered_weights(phi: np.ndarray, temperature: float) -> tuple[np.ndarray, np.ndarray]:
@@ -164,15 +228,17 @@ class PEMState(Saved):
     phi    (V, K)    float64 word-major point topics, columns on the simplex
     gamma  (P, D, K) float64 q(theta_d) = Dir(gamma_pd) of every particle (warm starts)
     alpha  (K,)      float64 Dirichlet prior (learnt when model.alpha is auto)
-    omega  (P,)      float64 particle weights (uniform before the first E-step)
-    particle_bounds (P,) L_p of the last E-step (nan before)
+    omega  (D, P)    float64 every document's particle weights (uniform before the first E-step)
+    particle_bounds (P,) sum_d l_pd of the last E-step (nan before)
     bound, bound_prev  L_T of the last two E-steps; converged: the EM stopping rule fired
     """
 
     SCHEMA = {"phi": Array("float64", ("V", "K")), "gamma": Array("float64", ("P", "D", "K")),
-              "alpha": Array("float64", ("K",)), "omega": Array("float64", ("P",)),
+              "alpha": Array("float64", ("K",)), "omega": Array("float64", ("D", "P")),
               "particle_bounds": Array("float64", ("P",)), "bound": Value("nan-float"),
               "bound_prev": Value("nan-float"), "converged": Value(bool), **STEP}
+    # 2: one weight per document and particle (version 1 had one per particle)
+    SCHEMA_VERSION = 2
 
     phi: np.ndarray
     gamma: np.ndarray
@@ -193,7 +259,8 @@ class PEMState(Saved):
         return self.phi.T.copy()
 
     def check_invariants(self) -> None:
-        """phi columns and omega on the simplex, gamma > alpha-free positivity, all finite."""
+        """phi columns and every document's omega on the simplex, gamma positive, all
+        finite."""
         if not np.all(np.isfinite(self.phi)) or self.phi.min(initial=1.0) <= 0:
             raise AssertionError("phi must be positive and finite")
         err = np.abs(self.phi.sum(axis=0) - 1.0).max(initial=0.0)
@@ -201,18 +268,11 @@ class PEMState(Saved):
             raise AssertionError(f"phi columns are off the simplex by {err:.3g}")
         if not np.all(np.isfinite(self.gamma)) or self.gamma.min(initial=1.0) <= 0:
             raise AssertionError("gamma must be positive and finite")
-        if not (np.all(self.omega >= 0) and abs(self.omega.sum() - 1.0) < 1e-12):
-            raise AssertionError("omega must be a probability vector")
+        if not (np.all(self.omega >= 0)
+                and np.abs(self.omega.sum(axis=1) - 1.0).max(initial=0.0) < 1e-12):
+            raise AssertionError("every document's omega must be a probability vector")
         if not (np.all(np.isfinite(self.alpha)) and np.all(self.alpha > 0)):
             raise AssertionError("alpha must be positive and finite")
-
-
-def _nan_to_none(x: float):
-    return None if x is None or not np.isfinite(x) else float(x)
-
-
-def _none_to_nan(x) -> float:
-    return float("nan") if x is None else float(x)
 
 
 @register
@@ -226,9 +286,25 @@ class PEMDriver(BatchEMDriver):
         "particles": Option("int", 4, low=1, help="number of particles P"),
         "temperature": Option("float", 1.0, low=0, high=1e6,
                               help="T multiplying the z-entropy and the entropy of the particle "
-                                   "weights; 1 = VB, 0 = hard assignment to the arg-max topic; "
-                                   "positive values below 1e-280 are computed at 1e-280, "
-                                   "already the T -> 0 limit in double precision"),
+                                   "weights (the final T of an annealed run); 1 = VB, 0 = hard "
+                                   "assignment to the arg-max topic; positive values below "
+                                   "1e-280 are computed at 1e-280, already the T -> 0 limit "
+                                   "in double precision"),
+        "anneal_from": Option("float", 1.0, low=0, low_open=True, high=1e6,
+                              help="T of the first EM iteration; T falls geometrically to "
+                                   "temperature over anneal_steps iterations"),
+        "anneal_steps": Option("int", 0, low=0,
+                               help="EM iterations of the annealing (0 = constant T); the "
+                                    "stopping rule waits until they are done"),
+        "particle_offset": Option("int", 0, low=0,
+                                  help="index of the first particle's start (0 = the "
+                                       "deterministic start, p = particle p's perturbed one); "
+                                       "a 1-particle run with offset p is a restart of VB "
+                                       "from particle p's start"),
+        "collapse_tol": Option("float", 1e-3, low=0,
+                               help="particles whose theta-hat are within this mean total "
+                                    "variation of an earlier particle are reported as "
+                                    "collapsed (metric particles_collapsed)"),
         **ESTEP_OPTIONS,
         "tol": Option("float", 1e-5, low=0,
                       help="stop when the relative change of L_T falls below this (0 = never); "
@@ -240,6 +316,14 @@ class PEMDriver(BatchEMDriver):
                                    "particle then follows the same path after one iteration)"),
     }
 
+    @classmethod
+    def check_config(cls, data: dict, where: str) -> None:
+        inf = data["inference"]
+        if inf["anneal_steps"] > 0 and inf["temperature"] <= 0:
+            raise ConfigError(f"inference.temperature must be > 0 when inference.anneal_steps "
+                              f"> 0 (the annealed temperature must end at a positive value); "
+                              f"got {inf['temperature']} ({where})")
+
     def __init__(self, config, store, threads: int = 1, *,
                  streams: Streams | None = None):
         super().__init__(config, store, threads, streams=streams)
@@ -247,8 +331,27 @@ class PEMDriver(BatchEMDriver):
         self.doc_lengths = doc_lengths(self.indptr, self.counts)
         opts = config.inference
         self.P = int(opts.particles)
+        self.check_memory()
         self.temperature = working_temperature(opts.temperature)
         self.learn_alpha = config.model.alpha == "auto"
+
+    def check_memory(self) -> None:
+        """Refuse, before any allocation, particle states larger than the available memory."""
+        need = state_bytes(self.P, self.n_docs, self.K, self.V)
+        free = available_memory()
+        if free is not None and need > free:
+            raise ConfigError(
+                f"inference.particles = {self.P}: the particle states need about "
+                f"{need / 2**30:.2f} GiB ({self.n_docs} documents x {self.K} topics x "
+                f"{self.P} particles) but {free / 2**30:.2f} GiB are available; lower "
+                f"inference.particles or model.topics")
+
+    def temperature_at(self, t: int) -> float:
+        """T of EM iteration t (§10.5): the annealing schedule, then ``temperature``."""
+        opts = self.config.inference
+        return working_temperature(annealed_temperature(t, float(opts.anneal_from),
+                                                        self.temperature,
+                                                        int(opts.anneal_steps)))
 
     # ------------------------------------------------------------------ state
     def init_state(self) -> PEMState:
@@ -257,60 +360,97 @@ class PEMDriver(BatchEMDriver):
         phi = lam / lam.sum(axis=0)
         alpha = resolve_alpha(self.config.model.alpha, self.K)
         gamma = np.empty((self.P, self.n_docs, self.K))
-        gamma[0] = alpha[None, :] + (self.doc_lengths / self.K)[:, None]
-        for p in range(1, self.P):
-            e = np.random.Generator(self.streams.derived(particle_key(p))).standard_gamma(
-                1.0, size=(self.n_docs, self.K))
-            np.maximum(e, 1e-300, out=e)
-            gamma[p] = alpha[None, :] + self.doc_lengths[:, None] * e / e.sum(axis=1,
-                                                                              keepdims=True)
+        offset = int(self.config.inference.particle_offset)
+        for p in range(self.P):
+            gamma[p] = self.particle_start(offset + p, alpha)
         return PEMState(phi=np.ascontiguousarray(phi), gamma=gamma, alpha=alpha,
-                        omega=np.full(self.P, 1.0 / self.P),
+                        omega=np.full((self.n_docs, self.P), 1.0 / self.P),
                         particle_bounds=np.full(self.P, np.nan))
 
+    def particle_start(self, p: int, alpha: np.ndarray) -> np.ndarray:
+        """gamma (D, K) of particle p's start (§10.4): alpha + N_d / K for p = 0, otherwise
+        alpha + N_d e_pd / sum_k e_pdk with e_pdk ~ Gam(1, 1) from stream (0, p)."""
+        if p == 0:
+            return alpha[None, :] + (self.doc_lengths / self.K)[:, None]
+        e = np.random.Generator(self.streams.derived(particle_key(p))).standard_gamma(
+            1.0, size=(self.n_docs, self.K))
+        np.maximum(e, 1e-300, out=e)
+        return alpha[None, :] + self.doc_lengths[:, None] * e / e.sum(axis=1, keepdims=True)
 
     # ------------------------------------------------------------------- step
-    def e_step(self, state: PEMState):
-        """Every particle's E-step: (SS (P, V, K), L (P,), mean gamma updates per document)."""
+    def particle_e_steps(self, state: PEMState, temperature: float, sstats):
+        """Every particle's E-step at ``temperature``: (l (P, D), mean gamma updates per
+        document). ``sstats`` (one particle only) receives its statistics."""
         opts = self.config.inference
-        weights = particle_estep_weights(state.phi, self.temperature, self.threads)
-        sstats = np.zeros((self.P, self.V, self.K))
-        bounds = np.zeros(self.P)
+        weights = particle_estep_weights(state.phi, temperature, self.threads)
+        doc_bounds = np.zeros((self.P, self.n_docs))
         updates = 0.0
         for p in range(self.P):
-            doc_bound = np.zeros(self.n_docs)
             iterations = np.zeros(self.n_docs, dtype=np.int32)
             estep_particle(self.indptr, self.indices, self.counts, state.phi, state.alpha,
-                           state.gamma[p], self.temperature, start=opts.estep_start,
+                           state.gamma[p], temperature, start=opts.estep_start,
                            tol=opts.estep_tol, max_iter=opts.estep_max_iter,
-                           threads=self.threads, sstats=sstats[p], doc_bound=doc_bound,
+                           threads=self.threads, sstats=sstats, doc_bound=doc_bounds[p],
                            iterations=iterations, weights=weights)
-            bounds[p] = float(doc_bound.sum())
             updates += float(iterations.mean()) if iterations.size else 0.0
-        return sstats, bounds, updates / self.P
+        return doc_bounds, updates / self.P
+
+    def weighted_statistics(self, state: PEMState, temperature: float) -> np.ndarray:
+        """SS_wk = sum_p sum_d omega_dp n_dw mu_pdwk (§10.3) from the particles' final gamma."""
+        table, shift = tempered_weights(state.phi, temperature)
+        sstats = np.zeros((self.V, self.K))
+        alpha = np.ascontiguousarray(state.alpha, dtype=np.float64)
+        for p in range(self.P):
+            _pem.e_step_tempered(self.indptr, self.indices, self.counts, table, shift, alpha,
+                                 state.gamma[p], float(temperature), START["warm"], 0.0, 0,
+                                 sstats, None, None, int(self.threads),
+                                 np.ascontiguousarray(state.omega[:, p]))
+        return sstats
+
+    def expectation(self, state: PEMState):
+        """Every particle's E-step, each document's weights omega_d = softmax(l_.d / T), the
+        omega-weighted statistics and L_T (§10.3)."""
+        T = self.temperature_at(state.step)
+        if state.step > 0 and T != self.temperature_at(state.step - 1):
+            state.bound = float("nan")          # T changed: no stopping-rule comparison
+        if self.P == 1:                         # omega = 1: exactly unsmoothed VB at T = 1
+            sstats = np.zeros((self.V, self.K))
+            doc_bounds, updates = self.particle_e_steps(state, T, sstats)
+            state.omega = np.ones((self.n_docs, 1))
+            value = float(doc_bounds[0].sum())
+        else:
+            doc_bounds, updates = self.particle_e_steps(state, T, None)
+            state.omega = particle_weights(doc_bounds.T, T)
+            sstats = self.weighted_statistics(state, T)
+            value = tempered_objective(doc_bounds.T, state.omega, T)
+        state.particle_bounds = doc_bounds.sum(axis=1)
+        return sstats, value, {"estep_iterations": round(updates, 4), "temperature": T,
+                               **self.particle_report(state, doc_bounds)}
+
+    def particle_report(self, state: PEMState, doc_bounds: np.ndarray) -> dict:
+        """What a step logs about its particles: the bound of the best particle of every
+        document per token, the mean largest weight, the particle of most weight, and how
+        many particles collapsed onto an earlier one."""
+        report = {"best_bound_per_token": float(doc_bounds.max(axis=0).sum())
+                  / max(self.n_tokens, 1),
+                  "omega_max": round(float(state.omega.max(axis=1).mean()), 6)
+                  if self.n_docs else 1.0,
+                  "best_particle": int(np.argmax(state.omega.sum(axis=0)))}
+        if self.P > 1:
+            dist = particle_distances(state.gamma)
+            report["particle_distance_min"] = float(dist[np.triu_indices(self.P, 1)].min())
+            report["particles_collapsed"] = collapsed_particles(
+                dist, float(self.config.inference.collapse_tol))
+        return report
 
     def m_step(self, state: PEMState, sstats: np.ndarray) -> None:
         """phi from the omega-weighted statistics (exact, §10.3); alpha by Newton when learnt."""
-        total = state.omega[0] * sstats[0]
-        for p in range(1, self.P):
-            total += state.omega[p] * sstats[p]
-        phi = np.maximum(total, PHI_FLOOR)
+        phi = np.maximum(sstats, PHI_FLOOR)
         state.phi = np.ascontiguousarray(phi / phi.sum(axis=0))
         if self.learn_alpha:
-            S = state.omega[0] * elog_theta_sum(state.gamma[0])
-            for p in range(1, self.P):
-                S = S + state.omega[p] * elog_theta_sum(state.gamma[p])
+            S = (elog_theta_sum(state.gamma[0]) if self.P == 1
+                 else weighted_elog_theta_sum(state.gamma, state.omega))
             state.alpha = optimize_alpha(state.alpha, S, self.n_docs)
-
-    def expectation(self, state: PEMState):
-        """Every particle's E-step, the weights omega = softmax(L_p / T), and L_T."""
-        sstats, bounds, updates = self.e_step(state)
-        state.particle_bounds = bounds
-        state.omega = particle_weights(bounds, self.temperature)
-        value = tempered_objective(bounds, state.omega, self.temperature)
-        return sstats, value, {"estep_iterations": round(updates, 4),
-                               "best_particle": int(np.argmax(bounds)),
-                               "omega_max": round(float(state.omega.max()), 6)}
 
     def maximization(self, state: PEMState, sstats) -> None:
         self.m_step(state, sstats)
@@ -330,8 +470,9 @@ class PEMDriver(BatchEMDriver):
 
     def fold_in(self, state: PEMState, documents, plan=None, *, prior=None,
                 sample=None) -> np.ndarray:
-        """theta-hat (D, K) of unseen documents: the particles' tempered E-step, cold-started
-        with phi and alpha frozen -- the same for every particle (module docstring)."""
+        """theta-hat (D, K) of unseen documents: the particles' E-step at the final
+        temperature, cold-started with phi and alpha frozen -- the same for every particle
+        (module docstring)."""
         opts = self.config.inference
         indptr, indices, counts = csr_arrays(documents)
         gamma = np.empty((indptr.size - 1, self.K))
@@ -354,19 +495,25 @@ class PEMDriver(BatchEMDriver):
         return state.phi / state.phi.sum(axis=0)
 
     def train_heldout_probabilities(self, state: PEMState, samples, heldout) -> np.ndarray:
-        """Protocol B: sum_p omega_p sum_k (gamma_pdk / gamma_pd.) phi_kw with the training
+        """Protocol B: sum_k (sum_p omega_dp gamma_pdk / gamma_pd.) phi_kw with the training
         gammas."""
-        total = np.zeros(np.asarray(heldout.indices).size)
-        for p in range(self.P):
-            if state.omega[p] == 0.0:
-                continue
-            theta = state.gamma[p] / state.gamma[p].sum(axis=1, keepdims=True)
-            total += state.omega[p] * mixture_probabilities(heldout, theta, self._phi(state),
-                                                            self.threads)
-        return total
+        theta = state.omega[:, 0, None] * state.gamma[0] / state.gamma[0].sum(axis=1,
+                                                                              keepdims=True)
+        for p in range(1, self.P):
+            theta += state.omega[:, p, None] * state.gamma[p] / state.gamma[p].sum(
+                axis=1, keepdims=True)
+        return mixture_probabilities(heldout, theta, self._phi(state), self.threads)
 
     def state_sizes(self) -> dict:
         return {**super().state_sizes(), "P": self.P}
+
+    def state_from_arrays(self, header: dict, arrays: dict) -> PEMState:
+        """Schema 1 kept one weight per particle for the whole corpus: every document starts
+        from those weights (they enter no later update, and scoring uses phi and alpha)."""
+        omega = arrays.get("omega")
+        if header.get("schema", 1) == 1 and omega is not None and np.ndim(omega) == 1:
+            arrays = {**arrays, "omega": np.tile(omega, (self.n_docs, 1))}
+        return super().state_from_arrays(header, arrays)
 
     def check_state(self, state: PEMState) -> None:
         for name in ("phi", "gamma", "alpha", "omega"):
