@@ -31,10 +31,10 @@ import os
 for _var in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
     os.environ[_var] = "1"
 
-import argparse
-import json
+import argparse  # noqa: E402  (after the thread variables, which NumPy reads on import)
+import json  # noqa: E402
 
-import harness as h
+import harness as h  # noqa: E402
 
 NAME = "pem"
 WORK = h.WORK / "pem"
