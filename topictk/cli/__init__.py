@@ -169,13 +169,15 @@ def cli(ctx: click.Context, debug: bool) -> None:
     logger.setLevel(logging.DEBUG if debug else logging.INFO)
 
 
-from topictk.cli import evaluate, infer, prepare, topics, train  # noqa: E402  (register commands)
+from topictk.cli import config, evaluate, infer, prepare, topics, train  # noqa: E402  (register)
 
 cli.add_command(prepare.prepare)
 cli.add_command(train.train)
 cli.add_command(evaluate.evaluate)
 cli.add_command(topics.topics)
 cli.add_command(infer.infer)
+cli.add_command(config.config)
+cli.add_command(config.algorithms)
 
 
 def main() -> None:

@@ -15,7 +15,9 @@ _EXIT = {"SIGINT": 130, "SIGTERM": 143}
 
 @click.command()
 @click.option("--config", "-c", "config_path", required=True,
-              type=click.Path(dir_okay=False, path_type=str), help="Experiment YAML file.")
+              type=click.Path(dir_okay=False, allow_dash=True, path_type=str),
+              help="Experiment YAML file; - reads it from standard input (paths in it are then "
+                   "relative to the working directory).")
 @click.option("--set", "overrides", multiple=True, metavar="SECTION.KEY=VALUE",
               help="Override a config key (repeatable).")
 @click.option("--out", type=click.Path(file_okay=False, path_type=str),

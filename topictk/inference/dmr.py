@@ -361,6 +361,8 @@ class DMRSEMDriver(DMRPriorMixin, GibbsDriver):
 
     cluster_support = False
     name = "dmr-sem"
+    kind = "sampled"
+    paper = "Mimno & McCallum 2008"
     STATE = DMRCountState
     family = "dmr"
     OPTIONS = {
@@ -486,6 +488,8 @@ class DMRSGRLDDriver(DMRPriorMixin, SGRLDDriver):
     """DMR by SGRLD for the topics and SGLD for nu; one step is one mini-batch update (§9.3)."""
 
     name = "dmr-sgrld"
+    kind = "mini-batch"
+    paper = "Mimno & McCallum 2008; Patterson & Teh 2013"
     STATE = DMRSimplexState
     family = "dmr"
     OPTIONS = {**SGRLDDriver.OPTIONS, "nu_step": _nu_step_options(), **dmr_options(),

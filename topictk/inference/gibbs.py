@@ -119,6 +119,8 @@ class GibbsDriver(SampledDriver):
     (:meth:`new_state`)."""
 
     name = "gibbs"
+    kind = "sampled"
+    paper = "Griffiths & Steyvers 2004; Yao, Mimno & McCallum 2009; Newman et al. 2009"
     STATE = CountState
     cluster_support = True
     objective_name = "log_joint_per_token"

@@ -40,6 +40,8 @@ class HSVGDriver(OVBDriver):
     """HSVG; one step is one mini-batch update of lambda from Gibbs local statistics."""
 
     name = "hsvg"
+    kind = "mini-batch"
+    paper = "Mimno, Hoffman & Blei 2012"
     objective_name = None
     OPTIONS = _options()
 

@@ -66,6 +66,8 @@ class SGRLDDriver(SampledDriver):
     """SGRLD; one step is one mini-batch update of phi_hat."""
 
     name = "sgrld"
+    kind = "mini-batch"
+    paper = "Patterson & Teh 2013"
     STATE = SimplexState
     OPTIONS = {
         **minibatch_options(),
