@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import logging
+import math
 from pathlib import Path
 
 import click
@@ -35,7 +36,8 @@ def train(config_path, overrides, out, resume, force, scheduler, dask_workers, q
     if quiet:
         logging.getLogger("topictk").setLevel(logging.WARNING)
     result = run_training(config, resume=resume, force=force, quiet=quiet)
-    ppl = f", point perplexity {result.perplexity:.2f}" if result.perplexity is not None else ""
+    known = result.perplexity is not None and math.isfinite(result.perplexity)
+    ppl = f", point perplexity {result.perplexity:.2f}" if known else ""
     if result.status == "interrupted":
         click.echo(f"topictk: {result.signal_name} received: stopped at step {result.step}, "
                    f"checkpoint written; continue with --resume", err=True)
