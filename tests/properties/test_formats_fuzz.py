@@ -120,7 +120,7 @@ test_ldac_reader, test_ldac_reader_long = quick_and_long(check_ldac, bag_input()
 
 
 def check_mm(example) -> None:
-    n_docs, _n_words, entries, vocab, damage, data = example
+    n_docs, n_words, entries, vocab, damage, data = example
     body = "".join(f"{d + 1} {w + 1} {c}{'.0' if c % 2 else ''}\n"
                    for (d, w), c in entries.items())
     raw = (f"%%MatrixMarket matrix coordinate real general\n% written by a test\n"
