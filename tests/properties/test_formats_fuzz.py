@@ -32,7 +32,11 @@ def table_input(draw):
                          max_size=6))
     delimiter = draw(st.sampled_from([",", "\t", ";", "|"]))
     out = io.StringIO(newline="")
-    csv.writer(out, delimiter=delimiter, lineterminator=draw(st.sampled_from(["\n", "\r\n"]))
+    # the writer quotes a field with a line break only if the break is in its line
+    # terminator: a lone \r in a field of a \n-terminated file would end the record
+    terminator, quoting = draw(st.sampled_from([("\r\n", csv.QUOTE_MINIMAL),
+                                                ("\n", csv.QUOTE_ALL)]))
+    csv.writer(out, delimiter=delimiter, lineterminator=terminator, quoting=quoting
                ).writerows([header, *rows])
     data = ("\ufeff" if draw(st.booleans()) else "") + out.getvalue()
     raw = data.encode("utf-8")
