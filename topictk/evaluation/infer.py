@@ -1,10 +1,10 @@
 """``topictk infer``: topic proportions of new documents under a trained run.
 
 The documents are read like ``topictk prepare`` reads its input (lines, a folder of ``.txt``
-files, JSONL, CSV/TSV, or a UCI, LDA-C or Matrix Market bag of words), tokenised with the store's settings and mapped onto the
-store's vocabulary; words the store does not know are dropped and counted. Metadata (DMR runs)
-are encoded with the encoding saved in the store's manifest, so a new document gets exactly
-the features a test document would get.
+files, JSONL, CSV/TSV, or a UCI, LDA-C or Matrix Market bag of words), tokenised with the
+store's settings and mapped onto the store's vocabulary; words the store does not know are
+dropped and counted. Metadata (DMR runs) are encoded with the encoding saved in the store's
+manifest, so a new document gets exactly the features a test document would get.
 
 The driver folds the documents in (``Driver.infer_proportions``): for every LDA and DMR
 algorithm collapsed Gibbs over each document's topic assignments with the run's topics fixed
@@ -234,8 +234,8 @@ def render_tsv(docs: NewDocuments, start: int, theta: np.ndarray) -> str:
 def infer_run(run, inputs: list[str], *, fmt: str = "auto", meta_file: str | None = None,
               sweeps: int = 50, burn_in: int = 25, seed: int | None = None,
               encoding_errors: str = "strict", vocab: str | None = None,
-              threads: int | None = None,
-              table: TableOptions | None = None) -> tuple[NewDocuments, Iterator[tuple[int, np.ndarray]]]:
+              threads: int | None = None, table: TableOptions | None = None
+              ) -> tuple[NewDocuments, Iterator[tuple[int, np.ndarray]]]:
     """Read ``inputs`` (all of it, so that bad input stops the command before any output) and
     return them with an iterator over (first document, topic proportions) of blocks of
     ``BLOCK_DOCS`` documents, so that neither the proportions nor the output of a large input
