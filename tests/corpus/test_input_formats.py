@@ -75,8 +75,9 @@ def test_csv_from_standard_input(files):
 
 def test_missing_text_column_names_the_columns(files):
     message = fails(2, "prepare", files / "docs.csv", "--out", files / "s")
-    assert message == (f"{files / 'docs.csv'}:1: no column 'text'; the header has 'id', "
-                       f"'title', 'body', 'year', 'party'; name the column with --text-column")
+    assert message == (f"{files / 'docs.csv'}:1: no column 'text'; the header (the first row) "
+                       f"has 'id', 'title', 'body', 'year', 'party'; name the column with "
+                       f"--text-column")
     assert "--id-column" in fails(2, "prepare", files / "docs.csv", "--text-column", "body",
                                   "--id-column", "key", "--out", files / "s")
 

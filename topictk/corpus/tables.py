@@ -15,6 +15,7 @@ from typing import IO
 
 from topictk.corpus.readers import ReadStats, TextDocument, _open_binary
 from topictk.errors import CorpusError, CorpusUsageError, UsageError
+from topictk.limits import short
 
 # the longest field read (the csv module's default, 128 KiB, is shorter than many documents);
 # longer ones are nearly always a quote that is never closed, which makes the rest of the file
@@ -23,6 +24,7 @@ FIELD_LIMIT = 64 * 2**20
 SNIFF_BYTES = 64 * 1024
 SNIFF_DELIMITERS = ",;\t|"
 DEFAULT_TEXT_COLUMN = "text"
+MAX_LISTED = 20           # columns named in a message
 
 
 @dataclass(frozen=True)
@@ -92,9 +94,10 @@ def _columns(name: str, header: list[str], opts: TableOptions) -> tuple[list[int
     missing = [column for column in wanted if column not in index]
     if missing:
         option = "--id-column" if missing[0] == opts.id_column else "--text-column"
-        has = ", ".join(repr(column) for column in header)
-        raise CorpusUsageError(f"{name}:1: no column {missing[0]!r}; the header has {has}; "
-                               f"name the column with {option}")
+        has = ", ".join(short(column, 70) for column in header[:MAX_LISTED])
+        more = f" and {len(header) - MAX_LISTED} more" if len(header) > MAX_LISTED else ""
+        raise CorpusUsageError(f"{name}:1: no column {short(missing[0], 70)}; the header (the "
+                               f"first row) has {has}{more}; name the column with {option}")
     return ([index[c] for c in opts.text_columns],
             index[opts.id_column] if opts.id_column else None)
 
