@@ -4,6 +4,7 @@ the default, the allowed values and the meaning that validation uses."""
 from __future__ import annotations
 
 import difflib
+import textwrap
 from pathlib import Path
 from typing import Any
 
@@ -58,9 +59,10 @@ def render_config(algorithm: str, catalogue: Catalogue, *, corpus: str | None = 
     check_algorithm(algorithm, catalogue)
     driver = catalogue.get_driver(algorithm)
     k = DEFAULT_TOPICS if topics is None else int(topics)
-    summary = (driver.__doc__ or "").strip().splitlines()[0].rstrip(".") if driver.__doc__ else ""
-    lines = [f"# inference.algorithm {algorithm}: {summary}",
-             "# Every key with its default; a comment above each gives its meaning and [allowed "
+    summary = " ".join((driver.__doc__ or "").strip().split("\n\n")[0].split())
+    lines = ["# " + line for line in textwrap.wrap(f"inference.algorithm {algorithm}: {summary}",
+                                                   96)]
+    lines += ["# Every key with its default; a comment above each gives its meaning and [allowed "
              "values].",
              "# Paths are relative to this file, or to the working directory when the config is "
              "read from",
