@@ -126,3 +126,15 @@ def test_config_from_stdin_names_stdin_in_errors(tmp_path, example_store):
     result = CliRunner().invoke(cli, ["train", "--config", "-"], input=text)
     assert result.exit_code == 2
     assert "training.seed must be an integer >= 0; got -1 (<stdin>)" in result.stderr
+
+
+def test_the_examples_are_package_data():
+    """The package's configs/ folder is the repository's, and the wheel ships its YAML files
+    (checked by hand with a non-editable install; this keeps the two declarations)."""
+    from topictk.config.template import EXAMPLES
+
+    assert EXAMPLES.resolve() == (REPO / "configs").resolve()
+    assert EXAMPLES.parent.name == "topictk"
+    pyproject = (REPO / "pyproject.toml").read_text()
+    declared = pyproject.split("[tool.setuptools.package-data]")[1].split("\n[")[0]
+    assert 'topictk = ["configs/*.yaml"]' in declared
