@@ -138,3 +138,12 @@ def test_the_examples_are_package_data():
     pyproject = (REPO / "pyproject.toml").read_text()
     declared = pyproject.split("[tool.setuptools.package-data]")[1].split("\n[")[0]
     assert 'topictk = ["configs/*.yaml"]' in declared
+
+
+def test_a_sweep_reads_its_config_from_stdin_once(tmp_path, example_store, monkeypatch):
+    text = ok("config", "gibbs", "--corpus", example_store, "--topics", "3").stdout
+    monkeypatch.chdir(tmp_path)
+    _train_from_stdin(text, "--set", "inference.iterations=2", "--quiet",
+                      "--sweep", "training.seed=1,2")
+    assert sorted(p.name for p in (tmp_path / "runs" / "gibbs").iterdir()) == [
+        "training.seed=1", "training.seed=2"]

@@ -158,7 +158,8 @@ class _StderrHandler(logging.StreamHandler):
 @click.option("--debug", is_flag=True, help="Show tracebacks and debug logging.")
 @click.pass_context
 def cli(ctx: click.Context, debug: bool) -> None:
-    """Topic models from the command line: prepare a corpus, train, evaluate, read topics, infer."""
+    """Topic models from the command line: prepare a corpus, train, evaluate, read topics, infer,
+    compare, plot and export runs."""
     ctx.ensure_object(dict)
     ctx.obj["debug"] = debug
     logger = logging.getLogger("topictk")
@@ -169,7 +170,17 @@ def cli(ctx: click.Context, debug: bool) -> None:
     logger.setLevel(logging.DEBUG if debug else logging.INFO)
 
 
-from topictk.cli import config, evaluate, infer, prepare, topics, train  # noqa: E402  (register)
+from topictk.cli import (  # noqa: E402  (register commands)
+    compare,
+    config,
+    evaluate,
+    export,
+    infer,
+    plot,
+    prepare,
+    topics,
+    train,
+)
 
 cli.add_command(prepare.prepare)
 cli.add_command(train.train)
@@ -178,6 +189,9 @@ cli.add_command(topics.topics)
 cli.add_command(infer.infer)
 cli.add_command(config.config)
 cli.add_command(config.algorithms)
+cli.add_command(compare.compare)
+cli.add_command(plot.plot)
+cli.add_command(export.export)
 
 
 def main() -> None:

@@ -81,3 +81,9 @@ def table_from(text_columns: tuple, id_column: str | None,
         return None
     return TableOptions(text_columns=tuple(text_columns) or (DEFAULT_TEXT_COLUMN,),
                         id_column=id_column, delimiter=parse_delimiter(delimiter))
+
+
+allow_different_option = click.option(
+    "--allow-different-corpora", "allow_different_corpora", is_flag=True,
+    help="Accept runs trained on different corpus stores, their perplexities marked as not "
+         "comparable (they are computed on different held-out tokens).")

@@ -418,6 +418,15 @@ def _check_cluster(training: dict, algorithm: str, where: str, catalogue: Catalo
 
 
 STDIN = "-"
+_stdin_read: list = [None, ""]       # the standard input stream last read, and its text
+
+
+def _stdin_text() -> str:
+    """Standard input, read once: a sweep loads its config once per run. The stream is kept
+    with its text, so a new stream (another command in the same process) is read anew."""
+    if _stdin_read[0] is not sys.stdin:
+        _stdin_read[:] = [sys.stdin, sys.stdin.read()]
+    return _stdin_read[1]
 
 
 def _read_yaml(path: Path) -> Any:
@@ -426,7 +435,7 @@ def _read_yaml(path: Path) -> Any:
     if str(path) != STDIN and not path.exists():
         raise ConfigError(f"{path}: config file not found")
     try:
-        text = sys.stdin.read() if str(path) == STDIN else path.read_text(encoding="utf-8")
+        text = _stdin_text() if str(path) == STDIN else path.read_text(encoding="utf-8")
         raw = yaml.load(text, Loader=_Loader)
     except OSError as exc:
         raise ConfigError(f"{name}: cannot be read ({exc.strerror or exc}); give a readable "

@@ -123,6 +123,7 @@ class GibbsDriver(SampledDriver):
     paper = "Griffiths & Steyvers 2004; Yao, Mimno & McCallum 2009; Newman et al. 2009"
     STATE = CountState
     cluster_support = True
+    cluster_fold_in = True
     objective_name = "log_joint_per_token"
     OPTIONS = {
         "burn_in": Option("int", None, low=0, nullable=True,
@@ -220,7 +221,6 @@ class GibbsDriver(SampledDriver):
         chunk_streams = self.streams.chunk_streams((3,), self.n_chunks, persistent=True)
         if self.remote is not None:
             fallbacks, sparse = self._remote_sweep(state, chunk_streams)
-            extra.update(self.cluster.counters())
         else:
             fallbacks, sparse = self.sampler.sweep(state, self.sweep_prior(state), self.bounds,
                                                    chunk_streams, self.doc_ptr, self.words,
