@@ -197,13 +197,13 @@ def test_best_start_schedule(planted_store, tmp_path, monkeypatch):
     from topictk.inference import vb as vb_module
 
     starts = []
-    real = vb_module.e_step
+    real = vb_module.block_estep
 
     def spy(*args, start, **kw):
         starts.append(start)
         return real(*args, start=start, **kw)
 
-    monkeypatch.setattr(vb_module, "e_step", spy)
+    monkeypatch.setattr(vb_module, "block_estep", spy)
     cfg = make_config(planted_store, tmp_path / "run", "vb", iterations=12,
                       inference={"tol": 0, "best_iterations": 4, "best_every": 3})
     run_driver(cfg, 12)

@@ -93,7 +93,8 @@ def store_test_documents(store) -> tuple[NewDocuments, np.ndarray | None]:
     """The store's test documents (their observed tokens) as documents to fold in, with
     their features when the store has metadata features."""
     test = store.test_observed()
-    docs = NewDocuments(ids=store.document_ids("test"), doc_ptr=np.asarray(test.doc_ptr), words=np.asarray(test.words),
+    docs = NewDocuments(ids=store.document_ids("test"), doc_ptr=np.asarray(test.doc_ptr),
+                        words=np.asarray(test.words),
                         unknown=np.zeros(test.n_docs, dtype=np.int64), metas=None)
     features = store.features("test")
     return docs, None if features is None else np.asarray(features)

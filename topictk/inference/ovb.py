@@ -85,11 +85,11 @@ class OVBDriver(VariationalDriver):
                         help="forgetting rate of rho_t = (tau0 + t)^-kappa, in (0.5, 1]"),
         "learn_eta": Option("bool", False,
                             help="learn a symmetric topic prior eta (model.beta is its start)"),
-        "chunks": Option("int", 1, low=1,
+        "chunks": Option("int", None, low=1, nullable=True,
                          help="blocks of the mini-batch whose E-step statistics are summed "
                               "on their own, then added block by block (a cluster spreads "
                               "the blocks over its workers; the numbers depend on this, "
-                              "never on the cluster)"),
+                              "never on the cluster; default: one block)"),
     }
     cluster_support = True      # the blocks of a mini-batch's E-step run on the workers
 
@@ -150,7 +150,7 @@ class OVBDriver(VariationalDriver):
         B, shift, _ = expected_log_topics(state.lam_tilde, state.lam_totals(), state.beta, True,
                                           self.threads, rows=words.astype(np.int32),
                                           offset=state.offset, scale=state.scale)
-        blocks = estep_blocks(docs.size, int(self.config.inference.chunks))
+        blocks = estep_blocks(docs.size, int(self.config.inference.chunks or 1))
         opts = self.config.inference
         if self.cluster is not None and with_sstats:
             from topictk.inference.cluster import cluster_batch_estep

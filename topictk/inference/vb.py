@@ -88,11 +88,11 @@ class VBDriver(BatchEMDriver):
                              help="with estep_start: best, after best_iterations run both "
                                   "starts in every N-th EM iteration only, warm ones in "
                                   "between (1 = every iteration)"),
-        "chunks": Option("int", 1, low=1,
+        "chunks": Option("int", None, low=1, nullable=True,
                          help="blocks of documents whose E-step statistics are summed on "
                               "their own, then added block by block (a cluster spreads the "
                               "blocks over its workers; the numbers depend on this, never on "
-                              "the cluster)"),
+                              "the cluster; default: one block)"),
     }
     cluster_support = True      # the blocks of the E-step run on the workers
 
@@ -131,7 +131,7 @@ class VBDriver(BatchEMDriver):
         elif start == "best" and 0 < opts.best_iterations <= state.step \
                 and state.step % opts.best_every != 0:
             start = "warm"
-        blocks = estep_blocks(self.n_docs, int(opts.chunks))
+        blocks = estep_blocks(self.n_docs, int(opts.chunks or 1))
         if self.cluster is not None:
             from topictk.inference.cluster import cluster_corpus_estep
             parts = cluster_corpus_estep(self.cluster, self.store, B, shift, state.alpha, start,
