@@ -239,8 +239,9 @@ def test_bad_option_values_are_usage_errors(tmp_path, existing_store):
     (["--stopwords", "english", "--vocab-list", EXAMPLE],
      "--vocab-list fixes the vocabulary; drop --min-df, --max-df, --vocab-size and --stopwords "
      "(leave out of the list the words to drop)"),
-    (["--vocab", EXAMPLE], "--vocab names the vocabulary of UCI docword input, not of text "
-                           "input; to fix the vocabulary of text use --vocab-list"),
+    (["--vocab", EXAMPLE], "--vocab names the vocabulary of bag-of-words input (UCI, LDA-C, "
+                           "Matrix Market), not of text input; to fix the vocabulary of text "
+                           "use --vocab-list"),
     (["--test-docs", "60"], "--test-docs 60 leaves no training document (the input has 60 "
                             "documents); give a smaller share or count"),
 ])

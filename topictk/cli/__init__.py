@@ -172,6 +172,7 @@ def cli(ctx: click.Context, debug: bool) -> None:
 
 from topictk.cli import (  # noqa: E402  (register commands)
     compare,
+    config,
     evaluate,
     export,
     infer,
@@ -186,6 +187,8 @@ cli.add_command(train.train)
 cli.add_command(evaluate.evaluate)
 cli.add_command(topics.topics)
 cli.add_command(infer.infer)
+cli.add_command(config.config)
+cli.add_command(config.algorithms)
 cli.add_command(compare.compare)
 cli.add_command(plot.plot)
 cli.add_command(export.export)

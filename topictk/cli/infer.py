@@ -10,6 +10,8 @@ from topictk.cli.options import (
     meta_file_option,
     run_dir_argument,
     single,
+    table_from,
+    table_options,
     threads_option,
 )
 from topictk.corpus.readers import FORMATS
@@ -30,8 +32,9 @@ from topictk.rundir.guard import check_output_file
 @click.option("--format", "fmt", type=click.Choice(FORMATS), default="auto",
               show_default=True, help="Input format, as for 'topictk prepare'.")
 @click.option("--vocab", type=click.Path(dir_okay=False), default=None,
-              help="UCI input: its vocabulary (default: vocab.NAME.txt beside the docword "
-                   "file).")
+              help="UCI, LDA-C or Matrix Market input: its vocabulary, as for 'topictk "
+                   "prepare'.")
+@table_options
 @meta_file_option("DMR runs: tab-separated metadata, row i for document i (JSONL fields "
                   "work too).")
 @click.option("--out", "-o", "out", type=click.Path(), default=None,
@@ -56,8 +59,9 @@ from topictk.rundir.guard import check_output_file
 @threads_option("Threads for the fold-in (default: the run's training.threads); the "
                 "result does not depend on it.")
 @cluster_options
-def infer(run_dir, inputs, fmt, vocab, meta_file, out, force, output_format, top, sweeps,
-          burn_in, seed, checkpoint, encoding_errors, threads, scheduler, dask_workers):
+def infer(run_dir, inputs, fmt, vocab, text_columns, id_column, delimiter, meta_file, out, force,
+          output_format, top, sweeps, burn_in, seed, checkpoint, encoding_errors, threads,
+          scheduler, dask_workers):
     """Topic proportions of new documents under a trained run.
 
     INPUTS are read like 'topictk prepare' input and mapped onto the run's vocabulary; words
@@ -73,7 +77,8 @@ def infer(run_dir, inputs, fmt, vocab, meta_file, out, force, output_format, top
     with run_on_cluster(run, scheduler, dask_workers, "applied to new documents"):
         docs, blocks = infer_run(run, list(inputs), fmt=fmt, meta_file=meta_file, sweeps=sweeps,
                                  burn_in=burn_in, seed=seed, encoding_errors=encoding_errors,
-                                 vocab=vocab, threads=threads)
+                                 vocab=vocab, threads=threads,
+                                 table=table_from(text_columns, id_column, delimiter))
 
         def texts():
             if output_format == "tsv":

@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import click
 
+from topictk.corpus.tables import DEFAULT_TEXT_COLUMN, TableOptions, parse_delimiter
 from topictk.errors import UsageError
 from topictk.limits import cap_threads
 
@@ -58,6 +59,28 @@ def cluster_overrides(scheduler: str | None, dask_workers: int | None) -> list[s
     if dask_workers is not None:
         return [f"training.dask_workers={dask_workers}", "training.scheduler=null"]
     return []
+
+
+def table_options(command):
+    """``--text-column``, ``--id-column`` and ``--delimiter`` of CSV/TSV input."""
+    command = click.option("--delimiter", default=None, metavar="CHAR",
+                           help="CSV/TSV: the delimiter (tab: 'tab'; default: tab for .tsv, "
+                                "sniffed from the start of a .csv file).")(command)
+    command = click.option("--id-column", default=None, metavar="NAME",
+                           help="CSV/TSV: the column of document ids (default: FILE:LINE).")(
+        command)
+    return click.option("--text-column", "text_columns", multiple=True, metavar="NAME",
+                        help="CSV/TSV: the column of the text (default: text); repeat it to "
+                             "join several columns.")(command)
+
+
+def table_from(text_columns: tuple, id_column: str | None,
+               delimiter: str | None) -> TableOptions | None:
+    """The CSV/TSV options given, or None when none was."""
+    if not text_columns and id_column is None and delimiter is None:
+        return None
+    return TableOptions(text_columns=tuple(text_columns) or (DEFAULT_TEXT_COLUMN,),
+                        id_column=id_column, delimiter=parse_delimiter(delimiter))
 
 
 allow_different_option = click.option(

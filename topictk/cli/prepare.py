@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import click
 
-from topictk.cli.options import meta_file_option, single
+from topictk.cli.options import meta_file_option, single, table_from, table_options
 from topictk.corpus.prepare import DEFAULT_HELDOUT_FRACTION, DEFAULT_TEST_DOCS, PrepareOptions
 from topictk.corpus.prepare import prepare as prepare_corpus
 from topictk.corpus.readers import FORMATS
@@ -67,9 +67,13 @@ def verify_command(verify: str | None, inputs: tuple, out: str | None) -> str:
                    "manifest, the vocabulary and the counts (reads the whole store).")
 @click.option("--format", "fmt", type=click.Choice(FORMATS), default="auto", show_default=True,
               help="text: one document per line; dir: one per .txt file; jsonl: a 'text' field "
-                   "plus metadata; uci: docword file.")
+                   "plus metadata; csv, tsv: a text column plus metadata columns; uci: docword "
+                   "file; ldac: LDA-C; mm: Matrix Market (default: from the file names).")
 @click.option("--vocab", "vocab", type=click.Path(dir_okay=False, path_type=str),
-              help="Vocabulary of UCI input (default: vocab.NAME.txt beside docword.NAME.txt).")
+              help="Vocabulary of UCI, LDA-C or Matrix Market input, one word per line "
+                   "(default: vocab.NAME.txt beside docword.NAME.txt; NAME.vocab, STEM.vocab, "
+                   "STEM.tokens or vocab.txt beside the others).")
+@table_options
 @click.option("--min-length", type=int, default=3, show_default=True,
               help="Shortest token kept (letters).")
 @click.option("--stopwords", default=None,
@@ -102,19 +106,22 @@ def verify_command(verify: str | None, inputs: tuple, out: str | None) -> str:
               help="A fixed vocabulary, one word per line; other words are dropped as the "
                    "input is read.")
 @click.option("--meta", multiple=True, metavar="FIELDS",
-              help="Metadata fields kept as document features, e.g. year,party:cat "
+              help="Metadata fields (JSONL fields, CSV/TSV columns) kept as document features, "
+                   "e.g. year,party:cat "
                    "(numeric standardised, categorical one-hot; :num/:cat force the type); "
                    "may be repeated.")
 @meta_file_option("Tab-separated metadata with a header row, row i for input document i.")
 @click.option("--force", is_flag=True,
               help="Replace an existing corpus store (nothing else is ever replaced).")
-def prepare(inputs, out, verify, fmt, vocab, min_length, stopwords, min_df, max_df, vocab_size,
-            test_docs, heldout_fraction, heldout_train_fraction, seed, test_observed,
-            test_heldout, encoding_errors, split_field, vocab_list, meta, meta_file, force):
+def prepare(inputs, out, verify, fmt, vocab, text_columns, id_column, delimiter, min_length,
+            stopwords, min_df, max_df, vocab_size, test_docs, heldout_fraction,
+            heldout_train_fraction, seed, test_observed, test_heldout, encoding_errors,
+            split_field, vocab_list, meta, meta_file, force):
     """Turn text or bag-of-words INPUTS into a corpus store with a fixed held-out split.
 
     INPUTS are files with one document per line, a folder of .txt files, a .jsonl file,
-    a UCI docword.NAME.txt[.gz] file, or - for standard input.
+    .csv/.tsv files, a UCI docword.NAME.txt[.gz], LDA-C (.lda-c, .ldac) or Matrix Market (.mm)
+    file, or - for standard input.
     """
     if verify is not None or out is None:
         click.echo(verify_command(verify, inputs, out))
@@ -127,7 +134,8 @@ def prepare(inputs, out, verify, fmt, vocab, min_length, stopwords, min_df, max_
                           heldout_train_fraction=heldout_train_fraction, seed=seed,
                           test_observed=test_observed, test_heldout=test_heldout,
                           encoding_errors=encoding_errors, split_field=split_field,
-                          vocab_list=vocab_list, meta=meta, meta_file=meta_file, force=force)
+                          vocab_list=vocab_list, meta=meta, meta_file=meta_file, force=force,
+                          table=table_from(text_columns, id_column, delimiter))
     check_store_output(out)
     manifest = prepare_corpus(list(inputs), out, opts)
     click.echo(_summary(manifest, out))

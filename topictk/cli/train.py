@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import logging
+import math
 from pathlib import Path
 
 import click
@@ -16,7 +17,9 @@ _EXIT = {"SIGINT": 130, "SIGTERM": 143}
 
 @click.command()
 @click.option("--config", "-c", "config_path", required=True,
-              type=click.Path(dir_okay=False, path_type=str), help="Experiment YAML file.")
+              type=click.Path(dir_okay=False, allow_dash=True, path_type=str),
+              help="Experiment YAML file; - reads it from standard input (paths in it are then "
+                   "relative to the working directory).")
 @click.option("--set", "overrides", multiple=True, metavar="SECTION.KEY=VALUE",
               help="Override a config key (repeatable).")
 @click.option("--out", type=click.Path(file_okay=False, path_type=str),
@@ -53,7 +56,8 @@ def train(config_path, overrides, sweeps, out, resume, force, scheduler, dask_wo
 def _report(result) -> None:
     """The run's last line on stdout; an interrupted run ends the command with its signal's
     exit code."""
-    ppl = f", point perplexity {result.perplexity:.2f}" if result.perplexity is not None else ""
+    known = result.perplexity is not None and math.isfinite(result.perplexity)
+    ppl = f", point perplexity {result.perplexity:.2f}" if known else ""
     if result.status == "interrupted":
         click.echo(f"topictk: {result.signal_name} received: stopped at step {result.step}, "
                    f"checkpoint written; continue with --resume", err=True)

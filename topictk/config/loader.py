@@ -5,6 +5,7 @@ import copy
 import difflib
 import itertools
 import re
+import sys
 from pathlib import Path
 from typing import Any, ClassVar, Mapping, Protocol
 
@@ -300,7 +301,9 @@ def validate(raw: dict, where: str, base_dir: Path, catalogue: Catalogue) -> Con
             raise ConfigError(f"{key} must be a path; got {short(value)}, which YAML reads as "
                               f"a {kind}: put the path in quotes ({where})")
         if not isinstance(value, str) or not value:
-            raise ConfigError(f"{key} is required: a path ({where})")
+            what = ("the corpus store, as written by topictk prepare --out STORE"
+                    if key == "corpus" else "the run directory to write")
+            raise ConfigError(f"{key} is required: a path, {what} ({where})")
         if "\x00" in value:
             raise ConfigError(f"{key} must be a path; got {short(value)}, which holds a NUL "
                               f"character ({where})")
@@ -414,38 +417,59 @@ def _check_cluster(training: dict, algorithm: str, where: str, catalogue: Catalo
                       f"the algorithms that do: {', '.join(able)} ({where})")
 
 
+STDIN = "-"
+_stdin_read: list = [None, ""]       # the standard input stream last read, and its text
+
+
+def _stdin_text() -> str:
+    """Standard input, read once: a sweep loads its config once per run. The stream is kept
+    with its text, so a new stream (another command in the same process) is read anew."""
+    if _stdin_read[0] is not sys.stdin:
+        _stdin_read[:] = [sys.stdin, sys.stdin.read()]
+    return _stdin_read[1]
+
+
+def _read_yaml(path: Path) -> Any:
+    """The YAML document of a config file, or of standard input when ``path`` is ``-``."""
+    name = "<stdin>" if str(path) == STDIN else str(path)
+    if str(path) != STDIN and not path.exists():
+        raise ConfigError(f"{path}: config file not found")
+    try:
+        text = _stdin_text() if str(path) == STDIN else path.read_text(encoding="utf-8")
+        raw = yaml.load(text, Loader=_Loader)
+    except OSError as exc:
+        raise ConfigError(f"{name}: cannot be read ({exc.strerror or exc}); give a readable "
+                          f"YAML config file") from None
+    except RecursionError:
+        raise ConfigError(f"{name}: invalid YAML (nested too deeply); a config nests "
+                          f"sections a few levels deep") from None
+    except UnicodeDecodeError:
+        raise ConfigError(f"{name}: not a UTF-8 text file; give a YAML config") from None
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        line = f" line {mark.line + 1}" if mark is not None else ""
+        problem = one_line(getattr(exc, "problem", None) or exc)
+        raise ConfigError(f"{name}:{line} invalid YAML ({problem})") from None
+    except (ValueError, TypeError, OverflowError) as exc:
+        # a value that contradicts its explicit tag (``!!float abc``) is not a YAMLError
+        raise ConfigError(f"{name}: invalid YAML ({one_line(exc)})") from None
+    if raw is None:
+        raise ConfigError(f"{name}: config file is empty; it needs corpus, model, "
+                          f"inference and output")
+    return raw
+
+
 def load_config(path: str | Path | None, overrides: list[str] = (),
                 raw: dict | None = None, *, catalogue: Catalogue) -> Config:
-    """Read a YAML config, apply ``--set`` overrides, validate against ``catalogue``. Raises
-    :class:`ConfigError`."""
+    """Read a YAML config (``-``: standard input), apply ``--set`` overrides, validate against
+    ``catalogue``. Paths in the config are relative to its file, or to the working directory
+    for standard input and a ``raw`` mapping. Raises :class:`ConfigError`."""
+    stdin = raw is None and str(path) == STDIN
     if raw is None:
         path = Path(path)
-        if not path.exists():
-            raise ConfigError(f"{path}: config file not found")
-        try:
-            text = path.read_text(encoding="utf-8")
-            raw = yaml.load(text, Loader=_Loader)
-        except OSError as exc:
-            raise ConfigError(f"{path}: cannot be read ({exc.strerror or exc}); give a readable "
-                              f"YAML config file") from None
-        except RecursionError:
-            raise ConfigError(f"{path}: invalid YAML (nested too deeply); a config nests "
-                              f"sections a few levels deep") from None
-        except UnicodeDecodeError:
-            raise ConfigError(f"{path}: not a UTF-8 text file; give a YAML config") from None
-        except yaml.YAMLError as exc:
-            mark = getattr(exc, "problem_mark", None)
-            line = f" line {mark.line + 1}" if mark is not None else ""
-            problem = one_line(getattr(exc, "problem", None) or exc)
-            raise ConfigError(f"{path}:{line} invalid YAML ({problem})") from None
-        except (ValueError, TypeError, OverflowError) as exc:
-            # a value that contradicts its explicit tag (``!!float abc``) is not a YAMLError
-            raise ConfigError(f"{path}: invalid YAML ({one_line(exc)})") from None
-        if raw is None:
-            raise ConfigError(f"{path}: config file is empty; it needs corpus, model, "
-                              f"inference and output")
-        where = str(path)
-        base_dir = path.resolve().parent
+        raw = _read_yaml(path)
+        where = "<stdin>" if stdin else str(path)
+        base_dir = Path.cwd() if stdin else path.resolve().parent
     else:
         where = "<config>"
         base_dir = Path.cwd()
@@ -456,5 +480,5 @@ def load_config(path: str | Path | None, overrides: list[str] = (),
         parts, value = parse_override(text)
         _apply_override(raw, parts, value)
     config = validate(raw, where, base_dir, catalogue)
-    config.source = Path(path) if path is not None else None
+    config.source = Path(path) if path is not None and not stdin else None
     return config

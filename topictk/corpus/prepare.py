@@ -8,6 +8,7 @@ from pathlib import Path
 
 import numpy as np
 
+from topictk.corpus import inputs as input_formats
 from topictk.corpus import readers
 from topictk.corpus.features import (
     fit_encoding,
@@ -18,6 +19,7 @@ from topictk.corpus.features import (
 )
 from topictk.corpus.splits import choose_test_documents, split_tokens, split_train_tokens
 from topictk.corpus.stopwords import ENGLISH_STOPWORDS
+from topictk.corpus.tables import TableOptions, check_table_options
 from topictk.corpus.store import check_output, csr_to_tokens, ptr_to_csr, tokens_to_ptr, write_store
 from topictk.corpus.text import tokenize
 from topictk.corpus.vocab import document_frequency, select_vocabulary, vocab_hash
@@ -53,6 +55,7 @@ class PrepareOptions:
     meta: str | None = None              # metadata fields kept as features: "year,party:cat"
     meta_file: str | None = None         # tab-separated metadata, one row per input document
     vocab_list: str | None = None        # a fixed vocabulary, one word per line
+    table: TableOptions | None = None    # CSV/TSV columns and delimiter (None: the defaults)
 
     def check(self) -> None:
         """Refuse values out of range and options that would be ignored; then fill in the
@@ -214,7 +217,8 @@ def _read_text_documents(inputs: list[str], fmt: str, opts: PrepareOptions,
     whose out-of-vocabulary tokens are dropped as they are read), and that table's words."""
     type_ids: dict[str, int] = {w: i for i, w in enumerate(fixed_vocab)} if fixed_vocab else {}
     docs, ids, metas = [], [], []
-    for doc in readers.read_text_documents(inputs, fmt, opts.encoding_errors, stats):
+    for doc in input_formats.read_documents(inputs, fmt, opts.encoding_errors, stats,
+                                            opts.table):
         tokens = tokenize(doc.text, opts.min_length)
         if fixed_vocab:
             known = [type_ids[t] for t in tokens if t in type_ids]
@@ -234,12 +238,11 @@ def _bag_tokens(bag: readers.BagOfWords) -> list[np.ndarray]:
     return csr_to_tokens(bag.indptr, bag.indices, bag.counts)
 
 
-def _read_uci_input(inputs: list[str], opts: PrepareOptions) -> _Input:
-    """A UCI docword file and, with ``--test-observed/--test-heldout``, the imported test
-    documents; documents are numbered from 1 in each file."""
-    if len(inputs) != 1:
-        raise UsageError("UCI input is one docword file (plus --vocab)")
-    bag = readers.read_uci(inputs[0], opts.vocab)
+def _read_bag_input(inputs: list[str], fmt: str, opts: PrepareOptions) -> _Input:
+    """A bag-of-words file (UCI docword, LDA-C, Matrix Market) and, with UCI input and
+    ``--test-observed/--test-heldout``, the imported test documents; documents are numbered
+    from 1 in each file."""
+    bag = input_formats.read_bag(inputs, fmt, opts.vocab)
     tokens = _bag_tokens(bag)
     read = _Input(DocumentSet(tokens, [str(i + 1) for i in range(len(tokens))]), bag.vocab,
                   _stopword_set(opts.stopwords, default_on=False))
@@ -260,8 +263,8 @@ def _read_uci_input(inputs: list[str], opts: PrepareOptions) -> _Input:
 def _read_input(inputs: list[str], fmt: str, opts: PrepareOptions,
                 stats: readers.ReadStats) -> _Input:
     """Every input document, tokenised, with the metadata of ``--meta-file`` merged in."""
-    if fmt == "uci":
-        read = _read_uci_input(inputs, opts)
+    if fmt in readers.BAG_FORMATS:
+        read = _read_bag_input(inputs, fmt, opts)
     else:
         fixed = read_vocab_list(opts.vocab_list) if opts.vocab_list else None
         docs, type_names = _read_text_documents(inputs, fmt, opts, stats, fixed)
@@ -363,13 +366,16 @@ def _check_formats(inputs: list[str], out: str | Path, opts: PrepareOptions) -> 
     if opts.test_observed and fmt != "uci":
         raise UsageError("--test-observed/--test-heldout import a published split and need UCI "
                          "docword input (--format uci)")
-    if opts.vocab is not None and fmt != "uci":
-        raise UsageError(f"--vocab names the vocabulary of UCI docword input, not of {fmt} "
-                         f"input; to fix the vocabulary of text use --vocab-list")
-    if opts.vocab_list is not None and fmt == "uci":
-        raise UsageError("--vocab-list fixes the vocabulary of text input; UCI input comes with "
-                         "its own (--vocab): drop --vocab-list, or choose words with --min-df, "
-                         "--max-df, --stopwords or --vocab-size")
+    if opts.vocab is not None and fmt not in readers.BAG_FORMATS:
+        raise UsageError(f"--vocab names the vocabulary of bag-of-words input (UCI, LDA-C, "
+                         f"Matrix Market), not of {fmt} input; to fix the vocabulary of text "
+                         f"use --vocab-list")
+    if opts.vocab_list is not None and fmt in readers.BAG_FORMATS:
+        name = {"uci": "UCI", "ldac": "LDA-C", "mm": "Matrix Market"}[fmt]
+        raise UsageError(f"--vocab-list fixes the vocabulary of text input; {name} input comes "
+                         f"with its own (--vocab): drop --vocab-list, or choose words with "
+                         f"--min-df, --max-df, --stopwords or --vocab-size")
+    check_table_options(opts.table, fmt)
     return fmt
 
 

@@ -21,7 +21,11 @@ import numpy as np
 from topictk.errors import CorpusError, CorpusUsageError
 from topictk.limits import json_loads
 
-FORMATS = ("auto", "text", "dir", "jsonl", "uci")
+FORMATS = ("auto", "text", "dir", "jsonl", "csv", "tsv", "uci", "ldac", "mm")
+BAG_FORMATS = ("uci", "ldac", "mm")        # bag-of-words input, each with its vocabulary file
+# file name endings (after an optional .gz) -> format
+SUFFIXES = {".jsonl": "jsonl", ".ndjson": "jsonl", ".csv": "csv", ".tsv": "tsv", ".tab": "tsv",
+            ".lda-c": "ldac", ".ldac": "ldac", ".mm": "mm"}
 COUNT_MAX = 2**31 - 1      # tokens of one word in one document (int32 counts)
 BYTES_PER_TOKEN = 24       # what prepare holds per token at its peak (ids, split, CSR, copies)
 
@@ -77,12 +81,10 @@ def _format_of(source: str) -> str:
     path = Path(source)
     if path.is_dir():
         return "dir"
-    name = path.name.lower()
-    if name.endswith((".jsonl", ".jsonl.gz", ".ndjson")):
-        return "jsonl"
+    name = path.name.lower().removesuffix(".gz")
     if name.startswith("docword."):
         return "uci"
-    return "text"
+    return SUFFIXES.get(Path(name).suffix, "text")
 
 
 def detect_format(inputs: list[str]) -> str:
@@ -333,32 +335,36 @@ def _parse_docword(path: Path) -> tuple[int, int, np.ndarray]:
 
 
 def _check_entries(path: Path, docs: np.ndarray, word_ids: np.ndarray, counts: np.ndarray,
-                   n_docs: int, n_words: int) -> None:
+                   n_docs: int, n_words: int, *, first_line: int = 4,
+                   header: str = "header") -> None:
     """Ids within the header's D and W, counts positive and within int32; errors name the
-    first offending line."""
+    first offending line (entry i on line ``first_line + i``)."""
     nnz = docs.size
     if nnz and (docs.min() < 1 or docs.max() > n_docs):
-        line = 4 + int(np.argmax((docs < 1) | (docs > n_docs)))
-        raise CorpusError(f"{path}:{line}: document id outside 1..{n_docs} (header D); the "
+        line = first_line + int(np.argmax((docs < 1) | (docs > n_docs)))
+        raise CorpusError(f"{path}:{line}: document id outside 1..{n_docs} ({header} D); the "
                           f"header disagrees with the body")
     if nnz and (word_ids.min() < 1 or word_ids.max() > n_words):
-        line = 4 + int(np.argmax((word_ids < 1) | (word_ids > n_words)))
-        raise CorpusError(f"{path}:{line}: word id outside 1..{n_words} (header W); the header "
+        line = first_line + int(np.argmax((word_ids < 1) | (word_ids > n_words)))
+        raise CorpusError(f"{path}:{line}: word id outside 1..{n_words} ({header} W); the header "
                           f"disagrees with the body")
     if nnz and counts.min() < 1:
-        line = 4 + int(np.argmax(counts < 1))
+        line = first_line + int(np.argmax(counts < 1))
         raise CorpusError(f"{path}:{line}: counts must be positive integers")
     if nnz and counts.max() > COUNT_MAX:
-        line = 4 + int(np.argmax(counts > COUNT_MAX))
+        line = first_line + int(np.argmax(counts > COUNT_MAX))
         raise CorpusError(f"{path}:{line}: count {int(counts.max())} is more than {COUNT_MAX:,} "
                           f"tokens of one word in one document; the file is damaged")
 
 
-def _check_memory(path: Path, counts: np.ndarray) -> None:
-    """Refuse a file with more tokens than this machine can hold."""
+def _check_memory(path: Path, counts: np.ndarray, *, first_line: int = 4,
+                  lines: np.ndarray | None = None) -> None:
+    """Refuse a file with more tokens than this machine can hold (entry i on line
+    ``first_line + i``, or on ``lines[i]``)."""
     total = int(counts.sum())
     if total > max_tokens():
-        line = 4 + int(np.argmax(counts))
+        at = int(np.argmax(counts))
+        line = int(lines[at]) if lines is not None else first_line + at
         raise CorpusError(f"{path}: {total:,} tokens would need about "
                           f"{total * BYTES_PER_TOKEN / 2**30:.0f} GiB of memory, more than this "
                           f"machine has; check the counts (the largest, {int(counts.max()):,}, "

@@ -1,10 +1,10 @@
 """``topictk infer``: topic proportions of new documents under a trained run.
 
 The documents are read like ``topictk prepare`` reads its input (lines, a folder of ``.txt``
-files, JSONL, or a UCI docword file), tokenised with the store's settings and mapped onto the
-store's vocabulary; words the store does not know are dropped and counted. Metadata (DMR runs)
-are encoded with the encoding saved in the store's manifest, so a new document gets exactly
-the features a test document would get.
+files, JSONL, CSV/TSV, or a UCI, LDA-C or Matrix Market bag of words), tokenised with the
+store's settings and mapped onto the store's vocabulary; words the store does not know are
+dropped and counted. Metadata (DMR runs) are encoded with the encoding saved in the store's
+manifest, so a new document gets exactly the features a test document would get.
 
 The driver folds the documents in by ``Driver.fold_in``, the fold-in that ``evaluate`` scores
 with: for the sampled algorithms collapsed Gibbs over each document's topic assignments with
@@ -23,6 +23,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from topictk.corpus import inputs as input_formats
 from topictk.corpus import readers
 from topictk.corpus.features import (
     FeatureEncoding,
@@ -31,6 +32,7 @@ from topictk.corpus.features import (
     rows_for_documents,
 )
 from topictk.corpus.store import csr_to_tokens
+from topictk.corpus.tables import TableOptions, check_table_options
 from topictk.corpus.text import tokenize
 from topictk.errors import CorpusError, CorpusUsageError, UsageError
 from topictk.inference.base import INFER_CHUNK_DOCS
@@ -65,7 +67,8 @@ def check_sweeps(sweeps: int, burn_in: int) -> None:
 
 def read_new_documents(inputs: list[str], store, fmt: str = "auto",
                        meta_file: str | None = None, encoding_errors: str = "strict",
-                       vocab: str | None = None) -> NewDocuments:
+                       vocab: str | None = None,
+                       table: TableOptions | None = None) -> NewDocuments:
     """Read and map ``inputs`` onto ``store``'s vocabulary (see the module docstring)."""
     if not inputs:
         raise CorpusUsageError("no input given; name files, a folder, a .jsonl file, a UCI "
@@ -79,10 +82,12 @@ def read_new_documents(inputs: list[str], store, fmt: str = "auto",
     docs: list[np.ndarray] = []
     unknown: list[int] = []
     metas: list[dict] = []
-    if fmt == "uci":
-        if len(inputs) != 1:
-            raise UsageError("UCI input is one docword file")
-        bag = readers.read_uci(inputs[0], vocab)
+    check_table_options(table, fmt)
+    if vocab is not None and fmt not in readers.BAG_FORMATS:
+        raise UsageError(f"--vocab names the vocabulary of bag-of-words input (UCI, LDA-C, "
+                         f"Matrix Market), not of {fmt} input")
+    if fmt in readers.BAG_FORMATS:
+        bag = input_formats.read_bag(inputs, fmt, vocab)
         to_store = np.array([index.get(w, -1) for w in bag.vocab], dtype=np.int64)
         for d, tokens in enumerate(csr_to_tokens(bag.indptr, bag.indices, bag.counts)):
             mapped = to_store[tokens]
@@ -91,8 +96,8 @@ def read_new_documents(inputs: list[str], store, fmt: str = "auto",
             ids.append(str(d + 1))
             metas.append({})
     stats = readers.ReadStats()
-    if fmt != "uci":
-        for doc in readers.read_text_documents(inputs, fmt, encoding_errors, stats):
+    if fmt not in readers.BAG_FORMATS:
+        for doc in input_formats.read_documents(inputs, fmt, encoding_errors, stats, table):
             known, n_unknown = _map_text(doc.text, store, index)
             docs.append(known)
             unknown.append(n_unknown)
@@ -230,7 +235,8 @@ def render_tsv(docs: NewDocuments, start: int, theta: np.ndarray) -> str:
 def infer_run(run, inputs: list[str], *, fmt: str = "auto", meta_file: str | None = None,
               sweeps: int = 50, burn_in: int = 25, seed: int | None = None,
               encoding_errors: str = "strict", vocab: str | None = None,
-              threads: int | None = None) -> tuple[NewDocuments, Iterator[tuple[int, np.ndarray]]]:
+              threads: int | None = None, table: TableOptions | None = None
+              ) -> tuple[NewDocuments, Iterator[tuple[int, np.ndarray]]]:
     """Read ``inputs`` (all of it, so that bad input stops the command before any output) and
     return them with an iterator over (first document, topic proportions) of blocks of
     ``BLOCK_DOCS`` documents, so that neither the proportions nor the output of a large input
@@ -241,7 +247,7 @@ def infer_run(run, inputs: list[str], *, fmt: str = "auto", meta_file: str | Non
         log.warning("%s: ignored: this run's model (%s) does not use metadata", meta_file,
                     run.driver.name)
         meta_file = None
-    docs = read_new_documents(inputs, run.store, fmt, meta_file, encoding_errors, vocab)
+    docs = read_new_documents(inputs, run.store, fmt, meta_file, encoding_errors, vocab, table)
     return docs, infer_documents(run, docs, meta_file or ", ".join(inputs), sweeps=sweeps,
                                  burn_in=burn_in, seed=seed, threads=threads)
 

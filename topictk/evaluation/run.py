@@ -1,6 +1,7 @@
 """``topictk evaluate`` and ``topictk topics``: load a run directory and score or list it."""
 from __future__ import annotations
 
+import logging
 from contextlib import contextmanager
 from pathlib import Path
 
@@ -38,6 +39,24 @@ def _damaged_model_fix(run_dir: Path, checkpoint: int | None) -> str:
     return " or ".join(choices) or f"train the run again with {retrain_command(run_dir)}"
 
 
+class _NoWarnings(logging.Filter):
+    def filter(self, record: logging.LogRecord) -> bool:
+        return record.levelno != logging.WARNING
+
+
+@contextmanager
+def _training_warnings_shown_once():
+    """Drop the warnings of config checks and driver set-up while a trained run is loaded:
+    they concern its training settings (threads that cannot work on its chunks, a
+    schedule that never updates a prior) and were shown when it was trained."""
+    logger, quiet = logging.getLogger("topictk"), _NoWarnings()
+    logger.addFilter(quiet)
+    try:
+        yield
+    finally:
+        logger.removeFilter(quiet)
+
+
 class LoadedRun:
     """A run directory's config, store, driver and state (final model or a checkpoint)."""
 
@@ -49,7 +68,8 @@ class LoadedRun:
             raise UsageError(f"{run_dir}: not a run directory (no config.yaml); give the output "
                              f"directory of 'topictk train'")
         self.run_dir = run_dir
-        self.config = load_config(config_path)
+        with _training_warnings_shown_once():
+            self.config = load_config(config_path)
         if checkpoint is None:
             path = run_dir / MODEL_FILE
             if not path.exists():
@@ -70,8 +90,9 @@ class LoadedRun:
         check_run_store(run_dir, self.store)
         threads = threads if threads is not None else self.config.training.threads
         self.streams = Streams.from_state(header["streams"])
-        self.driver = get_driver(self.config.inference.algorithm)(self.config, self.store, threads,
-                                                                  streams=self.streams)
+        with _training_warnings_shown_once():
+            self.driver = get_driver(self.config.inference.algorithm)(
+                self.config, self.store, threads, streams=self.streams)
         try:
             self.state = self.driver.state_from_arrays(header["state"], arrays)
         except (KeyError, ValueError) as exc:

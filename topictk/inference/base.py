@@ -189,6 +189,12 @@ class Driver(ABC):
     uses_features: ClassVar[bool] = False     # the document prior depends on metadata (DMR)
     # the driver runs its shards on a Dask cluster when given one (use_cluster)
     cluster_support: ClassVar[bool] = False
+    # what ``topictk algorithms`` lists: the docs family page (docs/family-KIND.md), the
+    # papers, and whether the kernels use training.threads and a run resumes exactly
+    kind: ClassVar[str] = "sampled"
+    paper: ClassVar[str] = ""
+    threads_support: ClassVar[bool] = True
+    resume_support: ClassVar[bool] = True
     # evaluate's and infer's fold-ins run on a Dask cluster too (the Gibbs fold-in)
     cluster_fold_in: ClassVar[bool] = False
     cluster: Any = None             # the cluster it was given

@@ -48,6 +48,8 @@ class CVBDriver(VariationalDriver):
     """CVB with the second-order (Gaussian) correction; one step is one sweep over all pairs."""
 
     name = "cvb"
+    kind = "variational"
+    paper = "Teh, Newman & Welling 2007"
     STATE = CVBState
     gaussian = True
     objective_name = "train_bound_per_token"
@@ -215,4 +217,6 @@ class CVB0Driver(CVBDriver):
     """CVB0: the zero-order update (no variance fields, no exponential)."""
 
     name = "cvb0"
+    kind = "variational"
+    paper = "Asuncion, Welling, Smyth & Teh 2009"
     gaussian = False

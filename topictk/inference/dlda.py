@@ -563,6 +563,8 @@ class TLASGRDriver(_StochasticDLDA):
     """TLASGR-MCMC (Cong 2017): one step is one mini-batch update of every layer and r."""
 
     name = "tlasgr"
+    kind = "mini-batch"
+    paper = "Cong, Chen, Liu & Zhou 2017"
     OPTIONS = {**_StochasticDLDA.OPTIONS, "forgetting": FORGETTING}
     shared_scale = False      # TLFSGR: one M-bar for every topic
 
@@ -600,6 +602,8 @@ class TLFSGRDriver(TLASGRDriver):
     r keeps its own M^(L+1) (§8.9)."""
 
     name = "tlfsgr"
+    kind = "mini-batch"
+    paper = "Cong, Chen, Liu & Zhou 2017"
     shared_scale = True
 
 
@@ -609,6 +613,8 @@ class DLDASGRLDDriver(_StochasticDLDA):
     TLASGR (§8.9). The 20News preset step is a = 0.1, b = 21, c = 0.9."""
 
     name = "dlda-sgrld"
+    kind = "mini-batch"
+    paper = "Cong et al. 2017; Patterson & Teh 2013"
     OPTIONS = {**COMMON_OPTIONS, **SG_OPTIONS, "step": _step_options(0.1, 21.0, 0.9)}
 
     def _init_extra(self, state: DeepState) -> None:
@@ -649,6 +655,8 @@ class DLDAGibbsDriver(DLDADriver):
     corpus; Phi^(l) ~ Dir, r ~ Gam between the upward and the downward pass."""
 
     name = "dlda-gibbs"
+    kind = "sampled"
+    paper = "Zhou, Cong & Chen 2016"
     stochastic = False
     OPTIONS = {
         **COMMON_OPTIONS,

@@ -362,6 +362,8 @@ class DMRSEMDriver(DMRPriorMixin, GibbsDriver):
     cluster_support = False
     cluster_fold_in = False
     name = "dmr-sem"
+    kind = "sampled"
+    paper = "Mimno & McCallum 2008"
     STATE = DMRCountState
     family = "dmr"
     OPTIONS = {
@@ -487,6 +489,8 @@ class DMRSGRLDDriver(DMRPriorMixin, SGRLDDriver):
     """DMR by SGRLD for the topics and SGLD for nu; one step is one mini-batch update (§9.3)."""
 
     name = "dmr-sgrld"
+    kind = "mini-batch"
+    paper = "Mimno & McCallum 2008; Patterson & Teh 2013"
     STATE = DMRSimplexState
     family = "dmr"
     cluster_support = False

@@ -120,6 +120,8 @@ class GibbsDriver(SampledDriver):
     (:meth:`new_state`)."""
 
     name = "gibbs"
+    kind = "sampled"
+    paper = "Griffiths & Steyvers 2004; Yao, Mimno & McCallum 2009; Newman et al. 2009"
     STATE = CountState
     cluster_support = True
     cluster_fold_in = True

@@ -42,6 +42,8 @@ class HSVGDriver(OVBDriver):
     """HSVG; one step is one mini-batch update of lambda from Gibbs local statistics."""
 
     name = "hsvg"
+    kind = "mini-batch"
+    paper = "Mimno, Hoffman & Blei 2012"
     objective_name = None
     cluster_support = True      # the local chains of a mini-batch run on the workers
     cluster_fold_in = True

@@ -71,6 +71,8 @@ class OVBDriver(VariationalDriver):
     """Online VB / SVI; one step is one mini-batch update."""
 
     name = "ovb"
+    kind = "mini-batch"
+    paper = "Hoffman, Blei & Bach 2010"
     STATE = OnlineState
     objective_name = "train_bound_per_token"
     OPTIONS = {

@@ -280,6 +280,8 @@ class PEMDriver(BatchEMDriver):
     """Particle EM; one step is one EM iteration of every particle (§10.3)."""
 
     name = "pem"
+    kind = "variational"
+    paper = "particle EM (docs/algorithms.md §10)"
     STATE = PEMState
     objective_name = "train_bound_per_token"
     OPTIONS = {

@@ -63,3 +63,20 @@ def load_config(path: str | Path | None, overrides: list[str] = (),
                 raw: dict | None = None) -> Config:
     """:func:`topictk.config.load_config` against the algorithms registered here."""
     return config_loader.load_config(path, overrides, raw, catalogue=CATALOGUE)
+
+
+def algorithm_table() -> list[str]:
+    """One line per algorithm for ``topictk algorithms``: its name, model family, docs family,
+    whether it uses threads, resumes and runs on a cluster, and its papers (the facts each
+    driver class declares)."""
+    def yes(flag: bool) -> str:
+        return "yes" if flag else "no"
+
+    rows = [("algorithm", "model", "family", "threads", "resume", "cluster", "paper")]
+    for name in algorithm_names():
+        d = get_driver(name)
+        rows.append((name, d.family, d.kind, yes(d.threads_support), yes(d.resume_support),
+                     yes(d.cluster_support), d.paper))
+    widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]) - 1)]
+    return ["  ".join(cell.ljust(w) for cell, w in zip(row, widths)) + "  " + row[-1]
+            for row in rows]

@@ -66,6 +66,8 @@ class SGRLDDriver(SampledDriver):
     """SGRLD; one step is one mini-batch update of phi_hat."""
 
     name = "sgrld"
+    kind = "mini-batch"
+    paper = "Patterson & Teh 2013"
     STATE = SimplexState
     cluster_support = True      # the local chains of a mini-batch run on the workers
     cluster_fold_in = True

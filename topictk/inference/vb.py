@@ -63,6 +63,8 @@ class VBDriver(BatchEMDriver):
     """Batch variational EM; one step is one EM iteration over the whole training corpus."""
 
     name = "vb"
+    kind = "variational"
+    paper = "Blei, Ng & Jordan 2003"
     STATE = VBState
     objective_name = "train_bound_per_token"
     OPTIONS = {

@@ -12,14 +12,12 @@ from __future__ import annotations
 
 import logging
 import signal
-import sys
 import time
 from contextlib import ExitStack
 from dataclasses import dataclass
 from pathlib import Path
 
 import yaml
-from tqdm import tqdm
 
 from topictk._fileio import atomic_write_text
 from topictk.config.loader import Config
@@ -36,6 +34,7 @@ from topictk.rundir.lock import RunLock
 from topictk.rundir.metrics import append_metrics, truncate_metrics
 from topictk.streams import Streams
 from topictk.training.loop import train_steps
+from topictk.training.progress import Progress
 
 log = logging.getLogger("topictk")
 
@@ -258,9 +257,7 @@ class RunSession:
         """Steps from ``start`` to ``inference.iterations``, or until a signal or the time
         limit (which counts training seconds, evaluation excluded, like train_seconds)."""
         training, clock = self.training, self.clock
-        progress = tqdm(total=self.iterations, initial=min(self.start, self.iterations),
-                        disable=self.quiet, file=sys.stderr, unit="step", dynamic_ncols=True,
-                        leave=False)
+        progress = Progress(self.iterations, min(self.start, self.iterations), quiet=self.quiet)
         step = self.start
         with _StopFlag() as stop:
             # a driver whose evaluation advances a chain of its own is evaluated on its
@@ -279,9 +276,8 @@ class RunSession:
                 if training.eval_every and (step % training.eval_every == 0
                                             or (final and off_schedule_ok)):
                     self._evaluate(step, record.info.extra)
-                    if self.last_ppl is not None:
-                        progress.set_postfix(perplexity=f"{self.last_ppl:.1f}", refresh=False)
-                progress.update(1)
+                    progress.evaluated(step, self.last_ppl)
+                progress.step()
                 out_of_time = (training.time_limit is not None
                                and clock["train_seconds"] >= training.time_limit)
                 if stop.signal_name or out_of_time:

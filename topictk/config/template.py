@@ -1,0 +1,157 @@
+"""A complete, commented YAML config for one algorithm, generated from the option declarations
+that validate configs (schema.py and the drivers' ``OPTIONS``), so it shows every key with
+the default, the allowed values and the meaning that validation uses."""
+from __future__ import annotations
+
+import difflib
+import textwrap
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from topictk.config.loader import Catalogue, _Loader
+from topictk.config.schema import (
+    EVALUATION,
+    INFERENCE_COMMON,
+    MODEL,
+    MODEL_FAMILIES,
+    TRAINING,
+    Option,
+)
+from topictk.errors import ConfigError, UsageError
+from topictk.limits import short
+
+# values of the keys that have no default (required), written into a generated config
+DEFAULT_TOPICS = 20
+DEFAULT_ITERATIONS = 100
+INDENT = "  "
+
+
+def check_algorithm(name: str, catalogue: Catalogue) -> None:
+    """Refuse an algorithm the catalogue does not know, with a close match, as config
+    validation does."""
+    names = catalogue.algorithm_names()
+    if name in names:
+        return
+    close = difflib.get_close_matches(str(name), names, n=1, cutoff=0.5)
+    hint = f"; did you mean '{close[0]}'?" if close else ""
+    raise ConfigError(f"algorithm must be one of {', '.join(names)}; got {short(name)}{hint}")
+
+
+def render_config(algorithm: str, catalogue: Catalogue, *, corpus: str | None = None,
+                  topics: int | None = None) -> str:
+    """The YAML text of a config training ``algorithm``: every key with its default, its
+    allowed values and its meaning as comments.
+
+    Parameters
+    ----------
+    algorithm
+        An ``inference.algorithm`` the catalogue knows.
+    catalogue
+        The registered algorithms (``topictk.inference.registry.CATALOGUE``).
+    corpus
+        The corpus store; ``None`` writes ``corpus: null``, which loading reports as missing.
+    topics
+        Number of topics K (for deep LDA the one layer ``model.layers: [K]``); ``None``
+        writes DEFAULT_TOPICS.
+    """
+    check_algorithm(algorithm, catalogue)
+    driver = catalogue.get_driver(algorithm)
+    k = DEFAULT_TOPICS if topics is None else int(topics)
+    summary = " ".join((driver.__doc__ or "").strip().split("\n\n")[0].split())
+    lines = ["# " + line for line in textwrap.wrap(f"inference.algorithm {algorithm}: {summary}",
+                                                   96)]
+    lines += ["# Every key with its default; a comment above each gives its meaning and [allowed "
+             "values].",
+             "# Paths are relative to this file, or to the working directory when the config is "
+             "read from",
+             "# standard input (topictk train --config -).", ""]
+    lines += _entry("corpus", corpus, "the corpus store, as written by topictk prepare --out "
+                                      "STORE (required)", "a path", 0)
+    lines += _entry("output", f"runs/{algorithm}", "the run directory to write", "a path", 0)
+    model_schema = MODEL_FAMILIES.get(driver.family, MODEL)
+    model_values = {"family": driver.family, "topics": k}
+    if "layers" in model_schema:
+        model_values = {"family": driver.family, "layers": [k], "topics": None}
+    inference_schema = {**INFERENCE_COMMON, **driver.OPTIONS}
+    inference_values = {"algorithm": algorithm, "iterations": DEFAULT_ITERATIONS}
+    for name, schema, values in (("model", model_schema, model_values),
+                                 ("inference", inference_schema, inference_values),
+                                 ("training", TRAINING, {}),
+                                 ("evaluation", EVALUATION, {})):
+        lines += ["", f"{name}:"] + _section(schema, values, 1)
+    return "\n".join(lines) + "\n"
+
+
+def _section(schema: dict, values: dict, depth: int) -> list[str]:
+    lines: list[str] = []
+    for key, option in schema.items():
+        if isinstance(option, dict):
+            lines += [f"{INDENT * depth}{key}:"] + _section(option, {}, depth + 1)
+            continue
+        value = values.get(key, None if option.required else option.default)
+        meaning = option.help + (" (required)" if option.required else "")
+        lines += _entry(key, value, meaning, _allowed(key, option), depth)
+    return lines
+
+
+def _allowed(key: str, option: Option) -> str:
+    if key == "algorithm":
+        return "the algorithm of this config (topictk algorithms lists them)"
+    return option.describe()
+
+
+def _entry(key: str, value: Any, meaning: str, allowed: str, depth: int) -> list[str]:
+    pad = INDENT * depth
+    return [f"{pad}# {meaning} [{allowed}]", f"{pad}{key}: {_scalar(value)}"]
+
+
+def _scalar(value: Any) -> str:
+    """``value`` as YAML that the config loader reads back to the same value."""
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, list):
+        return "[" + ", ".join(_scalar(v) for v in value) + "]"
+    if isinstance(value, float):
+        return repr(value)
+    if isinstance(value, int):
+        return str(value)
+    text = str(value)
+    try:
+        plain = yaml.load(text, Loader=_Loader) == text
+    except yaml.YAMLError:
+        plain = False
+    return text if plain and "#" not in text else "'" + text.replace("'", "''") + "'"
+
+
+# the example configs shipped with the package (package data; in the source tree a link to
+# the repository's configs/ folder, whose paths are relative to that folder)
+EXAMPLES = Path(__file__).resolve().parent.parent / "configs"
+EXAMPLE_PREFIX = "example_"
+
+
+def _examples() -> dict[str, Path]:
+    """Name -> file: ``gibbs`` for ``example_gibbs.yaml``, the stem for the others (paper
+    reproductions)."""
+    return {path.stem.removeprefix(EXAMPLE_PREFIX): path
+            for path in sorted(EXAMPLES.glob("*.yaml"))}
+
+
+def example_names() -> list[str]:
+    """The names of the bundled example configs."""
+    return list(_examples())
+
+
+def example_text(name: str) -> str:
+    """The text of the bundled example config ``name`` (``dmr-sem`` finds ``dmr_sem``)."""
+    examples = _examples()
+    path = examples.get(name) or examples.get(name.replace("-", "_"))
+    if path is None:
+        close = difflib.get_close_matches(name, list(examples), n=1, cutoff=0.5)
+        hint = f"; did you mean '{close[0]}'?" if close else ""
+        raise UsageError(f"--example must be one of {', '.join(examples)}; got {short(name)}"
+                         f"{hint}")
+    return path.read_text(encoding="utf-8")
