@@ -32,7 +32,8 @@ def store_of(name: str):
     args = CORPORA[name]
     if args is None:
         return h.ensure_store(name)
-    return h.ensure_store(name, [str(h.DATA / a) if a.endswith(".gz") else a for a in args])
+    return h.ensure_store(name, [str(h.DATA / a) if a.endswith((".gz", ".txt")) else a
+                                 for a in args])
 
 
 def setting_name(setting: dict | None) -> str:

@@ -105,12 +105,17 @@ def test_eval_every_auto_is_a_tenth_of_the_iterations(tmp_path):
 
 
 def test_curve_docs_auto_follows_the_documents_between_evaluations(big_store, tmp_path):
-    # batch: 900 documents a step, 10 steps between evaluations: 2 % of 9000 = 180, but
-    # there are only 60 test documents
-    assert _config(big_store, tmp_path, "gibbs", 100).evaluation.curve_docs == 60
-    # online: 64 documents a step, 5 steps: 2 % of 320 is below the floor of 100
-    ovb = _config(big_store, tmp_path, "ovb", 50)
-    assert ovb.evaluation.curve_docs == 60
+    # a Gibbs step sweeps 900 documents, 10 steps between evaluations, a curve document
+    # takes 10 fold-in sweeps: 2 % of 900 = 18, raised to the floor of 50
+    assert _config(big_store, tmp_path, "gibbs", 100).evaluation.curve_docs == 50
+    # vb: 900 documents a step (an E-step each, like a curve document): 2 % of 9000 = 180,
+    # but there are only 60 test documents
+    assert _config(big_store, tmp_path, "vb", 100).evaluation.curve_docs == 60
+    # online: 64 documents a step, 5 steps: 2 % of 320 is below the floor
+    assert _config(big_store, tmp_path, "ovb", 50).evaluation.curve_docs == 50
+    # the full fold-in for the curve: no division by its sweeps
+    full = _config(big_store, tmp_path, "gibbs", 100, evaluation={"curve_fold_in_sweeps": None})
+    assert full.evaluation.curve_docs == 60
     assert _config(big_store, tmp_path, "gibbs", 100,
                    evaluation={"curve_docs": 7}).evaluation.curve_docs == 7
 
@@ -120,9 +125,10 @@ def test_curve_docs_auto_is_clamped(tmp_path, monkeypatch):
     store = _store(tmp_path, n_docs=50, n_test=10)
     monkeypatch.setattr(loader, "_store_counts", lambda corpus: {
         "vocabulary": 50, "train_documents": 100_000, "test_documents": 5_000})
+    # 2 % of 10 sweeps of 100,000 documents, in 10-sweep fold-ins: 2000 -> the cap
     assert _config(store, tmp_path, "gibbs", 100).evaluation.curve_docs == 1000
     assert _config(store, tmp_path, "ovb", 10,
-                   inference={"batch_size": 8}).evaluation.curve_docs == 100
+                   inference={"batch_size": 8}).evaluation.curve_docs == 50
     # 2 % of 1000 steps of 512 documents = 10,240 -> the cap
     assert _config(store, tmp_path, "ovb", 10_000,
                    inference={"batch_size": 512}).evaluation.curve_docs == 1000
@@ -179,3 +185,20 @@ def test_curve_is_cheaper_and_evaluate_still_scores_everything(tmp_path):
                          load_run(tmp_path / name).evaluate()["perplexity"])
     assert results["curve"][0] != results["full"][0]
     assert results["curve"][1] == results["full"][1]
+
+
+# ---------------------------------------------------------------- step sizes
+def test_tau0_auto_is_the_batches_of_an_epoch(big_store, tmp_path):
+    from topictk.inference.ovb import TAU0_MAX, resolve_tau0
+    assert resolve_tau0("auto", 176) == 176.0
+    assert resolve_tau0("auto", 0) == 1.0
+    assert resolve_tau0("auto", 51_000) == TAU0_MAX == 1024.0
+    assert resolve_tau0(5, 176) == 5.0
+    for algorithm in ("ovb", "hsvg"):
+        config = _config(big_store, tmp_path, algorithm)
+        assert config.inference.tau0 == "auto" and config.inference.kappa == 0.7
+        driver = get_driver(algorithm)(config, _open(big_store), 1, streams=Streams(4))
+        assert driver.tau0 == 900 // 64
+        explicit = _config(big_store, tmp_path, algorithm, inference={"tau0": 3})
+        assert get_driver(algorithm)(explicit, _open(big_store), 1,
+                                     streams=Streams(4)).tau0 == 3.0

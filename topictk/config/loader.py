@@ -353,9 +353,10 @@ def validate(raw: dict, where: str, base_dir: Path, catalogue: Catalogue) -> Con
 
 
 # the in-training curve scores this share of the documents trained on between two
-# evaluations, and at least / at most this many test documents (docs/train.md)
+# evaluations (counted in fold-in sweeps for the sweep-based samplers), and at least / at
+# most this many test documents (docs/algorithms.md §11.2)
 CURVE_SHARE = 0.02
-CURVE_DOCS_MIN, CURVE_DOCS_MAX = 100, 1000
+CURVE_DOCS_MIN, CURVE_DOCS_MAX = 50, 1000
 # evaluations of a run with training.eval_every: auto (deep LDA: every 10 steps, a schedule
 # that does not move when a run is extended, since its test chain advances on it)
 CURVE_POINTS = 10
@@ -387,6 +388,8 @@ def _resolve_evaluation(data: dict, driver_cls: Any, where: str) -> None:
         return
     per_step = inference.get("batch_size") or counts["train_documents"]
     between = (training["eval_every"] or iterations) * min(per_step, counts["train_documents"])
+    if driver_cls.sweep_steps and evaluation["curve_fold_in_sweeps"]:
+        between /= evaluation["curve_fold_in_sweeps"]
     wanted = min(CURVE_DOCS_MAX, max(CURVE_DOCS_MIN, int(CURVE_SHARE * between)))
     evaluation["curve_docs"] = max(1, min(wanted, counts["test_documents"]))
 

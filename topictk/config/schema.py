@@ -209,7 +209,8 @@ EVALUATION = {
     "curve_docs": Option("int", "auto", low=1, auto=True, nullable=True,
                          help="test documents, evenly spread, that the in-training curve "
                               "scores (evaluate scores all); auto = 2 % of the documents "
-                              "trained on between evaluations, in [100, 1000]; null = all"),
+                              "trained on between evaluations (in fold-in sweeps for gibbs "
+                              "and dmr-sem), in [50, 1000]; null = all"),
     "curve_fold_in_sweeps": Option("int", 10, low=2, nullable=True,
                                    help="Gibbs fold-in sweeps of the in-training curve, the "
                                         "first half discarded; null = fold_in_sweeps"),

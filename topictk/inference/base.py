@@ -264,6 +264,9 @@ class Driver(ABC):
     cluster_support: ClassVar[bool] = False
     # evaluate's and infer's fold-ins run on a Dask cluster too (the Gibbs fold-in)
     cluster_fold_in: ClassVar[bool] = False
+    # a step is one Gibbs sweep of every training document (gibbs, dmr-sem): a document of
+    # the in-training curve then costs curve_fold_in_sweeps of a step's documents
+    sweep_steps: ClassVar[bool] = False
     cluster: Any = None             # the cluster it was given
 
     def __init__(self, config, store: CorpusStore, threads: int = 1, *,

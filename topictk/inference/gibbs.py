@@ -125,6 +125,7 @@ class GibbsDriver(SampledDriver):
     STATE = CountState
     cluster_support = True
     cluster_fold_in = True
+    sweep_steps = True
     objective_name = "log_joint_per_token"
     OPTIONS = {
         "burn_in": Option("int", None, low=0, nullable=True,
