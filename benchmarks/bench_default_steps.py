@@ -56,7 +56,7 @@ def run_one(store, corpus: str, algorithm: str, setting: dict | None, args) -> d
                            "checkpoint_every": 0},
               "evaluation": {"curve_docs": 1000}}
     logfile = h.WORK / "logs" / f"ds-{corpus}-{algorithm}-{name}.log"
-    if args.reuse and setting is not None and finished(out, config):   # defaults may change
+    if args.reuse and finished(out, config):
         res = {"wall": float("nan")}
     else:
         res = h.train(config, out.with_suffix(".yaml"), logfile)
@@ -69,13 +69,17 @@ def run_one(store, corpus: str, algorithm: str, setting: dict | None, args) -> d
             "wall": res["wall"], "out": out}
 
 
-def resolved_setting(run_dir, algorithm: str) -> dict:
-    """The step sizes a run was trained with, from its resolved ``config.yaml``."""
+def resolved_setting(run_dir, algorithm: str, n_docs: int) -> dict:
+    """The step sizes a run was trained with, from its resolved ``config.yaml`` (``tau0:
+    auto`` as topictk resolves it: the mini-batches of an epoch, in [1, 1024])."""
     import yaml
     inference = yaml.safe_load((run_dir / "config.yaml").read_text())["inference"]
     if algorithm == "sgrld":
         return {"step": {k: float(v) for k, v in inference["step"].items()}}
-    return {"tau0": float(inference["tau0"]), "kappa": float(inference["kappa"])}
+    tau0 = inference["tau0"]
+    if tau0 == "auto":
+        tau0 = min(1024, max(1, n_docs // inference["batch_size"]))
+    return {"tau0": float(tau0), "kappa": float(inference["kappa"])}
 
 
 def finished(out, config: dict) -> bool:
@@ -92,7 +96,8 @@ def measure(args) -> dict:
         store = store_of(corpus)
         for algorithm in args.algorithms:
             default = run_one(store, corpus, algorithm, None, args)
-            chosen = setting_name(resolved_setting(default.pop("out"), algorithm))
+            chosen = setting_name(resolved_setting(default.pop("out"), algorithm,
+                                                   h.store_facts(store)["D"]))
             rows = [default]
             for setting in GRIDS[algorithm]:
                 if setting_name(setting) == chosen:   # the default run is this grid point
@@ -148,7 +153,8 @@ def main() -> None:
                         help="threads of every run (never changes the numbers)")
     parser.add_argument("--reuse", action="store_true",
                         help="take the result of a completed run of the same config from "
-                             "benchmarks/work instead of training it again (wall time n/a)")
+                             "benchmarks/work instead of training it again (wall time n/a; "
+                             "delete the default runs after a default changes)")
     h.add_common_options(parser)
     args = parser.parse_args()
     h.write_results(h.results_path("default_steps", args.record), report(args, measure(args)))

@@ -202,3 +202,14 @@ def test_tau0_auto_is_the_batches_of_an_epoch(big_store, tmp_path):
         explicit = _config(big_store, tmp_path, algorithm, inference={"tau0": 3})
         assert get_driver(algorithm)(explicit, _open(big_store), 1,
                                      streams=Streams(4)).tau0 == 3.0
+
+
+def test_sgrld_step_defaults(tmp_path):
+    """epsilon_t = a (1 + t/b)^-c with the measured defaults (a, b, c) = (0.01, 100, 0.55)."""
+    store = _store(tmp_path, n_docs=50)
+    step = _config(store, tmp_path, "sgrld").inference.step
+    assert (step["a"], step["b"], step["c"]) == (0.01, 100.0, 0.55)
+    # dmr-sgrld (which needs metadata to configure) shares the options
+    from topictk.inference.dmr import DMRSGRLDDriver
+    from topictk.inference.sgrld import SGRLDDriver
+    assert DMRSGRLDDriver.OPTIONS["step"] is SGRLDDriver.OPTIONS["step"]
