@@ -59,7 +59,7 @@ def run_one(store, corpus: str, algorithm: str, setting: dict | None, args) -> d
     if args.reuse and finished(out, config):
         res = {"wall": float("nan")}
     else:
-        res = h.train(config, out.with_suffix(".yaml"), logfile)
+        res = h.train(config, config_path(out), logfile)
         if res["rc"] != 0:
             raise SystemExit(f"{corpus} {algorithm} {name} failed:\n{h.tail(logfile)}")
     last = h.read_metrics(out)[-1]
@@ -82,10 +82,15 @@ def resolved_setting(run_dir, algorithm: str, n_docs: int) -> dict:
     return {"tau0": float(tau0), "kappa": float(inference["kappa"])}
 
 
+def config_path(out):
+    """The config file of run ``out`` (not ``with_suffix``: run names hold dots)."""
+    return out.parent / f"{out.name}.yaml"
+
+
 def finished(out, config: dict) -> bool:
     """Whether ``out`` holds a completed run of exactly ``config`` (``--reuse``)."""
     import yaml
-    path = out.with_suffix(".yaml")
+    path = config_path(out)
     return ((out / "model.npz").exists() and path.exists()
             and yaml.safe_load(path.read_text()) == config)
 
