@@ -300,7 +300,8 @@ def test_sgrld_step_equals_reference(dmr_store, tmp_path, seed, nu_burn_in):
     same main and local streams; during nu_burn_in nu stays at its start exactly."""
     path, _ = dmr_store
     config = _config(path, tmp_path / "run", algorithm="dmr-sgrld", batch_size=40, sweeps=4,
-                     chunk_docs=16, nu_step={"a": 1e-3}, nu_burn_in=nu_burn_in)
+                     chunk_docs=16, nu_step={"a": 1e-3}, nu_burn_in=nu_burn_in,
+                     step={"a": 0.01, "b": 1000.0, "c": 0.55})
     driver = DMRSGRLDDriver(config, CorpusStore.open(path), streams=Streams(seed))
     state = driver.init_state()
     phi_hat, nu = state.phi_hat.copy(), state.nu.copy()

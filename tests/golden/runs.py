@@ -8,6 +8,7 @@ from click.testing import CliRunner
 
 from tests.golden.cases import (
     EXAMPLE,
+    PINNED,
     REPO,
     npz_digest,
     strip_volatile,
@@ -46,7 +47,7 @@ def run_case(name: str, config: str, overrides: list[str], threads: int, work: P
     dmr = config.startswith("example_dmr")
     store = stores["meta" if dmr else "example"]
     out = work / f"{name}-t{threads}"
-    sets = [f"corpus={store}", f"training.threads={threads}", *overrides]
+    sets = [f"corpus={store}", f"training.threads={threads}", *PINNED, *overrides]
     path = (Path(__file__).with_name(config[len("golden:"):]) if config.startswith("golden:")
             else REPO / "configs" / config)
     args = ["train", "--config", path, "--out", out, "--quiet"]

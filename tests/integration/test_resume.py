@@ -209,12 +209,23 @@ def test_one_thread_equals_two_threads_through_train(tmp_path, example_store, sp
 
 def test_more_threads_than_chunks_is_warned_about(tmp_path, example_store):
     config = write_config(tmp_path, example_store, inference={"iterations": 2, "burn_in": 1,
-                                                             "thin": 1},
+                                                             "thin": 1, "chunks": 1},
                           training={"threads": 2})
     out = ok("train", "--config", config)
     assert ("topictk: training.threads = 2 but inference.chunks = 1: only 1 thread(s) can work; "
             "set inference.chunks >= threads") in out.stderr
     assert np.isfinite(metrics(tmp_path / "run")[-1]["perplexity_point"])
+
+
+def test_default_chunks_of_a_small_corpus_say_why_threads_wait(tmp_path, example_store):
+    """The example corpus is below the size at which chunks: auto cuts it in two: a note, not
+    a warning, says so."""
+    config = write_config(tmp_path, example_store, inference={"iterations": 2, "burn_in": 1,
+                                                             "thin": 1},
+                          training={"threads": 2})
+    out = ok("train", "--config", config)
+    assert "inference.chunks auto = 1 for this corpus: 1 of the 2 threads work" in out.stderr
+    assert "only 1 thread(s) can work" not in out.stderr
 
 
 def _config(tmp_path, store, name: str, output: str, inference: dict, model: dict | None = None,

@@ -147,7 +147,7 @@ def test_batch_size_larger_than_corpus_is_clamped(planted_store, tmp_path, caplo
     ("kappa", 0.5, "inference.kappa must be a number in (0.5, 1]; got 0.5"),
     ("kappa", 0.3, "inference.kappa must be a number in (0.5, 1]; got 0.3"),
     ("kappa", 1.2, "inference.kappa must be a number in (0.5, 1]; got 1.2"),
-    ("tau0", -1, "inference.tau0 must be a number >= 0; got -1"),
+    ("tau0", -1, "inference.tau0 must be a number >= 0 or auto; got -1"),
     ("batch_size", 0, "inference.batch_size must be an integer >= 1; got 0"),
 ])
 def test_bad_schedule_values_are_refused(planted_store, tmp_path, key, value, message):

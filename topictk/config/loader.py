@@ -350,8 +350,51 @@ def validate(raw: dict, where: str, base_dir: Path, catalogue: Catalogue) -> Con
     }
     _check_cluster(training, algorithm, where, catalogue)
     driver_cls.check_config(data, where)
+    _resolve_evaluation(data, driver_cls, where)
     _check_memory(data, where)
     return Config(data, None)
+
+
+# the in-training curve scores this share of the documents trained on between two
+# evaluations (counted in fold-in sweeps for the sweep-based samplers), and at least / at
+# most this many test documents (docs/algorithms.md §11.2)
+CURVE_SHARE = 0.02
+CURVE_DOCS_MIN, CURVE_DOCS_MAX = 50, 1000
+# evaluations of a run with training.eval_every: auto (deep LDA: every 10 steps, a schedule
+# that does not move when a run is extended, since its test chain advances on it)
+CURVE_POINTS = 10
+PERSISTENT_EVAL_EVERY = 10
+
+
+def _resolve_evaluation(data: dict, driver_cls: Any, where: str) -> None:
+    """``training.eval_every: auto`` and ``evaluation.curve_docs: auto`` as numbers, from the
+    iterations, the documents of a step and the store's counts."""
+    training, evaluation, inference = data["training"], data["evaluation"], data["inference"]
+    iterations = int(inference["iterations"])
+    if training["eval_every"] == "auto":
+        training["eval_every"] = (PERSISTENT_EVAL_EVERY if driver_cls.persistent_evaluation
+                                  else max(1, iterations // CURVE_POINTS))
+    whole = (driver_cls.persistent_evaluation or driver_cls.uses_features
+             or training["scheduler"] is not None or training["dask_workers"] is not None)
+    if whole:
+        if evaluation["curve_docs"] not in ("auto", None):
+            raise ConfigError(f"evaluation.curve_docs must be null for this run (its curve "
+                              f"scores every test document: deep LDA, DMR and cluster runs); "
+                              f"got {evaluation['curve_docs']} ({where})")
+        evaluation["curve_docs"] = None
+        return
+    if evaluation["curve_docs"] != "auto":
+        return
+    counts = _store_counts(data["corpus"])
+    if counts is None:          # no store: opening it will say so
+        evaluation["curve_docs"] = CURVE_DOCS_MAX
+        return
+    per_step = inference.get("batch_size") or counts["train_documents"]
+    between = (training["eval_every"] or iterations) * min(per_step, counts["train_documents"])
+    if driver_cls.sweep_steps and evaluation["curve_fold_in_sweeps"]:
+        between /= evaluation["curve_fold_in_sweeps"]
+    wanted = min(CURVE_DOCS_MAX, max(CURVE_DOCS_MIN, int(CURVE_SHARE * between)))
+    evaluation["curve_docs"] = max(1, min(wanted, counts["test_documents"]))
 
 
 def _store_counts(corpus: str) -> dict | None:

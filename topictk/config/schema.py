@@ -185,7 +185,9 @@ INFERENCE_COMMON = {
 TRAINING = {
     "seed": Option("int", 0, low=0, help="the one seed every random stream derives from"),
     "threads": Option("int", 1, low=1, help="OpenMP threads; never changes the numbers"),
-    "eval_every": Option("int", 10, low=0, help="point perplexity every N steps (0 = never)"),
+    "eval_every": Option("int", "auto", low=0, auto=True,
+                         help="point perplexity every N steps (0 = never); auto = a tenth of "
+                              "inference.iterations (10 for deep LDA)"),
     "checkpoint_every": Option("int", 50, low=0, help="checkpoint every N steps (0 = never)"),
     "keep_checkpoints": Option("int", 3, low=1, help="newest checkpoints kept"),
     "time_limit": Option("float", None, low=0, low_open=True, nullable=True,
@@ -204,6 +206,14 @@ EVALUATION = {
     "fold_in_sweeps": Option("int", 50, low=1, help="Gibbs fold-in sweeps per test document"),
     "fold_in_burn_in": Option("int", 25, low=0, help="fold-in sweeps discarded"),
     "chunk_docs": Option("int", 16, low=1, help="test documents per random-stream chunk"),
+    "curve_docs": Option("int", "auto", low=1, auto=True, nullable=True,
+                         help="test documents, evenly spread, that the in-training curve "
+                              "scores (evaluate scores all); auto = 2 % of the documents "
+                              "trained on between evaluations (in fold-in sweeps for gibbs "
+                              "and dmr-sem), in [50, 1000]; null = all"),
+    "curve_fold_in_sweeps": Option("int", 10, low=2, nullable=True,
+                                   help="Gibbs fold-in sweeps of the in-training curve, the "
+                                        "first half discarded; null = fold_in_sweeps"),
     "coherence_top": Option("int", 10, low=2, help="top words for UMass and NPMI"),
     "diversity_top": Option("int", 25, low=1, help="top words for topic diversity"),
 }

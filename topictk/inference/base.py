@@ -16,6 +16,7 @@ algorithm-specific:
 """
 from __future__ import annotations
 
+import logging
 from abc import ABC, abstractmethod
 from dataclasses import dataclass, field
 from functools import cached_property
@@ -30,6 +31,8 @@ from topictk.errors import UsageError
 from topictk.state import schema
 from topictk.streams import Streams, eval_key, infer_key
 
+log = logging.getLogger("topictk")
+
 
 @dataclass
 class StepInfo:
@@ -43,10 +46,15 @@ class StepInfo:
 
 @dataclass
 class EvaluationSet:
-    """Test documents: observed tokens (both representations) and held-out entries (CSR)."""
+    """Test documents: observed tokens (both representations) and held-out entries (CSR).
+
+    ``fold_in``, when given, is the (sweeps, burn-in) of a Gibbs fold-in that replaces
+    ``evaluation.fold_in_sweeps`` / ``fold_in_burn_in`` (the in-training curve's shorter one).
+    """
 
     observed: Documents
     heldout: Documents
+    fold_in: tuple[int, int] | None = None
 
     @classmethod
     def from_store(cls, store: CorpusStore) -> "EvaluationSet":
@@ -55,6 +63,40 @@ class EvaluationSet:
     @property
     def n_heldout_tokens(self) -> int:
         return self.heldout.n_tokens
+
+    @property
+    def n_docs(self) -> int:
+        return self.observed.n_docs
+
+    def curve(self, n_docs: int | None, fold_in: tuple[int, int] | None) -> "EvaluationSet":
+        """The documents the in-training curve scores: ``n_docs`` of them spread evenly over
+        the test set in store order (documents floor(i D / n), so no stretch of the input
+        order is favoured; None or D or more = all), with the fold-in ``fold_in``."""
+        if n_docs is None or n_docs >= self.n_docs:
+            return EvaluationSet(self.observed, self.heldout, fold_in)
+        rows = (np.arange(n_docs, dtype=np.int64) * self.n_docs) // n_docs
+        return EvaluationSet(take_documents(self.observed, rows),
+                             take_documents(self.heldout, rows), fold_in)
+
+
+def _take_rows(ptr: np.ndarray, rows: np.ndarray, *values: np.ndarray):
+    """The CSR rows ``rows`` of (``ptr``, ``values``...): the new offsets and values."""
+    lengths = ptr[rows + 1] - ptr[rows]
+    new_ptr = np.zeros(rows.size + 1, dtype=np.int64)
+    np.cumsum(lengths, out=new_ptr[1:])
+    index = np.concatenate([np.arange(ptr[r], ptr[r + 1], dtype=np.int64) for r in rows]
+                           or [np.zeros(0, dtype=np.int64)])
+    return (new_ptr, *(np.ascontiguousarray(v[index]) for v in values))
+
+
+def take_documents(docs: Documents, rows: np.ndarray) -> Documents:
+    """Documents ``rows`` (sorted, distinct) of ``docs``, copied, in both representations."""
+    indptr, indices, counts = _take_rows(docs.indptr, rows, docs.indices, docs.counts)
+    doc_ptr = words = None
+    if docs.doc_ptr is not None:
+        doc_ptr, words = _take_rows(docs.doc_ptr, rows, docs.words)
+    return Documents(doc_ptr=doc_ptr, words=words, indptr=indptr, indices=indices,
+                     counts=counts)
 
 
 def chunk_bounds_by_docs(n_docs: int, chunk_docs: int) -> np.ndarray:
@@ -153,6 +195,37 @@ def chunk_bounds_by_tokens(doc_ptr: np.ndarray, n_chunks: int) -> np.ndarray:
     return np.maximum.accumulate(bounds)
 
 
+#: ``inference.chunks: auto``: this many AD-LDA chunks for a corpus of at least
+#: AUTO_CHUNK_TOKENS training tokens, else 1 (docs/algorithms.md §2.4; two chunks cost one
+#: thread a few per cent against the exact chain, more chunks much more: benchmarks/results/
+#: default_threads.md)
+AUTO_CHUNKS = 2
+AUTO_CHUNK_TOKENS = 1 << 16
+
+
+def resolve_chunks(setting, n_tokens: int) -> int:
+    """The chunk count of ``inference.chunks``: the number given, or for ``auto`` one fixed by
+    the corpus size alone (AUTO_CHUNKS, or 1 below AUTO_CHUNK_TOKENS tokens), so that two
+    threads find work and the chain never depends on how many there are."""
+    if setting != "auto":
+        return int(setting)
+    return AUTO_CHUNKS if n_tokens >= AUTO_CHUNK_TOKENS else 1
+
+
+def warn_idle_threads(setting, threads: int, n_chunks: int) -> None:
+    """Say so when threads are left without a chunk to work on: a warning when the chunks
+    were given, a note when they are the default (more chunks would make another chain)."""
+    if threads <= n_chunks:
+        return
+    if setting == "auto":
+        log.info("inference.chunks auto = %d for this corpus: %d of the %d threads work on "
+                 "the sweep; set inference.chunks >= threads to use them all (a different "
+                 "chain: AD-LDA with more chunks)", n_chunks, n_chunks, threads)
+    else:
+        log.warning("training.threads = %d but inference.chunks = %d: only %d thread(s) can "
+                    "work; set inference.chunks >= threads", threads, n_chunks, n_chunks)
+
+
 class _StateSizes(Mapping):
     """The sizes of a driver's state-shape symbols, looked up when a shape asks for them."""
 
@@ -197,6 +270,9 @@ class Driver(ABC):
     resume_support: ClassVar[bool] = True
     # evaluate's and infer's fold-ins run on a Dask cluster too (the Gibbs fold-in)
     cluster_fold_in: ClassVar[bool] = False
+    # a step is one Gibbs sweep of every training document (gibbs, dmr-sem): a document of
+    # the in-training curve then costs curve_fold_in_sweeps of a step's documents
+    sweep_steps: ClassVar[bool] = False
     cluster: Any = None             # the cluster it was given
 
     def __init__(self, config, store: CorpusStore, threads: int = 1, *,

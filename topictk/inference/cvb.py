@@ -26,7 +26,12 @@ from topictk.config.schema import Option
 from topictk.corpus.store import Documents
 from topictk.errors import ConfigError, NumericalError
 from topictk.inference import _cvb
-from topictk.inference.base import StepInfo, chunk_bounds_by_tokens
+from topictk.inference.base import (
+    StepInfo,
+    chunk_bounds_by_tokens,
+    resolve_chunks,
+    warn_idle_threads,
+)
 from topictk.inference.perplexity import csr_arrays, mixture_probabilities
 from topictk.inference.registry import register
 from topictk.inference.variational import VariationalDriver, doc_lengths
@@ -54,9 +59,10 @@ class CVBDriver(VariationalDriver):
     gaussian = True
     objective_name = "train_bound_per_token"
     OPTIONS = {
-        "chunks": Option("int", 1, low=1,
+        "chunks": Option("int", "auto", low=1, auto=True,
                          help="document chunks updated in parallel against private word "
-                              "fields (1 = the sequential schedule); set chunks >= threads"),
+                              "fields: 1 = the sequential schedule; auto = 2 (1 below "
+                              "65,536 tokens), fixed by the corpus, never by the threads"),
         "tol": Option("float", 1e-5, low=0,
                       help="stop when the convergence statistic changes by less than this "
                            "(relative; 0 = never); later steps do nothing"),
@@ -87,12 +93,11 @@ class CVBDriver(VariationalDriver):
         self.doc_lengths = doc_lengths(self.indptr, self.counts)
         token_ptr = np.zeros(self.n_docs + 1, dtype=np.int64)
         np.cumsum(self.doc_lengths, out=token_ptr[1:])
-        self.bounds = chunk_bounds_by_tokens(token_ptr, int(config.inference.chunks))
+        chunks = config.inference.chunks
+        self.bounds = chunk_bounds_by_tokens(token_ptr,
+                                             resolve_chunks(chunks, int(token_ptr[-1])))
         self.n_chunks = self.bounds.size - 1
-        if self.threads > self.n_chunks:
-            log.warning("training.threads = %d but inference.chunks = %d: only %d thread(s) "
-                        "can work on the sweep; set inference.chunks >= threads", self.threads,
-                        self.n_chunks, self.n_chunks)
+        warn_idle_threads(chunks, self.threads, self.n_chunks)
 
     # ------------------------------------------------------------------ state
     def _empty_var(self):

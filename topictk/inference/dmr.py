@@ -371,9 +371,10 @@ class DMRSEMDriver(DMRPriorMixin, GibbsDriver):
                           help="sweeps before samples are saved (default: half the iterations)"),
         "thin": Option("int", None, low=1, nullable=True,
                        help="sweeps between saved samples (default: 10 samples after burn-in)"),
-        "chunks": Option("int", 1, low=1,
-                         help="AD-LDA chunks: 1 = exact sequential sampler; threads work on "
-                              "chunks in parallel, so set chunks >= threads"),
+        "chunks": Option("int", "auto", low=1, auto=True,
+                         help="AD-LDA chunks, which threads work on in parallel: 1 = exact "
+                              "sequential sampler; auto = 2 (1 below 65,536 tokens), fixed "
+                              "by the corpus, never by the thread count"),
         "sparse": Option("bool", "auto", auto=True,
                          help="true = SparseLDA buckets with the document's prior (exact); "
                               "false = the dense sampler of §9.2; auto = chosen before every "

@@ -19,6 +19,8 @@ from topictk.inference import _gibbs
 from topictk.inference.base import (
     StepInfo,
     chunk_bounds_by_tokens,
+    resolve_chunks,
+    warn_idle_threads,
     word_frequencies,
 )
 from topictk.inference.hyper import minka_alpha
@@ -125,6 +127,7 @@ class GibbsDriver(SampledDriver):
     STATE = CountState
     cluster_support = True
     cluster_fold_in = True
+    sweep_steps = True
     objective_name = "log_joint_per_token"
     OPTIONS = {
         "burn_in": Option("int", None, low=0, nullable=True,
@@ -147,9 +150,10 @@ class GibbsDriver(SampledDriver):
         "mh_rebuild": Option("int", None, low=1, high=MAX_REBUILD, nullable=True,
                              help="mh: sweeps between rebuilds of the word proposal's tables "
                                   f"(null: {MH_REBUILD})"),
-        "chunks": Option("int", 1, low=1,
-                         help="AD-LDA chunks: 1 = exact sequential sampler; threads work on "
-                              "chunks in parallel, so set chunks >= threads"),
+        "chunks": Option("int", "auto", low=1, auto=True,
+                         help="AD-LDA chunks, which threads work on in parallel: 1 = exact "
+                              "sequential sampler; auto = 2 (1 below 65,536 tokens), fixed "
+                              "by the corpus, never by the thread count"),
         "optimize_interval": Option("int", 20, low=1,
                                     help="sweeps between alpha updates when model.alpha is auto"),
         "optimize_burn_in": Option("int", 50, low=0,
@@ -166,12 +170,10 @@ class GibbsDriver(SampledDriver):
         self.doc_ptr, self.words = self.token_view
         opts = config.inference
         # AD-LDA: the shards of a sweep are these blocks of documents, each with its own stream
-        self.bounds = chunk_bounds_by_tokens(self.doc_ptr, int(opts.chunks))
+        self.bounds = chunk_bounds_by_tokens(self.doc_ptr,
+                                             resolve_chunks(opts.chunks, self.n_tokens))
         self.n_chunks = self.bounds.size - 1
-        if self.threads > self.n_chunks:
-            log.warning("training.threads = %d but inference.chunks = %d: only %d thread(s) "
-                        "can work; set inference.chunks >= threads", self.threads,
-                        self.n_chunks, self.n_chunks)
+        warn_idle_threads(opts.chunks, self.threads, self.n_chunks)
         choice = getattr(opts, "sampler", None)
         self.mh = None
         if choice == "mh" or (choice == "auto" and self.K >= MH_FROM_K):

@@ -66,6 +66,20 @@ log = logging.getLogger("topictk")
 SCALE_FLOOR = 1e-100
 
 
+#: ``tau0: auto`` is the number of mini-batches of an epoch, within these bounds
+#: (docs/algorithms.md §5; the upper one is Hoffman et al.'s value for millions of documents)
+TAU0_MIN, TAU0_MAX = 1.0, 1024.0
+
+
+def resolve_tau0(setting, batches_per_epoch: int) -> float:
+    """``inference.tau0``: the number given, or for ``auto`` the batches of an epoch, so that
+    the first steps average over about an epoch of batches instead of following each one
+    (measured on KOS, 20 Newsgroups and NIPS: benchmarks/results/default_steps.md)."""
+    if setting != "auto":
+        return float(setting)
+    return min(TAU0_MAX, max(TAU0_MIN, float(batches_per_epoch)))
+
+
 @register
 class OVBDriver(VariationalDriver):
     """Online VB / SVI; one step is one mini-batch update."""
@@ -79,8 +93,10 @@ class OVBDriver(VariationalDriver):
         **ESTEP_OPTIONS,
         "batch_size": Option("int", 64, low=1,
                              help="documents per mini-batch |B| (clamped to the corpus size)"),
-        "tau0": Option("float", 1024.0, low=0,
-                       help="delay of the step size rho_t = (tau0 + t)^-kappa (Hoffman's tau0)"),
+        "tau0": Option("float", "auto", low=0, auto=True,
+                       help="delay of the step size rho_t = (tau0 + t)^-kappa (Hoffman's "
+                            "tau0); auto = the mini-batches of an epoch, D / batch_size, "
+                            "in [1, 1024]"),
         "kappa": Option("float", 0.7, low=0.5, high=1, low_open=True,
                         help="forgetting rate of rho_t = (tau0 + t)^-kappa, in (0.5, 1]"),
         "learn_eta": Option("bool", False,
@@ -106,7 +122,7 @@ class OVBDriver(VariationalDriver):
         self.batch_size = batch
         self.batches_per_epoch = self.n_docs // batch
         self.schedule = EpochSchedule(self.n_docs, batch, permute_whole=True)
-        self.tau0 = float(opts.tau0)
+        self.tau0 = resolve_tau0(opts.tau0, self.batches_per_epoch)
         self.kappa = float(opts.kappa)
         self.learn_alpha = config.model.alpha == "auto"
         self.learn_eta = bool(opts.learn_eta)

@@ -6,6 +6,7 @@ scores by averaging over saved samples.
 """
 from __future__ import annotations
 
+from types import SimpleNamespace
 from typing import Any
 
 import numpy as np
@@ -41,10 +42,20 @@ def fold_in_probabilities(test: EvaluationSet, weights: np.ndarray, phi: np.ndar
 
 def evaluation_plan(driver: Driver, docs: EvaluationSet, pass_index: int) -> FoldInPlan:
     """The fold-in plan of scoring ``docs`` in evaluation pass ``pass_index``: the
-    ``evaluation`` section's sweeps and chunks, only documents with held-out entries."""
-    return FoldInPlan.for_evaluation(docs.observed.n_docs, driver.config.evaluation,
+    ``evaluation`` section's sweeps (or those of ``docs.fold_in``) and chunks, only documents
+    with held-out entries."""
+    return FoldInPlan.for_evaluation(docs.observed.n_docs,
+                                     _fold_in_settings(driver.config.evaluation, docs),
                                      driver.streams, pass_index, driver.threads,
                                      heldout_documents(docs))
+
+
+def _fold_in_settings(evaluation, docs: EvaluationSet) -> SimpleNamespace:
+    """``evaluation``'s fold-in keys, with the sweeps of ``docs.fold_in`` when it has them (a
+    cluster reads every test document, so only the sweeps can differ)."""
+    sweeps, burn_in = docs.fold_in or (evaluation.fold_in_sweeps, evaluation.fold_in_burn_in)
+    return SimpleNamespace(chunk_docs=evaluation.chunk_docs, fold_in_sweeps=sweeps,
+                           fold_in_burn_in=burn_in)
 
 
 def resolve_sample_schedule(inf: dict, where: str) -> None:
@@ -107,7 +118,8 @@ class SampledDriver(Driver):
             if self.cluster is not None and np.ndim(prior) == 1:
                 from topictk.inference.cluster import cluster_fold_in
                 total += cluster_fold_in(self.cluster, self.store, documents, phi, phi, prior,
-                                         self.config.evaluation, self.streams.seed, pass_index)
+                                         _fold_in_settings(self.config.evaluation, docs),
+                                         self.streams.seed, pass_index)
             else:
                 theta = self.fold_in(state, docs.observed,
                                      evaluation_plan(self, docs, pass_index), prior=prior,

@@ -75,7 +75,8 @@ class SGRLDDriver(SampledDriver):
         **minibatch_options(),
         "step": {
             "a": Option("float", 0.01, low=0, low_open=True, help="epsilon_t scale a"),
-            "b": Option("float", 1000.0, low=0, low_open=True, help="epsilon_t offset b"),
+            "b": Option("float", 100.0, low=0, low_open=True,
+                        help="epsilon_t offset b (docs/algorithms.md §7.5)"),
             "c": Option("float", 0.55, low=0.5, high=1, low_open=True,
                         help="epsilon_t decay c; (0.5, 1] so the steps sum to infinity "
                              "and their squares do not"),

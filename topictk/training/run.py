@@ -84,6 +84,14 @@ def _header(driver: Driver, store: CorpusStore, config: Config, state, streams: 
     return header, arrays
 
 
+def curve_set(test: EvaluationSet, evaluation) -> EvaluationSet:
+    """What the in-training curve scores: ``evaluation.curve_docs`` test documents with a
+    fold-in of ``evaluation.curve_fold_in_sweeps`` (half of them burn-in); ``evaluate``
+    scores every test document with the full fold-in."""
+    sweeps = evaluation.curve_fold_in_sweeps
+    return test.curve(evaluation.curve_docs, None if sweeps is None else (sweeps, sweeps // 2))
+
+
 def _save_sample(run_dir: Path, driver: Driver, state, step: int) -> None:
     save_sample(run_dir, step, driver.sample(state))
 
@@ -93,7 +101,8 @@ def _save_sample(run_dir: Path, driver: Driver, state, step: int) -> None:
 RESUMABLE_CHANGES = frozenset({
     "inference.iterations", "training.threads", "training.time_limit",
     "training.checkpoint_every", "training.keep_checkpoints", "training.eval_every",
-    "training.scheduler", "training.dask_workers", "training.cluster_timeout"})
+    "training.scheduler", "training.dask_workers", "training.cluster_timeout",
+    "evaluation.curve_docs", "evaluation.curve_fold_in_sweeps"})
 _PATHS = frozenset({"corpus", "output"})
 
 
@@ -248,7 +257,7 @@ class RunSession:
             write_marker(run_dir, self.store)
         atomic_write_text(run_dir / "config.yaml",
                           yaml.safe_dump(self.config.to_dict(), sort_keys=False))
-        self.test = EvaluationSet.from_store(self.store)
+        self.test = curve_set(EvaluationSet.from_store(self.store), self.config.evaluation)
         self.has_test = self.test.n_heldout_tokens > 0
         train_held = self.store.train_heldout()
         self.has_train_held = train_held is not None and train_held.n_tokens > 0
