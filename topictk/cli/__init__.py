@@ -169,13 +169,14 @@ def cli(ctx: click.Context, debug: bool) -> None:
     logger.setLevel(logging.DEBUG if debug else logging.INFO)
 
 
-from topictk.cli import evaluate, infer, prepare, topics, train  # noqa: E402  (register commands)
+from topictk.cli import evaluate, infer, prepare, report, topics, train  # noqa: E402  (register commands)
 
 cli.add_command(prepare.prepare)
 cli.add_command(train.train)
 cli.add_command(evaluate.evaluate)
 cli.add_command(topics.topics)
 cli.add_command(infer.infer)
+cli.add_command(report.report)
 
 
 def main() -> None:
