@@ -106,9 +106,9 @@ def test_ldavis_data_keeps_the_model_order_and_numbers_from_one():
     assert data["R"] == 2 and data["lambda.step"] == 0.01
     categories = data["tinfo"]["Category"]
     assert categories[:2] == ["Default", "Default"]
-    assert {c for c in categories[2:]} == {"Topic1", "Topic2", "Topic3"}
+    assert set(categories[2:]) == {"Topic1", "Topic2", "Topic3"}
     rows = [i for i, c in enumerate(categories) if c == "Topic1"]
-    assert [data["tinfo"]["Term"][i] for i in rows][0] == "alpha"   # topic 0 is alpha's
+    assert data["tinfo"]["Term"][rows[0]] == "alpha"     # topic 0 is alpha's
     for i in rows:
         assert data["tinfo"]["Freq"][i] <= data["tinfo"]["Total"][i] + 1e-9
     table = data["token.table"]

@@ -160,7 +160,7 @@ def relevant_terms(logprob: np.ndarray, loglift: np.ndarray, n: int,
     list of numpy.ndarray
         K sorted arrays of word ids.
     """
-    lambdas = np.linspace(0.0, 1.0, int(round(1.0 / lambda_step)) + 1)
+    lambdas = np.linspace(0.0, 1.0, round(1.0 / lambda_step) + 1)
     # interval ends: every 10th grid point and the last
     ends = np.unique(np.append(np.arange(0, lambdas.size, 10), lambdas.size - 1))
     n = min(n, logprob.shape[1])

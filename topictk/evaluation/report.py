@@ -115,12 +115,13 @@ def _load_model(path: Path) -> tuple[LoadedRun | None, list[str]]:
     resume = f"'topictk train --config {path / 'config.yaml'} --resume'"
     steps = [s for s, _ in ckpt.list_checkpoints(path / "checkpoints")]
     if steps:
-        return LoadedRun(path, steps[-1]), [
-            f"{MODEL_FILE} is missing: training has not finished; the topics shown are those "
-            f"of the checkpoint at step {steps[-1]}; resume with {resume}"]
-    return None, [f"{MODEL_FILE} and checkpoints are missing: training stopped or is running "
-                  f"before its first checkpoint, so there are no topics to show; resume or "
-                  f"train it with {resume}, or with --force"]
+        note = (f"{MODEL_FILE} is missing: training has not finished; the topics shown are "
+                f"those of the checkpoint at step {steps[-1]}; resume with {resume}")
+        return LoadedRun(path, steps[-1]), [note]
+    note = (f"{MODEL_FILE} and checkpoints are missing: training stopped or is running before "
+            f"its first checkpoint, so there are no topics to show; resume or train it with "
+            f"{resume}, or with --force")
+    return None, [note]
 
 
 def _shape(config) -> str:

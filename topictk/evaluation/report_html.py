@@ -31,8 +31,8 @@ def render(reports: list[RunReport], version: str) -> str:
         '<meta name="viewport" content="width=device-width, initial-scale=1">',
         f"<title>topictk report: {html.escape(', '.join(r.name for r in reports))}</title>",
         f"<style>{style}</style></head><body>",
-        f"<header><h1>topictk report</h1><p class=\"sub\">{_subtitle(reports, version)}</p>"
-        "</header>",
+        (f"<header><h1>topictk report</h1><p class=\"sub\">{_subtitle(reports, version)}</p>"
+        "</header>"),
         _summary_table(reports), _curves(reports),
         *(_run_section(i, r) for i, r in enumerate(reports)),
         f'<script type="application/json" id="report-data">{payload}</script>',
@@ -109,8 +109,8 @@ def _summary_table(reports: list[RunReport]) -> str:
                   f"docs, {_fmt(c.get('vocabulary'))} words, {_fmt(c.get('train_tokens'))} "
                   f"tokens</span>")
         ppl = _fmt(s.get("perplexity"), 5) + ("" if r.comparable else " †")
-        cells = (f'<span class="swatch" style="background:{_colour(i)}"></span>'
-                 f'<a href="#run-{i}">{_e(r.name)}</a>', _e(r.algorithm), corpus, _e(r.shape),
+        cells = ((f'<span class="swatch" style="background:{_colour(i)}"></span>'
+                 f'<a href="#run-{i}">{_e(r.name)}</a>'), _e(r.algorithm), corpus, _e(r.shape),
                  _e(r.iterations), _seconds(s.get("train_seconds")), ppl,
                  _fmt(s.get("umass")), _fmt(s.get("npmi")), _fmt(s.get("diversity")),
                  _e(s.get("status")))
@@ -149,8 +149,8 @@ def _curves(reports: list[RunReport]) -> str:
 def _curve_chart(reports: list[RunReport], key: str, label: str, ticks_fmt) -> str:
     width, height, left, right, top, bottom = 480, 300, 64, 18, 16, 46
     points = [(p[key], p["perplexity"]) for r in reports for p in r.curve]
-    svg = [f'<svg class="chart curve" data-x="{key}" width="{width}" height="{height}" '
-           f'viewBox="0 0 {width} {height}" role="img" aria-label="perplexity against {label}">']
+    svg = [(f'<svg class="chart curve" data-x="{key}" width="{width}" height="{height}" '
+           f'viewBox="0 0 {width} {height}" role="img" aria-label="perplexity against {label}">')]
     if not points:
         svg.append(f'<text x="{width / 2}" y="{height / 2}" text-anchor="middle" '
                    f'class="dim">no evaluations recorded</text></svg>')
@@ -233,12 +233,12 @@ def _map(t: dict) -> str:
     cx = [(size - scale * (max(xs) + min(xs))) / 2 + scale * x for x in xs]
     cy = [(size + scale * (max(ys) + min(ys))) / 2 - scale * y for y in ys]
     ox, oy = (size - scale * (max(xs) + min(xs))) / 2, (size + scale * (max(ys) + min(ys))) / 2
-    svg = [f'<svg class="map" width="{size}" height="{size}" viewBox="0 0 {size} {size}" '
-           f'role="img" aria-label="intertopic distance map">',
-           f'<line class="cross" x1="{ox:.1f}" x2="{ox:.1f}" y1="0" y2="{size}"/>'
+    svg = [(f'<svg class="map" width="{size}" height="{size}" viewBox="0 0 {size} {size}" '
+           f'role="img" aria-label="intertopic distance map">'),
+           (f'<line class="cross" x1="{ox:.1f}" x2="{ox:.1f}" y1="0" y2="{size}"/>'
            f'<line class="cross" x1="0" x2="{size}" y1="{oy:.1f}" y2="{oy:.1f}"/>'
            f'<text class="dim small" x="{size - 4}" y="{size - 6}" text-anchor="end">PC1 →'
-           f'</text><text class="dim small" x="6" y="14">↑ PC2</text>']
+           f'</text><text class="dim small" x="6" y="14">↑ PC2</text>')]
     order = sorted(range(K), key=lambda k: -shares[k])       # small circles drawn on top
     for k in order:
         svg.append(f'<circle class="topic" data-topic="{k}" tabindex="0" cx="{cx[k]:.1f}" '
@@ -275,8 +275,8 @@ def _npmi_chart(t: dict) -> str:
     yt = nice_ticks(lo, hi, 4)
     sy = _scale(yt[0], yt[-1], height - bottom, top)
     step = (width - left - 8) / K
-    svg = [f'<svg class="chart npmi" width="{width}" height="{height}" '
-           f'viewBox="0 0 {width} {height}" role="img" aria-label="NPMI per topic">']
+    svg = [(f'<svg class="chart npmi" width="{width}" height="{height}" '
+           f'viewBox="0 0 {width} {height}" role="img" aria-label="NPMI per topic">')]
     for tick in yt:
         svg.append(f'<line class="gridline" x1="{left}" x2="{width - 8}" y1="{sy(tick):.1f}" '
                    f'y2="{sy(tick):.1f}"/><text class="tick" x="{left - 5}" '
