@@ -17,7 +17,7 @@ from topictk.evaluation.report_html import render
 
 def _data(page: str) -> dict:
     match = re.search(r'<script type="application/json" id="report-data">(.*?)</script>', page,
-                      re.S)
+                      re.DOTALL)
     return json.loads(match.group(1))
 
 
@@ -36,7 +36,7 @@ def test_report_of_runs_of_one_store(tmp_path, report_runs):
     assert "default-src 'none'" in page
     assert page.count('<section class="run"') == 3
     assert page.count('class="chart curve"') == 2 and page.count("<polyline") == 6
-    maps = re.findall(r'<svg class="map".*?</svg>', page, re.S)
+    maps = re.findall(r'<svg class="map".*?</svg>', page, re.DOTALL)
     assert [m.count('<circle class="topic"') for m in maps] == [6, 8, 16]
     data = _data(page)["runs"]
     assert [len(r["share"]) for r in data] == [6, 8, 16]
@@ -54,8 +54,8 @@ def test_summary_numbers_are_those_of_evaluate(tmp_path, report_runs):
 
     page = _report(tmp_path, report_runs["gibbs"])
     scored = topictk.load_run(report_runs["gibbs"]).evaluate()
-    row = re.search(r"<tbody><tr>(.*?)</tr>", page, re.S).group(1)
-    cells = re.findall(r"<td>(.*?)</td>", row, re.S)
+    row = re.search(r"<tbody><tr>(.*?)</tr>", page, re.DOTALL).group(1)
+    cells = re.findall(r"<td>(.*?)</td>", row, re.DOTALL)
     assert cells[7:10] == [f"{scored['umass']:.4g}", f"{scored['npmi']:.4g}",
                            f"{scored['diversity']:.4g}"]
     last = json.loads((report_runs["gibbs"] / "metrics.jsonl").read_text().splitlines()[-1])
