@@ -115,10 +115,10 @@
           "class": "term" }, label));
       });
       var ly = top + row * items.length + 18;
-      svg.appendChild(node("rect", { x: left, y: ly - 9, width: 12, height: 10, "class": "bar-total" }));
+      svg.appendChild(node("rect", { x: left, y: ly - 9, width: 12, height: 10, "class": "bar-total key" }));
       svg.appendChild(node("text", { x: left + 17, y: ly }, "corpus frequency"));
       if (state.topic >= 0) {
-        svg.appendChild(node("rect", { x: left + 140, y: ly - 9, width: 12, height: 10, "class": "bar-topic" }));
+        svg.appendChild(node("rect", { x: left + 140, y: ly - 9, width: 12, height: 10, "class": "bar-topic key" }));
         svg.appendChild(node("text", { x: left + 157, y: ly }, "expected in topic " + state.topic));
       }
       if (features) drawFeatures();
