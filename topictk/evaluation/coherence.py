@@ -25,16 +25,20 @@ def incidence_matrix(indptr: np.ndarray, indices: np.ndarray, n_words: int) -> "
                          shape=(indptr.size - 1, n_words)).tocsc()
 
 
-def _co_document_counts(incidence: "sp.csc_matrix", words: np.ndarray) -> np.ndarray:
-    sub = incidence[:, words]
-    return np.asarray((sub.T @ sub).todense())
+def co_document_counts(top: np.ndarray, incidence: "sp.csc_matrix") -> np.ndarray:
+    """(K, n, n): documents containing both of two top words of each topic (the diagonal:
+    documents containing the word), from one product over the union of all top words."""
+    union, position = np.unique(top, return_inverse=True)
+    position = position.reshape(top.shape)
+    sub = incidence[:, union]
+    co = np.asarray((sub.T @ sub).todense())
+    return co[position[:, :, None], position[:, None, :]]
 
 
 def umass(top: np.ndarray, incidence: "sp.csc_matrix") -> np.ndarray:
     """Per-topic UMass: sum_{m>l} ln((D(v_m, v_l) + 1) / D(v_l))."""
     scores = []
-    for words in top:
-        co = _co_document_counts(incidence, words)
+    for words, co in zip(top, co_document_counts(top, incidence)):
         total = 0.0
         for m in range(1, len(words)):
             for l in range(m):
@@ -47,8 +51,7 @@ def npmi(top: np.ndarray, incidence: "sp.csc_matrix") -> np.ndarray:
     """Per-topic mean NPMI over all pairs of top words (document co-occurrence)."""
     n_docs = incidence.shape[0]
     scores = []
-    for words in top:
-        co = _co_document_counts(incidence, words)
+    for words, co in zip(top, co_document_counts(top, incidence)):
         values = []
         for m in range(1, len(words)):
             for l in range(m):

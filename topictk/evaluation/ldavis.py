@@ -115,8 +115,8 @@ def js_distances(topic_word: np.ndarray) -> np.ndarray:
 def classical_mds(distances: np.ndarray, dims: int = 2) -> np.ndarray:
     """Classical (Torgerson) multidimensional scaling: the points whose inner products are
     -1/2 J D^2 J (J the centring matrix), from its largest eigenvalues; each axis's sign is
-    fixed so that its largest coordinate in absolute value is positive. Axes without a
-    positive eigenvalue are zero.
+    fixed so that the first point away from zero on it is positive. Axes without a positive
+    eigenvalue are zero.
 
     Returns
     -------
@@ -125,19 +125,33 @@ def classical_mds(distances: np.ndarray, dims: int = 2) -> np.ndarray:
     """
     d2 = np.asarray(distances, dtype=np.float64) ** 2
     K = d2.shape[0]
-    centre = np.eye(K) - 1.0 / K
-    inner = -0.5 * centre @ d2 @ centre
-    values, vectors = np.linalg.eigh(inner)
-    order = np.argsort(-values, kind="stable")[:dims]
+    # double centring elementwise: J D^2 J without two K^3 products
+    inner = -0.5 * (d2 - d2.mean(axis=0)[None, :] - d2.mean(axis=1)[:, None] + d2.mean())
+    values, vectors = _largest_eigenpairs(inner, dims)
     coords = np.zeros((K, dims))
-    for axis, j in enumerate(order):
-        if values[j] <= 1e-12:
+    for axis in range(min(dims, values.size)):
+        if values[axis] <= 1e-12:
             continue
-        column = vectors[:, j] * np.sqrt(values[j])
-        if column[np.argmax(np.abs(column))] < 0:
+        column = vectors[:, axis] * np.sqrt(values[axis])
+        if column[np.argmax(np.abs(column) > 1e-9 * np.abs(column).max())] < 0:
             column = -column
         coords[:, axis] = column
     return coords
+
+
+def _largest_eigenpairs(matrix: np.ndarray, count: int) -> tuple[np.ndarray, np.ndarray]:
+    """The ``count`` largest eigenvalues of a symmetric matrix (descending) and their
+    eigenvectors: Lanczos (ARPACK, from a fixed start vector) when the matrix is larger than
+    ``count + 1``, which needs only matrix-vector products, else the full decomposition."""
+    K = matrix.shape[0]
+    if K > count + 1:
+        from scipy.sparse.linalg import eigsh
+
+        values, vectors = eigsh(matrix, k=count, which="LA", v0=np.ones(K))
+    else:
+        values, vectors = np.linalg.eigh(matrix)
+    order = np.argsort(-values, kind="stable")[:count]
+    return values[order], vectors[:, order]
 
 
 def log_terms(topic_word: np.ndarray, term_proportion: np.ndarray) -> tuple[np.ndarray,
