@@ -7,6 +7,7 @@ import html
 import json
 import math
 from importlib import resources
+from pathlib import PurePath
 
 from topictk.evaluation.report import RunReport
 
@@ -105,7 +106,8 @@ def _summary_table(reports: list[RunReport]) -> str:
     rows = []
     for i, r in enumerate(reports):
         s, c = r.summary, r.corpus_counts
-        corpus = (f"{_e(r.corpus)}<br><span class=\"dim\">{_fmt(c.get('train_documents'))} "
+        corpus = (f"<span title=\"{_e(r.corpus)}\">{_e(PurePath(r.corpus).name)}</span>"
+                  f"<br><span class=\"dim\">{_fmt(c.get('train_documents'))} "
                   f"docs, {_fmt(c.get('vocabulary'))} words, {_fmt(c.get('train_tokens'))} "
                   f"tokens</span>")
         ppl = _fmt(s.get("perplexity"), 5) + ("" if r.comparable else " †")
