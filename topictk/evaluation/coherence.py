@@ -35,10 +35,13 @@ def co_document_counts(top: np.ndarray, incidence: "sp.csc_matrix") -> np.ndarra
     return co[position[:, :, None], position[:, None, :]]
 
 
-def umass(top: np.ndarray, incidence: "sp.csc_matrix") -> np.ndarray:
-    """Per-topic UMass: sum_{m>l} ln((D(v_m, v_l) + 1) / D(v_l))."""
+def umass(top: np.ndarray, incidence: "sp.csc_matrix",
+          counts: np.ndarray | None = None) -> np.ndarray:
+    """Per-topic UMass: sum_{m>l} ln((D(v_m, v_l) + 1) / D(v_l)); ``counts``: the
+    :func:`co_document_counts` of ``top``, when at hand."""
+    counts = co_document_counts(top, incidence) if counts is None else counts
     scores = []
-    for words, co in zip(top, co_document_counts(top, incidence)):
+    for words, co in zip(top, counts):
         total = 0.0
         for m in range(1, len(words)):
             for l in range(m):
@@ -47,11 +50,14 @@ def umass(top: np.ndarray, incidence: "sp.csc_matrix") -> np.ndarray:
     return np.array(scores)
 
 
-def npmi(top: np.ndarray, incidence: "sp.csc_matrix") -> np.ndarray:
-    """Per-topic mean NPMI over all pairs of top words (document co-occurrence)."""
+def npmi(top: np.ndarray, incidence: "sp.csc_matrix",
+         counts: np.ndarray | None = None) -> np.ndarray:
+    """Per-topic mean NPMI over all pairs of top words (document co-occurrence); ``counts``:
+    the :func:`co_document_counts` of ``top``, when at hand."""
     n_docs = incidence.shape[0]
+    counts = co_document_counts(top, incidence) if counts is None else counts
     scores = []
-    for words, co in zip(top, co_document_counts(top, incidence)):
+    for words, co in zip(top, counts):
         values = []
         for m in range(1, len(words)):
             for l in range(m):

@@ -184,7 +184,7 @@ def relevant_terms(logprob: np.ndarray, loglift: np.ndarray, n: int,
         # relevance is linear in lambda: between two ends a word's relevance stays below the
         # larger of its values there, and the n-th best of any n words bounds the n-th best
         # from below; a word below that bound on every interval is never among the n best
-        base = np.union1d(_top(a, finite, n), _top(b, finite, n))
+        base = np.union1d(_some_best(a, finite, n), _some_best(b, finite, n))
         grid = np.outer(lambdas, a[base]) + np.outer(1 - lambdas, b[base])
         nth = np.sort(grid, axis=1)[:, -min(n, base.size)]
         floors = (np.minimum(np.minimum.reduceat(nth, ends[:-1]), nth[ends[1:]])
@@ -199,6 +199,13 @@ def relevant_terms(logprob: np.ndarray, loglift: np.ndarray, n: int,
         best = np.argpartition(-scores, n - 1, axis=1)[:, :n]
         found.append(np.unique(keep[best]).astype(np.int64))
     return found
+
+
+def _some_best(values: np.ndarray, among: np.ndarray, n: int) -> np.ndarray:
+    """``n`` of ``among`` with the largest values (unordered; any of tied ones)."""
+    if among.size <= n:
+        return among
+    return among[np.argpartition(-values[among], n - 1)[:n]]
 
 
 def _top(values: np.ndarray, among: np.ndarray, n: int) -> np.ndarray:

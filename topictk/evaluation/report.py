@@ -12,7 +12,14 @@ import numpy as np
 from topictk.corpus.store import CorpusStore
 from topictk.errors import UsageError
 from topictk.evaluation import ldavis
-from topictk.evaluation.coherence import diversity, incidence_matrix, npmi, top_words, umass
+from topictk.evaluation.coherence import (
+    co_document_counts,
+    diversity,
+    incidence_matrix,
+    npmi,
+    top_words,
+    umass,
+)
 from topictk.evaluation.run import LoadedRun
 from topictk.evaluation.topics import topic_tree
 from topictk.inference.registry import load_config
@@ -170,8 +177,9 @@ def _add_model(report: RunReport, loaded: LoadedRun, n_terms: int, incidences: d
     if key not in incidences:
         incidences[key] = incidence_matrix(train.indptr, train.indices, store.n_words)
     top = top_words(phi, min(ev.coherence_top, phi.shape[1]))
-    per_topic = npmi(top, incidences[key])
-    report.summary.update(umass=float(np.mean(umass(top, incidences[key]))),
+    counts = co_document_counts(top, incidences[key])
+    per_topic = npmi(top, incidences[key], counts)
+    report.summary.update(umass=float(np.mean(umass(top, incidences[key], counts))),
                           npmi=float(np.mean(per_topic)),
                           diversity=diversity(phi, min(ev.diversity_top, phi.shape[1])))
     freq = ldavis.term_frequencies(train.indptr, train.indices, train.counts, store.n_words)
@@ -206,9 +214,9 @@ def topic_data(phi: np.ndarray, freq: np.ndarray, npmi_per_topic: np.ndarray,
     for k, ids in enumerate(relevant):
         expected = freq[ids] * weighted[k, ids] / mixture[ids]     # n_w p(k | w)
         topics.append({"terms": [index[int(w)] for w in ids],
-                       "freq": [round(float(x), 1) for x in expected],
-                       "logprob": [round(float(x), 4) for x in logprob[k, ids]],
-                       "loglift": [round(float(x), 4) for x in loglift[k, ids]]})
+                       "freq": np.round(expected, 1).tolist(),
+                       "logprob": np.round(logprob[k, ids], 4).tolist(),
+                       "loglift": np.round(loglift[k, ids], 4).tolist()})
     return {"words": words.tolist(), "total": [float(x) for x in freq[words]],
             "x": coords[:, 0].tolist(), "y": coords[:, 1].tolist(),
             "share": shares.tolist(), "npmi": [float(x) for x in npmi_per_topic],
