@@ -114,7 +114,8 @@ def _screenshot(tab, path: Path) -> None:
     shares = tab.evaluate("() => JSON.parse(document.getElementById('report-data')"
                           ".textContent).runs[0].share")
     largest = max(range(len(shares)), key=shares.__getitem__)
-    run.locator(f"svg.map circle.topic[data-topic='{largest}']").click()
+    run.locator(f"svg.map circle.topic[data-topic='{largest}']").focus()
+    tab.keyboard.press("Enter")                           # smaller circles may cover it
     slider = run.locator("input.lambda")
     slider.focus()
     for _ in range(40):                                   # 1.00 -> 0.60
