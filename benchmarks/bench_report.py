@@ -120,6 +120,7 @@ def _screenshot(tab, path: Path) -> None:
     slider.focus()
     for _ in range(40):                                   # 1.00 -> 0.60
         tab.keyboard.press("ArrowLeft")
+    tab.evaluate("() => document.activeElement.blur()")
     tab.set_viewport_size({"width": 1200, "height": 1000})
     bottom = tab.evaluate("() => { const b = document.querySelector('#run-0 .topic-view')"
                           ".getBoundingClientRect(); return b.bottom + window.scrollY + 16; }")

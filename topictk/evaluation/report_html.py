@@ -49,7 +49,8 @@ def _e(value) -> str:
 def _subtitle(reports: list[RunReport], version: str) -> str:
     stores = sorted({r.corpus for r in reports})
     runs = f"{len(reports)} run{'s' if len(reports) != 1 else ''}"
-    where = (f"on the corpus store {_e(stores[0])}" if len(stores) == 1
+    where = (f'on the corpus store <span title="{_e(stores[0])}">'
+             f"{_e(PurePath(stores[0]).name)}</span>" if len(stores) == 1
              else f"on {len(stores)} corpus stores")
     return f"{runs} {where} · topictk {_e(version)}"
 
