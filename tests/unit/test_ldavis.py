@@ -12,10 +12,9 @@ from topictk.evaluation import ldavis
 
 
 def test_term_frequencies_count_every_occurrence():
-    indptr = np.array([0, 2, 3])
-    indices = np.array([0, 2, 2])
+    indices = np.array([0, 2, 2])           # two documents: {0: 3, 2: 1} and {2: 4}
     counts = np.array([3, 1, 4])
-    assert ldavis.term_frequencies(indptr, indices, counts, 4).tolist() == [3, 0, 5, 0]
+    assert ldavis.term_frequencies(indices, counts, 4).tolist() == [3, 0, 5, 0]
 
 
 def test_topic_shares_of_disjoint_topics_are_their_words_share():

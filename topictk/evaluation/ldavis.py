@@ -18,16 +18,15 @@ DEFAULT_TERMS = 30          # R: terms per bar chart, as in LDAvis
 DEFAULT_LAMBDA_STEP = 0.01  # the grid of lambda over which a topic's terms are collected
 
 
-def term_frequencies(indptr: np.ndarray, indices: np.ndarray, counts: np.ndarray,
-                     n_words: int) -> np.ndarray:
-    """Occurrences of every word in a corpus given as CSR (documents x words).
+def term_frequencies(indices: np.ndarray, counts: np.ndarray, n_words: int) -> np.ndarray:
+    """Occurrences of every word in a corpus given as CSR (documents x words): its column
+    indices and counts.
 
     Returns
     -------
     numpy.ndarray
         (V,) float64 counts.
     """
-    del indptr      # every row's entries are counted alike
     return np.bincount(np.asarray(indices), weights=np.asarray(counts, dtype=np.float64),
                        minlength=n_words).astype(np.float64)
 

@@ -182,7 +182,7 @@ def _add_model(report: RunReport, loaded: LoadedRun, n_terms: int, incidences: d
     report.summary.update(umass=float(np.mean(umass(top, incidences[key], counts))),
                           npmi=float(np.mean(per_topic)),
                           diversity=diversity(phi, min(ev.diversity_top, phi.shape[1])))
-    freq = ldavis.term_frequencies(train.indptr, train.indices, train.counts, store.n_words)
+    freq = ldavis.term_frequencies(train.indices, train.counts, store.n_words)
     report.topics = topic_data(phi, freq, per_topic, n_terms)
     report.topics["vocab"] = [store.vocab[w] for w in report.topics["words"]]
     if hasattr(loaded.driver, "feature_table"):           # model.family: dmr
