@@ -128,3 +128,9 @@ def test_page_stays_small_for_100_topics_and_20000_words():
     page = render([report], "test")
     assert len(page.encode("utf-8")) <= 2_000_000
     assert page.count('<circle class="topic"') == 100
+
+
+def test_terms_sets_the_bars_per_topic(tmp_path, report_runs):
+    data = _data(_report(tmp_path, report_runs["gibbs"], "--terms", "10"))["runs"][0]
+    assert data["n_terms"] == 10 and len(data["default"]) == 10
+    assert all(len(topic["terms"]) >= 10 for topic in data["topic"])
