@@ -33,6 +33,7 @@ COMPILER_DIRECTIVES = {
 KERNELS = [
     "topictk._cy.special",
     "topictk.inference._gibbs",
+    "topictk.inference._mh",
     "topictk.inference._minibatch",
     "topictk.inference._vb",
     "topictk.inference._cvb",

@@ -64,7 +64,8 @@ def train_runs(store: Path) -> list[Path]:
         h.log(f"train {name}, K = {TOPICS}")
         res = h.train(config, WORK / f"{name}.yaml", WORK / "logs" / f"train-{name}.log")
         if res["rc"] != 0:
-            raise SystemExit(f"training {name} failed:\n{h.tail(WORK / 'logs' / f'train-{name}.log')}")
+            logfile = WORK / "logs" / f"train-{name}.log"
+            raise SystemExit(f"training {name} failed:\n{h.tail(logfile)}")
     return runs
 
 
@@ -157,7 +158,8 @@ def render(runs, store, reports, size, timings, screenshot) -> str:
              f"(`topictk report {' '.join(p.name for p in runs)} --out report.html --force`, "
              f"{len(reports)} rounds, other processes keeping "
              f"{min(r['foreign'] for r in reports):.2f}–{max(r['foreign'] for r in reports):.2f} "
-             "of the 2 cores busy meanwhile); the page is opened in fresh tabs of headless Chromium from `file://` "
+             "of the 2 cores busy meanwhile); the page is opened in fresh tabs of headless "
+             "Chromium from `file://` "
              f"({len(timings)} loads), timings from the browser's navigation and paint entries."),
              "", *h.table(["what", "median", "range", "target"], rows, "lrrr")]
     if screenshot:

@@ -138,14 +138,16 @@ def render(args, source, data, found, figure, K) -> str:
     rows = [["circles drawn", f"{found['circles']} of {K}"],
             ["circle ids 1..K in the model's order", str(found["numbers_in_order"])],
             ["topic.order is the identity", str(data["topic.order"] == list(range(1, K + 1)))],
-            ["topics whose top bar at λ = 1 is the model's top word", f"{K - len(found['mismatch'])} of {K}"],
+            ["topics whose top bar at λ = 1 is the model's top word",
+             f"{K - len(found['mismatch'])} of {K}"],
             ["script errors", str(len(found["errors"]))],
             ["requests outside file://", str(len(found["outside"]))]]
     lines = [f"# {NAME}: topictk's LDAvis export read and rendered by pyLDAvis", "",
              f"Command: `{h.command_line()}`", "", f"Checked {h.now_utc():%Y-%m-%d %H:%M} UTC on:",
              *h.machine_info("pyLDAvis", "pandas", "playwright"), "",
              (f"Run: `{h.rel(args.run)}` (K = {K}); JSON: `{h.rel(source)}` "
-             f"({Path(source).stat().st_size:,} bytes); rendered by `pyLDAvis.prepared_data_to_html` "
+             f"({Path(source).stat().st_size:,} bytes); rendered by "
+             "`pyLDAvis.prepared_data_to_html` "
              "with pyLDAvis's bundled d3 and LDAvis scripts in headless Chromium."), "",
              *h.table(["check", "result"], rows, "lr"), "",
              f"Result: **{'pass' if ok else 'FAIL'}**."]

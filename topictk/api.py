@@ -96,6 +96,21 @@ class Run:
         return list(self.store.vocab)
 
     @property
+    def vocab(self) -> list[str]:
+        """The same as :attr:`vocabulary`."""
+        return self.vocabulary
+
+    def document_ids(self, part: str = "train") -> list[str]:
+        """The ids of the store's documents of ``part`` ("train" or "test"), as the input gave
+        them (a JSONL ``id`` field, a file name, or ``FILE:LINE``): row ``d`` of
+        :meth:`doc_topic` is document ``document_ids("train")[d]``."""
+        from topictk.errors import UsageError
+
+        if part not in ("train", "test"):
+            raise UsageError(f"document_ids: part must be 'train' or 'test'; got {part!r}")
+        return self.store.document_ids(part)
+
+    @property
     def step(self) -> int:
         """Training steps done (sweeps, or mini-batch updates)."""
         return int(self._loaded.header["state"]["step"])

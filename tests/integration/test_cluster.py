@@ -19,6 +19,7 @@ from tests.integration._cli import (
     assert_same_arrays,
     comparable_metrics,
     fails,
+    metrics,
     model_arrays,
     ok,
     samples,
@@ -104,7 +105,8 @@ def test_unreachable_scheduler_fails_within_the_timeout(example_store, tmp_path)
     (["--dask-workers", "2", "--scheduler", "tcp://h:1"], "exclude each other"),
     (["--scheduler", "nonsense"], "training.scheduler must be a scheduler address"),
     (["--dask-workers", "2", "--set", "inference.algorithm=cvb0"],
-     "inference.algorithm cvb0 does not run on a Dask cluster; the algorithms that do: gibbs"),
+     "inference.algorithm cvb0 does not run on a Dask cluster; the algorithms that do: gibbs, "
+     "hsvg, ovb, sgrld, vb"),
 ])
 def test_bad_cluster_options(example_store, tmp_path, args, expected):
     config = write_config(tmp_path, example_store)
@@ -124,7 +126,9 @@ def test_evaluate_refuses_the_cluster_for_other_algorithms(example_store, tmp_pa
     ok("train", "--config", config, "--quiet")
     message = fails(2, "evaluate", tmp_path / "run", "--dask-workers", "2")
     assert message == ("--dask-workers: ovb runs are evaluated on one machine; the algorithms "
-                       "whose runs are evaluated on a Dask cluster: gibbs")
+                       "whose runs are evaluated on a Dask cluster: gibbs, hsvg, sgrld")
+    assert "ovb runs are applied to new documents on one machine" in fails(
+        2, "infer", tmp_path / "run", EXAMPLE, "--dask-workers", "2")
 
 
 def test_without_dask_the_options_name_the_extra(example_store, tmp_path, monkeypatch):
@@ -253,3 +257,91 @@ def test_a_lost_worker_at_any_point_changes_nothing(example_store, in_process, t
     ok("train", "--config", config, "--dask-workers", "2", "--quiet")
     assert calls["n"] > failing_call
     _same_run(in_process, tmp_path / "run")
+
+
+# Mini-batch samplers: each mini-batch's chunks (5 of 8 documents) cut into one piece per
+# worker; samples, checkpoints and evaluations on the way
+MINIBATCH = {
+    "sgrld": {"algorithm": "sgrld", "iterations": 12, "batch_size": 40, "chunk_docs": 8,
+              "burn_in": 6, "thin": 3},
+    "hsvg": {"algorithm": "hsvg", "iterations": 12, "batch_size": 40, "chunk_docs": 8,
+             "tau0": 4.0},
+    # online VB: the E-step of each mini-batch in 3 blocks, statistics added block by block
+    "ovb": {"algorithm": "ovb", "iterations": 12, "batch_size": 40, "chunks": 3, "tau0": 4.0},
+    # batch VB: the E-step over the corpus in 3 blocks, warm and best starts from gamma
+    "vb": {"algorithm": "vb", "iterations": 8, "chunks": 3, "best_iterations": 3,
+           "best_every": 2, "tol": 0},
+}
+
+
+def _minibatch_config(directory, store, algorithm: str):
+    import yaml
+    config = write_config(directory, store, training={"seed": 3, "eval_every": 6,
+                                                      "checkpoint_every": 6,
+                                                      "keep_checkpoints": 3})
+    data = yaml.safe_load(config.read_text(encoding="utf-8"))
+    data["inference"] = MINIBATCH[algorithm]
+    config.write_text(yaml.safe_dump(data, sort_keys=False), encoding="utf-8")
+    return config
+
+
+@pytest.mark.parametrize("algorithm", sorted(MINIBATCH))
+def test_minibatch_local_steps_on_two_workers_give_the_one_machine_run(
+        example_store, tmp_path, algorithm):
+    """sgrld and hsvg run each mini-batch's local Gibbs chains on the workers (integer
+    statistics), ovb the blocks of its E-step (float statistics added in block order): the
+    run is the one-machine run with the same blocks, bit for bit."""
+    pytest.importorskip("distributed")
+    (tmp_path / "a").mkdir()
+    (tmp_path / "b").mkdir()
+    here = _minibatch_config(tmp_path / "a", example_store, algorithm)
+    there = _minibatch_config(tmp_path / "b", example_store, algorithm)
+    ok("train", "--config", here, "--quiet")
+    ok("train", "--config", there, "--dask-workers", "2", "--quiet")
+    a, b = tmp_path / "a" / "run", tmp_path / "b" / "run"
+    header_a, arrays_a = model_arrays(a)
+    header_b, arrays_b = model_arrays(b)
+    assert_same_arrays(arrays_a, arrays_b)
+    assert header_a["streams"] == header_b["streams"]
+    assert comparable_metrics(a) == comparable_metrics(b)
+    for (name, (ha, aa)), (nb, (hb, ab)) in zip(_checkpoints(a).items(),
+                                                _checkpoints(b).items()):
+        assert name == nb
+        assert_same_arrays(aa, ab)
+    sent = [m.get("cluster_bytes_sent", 0) for m in metrics(b)]
+    assert sent and max(sent) > 0                 # the work did go to the workers
+    if algorithm in ("ovb", "vb"):      # their fold-in (an E-step) runs on the driver
+        return
+    # the fold-ins of evaluate and infer on the cluster (hsvg's with its own weights)
+    here = json.loads(ok("evaluate", a, "--json").stdout)
+    there = json.loads(ok("evaluate", a, "--json", "--dask-workers", "2").stdout)
+    assert here == there
+    here = ok("infer", a, EXAMPLE).stdout
+    there = ok("infer", a, EXAMPLE, "--dask-workers", "2").stdout
+    assert here == there and here
+
+
+def test_a_lost_worker_during_a_minibatch_update_changes_nothing(example_store, tmp_path,
+                                                                 monkeypatch):
+    """A worker reported lost in the fifth mini-batch update: its local statistics are
+    computed again and the run is the one-machine run."""
+    pytest.importorskip("distributed")
+    from topictk.inference import cluster
+    original = cluster._local_statistics_once
+    calls = {"n": 0}
+
+    def flaky(*args, **kwargs):
+        calls["n"] += 1
+        if calls["n"] == 5:
+            raise cluster.WorkerLost("a Dask worker was lost (simulated)")
+        return original(*args, **kwargs)
+
+    monkeypatch.setattr(cluster, "_local_statistics_once", flaky)
+    (tmp_path / "a").mkdir()
+    (tmp_path / "b").mkdir()
+    ok("train", "--config", _minibatch_config(tmp_path / "a", example_store, "sgrld"), "--quiet")
+    ok("train", "--config", _minibatch_config(tmp_path / "b", example_store, "sgrld"),
+       "--dask-workers", "2", "--quiet")
+    assert calls["n"] == 13
+    assert_same_arrays(model_arrays(tmp_path / "a" / "run")[1],
+                       model_arrays(tmp_path / "b" / "run")[1])

@@ -22,7 +22,15 @@ from topictk.corpus.store import CorpusStore, ptr_to_csr
 from topictk.errors import UsageError
 from topictk.evaluation import infer as infer_module
 from topictk.evaluation.run import LoadedRun
-from topictk.inference.base import INFER_CHUNK_DOCS, Driver, chunk_bounds_by_docs
+from topictk.inference.perplexity import mixture_probabilities
+from topictk.inference.sampled import evaluation_plan
+from topictk.inference.base import (
+    INFER_CHUNK_DOCS,
+    Driver,
+    EvaluationSet,
+    FoldInPlan,
+    chunk_bounds_by_docs,
+)
 from topictk.inference.dlda import initial_theta
 from topictk.inference.registry import load_config
 from topictk.rundir.checkpoint import load_arrays
@@ -455,3 +463,41 @@ def test_variational_runs_infer_by_the_fold_in_they_are_scored_with(tmp_path, al
     indptr, indices, counts = ptr_to_csr(doc_ptr, np.concatenate(new), N_WORDS)
     docs = SimpleNamespace(indptr=indptr, indices=indices, counts=counts)
     np.testing.assert_array_equal(theta, run.driver.fold_in(run.state, docs))
+
+
+@pytest.mark.parametrize("algorithm", ["gibbs", "sgrld", "hsvg", "vb"])
+def test_evaluate_scores_with_the_fold_in_that_infer_reports(tmp_path, algorithm):
+    """One fold-in (``Driver.fold_in``): infer reports its theta-hat under the infer plan, and
+    evaluation mixes its theta-hat under the evaluation plan with the topics."""
+    docs = planted_corpus(seed=5, n_docs=150).docs
+    test = docs[120:]
+    # every third test document has no held-out token: scoring skips it
+    store = write_token_store(tmp_path / "store", docs[:120], N_WORDS, vocab=VOCAB,
+                              test_observed=[d[: d.size // 2] for d in test],
+                              test_heldout=[d[d.size // 2:] if i % 3 else d[:0]
+                                            for i, d in enumerate(test)])
+    config = load_config(None, raw={
+        "corpus": str(store), "output": str(tmp_path / "run"),
+        "model": {"topics": 5, "alpha": 0.2, "beta": 0.05},
+        "inference": {"algorithm": algorithm, "iterations": 6},
+        "evaluation": {"fold_in_sweeps": 10, "fold_in_burn_in": 5}, "training": {"seed": 1}})
+    train(config, quiet=True)
+    run = LoadedRun(tmp_path / "run")
+    driver, state = run.driver, run.state
+    test = EvaluationSet.from_store(run.store)
+    obs = test.observed
+    assert obs.n_docs == 30
+    theta = driver.infer_proportions(state, obs.doc_ptr, obs.words, None, sweeps=12,
+                                     burn_in=4, seed=3)
+    plan = FoldInPlan.for_infer(obs.n_docs, sweeps=12, burn_in=4, seed=3)
+    np.testing.assert_array_equal(theta, driver.fold_in(state, obs, plan))
+    np.testing.assert_allclose(theta.sum(axis=1), 1.0, rtol=1e-12)
+    probs = driver.heldout_probabilities(state, None, test, 3)
+    folded = driver.fold_in(state, obs, evaluation_plan(driver, test, 3))
+    phi = np.ascontiguousarray(driver.topic_word(state).T)
+    np.testing.assert_array_equal(probs, mixture_probabilities(test.heldout, folded, phi, 1))
+    assert probs.size and np.all(probs > 0)
+    # another evaluation pass draws other streams (for the sampled fold-ins)
+    if algorithm != "vb":
+        assert not np.array_equal(folded, driver.fold_in(state, obs,
+                                                         evaluation_plan(driver, test, 4)))

@@ -183,7 +183,7 @@ def _long_config(tmp_path: Path, store: Path, seconds: float) -> Path:
 
 
 def test_a_second_writer_is_refused_at_once_naming_the_first(tmp_path, example_store):
-    cfg = _long_config(tmp_path, example_store, 6.0)
+    cfg = _long_config(tmp_path, example_store, 20.0)
     run = tmp_path / "run"
     first = _topictk("train", "--config", cfg, "-q")
     holder = _wait_for_holder(run, first)

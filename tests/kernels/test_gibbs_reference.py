@@ -7,7 +7,7 @@ import pytest
 
 from tests.kernels._kernel import KernelState, even_bounds, random_corpus, stream
 from tests.reference import gibbs as ref
-from topictk.inference import _gibbs
+from topictk.inference import _gibbs, _vb
 
 D, V, K = 14, 17, 5
 SYMMETRIC = np.full(K, 0.1)
@@ -126,6 +126,20 @@ def test_resume_from_rebuilt_lists_continues_the_same_chain(seed):
 
 
 # ---------------------------------------------------------------------------- fold-in
+
+def _kernel_fold_in(obs_ptr, obs_words, held_ptr, held_words, weights, phi, alpha, n_sweeps,
+                    n_burn, bounds, streams, threads=1):
+    """What scoring computes: the kernel's theta-hat of the documents with held-out entries,
+    then the mixture with phi."""
+    active = (np.diff(held_ptr) > 0).astype(np.uint8)
+    theta = np.full((obs_ptr.size - 1, weights.shape[1]), np.nan)
+    _gibbs.fold_in_theta(obs_ptr, obs_words, weights, np.atleast_2d(alpha), n_sweeps, n_burn,
+                         bounds, streams, active, theta, threads)
+    out = np.zeros(held_words.size)
+    _vb.mixture_probabilities(held_ptr, held_words, theta, phi, out, threads)
+    return theta, out
+
+
 def _fold_in_inputs(seed: int, n_test: int):
     rng = np.random.default_rng(seed + 1000)
     obs_ptr, obs_words = random_corpus(rng, n_test, V, 12)
@@ -154,14 +168,20 @@ def test_fold_in_heldout_equals_reference(seed, alpha_kind, n_sweeps, n_burn):
     else:
         alpha = rng.uniform(0.05, 2.0, size=(n_test, K))
     bounds = np.array([0, 4, 9], np.int64)
-    out = np.zeros(held_words.size)
-    _gibbs.fold_in_heldout(obs_ptr, obs_words, held_ptr, held_words, weights, phi, alpha,
-                           n_sweeps, n_burn, bounds, [stream(seed, 4, 0, c) for c in range(2)],
-                           out, 1)
+    theta, out = _kernel_fold_in(obs_ptr, obs_words, held_ptr, held_words, weights, phi,
+                                 alpha, n_sweeps, n_burn, bounds,
+                                 [stream(seed, 4, 0, c) for c in range(2)])
     want = ref.fold_in_heldout(obs_ptr, obs_words, held_ptr, held_words, weights, phi, alpha,
                                n_sweeps, n_burn, bounds,
                                [np.random.Generator(stream(seed, 4, 0, c)) for c in range(2)])
     np.testing.assert_allclose(out, want, rtol=1e-12, atol=0)
+    want_theta = ref.fold_in_theta(obs_ptr, obs_words, weights, alpha, n_sweeps, n_burn, bounds,
+                                   [np.random.Generator(stream(seed, 4, 0, c))
+                                    for c in range(2)], np.diff(held_ptr) > 0)
+    np.testing.assert_allclose(theta, want_theta, rtol=1e-12, atol=0, equal_nan=True)
+    # the document with nothing held out is skipped (not sampled), the others sum to 1
+    assert np.all(np.isnan(theta[4]))
+    np.testing.assert_allclose(np.delete(theta, 4, axis=0).sum(axis=1), 1.0, rtol=1e-12)
     assert np.all(out > 0)
     # no observed token: theta-hat is the prior mean alpha / alpha_sum exactly
     a2 = alpha[2] if alpha_kind == "per_document" else alpha[0]
@@ -177,13 +197,12 @@ def test_fold_in_per_document_alpha_is_used_per_document(seed):
     alpha = np.tile(ASYMMETRIC, (n_test, 1))
     alpha[2] = ASYMMETRIC[::-1]
     bounds = np.array([0, n_test], np.int64)
-    out_a, out_b = np.zeros(held_words.size), np.zeros(held_words.size)
-    _gibbs.fold_in_heldout(obs_ptr, obs_words, held_ptr, held_words, weights, phi, alpha, 6, 2,
-                           bounds, [stream(seed, 4, 1, 0)], out_a, 1)
+    _, out_a = _kernel_fold_in(obs_ptr, obs_words, held_ptr, held_words, weights, phi, alpha, 6,
+                               2, bounds, [stream(seed, 4, 1, 0)])
     # the same prior for every document, still given per document (the dense path, as above)
     same = np.tile(ASYMMETRIC, (n_test, 1))
-    _gibbs.fold_in_heldout(obs_ptr, obs_words, held_ptr, held_words, weights, phi, same, 6, 2,
-                           bounds, [stream(seed, 4, 1, 0)], out_b, 1)
+    _, out_b = _kernel_fold_in(obs_ptr, obs_words, held_ptr, held_words, weights, phi, same, 6,
+                               2, bounds, [stream(seed, 4, 1, 0)])
     rows = slice(held_ptr[2], held_ptr[3])
     other = np.ones(held_words.size, bool)
     other[rows] = False

@@ -50,19 +50,15 @@ def test_chunks_change_the_chain(seed):
 def test_fold_in_one_thread_equals_two_threads(seed):
     rng = np.random.default_rng(seed)
     obs_ptr, obs_words = random_corpus(rng, 70, V, 30)
-    rows = [np.unique(rng.integers(0, V, rng.integers(1, 6))) for _ in range(70)]
-    held_words = np.concatenate(rows).astype(np.int32)
-    held_ptr = np.concatenate([[0], np.cumsum([r.size for r in rows])]).astype(np.int64)
     phi = rng.dirichlet(np.full(V, 0.1), size=K).T.copy()
     bounds = chunk_bounds_by_docs(70, 16)
     outs = []
     for threads in (1, 2):
-        out = np.zeros(held_words.size)
-        _gibbs.fold_in_heldout(obs_ptr, obs_words, held_ptr, held_words, phi, phi,
-                               ALPHA[None, :].copy(), 20, 10, bounds,
-                               [stream(seed, 4, 7, c) for c in range(bounds.size - 1)], out,
-                               threads)
-        outs.append(out)
+        theta = np.full((70, K), np.nan)
+        _gibbs.fold_in_theta(obs_ptr, obs_words, phi, ALPHA[None, :].copy(), 20, 10, bounds,
+                             [stream(seed, 4, 7, c) for c in range(bounds.size - 1)],
+                             np.ones(70, np.uint8), theta, threads)
+        outs.append(theta)
     np.testing.assert_array_equal(outs[0], outs[1])
     assert np.all(outs[0] > 0)
 

@@ -249,31 +249,46 @@ def sweep(doc_ptr, words, z, ndk, nkw, nk, alpha, beta, chunk_bounds, rngs, spar
     nk[...] = start_nk + delta_nk
 
 
-def fold_in_heldout(obs_ptr, obs_words, held_ptr, held_words, weights, phi, alpha, n_sweeps,
-                    n_burn, chunk_bounds, rngs):
-    """Gibbs fold-in of each test document and p(w | doc) of its held-out entries (§11.2),
-    with the document sampler of tests/reference/minibatch.py."""
+def fold_in_theta(obs_ptr, obs_words, weights, alpha, n_sweeps, n_burn, chunk_bounds, rngs,
+                  active=None):
+    """theta-hat of every active document by a Gibbs fold-in with fixed weights (§11.2),
+    with the document sampler of tests/reference/minibatch.py; inactive rows stay NaN."""
     from tests.reference.minibatch import sample_document
 
-    K = phi.shape[1]
+    K = weights.shape[1]
     alpha = np.atleast_2d(alpha)
     sparse = alpha.shape[0] == 1
-    out = np.zeros(len(held_words))
+    D = len(obs_ptr) - 1
+    theta = np.full((D, K), np.nan)
     for c in range(len(chunk_bounds) - 1):
         for d in range(chunk_bounds[c], chunk_bounds[c + 1]):
-            if held_ptr[d + 1] == held_ptr[d]:
+            if active is not None and not active[d]:
                 continue
             a = alpha[d] if alpha.shape[0] > 1 else alpha[0]
             toks = obs_words[obs_ptr[d]:obs_ptr[d + 1]]
             kept, final = sample_document(toks, weights, a, n_sweeps, n_burn, rngs[c], sparse)
-            denom = len(toks) + float(np.sum(a))
-            if n_sweeps > n_burn:
-                theta = [(kept[k] / float(n_sweeps - n_burn) + a[k]) / denom for k in range(K)]
-            else:
-                theta = [(final[k] + a[k]) / denom for k in range(K)]
-            for j in range(held_ptr[d], held_ptr[d + 1]):
-                acc = 0.0
-                for k in range(K):
-                    acc = acc + theta[k] * phi[held_words[j], k]
-                out[j] = acc
+            alpha_sum = 0.0
+            for k in range(K):
+                alpha_sum += a[k]
+            denom = len(toks) + alpha_sum
+            for k in range(K):
+                count = kept[k] / float(n_sweeps - n_burn) if n_sweeps > n_burn else final[k]
+                theta[d, k] = (count + a[k]) / denom
+    return theta
+
+
+def fold_in_heldout(obs_ptr, obs_words, held_ptr, held_words, weights, phi, alpha, n_sweeps,
+                    n_burn, chunk_bounds, rngs):
+    """p(w | doc) of every held-out entry (§11.2): :func:`fold_in_theta` of the documents with
+    held-out entries, mixed with ``phi`` (V, K) in ascending k."""
+    active = np.diff(held_ptr) > 0
+    theta = fold_in_theta(obs_ptr, obs_words, weights, alpha, n_sweeps, n_burn, chunk_bounds,
+                          rngs, active)
+    out = np.zeros(len(held_words))
+    for d in range(len(held_ptr) - 1):
+        for j in range(held_ptr[d], held_ptr[d + 1]):
+            acc = 0.0
+            for k in range(theta.shape[1]):
+                acc = acc + theta[d, k] * phi[held_words[j], k]
+            out[j] = acc
     return out

@@ -1,4 +1,4 @@
-"""The topic-map computations (docs/algorithms.md §11.7) on small cases computed by hand, and
+"""The topic-map computations (docs/algorithms.md §11.8) on small cases computed by hand, and
 the LDAvis data built from them."""
 from __future__ import annotations
 
@@ -40,9 +40,9 @@ def test_topic_term_counts_split_each_word_by_its_posterior():
 def test_js_distances_by_hand():
     phi = np.array([[1.0, 0.0], [0.0, 1.0], [0.5, 0.5]])
     dist = ldavis.js_distances(phi)
-    # disjoint: JS = ln 2; a point mass against the uniform: H(3/4, 1/4) - ln(2) / 2
-    half = -(0.75 * math.log(0.75) + 0.25 * math.log(0.25)) - 0.5 * math.log(2)
-    assert dist[0, 1] == pytest.approx(math.sqrt(math.log(2)), rel=1e-6)
+    # in bits: disjoint topics JS = 1; a point mass against the uniform: H(3/4, 1/4) - 1/2
+    half = -(0.75 * math.log2(0.75) + 0.25 * math.log2(0.25)) - 0.5
+    assert dist[0, 1] == pytest.approx(1.0, rel=1e-6)
     assert dist[0, 2] == pytest.approx(math.sqrt(half), rel=1e-5)
     assert dist[1, 2] == pytest.approx(dist[0, 2], rel=1e-6)
     assert np.array_equal(dist, dist.T) and np.all(np.diag(dist) == 0)

@@ -158,7 +158,8 @@ class _StderrHandler(logging.StreamHandler):
 @click.option("--debug", is_flag=True, help="Show tracebacks and debug logging.")
 @click.pass_context
 def cli(ctx: click.Context, debug: bool) -> None:
-    """Topic models from the command line: prepare a corpus, train, evaluate, read topics, infer."""
+    """Topic models from the command line: prepare a corpus, train, evaluate, read topics, infer,
+    compare, plot, export and report runs."""
     ctx.ensure_object(dict)
     ctx.obj["debug"] = debug
     logger = logging.getLogger("topictk")
@@ -169,13 +170,26 @@ def cli(ctx: click.Context, debug: bool) -> None:
     logger.setLevel(logging.DEBUG if debug else logging.INFO)
 
 
-from topictk.cli import evaluate, infer, prepare, report, topics, train  # noqa: E402  (register commands)
+from topictk.cli import (  # noqa: E402  (register commands)
+    compare,
+    evaluate,
+    export,
+    infer,
+    plot,
+    prepare,
+    report,
+    topics,
+    train,
+)
 
 cli.add_command(prepare.prepare)
 cli.add_command(train.train)
 cli.add_command(evaluate.evaluate)
 cli.add_command(topics.topics)
 cli.add_command(infer.infer)
+cli.add_command(compare.compare)
+cli.add_command(plot.plot)
+cli.add_command(export.export)
 cli.add_command(report.report)
 
 

@@ -58,3 +58,9 @@ def cluster_overrides(scheduler: str | None, dask_workers: int | None) -> list[s
     if dask_workers is not None:
         return [f"training.dask_workers={dask_workers}", "training.scheduler=null"]
     return []
+
+
+allow_different_option = click.option(
+    "--allow-different-corpora", "allow_different_corpora", is_flag=True,
+    help="Accept runs trained on different corpus stores, their perplexities marked as not "
+         "comparable (they are computed on different held-out tokens).")

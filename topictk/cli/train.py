@@ -9,6 +9,7 @@ import click
 from topictk.cli.options import cluster_options, cluster_overrides, quiet_option
 from topictk.inference.registry import load_config
 from topictk.training.run import train as run_training
+from topictk.training.sweep import plan_sweep, train_sweep
 
 _EXIT = {"SIGINT": 130, "SIGTERM": 143}
 
@@ -20,19 +21,38 @@ _EXIT = {"SIGINT": 130, "SIGTERM": 143}
               help="Override a config key (repeatable).")
 @click.option("--out", type=click.Path(file_okay=False, path_type=str),
               help="Run directory (overrides the config's output).")
-@click.option("--resume", is_flag=True, help="Continue from the latest checkpoint of the run.")
+@click.option("--sweep", "sweeps", multiple=True, metavar="SECTION.KEY=V1,V2,...",
+              help="Train one run per value into OUTPUT/KEY=VALUE (repeatable: every "
+                   "combination, in OUTPUT/KEY=VALUE,KEY=VALUE); all settings are checked "
+                   "before the first run.")
+@click.option("--resume", is_flag=True, help="Continue from the latest checkpoint of the run "
+                                             "(with --sweep: finish the unfinished runs, skip "
+                                             "the finished ones).")
 @click.option("--force", is_flag=True, help="Replace an existing run in the output directory.")
 @cluster_options
 @quiet_option
-def train(config_path, overrides, out, resume, force, scheduler, dask_workers, quiet):
+def train(config_path, overrides, sweeps, out, resume, force, scheduler, dask_workers, quiet):
     """Train the model of an experiment config, checkpointing and logging as it goes."""
     overrides = list(overrides) + cluster_overrides(scheduler, dask_workers)
+    if quiet:
+        logging.getLogger("topictk").setLevel(logging.WARNING)
+    if sweeps:
+        plans = plan_sweep(config_path, overrides, list(sweeps), out)
+        for plan, result in train_sweep(plans, resume=resume, force=force, quiet=quiet):
+            if result is None:
+                click.echo(f"{plan.config.output}: finished; skipped")
+            else:
+                _report(result)
+        return
     if out:
         overrides.append(f"output={Path(out).resolve()}")
     config = load_config(config_path, overrides)
-    if quiet:
-        logging.getLogger("topictk").setLevel(logging.WARNING)
-    result = run_training(config, resume=resume, force=force, quiet=quiet)
+    _report(run_training(config, resume=resume, force=force, quiet=quiet))
+
+
+def _report(result) -> None:
+    """The run's last line on stdout; an interrupted run ends the command with its signal's
+    exit code."""
     ppl = f", point perplexity {result.perplexity:.2f}" if result.perplexity is not None else ""
     if result.status == "interrupted":
         click.echo(f"topictk: {result.signal_name} received: stopped at step {result.step}, "

@@ -530,6 +530,25 @@ class CorpusStore:
     def corpus_id(self) -> str:
         return str(self.manifest["corpus_id"])
 
+    def document_ids(self, part: str) -> list[str]:
+        """The ids of the documents of ``part`` ("train" or "test") in store order, as the
+        input gave them (a JSONL ``id`` field, a file name, or ``FILE:LINE``); positions
+        from 1 for a store that has no id list."""
+        path = self.path / f"{part}_ids.txt"
+        n_docs = self.array(f"{'train' if part == 'train' else 'test_obs'}_doc_ptr").size - 1
+        if not path.exists():
+            return [str(d + 1) for d in range(n_docs)]
+        try:
+            ids = path.read_text(encoding="utf-8").split("\n")[:-1]
+        except (OSError, UnicodeDecodeError) as exc:
+            reason = exc.strerror if isinstance(exc, OSError) else "not valid UTF-8"
+            raise CorpusError(f"{path}: cannot be read ({reason}); prepare the corpus again "
+                              f"with --force") from None
+        if len(ids) != n_docs:
+            raise CorpusError(f"{path}: holds {len(ids)} ids for {n_docs} documents; prepare "
+                              f"the corpus again with --force")
+        return ids
+
     def metadata(self, part: str) -> list[dict] | None:
         path = self.path / f"{part}_meta.jsonl"
         if not path.exists():

@@ -19,7 +19,7 @@ Equivalent to ``tests/reference/left_to_right.py::left_to_right``.
 Cost O(R len^2 K) per document: use it where that is affordable.
 """
 cimport cython
-from cython.parallel cimport parallel, prange
+from cython.parallel cimport parallel, prange, threadid
 from libc.math cimport log
 from libc.stdint cimport int32_t, int64_t
 from libc.stdlib cimport free, malloc
@@ -121,6 +121,9 @@ def left_to_right(const int64_t[::1] obs_ptr,     # IN  (D + 1) observed-token o
     cdef int32_t* z
     cdef int32_t* counts
     cdef double* cum
+    cdef int32_t* ints
+    cdef double* cums
+    cdef Py_ssize_t stride
     cdef int64_t j
     if len(streams) != C:
         raise ValueError(f"{C} chunks need {C} streams, got {len(streams)}")
@@ -147,11 +150,20 @@ def left_to_right(const int64_t[::1] obs_ptr,     # IN  (D + 1) observed-token o
         raise MemoryError()
     for c in range(C):
         gens[c] = bitgen_of(streams[c])
+    # every thread's buffers (seq, z, counts as int32, cum as double), allocated before the loop
+    stride = max_len + particles * max_len + particles * K
+    ints = <int32_t*> malloc(threads * stride * sizeof(int32_t))
+    cums = <double*> malloc(threads * K * sizeof(double))
+    if ints == NULL or cums == NULL:
+        free(ints)
+        free(cums)
+        free(gens)
+        raise MemoryError()
     with nogil, parallel(num_threads=threads):
-        seq = <int32_t*> malloc(max_len * sizeof(int32_t))
-        z = <int32_t*> malloc(particles * max_len * sizeof(int32_t))
-        counts = <int32_t*> malloc(particles * K * sizeof(int32_t))
-        cum = <double*> malloc(K * sizeof(double))
+        seq = ints + threadid() * stride
+        z = seq + max_len
+        counts = z + particles * max_len
+        cum = cums + threadid() * K
         for c in prange(C, schedule="dynamic", chunksize=1):
             for d in range(chunk_bounds[c], chunk_bounds[c + 1]):
                 if held_ptr[d + 1] == held_ptr[d]:
@@ -160,5 +172,6 @@ def left_to_right(const int64_t[::1] obs_ptr,     # IN  (D + 1) observed-token o
                                    held_ptr[d + 1], &held_words[0], &held_counts[0], &phi[0, 0],
                                    &alpha[d if per_doc_alpha else 0, 0], K, particles, max_len,
                                    seq, z, counts, cum, gens[c])
-        free(seq); free(z); free(counts); free(cum)
+    free(ints)
+    free(cums)
     free(gens)

@@ -10,9 +10,9 @@ from topictk.config.loader import Section
 from topictk.config.schema import EVALUATION
 from topictk.errors import UsageError
 from topictk.evaluation.coherence import topic_quality
-from topictk.inference.base import EvaluationSet
+from topictk.inference.base import EvaluationSet, FoldInPlan
 from topictk.inference.perplexity import perplexity_from_probabilities
-from topictk.inference.sampled import fold_in_probabilities
+from topictk.inference.sampled import fold_in_probabilities, heldout_documents
 from topictk.streams import Streams
 
 
@@ -63,8 +63,9 @@ def score_topic_word(store, topic_word, alpha, *, sweeps: int = 50, burn_in: int
         total = np.zeros(test.heldout.indices.size)
         for phi, a in checked:
             weights = np.ascontiguousarray(phi.T)
-            total += fold_in_probabilities(test, weights, weights, a, evaluation, Streams(seed),
-                                           0, int(threads))
+            plan = FoldInPlan.for_evaluation(test.observed.n_docs, evaluation, Streams(seed), 0,
+                                             int(threads), heldout_documents(test))
+            total += fold_in_probabilities(test, weights, weights, a, plan)
         probs = total if len(checked) == 1 else total / len(checked)
         ppl, floored = perplexity_from_probabilities(probs, test.heldout.counts)
         result.update(perplexity=ppl, floored_tokens=floored)

@@ -6,12 +6,13 @@ store's vocabulary; words the store does not know are dropped and counted. Metad
 are encoded with the encoding saved in the store's manifest, so a new document gets exactly
 the features a test document would get.
 
-The driver folds the documents in (``Driver.infer_proportions``): for every LDA and DMR
-algorithm collapsed Gibbs over each document's topic assignments with the run's topics fixed
-(the point estimate ``topic_word``) and the run's document prior (alpha, or
-alpha_d = exp(x_d^T nu) for DMR), see :func:`topictk.inference.base.fold_in_proportions`; for
-deep LDA the upward-downward chain of every document with the run's networks fixed. The
-result depends on the seed only, not on the number of threads.
+The driver folds the documents in by ``Driver.fold_in``, the fold-in that ``evaluate`` scores
+with: for the sampled algorithms collapsed Gibbs over each document's topic assignments with
+the run's topics fixed (the point estimate ``topic_word``) and the run's document prior
+(alpha, or alpha_d = exp(x_d^T nu) for DMR), see :func:`topictk.inference.base.gibbs_fold_in`;
+for the variational ones their E-step (or CVB0 updates) with the topics frozen; for deep LDA
+the upward-downward chain of every document with the run's networks fixed. The result
+depends on the seed only, not on the number of threads.
 """
 from __future__ import annotations
 
@@ -32,7 +33,7 @@ from topictk.corpus.features import (
 from topictk.corpus.store import csr_to_tokens
 from topictk.corpus.text import tokenize
 from topictk.errors import CorpusError, CorpusUsageError, UsageError
-from topictk.inference.base import INFER_CHUNK_DOCS, Driver
+from topictk.inference.base import INFER_CHUNK_DOCS
 from topictk.inference.cluster import cluster_infer_blocks
 from topictk.state.dmr import ETA_MAX, ETA_MIN
 
@@ -270,8 +271,7 @@ def infer_documents(run, docs: NewDocuments, where: str, *, sweeps: int = 50,
     threads = run.driver.threads if threads is None else threads
 
     cluster = run.driver.cluster
-    if (cluster is not None and features is None
-            and type(run.driver).infer_proportions is Driver.infer_proportions):
+    if cluster is not None and features is None:
         def pieces():
             for start in range(0, docs.n_docs, BLOCK_DOCS):
                 stop = min(docs.n_docs, start + BLOCK_DOCS)
@@ -279,7 +279,8 @@ def infer_documents(run, docs: NewDocuments, where: str, *, sweeps: int = 50,
                 yield (start, docs.doc_ptr[start:stop + 1] - lo, docs.words[lo:hi],
                        start // INFER_CHUNK_DOCS)
 
-        return cluster_infer_blocks(cluster, run.driver.topic_word(run.state),
+        # the drivers that run on a cluster fold in by the Gibbs fold-in with their weights
+        return cluster_infer_blocks(cluster, run.driver.fold_in_weights(run.state).T,
                                     run.driver.document_prior(run.state, None), pieces(),
                                     sweeps=sweeps, burn_in=burn_in, seed=seed)
 
@@ -300,10 +301,7 @@ def training_documents(store) -> tuple[NewDocuments, np.ndarray | None]:
     """The store's training documents (their observed tokens) as documents to fold in, with
     their (D, F) features when the store has metadata features."""
     train = store.train()
-    ids_path = store.path / "train_ids.txt"
-    ids = (ids_path.read_text(encoding="utf-8").splitlines() if ids_path.exists()
-           else [str(d + 1) for d in range(train.n_docs)])
-    docs = NewDocuments(ids=ids, doc_ptr=np.asarray(train.doc_ptr),
+    docs = NewDocuments(ids=store.document_ids("train"), doc_ptr=np.asarray(train.doc_ptr),
                         words=np.asarray(train.words),
                         unknown=np.zeros(train.n_docs, dtype=np.int64), metas=None)
     features = store.features("train")

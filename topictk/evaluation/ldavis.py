@@ -1,4 +1,4 @@
-"""What a topic map shows (docs/algorithms.md §11.7): topic prevalence, corpus term frequencies,
+"""What a topic map shows (docs/algorithms.md §11.8): topic prevalence, corpus term frequencies,
 Jensen–Shannon distances between topics laid out by classical multidimensional scaling, the
 relevance of a term to a topic (Sievert & Shirley 2014) and the saliency of a term (Chuang,
 Manning & Heer 2012), and the LDAvis data of a model.
@@ -34,7 +34,7 @@ def term_frequencies(indices: np.ndarray, counts: np.ndarray, n_words: int) -> n
 def topic_shares(topic_word: np.ndarray, term_frequency: np.ndarray, *,
                  tol: float = 1e-7, max_iter: int = 1000) -> np.ndarray:
     """Each topic's share of the corpus's tokens: the mixture weights pi that maximise
-    sum_w n_w ln(sum_k pi_k phi_kw) with the topics fixed, by EM (docs/algorithms.md §11.7).
+    sum_w n_w ln(sum_k pi_k phi_kw) with the topics fixed, by EM (docs/algorithms.md §11.8).
 
     Parameters
     ----------
@@ -88,8 +88,8 @@ def topic_term_counts(topic_word: np.ndarray, shares: np.ndarray,
 
 
 def js_distances(topic_word: np.ndarray) -> np.ndarray:
-    """Jensen–Shannon distances between the topics: sqrt of the JS divergence (natural
-    logarithm), a metric in [0, sqrt(ln 2)].
+    """Jensen–Shannon distances between the topics: sqrt of the JS divergence in bits (base-2
+    logarithm, as ``compare --align``), a metric in [0, 1].
 
     Returns
     -------
@@ -107,7 +107,7 @@ def js_distances(topic_word: np.ndarray) -> np.ndarray:
         logs *= mixed
         entropy = -logs.sum(axis=1, dtype=np.float64)            # H(M)
         divergence = np.maximum(entropy - 0.5 * (own[i] + own[i + 1:]), 0.0)
-        dist[i, i + 1:] = dist[i + 1:, i] = np.sqrt(divergence)
+        dist[i, i + 1:] = dist[i + 1:, i] = np.sqrt(divergence / np.log(2.0))
     return dist
 
 
@@ -166,7 +166,7 @@ def relevant_terms(logprob: np.ndarray, loglift: np.ndarray, n: int,
                    lambda_step: float = DEFAULT_LAMBDA_STEP) -> list[np.ndarray]:
     """Per topic, every word among the ``n`` most relevant for some lambda of the grid
     0, step, ..., 1, where relevance = lambda ln phi_kw + (1 - lambda) ln(phi_kw / p_w)
-    (Sievert & Shirley 2014; docs/algorithms.md §11.7).
+    (Sievert & Shirley 2014; docs/algorithms.md §11.8).
 
     Returns
     -------
@@ -217,7 +217,7 @@ def _top(values: np.ndarray, among: np.ndarray, n: int) -> np.ndarray:
 def saliency(topic_word: np.ndarray, shares: np.ndarray,
              term_proportion: np.ndarray) -> np.ndarray:
     """Saliency of every word (Chuang, Manning & Heer 2012): p_w times the Kullback–Leibler
-    divergence of p(k | w) from the topic shares p(k) (docs/algorithms.md §11.7).
+    divergence of p(k | w) from the topic shares p(k) (docs/algorithms.md §11.8).
 
     Returns
     -------

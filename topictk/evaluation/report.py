@@ -194,7 +194,7 @@ def _add_model(report: RunReport, loaded: LoadedRun, n_terms: int, incidences: d
 
 def topic_data(phi: np.ndarray, freq: np.ndarray, npmi_per_topic: np.ndarray,
                n_terms: int) -> dict:
-    """The map and bars of one model (docs/algorithms.md §11.7), with only the words some bar
+    """The map and bars of one model (docs/algorithms.md §11.8), with only the words some bar
     chart shows: ``words`` (word ids, ascending), ``total`` (their corpus frequencies),
     ``x``, ``y`` (classical MDS of the JS distances), ``share``, ``npmi`` per topic,
     ``default`` (the most salient words, as indices into ``words``) and per topic

@@ -96,7 +96,7 @@ def evaluate_run(run_dir: str | Path, checkpoint: int | None = None,
     runs on that Dask cluster (same numbers)."""
     run = LoadedRun(run_dir, checkpoint, threads)
     with run_on_cluster(run, scheduler, dask_workers, "evaluated"):
-        return _evaluate(run, left_to_right)
+        return evaluate_loaded(run, left_to_right)
 
 
 @contextmanager
@@ -108,9 +108,9 @@ def run_on_cluster(run: LoadedRun, scheduler: str | None, dask_workers: int | No
     if scheduler is None and dask_workers is None:
         yield None
         return
-    if not type(run.driver).cluster_support:
+    if not type(run.driver).cluster_fold_in:
         from topictk.inference.registry import algorithm_names
-        able = [n for n in algorithm_names() if get_driver(n).cluster_support]
+        able = [n for n in algorithm_names() if get_driver(n).cluster_fold_in]
         option = "--scheduler" if scheduler is not None else "--dask-workers"
         raise UsageError(f"{option}: {run.driver.name} runs are {what} on one machine; the "
                          f"algorithms whose runs are {what} on a Dask cluster: "
@@ -122,7 +122,8 @@ def run_on_cluster(run: LoadedRun, scheduler: str | None, dask_workers: int | No
         yield cluster
 
 
-def _evaluate(run: LoadedRun, left_to_right: int | None) -> dict:
+def evaluate_loaded(run: LoadedRun, left_to_right: int | None = None) -> dict:
+    """What :func:`evaluate_run` returns, for a run already loaded."""
     test = EvaluationSet.from_store(run.store)
     result = {"run": str(run.run_dir), "model": run.path.name,
               "algorithm": run.config.inference.algorithm, "topics": run.config.model.topics,

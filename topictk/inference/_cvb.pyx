@@ -17,7 +17,7 @@ Storage is one K-vector mu per distinct (document, word) pair in CSR order (repr
 Fields are float64 throughout (§4.7: m_k - mu is lost in float32).
 """
 cimport cython
-from cython.parallel cimport parallel, prange
+from cython.parallel cimport parallel, prange, threadid
 from libc.math cimport exp, fabs, log, log1p
 from libc.stdint cimport int32_t, int64_t
 from libc.stdlib cimport free, malloc
@@ -212,6 +212,7 @@ def sweep(const int64_t[::1] indptr,       # IN  (D + 1)
     cdef double* vw = NULL
     cdef double* vk = NULL
     cdef double* buf
+    cdef double* bufs = NULL
     cdef double* local
     cdef double* base
     cdef double acc
@@ -231,6 +232,8 @@ def sweep(const int64_t[::1] indptr,       # IN  (D + 1)
         threads = 1
     if C == 1:
         buf = <double*> malloc(K * sizeof(double))
+        if buf == NULL:
+            raise MemoryError()
         with nogil:
             _sweep_docs(chunk_bounds[0], chunk_bounds[1], &indptr[0], &indices[0], &counts[0],
                         &mu[0, 0], K, &m_dk[0, 0], vd, &m_kw[0, 0], vw, &m_k[0], vk,
@@ -241,11 +244,14 @@ def sweep(const int64_t[::1] indptr,       # IN  (D + 1)
     # chunk-private word/topic fields: [m_kw (VK) | m_k (K) | v_kw (VK) | v_k (K)] per chunk
     stride = (2 * VK + 2 * K) if gaussian else (VK + K)
     local = <double*> malloc(C * stride * sizeof(double))
-    if local == NULL:
+    bufs = <double*> malloc(threads * K * sizeof(double))     # one (K) buffer per thread
+    if local == NULL or bufs == NULL:
+        free(local)
+        free(bufs)
         raise MemoryError()
     with nogil:
         with parallel(num_threads=threads):
-            buf = <double*> malloc(K * sizeof(double))
+            buf = bufs + threadid() * K
             for c in prange(C, schedule="dynamic", chunksize=1):
                 base = local + c * stride
                 memcpy(base, &m_kw[0, 0], VK * sizeof(double))
@@ -258,7 +264,6 @@ def sweep(const int64_t[::1] indptr,       # IN  (D + 1)
                             (base + VK + K) if gaussian else NULL, base + VK,
                             (base + 2 * VK + K) if gaussian else NULL, &alpha[0], beta, vbeta,
                             gaussian, buf)
-            free(buf)
         # merge: start + sum over chunks in chunk order of (local - start)
         for i in prange(VK, schedule="static", num_threads=threads):
             acc = m_kw[i // K, i % K]
@@ -280,6 +285,7 @@ def sweep(const int64_t[::1] indptr,       # IN  (D + 1)
                 for c in range(C):
                     acc = acc + (local[c * stride + 2 * VK + K + k] - vk[k])
                 vk[k] = acc
+    free(bufs)
     free(local)
 
 
@@ -343,6 +349,8 @@ def fold_in(const int64_t[::1] indptr,     # IN  (D + 1) observed part of each t
     cdef Py_ssize_t d, max_pairs = 1
     cdef double* mu
     cdef double* md
+    cdef double* mus
+    cdef double* mds
     if theta.shape[0] != D or theta.shape[1] != K or alpha.shape[0] != K:
         raise ValueError("theta, phi and alpha do not fit together")
     for d in range(D):
@@ -352,13 +360,21 @@ def fold_in(const int64_t[::1] indptr,     # IN  (D + 1) observed part of each t
         threads = 1
     if D == 0:
         return
+    # every thread's buffers (mu of its longest document, m_d.), allocated before the loop
+    mus = <double*> malloc(threads * max_pairs * K * sizeof(double))
+    mds = <double*> malloc(threads * K * sizeof(double))
+    if mus == NULL or mds == NULL:
+        free(mus)
+        free(mds)
+        raise MemoryError()
     with nogil, parallel(num_threads=threads):
-        mu = <double*> malloc(max_pairs * K * sizeof(double))
-        md = <double*> malloc(K * sizeof(double))
+        mu = mus + threadid() * max_pairs * K
+        md = mds + threadid() * K
         for d in prange(D, schedule="dynamic", chunksize=4):
             _fold_in_doc(indptr[d + 1] - indptr[d], &indices[indptr[d]], &counts[indptr[d]],
                          &phi[0, 0], &alpha[0], K, tol, max_passes, mu, md, &theta[d, 0])
-        free(mu); free(md)
+    free(mus)
+    free(mds)
 
 
 def pair_entropy(const int32_t[::1] counts,   # IN  (M)

@@ -31,6 +31,14 @@ from topictk._cy.docsampler cimport alpha_buckets, sample_document_acc
 from topictk._cy.rng cimport bitgen_of
 
 
+cdef void* _alloc(Py_ssize_t count, size_t size) except NULL:
+    """malloc of ``count`` items of ``size`` bytes (at least one item); MemoryError on failure."""
+    cdef void* ptr = malloc((count if count > 0 else 1) * size)
+    if ptr == NULL:
+        raise MemoryError(f"cannot allocate {count} x {size} bytes")
+    return ptr
+
+
 def local_gibbs(const int64_t[::1] doc_ptr,       # IN  (B + 1) token offsets of the batch
                 const int32_t[::1] words,         # IN  (N_B) batch-local word ids 0..V_B-1
                 const double[:, ::1] weights,     # IN  (V_B, K) sampling weights per word
@@ -45,7 +53,7 @@ def local_gibbs(const int64_t[::1] doc_ptr,       # IN  (B + 1) token offsets of
     """Run the local chains of one mini-batch; returns the number of rounding fallbacks."""
     cdef Py_ssize_t B = doc_ptr.shape[0] - 1, K = weights.shape[1], VB = weights.shape[0]
     cdef Py_ssize_t C = chunk_bounds.shape[0] - 1
-    cdef Py_ssize_t c, d, i, t, T, max_len = 1
+    cdef Py_ssize_t c, d, i, t, T, max_len = 1, stride
     cdef bint per_doc_alpha = alpha.shape[0] > 1
     cdef int64_t fallbacks = 0
     cdef bitgen_t** gens
@@ -57,6 +65,8 @@ def local_gibbs(const int64_t[::1] doc_ptr,       # IN  (B + 1) token offsets of
     cdef int32_t* dt_pos
     cdef double* buf
     cdef double* acum = NULL
+    cdef int32_t* scratch
+    cdef double* weights_buf
     cdef double[:, ::1] grad_v
     cdef double* grad = NULL
     if len(streams) != C:
@@ -75,38 +85,50 @@ def local_gibbs(const int64_t[::1] doc_ptr,       # IN  (B + 1) token offsets of
     T = threads if threads >= 1 else 1
     if T > C:
         T = C if C > 0 else 1
-    gens = <bitgen_t**> malloc((C if C > 0 else 1) * sizeof(bitgen_t*))
-    for c in range(C):
-        gens[c] = bitgen_of(streams[c])
-    # thread-private integer accumulators for n_kw (thread 0 writes the output directly)
-    buffers = <int64_t*> malloc(((T - 1) * VB * K + 1) * sizeof(int64_t))
-    if not per_doc_alpha:
-        acum = <double*> malloc((VB + 1) * sizeof(double))
-    with nogil:
-        if acum != NULL:
-            alpha_buckets(&weights[0, 0], &alpha[0, 0], VB, K, acum)
-        for i in range((T - 1) * VB * K):
-            buffers[i] = 0
-        with parallel(num_threads=T):
-            t = threadid()
-            acc = &word_topic[0, 0] if t == 0 else buffers + (t - 1) * VB * K
-            zbuf = <int32_t*> malloc(max_len * sizeof(int32_t))
-            nd = <int32_t*> malloc(K * sizeof(int32_t))
-            dt = <int32_t*> malloc(K * sizeof(int32_t))
-            dt_pos = <int32_t*> malloc(K * sizeof(int32_t))
-            buf = <double*> malloc(K * sizeof(double))
-            for c in prange(C, schedule="dynamic", chunksize=1):
-                for d in range(chunk_bounds[c], chunk_bounds[c + 1]):
-                    fallbacks += sample_document_acc(
-                        doc_ptr[d], doc_ptr[d + 1], &words[0], &weights[0, 0], acum,
-                        &alpha[d if per_doc_alpha else 0, 0], K, n_sweeps, n_burn, zbuf, nd, dt,
-                        dt_pos, buf, acc, &doc_topic[d, 0],
-                        (grad + d * K) if grad != NULL else NULL, gens[c])
-            free(zbuf); free(nd); free(dt); free(dt_pos); free(buf)
-        for t in range(T - 1):
-            for i in range(VB * K):
-                (&word_topic[0, 0])[i] += buffers[t * VB * K + i]
-    free(buffers)
-    free(acum)
-    free(gens)
+    gens = NULL
+    buffers = NULL
+    scratch = NULL
+    weights_buf = NULL
+    try:
+        gens = <bitgen_t**> _alloc(C if C > 0 else 1, sizeof(bitgen_t*))
+        for c in range(C):
+            gens[c] = bitgen_of(streams[c])
+        # thread-private integer accumulators for n_kw (thread 0 writes the output directly)
+        buffers = <int64_t*> _alloc((T - 1) * VB * K + 1, sizeof(int64_t))
+        if not per_doc_alpha:
+            acum = <double*> _alloc(VB + 1, sizeof(double))
+        # every thread's document buffers, allocated here so that a failure is an error:
+        # zbuf (max_len), nd, dt, dt_pos (K each) and buf (K doubles)
+        stride = max_len + 3 * K
+        scratch = <int32_t*> _alloc(T * stride, sizeof(int32_t))
+        weights_buf = <double*> _alloc(T * K, sizeof(double))
+        with nogil:
+            if acum != NULL:
+                alpha_buckets(&weights[0, 0], &alpha[0, 0], VB, K, acum)
+            for i in range((T - 1) * VB * K):
+                buffers[i] = 0
+            with parallel(num_threads=T):
+                t = threadid()
+                acc = &word_topic[0, 0] if t == 0 else buffers + (t - 1) * VB * K
+                zbuf = scratch + t * stride
+                nd = zbuf + max_len
+                dt = nd + K
+                dt_pos = dt + K
+                buf = weights_buf + t * K
+                for c in prange(C, schedule="dynamic", chunksize=1):
+                    for d in range(chunk_bounds[c], chunk_bounds[c + 1]):
+                        fallbacks += sample_document_acc(
+                            doc_ptr[d], doc_ptr[d + 1], &words[0], &weights[0, 0], acum,
+                            &alpha[d if per_doc_alpha else 0, 0], K, n_sweeps, n_burn, zbuf,
+                            nd, dt, dt_pos, buf, acc, &doc_topic[d, 0],
+                            (grad + d * K) if grad != NULL else NULL, gens[c])
+            for t in range(T - 1):
+                for i in range(VB * K):
+                    (&word_topic[0, 0])[i] += buffers[t * VB * K + i]
+    finally:
+        free(weights_buf)
+        free(scratch)
+        free(buffers)
+        free(acum)
+        free(gens)
     return fallbacks

@@ -25,11 +25,10 @@ import numpy as np
 
 from topictk.config.schema import Option
 from topictk.corpus.batches import FEISTEL_ROUNDS
-from topictk.corpus.store import CorpusStore, Documents
+from topictk.corpus.store import CorpusStore, Documents, ptr_to_csr
 from topictk.errors import UsageError
-from topictk.inference import _minibatch
 from topictk.state import schema
-from topictk.streams import Streams, infer_key
+from topictk.streams import Streams, eval_key, infer_key
 
 
 @dataclass
@@ -67,34 +66,71 @@ def chunk_bounds_by_docs(n_docs: int, chunk_docs: int) -> np.ndarray:
 INFER_CHUNK_DOCS = 64
 
 
-def fold_in_proportions(topic_word: np.ndarray, alpha: np.ndarray, doc_ptr: np.ndarray,
-                        words: np.ndarray, *, sweeps: int, burn_in: int, seed: int,
-                        threads: int = 1, first_chunk: int = 0) -> np.ndarray:
-    """Topic proportions of documents under fixed topics (K, V) and a Dirichlet prior (1 or D,
-    K): collapsed Gibbs over each document's assignments, ``sweeps`` sweeps of which the first
-    ``burn_in`` are discarded, theta_d = (n-bar_dk + alpha_dk) / (N_d + alpha_d.) from the kept
-    sweeps' average counts. Chunks of 64 documents with one stream each (``infer_key`` of the
-    chunk's index in the whole input, counted from ``first_chunk``), so the result depends on
-    ``seed`` only, not on ``threads`` or on how the input is cut into calls."""
-    phi = np.asarray(topic_word, dtype=np.float64)
-    K = phi.shape[0]
+@dataclass(frozen=True)
+class FoldInPlan:
+    """How documents are folded in with the topics frozen (§11.2): ``sweeps`` Gibbs sweeps of
+    which the first ``burn_in`` are discarded, the documents cut into chunks at ``bounds``
+    (C + 1) with one stream per chunk, and ``active`` (D,) the documents to fold in (None: all).
+    Deterministic fold-ins (an E-step) use none of it. Made by :meth:`for_infer` or
+    :meth:`for_evaluation`, whose stream keys differ."""
+
+    sweeps: int
+    burn_in: int
+    bounds: np.ndarray
+    streams: list
+    threads: int = 1
+    active: np.ndarray | None = None
+
+    @classmethod
+    def for_infer(cls, n_docs: int, *, sweeps: int, burn_in: int, seed: int, threads: int = 1,
+                  first_chunk: int = 0) -> "FoldInPlan":
+        """``topictk infer``: chunks of ``INFER_CHUNK_DOCS`` documents with ``infer_key`` of
+        the chunk's index in the whole input (counted from ``first_chunk``), so the result
+        depends on ``seed`` only, not on ``threads`` or on how the input is cut into calls."""
+        bounds = chunk_bounds_by_docs(n_docs, INFER_CHUNK_DOCS)
+        streams = Streams(seed)
+        return cls(int(sweeps), int(burn_in), bounds,
+                   [streams.derived(infer_key(first_chunk + c)) for c in range(bounds.size - 1)],
+                   int(threads))
+
+    @classmethod
+    def for_evaluation(cls, n_docs: int, evaluation, streams: Streams, pass_index: int,
+                       threads: int = 1, active: np.ndarray | None = None) -> "FoldInPlan":
+        """Scoring (``evaluation`` config section): chunks of ``evaluation.chunk_docs``
+        documents with the eval streams (4, ``pass_index``, c)."""
+        bounds = chunk_bounds_by_docs(n_docs, evaluation.chunk_docs)
+        return cls(int(evaluation.fold_in_sweeps), int(evaluation.fold_in_burn_in), bounds,
+                   [streams.derived(eval_key(pass_index, c)) for c in range(bounds.size - 1)],
+                   int(threads), active)
+
+
+def gibbs_fold_in(weights: np.ndarray, alpha: np.ndarray, doc_ptr: np.ndarray,
+                  words: np.ndarray, plan: FoldInPlan) -> np.ndarray:
+    """theta-hat (D, K) of documents under fixed word-major sampling weights (V, K) (phi-hat
+    for collapsed Gibbs) and a Dirichlet prior (1 or D, K): collapsed Gibbs over each
+    document's assignments as ``plan`` says, theta_d = (n-bar_dk + alpha_dk) / (N_d +
+    alpha_d.) from the kept sweeps' average counts (kernel
+    :func:`topictk.inference._gibbs.fold_in_theta`). Rows of documents the plan skips are NaN.
+    Only the weights of the words that occur are copied, so new documents cost memory by
+    their vocabulary, not by V."""
+    from topictk.inference import _gibbs
+
+    weights = np.asarray(weights, dtype=np.float64)
+    K = weights.shape[1]
     alpha = np.ascontiguousarray(np.atleast_2d(alpha), dtype=np.float64)
     D = doc_ptr.size - 1
-    # the documents are already contiguous: only the words need local ids, as in a batch
-    vocab, local = np.unique(words, return_inverse=True)
-    weights = np.ascontiguousarray(phi[:, vocab].T)
-    bounds = chunk_bounds_by_docs(D, INFER_CHUNK_DOCS)
-    streams = Streams(seed)
-    chunk_streams = [streams.derived(infer_key(first_chunk + c)) for c in range(bounds.size - 1)]
-    word_topic = np.zeros((vocab.size, K), dtype=np.int64)
-    doc_topic = np.zeros((D, K), dtype=np.int64)
-    _minibatch.local_gibbs(np.ascontiguousarray(doc_ptr, dtype=np.int64),
-                           local.reshape(-1).astype(np.int32), weights, alpha, int(sweeps),
-                           int(burn_in), bounds, chunk_streams, word_topic, doc_topic,
-                           int(threads))
-    prior = np.broadcast_to(alpha, (D, K))
-    lengths = np.diff(doc_ptr).astype(np.float64)
-    return (doc_topic / float(sweeps - burn_in) + prior) / (lengths + prior.sum(axis=1))[:, None]
+    # the draws of a word depend on its own row of weights only, so local word ids give the
+    # same chain
+    vocab, local = np.unique(np.asarray(words), return_inverse=True)
+    active = (np.ones(D, dtype=np.uint8) if plan.active is None
+              else np.ascontiguousarray(plan.active, dtype=np.uint8))
+    theta = np.full((D, K), np.nan)
+    _gibbs.fold_in_theta(np.ascontiguousarray(doc_ptr, dtype=np.int64),
+                         local.reshape(-1).astype(np.int32),
+                         np.ascontiguousarray(weights[vocab]), alpha, plan.sweeps,
+                         plan.burn_in, np.ascontiguousarray(plan.bounds, dtype=np.int64),
+                         plan.streams, active, theta, plan.threads)
+    return theta
 
 
 def word_frequencies(words: np.ndarray, n_words: int, block: int = 1 << 20) -> np.ndarray:
@@ -153,6 +189,8 @@ class Driver(ABC):
     uses_features: ClassVar[bool] = False     # the document prior depends on metadata (DMR)
     # the driver runs its shards on a Dask cluster when given one (use_cluster)
     cluster_support: ClassVar[bool] = False
+    # evaluate's and infer's fold-ins run on a Dask cluster too (the Gibbs fold-in)
+    cluster_fold_in: ClassVar[bool] = False
     cluster: Any = None             # the cluster it was given
 
     def __init__(self, config, store: CorpusStore, threads: int = 1, *,
@@ -210,8 +248,11 @@ class Driver(ABC):
 
     def use_cluster(self, cluster) -> None:
         """Run the shards of every step on ``cluster``
-        (:class:`topictk.inference.cluster.Cluster`); only drivers with ``cluster_support``."""
-        raise NotImplementedError(f"{self.name} does not run on a cluster")
+        (:class:`topictk.inference.cluster.Cluster`); only drivers with ``cluster_support``,
+        which pass ``self.cluster`` on to their shard work."""
+        if not type(self).cluster_support:
+            raise NotImplementedError(f"{self.name} does not run on a cluster")
+        self.cluster = cluster
 
     @property
     def fixed_on_resume(self) -> frozenset[str]:
@@ -277,16 +318,43 @@ class Driver(ABC):
         None when the algorithm does not support it."""
         return None
 
+    def fold_in(self, state: Any, documents: Documents, plan: FoldInPlan, *,
+                prior: np.ndarray | None = None, sample: dict | None = None) -> np.ndarray:
+        """theta-hat (D, K) of ``documents`` with the model's topics frozen: the one fold-in
+        that ``evaluate`` scores with (mixed with the topics, §11.2) and ``infer`` reports.
+
+        ``plan`` says how a sampled fold-in runs (sweeps, chunks, streams, which documents);
+        ``prior`` is the documents' Dirichlet prior (1 or D, K), by default
+        ``document_prior(state, None)``; ``sample`` is one saved posterior sample whose topics
+        to use instead of the state's. The default is the collapsed-Gibbs fold-in of
+        :func:`gibbs_fold_in` with :meth:`fold_in_weights`; drivers with another local update
+        (an E-step, a deep chain) override it."""
+        if prior is None:
+            prior = self.document_prior(state, None)
+        return gibbs_fold_in(self.fold_in_weights(state), prior, documents.doc_ptr,
+                             documents.words, plan)
+
+    def fold_in_weights(self, state: Any) -> np.ndarray:
+        """The word-major (V, K) weights the default Gibbs fold-in samples with: phi-hat
+        (``topic_word``), or what the algorithm's own local step samples with."""
+        return self.topic_word(state).T
+
     def infer_proportions(self, state: Any, doc_ptr: np.ndarray, words: np.ndarray,
                           features: np.ndarray | None, *, sweeps: int, burn_in: int, seed: int,
                           threads: int = 1, first_chunk: int = 0) -> np.ndarray:
-        """(D, K) topic proportions of new documents (``topictk infer``), by default the
-        Dirichlet fold-in of :func:`fold_in_proportions` with ``topic_word`` and
-        ``document_prior``. ``first_chunk``: the index of the documents' first chunk of
-        ``INFER_CHUNK_DOCS`` in the whole input (its streams are keyed by it)."""
-        return fold_in_proportions(self.topic_word(state), self.document_prior(state, features),
-                                   doc_ptr, words, sweeps=sweeps, burn_in=burn_in, seed=seed,
-                                   threads=threads, first_chunk=first_chunk)
+        """(D, K) topic proportions of new documents (``topictk infer``): :meth:`fold_in`
+        with the documents' ``document_prior`` and the infer plan
+        (:meth:`FoldInPlan.for_infer`). ``first_chunk``: the index of the documents' first
+        chunk of ``INFER_CHUNK_DOCS`` in the whole input (its streams are keyed by it)."""
+        doc_ptr = np.ascontiguousarray(doc_ptr, dtype=np.int64)
+        words = np.ascontiguousarray(words, dtype=np.int32)
+        indptr, indices, counts = ptr_to_csr(doc_ptr, words, self.V)
+        documents = Documents(doc_ptr=doc_ptr, words=words, indptr=indptr, indices=indices,
+                              counts=counts)
+        plan = FoldInPlan.for_infer(doc_ptr.size - 1, sweeps=sweeps, burn_in=burn_in,
+                                    seed=seed, threads=threads, first_chunk=first_chunk)
+        return self.fold_in(state, documents, plan,
+                            prior=self.document_prior(state, features))
 
     def document_prior(self, state: Any, features: np.ndarray | None) -> np.ndarray:
         """The Dirichlet prior of theta for new documents (``topictk infer``): (1, K), or

@@ -33,7 +33,7 @@ from itertools import pairwise
 
 import numpy as np
 
-from topictk.corpus.store import CorpusStore
+from topictk.corpus.store import CorpusStore, Documents
 from topictk.errors import TopictkError, UsageError
 from topictk.inference.base import chunk_bounds_by_tokens, word_frequencies
 
@@ -182,8 +182,18 @@ class Cluster:
                                f"cluster or none")
 
     def workers(self) -> list[str]:
-        """The addresses of the cluster's workers, sorted."""
-        return sorted(self.client.scheduler_info(n_workers=-1)["workers"])
+        """The addresses of the cluster's workers, sorted; when none is connected (one that
+        was lost and is being restarted), waits for one up to the cluster timeout."""
+        found = sorted(self.client.scheduler_info(n_workers=-1)["workers"])
+        if not found:
+            try:
+                self.client.wait_for_workers(1, timeout=self.timeout)
+            except (OSError, TimeoutError):
+                raise ClusterError(f"{self.description} has no worker left after "
+                                   f"{self.timeout:g} s; the run stopped; continue it with "
+                                   f"--resume") from None
+            found = sorted(self.client.scheduler_info(n_workers=-1)["workers"])
+        return found
 
     def check_store(self, store: CorpusStore) -> None:
         """Stop the run unless every worker runs this topictk version with its compiled
@@ -478,7 +488,8 @@ def fold_in_shard(path: str, corpus_id: str, part: str, weights: np.ndarray, phi
                   first_chunk: int, seed: int, pass_index: int) -> np.ndarray:
     """The Gibbs fold-in of a block of chunks of documents (runs on a worker): p-hat of their
     held-out entries, each chunk with its own eval stream, as in the one-machine fold-in."""
-    from topictk.inference import _gibbs
+    from topictk.inference.base import FoldInPlan, gibbs_fold_in
+    from topictk.inference.perplexity import mixture_probabilities
     from topictk.streams import Streams, eval_key
     store = CorpusStore.open(path)
     if store.corpus_id != corpus_id:
@@ -488,18 +499,15 @@ def fold_in_shard(path: str, corpus_id: str, part: str, weights: np.ndarray, phi
     obs_ptr, held_ptr = np.asarray(observed.doc_ptr), np.asarray(heldout.indptr)
     o0, o1, h0, h1 = int(obs_ptr[a]), int(obs_ptr[b]), int(held_ptr[a]), int(held_ptr[b])
     streams = Streams(seed)
-    chunk_streams = [streams.derived(eval_key(pass_index, first_chunk + c))
-                     for c in range(bounds.size - 1)]
-    out = np.zeros(h1 - h0, dtype=np.float64)
-    _gibbs.fold_in_heldout(
-        np.ascontiguousarray(obs_ptr[a:b + 1] - o0, dtype=np.int64),
-        np.ascontiguousarray(observed.words[o0:o1]),
-        np.ascontiguousarray(held_ptr[a:b + 1] - h0, dtype=np.int64),
-        np.ascontiguousarray(heldout.indices[h0:h1]),
-        weights, phi, np.ascontiguousarray(np.atleast_2d(alpha), dtype=np.float64),
-        int(sweeps), int(burn_in), np.ascontiguousarray(bounds - a, dtype=np.int64),
-        chunk_streams, out, _worker_threads())
-    return out
+    held_part = held_ptr[a:b + 1] - h0
+    plan = FoldInPlan(int(sweeps), int(burn_in), np.asarray(bounds - a, dtype=np.int64),
+                      [streams.derived(eval_key(pass_index, first_chunk + c))
+                       for c in range(bounds.size - 1)], _worker_threads(),
+                      np.diff(held_part) > 0)
+    theta = gibbs_fold_in(weights, alpha, obs_ptr[a:b + 1] - o0, observed.words[o0:o1], plan)
+    block = Documents(doc_ptr=None, words=None, indptr=held_part,
+                      indices=heldout.indices[h0:h1], counts=heldout.counts[h0:h1])
+    return mixture_probabilities(block, theta, phi, _worker_threads())
 
 
 def cluster_fold_in(cluster: Cluster, store: CorpusStore, part: str, weights: np.ndarray,
@@ -563,10 +571,10 @@ def infer_block(topic_word: np.ndarray, alpha: np.ndarray, doc_ptr: np.ndarray,
                 words: np.ndarray, sweeps: int, burn_in: int, seed: int,
                 first_chunk: int) -> np.ndarray:
     """Topic proportions of a block of new documents (runs on a worker)."""
-    from topictk.inference.base import fold_in_proportions
-    return fold_in_proportions(topic_word, alpha, doc_ptr, words, sweeps=sweeps,
-                               burn_in=burn_in, seed=seed, threads=_worker_threads(),
-                               first_chunk=first_chunk)
+    from topictk.inference.base import FoldInPlan, gibbs_fold_in
+    plan = FoldInPlan.for_infer(doc_ptr.size - 1, sweeps=sweeps, burn_in=burn_in, seed=seed,
+                                threads=_worker_threads(), first_chunk=first_chunk)
+    return gibbs_fold_in(topic_word.T, alpha, doc_ptr, words, plan)
 
 
 def cluster_infer_blocks(cluster: Cluster, topic_word: np.ndarray, alpha: np.ndarray,
@@ -577,7 +585,6 @@ def cluster_infer_blocks(cluster: Cluster, topic_word: np.ndarray, alpha: np.nda
     those of one machine; a block whose worker is lost is folded in here instead."""
     from collections import deque
 
-    from topictk.inference.base import fold_in_proportions
     client = cluster.client
     workers = cluster.workers()
     topic_word = np.ascontiguousarray(topic_word, dtype=np.float64)
@@ -591,8 +598,8 @@ def cluster_infer_blocks(cluster: Cluster, topic_word: np.ndarray, alpha: np.nda
         except _loss_errors() as exc:
             log.warning("a Dask worker was lost during infer (%s); folding the block of "
                         "document %d in here", type(exc).__name__, start + 1)
-            theta = fold_in_proportions(topic_word, alpha, ptr, words, sweeps=sweeps,
-                                        burn_in=burn_in, seed=seed, first_chunk=first_chunk)
+            theta = infer_block(topic_word, alpha, ptr, words, sweeps, burn_in, seed,
+                                first_chunk)
         cluster.bytes_received += theta.nbytes
         return start, theta
 
@@ -610,3 +617,223 @@ def cluster_infer_blocks(cluster: Cluster, topic_word: np.ndarray, alpha: np.nda
             yield finish(window.popleft())
     while window:
         yield finish(window.popleft())
+
+
+# ------------------------------------------------------------- mini-batch local steps
+def local_statistics_piece(path: str, corpus_id: str, doc_ids: np.ndarray, weights: np.ndarray,
+                           alpha: np.ndarray, sweeps: int, burn_in: int, chunk_docs: int,
+                           chunks: tuple[int, int], seed: int, t: int):
+    """The local Gibbs chains of the chunks [c0, c1) of one mini-batch (runs on a worker):
+    the batch is read from this worker's memory-mapped store as the driver reads it, so the
+    batch's local word ids are the driver's; each chunk draws from its own local stream.
+    Returns the kept-sweep sums of n_kw (V_B, K) over those chunks, of n_dk for their
+    documents, and the rounding fallbacks."""
+    from topictk.corpus.batches import gather_batch
+    from topictk.inference import _minibatch
+    from topictk.inference.base import chunk_bounds_by_docs
+    from topictk.streams import Streams, local_key
+    doc_ptr, words, _ = _training_documents(path, corpus_id)
+    batch = gather_batch(doc_ptr, words, doc_ids)
+    bounds = chunk_bounds_by_docs(doc_ids.size, chunk_docs)
+    c0, c1 = chunks
+    d0, d1 = int(bounds[c0]), int(bounds[c1])
+    t0, t1 = int(batch.doc_ptr[d0]), int(batch.doc_ptr[d1])
+    alpha = np.atleast_2d(alpha)
+    streams = Streams(seed)
+    word_topic = np.zeros((batch.vocab.size, weights.shape[1]), dtype=np.int64)
+    doc_topic = np.zeros((d1 - d0, weights.shape[1]), dtype=np.int64)
+    fallbacks = _minibatch.local_gibbs(
+        np.ascontiguousarray(batch.doc_ptr[d0:d1 + 1] - t0), batch.words[t0:t1],
+        weights, np.ascontiguousarray(alpha if alpha.shape[0] == 1 else alpha[d0:d1]),
+        int(sweeps), int(burn_in), np.ascontiguousarray(bounds[c0:c1 + 1] - d0),
+        [streams.derived(local_key(t, c)) for c in range(c0, c1)], word_topic, doc_topic,
+        _worker_threads())
+    return word_topic, doc_topic, int(fallbacks)
+
+
+def cluster_local_statistics(cluster: Cluster, store: CorpusStore, doc_ids: np.ndarray,
+                             weights: np.ndarray, alpha: np.ndarray, inf, seed: int,
+                             t: int) -> tuple[np.ndarray, np.ndarray, int]:
+    """The kept-sweep sums of :func:`topictk.inference.minibatch.local_statistics` with the
+    chunks of the mini-batch cut into one contiguous piece per worker. The sums are of
+    integers, so adding the pieces gives the one-machine numbers exactly; a piece whose
+    worker is lost is computed again (its inputs are all here and in the store)."""
+    from topictk.inference.base import chunk_bounds_by_docs
+    n_chunks = chunk_bounds_by_docs(doc_ids.size, inf["chunk_docs"]).size - 1
+    for attempt in range(MAX_RECOVERIES + 1):
+        cluster.check_connected()
+        try:
+            return _local_statistics_once(cluster, store, doc_ids, weights, alpha, inf, seed, t,
+                                          n_chunks)
+        except WorkerLost as exc:
+            if attempt == MAX_RECOVERIES:
+                raise
+            log.warning("%s; computing the mini-batch's local statistics again", exc)
+    raise AssertionError("unreachable")
+
+
+def _local_statistics_once(cluster: Cluster, store: CorpusStore, doc_ids, weights, alpha, inf,
+                           seed: int, t: int, n_chunks: int):
+    client = cluster.client
+    try:
+        workers = cluster.workers()
+        n_pieces = max(1, min(n_chunks, len(workers)))
+        cuts = np.linspace(0, n_chunks, n_pieces + 1).round().astype(int)
+        pieces = [(int(a), int(b)) for a, b in pairwise(cuts) if b > a]
+        homes = [workers[i % len(workers)] for i in range(len(pieces))]
+        weights = np.ascontiguousarray(weights, dtype=np.float64)
+        copies = cluster.copy_to(weights, sorted(set(homes)))
+        doc_ids = np.ascontiguousarray(doc_ids, dtype=np.int64)
+        cluster.bytes_sent += doc_ids.nbytes * len(pieces)
+        futures = [client.submit(local_statistics_piece, str(store.path), store.corpus_id,
+                                 doc_ids, copies[home], alpha, inf["sweeps"],
+                                 inf["local_burn_in"], inf["chunk_docs"], piece, seed, t,
+                                 workers=[home], allow_other_workers=True, pure=False)
+                   for piece, home in zip(pieces, homes)]
+        parts = client.gather(futures, direct=True)
+    except _loss_errors() as exc:
+        raise WorkerLost(f"a Dask worker was lost during a mini-batch update "
+                         f"({type(exc).__name__})") from None
+    word_topic = parts[0][0]
+    for part in parts[1:]:
+        word_topic += part[0]
+    doc_topic = np.concatenate([part[1] for part in parts])
+    cluster.bytes_received += sum(p[0].nbytes + p[1].nbytes for p in parts)
+    kept = inf["sweeps"] - inf["local_burn_in"]
+    return word_topic / kept, doc_topic / kept, sum(p[2] for p in parts)
+
+
+# ------------------------------------------------------- online VB's mini-batch E-step
+_CSR: dict[tuple[str, str], object] = {}
+
+
+def _training_csr(path: str, corpus_id: str):
+    """The store's training documents in representation C, opened once per worker."""
+    key = (path, corpus_id)
+    if key not in _CSR:
+        store = CorpusStore.open(path)
+        if store.corpus_id != corpus_id:
+            raise ClusterError(f"{path}: another corpus than the driver's (corpus id "
+                               f"{store.corpus_id[:12]}, expected {corpus_id[:12]})")
+        _CSR[key] = store.train()
+    return _CSR[key]
+
+
+def batch_estep_piece(path: str, corpus_id: str, doc_ids: np.ndarray, B: np.ndarray,
+                      shift: np.ndarray, alpha: np.ndarray, tol: float, max_iter: int,
+                      blocks: list[tuple[int, int]]) -> list:
+    """The cold E-steps of some blocks of one online-VB mini-batch (runs on a worker): the
+    batch is read from this worker's store as the driver reads it, so its local word ids are
+    the driver's. One (sstats, gamma, bound, iterations) per block, each block's statistics
+    summed on their own."""
+    from topictk.corpus.batches import gather_rows
+    from topictk.inference.variational import block_estep
+    indptr, indices, counts = gather_rows(_training_csr(path, corpus_id), doc_ids)
+    _, local = np.unique(indices, return_inverse=True)
+    csr = (indptr, np.ascontiguousarray(local, dtype=np.int32), counts)
+    return [block_estep(csr, B, shift, alpha, block, tol, max_iter, True, _worker_threads())
+            for block in blocks]
+
+
+def cluster_batch_estep(cluster: Cluster, store: CorpusStore, doc_ids: np.ndarray,
+                        B: np.ndarray, shift: np.ndarray, alpha: np.ndarray, tol: float,
+                        max_iter: int, blocks: list[tuple[int, int]]) -> list:
+    """The E-step blocks of one online-VB mini-batch spread over the workers in contiguous
+    runs, their results returned block by block in order (the driver adds the blocks'
+    statistics in that order, as on one machine). Lost work is done again."""
+    for attempt in range(MAX_RECOVERIES + 1):
+        cluster.check_connected()
+        try:
+            return _batch_estep_once(cluster, store, doc_ids, B, shift, alpha, tol, max_iter,
+                                     blocks)
+        except WorkerLost as exc:
+            if attempt == MAX_RECOVERIES:
+                raise
+            log.warning("%s; computing the mini-batch's E-step again", exc)
+    raise AssertionError("unreachable")
+
+
+def _batch_estep_once(cluster: Cluster, store: CorpusStore, doc_ids, B, shift, alpha, tol,
+                      max_iter, blocks):
+    client = cluster.client
+    try:
+        workers = cluster.workers()
+        n_pieces = max(1, min(len(blocks), len(workers)))
+        cuts = np.linspace(0, len(blocks), n_pieces + 1).round().astype(int)
+        runs = [blocks[a:b] for a, b in pairwise(cuts) if b > a]
+        homes = [workers[i % len(workers)] for i in range(len(runs))]
+        B = np.ascontiguousarray(B, dtype=np.float64)
+        copies = cluster.copy_to(B, sorted(set(homes)))
+        doc_ids = np.ascontiguousarray(doc_ids, dtype=np.int64)
+        cluster.bytes_sent += (doc_ids.nbytes + shift.nbytes) * len(runs)
+        futures = [client.submit(batch_estep_piece, str(store.path), store.corpus_id, doc_ids,
+                                 copies[home], shift, alpha, float(tol), int(max_iter), run,
+                                 workers=[home], allow_other_workers=True, pure=False)
+                   for run, home in zip(runs, homes)]
+        parts = client.gather(futures, direct=True)
+    except _loss_errors() as exc:
+        raise WorkerLost(f"a Dask worker was lost during an online-VB E-step "
+                         f"({type(exc).__name__})") from None
+    results = [block for part in parts for block in part]
+    cluster.bytes_received += sum(r[0].nbytes + r[1].nbytes for r in results)
+    return results
+
+
+# -------------------------------------------------------------- batch VB's E-step
+def corpus_estep_piece(path: str, corpus_id: str, B: np.ndarray, shift: np.ndarray,
+                       alpha: np.ndarray, start: str, tol: float, max_iter: int,
+                       blocks: list[tuple[int, int]], gammas: list[np.ndarray]) -> list:
+    """The E-steps of some blocks of the training documents (runs on a worker), each block
+    from its rows of gamma (warm and best starts): one (sstats, gamma, bound, iterations)
+    per block."""
+    from topictk.inference.variational import block_estep
+    train = _training_csr(path, corpus_id)
+    csr = (train.indptr, train.indices, train.counts)
+    return [block_estep(csr, B, shift, alpha, block, tol, max_iter, True, _worker_threads(),
+                        start=start, gamma=np.array(gamma, dtype=np.float64))
+            for block, gamma in zip(blocks, gammas)]
+
+
+def cluster_corpus_estep(cluster: Cluster, store: CorpusStore, B: np.ndarray, shift: np.ndarray,
+                         alpha: np.ndarray, start: str, tol: float, max_iter: int,
+                         blocks: list[tuple[int, int]], gamma: np.ndarray) -> list:
+    """Batch VB's E-step blocks spread over the workers in contiguous runs; every block's
+    result comes back in block order (the driver adds the statistics in that order, as on
+    one machine). ``gamma`` is read, not written: lost work is simply done again."""
+    for attempt in range(MAX_RECOVERIES + 1):
+        cluster.check_connected()
+        try:
+            return _corpus_estep_once(cluster, store, B, shift, alpha, start, tol, max_iter,
+                                      blocks, gamma)
+        except WorkerLost as exc:
+            if attempt == MAX_RECOVERIES:
+                raise
+            log.warning("%s; computing the E-step again", exc)
+    raise AssertionError("unreachable")
+
+
+def _corpus_estep_once(cluster: Cluster, store: CorpusStore, B, shift, alpha, start, tol,
+                       max_iter, blocks, gamma):
+    client = cluster.client
+    try:
+        workers = cluster.workers()
+        n_pieces = max(1, min(len(blocks), len(workers)))
+        cuts = np.linspace(0, len(blocks), n_pieces + 1).round().astype(int)
+        runs = [blocks[a:b] for a, b in pairwise(cuts) if b > a]
+        homes = [workers[i % len(workers)] for i in range(len(runs))]
+        copies = cluster.copy_to(np.ascontiguousarray(B, dtype=np.float64), sorted(set(homes)))
+        futures = []
+        for run, home in zip(runs, homes):
+            rows = [gamma[d0:d1] for d0, d1 in run]
+            cluster.bytes_sent += shift.nbytes + sum(r.nbytes for r in rows)
+            futures.append(client.submit(corpus_estep_piece, str(store.path), store.corpus_id,
+                                         copies[home], shift, alpha, start, float(tol),
+                                         int(max_iter), run, rows, workers=[home],
+                                         allow_other_workers=True, pure=False))
+        parts = client.gather(futures, direct=True)
+    except _loss_errors() as exc:
+        raise WorkerLost(f"a Dask worker was lost during an E-step ({type(exc).__name__})"
+                         ) from None
+    results = [block for part in parts for block in part]
+    cluster.bytes_received += sum(r[0].nbytes + r[1].nbytes for r in results)
+    return results

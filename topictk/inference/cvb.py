@@ -183,12 +183,14 @@ class CVBDriver(VariationalDriver):
         """The approximate bound of §4.6 per training token."""
         return self.approximate_bound(state) / max(self.n_tokens, 1)
 
-    def fold_in(self, state: CVBState, documents: Documents) -> np.ndarray:
+    def fold_in(self, state: CVBState, documents: Documents, plan=None, *, prior=None,
+                sample=None) -> np.ndarray:
         """theta-hat of unseen documents by CVB0 updates with phi-hat frozen (§4.7)."""
         indptr, indices, counts = csr_arrays(documents)
         theta = np.empty((indptr.size - 1, self.K))
         opts = self.config.inference
-        _cvb.fold_in(indptr, indices, counts, np.ascontiguousarray(state.phi()), state.alpha,
+        _cvb.fold_in(indptr, indices, counts, np.ascontiguousarray(state.phi()),
+                     self.prior_of(state, prior),
                      float(opts.fold_in_tol), int(opts.fold_in_max_passes), theta, self.threads)
         return theta
 

@@ -31,13 +31,12 @@ import numpy as np
 from topictk import streams as keys
 from topictk.config.schema import Option
 from topictk.corpus.batches import gather_rows
-from topictk.corpus.store import ptr_to_csr
 from topictk.errors import ConfigError, NumericalError, UsageError
 from topictk.inference import _dlda
 from topictk.inference.base import (
-    INFER_CHUNK_DOCS,
     Driver,
     EvaluationSet,
+    FoldInPlan,
     StepInfo,
     chunk_bounds_by_docs,
     chunk_bounds_by_tokens,
@@ -356,35 +355,37 @@ class DLDADriver(Driver):
         """Phi^(layer) (K_{l-1}, K_l): how strongly each lower unit belongs to each topic."""
         return state.phi[layer - 1]
 
-    def infer_proportions(self, state: DeepState, doc_ptr: np.ndarray, words: np.ndarray,
-                          features: np.ndarray | None, *, sweeps: int, burn_in: int, seed: int,
-                          threads: int = 1, first_chunk: int = 0) -> np.ndarray:
-        """(D, K_1) topic proportions of new documents (``topictk infer``): each document's
-        upward-downward chain (§8.4) with the networks and r fixed, started as the test chain
-        is (§8.11: theta^(l) = 1/K_l, c = 1), p/c sampled from iteration min(burn_in // 2, 10)
-        on as in the point perplexity; theta^(1) normalised and averaged over the iterations
-        after ``burn_in``. One stream per chunk of 64 documents (``infer_key`` as in
-        :func:`topictk.inference.base.fold_in_proportions`), advancing across the iterations,
-        so the result depends on ``seed`` only."""
-        D = doc_ptr.size - 1
-        indptr, indices, counts = ptr_to_csr(doc_ptr, words, self.V)
+    def fold_in(self, state: DeepState, documents, plan: FoldInPlan, *, prior=None,
+                sample=None) -> np.ndarray:
+        """(D, K_1) topic proportions of documents: each document's upward-downward chain
+        (§8.4) with the networks and r fixed, started as the test chain is (§8.11:
+        theta^(l) = 1/K_l, c = 1), p/c sampled from iteration min(burn_in // 2, 10) on as in
+        the point perplexity; theta^(1) normalised and averaged over the iterations after
+        ``plan.burn_in``, one stream per chunk of the plan advancing across the iterations.
+        The network's gamma prior replaces a Dirichlet ``prior``. Scoring does not mix this
+        theta with the topics: it accumulates the rates of the persistent test chain (§8.11)."""
+        indptr, indices, counts = (np.ascontiguousarray(documents.indptr, dtype=np.int64),
+                                   np.ascontiguousarray(documents.indices, dtype=np.int32),
+                                   np.ascontiguousarray(documents.counts, dtype=np.int32))
+        D = indptr.size - 1
         theta, c = initial_theta(D, self.layers), np.ones((D, self.L))
-        bounds = chunk_bounds_by_docs(D, INFER_CHUNK_DOCS)
-        streams = Streams(seed)
-        gens = [streams.derived(keys.infer_key(first_chunk + ch))
-                for ch in range(bounds.size - 1)]
         flat, K1 = state.flat_phi(), self.layers[0]
-        pc_from = min(burn_in // 2, 10)
+        pc_from = min(plan.burn_in // 2, 10)
         total = np.zeros((D, K1))
-        for it in range(1, sweeps + 1):
+        for it in range(1, plan.sweeps + 1):
             # one iteration per call; the call numbers it 1, so pc_start 1 = on, 2 = off
             _dlda.infer_chains(indptr, indices, counts, flat, self.sizes, state.r, self.hyper,
                                theta, c, n_iter=1, pc_start=1 if it >= pc_from else 2,
-                               chunk_bounds=bounds, streams=gens, threads=int(threads))
-            if it > burn_in:
+                               chunk_bounds=plan.bounds, streams=plan.streams,
+                               threads=int(plan.threads))
+            if it > plan.burn_in:
                 first = theta[:, :K1]
                 total += first / first.sum(axis=1, keepdims=True)
-        return total / (sweeps - burn_in)
+        return total / (plan.sweeps - plan.burn_in)
+
+    def document_prior(self, state: DeepState, features) -> None:
+        """None: theta has the gamma prior of the network above it, not a Dirichlet."""
+        return None
 
     # ---------------------------------------------------------------- local chains
     def _chains(self, state: DeepState, docs, theta, c, n_iter: int, n_burn: int,

@@ -360,6 +360,7 @@ class DMRSEMDriver(DMRPriorMixin, GibbsDriver):
     alpha_d = exp(x_d^T nu), and nu updated by L-BFGS before a sweep when due (§9.2)."""
 
     cluster_support = False
+    cluster_fold_in = False
     name = "dmr-sem"
     STATE = DMRCountState
     family = "dmr"
@@ -488,6 +489,8 @@ class DMRSGRLDDriver(DMRPriorMixin, SGRLDDriver):
     name = "dmr-sgrld"
     STATE = DMRSimplexState
     family = "dmr"
+    cluster_support = False
+    cluster_fold_in = False
     OPTIONS = {**SGRLDDriver.OPTIONS, "nu_step": _nu_step_options(), **dmr_options(),
                "nu_burn_in": Option("int", 0, low=0,
                                     help="updates with nu held at its start while the topics "

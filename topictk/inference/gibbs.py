@@ -14,7 +14,7 @@ import numpy as np
 from topictk import streams as keys
 from topictk._cy.special import gammaln
 from topictk.config.schema import Option
-from topictk.errors import NumericalError
+from topictk.errors import NumericalError, UsageError
 from topictk.inference import _gibbs
 from topictk.inference.base import (
     StepInfo,
@@ -22,6 +22,7 @@ from topictk.inference.base import (
     word_frequencies,
 )
 from topictk.inference.hyper import minka_alpha
+from topictk.inference.mh import MAX_REBUILD, MH_FROM_K, MH_REBUILD, MH_STEPS, MHSampler
 from topictk.inference.perplexity import mixture_probabilities
 from topictk.inference.registry import register
 from topictk.inference.sampled import SampledDriver, resolve_alpha, resolve_sample_schedule
@@ -121,6 +122,7 @@ class GibbsDriver(SampledDriver):
     name = "gibbs"
     STATE = CountState
     cluster_support = True
+    cluster_fold_in = True
     objective_name = "log_joint_per_token"
     OPTIONS = {
         "burn_in": Option("int", None, low=0, nullable=True,
@@ -130,6 +132,19 @@ class GibbsDriver(SampledDriver):
         "sparse": Option("bool", True, auto=True,
                          help="SparseLDA sampler (exact); false = dense O(K); auto = chosen "
                               "before every sweep from the counts (see sparse_sweep)"),
+        "sampler": Option("choice", None, choices=("sparse", "dense", "mh", "auto"),
+                          nullable=True,
+                          help="sparse = SparseLDA, dense = dense O(K), mh = Metropolis-Hastings "
+                               f"O(1) per token (approximate per sweep); auto = mh from "
+                               f"K = {MH_FROM_K}, else as inference.sparse; null = as "
+                               "inference.sparse"),
+        # null defaults, so that runs saved before these keys existed resume unchanged
+        "mh_steps": Option("int", None, low=1, nullable=True,
+                           help="mh: cycles of a word and a document proposal per token "
+                                f"(null: {MH_STEPS})"),
+        "mh_rebuild": Option("int", None, low=1, high=MAX_REBUILD, nullable=True,
+                             help="mh: sweeps between rebuilds of the word proposal's tables "
+                                  f"(null: {MH_REBUILD})"),
         "chunks": Option("int", 1, low=1,
                          help="AD-LDA chunks: 1 = exact sequential sampler; threads work on "
                               "chunks in parallel, so set chunks >= threads"),
@@ -155,7 +170,17 @@ class GibbsDriver(SampledDriver):
             log.warning("training.threads = %d but inference.chunks = %d: only %d thread(s) "
                         "can work; set inference.chunks >= threads", self.threads,
                         self.n_chunks, self.n_chunks)
-        self.sampler = SweepSampler(opts.sparse, self.words, self.V, self.K)
+        choice = getattr(opts, "sampler", None)
+        self.mh = None
+        if choice == "mh" or (choice == "auto" and self.K >= MH_FROM_K):
+            if self.K > self.n_tokens:
+                log.warning("model.n_topics = %d is more than the %d training tokens: most "
+                            "topics stay empty", self.K, self.n_tokens)
+            steps = MH_STEPS if opts.mh_steps is None else opts.mh_steps
+            rebuild = MH_REBUILD if opts.mh_rebuild is None else opts.mh_rebuild
+            self.mh = MHSampler(steps, rebuild, self.words, self.V, self.K)
+        sparse = {"sparse": True, "dense": False}.get(choice, opts.sparse)
+        self.sampler = SweepSampler(False if self.mh else sparse, self.words, self.V, self.K)
         self.cluster = None         # the Dask cluster the shards sweep on (use_cluster)
         self.remote = None
         self._restart: RestartPoint | None = None
@@ -167,6 +192,9 @@ class GibbsDriver(SampledDriver):
         samples, alpha updates, the log joint)."""
         if type(self).cluster_support is not True:
             raise NotImplementedError(f"{self.name} does not run on a cluster")
+        if self.mh is not None:
+            raise UsageError("inference.sampler: mh does not run on a Dask cluster; train it "
+                             "on one machine or choose inference.sampler: sparse")
         from topictk.inference.cluster import ShardedGibbs
         self.cluster = cluster
         self.remote = ShardedGibbs(cluster, self.store, self.doc_ptr, self.bounds)
@@ -216,9 +244,12 @@ class GibbsDriver(SampledDriver):
         as they stood, with its own stream; the kernel merges the shards' count changes."""
         extra = self.before_sweep(state, t + 1)
         chunk_streams = self.streams.chunk_streams((3,), self.n_chunks, persistent=True)
-        if self.remote is not None:
+        if self.mh is not None:
+            self.mh.sweep(state, self.sweep_prior(state), self.bounds, chunk_streams,
+                          self.doc_ptr, self.words, self.threads)
+            fallbacks, sparse = 0, None
+        elif self.remote is not None:
             fallbacks, sparse = self._remote_sweep(state, chunk_streams)
-            extra.update(self.cluster.counters())
         else:
             fallbacks, sparse = self.sampler.sweep(state, self.sweep_prior(state), self.bounds,
                                                    chunk_streams, self.doc_ptr, self.words,
@@ -228,7 +259,7 @@ class GibbsDriver(SampledDriver):
         opts = self.config.inference
         collect = (state.step > opts.burn_in and (state.step - opts.burn_in) % opts.thin == 0)
         extra["fallbacks"] = fallbacks
-        extra["sampler"] = "sparse" if sparse else "dense"
+        extra["sampler"] = "mh" if sparse is None else ("sparse" if sparse else "dense")
         return StepInfo(tokens=self.n_tokens, documents=self.n_docs, collect_sample=collect,
                         extra=extra)
 
@@ -348,6 +379,12 @@ class GibbsDriver(SampledDriver):
             total += mixture_probabilities(heldout, theta, self.sample_phi(state, s),
                                            self.threads)
         return total / len(samples)
+
+    def check_restored(self, state: CountState) -> None:
+        if (self.mh is not None and state.step % self.mh.rebuild != 0
+                and state.table_z is None):
+            raise ValueError(f"the state of step {state.step} has no table_z, which "
+                             f"inference.mh_rebuild = {self.mh.rebuild} needs")
 
     def check_state(self, state: CountState) -> None:
         if not np.all(np.isfinite(state.alpha)):

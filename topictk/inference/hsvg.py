@@ -14,7 +14,7 @@ import numpy as np
 from topictk.config.schema import Option
 from topictk.corpus.batches import gather_batch
 from topictk.errors import ConfigError
-from topictk.inference.base import EvaluationSet, StepInfo, fold_in_proportions
+from topictk.inference.base import Driver, EvaluationSet, FoldInPlan, StepInfo
 from topictk.inference.minibatch import (
     check_minibatch_config,
     local_statistics,
@@ -23,14 +23,16 @@ from topictk.inference.minibatch import (
 )
 from topictk.inference.ovb import OVBDriver
 from topictk.inference.registry import register
-from topictk.inference.sampled import TRAIN_HELDOUT_PASS, fold_in_probabilities
+from topictk.inference.perplexity import mixture_probabilities
+from topictk.inference.sampled import TRAIN_HELDOUT_PASS, evaluation_plan
 from topictk.inference.variational import ESTEP_OPTIONS, expected_log_topics
 from topictk.state.variational import OnlineState
 from topictk.streams import Streams
 
 
 def _options() -> dict[str, Option]:
-    options = {k: v for k, v in OVBDriver.OPTIONS.items() if k not in ESTEP_OPTIONS}
+    options = {k: v for k, v in OVBDriver.OPTIONS.items()
+               if k not in ESTEP_OPTIONS and k != "chunks"}
     options.update({k: v for k, v in minibatch_options().items() if k != "batch_size"})
     return options
 
@@ -41,6 +43,8 @@ class HSVGDriver(OVBDriver):
 
     name = "hsvg"
     objective_name = None
+    cluster_support = True      # the local chains of a mini-batch run on the workers
+    cluster_fold_in = True
     OPTIONS = _options()
 
     @classmethod
@@ -68,7 +72,7 @@ class HSVGDriver(OVBDriver):
         batch = gather_batch(self.tokens.doc_ptr, self.tokens.words, docs)
         nbar, _, fallbacks = local_statistics(batch, self.weights(state, batch.vocab),
                                               state.alpha, self.config.inference, self.streams,
-                                              t, self.threads)
+                                              t, self.threads, self.cluster, self.store)
         rho = step_size(t, self.tau0, self.kappa)
         self.update_lambda(state, batch.vocab, nbar, rho, self.n_docs / docs.size)
         if self.learn_eta:
@@ -81,28 +85,31 @@ class HSVGDriver(OVBDriver):
     def objective(self, state: OnlineState) -> float | None:
         return None
 
-    def infer_proportions(self, state: OnlineState, doc_ptr: np.ndarray, words: np.ndarray,
-                          features: np.ndarray | None, *, sweeps: int, burn_in: int, seed: int,
-                          threads: int = 1, first_chunk: int = 0) -> np.ndarray:
-        """theta-hat of new documents by the Gibbs fold-in of its own local step, with the
-        weights exp(E log phi) that evaluation folds in with."""
-        return fold_in_proportions(self.weights(state).T, self.document_prior(state, features),
-                                   doc_ptr, words, sweeps=sweeps, burn_in=burn_in, seed=seed,
-                                   threads=threads, first_chunk=first_chunk)
+    def fold_in(self, state: OnlineState, documents, plan: FoldInPlan, *, prior=None,
+                sample=None) -> np.ndarray:
+        """theta-hat by the Gibbs fold-in of its own local step (§11.2)."""
+        return Driver.fold_in(self, state, documents, plan, prior=prior)
+
+    def fold_in_weights(self, state: OnlineState) -> np.ndarray:
+        """exp(E log phi), the weights of its own local step."""
+        return self.weights(state)
 
     def heldout_probabilities(self, state: OnlineState, samples, test: EvaluationSet,
-                              pass_index: int) -> np.ndarray:
-        """Gibbs fold-in with the weights exp(E log phi) of its own local step; predictive
-        p(w | doc) with phi-hat = lambda / lambda_k. (§11.2)."""
-        return fold_in_probabilities(test, self.weights(state), state.phi(), state.alpha,
-                                     self.config.evaluation, self.streams, pass_index,
-                                     self.threads)
+                              pass_index: int, part: str = "test") -> np.ndarray:
+        """:meth:`fold_in`, then the predictive p(w | doc) with phi-hat = lambda / lambda_k
+        (§11.2); on a cluster, the fold-in of each block of chunks runs on a worker."""
+        if self.cluster is not None:
+            from topictk.inference.cluster import cluster_fold_in
+            return cluster_fold_in(self.cluster, self.store, part, self.weights(state),
+                                   state.phi(), state.alpha, self.config.evaluation,
+                                   self.streams.seed, pass_index)
+        theta = self.fold_in(state, test.observed, evaluation_plan(self, test, pass_index),
+                             prior=state.alpha)
+        return mixture_probabilities(test.heldout, theta, state.phi(), self.threads)
 
     def train_heldout_probabilities(self, state: OnlineState, samples, heldout,
                                     block: int = 4096) -> np.ndarray:
         """Protocol B: local Gibbs chains on each training document's observed tokens with the
         final lambda, as its own local step would run them."""
         train = EvaluationSet(observed=self.tokens, heldout=heldout)
-        return fold_in_probabilities(train, self.weights(state), state.phi(), state.alpha,
-                                     self.config.evaluation, self.streams, TRAIN_HELDOUT_PASS,
-                                     self.threads)
+        return self.heldout_probabilities(state, samples, train, TRAIN_HELDOUT_PASS, "train")

@@ -44,8 +44,15 @@ def check_minibatch_config(inf: dict, where: str) -> None:
 
 
 def local_statistics(batch, weights: np.ndarray, alpha: np.ndarray, inf, streams: Streams,
-                     t: int, threads: int) -> tuple[np.ndarray, np.ndarray, int]:
-    """E[n_kw] (V_B, K) and E[n_dk] (B, K) of one mini-batch from its local Gibbs chains."""
+                     t: int, threads: int, cluster=None,
+                     store=None) -> tuple[np.ndarray, np.ndarray, int]:
+    """E[n_kw] (V_B, K) and E[n_dk] (B, K) of one mini-batch from its local Gibbs chains, one
+    stream per chunk of ``chunk_docs`` documents; on ``cluster`` the chunks are cut into one
+    piece per worker, which reads the batch from ``store`` (the same numbers)."""
+    if cluster is not None:
+        from topictk.inference.cluster import cluster_local_statistics
+        return cluster_local_statistics(cluster, store, batch.doc_ids, weights, alpha, inf,
+                                        streams.seed, t)
     K = weights.shape[1]
     bounds = chunk_bounds_by_docs(batch.doc_ids.size, inf["chunk_docs"])
     chunk_streams = [streams.derived(keys.local_key(t, c)) for c in range(bounds.size - 1)]

@@ -47,8 +47,11 @@ from topictk.inference.variational import (
     ALPHA_MIN,
     ESTEP_OPTIONS,
     VariationalDriver,
+    add_blocks,
     alpha_gradient,
+    block_estep,
     e_step,
+    estep_blocks,
     elog_theta_sum,
     expected_log_topics,
     fold_in_theta,
@@ -80,7 +83,13 @@ class OVBDriver(VariationalDriver):
                         help="forgetting rate of rho_t = (tau0 + t)^-kappa, in (0.5, 1]"),
         "learn_eta": Option("bool", False,
                             help="learn a symmetric topic prior eta (model.beta is its start)"),
+        "chunks": Option("int", 1, low=1,
+                         help="blocks of the mini-batch whose E-step statistics are summed "
+                              "on their own, then added block by block (a cluster spreads "
+                              "the blocks over its workers; the numbers depend on this, "
+                              "never on the cluster)"),
     }
+    cluster_support = True      # the blocks of a mini-batch's E-step run on the workers
 
     def __init__(self, config, store, threads: int = 1, *,
                  streams: Streams | None = None):
@@ -130,21 +139,26 @@ class OVBDriver(VariationalDriver):
         return docs
 
     def _batch_estep(self, state: OnlineState, docs: np.ndarray, with_sstats: bool):
-        """Cold E-step of the documents ``docs`` with the current lambda."""
+        """Cold E-step of the documents ``docs`` with the current lambda, in
+        ``inference.chunks`` blocks whose statistics are added in block order (on the
+        cluster's workers when there is one)."""
         indptr, indices, counts = gather_rows(self.train, docs)
         words, local = np.unique(indices, return_inverse=True)
         local = np.ascontiguousarray(local, dtype=np.int32)
         B, shift, _ = expected_log_topics(state.lam_tilde, state.lam_totals(), state.beta, True,
                                           self.threads, rows=words.astype(np.int32),
                                           offset=state.offset, scale=state.scale)
-        gamma = np.empty((docs.size, self.K))
-        sstats = np.zeros((words.size, self.K)) if with_sstats else None
-        bound = np.zeros(docs.size)
-        iterations = np.zeros(docs.size, dtype=np.int32)
+        blocks = estep_blocks(docs.size, int(self.config.inference.chunks))
         opts = self.config.inference
-        e_step(indptr, local, counts, B, shift, state.alpha, gamma, start="cold",
-               tol=opts.estep_tol, max_iter=opts.estep_max_iter, threads=self.threads,
-               sstats=sstats, doc_bound=bound, iterations=iterations)
+        if self.cluster is not None and with_sstats:
+            from topictk.inference.cluster import cluster_batch_estep
+            parts = cluster_batch_estep(self.cluster, self.store, docs, B, shift, state.alpha,
+                                        opts.estep_tol, opts.estep_max_iter, blocks)
+        else:
+            parts = [block_estep((indptr, local, counts), B, shift, state.alpha, block,
+                                 opts.estep_tol, opts.estep_max_iter, with_sstats, self.threads)
+                     for block in blocks]
+        sstats, gamma, bound, iterations = add_blocks(parts)
         return words, gamma, sstats, bound, int(counts.sum(dtype=np.int64)), iterations
 
     # ------------------------------------------------------------------- step
@@ -238,11 +252,12 @@ class OVBDriver(VariationalDriver):
         ratio = self.n_docs / docs.size
         return (ratio * float(bound.sum()) + topic_part) / (ratio * max(n_tokens, 1))
 
-    def fold_in(self, state: OnlineState, documents: Documents) -> np.ndarray:
+    def fold_in(self, state: OnlineState, documents: Documents, plan=None, *, prior=None,
+                sample=None) -> np.ndarray:
         """theta-hat of unseen documents: cold E-step with lambda frozen (§11.2)."""
         opts = self.config.inference
-        return fold_in_theta(documents, state.lam(), state.alpha, state.beta, True,
-                             opts.estep_tol, opts.estep_max_iter, self.threads)
+        return fold_in_theta(documents, state.lam(), self.prior_of(state, prior), state.beta,
+                             True, opts.estep_tol, opts.estep_max_iter, self.threads)
 
     def train_heldout_probabilities(self, state: OnlineState, samples, heldout: Documents,
                                     block: int = 4096) -> np.ndarray:

@@ -328,13 +328,14 @@ class PEMDriver(BatchEMDriver):
             return None
         return state.bound / max(self.n_tokens, 1)
 
-    def fold_in(self, state: PEMState, documents) -> np.ndarray:
+    def fold_in(self, state: PEMState, documents, plan=None, *, prior=None,
+                sample=None) -> np.ndarray:
         """theta-hat (D, K) of unseen documents: the particles' tempered E-step, cold-started
         with phi and alpha frozen -- the same for every particle (module docstring)."""
         opts = self.config.inference
         indptr, indices, counts = csr_arrays(documents)
         gamma = np.empty((indptr.size - 1, self.K))
-        estep_particle(indptr, indices, counts, state.phi, state.alpha, gamma,
+        estep_particle(indptr, indices, counts, state.phi, self.prior_of(state, prior), gamma,
                        self.temperature, start="cold", tol=opts.estep_tol,
                        max_iter=opts.estep_max_iter, threads=self.threads)
         return gamma / gamma.sum(axis=1, keepdims=True)

@@ -1,8 +1,8 @@
 """What the sampled drivers (gibbs, dmr-sem, sgrld, dmr-sgrld) share: the symmetric starting
-alpha, the sample schedule of sweep-based samplers, the Gibbs fold-in of test documents with
-the topics frozen (docs/algorithms.md §11.2, kernel
-:func:`topictk.inference._gibbs.fold_in_heldout`)
-and :class:`SampledDriver`, the template that scores by averaging over saved samples.
+alpha, the sample schedule of sweep-based samplers, scoring by the Gibbs fold-in of test
+documents with the topics frozen (docs/algorithms.md §11.2,
+:func:`topictk.inference.base.gibbs_fold_in`) and :class:`SampledDriver`, the template that
+scores by averaging over saved samples.
 """
 from __future__ import annotations
 
@@ -10,11 +10,9 @@ from typing import Any
 
 import numpy as np
 
-from topictk import streams as keys
 from topictk.errors import ConfigError
-from topictk.inference import _gibbs
-from topictk.inference.base import Driver, EvaluationSet, chunk_bounds_by_docs
-from topictk.streams import Streams
+from topictk.inference.base import Driver, EvaluationSet, FoldInPlan, gibbs_fold_in
+from topictk.inference.perplexity import mixture_probabilities
 
 DEFAULT_ALPHA = 0.1
 
@@ -25,28 +23,28 @@ def resolve_alpha(value, n_topics: int) -> np.ndarray:
     return np.full(n_topics, start, dtype=np.float64)
 
 
-def fold_in_probabilities(test: EvaluationSet, weights: np.ndarray, phi: np.ndarray,
-                          alpha: np.ndarray, evaluation, streams: Streams, pass_index: int,
-                          threads: int) -> np.ndarray:
-    """Gibbs fold-in of every test document (§11.2) -> p-hat of every held-out entry.
+def heldout_documents(docs: EvaluationSet) -> np.ndarray:
+    """(D,) True for the documents of ``docs`` with held-out entries: the only ones a scoring
+    fold-in samples."""
+    return np.diff(np.asarray(docs.heldout.indptr)) > 0
 
-    ``weights`` (V, K) drive the sampler, ``phi`` (V, K) gives the predictive probabilities;
-    both are phi-hat for collapsed Gibbs. Streams: (4, pass_index, c) for chunk c of
-    ``evaluation.chunk_docs`` documents.
-    """
-    obs, held = test.observed, test.heldout
-    bounds = chunk_bounds_by_docs(obs.n_docs, evaluation.chunk_docs)
-    chunk_streams = [streams.derived(keys.eval_key(pass_index, c)) for c in range(bounds.size - 1)]
-    out = np.zeros(held.indices.size, dtype=np.float64)
-    _gibbs.fold_in_heldout(
-        np.ascontiguousarray(obs.doc_ptr), np.ascontiguousarray(obs.words),
-        np.ascontiguousarray(held.indptr), np.ascontiguousarray(held.indices),
-        np.ascontiguousarray(weights, dtype=np.float64),
-        np.ascontiguousarray(phi, dtype=np.float64),
-        np.ascontiguousarray(np.atleast_2d(alpha), dtype=np.float64),
-        int(evaluation.fold_in_sweeps), int(evaluation.fold_in_burn_in), bounds, chunk_streams,
-        out, threads)
-    return out
+
+def fold_in_probabilities(test: EvaluationSet, weights: np.ndarray, phi: np.ndarray,
+                          alpha: np.ndarray, plan: FoldInPlan) -> np.ndarray:
+    """p-hat of every held-out entry of ``test`` (§11.2): theta-hat of the Gibbs fold-in of
+    its documents with sampling weights ``weights`` (V, K), mixed with the topics ``phi``
+    (V, K); both are phi-hat for collapsed Gibbs."""
+    obs = test.observed
+    theta = gibbs_fold_in(weights, alpha, obs.doc_ptr, obs.words, plan)
+    return mixture_probabilities(test.heldout, theta, phi, plan.threads)
+
+
+def evaluation_plan(driver: Driver, docs: EvaluationSet, pass_index: int) -> FoldInPlan:
+    """The fold-in plan of scoring ``docs`` in evaluation pass ``pass_index``: the
+    ``evaluation`` section's sweeps and chunks, only documents with held-out entries."""
+    return FoldInPlan.for_evaluation(docs.observed.n_docs, driver.config.evaluation,
+                                     driver.streams, pass_index, driver.threads,
+                                     heldout_documents(docs))
 
 
 def resolve_sample_schedule(inf: dict, where: str) -> None:
@@ -86,9 +84,21 @@ class SampledDriver(Driver):
     def scored_samples(self, state: Any, samples: list[dict] | None) -> list[dict]:
         return samples or [self.sample(state)]
 
+    def fold_in(self, state: Any, documents, plan: FoldInPlan, *, prior=None,
+                sample: dict | None = None) -> np.ndarray:
+        """theta-hat by the Gibbs fold-in with the topics of ``sample`` (:meth:`sample_phi`),
+        or of the current state when None."""
+        if sample is None:
+            return super().fold_in(state, documents, plan, prior=prior)
+        if prior is None:
+            raise ValueError("a fold-in with a saved sample needs the documents' prior")
+        return gibbs_fold_in(self.sample_phi(state, sample), prior, documents.doc_ptr,
+                             documents.words, plan)
+
     def averaged_fold_in(self, state: Any, samples: list[dict] | None, docs: EvaluationSet,
                          documents: str, pass_index: int) -> np.ndarray:
-        """p-hat of every held-out entry of ``docs``, averaged over the samples."""
+        """p-hat of every held-out entry of ``docs``: :meth:`fold_in` with each sample's
+        topics and prior, mixed with those topics, averaged over the samples."""
         samples = self.scored_samples(state, samples)
         total = np.zeros(docs.heldout.indices.size)
         for s in samples:
@@ -99,8 +109,10 @@ class SampledDriver(Driver):
                 total += cluster_fold_in(self.cluster, self.store, documents, phi, phi, prior,
                                          self.config.evaluation, self.streams.seed, pass_index)
             else:
-                total += fold_in_probabilities(docs, phi, phi, prior, self.config.evaluation,
-                                               self.streams, pass_index, self.threads)
+                theta = self.fold_in(state, docs.observed,
+                                     evaluation_plan(self, docs, pass_index), prior=prior,
+                                     sample=s)
+                total += mixture_probabilities(docs.heldout, theta, phi, self.threads)
         return total / len(samples)
 
     def heldout_probabilities(self, state: Any, samples, test: EvaluationSet,

@@ -67,6 +67,8 @@ class SGRLDDriver(SampledDriver):
 
     name = "sgrld"
     STATE = SimplexState
+    cluster_support = True      # the local chains of a mini-batch run on the workers
+    cluster_fold_in = True
     OPTIONS = {
         **minibatch_options(),
         "step": {
@@ -147,7 +149,8 @@ class SGRLDDriver(SampledDriver):
         batch = gather_batch(self.doc_ptr, self.words, ids)
         phi = state.phi()
         nbar_w, _, fallbacks = local_statistics(batch, phi[batch.vocab], state.alpha, inf,
-                                                self.streams, t, self.threads)
+                                                self.streams, t, self.threads, self.cluster,
+                                                self.store)
         eps = sgmcmc_step(inf.step["a"], inf.step["b"], inf.step["c"], t)
         noise = main.standard_normal(size=state.phi_hat.shape)
         state.phi_hat, n_floored = sgrld_update(state.phi_hat, nbar_w, batch.vocab, state.beta,

@@ -12,9 +12,9 @@ import numpy as np
 from scipy.special import digamma, gammaln, polygamma
 
 from topictk.config.schema import Option
-from topictk.corpus.store import Documents, ptr_to_csr
+from topictk.corpus.store import Documents
 from topictk.inference import _vb
-from topictk.inference.base import Driver, EvaluationSet, StepInfo
+from topictk.inference.base import Driver, EvaluationSet, FoldInPlan, StepInfo
 from topictk.inference.perplexity import csr_arrays, mixture_probabilities
 
 log = logging.getLogger("topictk")
@@ -176,6 +176,45 @@ def fold_in_theta(docs: Documents, lam: np.ndarray, alpha: np.ndarray, beta: flo
     return gamma / gamma.sum(axis=1, keepdims=True)
 
 
+def estep_blocks(n_docs: int, chunks: int) -> list[tuple[int, int]]:
+    """The document ranges [d0, d1) of a mini-batch's ``chunks`` E-step blocks (equal in
+    documents, none empty)."""
+    cuts = np.linspace(0, n_docs, min(chunks, max(n_docs, 1)) + 1).round().astype(np.int64)
+    return [(int(a), int(b)) for a, b in zip(cuts[:-1], cuts[1:])]
+
+
+def block_estep(csr, B: np.ndarray, shift: np.ndarray, alpha: np.ndarray,
+                block: tuple[int, int], tol: float, max_iter: int, with_sstats: bool,
+                threads: int, start: str = "cold", gamma: np.ndarray | None = None):
+    """The E-step of the rows [d0, d1) of CSR arrays whose word ids index the rows of ``B``:
+    (sstats of these rows (B's rows, K) or None, gamma, bound, iterations). ``gamma``: the
+    rows' variational parameters, updated in place (warm and best starts read them); a cold
+    start may leave it None."""
+    indptr, indices, counts = csr
+    d0, d1 = block
+    e0, e1 = int(indptr[d0]), int(indptr[d1])
+    K = B.shape[1]
+    if gamma is None:
+        gamma = np.empty((d1 - d0, K))
+    sstats = np.zeros((B.shape[0], K)) if with_sstats else None
+    bound = np.zeros(d1 - d0)
+    iterations = np.zeros(d1 - d0, dtype=np.int32)
+    e_step(np.ascontiguousarray(indptr[d0:d1 + 1] - e0), indices[e0:e1], counts[e0:e1], B,
+           shift, alpha, gamma, start=start, tol=tol, max_iter=max_iter, threads=threads,
+           sstats=sstats, doc_bound=bound, iterations=iterations)
+    return sstats, gamma, bound, iterations
+
+
+def add_blocks(parts: list) -> tuple:
+    """The blocks' E-step results put together: statistics added in block order, the
+    per-document arrays (gamma, bound, iterations) concatenated."""
+    sstats = parts[0][0]
+    if sstats is not None:
+        for part in parts[1:]:
+            sstats += part[0]
+    return (sstats, *(np.concatenate([part[i] for part in parts]) for i in (1, 2, 3)))
+
+
 ESTEP_OPTIONS = {
     "estep_tol": Option("float", 1e-3, low=0, low_open=True,
                         help="E-step stops when the mean |change of gamma_dk| is below this"),
@@ -190,20 +229,21 @@ class VariationalDriver(Driver):
     local update with the topics frozen) and mixing, p-hat(w | d) = sum_k theta-hat_dk phi_wk
     (§11.2); Protocol B mixes the training documents' own theta-hat."""
 
-    def fold_in(self, state: Any, documents: Documents) -> np.ndarray:
-        """theta-hat (D, K) of ``documents`` with the topics frozen."""
+    def fold_in(self, state: Any, documents: Documents, plan: FoldInPlan | None = None, *,
+                prior: np.ndarray | None = None, sample: dict | None = None) -> np.ndarray:
+        """theta-hat (D, K) of ``documents`` by the algorithm's own local update with the
+        topics frozen: deterministic, so ``plan`` (of the Gibbs fold-ins) does not apply."""
         raise NotImplementedError
 
-    def infer_proportions(self, state: Any, doc_ptr: np.ndarray, words: np.ndarray,
-                          features: np.ndarray | None, *, sweeps: int, burn_in: int, seed: int,
-                          threads: int = 1, first_chunk: int = 0) -> np.ndarray:
-        """theta-hat of new documents (``topictk infer``) by :meth:`fold_in`, the fold-in that
-        evaluation scores with: deterministic, so ``sweeps``, ``burn_in`` and ``seed`` (of the
-        Gibbs fold-ins) do not apply."""
-        indptr, indices, counts = ptr_to_csr(np.asarray(doc_ptr, dtype=np.int64),
-                                             np.asarray(words), self.V)
-        return self.fold_in(state, Documents(doc_ptr=None, words=None, indptr=indptr,
-                                             indices=indices, counts=counts))
+    @staticmethod
+    def prior_of(state: Any, prior: np.ndarray | None) -> np.ndarray:
+        """The (K,) Dirichlet prior of a fold-in: ``prior`` (one row) or the state's alpha."""
+        if prior is None:
+            return state.alpha
+        prior = np.atleast_2d(np.asarray(prior, dtype=np.float64))
+        if prior.shape[0] != 1:
+            raise ValueError("a variational fold-in takes one prior for every document")
+        return prior[0]
 
     def point_phi(self, state: Any) -> np.ndarray:
         """The word-major (V, K) topics the mixture scores with."""

@@ -42,8 +42,10 @@ from topictk.inference.variational import (
     ESTEP_OPTIONS,
     PHI_FLOOR,
     BatchEMDriver,
+    add_blocks,
+    block_estep,
     doc_lengths,
-    e_step,
+    estep_blocks,
     elog_theta_sum,
     expected_log_topics,
     fold_in_theta,
@@ -84,7 +86,13 @@ class VBDriver(BatchEMDriver):
                              help="with estep_start: best, after best_iterations run both "
                                   "starts in every N-th EM iteration only, warm ones in "
                                   "between (1 = every iteration)"),
+        "chunks": Option("int", 1, low=1,
+                         help="blocks of documents whose E-step statistics are summed on "
+                              "their own, then added block by block (a cluster spreads the "
+                              "blocks over its workers; the numbers depend on this, never on "
+                              "the cluster)"),
     }
+    cluster_support = True      # the blocks of the E-step run on the workers
 
     def __init__(self, config, store, threads: int = 1, *,
                  streams: Streams | None = None):
@@ -115,18 +123,26 @@ class VBDriver(BatchEMDriver):
         totals = state.lam.sum(axis=0)
         B, shift, topic_part = expected_log_topics(state.lam, totals, state.beta, self.smoothed,
                                                    self.threads, with_term=self.smoothed)
-        sstats = np.zeros((self.V, self.K))
-        doc_bound = np.zeros(self.n_docs)
-        iterations = np.zeros(self.n_docs, dtype=np.int32)
         start = opts.estep_start
         if start == "best" and state.step == 0:
             start = "cold"              # the stored gamma is the cold start: one run suffices
         elif start == "best" and 0 < opts.best_iterations <= state.step \
                 and state.step % opts.best_every != 0:
             start = "warm"
-        e_step(self.indptr, self.indices, self.counts, B, shift, state.alpha, state.gamma,
-               start=start, tol=opts.estep_tol, max_iter=opts.estep_max_iter,
-               threads=self.threads, sstats=sstats, doc_bound=doc_bound, iterations=iterations)
+        blocks = estep_blocks(self.n_docs, int(opts.chunks))
+        if self.cluster is not None:
+            from topictk.inference.cluster import cluster_corpus_estep
+            parts = cluster_corpus_estep(self.cluster, self.store, B, shift, state.alpha, start,
+                                         opts.estep_tol, opts.estep_max_iter, blocks,
+                                         state.gamma)
+            for (d0, d1), part in zip(blocks, parts):
+                state.gamma[d0:d1] = part[1]
+        else:   # each block updates its rows of gamma in place
+            parts = [block_estep(self.csr_view, B, shift, state.alpha, (d0, d1),
+                                 opts.estep_tol, opts.estep_max_iter, True, self.threads,
+                                 start=start, gamma=state.gamma[d0:d1])
+                     for d0, d1 in blocks]
+        sstats, _, doc_bound, iterations = add_blocks(parts)
         bound = float(doc_bound.sum()) + (topic_part if self.smoothed else 0.0)
         return sstats, bound, iterations
 
@@ -159,10 +175,12 @@ class VBDriver(BatchEMDriver):
             return None
         return state.bound / max(self.n_tokens, 1)
 
-    def fold_in(self, state: VBState, documents: Documents) -> np.ndarray:
+    def fold_in(self, state: VBState, documents: Documents, plan=None, *, prior=None,
+                sample=None) -> np.ndarray:
         """theta-hat of unseen documents: cold E-step with lambda frozen (§11.2)."""
         opts = self.config.inference
-        return fold_in_theta(documents, state.lam, state.alpha, state.beta, self.smoothed,
+        return fold_in_theta(documents, state.lam, self.prior_of(state, prior), state.beta,
+                             self.smoothed,
                              opts.estep_tol, opts.estep_max_iter, self.threads)
 
     def check_restored(self, state: VBState) -> None:

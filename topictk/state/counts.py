@@ -18,11 +18,14 @@ class CountState(Saved):
     nk   (K,)   int64  topic totals
     alpha (K,)  float64, beta float
     sample_steps: steps at which a sample of (nkw, nk) was saved for evaluation
+    table_z (N,) int32  the MH sampler's word-proposal tables were built from these topics
+                        (kept and saved only when they are rebuilt less often than every sweep)
     """
 
     SCHEMA = {"z": Array("int32", ("N",)), "ndk": Array("int32", ("D", "K")),
               "nkw": Array("int32", ("V", "K")), "nk": Array("int64", ("K",)),
-              "alpha": Array("float64", ("K",)), "beta": Value(float), **STEP}
+              "alpha": Array("float64", ("K",)), "beta": Value(float),
+              "table_z": Array("int32", ("N",), optional=True), **STEP}
 
     z: np.ndarray
     ndk: np.ndarray
@@ -32,6 +35,7 @@ class CountState(Saved):
     beta: float
     sample_steps: list[int] = field(default_factory=list)
     step: int = 0
+    table_z: np.ndarray | None = None
 
     @property
     def n_topics(self) -> int:

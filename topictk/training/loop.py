@@ -24,4 +24,6 @@ def train_steps(driver: Driver, state, start: int, stop: int) -> Iterator[StepRe
         began = time.perf_counter()
         info = driver.step(state, t)
         driver.check_state(state)
+        if driver.cluster is not None:     # the traffic and time of the shard work so far
+            info.extra.update(driver.cluster.counters())
         yield StepRecord(step=t + 1, info=info, seconds=time.perf_counter() - began)

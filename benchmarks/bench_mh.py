@@ -1,0 +1,246 @@
+"""Large K: topictk's Metropolis-Hastings sampler (``inference.sampler: mh``) beside its
+SparseLDA sampler and tomotopy (LDAModel), one thread.
+
+For every K the two topictk samplers train for the same training time (``training.time_limit``,
+evaluation excluded) from the same random start and log held-out perplexity every few sweeps,
+so perplexity is compared at equal time, not at equal sweeps (the MH chain mixes differently
+per sweep). tomotopy trains a fixed number of sweeps; its counts are scored by the same
+evaluator, ``topictk.score_topic_word`` (fold-in of the store's test documents with the same
+alpha and settings as the topictk runs' evaluation), so every number is on the same held-out
+tokens. Peak memory is the peak RSS of a training-only process (topictk: ``topictk train`` of
+a few sweeps without evaluation; tomotopy: the worker's VmHWM read right after training, before
+its counts are copied out).
+
+Usage (from the repository root, with ``pip install -e . -r benchmarks/requirements.txt``)::
+
+    python benchmarks/bench_mh.py --record                       # K = 1,000, 5,000, 10,000
+    python benchmarks/bench_mh.py --topics 1000 --seconds 20     # quick check
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+from pathlib import Path
+
+import harness as h
+
+NAME = "mh"
+WORK = h.WORK / "mh"
+ALPHA = 0.1
+BETA = 0.01
+FOLD_IN_SWEEPS = 20
+FOLD_IN_BURN_IN = 10
+
+
+# --------------------------------------------------------------------------- workers
+def _vm_hwm() -> int:
+    with open("/proc/self/status") as status:
+        for line in status:
+            if line.startswith("VmHWM:"):
+                return int(line.split()[1]) * 1024
+    return 0
+
+
+def worker_tomotopy(spec: dict) -> None:
+    """Train tomotopy on the store's training documents; save its counts in store ids."""
+    import numpy as np
+    import tomotopy as tp
+
+    import topictk
+
+    store = topictk.open_store(spec["store"])
+    train = store.train()
+    V, K = store.n_words, int(spec["K"])
+    doc_ptr, words = np.asarray(train.doc_ptr), np.asarray(train.words)
+    vocab = store.vocab
+    mdl = tp.LDAModel(tw=tp.TermWeight.ONE, min_cf=0, min_df=0, rm_top=0, k=K, alpha=ALPHA,
+                      eta=BETA, seed=int(spec["seed"]))
+    mdl.optim_interval = 0
+    mdl.burn_in = 0
+    for d in range(doc_ptr.size - 1):
+        mdl.add_doc([vocab[w] for w in words[doc_ptr[d]:doc_ptr[d + 1]]])
+    mdl.train(0, workers=1)
+    began = time.perf_counter()
+    mdl.train(int(spec["sweeps"]), workers=1)
+    seconds = time.perf_counter() - began
+    peak = _vm_hwm()
+    index = {w: i for i, w in enumerate(vocab)}
+    ids = np.array([index[w] for w in mdl.used_vocabs], dtype=np.int64)
+    raw = np.array([mdl.get_topic_word_dist(k, normalize=False) for k in range(K)])
+    nkw = np.zeros((V, K), dtype=np.int32)
+    nkw[ids] = np.rint(raw - float(mdl.eta)).T.astype(np.int32)
+    nk = np.asarray(mdl.get_count_by_topics(), dtype=np.int64)
+    np.savez(spec["out"], nkw=nkw, nk=nk)
+    Path(spec["info"]).write_text(json.dumps({"train_seconds": seconds, "peak": peak,
+                                              "version": tp.__version__, "isa": tp.isa}))
+
+
+def worker_score(spec: dict) -> None:
+    """Point perplexity of tomotopy's counts with ``topictk.score_topic_word``."""
+    import numpy as np
+
+    import topictk
+
+    store = topictk.open_store(spec["store"])
+    counts = np.load(spec["model"])
+    phi = ((counts["nkw"] + BETA) / (counts["nk"] + store.n_words * BETA)).T
+    result = topictk.score_topic_word(store, phi, ALPHA, sweeps=FOLD_IN_SWEEPS,
+                                      burn_in=FOLD_IN_BURN_IN, seed=int(spec["seed"]))
+    Path(spec["out"]).write_text(json.dumps(result))
+
+
+# --------------------------------------------------------------------------- orchestration
+def topictk_config(store: Path, K: int, sampler: str, out: Path, *, seconds: float | None,
+                   iterations: int, eval_every: int, seed: int) -> dict:
+    training = {"seed": seed, "threads": 1, "eval_every": eval_every, "checkpoint_every": 0}
+    if seconds is not None:
+        training["time_limit"] = seconds
+    return {"corpus": str(store), "output": str(out),
+            "model": {"topics": K, "alpha": ALPHA, "beta": BETA},
+            "inference": {"algorithm": "gibbs", "iterations": iterations, "sampler": sampler,
+                          "burn_in": iterations - 1, "thin": 1},
+            "training": training,
+            "evaluation": {"fold_in_sweeps": FOLD_IN_SWEEPS, "fold_in_burn_in": FOLD_IN_BURN_IN}}
+
+
+def run_topictk_curve(store: Path, facts: dict, K: int, sampler: str, a) -> dict:
+    base = WORK / f"K{K}"
+    cfg = topictk_config(store, K, sampler, base / f"{sampler}-curve", seconds=a.seconds,
+                         iterations=100_000, eval_every=a.eval_every, seed=a.seed)
+    h.wait_for_quiet(1, a.quiet_margin, a.max_wait)
+    res = h.train(cfg, base / f"{sampler}-curve.yaml", base / f"{sampler}-curve.log")
+    if res["rc"] != 0:
+        raise SystemExit(f"topictk train failed:\n{h.tail(base / f'{sampler}-curve.log')}")
+    metrics = h.read_metrics(base / f"{sampler}-curve")
+    last = metrics[-1]
+    return {"curve": [(m["step"], m["train_seconds"], m["perplexity_point"]) for m in metrics],
+            "sweeps": last["step"], "train_seconds": last["train_seconds"],
+            "tokens_per_s": facts["N"] * last["step"] / last["train_seconds"],
+            "perplexity": last["perplexity_point"], "foreign": res["foreign"]}
+
+
+def run_topictk_memory(store: Path, K: int, sampler: str, a) -> int:
+    base = WORK / f"K{K}"
+    cfg = topictk_config(store, K, sampler, base / f"{sampler}-memory", seconds=None,
+                         iterations=a.memory_sweeps, eval_every=0, seed=a.seed)
+    res = h.train(cfg, base / f"{sampler}-memory.yaml", base / f"{sampler}-memory.log")
+    if res["rc"] != 0:
+        raise SystemExit(f"topictk train failed:\n{h.tail(base / f'{sampler}-memory.log')}")
+    return res["maxrss"]
+
+
+def run_tomotopy(store: Path, facts: dict, K: int, a) -> dict:
+    base = WORK / f"K{K}"
+    base.mkdir(parents=True, exist_ok=True)
+    spec = {"store": str(store), "K": K, "sweeps": a.tomotopy_sweeps, "seed": a.seed,
+            "out": str(base / "tomotopy.npz"), "info": str(base / "tomotopy.json")}
+    h.wait_for_quiet(1, a.quiet_margin, a.max_wait)
+    res = h.run_measured([sys.executable, str(Path(__file__).resolve()), "_tomotopy",
+                          json.dumps(spec)], base / "tomotopy.log")
+    if res["rc"] != 0:
+        raise SystemExit(f"tomotopy failed:\n{h.tail(base / 'tomotopy.log')}")
+    info = json.loads((base / "tomotopy.json").read_text())
+    score = {"store": str(store), "model": spec["out"], "seed": a.seed,
+             "out": str(base / "tomotopy-score.json")}
+    res2 = h.run_measured([sys.executable, str(Path(__file__).resolve()), "_score",
+                           json.dumps(score)], base / "tomotopy-score.log")
+    ppl = (json.loads((base / "tomotopy-score.json").read_text())["perplexity"]
+           if res2["rc"] == 0 else None)
+    return {"sweeps": a.tomotopy_sweeps, "train_seconds": info["train_seconds"],
+            "tokens_per_s": facts["N"] * a.tomotopy_sweeps / info["train_seconds"],
+            "perplexity": ppl, "peak": info["peak"], "version": info["version"],
+            "isa": info["isa"], "foreign": res["foreign"]}
+
+
+def time_to_reach(curve, target: float) -> float | None:
+    """Training seconds at the first evaluation with perplexity <= target."""
+    for _, seconds, ppl in curve:
+        if ppl <= target:
+            return seconds
+    return None
+
+
+def report(rows: dict, facts: dict, store_cmd: str, a, began) -> str:
+    out = ["# Metropolis-Hastings sampler at large K: topictk mh vs SparseLDA vs tomotopy", "",
+           f"Generated by `benchmarks/bench_mh.py`; command: `{h.command_line()}`.", "",
+           f"- Date: {began:%Y-%m-%d %H:%M} UTC to {h.now_utc():%H:%M} UTC",
+           *h.machine_info("tomotopy"), "",
+           "## Method", "",
+           (f"- Corpus: `{store_cmd}`: {facts['D']:,} training documents, {facts['N']:,} "
+           f"training tokens, V = {facts['V']:,}; store {h.mib(facts['bytes'])} MiB on disk."),
+           (f"- alpha = {ALPHA}, beta = {BETA}, seed {a.seed}, one thread. topictk's two "
+           f"samplers train for {a.seconds:g} s of training time each (`training.time_limit`, "
+           f"evaluation excluded) from the same random start, evaluating every "
+           f"{a.eval_every} sweeps; mh uses the defaults `mh_steps: 2`, `mh_rebuild: 1`. "
+           f"tomotopy trains {a.tomotopy_sweeps} sweeps."),
+           (f"- Held-out perplexity: point estimate from the counts, fold-in of the store's "
+           f"test documents ({FOLD_IN_SWEEPS} sweeps, {FOLD_IN_BURN_IN} burn-in), the same "
+           "estimator (`topictk.score_topic_word` for tomotopy, the run's own evaluation for "
+           "topictk) on the same tokens."),
+           ("- tokens/s = training tokens x sweeps / training seconds (from a random start: "
+           "the early sweeps of SparseLDA are its slowest)."),
+           (f"- Peak RSS: a separate `topictk train` of {a.memory_sweeps} sweeps without "
+           "evaluation (the whole process); tomotopy: the worker's VmHWM right after "
+           "training. `contention`: cores other processes kept busy during the run (2 cores)."),
+           "", "## Throughput, perplexity at equal time, memory", "",
+           ("| K | sampler | sweeps | train s | tokens/s | held-out ppl | peak RSS MiB "
+           "| contention |"), "| ---: | --- | ---: | ---: | ---: | ---: | ---: | ---: |"]
+    for K, row in rows.items():
+        for name in ("sparse", "mh", "tomotopy"):
+            r = row.get(name)
+            if r is None:
+                continue
+            out.append(f"| {K:,} | {name} | {r['sweeps']} | {r['train_seconds']:.1f} | "
+                       f"{r['tokens_per_s'] / 1e6:.2f} M | {h.fmt(r['perplexity'], '.1f')} | "
+                       f"{h.mib(r.get('peak'))} | {r['foreign']:.2f} |")
+    out += ["", "## Perplexity against training time", "",
+            ("Each topictk run's evaluations as (sweep, training seconds, perplexity); "
+            "`reach` is the training time at which mh first reaches SparseLDA's final "
+            "perplexity of the same budget, and its share of SparseLDA's time."), ""]
+    for K, row in rows.items():
+        sp, mh = row["sparse"], row["mh"]
+        reach = time_to_reach(mh["curve"], sp["perplexity"])
+        share = f"{reach / sp['train_seconds']:.2f}" if reach is not None else "not reached"
+        out.append(f"- K = {K:,}: reach {h.fmt(reach, '.1f')} s ({share})")
+        for name in ("sparse", "mh"):
+            points = ", ".join(f"({s}, {t:.1f}, {p:.0f})" for s, t, p in row[name]["curve"])
+            out.append(f"  - {name}: {points}")
+    return "\n".join(out) + "\n"
+
+
+def main(argv=None) -> None:
+    if len(sys.argv) > 2 and sys.argv[1] in ("_tomotopy", "_score"):
+        spec = json.loads(sys.argv[2])
+        (worker_tomotopy if sys.argv[1] == "_tomotopy" else worker_score)(spec)
+        return
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--topics", type=int, nargs="+", default=[1000, 5000, 10000])
+    parser.add_argument("--seconds", type=float, default=60.0,
+                        help="training time of each topictk sampler per K (60)")
+    parser.add_argument("--eval-every", type=int, default=10)
+    parser.add_argument("--tomotopy-sweeps", type=int, default=10)
+    parser.add_argument("--memory-sweeps", type=int, default=3)
+    parser.add_argument("--seed", type=int, default=0)
+    h.add_common_options(parser)
+    a = parser.parse_args(argv)
+    began = h.now_utc()
+    store = h.ensure_store("uci_kos")
+    facts = h.store_facts(store)
+    rows: dict = {}
+    for K in a.topics:
+        row = rows.setdefault(K, {})
+        for sampler in ("sparse", "mh"):
+            h.log(f"K={K} {sampler}")
+            row[sampler] = run_topictk_curve(store, facts, K, sampler, a)
+            row[sampler]["peak"] = run_topictk_memory(store, K, sampler, a)
+        h.log(f"K={K} tomotopy")
+        row["tomotopy"] = run_tomotopy(store, facts, K, a)
+        (WORK / "results.json").write_text(json.dumps(rows, indent=1))
+    text = report(rows, facts, h.prepare_command("uci_kos", store), a, began)
+    h.write_results(h.results_path(NAME, a.record), text)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,57 @@
+"""``topictk compare``."""
+from __future__ import annotations
+
+import click
+
+from topictk.cli.options import allow_different_option, threads_option
+from topictk.errors import UsageError
+from topictk.evaluation.compare import (
+    align_runs,
+    compare_runs,
+    render_alignments,
+    render_rows,
+)
+from topictk.evaluation.left_to_right import DEFAULT_PARTICLES
+from topictk.evaluation.runs import check_same_store, discover_runs
+
+
+@click.command()
+@click.argument("runs", nargs=-1, required=True)
+@click.option("--format", "fmt", type=click.Choice(["text", "tsv", "json"]), default="text",
+              show_default=True, help="Output format.")
+@click.option("--left-to-right", "left_to_right", is_flag=True,
+              help="Also the left-to-right perplexity of every run (slow; see evaluate).")
+@click.option("--particles", type=click.IntRange(min=1), default=None,
+              help=f"Particles of the left-to-right estimator [default: {DEFAULT_PARTICLES}].")
+@click.option("--align", is_flag=True,
+              help="Match the topics of every other run to those of the first by least "
+                   "Jensen-Shannon distance; print the pairs and the median distance.")
+@click.option("--top", "-n", type=click.IntRange(min=1), default=5, show_default=True,
+              help="--align: top words shown per topic.")
+@allow_different_option
+@threads_option()
+def compare(runs, fmt, left_to_right, particles, align, top, allow_different_corpora, threads):
+    """Scores of several runs side by side, lowest held-out perplexity first.
+
+    Each RUN is a run directory or a folder of runs (such as the output of 'train --sweep').
+    """
+    if particles is not None and not left_to_right:
+        raise UsageError("--particles sets the left-to-right estimator's particles; add "
+                         "--left-to-right")
+    if align and left_to_right:
+        raise UsageError("--align matches topics and scores nothing; leave out --left-to-right "
+                         "or --align")
+    found = discover_runs(runs)
+    comparable = check_same_store(found, allow_different_corpora)
+    if align:
+        if len(found) < 2:
+            raise UsageError(f"--align needs two runs or more; got {len(found)} "
+                             f"({', '.join(runs)})")
+        click.echo(render_alignments([align_runs(found[0], other, top)
+                                      for other in found[1:]], fmt), nl=False)
+        return
+    rows = compare_runs(found, comparable=comparable, threads=threads,
+                        left_to_right=(particles or DEFAULT_PARTICLES) if left_to_right
+                        else None)
+    click.echo(render_rows(rows, fmt, comparable=comparable, left_to_right=left_to_right),
+               nl=False)

@@ -1,0 +1,145 @@
+"""``topictk export``: a run's θ and φ as files other tools read.
+
+Each export is an entry of :data:`EXPORTS`: an :class:`ExportKind`, the formats it can be
+written as and a function of the loaded run and the fold-in options that returns an object with
+``to_bytes(fmt)``. A new export is one more entry.
+"""
+from __future__ import annotations
+
+import io
+import json
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Protocol
+
+import numpy as np
+
+from topictk.evaluation.infer import NewDocuments, infer_documents, training_documents
+from topictk.evaluation.run import LoadedRun
+
+
+class Export(Protocol):
+    """What an export builds: its bytes in each of its formats."""
+
+    def to_bytes(self, fmt: str) -> bytes: ...
+
+
+@dataclass
+class MatrixExport:
+    """A matrix with one row per item (a document, a word) and one column per topic, and
+    the columns that name the rows.
+
+    Attributes
+    ----------
+    name : str
+        The matrix's name in JSON and npz: ``doc_topic`` (D, K) or ``word_topic`` (V, K).
+    labels : dict of str to list
+        Row labels by column name (``id`` and ``split``; ``word``), in output order.
+    matrix : numpy.ndarray
+        (rows, K) float64.
+    meta : dict
+        What the JSON and npz outputs carry besides (run, algorithm, K).
+    """
+
+    name: str
+    labels: dict[str, list]
+    matrix: np.ndarray
+    meta: dict = field(default_factory=dict)
+
+    def to_bytes(self, fmt: str) -> bytes:
+        """The export written as ``fmt`` (tsv, json or npz)."""
+        return {"tsv": self._tsv, "json": self._json, "npz": self._npz}[fmt]()
+
+    def _tsv(self) -> bytes:
+        n_topics = self.matrix.shape[1]
+        lines = ["\t".join([*self.labels, *(f"topic_{k}" for k in range(n_topics))])]
+        columns = list(self.labels.values())
+        for i, row in enumerate(self.matrix):
+            lines.append("\t".join([*(str(c[i]) for c in columns),
+                                    *(f"{v:.6g}" for v in row)]))
+        return ("\n".join(lines) + "\n").encode("utf-8")
+
+    def _json(self) -> bytes:
+        data = dict(self.meta)
+        data.update(self.labels)
+        data[self.name] = self.matrix.tolist()
+        return (json.dumps(data) + "\n").encode("utf-8")
+
+    def _npz(self) -> bytes:
+        buffer = io.BytesIO()
+        arrays = {key: np.asarray(values, dtype=str) for key, values in self.labels.items()}
+        arrays[self.name] = self.matrix
+        arrays["meta"] = np.asarray(json.dumps(self.meta))
+        np.savez(buffer, **arrays)
+        return buffer.getvalue()
+
+
+@dataclass
+class FoldIn:
+    """The fold-in settings of θ (as ``topictk infer`` takes them)."""
+
+    sweeps: int = 50
+    burn_in: int = 25
+    seed: int | None = None
+    threads: int | None = None
+
+
+def _meta(run: LoadedRun) -> dict:
+    return {"run": str(run.run_dir), "algorithm": run.config.inference.algorithm,
+            "topics": int(run.config.model.topics)}
+
+
+def store_test_documents(store) -> tuple[NewDocuments, np.ndarray | None]:
+    """The store's test documents (their observed tokens) as documents to fold in, with
+    their features when the store has metadata features."""
+    test = store.test_observed()
+    docs = NewDocuments(ids=store.document_ids("test"), doc_ptr=np.asarray(test.doc_ptr),
+                        words=np.asarray(test.words),
+                        unknown=np.zeros(test.n_docs, dtype=np.int64), metas=None)
+    features = store.features("test")
+    return docs, None if features is None else np.asarray(features)
+
+
+def doc_topics(run: LoadedRun, fold_in: FoldIn) -> MatrixExport:
+    """θ of every document of the store, training documents first, then test documents (from
+    their observed tokens), each with its id from the input and its split; rows sum to 1.
+    The documents are folded in with the topics fixed, as ``topictk infer`` does."""
+    ids, splits, parts = [], [], []
+    n_topics = int(run.config.model.topics)
+    for split, (docs, features) in (("train", training_documents(run.store)),
+                                    ("test", store_test_documents(run.store))):
+        if not len(docs.ids):
+            continue
+        blocks = infer_documents(run, docs, str(run.store.path), sweeps=fold_in.sweeps,
+                                 burn_in=fold_in.burn_in, seed=fold_in.seed,
+                                 threads=fold_in.threads, features=features)
+        parts += [theta for _, theta in blocks]
+        ids += docs.ids
+        splits += [split] * len(docs.ids)
+    theta = np.concatenate(parts) if parts else np.zeros((0, n_topics))
+    return MatrixExport("doc_topic", {"id": ids, "split": splits}, theta, _meta(run))
+
+
+def topic_words(run: LoadedRun, fold_in: FoldIn) -> MatrixExport:
+    """φ as one row per word of the vocabulary and one column per topic (φ transposed, so
+    that column k sums to 1); deep models give their bottom layer."""
+    phi = np.asarray(run.topic_word(), dtype=np.float64)
+    return MatrixExport("word_topic", {"word": list(run.store.vocab)}, phi.T.copy(),
+                        _meta(run))
+
+
+@dataclass(frozen=True)
+class ExportKind:
+    """One choice of ``topictk export --what``: the formats it is written as (the first is
+    the default) and the function that builds it."""
+
+    build: Callable[[LoadedRun, FoldIn], Export]
+    formats: tuple[str, ...]
+
+
+MATRIX_FORMATS = ("tsv", "json", "npz")
+
+EXPORTS: dict[str, ExportKind] = {
+    "doc-topics": ExportKind(doc_topics, MATRIX_FORMATS),
+    "topic-words": ExportKind(topic_words, MATRIX_FORMATS),
+}

@@ -1,0 +1,611 @@
+# cython: language_level=3
+"""Metropolis-Hastings kernels for collapsed Gibbs LDA (docs/algorithms.md §2.7).
+
+* :func:`build_tables` -- the word proposal's alias tables (one per word over the topics the
+  word holds, one shared over all K topics) from a vector of topic assignments.
+  Equivalent to ``tests/reference/mh.py::build_tables``.
+* :func:`mh_sweep` -- one AD-LDA iteration in which every token takes ``steps`` cycles of a
+  word proposal and a document proposal, each accepted or refused by its MH ratio.
+  Equivalent to ``tests/reference/mh.py::sweep``.
+
+A token costs O(steps) draws and count look-ups whatever K is (the look-up of a word's stale
+count is a binary search in its table, O(log min(n_w, K))). Tables are read-only during a
+sweep, so chunks share them; randomness is one bit generator per chunk (never per thread),
+so the result depends on the chunking only, not on the number of threads. Every buffer of a
+sweep lives in an ``MHWorkspace`` allocated and checked before the sampling and freed after
+it on every path.
+"""
+cimport cython
+from cython.parallel cimport parallel, prange, threadid
+from libc.stdint cimport int32_t, int64_t
+from libc.stdlib cimport calloc, free, malloc, qsort
+from libc.string cimport memcpy
+
+from numpy.random cimport bitgen_t
+
+from topictk._cy.rng cimport bitgen_of, next_uniform
+
+
+# the low half of a table key (topic << 32) | count
+cdef int64_t LOW32 = 0xFFFFFFFF
+
+
+cdef void* _alloc(Py_ssize_t n, size_t size, bint zeroed=False) except NULL:
+    """n items of ``size`` bytes (at least one); MemoryError when the allocation fails."""
+    cdef size_t count = <size_t> (n if n > 0 else 1)
+    cdef void* p = calloc(count, size) if zeroed else malloc(count * size)
+    if p == NULL:
+        raise MemoryError()
+    return p
+
+
+cdef int _cmp_asc(const void* a, const void* b) noexcept nogil:
+    cdef int64_t x = (<const int64_t*> a)[0]
+    cdef int64_t y = (<const int64_t*> b)[0]
+    return (x > y) - (x < y)
+
+
+# ---------------------------------------------------------------- alias tables (Walker/Vose)
+
+cdef void _alias_build(const double* weight, Py_ssize_t n, double total, double* prob,
+                       int32_t* alias, int32_t* small, int32_t* large) noexcept nogil:
+    """Vose's alias table of ``n`` weights summing to ``total``: entry j keeps itself with
+    probability prob[j], else gives alias[j]. Small and large entries are stacks filled in
+    index order and popped from the top, so the table is a pure function of the weights.
+    ``small`` and ``large`` are scratch of n entries each."""
+    cdef Py_ssize_t j, ns = 0, nl = 0
+    cdef int32_t s, l
+    for j in range(n):
+        prob[j] = weight[j] * n / total
+        alias[j] = <int32_t> j
+        if prob[j] < 1.0:
+            small[ns] = <int32_t> j
+            ns += 1
+        else:
+            large[nl] = <int32_t> j
+            nl += 1
+    while ns > 0 and nl > 0:
+        ns -= 1
+        s = small[ns]
+        nl -= 1
+        l = large[nl]
+        alias[s] = l
+        prob[l] = (prob[l] + prob[s]) - 1.0
+        if prob[l] < 1.0:
+            small[ns] = l
+            ns += 1
+        else:
+            large[nl] = l
+            nl += 1
+    # what rounding leaves on either stack keeps itself
+    while nl > 0:
+        nl -= 1
+        prob[large[nl]] = 1.0
+    while ns > 0:
+        ns -= 1
+        prob[small[ns]] = 1.0
+
+
+cdef inline Py_ssize_t _alias_draw(double u, const double* prob, const int32_t* alias,
+                                   Py_ssize_t n) noexcept nogil:
+    """The alias draw contract: x = u n, j = min(floor(x), n - 1), j when x - j < prob[j]
+    else alias[j] (one uniform)."""
+    cdef double x = u * n
+    cdef Py_ssize_t j = <Py_ssize_t> x
+    if j > n - 1:
+        j = n - 1
+    if x - j < prob[j]:
+        return j
+    return alias[j]
+
+
+cdef inline int32_t _stale_count(const int32_t* topic, const int32_t* count, Py_ssize_t n,
+                                 int32_t k) noexcept nogil:
+    """The count topic k had in a word's table (topics ascending), 0 when absent."""
+    cdef Py_ssize_t lo = 0, hi = n, mid
+    while lo < hi:
+        mid = (lo + hi) >> 1
+        if topic[mid] < k:
+            lo = mid + 1
+        else:
+            hi = mid
+    if lo < n and topic[lo] == k:
+        return count[lo]
+    return 0
+
+
+cdef struct Tables:
+    # the word proposal of §2.7: per word w, the topics it held when the tables were built
+    # (ascending) with their counts and alias table; one shared alias table over all K
+    const int64_t* ptr          # (V + 1) offsets of each word's entries
+    int32_t* topic              # (pool) topics, ascending within a word
+    int32_t* count              # (pool) stale n_kw
+    double* prob                # (pool) alias probabilities
+    int32_t* alias              # (pool) alias entries (positions within the word)
+    int32_t* length             # (V) entries of each word
+    double* mass                # (V) S_w = sum_k stale n_kw / (stale n_k + V beta)
+    int64_t* nk                 # (K) stale n_k
+    double* rden                # (K) 1 / (stale n_k + V beta)
+    double* dense_prob          # (K) alias table of beta / (stale n_k + V beta)
+    int32_t* dense_alias        # (K)
+    double dense_mass           # Q = sum_k beta / (stale n_k + V beta)
+
+
+cdef void _build_word(const Tables* tb, Py_ssize_t w, const int64_t* word_ptr,
+                      const int64_t* word_tokens, const int32_t* z, int32_t* row,
+                      int64_t* keys, double* weight, int32_t* small,
+                      int32_t* large) noexcept nogil:
+    """Word w's table from the topics of its tokens; ``row`` is a zeroed (K) scratch row and
+    is left zeroed."""
+    cdef int64_t t, base = tb.ptr[w]
+    cdef Py_ssize_t n = 0, j
+    cdef int32_t k
+    cdef double total = 0.0
+    for t in range(word_ptr[w], word_ptr[w + 1]):
+        row[z[word_tokens[t]]] += 1
+    for t in range(word_ptr[w], word_ptr[w + 1]):
+        k = z[word_tokens[t]]
+        if row[k] > 0:
+            keys[n] = ((<int64_t> k) << 32) | row[k]
+            row[k] = 0
+            n += 1
+    qsort(keys, n, sizeof(int64_t), _cmp_asc)
+    for j in range(n):
+        k = <int32_t> (keys[j] >> 32)
+        tb.topic[base + j] = k
+        tb.count[base + j] = <int32_t> (keys[j] & LOW32)
+        weight[j] = tb.count[base + j] * tb.rden[k]
+        total = total + weight[j]
+    tb.length[w] = <int32_t> n
+    tb.mass[w] = total
+    if n > 0:
+        _alias_build(weight, n, total, tb.prob + base, tb.alias + base, small, large)
+
+
+def build_tables(const int64_t[::1] word_ptr,     # IN  (V + 1) offsets into word_tokens
+                 const int64_t[::1] word_tokens,  # IN  (N) token positions grouped by word
+                 const int32_t[::1] z,            # IN  (N) the topics the tables are built from
+                 double beta,
+                 const int64_t[::1] ptr,          # IN  (V + 1) offsets of each word's entries
+                 int32_t[::1] topic,              # OUT (pool)
+                 int32_t[::1] count,              # OUT (pool)
+                 double[::1] prob,                # OUT (pool)
+                 int32_t[::1] alias,              # OUT (pool)
+                 int32_t[::1] length,             # OUT (V)
+                 double[::1] mass,                # OUT (V)
+                 int64_t[::1] nk,                 # OUT (K) the n_k of z
+                 double[::1] rden,                # OUT (K)
+                 double[::1] dense_prob,          # OUT (K)
+                 int32_t[::1] dense_alias,        # OUT (K)
+                 int threads=1):
+    """The word proposal's tables from the topics ``z`` (§2.7); returns Q, the mass of the
+    shared part. A word's pool holds min(n_w, K) entries. O(N log + K), never O(V K).
+    Equivalent to ``tests/reference/mh.py::build_tables``."""
+    cdef Py_ssize_t V = word_ptr.shape[0] - 1, K = rden.shape[0], N = z.shape[0]
+    cdef Py_ssize_t w, k, longest = 1
+    cdef int64_t i
+    cdef int tid
+    cdef Tables tb
+    cdef double* weight = NULL
+    cdef int32_t** rows = NULL
+    cdef int64_t** keys = NULL
+    cdef double** weights = NULL
+    cdef int32_t** smalls = NULL
+    cdef int32_t** larges = NULL
+    cdef double vbeta = V * beta, q = 0.0
+    cdef const int64_t* tokens = &word_tokens[0] if N > 0 else NULL
+    cdef const int32_t* zp = &z[0] if N > 0 else NULL
+    if word_tokens.shape[0] != N:
+        raise ValueError("word_tokens needs one entry per token")
+    if threads < 1:
+        threads = 1
+    if ptr.shape[0] != V + 1 or length.shape[0] != V or mass.shape[0] != V:
+        raise ValueError("ptr, length and mass need one entry per word")
+    if ptr[V] > topic.shape[0] or ptr[V] > prob.shape[0]:
+        raise ValueError("the table pool is smaller than ptr says")
+    for w in range(V):
+        if word_ptr[w + 1] - word_ptr[w] > longest:
+            longest = word_ptr[w + 1] - word_ptr[w]
+        if ptr[w + 1] - ptr[w] < min(word_ptr[w + 1] - word_ptr[w], K):
+            raise ValueError(f"word {w} has fewer table entries than min(n_w, K)")
+    if longest > K:
+        longest = K
+    tb.ptr = &ptr[0]
+    tb.topic = &topic[0]
+    tb.count = &count[0]
+    tb.prob = &prob[0]
+    tb.alias = &alias[0]
+    tb.length = &length[0]
+    tb.mass = &mass[0]
+    tb.nk = &nk[0]
+    tb.rden = &rden[0]
+    tb.dense_prob = &dense_prob[0]
+    tb.dense_alias = &dense_alias[0]
+    if nk.shape[0] != K:
+        raise ValueError("nk needs one entry per topic")
+    try:
+        weight = <double*> _alloc(K, sizeof(double))
+        rows = <int32_t**> _alloc(threads, sizeof(int32_t*), True)
+        keys = <int64_t**> _alloc(threads, sizeof(int64_t*), True)
+        weights = <double**> _alloc(threads, sizeof(double*), True)
+        smalls = <int32_t**> _alloc(threads, sizeof(int32_t*), True)
+        larges = <int32_t**> _alloc(threads, sizeof(int32_t*), True)
+        for tid in range(threads):
+            rows[tid] = <int32_t*> _alloc(K, sizeof(int32_t), True)
+            keys[tid] = <int64_t*> _alloc(longest, sizeof(int64_t))
+            weights[tid] = <double*> _alloc(longest, sizeof(double))
+            smalls[tid] = <int32_t*> _alloc(K, sizeof(int32_t))
+            larges[tid] = <int32_t*> _alloc(K, sizeof(int32_t))
+        with nogil:
+            for k in range(K):
+                nk[k] = 0
+            for i in range(N):
+                nk[zp[i]] += 1
+            for k in range(K):
+                rden[k] = 1.0 / (nk[k] + vbeta)
+                weight[k] = beta * rden[k]
+                q = q + weight[k]
+            _alias_build(weight, K, q, tb.dense_prob, tb.dense_alias, smalls[0], larges[0])
+            with parallel(num_threads=threads):
+                tid = threadid()
+                for w in prange(V, schedule="guided"):
+                    _build_word(&tb, w, &word_ptr[0], tokens, zp, rows[tid], keys[tid],
+                                weights[tid], smalls[tid], larges[tid])
+    finally:
+        for tid in range(threads):
+            if rows != NULL:
+                free(rows[tid])
+            if keys != NULL:
+                free(keys[tid])
+            if weights != NULL:
+                free(weights[tid])
+            if smalls != NULL:
+                free(smalls[tid])
+            if larges != NULL:
+                free(larges[tid])
+        free(rows)
+        free(keys)
+        free(weights)
+        free(smalls)
+        free(larges)
+        free(weight)
+    return q
+
+
+# ---------------------------------------------------------------- one sweep
+
+cdef struct MHSweep:
+    # what one sweep reads: the tokens, the prior, the tables and the sizes
+    const int64_t* doc_ptr      # (D + 1)
+    const int32_t* words        # (N)
+    int32_t* z                  # (N)
+    int32_t* ndk                # (D, K)
+    Py_ssize_t n_tokens
+    const double* alpha         # (K)
+    double alpha_sum
+    double beta
+    double vbeta
+    Py_ssize_t K
+    Py_ssize_t V
+    int steps                   # MH cycles (word proposal + document proposal) per token
+    const int32_t* table_z      # (N) the topics the tables were built from; NULL: z itself
+    Tables tb
+    double* alpha_prob          # (K) alias table of alpha
+    int32_t* alpha_alias        # (K)
+
+
+cdef struct MHWorkspace:
+    # everything one sweep allocates, all of it before the sampling starts
+    Py_ssize_t C
+    int threads
+    const int64_t* bounds       # (C + 1)
+    bitgen_t** gens             # (C)
+    int32_t* snap_nkw           # (V, K) AD-LDA: the counts at the start of the iteration
+    int64_t* snap_nk            # (K)
+    int32_t** own_nkw           # (threads) a chunk >= 1's private copy of the counts
+    int64_t** own_nk            # (threads)
+    int32_t* z_old              # topics of the tokens of chunks >= 1 at the start (merge)
+    double* alpha_prob          # (K)
+    int32_t* alpha_alias        # (K)
+    int32_t* alpha_scratch      # (2 K) the stacks of its alias build
+
+
+cdef inline double _target(const int32_t* nd, const double* a, const int32_t* nw,
+                           const int64_t* nk, Py_ssize_t k, double beta,
+                           double vbeta) noexcept nogil:
+    """pi(k), unnormalised: (n_dk + alpha_k)(n_kw + beta) / (n_k + V beta) (§2.1)."""
+    return (nd[k] + a[k]) * (nw[k] + beta) / (nk[k] + vbeta)
+
+
+cdef inline double _proposal(const Tables* tb, int64_t base, Py_ssize_t n, Py_ssize_t k,
+                             Py_ssize_t r, double beta, double vbeta) noexcept nogil:
+    """q_i(k), unnormalised: the table's weight (stale n_kw + beta) / (stale n_k + V beta)
+    with the token's own table entry (topic r) taken out."""
+    cdef int32_t c = _stale_count(tb.topic + base, tb.count + base, n, <int32_t> k)
+    if k == r:
+        return (c - 1 + beta) / (tb.nk[k] - 1 + vbeta)
+    return (c + beta) * tb.rden[k]
+
+
+cdef inline Py_ssize_t _word_draw(const MHSweep* sw, int32_t w, Py_ssize_t r,
+                                  bitgen_t* gen) noexcept nogil:
+    """A topic from q_i: from the tables (two uniforms), the token's own table topic r kept
+    with probability q_i(r) / q(r) (one more uniform) and drawn again otherwise."""
+    cdef const Tables* tb = &sw.tb
+    cdef int64_t base = tb.ptr[w]
+    cdef Py_ssize_t n = tb.length[w], t
+    cdef double u, x
+    while True:
+        u = next_uniform(gen) * (tb.mass[w] + tb.dense_mass)
+        x = next_uniform(gen)
+        if u < tb.mass[w]:
+            t = tb.topic[base + _alias_draw(x, tb.prob + base, tb.alias + base, n)]
+        else:
+            t = _alias_draw(x, tb.dense_prob, tb.dense_alias, sw.K)
+        if t != r:
+            return t
+        if (next_uniform(gen) * ((_stale_count(tb.topic + base, tb.count + base, n,
+                                               <int32_t> r) + sw.beta) * tb.rden[r])
+                < _proposal(tb, base, n, r, r, sw.beta, sw.vbeta)):
+            return t
+
+
+cdef inline Py_ssize_t _word_step(const MHSweep* sw, Py_ssize_t s, Py_ssize_t r, int32_t w,
+                                  const int32_t* nd, const int32_t* nw, const int64_t* nk,
+                                  bitgen_t* gen) noexcept nogil:
+    """One word proposal (§2.7) from the tables, accepted with the ratio of the proposal
+    probabilities the tables give; returns the new topic."""
+    cdef const Tables* tb = &sw.tb
+    cdef int64_t base = tb.ptr[w]
+    cdef Py_ssize_t n = tb.length[w]
+    cdef Py_ssize_t t = _word_draw(sw, w, r, gen)
+    cdef double u = next_uniform(gen)
+    cdef double qs, qt, ps, pt
+    if t == s:
+        return s
+    qs = _proposal(tb, base, n, s, r, sw.beta, sw.vbeta)
+    qt = _proposal(tb, base, n, t, r, sw.beta, sw.vbeta)
+    pt = _target(nd, sw.alpha, nw, nk, t, sw.beta, sw.vbeta)
+    ps = _target(nd, sw.alpha, nw, nk, s, sw.beta, sw.vbeta)
+    if u * (ps * qt) < pt * qs:
+        return t
+    return s
+
+
+cdef inline Py_ssize_t _doc_step(const MHSweep* sw, Py_ssize_t s, int64_t i, int64_t begin,
+                                 int64_t end, const int32_t* nw, const int64_t* nk,
+                                 bitgen_t* gen) noexcept nogil:
+    """One document proposal (§2.7): a random token of the document (token i counting as its
+    current topic s), or a topic from alpha; accepted with the word-topic ratio."""
+    cdef double length = end - begin
+    cdef double u = next_uniform(gen) * (length + sw.alpha_sum)
+    cdef int64_t j
+    cdef Py_ssize_t t
+    cdef double ps, pt
+    if u < length:
+        j = begin + <int64_t> u
+        if j > end - 1:
+            j = end - 1
+        t = s if j == i else sw.z[j]
+    else:
+        t = _alias_draw(next_uniform(gen), sw.alpha_prob, sw.alpha_alias, sw.K)
+    u = next_uniform(gen)
+    if t == s:
+        return s
+    pt = (nw[t] + sw.beta) / (nk[t] + sw.vbeta)
+    ps = (nw[s] + sw.beta) / (nk[s] + sw.vbeta)
+    if u * ps < pt:
+        return t
+    return s
+
+
+cdef void _sweep_chunk(const MHSweep* sw, int32_t* nkw, int64_t* nk, int64_t d_begin,
+                       int64_t d_end, bitgen_t* gen) noexcept nogil:
+    """Documents [d_begin, d_end) against the counts ``nkw``, ``nk``: every token out of the
+    counts, ``steps`` cycles of a word and a document proposal, back in."""
+    cdef Py_ssize_t K = sw.K, s, r
+    cdef int64_t d, i, begin, end
+    cdef int32_t* nd
+    cdef int32_t* nw
+    cdef int32_t w
+    cdef int step
+    for d in range(d_begin, d_end):
+        nd = sw.ndk + d * K
+        begin = sw.doc_ptr[d]
+        end = sw.doc_ptr[d + 1]
+        for i in range(begin, end):
+            w = sw.words[i]
+            nw = nkw + w * K
+            s = sw.z[i]
+            r = s if sw.table_z == NULL else sw.table_z[i]
+            nd[s] -= 1
+            nw[s] -= 1
+            nk[s] -= 1
+            for step in range(sw.steps):
+                s = _word_step(sw, s, r, w, nd, nw, nk, gen)
+                s = _doc_step(sw, s, i, begin, end, nw, nk, gen)
+            sw.z[i] = <int32_t> s
+            nd[s] += 1
+            nw[s] += 1
+            nk[s] += 1
+
+
+cdef void _mh_workspace_free(MHWorkspace* ws) noexcept nogil:
+    """Free everything :func:`_mh_workspace_init` allocated, whether it finished or not."""
+    cdef Py_ssize_t t
+    if ws.own_nkw != NULL:
+        for t in range(ws.threads):
+            free(ws.own_nkw[t])
+    if ws.own_nk != NULL:
+        for t in range(ws.threads):
+            free(ws.own_nk[t])
+    free(ws.own_nkw)
+    free(ws.own_nk)
+    free(ws.gens)
+    free(ws.snap_nkw)
+    free(ws.snap_nk)
+    free(ws.z_old)
+    free(ws.alpha_prob)
+    free(ws.alpha_alias)
+    free(ws.alpha_scratch)
+
+
+cdef int _mh_workspace_init(MHWorkspace* ws, const MHSweep* sw,
+                            const int64_t[::1] chunk_bounds, list streams,
+                            int threads) except -1:
+    """Streams and every buffer of one sweep (``ws`` zeroed by the caller, freed by
+    :func:`_mh_workspace_free` also when this raises)."""
+    cdef Py_ssize_t C = chunk_bounds.shape[0] - 1, c
+    if C < 1:
+        raise ValueError("a sweep needs at least one chunk")
+    if len(streams) != C:
+        raise ValueError(f"{C} chunks need {C} streams, got {len(streams)}")
+    ws.C = C
+    ws.threads = 1 if threads < 1 else (<int> C if threads > C else threads)
+    ws.bounds = &chunk_bounds[0]
+    ws.gens = <bitgen_t**> _alloc(C, sizeof(bitgen_t*))
+    for c in range(C):
+        ws.gens[c] = bitgen_of(streams[c])
+    ws.alpha_prob = <double*> _alloc(sw.K, sizeof(double))
+    ws.alpha_alias = <int32_t*> _alloc(sw.K, sizeof(int32_t))
+    ws.alpha_scratch = <int32_t*> _alloc(2 * sw.K, sizeof(int32_t))
+    if C == 1:
+        return 0
+    ws.snap_nkw = <int32_t*> _alloc(sw.V * sw.K, sizeof(int32_t))
+    ws.snap_nk = <int64_t*> _alloc(sw.K, sizeof(int64_t))
+    ws.own_nkw = <int32_t**> _alloc(ws.threads, sizeof(int32_t*), True)
+    ws.own_nk = <int64_t**> _alloc(ws.threads, sizeof(int64_t*), True)
+    for c in range(ws.threads):
+        ws.own_nkw[c] = <int32_t*> _alloc(sw.V * sw.K, sizeof(int32_t))
+        ws.own_nk[c] = <int64_t*> _alloc(sw.K, sizeof(int64_t))
+    ws.z_old = <int32_t*> _alloc(sw.n_tokens - sw.doc_ptr[chunk_bounds[1]], sizeof(int32_t))
+    return 0
+
+
+cdef void _sample_chunk(const MHSweep* sw, MHWorkspace* ws, int32_t* nkw, int64_t* nk,
+                        Py_ssize_t c, int tid) noexcept nogil:
+    """Chunk c by thread ``tid``: chunk 0 in place on the shared counts, a chunk c >= 1 on its
+    thread's fresh copy of the counts of the start of the iteration."""
+    if c == 0:
+        _sweep_chunk(sw, nkw, nk, ws.bounds[0], ws.bounds[1], ws.gens[0])
+        return
+    memcpy(ws.own_nkw[tid], ws.snap_nkw, sw.V * sw.K * sizeof(int32_t))
+    memcpy(ws.own_nk[tid], ws.snap_nk, sw.K * sizeof(int64_t))
+    _sweep_chunk(sw, ws.own_nkw[tid], ws.own_nk[tid], ws.bounds[c], ws.bounds[c + 1],
+                 ws.gens[c])
+
+
+cdef void _sweep_chunks(const MHSweep* sw, MHWorkspace* ws, int32_t* nkw,
+                        int64_t* nk) noexcept nogil:
+    """All chunks of one AD-LDA iteration (§2.4), then the changes of chunks >= 1 replayed on
+    the shared counts (integer sums: the order does not matter)."""
+    cdef Py_ssize_t c, K = sw.K
+    cdef int tid
+    cdef int64_t start1, i
+    cdef int32_t w, k_old, k_new
+    if ws.C == 1:
+        _sweep_chunk(sw, nkw, nk, ws.bounds[0], ws.bounds[1], ws.gens[0])
+        return
+    start1 = sw.doc_ptr[ws.bounds[1]]
+    memcpy(ws.snap_nkw, nkw, sw.V * K * sizeof(int32_t))
+    memcpy(ws.snap_nk, nk, K * sizeof(int64_t))
+    memcpy(ws.z_old, sw.z + start1, (sw.n_tokens - start1) * sizeof(int32_t))
+    with parallel(num_threads=ws.threads):
+        tid = threadid()
+        for c in prange(ws.C, schedule="dynamic", chunksize=1):
+            _sample_chunk(sw, ws, nkw, nk, c, tid)
+    for i in range(sw.n_tokens - start1):
+        k_old = ws.z_old[i]
+        k_new = sw.z[start1 + i]
+        if k_old != k_new:
+            w = sw.words[start1 + i]
+            nkw[w * K + k_old] -= 1
+            nkw[w * K + k_new] += 1
+            nk[k_old] -= 1
+            nk[k_new] += 1
+
+
+def mh_sweep(const int64_t[::1] doc_ptr,       # IN  (D + 1) token offsets
+             const int32_t[::1] words,         # IN  (N) word ids, canonical order
+             int32_t[::1] z,                   # IN/OUT (N)
+             int32_t[:, ::1] ndk,              # IN/OUT (D, K)
+             int32_t[:, ::1] nkw,              # IN/OUT (V, K) word-major
+             int64_t[::1] nk,                  # IN/OUT (K)
+             const double[::1] alpha,          # IN  (K)
+             double beta,
+             const int64_t[::1] chunk_bounds,  # IN  (C + 1) document boundaries of chunks
+             list streams,                     # IN  C PCG64 bit generators, one per chunk
+             int steps,
+             const int64_t[::1] ptr,           # IN  tables of build_tables
+             int32_t[::1] topic,
+             int32_t[::1] count,
+             double[::1] prob,
+             int32_t[::1] alias,
+             int32_t[::1] length,
+             double[::1] mass,
+             int64_t[::1] table_nk,
+             double[::1] rden,
+             double[::1] dense_prob,
+             int32_t[::1] dense_alias,
+             double dense_mass,
+             const int32_t[::1] table_z,       # IN  (N) or None: the tables are of z itself
+             int threads):
+    """One MH iteration over every chunk (§2.7, AD-LDA §2.4 for C > 1 chunks).
+
+    Every token takes ``steps`` cycles of a word proposal (from the tables, built by
+    :func:`build_tables` from an earlier state) and a document proposal, each accepted with
+    its Metropolis-Hastings ratio. Equivalent to ``tests/reference/mh.py::sweep``.
+    """
+    cdef MHSweep sw
+    cdef MHWorkspace ws
+    cdef Py_ssize_t K = ndk.shape[1], V = nkw.shape[0], k
+    cdef double total = 0.0
+    if steps < 1:
+        raise ValueError(f"steps must be >= 1; got {steps}")
+    if (alpha.shape[0] != K or rden.shape[0] != K or table_nk.shape[0] != K
+            or length.shape[0] != V):
+        raise ValueError("alpha, rden and the table lengths do not match K and V")
+    sw.doc_ptr = &doc_ptr[0]
+    sw.words = &words[0] if words.shape[0] > 0 else NULL
+    sw.z = &z[0] if z.shape[0] > 0 else NULL
+    sw.ndk = &ndk[0, 0]
+    sw.n_tokens = words.shape[0]
+    sw.alpha = &alpha[0]
+    sw.beta = beta
+    sw.vbeta = V * beta
+    sw.K = K
+    sw.V = V
+    sw.steps = steps
+    sw.table_z = NULL
+    if table_z is not None:
+        if table_z.shape[0] != words.shape[0]:
+            raise ValueError("table_z needs one entry per token")
+        sw.table_z = &table_z[0] if table_z.shape[0] > 0 else NULL
+    sw.tb.ptr = &ptr[0]
+    sw.tb.topic = &topic[0]
+    sw.tb.count = &count[0]
+    sw.tb.prob = &prob[0]
+    sw.tb.alias = &alias[0]
+    sw.tb.length = &length[0]
+    sw.tb.mass = &mass[0]
+    sw.tb.nk = &table_nk[0]
+    sw.tb.rden = &rden[0]
+    sw.tb.dense_prob = &dense_prob[0]
+    sw.tb.dense_alias = &dense_alias[0]
+    sw.tb.dense_mass = dense_mass
+    ws = MHWorkspace(C=0, threads=0, bounds=NULL, gens=NULL, snap_nkw=NULL, snap_nk=NULL,
+                     own_nkw=NULL, own_nk=NULL, z_old=NULL, alpha_prob=NULL, alpha_alias=NULL,
+                     alpha_scratch=NULL)
+    try:
+        _mh_workspace_init(&ws, &sw, chunk_bounds, streams, threads)
+        sw.alpha_prob = ws.alpha_prob
+        sw.alpha_alias = ws.alpha_alias
+        with nogil:
+            for k in range(K):
+                total = total + alpha[k]
+            sw.alpha_sum = total
+            _alias_build(sw.alpha, K, total, ws.alpha_prob, ws.alpha_alias, ws.alpha_scratch,
+                         ws.alpha_scratch + K)
+            _sweep_chunks(&sw, &ws, &nkw[0, 0], &nk[0])
+    finally:
+        _mh_workspace_free(&ws)
