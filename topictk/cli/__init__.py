@@ -159,7 +159,7 @@ class _StderrHandler(logging.StreamHandler):
 @click.pass_context
 def cli(ctx: click.Context, debug: bool) -> None:
     """Topic models from the command line: prepare a corpus, train, evaluate, read topics, infer,
-    compare, plot and export runs."""
+    compare, plot, export and report runs."""
     ctx.ensure_object(dict)
     ctx.obj["debug"] = debug
     logger = logging.getLogger("topictk")
@@ -178,6 +178,7 @@ from topictk.cli import (  # noqa: E402  (register commands)
     infer,
     plot,
     prepare,
+    report,
     topics,
     train,
 )
@@ -192,6 +193,7 @@ cli.add_command(config.algorithms)
 cli.add_command(compare.compare)
 cli.add_command(plot.plot)
 cli.add_command(export.export)
+cli.add_command(report.report)
 
 
 def main() -> None:

@@ -25,16 +25,23 @@ def incidence_matrix(indptr: np.ndarray, indices: np.ndarray, n_words: int) -> "
                          shape=(indptr.size - 1, n_words)).tocsc()
 
 
-def _co_document_counts(incidence: "sp.csc_matrix", words: np.ndarray) -> np.ndarray:
-    sub = incidence[:, words]
-    return np.asarray((sub.T @ sub).todense())
+def co_document_counts(top: np.ndarray, incidence: "sp.csc_matrix") -> np.ndarray:
+    """(K, n, n): documents containing both of two top words of each topic (the diagonal:
+    documents containing the word), from one product over the union of all top words."""
+    union, position = np.unique(top, return_inverse=True)
+    position = position.reshape(top.shape)
+    sub = incidence[:, union]
+    co = np.asarray((sub.T @ sub).todense())
+    return co[position[:, :, None], position[:, None, :]]
 
 
-def umass(top: np.ndarray, incidence: "sp.csc_matrix") -> np.ndarray:
-    """Per-topic UMass: sum_{m>l} ln((D(v_m, v_l) + 1) / D(v_l))."""
+def umass(top: np.ndarray, incidence: "sp.csc_matrix",
+          counts: np.ndarray | None = None) -> np.ndarray:
+    """Per-topic UMass: sum_{m>l} ln((D(v_m, v_l) + 1) / D(v_l)); ``counts``: the
+    :func:`co_document_counts` of ``top``, when at hand."""
+    counts = co_document_counts(top, incidence) if counts is None else counts
     scores = []
-    for words in top:
-        co = _co_document_counts(incidence, words)
+    for words, co in zip(top, counts):
         total = 0.0
         for m in range(1, len(words)):
             for l in range(m):
@@ -43,12 +50,14 @@ def umass(top: np.ndarray, incidence: "sp.csc_matrix") -> np.ndarray:
     return np.array(scores)
 
 
-def npmi(top: np.ndarray, incidence: "sp.csc_matrix") -> np.ndarray:
-    """Per-topic mean NPMI over all pairs of top words (document co-occurrence)."""
+def npmi(top: np.ndarray, incidence: "sp.csc_matrix",
+         counts: np.ndarray | None = None) -> np.ndarray:
+    """Per-topic mean NPMI over all pairs of top words (document co-occurrence); ``counts``:
+    the :func:`co_document_counts` of ``top``, when at hand."""
     n_docs = incidence.shape[0]
+    counts = co_document_counts(top, incidence) if counts is None else counts
     scores = []
-    for words in top:
-        co = _co_document_counts(incidence, words)
+    for words, co in zip(top, counts):
         values = []
         for m in range(1, len(words)):
             for l in range(m):

@@ -1,0 +1,153 @@
+// topictk report: bar charts of a run's topics, drawn when a topic is selected or lambda
+// moves. Relevance of term w to topic k: lambda ln phi_kw + (1 - lambda) ln(phi_kw / p_w)
+// (Sievert & Shirley 2014), the numbers coming from the page's JSON data block.
+"use strict";
+(function () {
+  var NS = "http://www.w3.org/2000/svg";
+  var data = JSON.parse(document.getElementById("report-data").textContent);
+  var sections = document.querySelectorAll("section.run[data-run]");
+  for (var i = 0; i < sections.length; i++) {
+    setup(sections[i], data.runs[+sections[i].getAttribute("data-run")]);
+  }
+
+  function node(name, attrs, text) {
+    var el = document.createElementNS(NS, name);
+    for (var key in attrs) el.setAttribute(key, attrs[key]);
+    if (text !== undefined) el.textContent = text;
+    return el;
+  }
+
+  function niceStep(max) {
+    var raw = max / 4, step = Math.pow(10, Math.floor(Math.log10(raw)));
+    var factors = [1, 2, 2.5, 5, 10];
+    for (var i = 0; i < factors.length; i++) {
+      if (raw <= factors[i] * step) return factors[i] * step;
+    }
+    return 10 * step;
+  }
+
+  function short(v) {
+    if (v >= 1e6) return +(v / 1e6).toPrecision(3) + "M";
+    if (v >= 1e3) return +(v / 1e3).toPrecision(3) + "k";
+    return String(+v.toPrecision(3));
+  }
+
+  function setup(section, run) {
+    var state = { topic: -1 };
+    var slider = section.querySelector("input.lambda");
+    var shown = section.querySelector(".lambda-value");
+    var svg = section.querySelector("svg.bars");
+    var title = section.querySelector(".bars-title");
+    var features = section.querySelector(".features");
+    var targets = section.querySelectorAll("[data-topic]");
+    for (var i = 0; i < targets.length; i++) {
+      targets[i].addEventListener("click", choose);
+      targets[i].addEventListener("keydown", function (event) {
+        if (event.key === "Enter" || event.key === " ") { event.preventDefault(); choose.call(this); }
+      });
+    }
+    slider.addEventListener("input", draw);
+    draw();
+
+    function choose() {
+      var k = +this.getAttribute("data-topic");
+      state.topic = state.topic === k ? -1 : k;
+      for (var i = 0; i < targets.length; i++) {
+        targets[i].classList.toggle("selected", +targets[i].getAttribute("data-topic") === state.topic);
+      }
+      draw();
+    }
+
+    function rows() {
+      if (state.topic < 0) {
+        return run["default"].map(function (w) {
+          return { term: run.vocab[w], total: run.total[w], freq: null };
+        });
+      }
+      var t = run.topic[state.topic], lambda = +slider.value;
+      var items = t.terms.map(function (w, j) {
+        return { term: run.vocab[w], total: run.total[w], freq: t.freq[j], id: w,
+                 relevance: lambda * t.logprob[j] + (1 - lambda) * t.loglift[j] };
+      });
+      items.sort(function (a, b) { return b.relevance - a.relevance || a.id - b.id; });
+      return items.slice(0, run.n_terms);
+    }
+
+    function heading() {
+      if (state.topic < 0) return "Most salient terms (no topic selected)";
+      var k = state.topic;
+      return "Topic " + k + " · " + (100 * run.share[k]).toFixed(1) + "% of tokens · NPMI " +
+        run.npmi[k].toFixed(3);
+    }
+
+    function draw() {
+      shown.textContent = (+slider.value).toFixed(2);
+      title.textContent = heading();
+      var items = rows(), left = 118, right = 14, top = 30, row = 15, width = 460;
+      var height = top + row * items.length + 34;
+      while (svg.firstChild) svg.removeChild(svg.firstChild);
+      svg.setAttribute("height", height);
+      svg.setAttribute("viewBox", "0 0 " + width + " " + height);
+      var max = Math.max.apply(null, items.map(function (d) { return d.total; }).concat([1]));
+      var step = niceStep(max), end = Math.ceil(max / step) * step;
+      var scale = function (v) { return left + v / end * (width - left - right); };
+      for (var v = 0; v <= end + step / 2; v += step) {
+        svg.appendChild(node("line", { x1: scale(v), x2: scale(v), y1: top - 4,
+          y2: top + row * items.length, "class": "gridline" }));
+        svg.appendChild(node("text", { x: scale(v), y: top - 8, "text-anchor": "middle",
+          "class": "tick" }, short(v)));
+      }
+      items.forEach(function (d, j) {
+        var y = top + j * row;
+        var total = node("rect", { x: left, y: y + 1, width: Math.max(scale(d.total) - left, 0.5),
+          height: row - 3, "class": "bar-total" });
+        total.appendChild(node("title", {}, d.term + ": " + Math.round(d.total) + " in the corpus"));
+        svg.appendChild(total);
+        if (d.freq !== null) {
+          var part = node("rect", { x: left, y: y + 1, width: Math.max(scale(d.freq) - left, 0.5),
+            height: row - 3, "class": "bar-topic" });
+          part.appendChild(node("title", {}, d.term + ": " + d.freq.toFixed(1) + " expected in topic " +
+            state.topic + " of " + Math.round(d.total)));
+          svg.appendChild(part);
+        }
+        var label = d.term.length > 18 ? d.term.slice(0, 17) + "…" : d.term;
+        svg.appendChild(node("text", { x: left - 6, y: y + row - 4, "text-anchor": "end",
+          "class": "term" }, label));
+      });
+      var ly = top + row * items.length + 18;
+      svg.appendChild(node("rect", { x: left, y: ly - 9, width: 12, height: 10, "class": "bar-total key" }));
+      svg.appendChild(node("text", { x: left + 17, y: ly }, "corpus frequency"));
+      if (state.topic >= 0) {
+        svg.appendChild(node("rect", { x: left + 140, y: ly - 9, width: 12, height: 10, "class": "bar-topic key" }));
+        svg.appendChild(node("text", { x: left + 157, y: ly }, "expected in topic " + state.topic));
+      }
+      if (features) drawFeatures();
+    }
+
+    function drawFeatures() {
+      while (features.firstChild) features.removeChild(features.firstChild);
+      var head = document.createElement("h3");
+      features.appendChild(head);
+      if (state.topic < 0) {
+        head.textContent = "Metadata weights: select a topic";
+        return;
+      }
+      head.textContent = "Metadata weights of topic " + state.topic + " (largest ν)";
+      var table = document.createElement("table");
+      table.innerHTML = "<thead><tr><th>feature</th><th>weight ν</th><th>against the mean of the topics</th></tr></thead>";
+      var body = document.createElement("tbody");
+      run.features[state.topic].forEach(function (f) {
+        var tr = document.createElement("tr");
+        [f.feature, f.weight.toFixed(3), (f.contrast >= 0 ? "+" : "") + f.contrast.toFixed(3)]
+          .forEach(function (text) {
+            var td = document.createElement("td");
+            td.textContent = text;
+            tr.appendChild(td);
+          });
+        body.appendChild(tr);
+      });
+      table.appendChild(body);
+      features.appendChild(table);
+    }
+  }
+})();

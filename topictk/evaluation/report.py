@@ -1,0 +1,224 @@
+"""``topictk report``: what the report page shows of each run, gathered from its run directory
+(config, metrics log, model or latest checkpoint) and its corpus store; the page itself is
+drawn by :mod:`topictk.evaluation.report_html`."""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+
+from topictk.corpus.store import CorpusStore
+from topictk.errors import UsageError
+from topictk.evaluation import ldavis
+from topictk.evaluation.coherence import (
+    co_document_counts,
+    diversity,
+    incidence_matrix,
+    npmi,
+    top_words,
+    umass,
+)
+from topictk.evaluation.run import LoadedRun
+from topictk.evaluation.topics import topic_tree
+from topictk.inference.registry import load_config
+from topictk.rundir import checkpoint as ckpt
+from topictk.rundir.guard import is_run, read_marker
+from topictk.rundir.layout import MODEL_FILE
+from topictk.rundir.metrics import read_metrics
+
+TREE_WORDS = 6          # words per node of a deep model's topic tree
+TREE_CHILDREN = 3       # children per node
+DMR_FEATURES = 5        # metadata features per topic
+
+
+@dataclass
+class RunReport:
+    """One run as the report shows it; ``topics`` is None when there is no model to read."""
+
+    path: Path
+    name: str
+    algorithm: str
+    corpus: str                 # the store's path, as the run's config gives it
+    corpus_id: str | None
+    corpus_counts: dict
+    shape: str                  # "K = 10" or "layers 16-8-4"
+    iterations: str             # "60 of 60"
+    summary: dict               # train_seconds, perplexity, umass, npmi, diversity, status
+    curve: list[dict]           # {"seconds", "tokens", "perplexity"} per evaluation
+    notes: list[str] = field(default_factory=list)   # what is missing, what is shown instead
+    topics: dict | None = None  # the map and bars (see _topic_data)
+    tree: list[dict] | None = None
+    comparable: bool = True
+
+
+def check_runs(paths: list[str]) -> list[Path]:
+    """The run directories of ``paths``: refuse anything that is not one."""
+    runs = []
+    for raw in paths:
+        path = Path(raw)
+        if not path.is_dir() or not is_run(path):
+            raise UsageError(f"{raw}: not a run directory (no config.yaml with a model or "
+                             f"checkpoints); give output directories of 'topictk train'")
+        runs.append(path)
+    return runs
+
+
+def gather(paths: list[Path], *, allow_different_corpora: bool = False,
+           n_terms: int = ldavis.DEFAULT_TERMS) -> list[RunReport]:
+    """Read every run; runs of different corpus stores are refused unless
+    ``allow_different_corpora``, which marks the perplexities of runs on another store than
+    the first run's as not comparable."""
+    incidences: dict[str, object] = {}
+    reports = [_read_run(path, n_terms, incidences) for path in paths]
+    _check_same_store(reports, allow_different_corpora)
+    return reports
+
+
+def _check_same_store(reports: list[RunReport], allow: bool) -> None:
+    first = reports[0]
+    for other in reports[1:]:
+        if other.corpus_id == first.corpus_id:
+            continue
+        if not allow:
+            raise UsageError(f"{other.path}: was trained on another corpus store "
+                             f"({other.corpus}) than {first.path} ({first.corpus}), so their "
+                             f"held-out perplexities are measured on different tokens; report "
+                             f"runs of one store, or add --allow-different-corpora to mark "
+                             f"the perplexities as not comparable")
+        other.comparable = False
+
+
+def _read_run(path: Path, n_terms: int, incidences: dict) -> RunReport:
+    config = load_config(path / "config.yaml")
+    loaded, notes = _load_model(path)
+    store = loaded.store if loaded else CorpusStore.open(config.corpus)
+    marker = read_marker(path)
+    corpus_id = (marker or {}).get("corpus_id") or store.corpus_id
+    metrics = read_metrics(path / "metrics.jsonl")
+    if not metrics:
+        notes.append("metrics.jsonl has no evaluations yet: no perplexity curve")
+    report = RunReport(path=path, name=_display_name(path), algorithm=config.inference.algorithm,
+                       corpus=str(config.corpus), corpus_id=corpus_id,
+                       corpus_counts=dict(store.manifest.get("counts", {})),
+                       shape=_shape(config), iterations=_iterations(config, loaded, metrics),
+                       summary=_summary(loaded, metrics), curve=_curve(metrics), notes=notes)
+    if loaded is not None:
+        _add_model(report, loaded, n_terms, incidences)
+    return report
+
+
+def _display_name(path: Path) -> str:
+    resolved = path.resolve()
+    return f"{resolved.parent.name}/{resolved.name}" if resolved.parent.name else resolved.name
+
+
+def _load_model(path: Path) -> tuple[LoadedRun | None, list[str]]:
+    """The final model, else the latest checkpoint (saying so), else nothing (saying what is
+    missing and how to get it)."""
+    if (path / MODEL_FILE).exists():
+        return LoadedRun(path), []
+    resume = f"'topictk train --config {path / 'config.yaml'} --resume'"
+    steps = [s for s, _ in ckpt.list_checkpoints(path / "checkpoints")]
+    if steps:
+        note = (f"{MODEL_FILE} is missing: training has not finished; the topics shown are "
+                f"those of the checkpoint at step {steps[-1]}; resume with {resume}")
+        return LoadedRun(path, steps[-1]), [note]
+    note = (f"{MODEL_FILE} and checkpoints are missing: training stopped or is running before "
+            f"its first checkpoint, so there are no topics to show; resume or train it with "
+            f"{resume}, or with --force")
+    return None, [note]
+
+
+def _shape(config) -> str:
+    layers = getattr(config.model, "layers", None)
+    if getattr(config.model, "family", "lda") == "dlda" and layers:
+        return "layers " + "-".join(str(k) for k in layers)
+    return f"K = {config.model.topics}"
+
+
+def _iterations(config, loaded: LoadedRun | None, metrics: list[dict]) -> str:
+    planned = config.inference.iterations
+    if loaded is not None:
+        done = loaded.state.step
+    else:
+        done = metrics[-1]["step"] if metrics else 0
+    return f"{done} of {planned}"
+
+
+def _perplexity(record: dict) -> float | None:
+    value = record.get("perplexity_point")
+    if isinstance(value, (int, float)) and math.isfinite(value):
+        return float(value)
+    return None
+
+
+def _curve(metrics: list[dict]) -> list[dict]:
+    return [{"seconds": float(m.get("train_seconds", 0.0)),
+             "tokens": float(m.get("tokens_seen", 0)), "perplexity": _perplexity(m)}
+            for m in metrics if _perplexity(m) is not None]
+
+
+def _summary(loaded: LoadedRun | None, metrics: list[dict]) -> dict:
+    clock = loaded.header.get("clock", {}) if loaded else {}
+    seconds = clock.get("train_seconds", metrics[-1].get("train_seconds") if metrics else None)
+    scored = [p for p in map(_perplexity, metrics) if p is not None]
+    status = loaded.header.get("status", "completed") if loaded else "no model"
+    return {"train_seconds": seconds, "perplexity": scored[-1] if scored else None,
+            "status": status}
+
+
+def _add_model(report: RunReport, loaded: LoadedRun, n_terms: int, incidences: dict) -> None:
+    store, ev = loaded.store, loaded.config.evaluation
+    train = store.train()
+    phi = np.asarray(loaded.topic_word(), dtype=np.float64)
+    key = str(store.path)
+    if key not in incidences:
+        incidences[key] = incidence_matrix(train.indptr, train.indices, store.n_words)
+    top = top_words(phi, min(ev.coherence_top, phi.shape[1]))
+    counts = co_document_counts(top, incidences[key])
+    per_topic = npmi(top, incidences[key], counts)
+    report.summary.update(umass=float(np.mean(umass(top, incidences[key], counts))),
+                          npmi=float(np.mean(per_topic)),
+                          diversity=diversity(phi, min(ev.diversity_top, phi.shape[1])))
+    freq = ldavis.term_frequencies(train.indices, train.counts, store.n_words)
+    report.topics = topic_data(phi, freq, per_topic, n_terms)
+    report.topics["vocab"] = [store.vocab[w] for w in report.topics["words"]]
+    if hasattr(loaded.driver, "feature_table"):           # model.family: dmr
+        report.topics["features"] = loaded.driver.feature_table(loaded.state, DMR_FEATURES)
+    if getattr(loaded.driver, "family", "lda") == "dlda":
+        report.tree = topic_tree(loaded.driver, loaded.state, store.vocab, TREE_WORDS,
+                                 TREE_CHILDREN, len(loaded.state.layers))
+
+
+def topic_data(phi: np.ndarray, freq: np.ndarray, npmi_per_topic: np.ndarray,
+               n_terms: int) -> dict:
+    """The map and bars of one model (docs/algorithms.md §11.8), with only the words some bar
+    chart shows: ``words`` (word ids, ascending), ``total`` (their corpus frequencies),
+    ``x``, ``y`` (classical MDS of the JS distances), ``share``, ``npmi`` per topic,
+    ``default`` (the most salient words, as indices into ``words``) and per topic
+    ``terms``: [indices into ``words``], ``freq`` (expected occurrences in the topic),
+    ``logprob``, ``loglift`` (rounded to 4 decimals, for relevance in the page)."""
+    shares = ldavis.topic_shares(phi, freq)
+    proportion = freq / freq.sum()
+    logprob, loglift = ldavis.log_terms(phi, proportion)
+    relevant = ldavis.relevant_terms(logprob, loglift, n_terms)
+    default = np.argsort(-ldavis.saliency(phi, shares, proportion), kind="stable")[:n_terms]
+    words = np.unique(np.concatenate([default, *relevant]))
+    index = {int(w): i for i, w in enumerate(words)}
+    weighted = shares[:, None] * phi
+    mixture = weighted.sum(axis=0)
+    coords = ldavis.classical_mds(ldavis.js_distances(phi))
+    topics = []
+    for k, ids in enumerate(relevant):
+        expected = freq[ids] * weighted[k, ids] / mixture[ids]     # n_w p(k | w)
+        topics.append({"terms": [index[int(w)] for w in ids],
+                       "freq": np.round(expected, 1).tolist(),
+                       "logprob": np.round(logprob[k, ids], 4).tolist(),
+                       "loglift": np.round(loglift[k, ids], 4).tolist()})
+    return {"words": words.tolist(), "total": [float(x) for x in freq[words]],
+            "x": coords[:, 0].tolist(), "y": coords[:, 1].tolist(),
+            "share": shares.tolist(), "npmi": [float(x) for x in npmi_per_topic],
+            "default": [index[int(w)] for w in default], "topic": topics,
+            "n_terms": int(n_terms)}

@@ -1,0 +1,325 @@
+"""The report page: one self-contained HTML file. Charts and maps are SVG drawn here; a small
+plain script (``report.js``, inlined with ``report.css``) draws the bar charts when a topic is
+selected or lambda moves. A Content-Security-Policy forbids the page any request."""
+from __future__ import annotations
+
+import html
+import json
+import math
+from importlib import resources
+from pathlib import PurePath
+
+from topictk.evaluation.report import RunReport
+
+COLOURS = ("#2b6cb0", "#c05621", "#2f855a", "#9b2c2c", "#6b46c1", "#b7791f", "#2c7a7b",
+           "#97266d", "#4a5568", "#276749")
+CSP = ("default-src 'none'; script-src 'unsafe-inline'; style-src 'unsafe-inline'; "
+       "img-src data:")
+MAP_SIZE = 440
+MAP_AREA = 0.18         # share of the map's area that all circles together cover
+
+
+def render(reports: list[RunReport], version: str) -> str:
+    """The whole page for ``reports``."""
+    style = resources.files("topictk.evaluation").joinpath("report.css").read_text("utf-8")
+    script = resources.files("topictk.evaluation").joinpath("report.js").read_text("utf-8")
+    data = {"runs": [r.topics and {k: v for k, v in r.topics.items() if k != "words"}
+                     for r in reports]}
+    payload = json.dumps(data, separators=(",", ":"), allow_nan=False).replace("</", "<\\/")
+    parts = [
+        "<!DOCTYPE html>", '<html lang="en"><head><meta charset="utf-8">',
+        f'<meta http-equiv="Content-Security-Policy" content="{CSP}">',
+        '<meta name="viewport" content="width=device-width, initial-scale=1">',
+        f"<title>topictk report: {html.escape(', '.join(r.name for r in reports))}</title>",
+        f"<style>{style}</style></head><body>",
+        (f"<header><h1>topictk report</h1><p class=\"sub\">{_subtitle(reports, version)}</p>"
+        "</header>"),
+        _summary_table(reports), _curves(reports),
+        *(_run_section(i, r) for i, r in enumerate(reports)),
+        f'<script type="application/json" id="report-data">{payload}</script>',
+        f"<script>{script}</script></body></html>",
+    ]
+    return "\n".join(parts) + "\n"
+
+
+def _e(value) -> str:
+    return html.escape(str(value), quote=True)
+
+
+def _subtitle(reports: list[RunReport], version: str) -> str:
+    stores = sorted({r.corpus for r in reports})
+    runs = f"{len(reports)} run{'s' if len(reports) != 1 else ''}"
+    where = (f'on the corpus store <span title="{_e(stores[0])}">'
+             f"{_e(PurePath(stores[0]).name)}</span>" if len(stores) == 1
+             else f"on {len(stores)} corpus stores")
+    return f"{runs} {where} · topictk {_e(version)}"
+
+
+# ----------------------------------------------------------------------------- numbers
+def _fmt(value, digits: int = 4) -> str:
+    if value is None:
+        return "–"
+    if isinstance(value, float):
+        return f"{value:.{digits}g}" if abs(value) < 1e5 else f"{value:,.0f}"
+    return f"{value:,}" if isinstance(value, int) else str(value)
+
+
+def _seconds(value) -> str:
+    if value is None:
+        return "–"
+    if value < 60:
+        return f"{value:.2f} s" if value < 10 else f"{value:.1f} s"
+    return f"{value / 60:.1f} min"
+
+
+def _short(value: float) -> str:
+    """Tick labels: 1.5M, 250k, 12."""
+    for size, suffix in ((1e9, "G"), (1e6, "M"), (1e3, "k")):
+        if abs(value) >= size:
+            return f"{value / size:g}{suffix}"
+    return f"{value:g}"
+
+
+def nice_ticks(low: float, high: float, count: int = 5) -> list[float]:
+    """About ``count`` round tick values covering [low, high]."""
+    if not high > low:
+        high = low + 1.0
+    raw = (high - low) / max(count, 1)
+    step = 10 ** math.floor(math.log10(raw))
+    for factor in (1, 2, 2.5, 5, 10):
+        if raw <= factor * step:
+            step *= factor
+            break
+    first = math.floor(low / step) * step
+    ticks, value = [], first
+    while value <= high + step * 1e-9:
+        ticks.append(round(value, 12))
+        value += step
+    if ticks[-1] < high:
+        ticks.append(round(value, 12))
+    return ticks
+
+
+# ----------------------------------------------------------------------------- summary
+def _summary_table(reports: list[RunReport]) -> str:
+    head = ("run", "algorithm", "corpus", "topics", "iterations", "training time",
+            "perplexity", "UMass", "NPMI", "diversity", "status")
+    rows = []
+    for i, r in enumerate(reports):
+        s, c = r.summary, r.corpus_counts
+        corpus = (f"<span title=\"{_e(r.corpus)}\">{_e(PurePath(r.corpus).name)}</span>"
+                  f"<br><span class=\"dim\">{_fmt(c.get('train_documents'))} "
+                  f"docs, {_fmt(c.get('vocabulary'))} words, {_fmt(c.get('train_tokens'))} "
+                  f"tokens</span>")
+        ppl = _fmt(s.get("perplexity"), 5) + ("" if r.comparable else " †")
+        cells = ((f'<span class="swatch" style="background:{_colour(i)}"></span>'
+                 f'<a href="#run-{i}">{_e(r.name)}</a>'), _e(r.algorithm), corpus, _e(r.shape),
+                 _e(r.iterations), _seconds(s.get("train_seconds")), ppl,
+                 _fmt(s.get("umass")), _fmt(s.get("npmi")), _fmt(s.get("diversity")),
+                 _e(s.get("status")))
+        rows.append("<tr>" + "".join(f"<td>{c}</td>" for c in cells) + "</tr>")
+    notes = [f'<p class="note">{_e(r.name)}: {_e(n)}</p>' for r in reports for n in r.notes]
+    if not all(r.comparable for r in reports):
+        notes.append('<p class="note">† trained on another corpus store than the first run: '
+                     "its perplexity is measured on other held-out tokens and is not "
+                     "comparable.</p>")
+    return ('<section class="summary"><h2>Runs</h2><div class="scroll"><table><thead><tr>'
+            + "".join(f"<th>{h}</th>" for h in head) + "</tr></thead><tbody>"
+            + "".join(rows) + "</tbody></table></div>" + "".join(notes) + "</section>")
+
+
+def _colour(i: int) -> str:
+    return COLOURS[i % len(COLOURS)]
+
+
+# ----------------------------------------------------------------------------- curves
+def _curves(reports: list[RunReport]) -> str:
+    charts = [_curve_chart(reports, "seconds", "training seconds", _short),
+              _curve_chart(reports, "tokens", "training tokens seen", _short)]
+    legend = "".join(
+        f'<li><span class="swatch{"" if r.comparable else " dashed"}" '
+        f'style="background:{_colour(i)}"></span>{_e(r.name)} ({_e(r.algorithm)}, '
+        f"{_e(r.shape)}){'' if r.curve else ' – no evaluations yet'}</li>"
+        for i, r in enumerate(reports))
+    caveat = ("" if all(r.comparable for r in reports) else
+              '<p class="note">Dashed: runs on another corpus store than the first run; their '
+              "perplexities are not comparable with the others.</p>")
+    return ('<section class="curves"><h2>Held-out perplexity during training</h2>'
+            f'<div class="charts">{"".join(charts)}</div><ul class="legend">{legend}</ul>'
+            f"{caveat}</section>")
+
+
+def _curve_chart(reports: list[RunReport], key: str, label: str, ticks_fmt) -> str:
+    width, height, left, right, top, bottom = 480, 300, 64, 18, 16, 46
+    points = [(p[key], p["perplexity"]) for r in reports for p in r.curve]
+    svg = [(f'<svg class="chart curve" data-x="{key}" width="{width}" height="{height}" '
+           f'viewBox="0 0 {width} {height}" role="img" aria-label="perplexity against {label}">')]
+    if not points:
+        svg.append(f'<text x="{width / 2}" y="{height / 2}" text-anchor="middle" '
+                   f'class="dim">no evaluations recorded</text></svg>')
+        return "".join(svg)
+    xt = nice_ticks(0.0, max(x for x, _ in points))
+    ys = [y for _, y in points]
+    yt = nice_ticks(min(ys), max(ys))
+    sx = _scale(xt[0], xt[-1], left, width - right)
+    sy = _scale(yt[0], yt[-1], height - bottom, top)
+    svg += _axes(xt, yt, sx, sy, left, width - right, top, height - bottom, ticks_fmt,
+                 lambda v: f"{v:g}")
+    svg.append(f'<text class="axis-label" x="{(left + width - right) / 2}" y="{height - 8}" '
+               f'text-anchor="middle">{_e(label)}</text>')
+    svg.append(f'<text class="axis-label" transform="translate(14,{(top + height - bottom) / 2})'
+               f' rotate(-90)" text-anchor="middle">perplexity</text>')
+    for i, r in enumerate(reports):
+        if not r.curve:
+            continue
+        xy = " ".join(f"{sx(p[key]):.1f},{sy(p['perplexity']):.1f}" for p in r.curve)
+        dash = "" if r.comparable else ' stroke-dasharray="6 4"'
+        svg.append(f'<polyline class="run-line" points="{xy}" fill="none" '
+                   f'stroke="{_colour(i)}" stroke-width="2"{dash}><title>{_e(r.name)}</title>'
+                   f"</polyline>")
+        for p in r.curve:
+            svg.append(f'<circle cx="{sx(p[key]):.1f}" cy="{sy(p["perplexity"]):.1f}" r="2.5" '
+                       f'fill="{_colour(i)}"><title>{_e(r.name)}: {p["perplexity"]:.2f} at '
+                       f'{_short(p[key])} {_e(label)}</title></circle>')
+    svg.append("</svg>")
+    return "".join(svg)
+
+
+def _scale(lo: float, hi: float, a: float, b: float):
+    span = (hi - lo) or 1.0
+    return lambda v: a + (v - lo) / span * (b - a)
+
+
+def _axes(xt, yt, sx, sy, x0, x1, y0, y1, xfmt, yfmt) -> list[str]:
+    out = ['<g class="grid">']
+    for t in yt:
+        out.append(f'<line x1="{x0}" x2="{x1}" y1="{sy(t):.1f}" y2="{sy(t):.1f}"/>')
+    out.append("</g><g class=\"ticks\">")
+    for t in xt:
+        out.append(f'<text x="{sx(t):.1f}" y="{y1 + 16}" text-anchor="middle">{xfmt(t)}</text>')
+    for t in yt:
+        out.append(f'<text x="{x0 - 6}" y="{sy(t) + 4:.1f}" text-anchor="end">{yfmt(t)}</text>')
+    out.append(f'</g><line class="axis" x1="{x0}" x2="{x1}" y1="{y1}" y2="{y1}"/>'
+               f'<line class="axis" x1="{x0}" x2="{x0}" y1="{y0}" y2="{y1}"/>')
+    return out
+
+
+# ----------------------------------------------------------------------------- one run
+def _run_section(i: int, r: RunReport) -> str:
+    head = (f'<h2><span class="swatch" style="background:{_colour(i)}"></span>'
+            f"{_e(r.name)} <span class=\"dim\">{_e(r.algorithm)}, {_e(r.shape)}</span></h2>")
+    notes = "".join(f'<p class="note">{_e(n)}</p>' for n in r.notes)
+    if r.topics is None:
+        return f'<section class="run" id="run-{i}">{head}{notes}</section>'
+    t = r.topics
+    panel = ('<div class="panel"><h3 class="bars-title"></h3>'
+             '<label class="slider">relevance λ = <span class="lambda-value">1.00</span> '
+             '<input class="lambda" type="range" min="0" max="1" step="0.01" value="1">'
+             '</label><svg class="bars" width="460" height="40"></svg>'
+             + ('<div class="features"></div>' if t.get("features") else "") + "</div>")
+    body = (f'<div class="topic-view"><div class="map-box"><h3>Intertopic distance map</h3>'
+            f"{_map(t)}<p class=\"dim small\">Jensen–Shannon distances, classical MDS; circle "
+            f"area = share of the corpus's tokens. Click a topic.</p></div>{panel}</div>"
+            f'<div class="npmi-box"><h3>NPMI per topic</h3>{_npmi_chart(t)}</div>')
+    tree = _tree(r.tree) if r.tree else ""
+    return (f'<section class="run" id="run-{i}" data-run="{i}">{head}{notes}{body}{tree}'
+            "</section>")
+
+
+def _map(t: dict) -> str:
+    size, pad = MAP_SIZE, 34
+    xs, ys, shares = t["x"], t["y"], t["share"]
+    K = len(shares)
+    radius = [math.sqrt(MAP_AREA * size * size * s / math.pi) for s in shares]
+    span = max(max(xs) - min(xs), max(ys) - min(ys)) or 1.0
+    scale = (size - 2 * pad) / span
+    cx = [(size - scale * (max(xs) + min(xs))) / 2 + scale * x for x in xs]
+    cy = [(size + scale * (max(ys) + min(ys))) / 2 - scale * y for y in ys]
+    ox, oy = (size - scale * (max(xs) + min(xs))) / 2, (size + scale * (max(ys) + min(ys))) / 2
+    svg = [(f'<svg class="map" width="{size}" height="{size}" viewBox="0 0 {size} {size}" '
+           f'role="img" aria-label="intertopic distance map">'),
+           (f'<line class="cross" x1="{ox:.1f}" x2="{ox:.1f}" y1="0" y2="{size}"/>'
+           f'<line class="cross" x1="0" x2="{size}" y1="{oy:.1f}" y2="{oy:.1f}"/>'
+           f'<text class="dim small" x="{size - 4}" y="{size - 6}" text-anchor="end">PC1 →'
+           f'</text><text class="dim small" x="6" y="14">↑ PC2</text>')]
+    order = sorted(range(K), key=lambda k: -shares[k])       # small circles drawn on top
+    for k in order:
+        svg.append(f'<circle class="topic" data-topic="{k}" tabindex="0" cx="{cx[k]:.1f}" '
+                   f'cy="{cy[k]:.1f}" r="{max(radius[k], 2.5):.1f}"><title>topic {k}: '
+                   f'{100 * shares[k]:.1f}% of tokens, NPMI {t["npmi"][k]:.3f}</title>'
+                   f"</circle>")
+    for k, (x, y) in _label_positions(order, cx, cy, radius):
+        svg.append(f'<text class="topic-label" x="{x:.1f}" y="{y + 4:.1f}" '
+                   f'text-anchor="middle">{k}</text>')
+    svg.append("</svg>")
+    return "".join(svg)
+
+
+def _label_positions(order: list[int], cx, cy, radius) -> list[tuple[int, tuple]]:
+    """Topic numbers at circle centres, largest topics first, leaving out a label that would
+    overlap one already placed (the circle's tooltip still names it)."""
+    placed, boxes = [], []
+    for k in order:
+        w, h = 7 * len(str(k)) + 2, 12
+        box = (cx[k] - w / 2, cy[k] - h / 2, cx[k] + w / 2, cy[k] + h / 2)
+        if radius[k] < 5 or any(box[0] < b[2] and b[0] < box[2] and box[1] < b[3]
+                                and b[1] < box[3] for b in boxes):
+            continue
+        boxes.append(box)
+        placed.append((k, (cx[k], cy[k])))
+    return placed
+
+
+def _npmi_chart(t: dict) -> str:
+    values = t["npmi"]
+    K = len(values)
+    width, height, left, top, bottom = 900, 170, 44, 10, 30
+    lo, hi = min(0.0, min(values)), max(0.0, max(values))
+    yt = nice_ticks(lo, hi, 4)
+    sy = _scale(yt[0], yt[-1], height - bottom, top)
+    step = (width - left - 8) / K
+    svg = [(f'<svg class="chart npmi" width="{width}" height="{height}" '
+           f'viewBox="0 0 {width} {height}" role="img" aria-label="NPMI per topic">')]
+    for tick in yt:
+        svg.append(f'<line class="gridline" x1="{left}" x2="{width - 8}" y1="{sy(tick):.1f}" '
+                   f'y2="{sy(tick):.1f}"/><text class="tick" x="{left - 5}" '
+                   f'y="{sy(tick) + 4:.1f}" text-anchor="end">{tick:g}</text>')
+    zero = sy(0.0)
+    label_every = max(1, math.ceil(K / 25))
+    for k, v in enumerate(values):
+        x = left + k * step
+        y0, y1 = sorted((zero, sy(v)))
+        svg.append(f'<rect class="npmi-bar" data-topic="{k}" x="{x + 0.5:.1f}" y="{y0:.1f}" '
+                   f'width="{max(step - 1, 1):.1f}" height="{max(y1 - y0, 0.5):.1f}">'
+                   f"<title>topic {k}: NPMI {v:.3f}</title></rect>")
+        if k % label_every == 0:
+            svg.append(f'<text class="tick" x="{x + step / 2:.1f}" y="{height - bottom + 14}" '
+                       f'text-anchor="middle">{k}</text>')
+    svg.append(f'<line class="axis" x1="{left}" x2="{width - 8}" y1="{zero:.1f}" '
+               f'y2="{zero:.1f}"/><text class="axis-label" x="{(left + width) / 2}" '
+               f'y="{height - 2}" text-anchor="middle">topic</text></svg>')
+    return "".join(svg)
+
+
+def _tree(tree: list[dict]) -> str:
+    def node(n: dict) -> str:
+        attr = f' data-topic="{n["topic"]}"' if n["layer"] == 1 else ""
+        label = (f'<span class="node"{attr}>L{n["layer"]} #{n["topic"]} '
+                 f'<span class="dim">({n["weight"]:.3f})</span> {_e(" ".join(n["words"]))}'
+                 "</span>")
+        kids = "".join(f"<li>{node(c)}</li>" for c in n["children"])
+        return label + (f"<ul>{kids}</ul>" if kids else "")
+
+    roots = "".join(f'<details{" open" if i < 3 else ""}><summary>{node_head}</summary>'
+                    f"{body}</details>"
+                    for i, (node_head, body) in enumerate(_split(node(n)) for n in tree))
+    return ('<div class="tree"><h3>Topic tree</h3><p class="dim small">Each topic of the top '
+            "layer (largest share of the prior first) with its strongest children; weights: a "
+            "root's share, a child's weight φ. Click a layer-1 topic to select it."
+            f"</p>{roots}</div>")
+
+
+def _split(markup: str) -> tuple[str, str]:
+    """A node's label and its list of children."""
+    cut = markup.find("<ul>")
+    return (markup, "") if cut < 0 else (markup[:cut], markup[cut:])
