@@ -216,6 +216,29 @@ def test_export_topic_words_in_every_format_agree(runs, tmp_path):
     assert np.allclose(phi.sum(axis=1), 1)
 
 
+@pytest.mark.parametrize("family", ["gibbs", "tlasgr"])
+def test_export_ldavis_keeps_the_model_topic_order(runs, family):
+    """The LDAvis JSON: every key LDAvis reads, topic n of LDAvis is the model's topic n - 1
+    (topic.order the identity, circles in order), and each topic's most probable term at
+    lambda = 1 is the model's top word."""
+    run = topictk.load_run(runs / family)
+    phi = run.topic_word()
+    K = phi.shape[0]
+    data = json.loads(ok("export", runs / family, "--what", "ldavis").stdout)
+    assert {"mdsDat", "tinfo", "token.table", "R", "lambda.step", "plot.opts",
+            "topic.order"} <= set(data)
+    assert data["topic.order"] == list(range(1, K + 1))
+    assert data["mdsDat"]["topics"] == list(range(1, K + 1))
+    assert np.isclose(sum(data["mdsDat"]["Freq"]), 100)
+    tinfo = data["tinfo"]
+    for k in range(K):
+        rows = [i for i, c in enumerate(tinfo["Category"]) if c == f"Topic{k + 1}"]
+        best = max(rows, key=lambda i: tinfo["logprob"][i])
+        assert tinfo["Term"][best] == run.vocab[int(np.argmax(phi[k]))]
+    assert "written as json" in fails(2, "export", runs / family, "--what", "ldavis",
+                                      "--format", "tsv")
+
+
 def test_export_out_is_written_atomically_and_never_over_an_input(runs, tmp_path):
     out = tmp_path / "theta.json"
     ok("export", runs / "gibbs", "--what", "doc-topics", "--format", "json", "--out", out)

@@ -19,9 +19,11 @@ from topictk.rundir.guard import check_output_file
 @run_dir_argument
 @click.option("--what", "what", type=click.Choice(list(EXPORTS)), required=True,
               help="doc-topics: theta of the store's documents with their ids and split; "
-                   "topic-words: phi with the vocabulary.")
+                   "topic-words: phi with the vocabulary; ldavis: the JSON that LDAvis and "
+                   "pyLDAvis read (topics in the model's order).")
 @click.option("--format", "fmt", type=click.Choice(["tsv", "json", "npz"]), default=None,
-              help="Output format [default: tsv]; npz is binary: give --out or redirect.")
+              help="Output format [default: tsv; ldavis: json]; npz is binary: give --out "
+                   "or redirect.")
 @click.option("--out", "-o", "out", type=click.Path(), default=None,
               help="Write this file (atomically) instead of standard output; never an input, "
                    "a file in a run or corpus store, or anything but a regular file.")

@@ -15,6 +15,7 @@ from typing import Protocol
 import numpy as np
 
 from topictk.evaluation.infer import NewDocuments, infer_documents, training_documents
+from topictk.evaluation.ldavis import ldavis_data, term_frequencies
 from topictk.evaluation.run import LoadedRun
 
 
@@ -128,6 +129,27 @@ def topic_words(run: LoadedRun, fold_in: FoldIn) -> MatrixExport:
                         _meta(run))
 
 
+@dataclass
+class JSONExport:
+    """An export that is one JSON object."""
+
+    data: dict
+
+    def to_bytes(self, fmt: str) -> bytes:
+        return (json.dumps(self.data) + "\n").encode("utf-8")
+
+
+def ldavis(run: LoadedRun, fold_in: FoldIn) -> JSONExport:
+    """The LDAvis data of the run (:func:`topictk.evaluation.ldavis.ldavis_data`): its topics
+    (the bottom layer of a deep model) and the training corpus's word counts, topics in the
+    model's order (LDAvis's topic n is the model's topic n - 1)."""
+    train = run.store.train()
+    freq = term_frequencies(np.asarray(train.indices), np.asarray(train.counts),
+                            run.store.n_words)
+    phi = np.asarray(run.topic_word(), dtype=np.float64)
+    return JSONExport(ldavis_data(phi, list(run.store.vocab), freq))
+
+
 @dataclass(frozen=True)
 class ExportKind:
     """One choice of ``topictk export --what``: the formats it is written as (the first is
@@ -142,4 +164,5 @@ MATRIX_FORMATS = ("tsv", "json", "npz")
 EXPORTS: dict[str, ExportKind] = {
     "doc-topics": ExportKind(doc_topics, MATRIX_FORMATS),
     "topic-words": ExportKind(topic_words, MATRIX_FORMATS),
+    "ldavis": ExportKind(ldavis, ("json",)),
 }
