@@ -113,7 +113,19 @@ def test_out_must_be_a_new_file_or_forced(tmp_path, report_runs):
 
 def test_a_folder_that_is_not_a_run_is_refused(tmp_path, report_runs):
     message = fails(2, "report", report_runs["gibbs"], tmp_path, "--out", tmp_path / "r.html")
-    assert message.startswith(f"{tmp_path}: not a run directory")
+    assert message.startswith(f"{tmp_path}: neither a run directory nor a folder of runs")
+
+
+def test_a_folder_of_runs_stands_for_its_runs(tmp_path, report_runs):
+    """A folder of runs (what train --sweep writes) is its runs in the natural order of their
+    names; the DMR run is on another store, so the folder needs --allow-different-corpora."""
+    folder = report_runs["gibbs"].parent
+    assert "--allow-different-corpora" in fails(2, "report", folder, "--out",
+                                                tmp_path / "r.html")
+    page = _report(tmp_path, folder, "--allow-different-corpora")
+    names = re.search(r"<title>topictk report: (.*?)</title>", page).group(1).split(", ")
+    assert [name.rsplit("/", 1)[-1] for name in names] == ["dlda", "dmr", "gibbs", "gibbs8"]
+    assert len(_data(page)["runs"]) == 4
 
 
 def test_page_stays_small_for_100_topics_and_20000_words():

@@ -20,11 +20,12 @@ from topictk.evaluation.coherence import (
     top_words,
     umass,
 )
+from topictk.evaluation.runs import discover_runs
 from topictk.evaluation.run import LoadedRun
 from topictk.evaluation.topics import topic_tree
 from topictk.inference.registry import load_config
 from topictk.rundir import checkpoint as ckpt
-from topictk.rundir.guard import is_run, read_marker
+from topictk.rundir.guard import read_marker
 from topictk.rundir.layout import MODEL_FILE
 from topictk.rundir.metrics import read_metrics
 
@@ -54,15 +55,10 @@ class RunReport:
 
 
 def check_runs(paths: list[str]) -> list[Path]:
-    """The run directories of ``paths``: refuse anything that is not one."""
-    runs = []
-    for raw in paths:
-        path = Path(raw)
-        if not path.is_dir() or not is_run(path):
-            raise UsageError(f"{raw}: not a run directory (no config.yaml with a model or "
-                             f"checkpoints); give output directories of 'topictk train'")
-        runs.append(path)
-    return runs
+    """The run directories of ``paths``: each a run, or a folder of runs (the output of
+    ``topictk train --sweep``) standing for its runs in the natural order of their names
+    (:func:`topictk.evaluation.runs.discover_runs`); anything else is refused."""
+    return [ref.path for ref in discover_runs(paths)]
 
 
 def gather(paths: list[Path], *, allow_different_corpora: bool = False,
