@@ -28,8 +28,10 @@ import operator
 import sys
 import time
 import uuid
+from collections.abc import Callable
 from dataclasses import dataclass
 from itertools import pairwise
+from typing import TypeVar
 
 import numpy as np
 
@@ -38,6 +40,8 @@ from topictk.errors import TopictkError, UsageError
 from topictk.inference.base import chunk_bounds_by_tokens, word_frequencies
 
 log = logging.getLogger("topictk")
+
+T = TypeVar("T")
 
 DASK_EXTRA = 'pip install "topictk[dask]"'
 
@@ -205,6 +209,30 @@ class Cluster:
                 raise ClusterError(f"Dask worker {address}: {problem}; every worker must read "
                                    f"the same store at the same path (a shared filesystem) with "
                                    f"the same topictk")
+
+
+def with_recovery(cluster: Cluster, again: str, attempt: Callable[[], T]) -> T:
+    """``attempt()`` until it returns, at most MAX_RECOVERIES + 1 times: each try starts by
+    checking the connection, and a lost worker (:class:`WorkerLost`) makes the work be done
+    again from inputs the driver still holds (``again`` says what, in the warning)."""
+    for tries in range(MAX_RECOVERIES + 1):
+        cluster.check_connected()
+        try:
+            return attempt()
+        except WorkerLost as exc:
+            if tries == MAX_RECOVERIES:
+                raise
+            log.warning("%s; %s", exc, again)
+    raise AssertionError("unreachable")
+
+
+def spread(workers: list[str], n_items: int) -> tuple[list[tuple[int, int]], list[str]]:
+    """``n_items`` items (chunks, blocks) cut into one contiguous run per worker (fewer when
+    there are fewer items): the runs' [begin, end) and the worker each goes to."""
+    n_runs = max(1, min(n_items, len(workers)))
+    cuts = np.linspace(0, n_items, n_runs + 1).round().astype(int)
+    runs = [(int(a), int(b)) for a, b in pairwise(cuts) if b > a]
+    return runs, [workers[i % len(workers)] for i in range(len(runs))]
 
 
 # ------------------------------------------------------------------ on the workers
@@ -517,16 +545,9 @@ def cluster_fold_in(cluster: Cluster, store: CorpusStore, part: str, weights: np
     ``evaluation.chunk_docs`` documents cut into contiguous blocks, one task each, with the
     topics broadcast; the blocks' results put together in order. Every chunk is folded in with
     its own stream, so the numbers are the one-machine ones."""
-    for attempt in range(MAX_RECOVERIES + 1):
-        cluster.check_connected()
-        try:
-            return _fold_in_once(cluster, store, part, weights, phi, alpha, evaluation, seed,
-                                 pass_index)
-        except WorkerLost as exc:
-            if attempt == MAX_RECOVERIES:
-                raise
-            log.warning("%s; folding in again", exc)
-    raise AssertionError("unreachable")
+    return with_recovery(cluster, "folding in again",
+                         lambda: _fold_in_once(cluster, store, part, weights, phi, alpha,
+                                               evaluation, seed, pass_index))
 
 
 def _fold_in_once(cluster: Cluster, store: CorpusStore, part: str, weights: np.ndarray,
@@ -660,27 +681,16 @@ def cluster_local_statistics(cluster: Cluster, store: CorpusStore, doc_ids: np.n
     worker is lost is computed again (its inputs are all here and in the store)."""
     from topictk.inference.base import chunk_bounds_by_docs
     n_chunks = chunk_bounds_by_docs(doc_ids.size, inf["chunk_docs"]).size - 1
-    for attempt in range(MAX_RECOVERIES + 1):
-        cluster.check_connected()
-        try:
-            return _local_statistics_once(cluster, store, doc_ids, weights, alpha, inf, seed, t,
-                                          n_chunks)
-        except WorkerLost as exc:
-            if attempt == MAX_RECOVERIES:
-                raise
-            log.warning("%s; computing the mini-batch's local statistics again", exc)
-    raise AssertionError("unreachable")
+    return with_recovery(cluster, "computing the mini-batch's local statistics again",
+                         lambda: _local_statistics_once(
+                             cluster, store, doc_ids, weights, alpha, inf, seed, t, n_chunks))
 
 
 def _local_statistics_once(cluster: Cluster, store: CorpusStore, doc_ids, weights, alpha, inf,
                            seed: int, t: int, n_chunks: int):
     client = cluster.client
     try:
-        workers = cluster.workers()
-        n_pieces = max(1, min(n_chunks, len(workers)))
-        cuts = np.linspace(0, n_chunks, n_pieces + 1).round().astype(int)
-        pieces = [(int(a), int(b)) for a, b in pairwise(cuts) if b > a]
-        homes = [workers[i % len(workers)] for i in range(len(pieces))]
+        pieces, homes = spread(cluster.workers(), n_chunks)
         weights = np.ascontiguousarray(weights, dtype=np.float64)
         copies = cluster.copy_to(weights, sorted(set(homes)))
         doc_ids = np.ascontiguousarray(doc_ids, dtype=np.int64)
@@ -741,27 +751,17 @@ def cluster_batch_estep(cluster: Cluster, store: CorpusStore, doc_ids: np.ndarra
     """The E-step blocks of one online-VB mini-batch spread over the workers in contiguous
     runs, their results returned block by block in order (the driver adds the blocks'
     statistics in that order, as on one machine). Lost work is done again."""
-    for attempt in range(MAX_RECOVERIES + 1):
-        cluster.check_connected()
-        try:
-            return _batch_estep_once(cluster, store, doc_ids, B, shift, alpha, tol, max_iter,
-                                     blocks)
-        except WorkerLost as exc:
-            if attempt == MAX_RECOVERIES:
-                raise
-            log.warning("%s; computing the mini-batch's E-step again", exc)
-    raise AssertionError("unreachable")
+    return with_recovery(cluster, "computing the mini-batch's E-step again",
+                         lambda: _batch_estep_once(cluster, store, doc_ids, B, shift, alpha,
+                                                    tol, max_iter, blocks))
 
 
 def _batch_estep_once(cluster: Cluster, store: CorpusStore, doc_ids, B, shift, alpha, tol,
                       max_iter, blocks):
     client = cluster.client
     try:
-        workers = cluster.workers()
-        n_pieces = max(1, min(len(blocks), len(workers)))
-        cuts = np.linspace(0, len(blocks), n_pieces + 1).round().astype(int)
-        runs = [blocks[a:b] for a, b in pairwise(cuts) if b > a]
-        homes = [workers[i % len(workers)] for i in range(len(runs))]
+        ranges, homes = spread(cluster.workers(), len(blocks))
+        runs = [blocks[a:b] for a, b in ranges]
         B = np.ascontiguousarray(B, dtype=np.float64)
         copies = cluster.copy_to(B, sorted(set(homes)))
         doc_ids = np.ascontiguousarray(doc_ids, dtype=np.int64)
@@ -800,27 +800,17 @@ def cluster_corpus_estep(cluster: Cluster, store: CorpusStore, B: np.ndarray, sh
     """Batch VB's E-step blocks spread over the workers in contiguous runs; every block's
     result comes back in block order (the driver adds the statistics in that order, as on
     one machine). ``gamma`` is read, not written: lost work is simply done again."""
-    for attempt in range(MAX_RECOVERIES + 1):
-        cluster.check_connected()
-        try:
-            return _corpus_estep_once(cluster, store, B, shift, alpha, start, tol, max_iter,
-                                      blocks, gamma)
-        except WorkerLost as exc:
-            if attempt == MAX_RECOVERIES:
-                raise
-            log.warning("%s; computing the E-step again", exc)
-    raise AssertionError("unreachable")
+    return with_recovery(cluster, "computing the E-step again",
+                         lambda: _corpus_estep_once(cluster, store, B, shift, alpha, start,
+                                                     tol, max_iter, blocks, gamma))
 
 
 def _corpus_estep_once(cluster: Cluster, store: CorpusStore, B, shift, alpha, start, tol,
                        max_iter, blocks, gamma):
     client = cluster.client
     try:
-        workers = cluster.workers()
-        n_pieces = max(1, min(len(blocks), len(workers)))
-        cuts = np.linspace(0, len(blocks), n_pieces + 1).round().astype(int)
-        runs = [blocks[a:b] for a, b in pairwise(cuts) if b > a]
-        homes = [workers[i % len(workers)] for i in range(len(runs))]
+        ranges, homes = spread(cluster.workers(), len(blocks))
+        runs = [blocks[a:b] for a, b in ranges]
         copies = cluster.copy_to(np.ascontiguousarray(B, dtype=np.float64), sorted(set(homes)))
         futures = []
         for run, home in zip(runs, homes):
