@@ -37,9 +37,9 @@ REPORT_DMR = ["inference.iterations=24", "inference.burn_in=12", "inference.thin
 
 @pytest.fixture(scope="session")
 def report_runs(tmp_path_factory, example_store) -> dict[str, Path]:
-    """Short runs on the example corpus for the report: two Gibbs runs (K = 6 and K = 8), a
-    deep LDA run (layers 16-8-4) and a DMR run on the corpus with two made-up covariates
-    (another store)."""
+    """Short runs on the example corpus for the report: two Gibbs runs (K = 6 and K = 8), an
+    online VB run, a deep LDA run (layers 16-8-4) and a DMR run on the corpus with two made-up
+    covariates (another store)."""
     from tests.golden.cases import write_meta_corpus
     from tests.integration._cli import REPO, write_config
 
@@ -51,6 +51,9 @@ def report_runs(tmp_path_factory, example_store) -> dict[str, Path]:
         ok("train", "--config", config, "-q")
         runs[name] = folder / name
     configs = REPO / "configs"
+    runs["ovb"] = folder / "ovb"            # the variational family
+    ok("train", "--config", configs / "example_ovb.yaml", "--out", runs["ovb"], "-q",
+       "--set", f"corpus={example_store}", "--set", "inference.iterations=20")
     runs["dlda"] = folder / "dlda"
     ok("train", "--config", configs / "example_dlda.yaml", "--out", runs["dlda"], "-q",
        "--set", f"corpus={example_store}", *_sets(REPORT_DLDA))

@@ -124,8 +124,15 @@ def test_a_folder_of_runs_stands_for_its_runs(tmp_path, report_runs):
                                                 tmp_path / "r.html")
     page = _report(tmp_path, folder, "--allow-different-corpora")
     names = re.search(r"<title>topictk report: (.*?)</title>", page).group(1).split(", ")
-    assert [name.rsplit("/", 1)[-1] for name in names] == ["dlda", "dmr", "gibbs", "gibbs8"]
-    assert len(_data(page)["runs"]) == 4
+    assert [name.rsplit("/", 1)[-1] for name in names] == ["dlda", "dmr", "gibbs", "gibbs8",
+                                                           "ovb"]
+    assert len(_data(page)["runs"]) == 5
+
+
+def test_a_variational_run_beside_a_sampled_one(tmp_path, report_runs):
+    """Every family draws its map and bars: online VB beside Gibbs on one page."""
+    runs = _data(_report(tmp_path, report_runs["gibbs"], report_runs["ovb"]))["runs"]
+    assert [len(run["share"]) for run in runs] == [6, 10]
 
 
 def test_page_stays_small_for_100_topics_and_20000_words():
