@@ -239,6 +239,7 @@ def spread(workers: list[str], n_items: int) -> tuple[list[tuple[int, int]], lis
 # Each worker process keeps the training documents of the stores it has opened, memory-mapped,
 # with their word frequencies (the SparseLDA pool sizes), keyed by path and corpus id.
 _OPENED: dict[tuple[str, str], tuple[np.ndarray, np.ndarray, np.ndarray]] = {}
+_STORES: dict[tuple[str, str], CorpusStore] = {}
 
 
 def _check_worker(path: str, corpus_id: str, version: str) -> str | None:
@@ -259,13 +260,23 @@ def _check_worker(path: str, corpus_id: str, version: str) -> str | None:
     return None
 
 
-def _training_documents(path: str, corpus_id: str):
+def _worker_store(path: str, corpus_id: str) -> CorpusStore:
+    """The store at ``path`` as this worker opened it (once), checked to be the driver's."""
     key = (path, corpus_id)
-    if key not in _OPENED:
+    if key not in _STORES:
         store = CorpusStore.open(path)
         if store.corpus_id != corpus_id:
             raise ClusterError(f"{path}: another corpus than the driver's (corpus id "
                                f"{store.corpus_id[:12]}, expected {corpus_id[:12]})")
+        _STORES[key] = store
+    return _STORES[key]
+
+
+def _training_documents(path: str, corpus_id: str):
+    """(doc_ptr, words, word frequencies) of the store's training documents."""
+    key = (path, corpus_id)
+    if key not in _OPENED:
+        store = _worker_store(path, corpus_id)
         train = store.train()
         words = np.asarray(train.words)
         _OPENED[key] = (np.asarray(train.doc_ptr), words, word_frequencies(words, store.n_words))
@@ -714,21 +725,6 @@ def _local_statistics_once(cluster: Cluster, store: CorpusStore, doc_ids, weight
 
 
 # ------------------------------------------------------- online VB's mini-batch E-step
-_CSR: dict[tuple[str, str], object] = {}
-
-
-def _training_csr(path: str, corpus_id: str):
-    """The store's training documents in representation C, opened once per worker."""
-    key = (path, corpus_id)
-    if key not in _CSR:
-        store = CorpusStore.open(path)
-        if store.corpus_id != corpus_id:
-            raise ClusterError(f"{path}: another corpus than the driver's (corpus id "
-                               f"{store.corpus_id[:12]}, expected {corpus_id[:12]})")
-        _CSR[key] = store.train()
-    return _CSR[key]
-
-
 def batch_estep_piece(path: str, corpus_id: str, doc_ids: np.ndarray, B: np.ndarray,
                       shift: np.ndarray, alpha: np.ndarray, tol: float, max_iter: int,
                       blocks: list[tuple[int, int]]) -> list:
@@ -738,7 +734,7 @@ def batch_estep_piece(path: str, corpus_id: str, doc_ids: np.ndarray, B: np.ndar
     summed on their own."""
     from topictk.corpus.batches import gather_rows
     from topictk.inference.variational import block_estep
-    indptr, indices, counts = gather_rows(_training_csr(path, corpus_id), doc_ids)
+    indptr, indices, counts = gather_rows(_worker_store(path, corpus_id).train(), doc_ids)
     _, local = np.unique(indices, return_inverse=True)
     csr = (indptr, np.ascontiguousarray(local, dtype=np.int32), counts)
     return [block_estep(csr, B, shift, alpha, block, tol, max_iter, True, _worker_threads())
@@ -787,7 +783,7 @@ def corpus_estep_piece(path: str, corpus_id: str, B: np.ndarray, shift: np.ndarr
     from its rows of gamma (warm and best starts): one (sstats, gamma, bound, iterations)
     per block."""
     from topictk.inference.variational import block_estep
-    train = _training_csr(path, corpus_id)
+    train = _worker_store(path, corpus_id).train()
     csr = (train.indptr, train.indices, train.counts)
     return [block_estep(csr, B, shift, alpha, block, tol, max_iter, True, _worker_threads(),
                         start=start, gamma=np.array(gamma, dtype=np.float64))
