@@ -15,29 +15,15 @@ import argparse
 import harness as h
 
 # corpora with test documents (document completion), small to large
-CORPORA = {
-    "uci_kos": None,                                   # harness.CORPORA
-    "20news_gan2015": None,
-    "uci_nips": ["uci_nips_filtered_giuseppedib/docword.train.txt.gz",
-                 "--vocab", "uci_nips_filtered_giuseppedib/vocab.filtered.txt",
-                 "--test-docs", "0.1", "--heldout-fraction", "0.2", "--seed", "0"],
-}
+CORPORA = ("uci_kos", "20news_gan2015", "uci_nips")                # harness.CORPORA
 # iterations of a short but realistic run: sweeps, EM iterations, mini-batch updates
 ITERATIONS = {"gibbs": 100, "vb": 20, "ovb": 300, "sgrld": 300}
-
-
-def store_of(name: str):
-    args = CORPORA[name]
-    if args is None:
-        return h.ensure_store(name)
-    return h.ensure_store(name, [str(h.DATA / a) if a.endswith((".gz", ".txt")) else a
-                                 for a in args])
 
 
 def measure(args) -> list[dict]:
     rows = []
     for corpus in args.corpora:
-        store = store_of(corpus)
+        store = h.ensure_store(corpus)
         for algorithm in args.algorithms:
             out = h.WORK / "runs" / "default_eval" / f"{corpus}-{algorithm}"
             config = {"corpus": str(store), "output": str(out),

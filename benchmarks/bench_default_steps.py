@@ -16,25 +16,11 @@ import argparse
 import harness as h
 
 # the largest documents first (the longest runs); the report orders corpora by size
-CORPORA = {
-    "uci_nips": ["uci_nips_filtered_giuseppedib/docword.train.txt.gz",
-                 "--vocab", "uci_nips_filtered_giuseppedib/vocab.filtered.txt",
-                 "--test-docs", "0.1", "--heldout-fraction", "0.2", "--seed", "0"],
-    "uci_kos": None,                                   # harness.CORPORA
-    "20news_gan2015": None,
-}
+CORPORA = ("uci_nips", "uci_kos", "20news_gan2015")                # harness.CORPORA
 TAU_KAPPA = ([{"tau0": t, "kappa": 0.7} for t in (1, 16, 64, 256, 1024)]
              + [{"tau0": 16, "kappa": k} for k in (0.55, 0.9)])
 STEP = [{"step": {"a": a, "b": b, "c": 0.55}} for a in (0.003, 0.01, 0.1) for b in (100, 1000)]
 GRIDS = {"ovb": TAU_KAPPA, "hsvg": TAU_KAPPA, "sgrld": STEP}
-
-
-def store_of(name: str):
-    args = CORPORA[name]
-    if args is None:
-        return h.ensure_store(name)
-    return h.ensure_store(name, [str(h.DATA / a) if a.endswith((".gz", ".txt")) else a
-                                 for a in args])
 
 
 def setting_name(setting: dict | None) -> str:
@@ -98,7 +84,7 @@ def finished(out, config: dict) -> bool:
 def measure(args) -> dict:
     results = {}
     for corpus in args.corpora:
-        store = store_of(corpus)
+        store = h.ensure_store(corpus)
         for algorithm in args.algorithms:
             default = run_one(store, corpus, algorithm, None, args)
             chosen = setting_name(resolved_setting(default.pop("out"), algorithm,

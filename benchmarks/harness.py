@@ -265,6 +265,10 @@ CORPORA: dict[str, list[str]] = {
                   "--vocab", "nips12_roweis_knowceans/vocab.nips12.txt",
                   "--meta-file", "nips12_roweis_knowceans/metadata.tsv", "--meta", "year:cat"],
     "kos_default": ["uci_kos/docword.kos.txt.gz", "--vocab", "uci_kos/vocab.kos.txt"],
+    # the filtered NIPS training documents with a test split of their own
+    "uci_nips": ["uci_nips_filtered_giuseppedib/docword.train.txt.gz",
+                 "--vocab", "uci_nips_filtered_giuseppedib/vocab.filtered.txt",
+                 "--test-docs", "0.1", "--heldout-fraction", "0.2", "--seed", "0"],
 }
 
 
