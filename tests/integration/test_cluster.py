@@ -53,6 +53,25 @@ def _same_run(a, b) -> None:
         assert_same_arrays(got_a[name], got_b[name])
 
 
+def _same_checkpoints(a, b) -> None:
+    """The same checkpoints, with the same arrays and random streams."""
+    for (name, (ha, aa)), (nb, (hb, ab)) in zip(_checkpoints(a).items(),
+                                                _checkpoints(b).items()):
+        assert name == nb
+        assert ha["streams"] == hb["streams"]
+        assert_same_arrays(aa, ab)
+
+
+def _same_fold_ins_on_the_cluster(run) -> None:
+    """evaluate and infer (their fold-ins on 2 workers) give the one-machine output."""
+    here = json.loads(ok("evaluate", run, "--json").stdout)
+    there = json.loads(ok("evaluate", run, "--json", "--dask-workers", "2").stdout)
+    assert here == there
+    here = ok("infer", run, EXAMPLE).stdout
+    there = ok("infer", run, EXAMPLE, "--dask-workers", "2").stdout
+    assert here == there and here
+
+
 @pytest.fixture(scope="module")
 def in_process(example_store, tmp_path_factory):
     directory = tmp_path_factory.mktemp("in-process")
@@ -67,19 +86,8 @@ def test_two_worker_processes_give_the_one_machine_chain(example_store, in_proce
     ok("train", "--config", config, "--dask-workers", "2", "--quiet")
     run = tmp_path / "run"
     _same_run(in_process, run)
-    for (name, (ha, aa)), (nb, (hb, ab)) in zip(_checkpoints(in_process).items(),
-                                                _checkpoints(run).items()):
-        assert name == nb
-        assert ha["streams"] == hb["streams"]
-        assert_same_arrays(aa, ab)
-    # the fold-in of evaluate on the cluster: the same numbers
-    here = json.loads(ok("evaluate", in_process, "--json").stdout)
-    there = json.loads(ok("evaluate", in_process, "--json", "--dask-workers", "2").stdout)
-    assert here == there
-    # and infer's fold-in of new documents
-    here = ok("infer", in_process, EXAMPLE).stdout
-    there = ok("infer", in_process, EXAMPLE, "--dask-workers", "2").stdout
-    assert here == there and here
+    _same_checkpoints(in_process, run)
+    _same_fold_ins_on_the_cluster(in_process)
 
 
 def test_resume_on_a_cluster_of_another_size_continues_the_chain(example_store, in_process,
@@ -304,21 +312,12 @@ def test_minibatch_local_steps_on_two_workers_give_the_one_machine_run(
     assert_same_arrays(arrays_a, arrays_b)
     assert header_a["streams"] == header_b["streams"]
     assert comparable_metrics(a) == comparable_metrics(b)
-    for (name, (ha, aa)), (nb, (hb, ab)) in zip(_checkpoints(a).items(),
-                                                _checkpoints(b).items()):
-        assert name == nb
-        assert_same_arrays(aa, ab)
+    _same_checkpoints(a, b)
     sent = [m.get("cluster_bytes_sent", 0) for m in metrics(b)]
     assert sent and max(sent) > 0                 # the work did go to the workers
     if algorithm in ("ovb", "vb"):      # their fold-in (an E-step) runs on the driver
         return
-    # the fold-ins of evaluate and infer on the cluster (hsvg's with its own weights)
-    here = json.loads(ok("evaluate", a, "--json").stdout)
-    there = json.loads(ok("evaluate", a, "--json", "--dask-workers", "2").stdout)
-    assert here == there
-    here = ok("infer", a, EXAMPLE).stdout
-    there = ok("infer", a, EXAMPLE, "--dask-workers", "2").stdout
-    assert here == there and here
+    _same_fold_ins_on_the_cluster(a)       # hsvg's with its own weights
 
 
 def test_a_lost_worker_during_a_minibatch_update_changes_nothing(example_store, tmp_path,
