@@ -50,6 +50,7 @@ from libc.string cimport memset
 from numpy.random cimport bitgen_t
 from numpy.random.c_distributions cimport random_beta, random_standard_gamma
 
+from topictk._cy.alloc cimport checked_alloc as _alloc
 from topictk._cy.rng cimport bitgen_of, next_uniform, search_cumulative, uniform_topic
 
 import numpy as np
@@ -443,15 +444,6 @@ cdef void _pool_free(Pool* p) noexcept:
     free(p.q)
     free(p.chunk_fb)
     free(p.chunk_fl)
-
-
-cdef void* _alloc(Py_ssize_t n, size_t size, bint zeroed=False) except NULL:
-    """n items of ``size`` bytes (at least one); MemoryError when the allocation fails."""
-    cdef size_t count = <size_t> (n if n > 0 else 1)
-    cdef void* ptr = calloc(count, size) if zeroed else malloc(count * size)
-    if ptr == NULL:
-        raise MemoryError()
-    return ptr
 
 
 cdef int _pool_init(Pool* p, const Net* net, Py_ssize_t C, list streams, int threads,

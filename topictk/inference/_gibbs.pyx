@@ -38,6 +38,7 @@ from libc.string cimport memcmp, memcpy, memset
 
 from numpy.random cimport bitgen_t
 
+from topictk._cy.alloc cimport checked_alloc as _alloc
 from topictk._cy.docsampler cimport alpha_buckets, sample_document
 
 cdef extern from *:
@@ -699,16 +700,6 @@ cdef inline int64_t _sweep_chunk(const Sweep* sw, const Counts* cn, Scratch* sc,
 
 
 # ---------------------------------------------------------------- one AD-LDA iteration
-
-cdef void* _alloc(Py_ssize_t n, size_t size, bint zeroed=False) except NULL:
-    """n items of ``size`` bytes (at least one, so that an empty array is not a failure);
-    MemoryError when the allocation fails."""
-    cdef size_t count = <size_t> (n if n > 0 else 1)
-    cdef void* p = calloc(count, size) if zeroed else malloc(count * size)
-    if p == NULL:
-        raise MemoryError()
-    return p
-
 
 cdef void _counts_free(Counts* cn) noexcept nogil:
     free(cn.nkw)

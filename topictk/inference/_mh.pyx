@@ -23,20 +23,12 @@ from libc.string cimport memcpy
 
 from numpy.random cimport bitgen_t
 
+from topictk._cy.alloc cimport checked_alloc as _alloc
 from topictk._cy.rng cimport bitgen_of, next_uniform
 
 
 # the low half of a table key (topic << 32) | count
 cdef int64_t LOW32 = 0xFFFFFFFF
-
-
-cdef void* _alloc(Py_ssize_t n, size_t size, bint zeroed=False) except NULL:
-    """n items of ``size`` bytes (at least one); MemoryError when the allocation fails."""
-    cdef size_t count = <size_t> (n if n > 0 else 1)
-    cdef void* p = calloc(count, size) if zeroed else malloc(count * size)
-    if p == NULL:
-        raise MemoryError()
-    return p
 
 
 cdef int _cmp_asc(const void* a, const void* b) noexcept nogil:

@@ -27,16 +27,9 @@ from libc.stdlib cimport free, malloc
 
 from numpy.random cimport bitgen_t
 
+from topictk._cy.alloc cimport checked_alloc as _alloc
 from topictk._cy.docsampler cimport alpha_buckets, sample_document_acc
 from topictk._cy.rng cimport bitgen_of
-
-
-cdef void* _alloc(Py_ssize_t count, size_t size) except NULL:
-    """malloc of ``count`` items of ``size`` bytes (at least one item); MemoryError on failure."""
-    cdef void* ptr = malloc((count if count > 0 else 1) * size)
-    if ptr == NULL:
-        raise MemoryError(f"cannot allocate {count} x {size} bytes")
-    return ptr
 
 
 def local_gibbs(const int64_t[::1] doc_ptr,       # IN  (B + 1) token offsets of the batch
