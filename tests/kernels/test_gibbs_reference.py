@@ -58,6 +58,34 @@ def test_sweep_equals_reference(seed, sparse, n_chunks, threads, alpha):
         assert bg.state == rng.bit_generator.state
 
 
+# (sparse, chunks, threads) of consecutive sweeps sharing one SweepBuffers: repeats reuse the
+# buffers, every change of sampler, chunking or threads must allocate the right ones anew
+BUFFER_SCHEDULE = [(True, 2, 2), (True, 2, 2), (True, 2, 1), (False, 2, 2), (False, 2, 2),
+                   (True, 3, 2), (True, 3, 2), (False, 3, 2), (True, 1, 1), (True, 2, 2)]
+
+
+def test_sweeps_with_kept_buffers_equal_reference(seed):
+    """Buffers kept from sweep to sweep (what the drivers do) change no draw: every sweep of a
+    schedule that reuses them, and that changes the sampler, the chunks and the threads
+    between sweeps, equals the reference."""
+    doc_ptr, words = random_corpus(np.random.default_rng(seed), D, V, 25)
+    state = KernelState.initial(doc_ptr, words, K, V, stream(seed, 0))
+    z, ndk, nkw, nk = _reference_start(doc_ptr, words, seed)
+    buffers = _gibbs.SweepBuffers()
+    for i, (sparse, n_chunks, threads) in enumerate(BUFFER_SCHEDULE):
+        bounds = even_bounds(D, n_chunks)
+        if sparse:
+            state.rebuild_lists()      # as the driver does after a dense sweep
+        kernel_streams = [stream(seed, 4, i, c) for c in range(n_chunks)]
+        ref_rngs = [np.random.Generator(stream(seed, 4, i, c)) for c in range(n_chunks)]
+        state.sweep(ASYMMETRIC, 0.05, bounds, kernel_streams, sparse, threads, buffers)
+        ref.sweep(doc_ptr, words, z, ndk, nkw, nk, ASYMMETRIC, 0.05, bounds, ref_rngs, sparse)
+        for name, got, want in zip(("z", "ndk", "nkw", "nk"), state.arrays(), (z, ndk, nkw, nk)):
+            assert np.array_equal(got, want), f"{name} differs after sweep {i + 1}"
+    with pytest.raises(ValueError, match="2 chunks need 2 streams"):
+        state.sweep(ASYMMETRIC, 0.05, even_bounds(D, 2), [stream(seed, 5)], True, 2, buffers)
+
+
 def test_build_word_topic_lists_equals_reference(seed):
     rng = np.random.default_rng(seed)
     nkw = rng.integers(0, 4, size=(V, K)).astype(np.int32)

@@ -766,23 +766,19 @@ cdef int _scratch_init(Scratch* sc, const Sweep* sw, const Workspace* ws) except
     return 0
 
 
-cdef int _workspace_init(Workspace* ws, const Sweep* sw, const int64_t[::1] chunk_bounds,
-                         list streams, int threads) except -1:
-    """Streams and every buffer of one sweep (``ws`` zeroed by the caller, freed by
-    :func:`_workspace_free` also when this raises)."""
-    cdef Py_ssize_t C = chunk_bounds.shape[0] - 1, c
+cdef int _workspace_init(Workspace* ws, const Sweep* sw, Py_ssize_t C, int64_t start1,
+                         int threads) except -1:
+    """Every buffer of a sweep of C chunks whose chunk 1 starts at token ``start1`` (``ws``
+    zeroed by the caller, freed by :func:`_workspace_free` also when this raises); the chunk
+    bounds and streams are bound to it by :func:`_workspace_bind` before each sweep."""
+    cdef Py_ssize_t c
     if C < 1:
         raise ValueError("a sweep needs at least one chunk")
-    if len(streams) != C:
-        raise ValueError(f"{C} chunks need {C} streams, got {len(streams)}")
     ws.C = C
     ws.threads = 1 if threads < 1 else (<int> C if threads > C else threads)
-    ws.bounds = &chunk_bounds[0]
     ws.per_chunk = sw.sparse and C - 1 <= ws.threads
     ws.private = C > 2
     ws.gens = <bitgen_t**> _alloc(C, sizeof(bitgen_t*))
-    for c in range(C):
-        ws.gens[c] = bitgen_of(streams[c])
     ws.scratch = <Scratch*> _alloc(ws.threads, sizeof(Scratch), True)
     for c in range(ws.threads):
         _scratch_init(&ws.scratch[c], sw, ws)
@@ -794,9 +790,36 @@ cdef int _workspace_init(Workspace* ws, const Sweep* sw, const int64_t[::1] chun
         for c in range(1, C):
             _copy_alloc(&ws.chunk[c], sw)
     else:
-        ws.z_old = <int32_t*> _alloc(sw.n_tokens - sw.doc_ptr[chunk_bounds[1]], sizeof(int32_t))
+        ws.z_old = <int32_t*> _alloc(sw.n_tokens - start1, sizeof(int32_t))
         ws.nk_delta = <int64_t*> _alloc(ws.threads * sw.K, sizeof(int64_t))
     return 0
+
+
+cdef int _workspace_bind(Workspace* ws, const int64_t[::1] chunk_bounds,
+                         list streams) except -1:
+    """The chunk boundaries and the chunks' streams of this sweep."""
+    cdef Py_ssize_t c
+    if chunk_bounds.shape[0] - 1 != ws.C:
+        raise ValueError(f"{ws.C} chunks need {ws.C + 1} bounds, got {chunk_bounds.shape[0]}")
+    if len(streams) != ws.C:
+        raise ValueError(f"{ws.C} chunks need {ws.C} streams, got {len(streams)}")
+    ws.bounds = &chunk_bounds[0]
+    for c in range(ws.C):
+        ws.gens[c] = bitgen_of(streams[c])
+    return 0
+
+
+cdef void _copy_split(void* dst, const void* src, size_t n, int threads) noexcept nogil:
+    """memcpy of n bytes, cut into one piece per thread."""
+    cdef Py_ssize_t p
+    cdef size_t a, b
+    if threads < 2:
+        memcpy(dst, src, n)
+        return
+    for p in prange(threads, schedule="static", chunksize=1, num_threads=threads):
+        a = n * p // threads
+        b = n * (p + 1) // threads
+        memcpy(<char*> dst + a, <const char*> src + a, b - a)
 
 
 cdef void _take_snapshot(const Sweep* sw, Workspace* ws, const Counts* shared) noexcept nogil:
@@ -805,10 +828,11 @@ cdef void _take_snapshot(const Sweep* sw, Workspace* ws, const Counts* shared) n
     cdef int64_t start1 = sw.doc_ptr[ws.bounds[1]]
     memcpy(ws.snap.nk, shared.nk, sw.K * sizeof(int64_t))
     if sw.sparse:
-        memcpy(ws.snap.wt_entries, shared.wt_entries, sw.pool * sizeof(int64_t))
+        _copy_split(ws.snap.wt_entries, shared.wt_entries, sw.pool * sizeof(int64_t),
+                    ws.threads)
         memcpy(ws.snap.wt_len, shared.wt_len, sw.V * sizeof(int32_t))
     else:
-        memcpy(ws.snap.nkw, shared.nkw, sw.V * sw.K * sizeof(int32_t))
+        _copy_split(ws.snap.nkw, shared.nkw, sw.V * sw.K * sizeof(int32_t), ws.threads)
     if not ws.per_chunk:
         memcpy(ws.z_old, sw.z + start1, (sw.n_tokens - start1) * sizeof(int32_t))
 
@@ -918,15 +942,53 @@ cdef int64_t _sweep_chunks(const Sweep* sw, Workspace* ws, Counts* shared) noexc
     # by replaying the changed tokens. Either way the result is the one of a private copy for
     # every chunk.
     _take_snapshot(sw, ws, shared)
-    with parallel(num_threads=ws.threads):
-        tid = threadid()
-        for c in prange(ws.C, schedule="dynamic", chunksize=1):
-            fallbacks += _sample_chunk(sw, ws, shared, c, tid)
+    if ws.C == ws.threads:
+        # chunk c on thread c in every sweep, so that its documents stay in that core's cache
+        with parallel(num_threads=ws.threads):
+            tid = threadid()
+            for c in prange(ws.C, schedule="static", chunksize=1):
+                fallbacks += _sample_chunk(sw, ws, shared, c, tid)
+    else:
+        with parallel(num_threads=ws.threads):
+            tid = threadid()
+            for c in prange(ws.C, schedule="dynamic", chunksize=1):
+                fallbacks += _sample_chunk(sw, ws, shared, c, tid)
     if ws.per_chunk:
         _merge_chunks(sw, ws, shared)
     else:
         _replay_chunks(sw, ws, shared)
     return fallbacks
+
+
+cdef class SweepBuffers:
+    """The buffers of AD-LDA sweeps (per-thread scratch, the snapshot and the chunks' private
+    counts), kept from one :func:`gibbs_sweep` to the next instead of allocated and freed in
+    each: a sweep of the same sizes, chunks, sampler and threads reuses them; any other
+    allocates new ones. What a sweep leaves in them is never read by the next one (the merge
+    scratch rows are left zeroed, as a fresh allocation has them)."""
+
+    cdef Workspace ws
+    cdef object key
+
+    def __cinit__(self):
+        memset(&self.ws, 0, sizeof(Workspace))
+        self.key = None
+
+    def __dealloc__(self):
+        _workspace_free(&self.ws)
+
+    cdef Workspace* ready(self, const Sweep* sw, const int64_t[::1] chunk_bounds,
+                          int threads) except NULL:
+        cdef Py_ssize_t C = chunk_bounds.shape[0] - 1
+        cdef int64_t start1 = sw.doc_ptr[chunk_bounds[1]] if C > 1 else 0
+        key = (C, start1, threads, sw.sparse, sw.K, sw.V, sw.pool, sw.n_tokens)
+        if key != self.key:
+            _workspace_free(&self.ws)
+            memset(&self.ws, 0, sizeof(Workspace))
+            self.key = None
+            _workspace_init(&self.ws, sw, C, start1, threads)
+            self.key = key
+        return &self.ws
 
 
 def gibbs_sweep(const int64_t[::1] doc_ptr,      # IN  (D + 1) token offsets
@@ -944,21 +1006,27 @@ def gibbs_sweep(const int64_t[::1] doc_ptr,      # IN  (D + 1) token offsets
                 int64_t[::1] wt_entries,         # IN/OUT SparseLDA pool
                 int32_t[::1] wt_len,             # IN/OUT (V)
                 int bits,
-                int threads):
+                int threads,
+                SweepBuffers buffers=None):      # kept between sweeps (None: this sweep's own)
     """One Gibbs iteration over every chunk; returns the number of rounding fallbacks.
 
     With one chunk this is the exact sequential sampler, in place. With C > 1 chunks it is
     AD-LDA (§2.4): each chunk samples against a private copy of the topic-word counts taken
     at the start of the iteration, and the changes are merged afterwards (integer sums, so
     the merge order does not matter). Equivalent to ``tests/reference/gibbs.py::sweep``.
+    ``buffers`` changes where the sweep's buffers live, never its result.
     """
     cdef Sweep sw
     cdef Counts shared
-    cdef Workspace ws
+    cdef Workspace own
+    cdef Workspace* ws
     cdef int64_t fallbacks = 0
     cdef Py_ssize_t K = ndk.shape[1], V = nkw.shape[0]
+    cdef Py_ssize_t C = chunk_bounds.shape[0] - 1
     if alpha.shape[0] > 1 and alpha.shape[0] != ndk.shape[0]:
         raise ValueError(f"alpha has {alpha.shape[0]} rows for {ndk.shape[0]} documents")
+    if C < 1:
+        raise ValueError("a sweep needs at least one chunk")
     sw.doc_ptr = &doc_ptr[0]
     sw.words = &words[0] if words.shape[0] > 0 else NULL
     sw.z = &z[0] if z.shape[0] > 0 else NULL
@@ -980,13 +1048,18 @@ def gibbs_sweep(const int64_t[::1] doc_ptr,      # IN  (D + 1) token offsets
     shared.nk = &nk[0]
     shared.wt_entries = &wt_entries[0] if sw.pool > 0 else NULL
     shared.wt_len = &wt_len[0]
-    memset(&ws, 0, sizeof(Workspace))
+    memset(&own, 0, sizeof(Workspace))
     try:
-        _workspace_init(&ws, &sw, chunk_bounds, streams, threads)
+        if buffers is None:
+            ws = &own
+            _workspace_init(ws, &sw, C, sw.doc_ptr[chunk_bounds[1]] if C > 1 else 0, threads)
+        else:
+            ws = buffers.ready(&sw, chunk_bounds, threads)
+        _workspace_bind(ws, chunk_bounds, streams)
         with nogil:
-            fallbacks = _sweep_chunks(&sw, &ws, &shared)
+            fallbacks = _sweep_chunks(&sw, ws, &shared)
     finally:
-        _workspace_free(&ws)
+        _workspace_free(&own)
     return fallbacks
 
 

@@ -67,6 +67,7 @@ class SweepSampler:
         self.entries = np.zeros(size, dtype=np.int64)
         self.lengths = np.zeros(n_words, dtype=np.int32)
         self._lists_for = None
+        self.buffers = _gibbs.SweepBuffers()    # the sweeps' buffers, allocated once
 
     def sweep(self, state, alpha: np.ndarray, bounds: np.ndarray, streams: list,
               doc_ptr: np.ndarray, words: np.ndarray, threads: int) -> tuple[int, bool]:
@@ -82,7 +83,8 @@ class SweepSampler:
         self._lists_for = state.nkw if sparse else None
         fallbacks = _gibbs.gibbs_sweep(doc_ptr, words, state.z, state.ndk, state.nkw, state.nk,
                                        alpha, state.beta, bounds, streams, sparse, self.ptr,
-                                       self.entries, self.lengths, self.bits, threads)
+                                       self.entries, self.lengths, self.bits, threads,
+                                       self.buffers)
         return int(fallbacks), sparse
 
 
