@@ -112,9 +112,9 @@ def test_unreachable_scheduler_fails_within_the_timeout(example_store, tmp_path)
 @pytest.mark.parametrize("args, expected", [
     (["--dask-workers", "2", "--scheduler", "tcp://h:1"], "exclude each other"),
     (["--scheduler", "nonsense"], "training.scheduler must be a scheduler address"),
-    (["--dask-workers", "2", "--set", "inference.algorithm=cvb0"],
-     "inference.algorithm cvb0 does not run on a Dask cluster; the algorithms that do: gibbs, "
-     "hsvg, ovb, sgrld, vb"),
+    (["--dask-workers", "2", "--set", "inference.algorithm=cvb"],
+     "inference.algorithm cvb does not run on a Dask cluster; the algorithms that do: cvb0, "
+     "gibbs, hsvg, ovb, sgrld, vb"),
 ])
 def test_bad_cluster_options(example_store, tmp_path, args, expected):
     config = write_config(tmp_path, example_store)
@@ -279,6 +279,10 @@ MINIBATCH = {
     # batch VB: the E-step over the corpus in 3 blocks, warm and best starts from gamma
     "vb": {"algorithm": "vb", "iterations": 8, "chunks": 3, "best_iterations": 3,
            "best_every": 2, "tol": 0},
+    # CVB0: 3 chunks over 2 shards (of 2 and 1 chunks), fields refreshed (worker to worker)
+    # every 4 steps, the convergence check (which gathers m_dk) every 3
+    "cvb0": {"algorithm": "cvb0", "iterations": 14, "chunks": 3, "refresh_every": 4,
+             "check_every": 3, "tol": 1e-9},
 }
 
 
@@ -315,7 +319,7 @@ def test_minibatch_local_steps_on_two_workers_give_the_one_machine_run(
     _same_checkpoints(a, b)
     sent = [m.get("cluster_bytes_sent", 0) for m in metrics(b)]
     assert sent and max(sent) > 0                 # the work did go to the workers
-    if algorithm in ("ovb", "vb"):      # their fold-in (an E-step) runs on the driver
+    if algorithm in ("ovb", "vb", "cvb0"):      # their fold-ins run on the driver
         return
     _same_fold_ins_on_the_cluster(a)       # hsvg's with its own weights
 
@@ -344,3 +348,64 @@ def test_a_lost_worker_during_a_minibatch_update_changes_nothing(example_store, 
     assert calls["n"] == 13
     assert_same_arrays(model_arrays(tmp_path / "a" / "run")[1],
                        model_arrays(tmp_path / "b" / "run")[1])
+
+
+def _cvb0_config(directory, store, **inference):
+    import yaml
+    config = _minibatch_config(directory, store, "cvb0")
+    data = yaml.safe_load(config.read_text(encoding="utf-8"))
+    data["inference"].update(inference)
+    config.write_text(yaml.safe_dump(data, sort_keys=False), encoding="utf-8")
+    return config
+
+
+def test_cvb0_resumed_on_a_cluster_of_another_size_continues_the_run(example_store, tmp_path):
+    """8 CVB0 steps on 2 workers, resumed on 1 worker to 14 (the shards cut anew): the model
+    of the one-machine run, as is a one-chunk run (whose fields come back whole)."""
+    pytest.importorskip("distributed")
+    for name in ("a", "b", "c", "d"):
+        (tmp_path / name).mkdir()
+    ok("train", "--config", _cvb0_config(tmp_path / "a", example_store), "--quiet")
+    config = _cvb0_config(tmp_path / "b", example_store, iterations=8)
+    ok("train", "--config", config, "--dask-workers", "2", "--quiet")
+    ok("train", "--config", config, "--resume", "--dask-workers", "1", "--quiet",
+       "--set", "inference.iterations=14")
+    assert_same_arrays(model_arrays(tmp_path / "a" / "run")[1],
+                       model_arrays(tmp_path / "b" / "run")[1])
+    ok("train", "--config", _cvb0_config(tmp_path / "c", example_store, chunks=1), "--quiet")
+    ok("train", "--config", _cvb0_config(tmp_path / "d", example_store, chunks=1),
+       "--dask-workers", "2", "--quiet")
+    assert_same_arrays(model_arrays(tmp_path / "c" / "run")[1],
+                       model_arrays(tmp_path / "d" / "run")[1])
+
+
+@pytest.mark.parametrize("method, failing_call", [("sweep", 7), ("refresh", 2), ("gather", 3)])
+def test_a_lost_worker_in_a_cvb0_run_changes_nothing(example_store, tmp_path, monkeypatch,
+                                                     method, failing_call):
+    """A worker reported lost in the seventh iteration, in the second recomputation of the
+    fields (step 8) or in the third gathering of mu (the convergence check of step 9, or a
+    checkpoint): the steps since the driver last held the whole state are redone, and the run
+    is the one-machine run."""
+    pytest.importorskip("distributed")
+    from topictk.inference import cluster
+    original = getattr(cluster.ShardedCVB0, method)
+    calls = {"n": 0}
+
+    def flaky(self, *args, **kwargs):
+        if method != "gather" or self.stale:
+            calls["n"] += 1
+            if calls["n"] == failing_call:
+                raise cluster.WorkerLost("a Dask worker was lost (simulated)")
+        return original(self, *args, **kwargs)
+
+    monkeypatch.setattr(cluster.ShardedCVB0, method, flaky)
+    (tmp_path / "a").mkdir()
+    (tmp_path / "b").mkdir()
+    ok("train", "--config", _cvb0_config(tmp_path / "a", example_store), "--quiet")
+    ok("train", "--config", _cvb0_config(tmp_path / "b", example_store), "--dask-workers", "2",
+       "--quiet")
+    assert calls["n"] > failing_call
+    a, b = tmp_path / "a" / "run", tmp_path / "b" / "run"
+    assert_same_arrays(model_arrays(a)[1], model_arrays(b)[1])
+    assert comparable_metrics(a) == comparable_metrics(b)
+    _same_checkpoints(a, b)

@@ -304,6 +304,10 @@ class GibbsShard:
     z: np.ndarray      # (tokens of the shard,) int32
     ndk: np.ndarray    # (documents of the shard, K) int32
 
+    @property
+    def nbytes(self) -> int:
+        return self.z.nbytes + self.ndk.nbytes
+
 
 @dataclass(frozen=True)
 class ShardSpec:
@@ -381,8 +385,9 @@ def gibbs_shard_sweep(shard: GibbsShard, snapshot: np.ndarray, nk: np.ndarray,
 
 
 # ------------------------------------------------------------------ on the driver
-class ShardedGibbs:
-    """The shards of a Gibbs chain on a cluster; see the module docstring."""
+class Shards:
+    """The shards of a chain whose state lives on the workers between steps: the chunks cut
+    into one contiguous shard per worker, about equal in tokens, each with its home worker."""
 
     def __init__(self, cluster: Cluster, store: CorpusStore, doc_ptr: np.ndarray,
                  bounds: np.ndarray):
@@ -390,14 +395,14 @@ class ShardedGibbs:
         self.client = cluster.client
         self.path = str(store.path)
         self.corpus_id = store.corpus_id
-        self.doc_ptr = doc_ptr
+        self.doc_ptr = doc_ptr          # (D + 1) token offsets of the documents
         self.bounds = bounds
         self.n_chunks = bounds.size - 1
         self.run = uuid.uuid4().hex[:8]
-        self.shards = None        # futures of the GibbsShard of every shard
+        self.shards = None        # futures of every shard's part of the state
         self.specs: list[ShardSpec] = []
         self.homes: list[str] = []      # the worker of each shard
-        self.stale = False        # the driver's z and ndk are behind the shards'
+        self.stale = False        # the driver's copy of the shards' state is behind theirs
 
     def _plan(self) -> list[str]:
         """Cut the chunks into one shard per worker (as many as there are chunks at most),
@@ -416,19 +421,22 @@ class ShardedGibbs:
     def _token_range(self, spec: ShardSpec) -> tuple[int, int]:
         return int(self.doc_ptr[spec.first_doc]), int(self.doc_ptr[spec.end_doc])
 
-    def distribute(self, z: np.ndarray, ndk: np.ndarray) -> None:
-        """Send each shard's part of ``z`` and ``ndk`` to its home worker."""
+    def _part(self, spec: ShardSpec, *arrays: np.ndarray):
+        """The shard ``spec``'s part of the state ``arrays``, as it travels to its worker."""
+        raise NotImplementedError
+
+    def distribute(self, *arrays: np.ndarray) -> None:
+        """Send each shard's part of the state ``arrays`` to its home worker."""
         self.release()
         try:
             self.client.wait_for_workers(1, timeout=self.cluster.timeout)
             self.homes = self._plan()
             shards = []
             for spec, home in zip(self.specs, self.homes):
-                t0, t1 = self._token_range(spec)
-                part = GibbsShard(z[t0:t1].copy(), ndk[spec.first_doc:spec.end_doc].copy())
+                part = self._part(spec, *arrays)
                 shards.append(self.client.scatter(part, workers=[home], hash=False,
                                                   direct=True))
-                self.cluster.bytes_sent += part.z.nbytes + part.ndk.nbytes
+                self.cluster.bytes_sent += part.nbytes
         except _loss_errors() as exc:
             raise WorkerLost(f"a Dask worker was lost while the shards were sent out "
                              f"({type(exc).__name__})") from None
@@ -437,6 +445,32 @@ class ShardedGibbs:
                                f"{self.cluster.timeout:g} s") from None
         self.shards = shards
         self.stale = False
+
+    def _gathered(self) -> list:
+        """The shards' parts of the state, brought back from their workers."""
+        try:
+            parts = self.client.gather(self.shards, direct=True)
+        except _loss_errors() as exc:
+            raise WorkerLost(f"a Dask worker holding a shard was lost ({type(exc).__name__})"
+                             ) from None
+        self.cluster.bytes_received += sum(part.nbytes for part in parts)
+        return parts
+
+    def release(self) -> None:
+        if self.shards is not None:
+            try:
+                self.client.cancel(self.shards)
+            except _loss_errors():
+                pass
+            self.shards = None
+
+
+class ShardedGibbs(Shards):
+    """The shards of a Gibbs chain on a cluster; see the module docstring."""
+
+    def _part(self, spec: ShardSpec, z: np.ndarray, ndk: np.ndarray) -> GibbsShard:
+        t0, t1 = self._token_range(spec)
+        return GibbsShard(z[t0:t1].copy(), ndk[spec.first_doc:spec.end_doc].copy())
 
     def sweep(self, nkw: np.ndarray, nk: np.ndarray, alpha: np.ndarray, beta: float,
               sparse: bool, chunk_streams: list) -> int:
@@ -489,25 +523,189 @@ class ShardedGibbs:
         """Copy the shards' assignments and document-topic counts into ``z`` and ``ndk``."""
         if not self.stale:
             return
-        try:
-            parts = self.client.gather(self.shards, direct=True)
-        except _loss_errors() as exc:
-            raise WorkerLost(f"a Dask worker holding a shard was lost ({type(exc).__name__})"
-                             ) from None
-        for spec, part in zip(self.specs, parts):
+        for spec, part in zip(self.specs, self._gathered()):
             t0, t1 = self._token_range(spec)
             z[t0:t1] = part.z
             ndk[spec.first_doc:spec.end_doc] = part.ndk
-            self.cluster.bytes_received += part.z.nbytes + part.ndk.nbytes
         self.stale = False
 
-    def release(self) -> None:
-        if self.shards is not None:
-            try:
-                self.client.cancel(self.shards)
-            except _loss_errors():
-                pass
-            self.shards = None
+
+# ------------------------------------------------------------------ CVB0 on the workers
+@dataclass
+class CVBShard:
+    """A shard's part of the CVB0 state: q(z) of its pairs and its documents' fields."""
+
+    mu: np.ndarray     # (pairs of the shard, K) float64
+    m_dk: np.ndarray   # (documents of the shard, K) float64
+
+    @property
+    def nbytes(self) -> int:
+        return self.mu.nbytes + self.m_dk.nbytes
+
+
+def _shard_pairs(path: str, corpus_id: str, spec: ShardSpec):
+    """(indptr from 0, indices, counts) of the training pairs of the shard's documents."""
+    train = _worker_store(path, corpus_id).train()
+    indptr = np.asarray(train.indptr)
+    p0, p1 = int(indptr[spec.first_doc]), int(indptr[spec.end_doc])
+    return (np.ascontiguousarray(indptr[spec.first_doc:spec.end_doc + 1] - p0, dtype=np.int64),
+            np.ascontiguousarray(train.indices[p0:p1], dtype=np.int32),
+            np.ascontiguousarray(train.counts[p0:p1], dtype=np.int32))
+
+
+def encode_rows(change: np.ndarray) -> tuple:
+    """A (V, K) change as ("dense", array) or, when fewer bytes, ("rows", the rows that
+    changed, their values): a chunk changes only the rows of its words."""
+    rows = np.flatnonzero(change.any(axis=1)).astype(np.int32)
+    if rows.nbytes + rows.size * change.shape[1] * change.itemsize < change.nbytes:
+        return ("rows", rows, change[rows])
+    return ("dense", change)
+
+
+def add_rows(target: np.ndarray, encoded: tuple) -> None:
+    """target += the change ``encoded`` by :func:`encode_rows` (the other rows' change is 0:
+    adding it would leave them as they are)."""
+    if encoded[0] == "dense":
+        target += encoded[1]
+    else:
+        target[encoded[1]] += encoded[2]
+
+
+def cvb0_shard_sweep(shard: CVBShard, m_kw: np.ndarray, m_k: np.ndarray, alpha: np.ndarray,
+                     beta: float, path: str, corpus_id: str, spec: ShardSpec, whole: bool):
+    """One CVB0 iteration of a shard's chunks (runs on a worker), each chunk against its own
+    copy of the word and topic fields ``m_kw``, ``m_k`` as they stood at the start of the
+    iteration (docs/algorithms.md §4.4). Returns the shard's new state and, per chunk in order,
+    its change of m_kw (encoded) and of m_k: the changes the one-machine sweep adds in chunk
+    order. With ``whole`` (the run's only chunk) the chunk's fields come back instead."""
+    from topictk.inference import _cvb
+    indptr, indices, counts = _shard_pairs(path, corpus_id, spec)
+    mu, m_dk = shard.mu.copy(), shard.m_dk.copy()
+    alpha = np.ascontiguousarray(alpha, dtype=np.float64)
+    threads = _worker_threads()
+    began = time.perf_counter()
+    changes = []
+    for a, b in pairwise(spec.bounds):
+        local_kw, local_k = m_kw.copy(), m_k.copy()
+        _cvb.sweep(indptr, indices, counts, mu, m_dk, local_kw, local_k, None, None, None,
+                   alpha, float(beta), np.array([a, b], dtype=np.int64), threads)
+        if whole:
+            changes.append((("dense", local_kw), local_k))
+        else:
+            np.subtract(local_kw, m_kw, out=local_kw)
+            changes.append((encode_rows(local_kw), local_k - m_k))
+    return CVBShard(mu, m_dk), (changes, time.perf_counter() - began, _peak_rss())
+
+
+def cvb0_shard_fields(shard: CVBShard, m_kw: np.ndarray | None, shape: tuple[int, int],
+                      path: str, corpus_id: str, spec: ShardSpec):
+    """The fields recomputed from mu (runs on a worker): the shard's m_dk from scratch, and its
+    pairs added to the word fields ``m_kw`` of the shards before it (None: the first shard).
+    Returns the shard's new state and the word fields so far."""
+    from topictk.inference import _cvb
+    indptr, indices, counts = _shard_pairs(path, corpus_id, spec)
+    m_kw = np.zeros(shape) if m_kw is None else m_kw.copy()
+    m_dk = np.empty_like(shard.m_dk)
+    _cvb.add_fields(indptr, indices, counts, shard.mu, m_dk, m_kw, _worker_threads())
+    return CVBShard(shard.mu, m_dk), m_kw
+
+
+class ShardedCVB0(Shards):
+    """The shards of a CVB0 run on a cluster: each shard's mu and m_dk stay on its worker;
+    every iteration the driver sends the word and topic fields and adds the chunks' changes
+    back in chunk order, as the one-machine sweep merges them (docs/cluster.md)."""
+
+    def __init__(self, cluster: Cluster, store: CorpusStore, doc_ptr: np.ndarray,
+                 pair_ptr: np.ndarray, bounds: np.ndarray):
+        super().__init__(cluster, store, doc_ptr, bounds)
+        self.pair_ptr = pair_ptr        # (D + 1) pair offsets of the documents
+
+    def _part(self, spec: ShardSpec, mu: np.ndarray, m_dk: np.ndarray) -> CVBShard:
+        p0, p1 = int(self.pair_ptr[spec.first_doc]), int(self.pair_ptr[spec.end_doc])
+        return CVBShard(mu[p0:p1].copy(), m_dk[spec.first_doc:spec.end_doc].copy())
+
+    def _where(self, home: str) -> dict:
+        return {"workers": [home], "allow_other_workers": True, "pure": False}
+
+    def _split(self, key: str, result, home: str):
+        """Futures of the two items of the pair ``result``, kept on ``home``."""
+        return (self.client.submit(operator.getitem, result, 0, key=key + "-state",
+                                   **self._where(home)),
+                self.client.submit(operator.getitem, result, 1, key=key + "-out",
+                                   **self._where(home)))
+
+    def sweep(self, m_kw: np.ndarray, m_k: np.ndarray, alpha: np.ndarray, beta: float) -> None:
+        """One CVB0 iteration of every shard; ``m_kw`` and ``m_k`` become the merged fields."""
+        try:
+            self._sweep(m_kw, m_k, alpha, beta)
+        except _loss_errors() as exc:
+            raise WorkerLost(f"a Dask worker was lost during an iteration "
+                             f"({type(exc).__name__})") from None
+
+    def _sweep(self, m_kw, m_k, alpha, beta) -> None:
+        copies = self.cluster.copy_to(m_kw, sorted(set(self.homes)))
+        self.cluster.bytes_sent += m_k.nbytes * len(self.specs)
+        whole = self.n_chunks == 1
+        outs, shards = [], []
+        for s, (spec, shard, home) in enumerate(zip(self.specs, self.shards, self.homes)):
+            key = f"cvb0-sweep-{self.run}-{s}-{uuid.uuid4().hex[:8]}"
+            result = self.client.submit(cvb0_shard_sweep, shard, copies[home], m_k, alpha,
+                                        beta, self.path, self.corpus_id, spec, whole, key=key,
+                                        **self._where(home))
+            state, out = self._split(key, result, home)
+            shards.append(state)
+            outs.append(out)
+        results = self.client.gather(outs, direct=True)
+        began = time.perf_counter()
+        if whole:
+            (change, k_fields), = results[0][0]
+            m_kw[...], m_k[...] = change[1], k_fields
+        else:
+            # start + the chunks' changes in chunk order (docs/algorithms.md §4.4)
+            for changes, _, _ in results:
+                for change, k_change in changes:
+                    add_rows(m_kw, change)
+                    m_k += k_change
+        for changes, seconds, peak in results:
+            self.cluster.bytes_received += sum(encoded_bytes(c) + k.nbytes for c, k in changes)
+            self.cluster.worker_peak = max(self.cluster.worker_peak, peak)
+        self.cluster.merge_seconds += time.perf_counter() - began
+        self.cluster.compute_seconds += max(r[1] for r in results)
+        self.shards = shards
+        self.stale = True
+
+    def refresh(self, m_kw: np.ndarray, m_k: np.ndarray) -> None:
+        """The fields recomputed from mu, as on one machine: each shard its m_dk, and the word
+        fields summed shard after shard in pair order (worker to worker), m_k on the driver."""
+        from topictk.inference import _cvb
+        try:
+            partial = None
+            shards = []
+            for s, (spec, shard, home) in enumerate(zip(self.specs, self.shards, self.homes)):
+                key = f"cvb0-fields-{self.run}-{s}-{uuid.uuid4().hex[:8]}"
+                result = self.client.submit(cvb0_shard_fields, shard, partial, m_kw.shape,
+                                            self.path, self.corpus_id, spec, key=key,
+                                            **self._where(home))
+                state, partial = self._split(key, result, home)
+                shards.append(state)
+            m_kw[...] = partial.result()
+        except _loss_errors() as exc:
+            raise WorkerLost(f"a Dask worker was lost while the fields were recomputed "
+                             f"({type(exc).__name__})") from None
+        self.cluster.bytes_received += m_kw.nbytes
+        _cvb.topic_fields(m_kw, m_k)
+        self.shards = shards
+        self.stale = True
+
+    def gather(self, mu: np.ndarray, m_dk: np.ndarray) -> None:
+        """Copy the shards' mu and m_dk into ``mu`` and ``m_dk``."""
+        if not self.stale:
+            return
+        for spec, part in zip(self.specs, self._gathered()):
+            p0, p1 = int(self.pair_ptr[spec.first_doc]), int(self.pair_ptr[spec.end_doc])
+            mu[p0:p1] = part.mu
+            m_dk[spec.first_doc:spec.end_doc] = part.m_dk
+        self.stale = False
 
 
 # ------------------------------------------------------------------ fold-in of evaluation
