@@ -9,8 +9,8 @@ from topictk.inference import _cvb
 
 
 @pytest.mark.parametrize("threads", [1, 3])
-def test_fields_block_by_block_are_those_from_scratch(global_random_seed, threads):
-    rng = np.random.default_rng(global_random_seed)
+def test_fields_block_by_block_are_those_from_scratch(seed, threads):
+    rng = np.random.default_rng(seed)
     D, V, K = 30, 40, 5
     lengths = rng.integers(1, 8, D)
     indptr = np.zeros(D + 1, dtype=np.int64)
