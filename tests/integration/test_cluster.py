@@ -173,7 +173,6 @@ def test_count_changes_travel_in_their_smaller_form():
         assert np.array_equal(target, 1 + change)
 
 
-@pytest.mark.slow
 def test_a_worker_killed_mid_run_changes_nothing(example_store, tmp_path):
     """A worker process killed in the middle of the run: the driver goes back to the last
     state it held whole, sends the shards out again and redoes the sweeps since then; the
@@ -206,40 +205,124 @@ def test_a_worker_killed_mid_run_changes_nothing(example_store, tmp_path):
     _same_run(tmp_path / "reference", tmp_path / "run")
 
 
-@pytest.mark.slow
-def test_a_lost_scheduler_stops_the_run_with_one_line(example_store, tmp_path):
-    """The scheduler killed mid-run: the run stops within the timeout, exit 1, one line."""
+def _free_port() -> int:
+    import socket
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+def _wait_for_metrics(proc, run_dir, lines: int, timeout: float = 120) -> None:
+    """Until the run has written ``lines`` evaluations (the process still running)."""
+    path = run_dir / "metrics.jsonl"
+    deadline = time.monotonic() + timeout
+    while not (path.exists() and path.read_text(encoding="utf-8").count("\n") >= lines):
+        assert proc.poll() is None and time.monotonic() < deadline, proc.communicate()
+        time.sleep(0.02)
+
+
+def _newest_checkpoint(run_dir):
+    from topictk.rundir.checkpoint import list_checkpoints, load_arrays
+    step, path = list_checkpoints(run_dir / "checkpoints")[-1]
+    return step, load_arrays(path)[0]
+
+
+def _resumed_equals_uninterrupted(example_store, tmp_path, run: dict, step: int) -> None:
+    """The interrupted run resumed on one machine to ``step`` + 4 is the uninterrupted run."""
+    end = step + 4
+    config = tmp_path / "exp.yaml"
+    ok("train", "--config", config, "--resume", "--quiet", "--set",
+       f"inference.iterations={end}")
+    reference = write_config(tmp_path, example_store, name="reference.yaml",
+                             output=str(tmp_path / "reference"),
+                             **{**run, "inference": {**run["inference"], "iterations": end}})
+    ok("train", "--config", reference, "--quiet")
+    _same_run(tmp_path / "reference", tmp_path / "run")
+
+
+# a long run (interrupted long before its end) on the example corpus
+LONG = {**RUN, "inference": {**RUN["inference"], "iterations": 100000},
+        "training": {**RUN["training"], "checkpoint_every": 1000, "keep_checkpoints": 2}}
+
+
+def test_a_lost_scheduler_stops_the_run_with_a_checkpoint(example_store, tmp_path):
+    """The scheduler (a process of its own, with a worker process) killed mid-run: the run
+    stops within the timeout, exit 1, one line, with a checkpoint of the last step whose whole
+    state the driver held; resumed on one machine, the run is the uninterrupted one."""
     pytest.importorskip("distributed")
-    port = "8797"
+    address = f"tcp://127.0.0.1:{_free_port()}"
     scheduler = subprocess.Popen([sys.executable, "-m", "distributed.cli.dask_scheduler",
-                                  "--port", port, "--dashboard-address", ":0"],
+                                  "--host", "127.0.0.1", "--port", address.rsplit(":", 1)[1],
+                                  "--dashboard-address", ":0"],
                                  stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    worker = subprocess.Popen([sys.executable, "-m", "distributed.cli.dask_worker",
-                               f"tcp://127.0.0.1:{port}", "--nthreads", "1"],
+    worker = subprocess.Popen([sys.executable, "-m", "distributed.cli.dask_worker", address,
+                               "--nthreads", "1", "--no-nanny"],
                               stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    # z and ndk gathered at the evaluations only (alpha fixed): killed after the sample of
+    # step 20, the driver holds the whole state of step 16
+    run = {**LONG, "model": {**LONG["model"], "alpha": 0.5},
+           "training": {**LONG["training"], "cluster_timeout": 5, "eval_every": 16}}
+    config = write_config(tmp_path, example_store, **run)
     try:
-        run = {**RUN, "inference": {**RUN["inference"], "iterations": 100000,
-                                    "burn_in": 99999},
-               "training": {**RUN["training"], "cluster_timeout": 3, "eval_every": 0,
-                            "checkpoint_every": 20}}
-        config = write_config(tmp_path, example_store, **run)
         proc = subprocess.Popen([sys.executable, "-m", "topictk", "train", "--config",
-                                 str(config), "--scheduler", f"tcp://127.0.0.1:{port}",
-                                 "--quiet"], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                                text=True)
+                                 str(config), "--scheduler", address, "--quiet"],
+                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
         deadline = time.monotonic() + 120
-        while not list((tmp_path / "run" / "checkpoints").glob("*.npz")):
+        while not (tmp_path / "run" / "samples" / "step-00000020.npz").exists():
             assert proc.poll() is None and time.monotonic() < deadline, proc.communicate()
-            time.sleep(0.05)
+            time.sleep(0.005)
         scheduler.kill()
+        killed = time.monotonic()
         _, err = proc.communicate(timeout=60)
-        assert proc.returncode == 1, err
-        assert err.strip().splitlines()[-1].startswith(
-            "topictk: error: lost the connection to the Dask scheduler at tcp://127.0.0.1:")
+        waited = time.monotonic() - killed
     finally:
         for p in (scheduler, worker):
             p.kill()
             p.wait()
+    assert proc.returncode == 1, err
+    last = err.strip().splitlines()[-1]
+    assert last.startswith(f"topictk: error: lost the connection to the Dask scheduler at "
+                           f"{address}") or "has had no worker" in last, err
+    assert "; the run stopped with a checkpoint of step " in last
+    assert waited < 30, waited
+    step, header = _newest_checkpoint(tmp_path / "run")
+    assert step == 16 and header["status"] == "interrupted"
+    assert last.endswith(f"checkpoint of step {step}; continue it with --resume, on any "
+                         f"cluster or none")
+    _resumed_equals_uninterrupted(example_store, tmp_path, run, step)
+
+
+def test_ctrl_c_stops_the_workers_and_writes_a_checkpoint(example_store, tmp_path):
+    """Ctrl-C at the terminal (SIGINT to the whole process group: the driver and its local
+    workers) in the middle of a run on 2 worker processes: exit 130 within seconds, no worker
+    process left, a checkpoint of the step under way; resumed, the run is the uninterrupted
+    one."""
+    pytest.importorskip("distributed")
+    psutil = pytest.importorskip("psutil")
+    config = write_config(tmp_path, example_store, **LONG)
+    proc = subprocess.Popen([sys.executable, "-m", "topictk", "train", "--config", str(config),
+                             "--dask-workers", "2", "--quiet"], stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True, start_new_session=True)
+    try:
+        _wait_for_metrics(proc, tmp_path / "run", 2)
+        children = psutil.Process(proc.pid).children(recursive=True)
+        os.killpg(proc.pid, signal.SIGINT)
+        stopped = time.monotonic()
+        _, err = proc.communicate(timeout=60)
+        waited = time.monotonic() - stopped
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+    assert proc.returncode == 130, err
+    assert waited < 15, waited
+    assert len(children) >= 2
+    _, alive = psutil.wait_procs(children, timeout=5)
+    assert not alive, alive
+    step, header = _newest_checkpoint(tmp_path / "run")
+    assert step > 16 and header["status"] == "interrupted"
+    assert err.strip().splitlines()[-1] == (f"topictk: SIGINT received: stopped at step {step}, "
+                                            f"checkpoint written; continue with --resume")
+    _resumed_equals_uninterrupted(example_store, tmp_path, LONG, step)
 
 
 @pytest.mark.parametrize("method, failing_call", [("sweep", 11), ("gather", 2)])

@@ -25,10 +25,12 @@ from __future__ import annotations
 
 import logging
 import operator
+import signal
 import sys
 import time
 import uuid
 from collections.abc import Callable
+from contextlib import contextmanager
 from dataclasses import dataclass
 from itertools import pairwise
 from typing import TypeVar
@@ -48,6 +50,10 @@ DASK_EXTRA = 'pip install "topictk[dask]"'
 
 class ClusterError(TopictkError):
     """The Dask cluster cannot be reached, or one of its workers cannot take part."""
+
+
+class ClusterLost(ClusterError):
+    """The scheduler, or every worker, is gone in the middle of the work: the run stops."""
 
 
 class WorkerLost(ClusterError):
@@ -82,6 +88,22 @@ def _distributed(option: str):
     except ImportError:
         raise UsageError(f"{option} needs Dask, an optional extra: {DASK_EXTRA}") from None
     return distributed
+
+
+@contextmanager
+def _interrupts_ignored():
+    """SIGINT ignored while the block starts processes, which inherit that: a Ctrl-C at the
+    terminal reaches the whole process group, and a local worker that died of it would be
+    taken for a lost worker. The driver stops them itself, after writing its checkpoint."""
+    try:
+        previous = signal.signal(signal.SIGINT, signal.SIG_IGN)
+    except ValueError:          # not the main thread: signals are not this thread's to set
+        yield
+        return
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, previous)
 
 
 class Cluster:
@@ -132,9 +154,10 @@ class Cluster:
                 self.client = distributed.Client(self.scheduler, timeout=self.timeout,
                                                  set_as_default=False)
             else:
-                self._local = distributed.LocalCluster(
-                    n_workers=self.n_local, threads_per_worker=1, processes=True,
-                    dashboard_address=":0", silence_logs=logging.CRITICAL)
+                with _interrupts_ignored():     # Ctrl-C is the driver's to handle
+                    self._local = distributed.LocalCluster(
+                        n_workers=self.n_local, threads_per_worker=1, processes=True,
+                        dashboard_address=":0", silence_logs=logging.CRITICAL)
                 self.client = distributed.Client(self._local, timeout=self.timeout,
                                                  set_as_default=False)
         except RuntimeError as exc:     # a local cluster whose workers did not start
@@ -181,9 +204,7 @@ class Cluster:
     def check_connected(self) -> None:
         """Stop the run with a message once the client has given up on the scheduler."""
         if self.client is None or self.client.status in ("closing", "closed"):
-            raise ClusterError(f"lost the connection to {self.description}; the run stopped; "
-                               f"continue it with --resume, from its last checkpoint, on any "
-                               f"cluster or none")
+            raise ClusterLost(f"lost the connection to {self.description}")
 
     def workers(self) -> list[str]:
         """The addresses of the cluster's workers, sorted; when none is connected (one that
@@ -193,9 +214,8 @@ class Cluster:
             try:
                 self.client.wait_for_workers(1, timeout=self.timeout)
             except (OSError, TimeoutError):
-                raise ClusterError(f"{self.description} has no worker left after "
-                                   f"{self.timeout:g} s; the run stopped; continue it with "
-                                   f"--resume") from None
+                raise ClusterLost(f"{self.description} has no worker left after "
+                                  f"{self.timeout:g} s") from None
             found = sorted(self.client.scheduler_info(n_workers=-1)["workers"])
         return found
 
@@ -441,8 +461,8 @@ class Shards:
             raise WorkerLost(f"a Dask worker was lost while the shards were sent out "
                              f"({type(exc).__name__})") from None
         except TimeoutError:
-            raise ClusterError(f"{self.cluster.description} has had no worker for "
-                               f"{self.cluster.timeout:g} s") from None
+            raise ClusterLost(f"{self.cluster.description} has had no worker for "
+                              f"{self.cluster.timeout:g} s") from None
         self.shards = shards
         self.stale = False
 

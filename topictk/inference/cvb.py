@@ -241,7 +241,7 @@ class CVBDriver(VariationalDriver):
 
     def synced(self, state: CVBState) -> CVBState:
         """``state`` with mu and m_dk brought back from the cluster when they are behind."""
-        if self.remote is None:
+        if self.remote is None or not self.remote.stale:
             return state
         from topictk.inference.cluster import MAX_RECOVERIES, WorkerLost
         for attempt in range(MAX_RECOVERIES + 1):
@@ -254,6 +254,17 @@ class CVBDriver(VariationalDriver):
                     raise
                 self._recover(state, exc, state.step)
         raise AssertionError("unreachable")
+
+    def mark_step(self, state: CVBState) -> None:
+        """Nothing to copy: the restart point of the iterations on the cluster is the mark."""
+
+    def roll_back(self, state: CVBState) -> int:
+        """After the cluster was lost: the state as the driver last held it whole (mu and m_dk
+        as last gathered, with the fields of that step); the shards are gone with it."""
+        if self.remote.stale:
+            self._restart.restore(state)
+        self.remote.shards, self.remote.stale = None, False
+        return state.step
 
     def state_to_arrays(self, state: CVBState) -> tuple[dict, dict[str, np.ndarray]]:
         return super().state_to_arrays(self.synced(state))
