@@ -492,3 +492,45 @@ def test_a_lost_worker_in_a_cvb0_run_changes_nothing(example_store, tmp_path, mo
     assert_same_arrays(model_arrays(a)[1], model_arrays(b)[1])
     assert comparable_metrics(a) == comparable_metrics(b)
     _same_checkpoints(a, b)
+
+
+@pytest.mark.parametrize("algorithm, target, failing_call, step", [
+    # ovb: the driver holds the whole state; the step that fails opens the second epoch (its
+    # keys drawn from the main stream before the E-step)
+    ("ovb", "_batch_estep_once", 8, 7),
+    ("cvb0", "ShardedCVB0.sweep", 7, 6),        # mu and m_dk last gathered at step 6
+])
+def test_a_cluster_lost_mid_step_leaves_a_checkpoint_to_resume(example_store, tmp_path,
+                                                               monkeypatch, algorithm, target,
+                                                               failing_call, step):
+    """The cluster gone in the middle of a step: exit 1 with one line and a checkpoint of the
+    last step whose whole state the driver held; resumed on one machine, the run is the
+    uninterrupted one."""
+    pytest.importorskip("distributed")
+    from topictk.inference import cluster
+    owner, name = (cluster.ShardedCVB0, "sweep") if "." in target else (cluster, target)
+    original = getattr(owner, name)
+    calls = {"n": 0}
+
+    def lost(*args, **kwargs):
+        calls["n"] += 1
+        if calls["n"] == failing_call:
+            raise cluster.ClusterLost("lost the connection to the cluster (simulated)")
+        return original(*args, **kwargs)
+
+    monkeypatch.setattr(owner, name, lost)
+    (tmp_path / "a").mkdir()
+    (tmp_path / "b").mkdir()
+    here = _minibatch_config(tmp_path / "a", example_store, algorithm)
+    there = _minibatch_config(tmp_path / "b", example_store, algorithm)
+    ok("train", "--config", here, "--quiet")
+    message = fails(1, "train", "--config", there, "--dask-workers", "2", "--quiet")
+    assert message == (f"lost the connection to the cluster (simulated); the run stopped with "
+                       f"a checkpoint of step {step}; continue it with --resume, on any "
+                       f"cluster or none")
+    monkeypatch.setattr(owner, name, original)
+    ok("train", "--config", there, "--resume", "--quiet")
+    a, b = tmp_path / "a" / "run", tmp_path / "b" / "run"
+    assert_same_arrays(model_arrays(a)[1], model_arrays(b)[1])
+    assert model_arrays(a)[0]["streams"] == model_arrays(b)[0]["streams"]
+    assert comparable_metrics(a) == comparable_metrics(b)
