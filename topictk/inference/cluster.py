@@ -125,6 +125,10 @@ class Cluster:
         # of the changes; the rest of a step's wall is transfer and scheduling
         self.compute_seconds = 0.0
         self.merge_seconds = 0.0
+        self.send_seconds = 0.0         # the driver sending copies of arrays to the workers
+        # the slowest shard's kernel time in its parts (Gibbs: building the SparseLDA word
+        # lists from the counts, the sweep, the count change), summed over steps
+        self.compute_parts = np.zeros(3)
         self.worker_peak = 0             # the largest peak RSS a worker reported, bytes
 
     def counters(self) -> dict:
@@ -133,6 +137,9 @@ class Cluster:
                 "cluster_bytes_received": self.bytes_received,
                 "cluster_compute_seconds": round(self.compute_seconds, 6),
                 "cluster_merge_seconds": round(self.merge_seconds, 6),
+                "cluster_send_seconds": round(self.send_seconds, 6),
+                **{f"cluster_{part}_seconds": round(float(value), 6)
+                   for part, value in zip(("lists", "sweep", "change"), self.compute_parts)},
                 "cluster_worker_peak_rss": self.worker_peak}
 
     @classmethod
@@ -190,15 +197,23 @@ class Cluster:
             self._local.close()
             self._local = None
 
+    def add_compute(self, shards: list[tuple[float, float, float]]) -> None:
+        """Count a step's kernel time: the slowest shard's, whose parts are ``shards``."""
+        slowest = max(shards, key=sum)
+        self.compute_seconds += sum(slowest)
+        self.compute_parts += slowest
+
     def copy_to(self, array: np.ndarray, workers: list[str]) -> dict:
         """One copy of ``array`` on each of ``workers``, sent from here to each directly:
         {address: future}. (Dask's broadcast replicates through the scheduler afterwards,
         which waits for ever on a worker that has just died.)"""
+        began = time.perf_counter()
         copies = {}
         for address in workers:
             copies[address] = self.client.scatter(array, workers=[address], hash=False,
                                                   direct=True, timeout=self.timeout)
             self.bytes_sent += array.nbytes
+        self.send_seconds += time.perf_counter() - began
         return copies
 
     def check_connected(self) -> None:
@@ -393,15 +408,18 @@ def gibbs_shard_sweep(shard: GibbsShard, snapshot: np.ndarray, nk: np.ndarray,
     lengths = np.zeros(V, dtype=np.int32)
     if sparse:      # the lists are a function of the counts: those of the driver's sweep
         _gibbs.build_word_topic_lists(nkw, ptr, entries, lengths, bits, threads)
+    listed = time.perf_counter()
     fallbacks = _gibbs.gibbs_sweep(doc_ptr, words, z, ndk, nkw, nk_after,
                                    np.ascontiguousarray(alpha, dtype=np.float64), float(beta),
                                    np.ascontiguousarray(spec.bounds, dtype=np.int64), streams,
                                    bool(sparse), ptr, entries, lengths, bits, threads)
+    swept = time.perf_counter()
     del entries, lengths
     np.subtract(nkw, snapshot, out=nkw)
     change = encode_change(nkw)
+    seconds = (listed - began, swept - listed, time.perf_counter() - swept)
     return GibbsShard(z, ndk), (change, nk_after - nk, [bg.state for bg in streams],
-                                int(fallbacks), time.perf_counter() - began, _peak_rss())
+                                int(fallbacks), seconds, _peak_rss())
 
 
 # ------------------------------------------------------------------ on the driver
@@ -519,12 +537,12 @@ class ShardedGibbs(Shards):
             shards.append(client.submit(operator.getitem, result, 0, key=key + "-state",
                                         **where))
             outs.append(client.submit(operator.getitem, result, 1, key=key + "-out", **where))
-        fallbacks, slowest = 0, 0.0
+        fallbacks = 0
         results = client.gather(outs, direct=True)
         began = time.perf_counter()
+        self.cluster.add_compute([out[4] for out in results])
         for spec, out in zip(self.specs, results):
-            change, nk_change, states, shard_fallbacks, seconds, peak = out
-            slowest = max(slowest, seconds)
+            change, nk_change, states, shard_fallbacks, _, peak = out
             self.cluster.worker_peak = max(self.cluster.worker_peak, peak)
             self.cluster.bytes_received += encoded_bytes(change) + nk_change.nbytes
             add_change(nkw, change)
@@ -533,7 +551,6 @@ class ShardedGibbs(Shards):
                 chunk_streams[c].state = state
             fallbacks += shard_fallbacks
         self.cluster.merge_seconds += time.perf_counter() - began
-        self.cluster.compute_seconds += slowest
         del outs, snapshots, results
         self.shards = shards
         self.stale = True
@@ -690,7 +707,7 @@ class ShardedCVB0(Shards):
             self.cluster.bytes_received += sum(encoded_bytes(c) + k.nbytes for c, k in changes)
             self.cluster.worker_peak = max(self.cluster.worker_peak, peak)
         self.cluster.merge_seconds += time.perf_counter() - began
-        self.cluster.compute_seconds += max(r[1] for r in results)
+        self.cluster.add_compute([(0.0, r[1], 0.0) for r in results])
         self.shards = shards
         self.stale = True
 
