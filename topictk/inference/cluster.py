@@ -62,6 +62,8 @@ class WorkerLost(ClusterError):
 
 #: times one step recovers from lost workers before the run stops
 MAX_RECOVERIES = 3
+#: copies of an array the driver sends to workers at the same time
+MAX_SENDS = 8
 
 
 def _loss_errors() -> tuple[type[BaseException], ...]:
@@ -207,12 +209,19 @@ class Cluster:
         """One copy of ``array`` on each of ``workers``, sent from here to each directly:
         {address: future}. (Dask's broadcast replicates through the scheduler afterwards,
         which waits for ever on a worker that has just died.)"""
+        from concurrent.futures import ThreadPoolExecutor
+
+        def send(address: str):
+            return self.client.scatter(array, workers=[address], hash=False, direct=True,
+                                       timeout=self.timeout)
+
         began = time.perf_counter()
-        copies = {}
-        for address in workers:
-            copies[address] = self.client.scatter(array, workers=[address], hash=False,
-                                                  direct=True, timeout=self.timeout)
-            self.bytes_sent += array.nbytes
+        if len(workers) == 1:
+            copies = {workers[0]: send(workers[0])}
+        else:           # to every worker at once: the sends overlap instead of queueing
+            with ThreadPoolExecutor(min(len(workers), MAX_SENDS)) as pool:
+                copies = dict(zip(workers, pool.map(send, workers)))
+        self.bytes_sent += array.nbytes * len(workers)
         self.send_seconds += time.perf_counter() - began
         return copies
 
