@@ -11,20 +11,19 @@ every worker opens the store and compares its corpus id (a hash of the vocabular
 every array), its topictk version and its compiled kernels with the driver's; a worker that
 differs stops the run with a message naming it and the path.
 
-:class:`ShardedGibbs` runs AD-LDA sweeps (docs/algorithms.md §2.4) with each shard, a contiguous
-block of the ``inference.chunks`` chunks, on one worker: the shard's assignments z and
-document-topic counts are the result of its previous sweep's task and stay on the worker
-that computed them. Every sweep the driver broadcasts the word-topic counts; each shard
-sweeps its chunks against that snapshot with the chunks' own streams (whose states go out
-with the task and come back with its result) and returns its count changes, which the driver
-adds in shard order. Each chunk sees the snapshot and its own stream, exactly as in the
-one-machine sweep, so the run is that of ``inference.chunks`` chunks on one machine, bit for
-bit, whatever the number of workers.
+:class:`ShardedGibbs` runs AD-LDA sweeps (docs/algorithms.md §2.4) with each shard, a
+contiguous block of the ``inference.chunks`` chunks, on one worker: the shard's assignments
+z and document-topic counts stay in that worker's process between sweeps, and each sweep's
+one task per shard takes them out and puts the new ones in. Every sweep the driver
+broadcasts the word-topic counts; each shard sweeps its chunks against that snapshot with
+the chunks' own streams (whose states go out with the task and come back with its result)
+and returns its count changes, which the driver adds in shard order. Each chunk sees the
+snapshot and its own stream, exactly as in the one-machine sweep, so the run is that of
+``inference.chunks`` chunks on one machine, bit for bit, whatever the number of workers.
 """
 from __future__ import annotations
 
 import logging
-import operator
 import signal
 import sys
 import time
@@ -71,7 +70,7 @@ def _loss_errors() -> tuple[type[BaseException], ...]:
     import concurrent.futures
 
     import distributed
-    return (concurrent.futures.CancelledError, distributed.KilledWorker, OSError)
+    return (concurrent.futures.CancelledError, distributed.KilledWorker, OSError, ShardMissing)
 
 
 def topictk_version() -> str:
@@ -132,6 +131,7 @@ class Cluster:
         # lists from the counts, the sweep, the count change), summed over steps
         self.compute_parts = np.zeros(3)
         self.worker_peak = 0             # the largest peak RSS a worker reported, bytes
+        self.runs: list[str] = []        # ids of the chains whose shards live on the workers
 
     def counters(self) -> dict:
         """The traffic and time counters (since the cluster was opened), for the metrics."""
@@ -192,6 +192,12 @@ class Cluster:
         return False
 
     def close(self) -> None:
+        if self.client is not None and self.client.status == "running" and self.runs:
+            # the shards' states this run left in workers that outlive it
+            try:
+                self.client.run(_forget_runs, self.runs, on_error="ignore")
+            except _loss_errors():
+                pass
         if self.client is not None:
             self.client.close()
             self.client = None
@@ -284,6 +290,45 @@ def spread(workers: list[str], n_items: int) -> tuple[list[tuple[int, int]], lis
 # with their word frequencies (the SparseLDA pool sizes), keyed by path and corpus id.
 _OPENED: dict[tuple[str, str], tuple[np.ndarray, np.ndarray, np.ndarray]] = {}
 _STORES: dict[tuple[str, str], CorpusStore] = {}
+
+
+# The shards' parts of a chain's state that this worker process holds between steps, by key
+# (run id, shard, step): a step's task takes its shard's part out and puts the new one in, so
+# only the step's result travels, and one task per shard and step is scheduled.
+_RESIDENT: dict[str, object] = {}
+
+
+class ShardMissing(ClusterError):
+    """A shard's state is not on the worker that was asked for it (lost with its worker)."""
+
+
+def _keep(part, key: str) -> str:
+    _RESIDENT[key] = part
+    return key
+
+
+def _held(key: str, take: bool):
+    if key not in _RESIDENT:
+        raise ShardMissing(f"shard {key} is not held here (its worker was lost)")
+    return _RESIDENT.pop(key) if take else _RESIDENT[key]
+
+
+def _fetch(key: str):
+    return _held(key, take=False)
+
+
+def _forget_runs(runs: list[str]) -> None:
+    for key in [key for key in _RESIDENT if key.split("-", 1)[0] in runs]:
+        del _RESIDENT[key]
+
+
+def _step_task(work: Callable, key_in: str, key_out: str, *args):
+    """``work(shard, *args)`` on the shard held under ``key_in``, which returns (the shard's
+    new state, the step's result): the state is kept here under ``key_out``, the result
+    returned."""
+    state, out = work(_held(key_in, take=True), *args)
+    _RESIDENT[key_out] = state
+    return out
 
 
 def _check_worker(path: str, corpus_id: str, version: str) -> str | None:
@@ -446,7 +491,8 @@ class Shards:
         self.bounds = bounds
         self.n_chunks = bounds.size - 1
         self.run = uuid.uuid4().hex[:8]
-        self.shards = None        # futures of every shard's part of the state
+        cluster.runs.append(self.run)
+        self.shards = None        # the keys of the shards' parts of the state on their workers
         self.specs: list[ShardSpec] = []
         self.homes: list[str] = []      # the worker of each shard
         self.stale = False        # the driver's copy of the shards' state is behind theirs
@@ -473,30 +519,57 @@ class Shards:
         raise NotImplementedError
 
     def distribute(self, *arrays: np.ndarray) -> None:
-        """Send each shard's part of the state ``arrays`` to its home worker."""
+        """Send each shard's part of the state ``arrays`` to its home worker, which keeps it."""
         self.release()
         try:
             self.client.wait_for_workers(1, timeout=self.cluster.timeout)
             self.homes = self._plan()
-            shards = []
-            for spec, home in zip(self.specs, self.homes):
+            kept = []
+            for s, (spec, home) in enumerate(zip(self.specs, self.homes)):
                 part = self._part(spec, *arrays)
-                shards.append(self.client.scatter(part, workers=[home], hash=False,
-                                                  direct=True))
+                sent = self.client.scatter(part, workers=[home], hash=False, direct=True)
                 self.cluster.bytes_sent += part.nbytes
+                kept.append(self.client.submit(_keep, sent, self._key(s), workers=[home],
+                                               allow_other_workers=True, pure=False))
+            self.shards = self.client.gather(kept, direct=True)
         except _loss_errors() as exc:
             raise WorkerLost(f"a Dask worker was lost while the shards were sent out "
                              f"({type(exc).__name__})") from None
         except TimeoutError:
             raise ClusterLost(f"{self.cluster.description} has had no worker for "
                               f"{self.cluster.timeout:g} s") from None
-        self.shards = shards
         self.stale = False
+
+    def _key(self, s: int) -> str:
+        """A new key for shard ``s``'s state on its worker."""
+        return f"{self.run}-{s}-{uuid.uuid4().hex[:8]}"
+
+    def submit_step(self, work: Callable, args_of: Callable[[int], tuple],
+                    on_each: Callable | None = None) -> list:
+        """One task per shard on its home worker: ``work(shard's state, *args_of(s))`` with
+        the new state kept there; returns the futures of the tasks' results in shard order
+        (each passed to ``on_each`` as it is submitted: a later shard's arguments may take
+        it)."""
+        outs, keys = [], []
+        for s, home in enumerate(self.homes):
+            keys.append(self._key(s))
+            outs.append(self.client.submit(_step_task, work, self.shards[s], keys[-1],
+                                           *args_of(s), key=f"{work.__name__}-{keys[-1]}",
+                                           workers=[home], allow_other_workers=True,
+                                           pure=False))
+            if on_each is not None:
+                on_each(outs[-1])
+        self.shards = keys
+        self.stale = True
+        return outs
 
     def _gathered(self) -> list:
         """The shards' parts of the state, brought back from their workers."""
         try:
-            parts = self.client.gather(self.shards, direct=True)
+            parts = self.client.gather(
+                [self.client.submit(_fetch, key, workers=[home], allow_other_workers=True,
+                                    pure=False) for key, home in zip(self.shards, self.homes)],
+                direct=True)
         except _loss_errors() as exc:
             raise WorkerLost(f"a Dask worker holding a shard was lost ({type(exc).__name__})"
                              ) from None
@@ -504,12 +577,13 @@ class Shards:
         return parts
 
     def release(self) -> None:
+        """Forget the shards' states on every worker (the run's keys)."""
         if self.shards is not None:
+            self.shards = None
             try:
-                self.client.cancel(self.shards)
+                self.client.run(_forget_runs, [self.run], on_error="ignore")
             except _loss_errors():
                 pass
-            self.shards = None
 
 
 class ShardedGibbs(Shards):
@@ -533,19 +607,14 @@ class ShardedGibbs(Shards):
     def _sweep(self, nkw, nk, alpha, beta, sparse, chunk_streams) -> int:
         client = self.client
         snapshots = self.cluster.copy_to(nkw, sorted(set(self.homes)))
-        outs, shards = [], []
-        for s, (spec, shard, home) in enumerate(zip(self.specs, self.shards, self.homes)):
+
+        def args(s: int) -> tuple:
+            spec = self.specs[s]
             chunks = range(spec.first_chunk, spec.first_chunk + spec.bounds.size - 1)
-            states = [chunk_streams[c].state for c in chunks]
-            key = f"gibbs-sweep-{self.run}-{s}-{uuid.uuid4().hex[:8]}"
-            # on its home worker, where the shard and this copy of the counts are
-            where = {"workers": [home], "allow_other_workers": True, "pure": False}
-            result = client.submit(gibbs_shard_sweep, shard, snapshots[home], nk, alpha, beta,
-                                   sparse, self.path, self.corpus_id, spec, states, key=key,
-                                   **where)
-            shards.append(client.submit(operator.getitem, result, 0, key=key + "-state",
-                                        **where))
-            outs.append(client.submit(operator.getitem, result, 1, key=key + "-out", **where))
+            return (snapshots[self.homes[s]], nk, alpha, beta, sparse, self.path,
+                    self.corpus_id, spec, [chunk_streams[c].state for c in chunks])
+
+        outs = self.submit_step(gibbs_shard_sweep, args)
         fallbacks = 0
         results = client.gather(outs, direct=True)
         began = time.perf_counter()
@@ -560,9 +629,7 @@ class ShardedGibbs(Shards):
                 chunk_streams[c].state = state
             fallbacks += shard_fallbacks
         self.cluster.merge_seconds += time.perf_counter() - began
-        del outs, snapshots, results
-        self.shards = shards
-        self.stale = True
+        del outs, results
         return fallbacks
 
     def gather(self, z: np.ndarray, ndk: np.ndarray) -> None:
@@ -670,16 +737,6 @@ class ShardedCVB0(Shards):
         p0, p1 = int(self.pair_ptr[spec.first_doc]), int(self.pair_ptr[spec.end_doc])
         return CVBShard(mu[p0:p1].copy(), m_dk[spec.first_doc:spec.end_doc].copy())
 
-    def _where(self, home: str) -> dict:
-        return {"workers": [home], "allow_other_workers": True, "pure": False}
-
-    def _split(self, key: str, result, home: str):
-        """Futures of the two items of the pair ``result``, kept on ``home``."""
-        return (self.client.submit(operator.getitem, result, 0, key=key + "-state",
-                                   **self._where(home)),
-                self.client.submit(operator.getitem, result, 1, key=key + "-out",
-                                   **self._where(home)))
-
     def sweep(self, m_kw: np.ndarray, m_k: np.ndarray, alpha: np.ndarray, beta: float) -> None:
         """One CVB0 iteration of every shard; ``m_kw`` and ``m_k`` become the merged fields."""
         try:
@@ -692,15 +749,9 @@ class ShardedCVB0(Shards):
         copies = self.cluster.copy_to(m_kw, sorted(set(self.homes)))
         self.cluster.bytes_sent += m_k.nbytes * len(self.specs)
         whole = self.n_chunks == 1
-        outs, shards = [], []
-        for s, (spec, shard, home) in enumerate(zip(self.specs, self.shards, self.homes)):
-            key = f"cvb0-sweep-{self.run}-{s}-{uuid.uuid4().hex[:8]}"
-            result = self.client.submit(cvb0_shard_sweep, shard, copies[home], m_k, alpha,
-                                        beta, self.path, self.corpus_id, spec, whole, key=key,
-                                        **self._where(home))
-            state, out = self._split(key, result, home)
-            shards.append(state)
-            outs.append(out)
+        outs = self.submit_step(cvb0_shard_sweep, lambda s: (
+            copies[self.homes[s]], m_k, alpha, beta, self.path, self.corpus_id, self.specs[s],
+            whole))
         results = self.client.gather(outs, direct=True)
         began = time.perf_counter()
         if whole:
@@ -717,31 +768,22 @@ class ShardedCVB0(Shards):
             self.cluster.worker_peak = max(self.cluster.worker_peak, peak)
         self.cluster.merge_seconds += time.perf_counter() - began
         self.cluster.add_compute([(0.0, r[1], 0.0) for r in results])
-        self.shards = shards
-        self.stale = True
 
     def refresh(self, m_kw: np.ndarray, m_k: np.ndarray) -> None:
         """The fields recomputed from mu, as on one machine: each shard its m_dk, and the word
         fields summed shard after shard in pair order (worker to worker), m_k on the driver."""
         from topictk.inference import _cvb
         try:
-            partial = None
-            shards = []
-            for s, (spec, shard, home) in enumerate(zip(self.specs, self.shards, self.homes)):
-                key = f"cvb0-fields-{self.run}-{s}-{uuid.uuid4().hex[:8]}"
-                result = self.client.submit(cvb0_shard_fields, shard, partial, m_kw.shape,
-                                            self.path, self.corpus_id, spec, key=key,
-                                            **self._where(home))
-                state, partial = self._split(key, result, home)
-                shards.append(state)
-            m_kw[...] = partial.result()
+            partials: list = []      # each shard's task adds to the previous shard's sums
+            outs = self.submit_step(cvb0_shard_fields, lambda s: (
+                partials[-1] if partials else None, m_kw.shape, self.path, self.corpus_id,
+                self.specs[s]), on_each=partials.append)
+            m_kw[...] = outs[-1].result()
         except _loss_errors() as exc:
             raise WorkerLost(f"a Dask worker was lost while the fields were recomputed "
                              f"({type(exc).__name__})") from None
         self.cluster.bytes_received += m_kw.nbytes
         _cvb.topic_fields(m_kw, m_k)
-        self.shards = shards
-        self.stale = True
 
     def gather(self, mu: np.ndarray, m_dk: np.ndarray) -> None:
         """Copy the shards' mu and m_dk into ``mu`` and ``m_dk``."""
