@@ -11,8 +11,9 @@ All three give the same model (checked: the digests of model.npz's arrays must a
 runs alternate (one round = one run of each), so that the machine's load hits them alike;
 throughput is training tokens × sweeps / train_seconds (the run's own clock, which leaves out
 start-up, the cluster's start and evaluation), the median over rounds. For the cluster run
-also: per-sweep wall split into the slowest shard's kernel time, the driver's merge and the
-rest (transfer and scheduling), and bytes moved per sweep (driver to workers and back).
+also: per-sweep wall split into the slowest shard's kernel time (word lists, sweep, count
+change), the driver's sending of n_kw, its merge and the rest (transfer back and scheduling),
+and bytes moved per sweep (driver to workers and back).
 
     python benchmarks/bench_dask.py --record                     # R = 10, 20 sweeps, 3 rounds
     python benchmarks/bench_dask.py --copies 2 --sweeps 5 --rounds 1   # quick check
@@ -98,6 +99,10 @@ def report(rows: list[dict], facts: dict, args) -> str:
         m = r["metrics"]
         per.append({"wall": m["train_seconds"] / sweeps,
                     "compute": m["cluster_compute_seconds"] / sweeps,
+                    "lists": m["cluster_lists_seconds"] / sweeps,
+                    "sweep": m["cluster_sweep_seconds"] / sweeps,
+                    "change": m["cluster_change_seconds"] / sweeps,
+                    "send": m["cluster_send_seconds"] / sweeps,
                     "merge": m["cluster_merge_seconds"] / sweeps,
                     "peak": m.get("cluster_worker_peak_rss", 0),
                     "sent": m["cluster_bytes_sent"] / sweeps,
@@ -107,11 +112,20 @@ def report(rows: list[dict], facts: dict, args) -> str:
     lines += ["", "Per sweep of the cluster run (medians over rounds; bytes include the one-off "
               "distribution of z and n_dk before the first sweep, spread over the sweeps):", ""]
     lines += h.table(
-        ["wall s", "slowest shard's kernel s", "driver merge s", "transfer + scheduling s",
-         "MiB sent", "MiB received", "n_kw MiB"],
-        [[f"{med['wall']:.3f}", f"{med['compute']:.3f}", f"{med['merge']:.3f}",
-          f"{med['wall'] - med['compute'] - med['merge']:.3f}", f"{med['sent'] / 2**20:.2f}",
-          f"{med['received'] / 2**20:.2f}", f"{nkw / 2**20:.2f}"]])
+        ["wall s", "slowest shard: lists + sweep + change s", "driver send s",
+         "driver merge s", "rest: transfer back + scheduling s", "MiB sent", "MiB received",
+         "n_kw MiB"],
+        [[f"{med['wall']:.3f}",
+          f"{med['compute']:.3f} = {med['lists']:.3f} + {med['sweep']:.3f} + "
+          f"{med['change']:.3f}", f"{med['send']:.3f}", f"{med['merge']:.3f}",
+          f"{med['wall'] - med['compute'] - med['merge'] - med['send']:.3f}",
+          f"{med['sent'] / 2**20:.2f}", f"{med['received'] / 2**20:.2f}",
+          f"{nkw / 2**20:.2f}"]])
+    lines += ["", "The slowest shard's kernel time in its parts: building the SparseLDA word "
+              "lists from the received n_kw, the sweep of its chunks, and computing and "
+              "encoding its change of n_kw. Driver send: copying n_kw to every worker "
+              "(serialisation and transfer). The rest of the wall is waiting for the results "
+              "(their transfer back) and Dask's scheduling."]
     shard_bytes = 4 * facts["N"] / 2 + 4 * facts["D"] * args.topics / 2
     lines += ["", f"Peak RSS of a worker process (largest reported, median over rounds): "
               f"{med['peak'] / 2**20:.0f} MiB; its shard's state (z and n_dk of half the "

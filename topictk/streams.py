@@ -65,6 +65,16 @@ class Streams:
         return {"seed": self.seed,
                 "streams": [[list(key), bg.state] for key, bg in sorted(self._persistent.items())]}
 
+    def restore(self, data: dict) -> None:
+        """Put every persistent stream back to its state in ``data`` (of :meth:`state`); a
+        stream opened since is forgotten, to start afresh when asked for again."""
+        saved = {tuple(key): state for key, state in data["streams"]}
+        for key in list(self._persistent):
+            if key in saved:
+                self._persistent[key].state = saved[key]
+            else:
+                del self._persistent[key]
+
     @classmethod
     def from_state(cls, data: dict) -> "Streams":
         streams = cls(data["seed"])

@@ -112,9 +112,9 @@ def test_unreachable_scheduler_fails_within_the_timeout(example_store, tmp_path)
 @pytest.mark.parametrize("args, expected", [
     (["--dask-workers", "2", "--scheduler", "tcp://h:1"], "exclude each other"),
     (["--scheduler", "nonsense"], "training.scheduler must be a scheduler address"),
-    (["--dask-workers", "2", "--set", "inference.algorithm=cvb0"],
-     "inference.algorithm cvb0 does not run on a Dask cluster; the algorithms that do: gibbs, "
-     "hsvg, ovb, sgrld, vb"),
+    (["--dask-workers", "2", "--set", "inference.algorithm=cvb"],
+     "inference.algorithm cvb does not run on a Dask cluster; the algorithms that do: cvb0, "
+     "gibbs, hsvg, ovb, sgrld, vb"),
 ])
 def test_bad_cluster_options(example_store, tmp_path, args, expected):
     config = write_config(tmp_path, example_store)
@@ -173,7 +173,6 @@ def test_count_changes_travel_in_their_smaller_form():
         assert np.array_equal(target, 1 + change)
 
 
-@pytest.mark.slow
 def test_a_worker_killed_mid_run_changes_nothing(example_store, tmp_path):
     """A worker process killed in the middle of the run: the driver goes back to the last
     state it held whole, sends the shards out again and redoes the sweeps since then; the
@@ -200,46 +199,134 @@ def test_a_worker_killed_mid_run_changes_nothing(example_store, tmp_path):
             time.sleep(0.01)
         os.kill(pids[min(pids)], signal.SIGKILL)
         _, err = proc.communicate(timeout=300)
+        # the workers, which outlive the run, hold none of its shards any more
+        held = client.run(lambda: len(__import__("topictk.inference.cluster",
+                                                 fromlist=["_RESIDENT"])._RESIDENT))
     assert proc.returncode == 0, err
     # the sweeps since the last gather redone, or none when the kill came right after one
     assert "a Dask worker was lost" in err
+    assert held and set(held.values()) == {0}
     _same_run(tmp_path / "reference", tmp_path / "run")
 
 
-@pytest.mark.slow
-def test_a_lost_scheduler_stops_the_run_with_one_line(example_store, tmp_path):
-    """The scheduler killed mid-run: the run stops within the timeout, exit 1, one line."""
+def _free_port() -> int:
+    import socket
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+def _wait_for_metrics(proc, run_dir, lines: int, timeout: float = 120) -> None:
+    """Until the run has written ``lines`` evaluations (the process still running)."""
+    path = run_dir / "metrics.jsonl"
+    deadline = time.monotonic() + timeout
+    while not (path.exists() and path.read_text(encoding="utf-8").count("\n") >= lines):
+        assert proc.poll() is None and time.monotonic() < deadline, proc.communicate()
+        time.sleep(0.02)
+
+
+def _newest_checkpoint(run_dir):
+    from topictk.rundir.checkpoint import list_checkpoints, load_arrays
+    step, path = list_checkpoints(run_dir / "checkpoints")[-1]
+    return step, load_arrays(path)[0]
+
+
+def _resumed_equals_uninterrupted(example_store, tmp_path, run: dict, step: int) -> None:
+    """The interrupted run resumed on one machine to ``step`` + 4 is the uninterrupted run."""
+    end = step + 4
+    config = tmp_path / "exp.yaml"
+    ok("train", "--config", config, "--resume", "--quiet", "--set",
+       f"inference.iterations={end}")
+    reference = write_config(tmp_path, example_store, name="reference.yaml",
+                             output=str(tmp_path / "reference"),
+                             **{**run, "inference": {**run["inference"], "iterations": end}})
+    ok("train", "--config", reference, "--quiet")
+    _same_run(tmp_path / "reference", tmp_path / "run")
+
+
+# a long run (interrupted long before its end) on the example corpus
+LONG = {**RUN, "inference": {**RUN["inference"], "iterations": 100000},
+        "training": {**RUN["training"], "checkpoint_every": 1000, "keep_checkpoints": 2}}
+
+
+def test_a_lost_scheduler_stops_the_run_with_a_checkpoint(example_store, tmp_path):
+    """The scheduler (a process of its own, with a worker process) killed mid-run: the run
+    stops within the timeout, exit 1, one line, with a checkpoint of the last step whose whole
+    state the driver held; resumed on one machine, the run is the uninterrupted one."""
     pytest.importorskip("distributed")
-    port = "8797"
+    address = f"tcp://127.0.0.1:{_free_port()}"
     scheduler = subprocess.Popen([sys.executable, "-m", "distributed.cli.dask_scheduler",
-                                  "--port", port, "--dashboard-address", ":0"],
+                                  "--host", "127.0.0.1", "--port", address.rsplit(":", 1)[1],
+                                  "--dashboard-address", ":0"],
                                  stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    worker = subprocess.Popen([sys.executable, "-m", "distributed.cli.dask_worker",
-                               f"tcp://127.0.0.1:{port}", "--nthreads", "1"],
+    worker = subprocess.Popen([sys.executable, "-m", "distributed.cli.dask_worker", address,
+                               "--nthreads", "1", "--no-nanny"],
                               stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    # z and ndk gathered at the evaluations only (alpha fixed): killed after the sample of
+    # step 20, the driver holds the whole state of step 16
+    run = {**LONG, "model": {**LONG["model"], "alpha": 0.5},
+           "training": {**LONG["training"], "cluster_timeout": 5, "eval_every": 16}}
+    config = write_config(tmp_path, example_store, **run)
     try:
-        run = {**RUN, "inference": {**RUN["inference"], "iterations": 100000,
-                                    "burn_in": 99999},
-               "training": {**RUN["training"], "cluster_timeout": 3, "eval_every": 0,
-                            "checkpoint_every": 20}}
-        config = write_config(tmp_path, example_store, **run)
         proc = subprocess.Popen([sys.executable, "-m", "topictk", "train", "--config",
-                                 str(config), "--scheduler", f"tcp://127.0.0.1:{port}",
-                                 "--quiet"], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                                text=True)
+                                 str(config), "--scheduler", address, "--quiet"],
+                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
         deadline = time.monotonic() + 120
-        while not list((tmp_path / "run" / "checkpoints").glob("*.npz")):
+        while not (tmp_path / "run" / "samples" / "step-00000020.npz").exists():
             assert proc.poll() is None and time.monotonic() < deadline, proc.communicate()
-            time.sleep(0.05)
+            time.sleep(0.005)
         scheduler.kill()
+        killed = time.monotonic()
         _, err = proc.communicate(timeout=60)
-        assert proc.returncode == 1, err
-        assert err.strip().splitlines()[-1].startswith(
-            "topictk: error: lost the connection to the Dask scheduler at tcp://127.0.0.1:")
+        waited = time.monotonic() - killed
     finally:
         for p in (scheduler, worker):
             p.kill()
             p.wait()
+    assert proc.returncode == 1, err
+    last = err.strip().splitlines()[-1]
+    assert last.startswith(f"topictk: error: lost the connection to the Dask scheduler at "
+                           f"{address}") or "has had no worker" in last, err
+    assert "; the run stopped with a checkpoint of step " in last
+    assert waited < 30, waited
+    step, header = _newest_checkpoint(tmp_path / "run")
+    assert step == 16 and header["status"] == "interrupted"
+    assert last.endswith(f"checkpoint of step {step}; continue it with --resume, on any "
+                         f"cluster or none")
+    _resumed_equals_uninterrupted(example_store, tmp_path, run, step)
+
+
+def test_ctrl_c_stops_the_workers_and_writes_a_checkpoint(example_store, tmp_path):
+    """Ctrl-C at the terminal (SIGINT to the whole process group: the driver and its local
+    workers) in the middle of a run on 2 worker processes: exit 130 within seconds, no worker
+    process left, a checkpoint of the step under way; resumed, the run is the uninterrupted
+    one."""
+    pytest.importorskip("distributed")
+    psutil = pytest.importorskip("psutil")
+    config = write_config(tmp_path, example_store, **LONG)
+    proc = subprocess.Popen([sys.executable, "-m", "topictk", "train", "--config", str(config),
+                             "--dask-workers", "2", "--quiet"], stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True, start_new_session=True)
+    try:
+        _wait_for_metrics(proc, tmp_path / "run", 2)
+        children = psutil.Process(proc.pid).children(recursive=True)
+        os.killpg(proc.pid, signal.SIGINT)
+        stopped = time.monotonic()
+        _, err = proc.communicate(timeout=60)
+        waited = time.monotonic() - stopped
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+    assert proc.returncode == 130, err
+    assert waited < 15, waited
+    assert len(children) >= 2
+    _, alive = psutil.wait_procs(children, timeout=5)
+    assert not alive, alive
+    step, header = _newest_checkpoint(tmp_path / "run")
+    assert step >= 16 and header["status"] == "interrupted"
+    assert err.strip().splitlines()[-1] == (f"topictk: SIGINT received: stopped at step {step}, "
+                                            f"checkpoint written; continue with --resume")
+    _resumed_equals_uninterrupted(example_store, tmp_path, LONG, step)
 
 
 @pytest.mark.parametrize("method, failing_call", [("sweep", 11), ("gather", 2)])
@@ -279,6 +366,10 @@ MINIBATCH = {
     # batch VB: the E-step over the corpus in 3 blocks, warm and best starts from gamma
     "vb": {"algorithm": "vb", "iterations": 8, "chunks": 3, "best_iterations": 3,
            "best_every": 2, "tol": 0},
+    # CVB0: 3 chunks over 2 shards (of 2 and 1 chunks), fields refreshed (worker to worker)
+    # every 4 steps, the convergence check (which gathers m_dk) every 3
+    "cvb0": {"algorithm": "cvb0", "iterations": 14, "chunks": 3, "refresh_every": 4,
+             "check_every": 3, "tol": 1e-9},
 }
 
 
@@ -315,7 +406,7 @@ def test_minibatch_local_steps_on_two_workers_give_the_one_machine_run(
     _same_checkpoints(a, b)
     sent = [m.get("cluster_bytes_sent", 0) for m in metrics(b)]
     assert sent and max(sent) > 0                 # the work did go to the workers
-    if algorithm in ("ovb", "vb"):      # their fold-in (an E-step) runs on the driver
+    if algorithm in ("ovb", "vb", "cvb0"):      # their fold-ins run on the driver
         return
     _same_fold_ins_on_the_cluster(a)       # hsvg's with its own weights
 
@@ -344,3 +435,106 @@ def test_a_lost_worker_during_a_minibatch_update_changes_nothing(example_store, 
     assert calls["n"] == 13
     assert_same_arrays(model_arrays(tmp_path / "a" / "run")[1],
                        model_arrays(tmp_path / "b" / "run")[1])
+
+
+def _cvb0_config(directory, store, **inference):
+    import yaml
+    config = _minibatch_config(directory, store, "cvb0")
+    data = yaml.safe_load(config.read_text(encoding="utf-8"))
+    data["inference"].update(inference)
+    config.write_text(yaml.safe_dump(data, sort_keys=False), encoding="utf-8")
+    return config
+
+
+def test_cvb0_resumed_on_a_cluster_of_another_size_continues_the_run(example_store, tmp_path):
+    """8 CVB0 steps on 2 workers, resumed on 1 worker to 14 (the shards cut anew): the model
+    of the one-machine run, as is a one-chunk run (whose fields come back whole)."""
+    pytest.importorskip("distributed")
+    for name in ("a", "b", "c", "d"):
+        (tmp_path / name).mkdir()
+    ok("train", "--config", _cvb0_config(tmp_path / "a", example_store), "--quiet")
+    config = _cvb0_config(tmp_path / "b", example_store, iterations=8)
+    ok("train", "--config", config, "--dask-workers", "2", "--quiet")
+    ok("train", "--config", config, "--resume", "--dask-workers", "1", "--quiet",
+       "--set", "inference.iterations=14")
+    assert_same_arrays(model_arrays(tmp_path / "a" / "run")[1],
+                       model_arrays(tmp_path / "b" / "run")[1])
+    ok("train", "--config", _cvb0_config(tmp_path / "c", example_store, chunks=1), "--quiet")
+    ok("train", "--config", _cvb0_config(tmp_path / "d", example_store, chunks=1),
+       "--dask-workers", "2", "--quiet")
+    assert_same_arrays(model_arrays(tmp_path / "c" / "run")[1],
+                       model_arrays(tmp_path / "d" / "run")[1])
+
+
+@pytest.mark.parametrize("method, failing_call", [("sweep", 7), ("refresh", 2), ("gather", 3)])
+def test_a_lost_worker_in_a_cvb0_run_changes_nothing(example_store, tmp_path, monkeypatch,
+                                                     method, failing_call):
+    """A worker reported lost in the seventh iteration, in the second recomputation of the
+    fields (step 8) or in the third gathering of mu (the convergence check of step 9, or a
+    checkpoint): the steps since the driver last held the whole state are redone, and the run
+    is the one-machine run."""
+    pytest.importorskip("distributed")
+    from topictk.inference import cluster
+    original = getattr(cluster.ShardedCVB0, method)
+    calls = {"n": 0}
+
+    def flaky(self, *args, **kwargs):
+        if method != "gather" or self.stale:
+            calls["n"] += 1
+            if calls["n"] == failing_call:
+                raise cluster.WorkerLost("a Dask worker was lost (simulated)")
+        return original(self, *args, **kwargs)
+
+    monkeypatch.setattr(cluster.ShardedCVB0, method, flaky)
+    (tmp_path / "a").mkdir()
+    (tmp_path / "b").mkdir()
+    ok("train", "--config", _cvb0_config(tmp_path / "a", example_store), "--quiet")
+    ok("train", "--config", _cvb0_config(tmp_path / "b", example_store), "--dask-workers", "2",
+       "--quiet")
+    assert calls["n"] > failing_call
+    a, b = tmp_path / "a" / "run", tmp_path / "b" / "run"
+    assert_same_arrays(model_arrays(a)[1], model_arrays(b)[1])
+    assert comparable_metrics(a) == comparable_metrics(b)
+    _same_checkpoints(a, b)
+
+
+@pytest.mark.parametrize("algorithm, target, failing_call, step", [
+    # ovb: the driver holds the whole state; the step that fails opens the second epoch (its
+    # keys drawn from the main stream before the E-step)
+    ("ovb", "_batch_estep_once", 8, 7),
+    ("cvb0", "ShardedCVB0.sweep", 7, 6),        # mu and m_dk last gathered at step 6
+])
+def test_a_cluster_lost_mid_step_leaves_a_checkpoint_to_resume(example_store, tmp_path,
+                                                               monkeypatch, algorithm, target,
+                                                               failing_call, step):
+    """The cluster gone in the middle of a step: exit 1 with one line and a checkpoint of the
+    last step whose whole state the driver held; resumed on one machine, the run is the
+    uninterrupted one."""
+    pytest.importorskip("distributed")
+    from topictk.inference import cluster
+    owner, name = (cluster.ShardedCVB0, "sweep") if "." in target else (cluster, target)
+    original = getattr(owner, name)
+    calls = {"n": 0}
+
+    def lost(*args, **kwargs):
+        calls["n"] += 1
+        if calls["n"] == failing_call:
+            raise cluster.ClusterLost("lost the connection to the cluster (simulated)")
+        return original(*args, **kwargs)
+
+    monkeypatch.setattr(owner, name, lost)
+    (tmp_path / "a").mkdir()
+    (tmp_path / "b").mkdir()
+    here = _minibatch_config(tmp_path / "a", example_store, algorithm)
+    there = _minibatch_config(tmp_path / "b", example_store, algorithm)
+    ok("train", "--config", here, "--quiet")
+    message = fails(1, "train", "--config", there, "--dask-workers", "2", "--quiet")
+    assert message == (f"lost the connection to the cluster (simulated); the run stopped with "
+                       f"a checkpoint of step {step}; continue it with --resume, on any "
+                       f"cluster or none")
+    monkeypatch.setattr(owner, name, original)
+    ok("train", "--config", there, "--resume", "--quiet")
+    a, b = tmp_path / "a" / "run", tmp_path / "b" / "run"
+    assert_same_arrays(model_arrays(a)[1], model_arrays(b)[1])
+    assert model_arrays(a)[0]["streams"] == model_arrays(b)[0]["streams"]
+    assert comparable_metrics(a) == comparable_metrics(b)

@@ -199,7 +199,9 @@ TRAINING = {
     "dask_workers": Option("int", None, low=1, nullable=True,
                            help="start a local Dask cluster of N worker processes for the run"),
     "cluster_timeout": Option("float", 30.0, low=0, low_open=True,
-                              help="seconds to reach the Dask scheduler and its workers"),
+                              help="seconds to reach the Dask scheduler and its workers, "
+                                   "and to reconnect to a scheduler that went away before "
+                                   "the run stops with a checkpoint"),
 }
 
 EVALUATION = {

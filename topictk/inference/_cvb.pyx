@@ -6,6 +6,8 @@ correction (Teh, Newman & Welling 2007) and CVB0 (Asuncion et al. 2009); docs/al
   Equivalent to ``tests/reference/cvb.py::init_mu``.
 * :func:`compute_fields` -- the mean (and variance) fields of §4.2 from scratch.
   Equivalent to ``tests/reference/cvb.py::compute_fields``.
+* :func:`add_fields`, :func:`topic_fields` -- the CVB0 fields block by block (documents in
+  order), as :func:`compute_fields` computes them (a Dask cluster's shards).
 * :func:`sweep` -- one CVB / CVB0 iteration with the exclusion rule of §4.4 (one token copy
   per pair update), sequential in place for one chunk, chunk-private word fields merged in
   chunk order for C > 1. Equivalent to ``tests/reference/cvb.py::sweep``.
@@ -123,6 +125,54 @@ def compute_fields(const int64_t[::1] indptr,    # IN  (D + 1)
                 m_k[k] += m_kw[w, k]
                 if var:
                     vk[k] += vw[w * K + k]
+
+
+def add_fields(const int64_t[::1] indptr,    # IN  (D_b + 1) a block of documents
+               const int32_t[::1] indices,   # IN  (M_b)
+               const int32_t[::1] counts,    # IN  (M_b)
+               const double[:, ::1] mu,      # IN  (M_b, K)
+               double[:, ::1] m_dk,          # OUT (D_b, K)
+               double[:, ::1] m_kw,          # IN/OUT (V, K) the word fields so far
+               int threads):
+    """CVB0 fields of a block of documents (§4.2): m_dk from scratch, and the block's pairs
+    added to ``m_kw`` in pair order (words split between threads by w mod P). Blocks taken in
+    document order, each continuing the previous block's m_kw from zeros, give the m_kw of
+    :func:`compute_fields` bit for bit; :func:`topic_fields` then gives its m_k."""
+    cdef Py_ssize_t D = indptr.shape[0] - 1, K = mu.shape[1]
+    cdef Py_ssize_t d, k, w, p, P
+    cdef int64_t e, M = indices.shape[0]
+    cdef double c
+    if threads < 1:
+        threads = 1
+    P = threads
+    with nogil:
+        for d in prange(D, schedule="static", num_threads=threads):
+            for k in range(K):
+                m_dk[d, k] = 0.0
+            for e in range(indptr[d], indptr[d + 1]):
+                c = counts[e]
+                for k in range(K):
+                    m_dk[d, k] += c * mu[e, k]
+        for p in prange(P, schedule="static", chunksize=1, num_threads=threads):
+            for e in range(M):
+                w = indices[e]
+                if w % P != p:
+                    continue
+                c = counts[e]
+                for k in range(K):
+                    m_kw[w, k] += c * mu[e, k]
+
+
+def topic_fields(const double[:, ::1] m_kw,   # IN  (V, K)
+                 double[::1] m_k):            # OUT (K)
+    """m_k = sum_w m_kw, the words added in order, as :func:`compute_fields` does."""
+    cdef Py_ssize_t V = m_kw.shape[0], K = m_kw.shape[1], w, k
+    with nogil:
+        for k in range(K):
+            m_k[k] = 0.0
+        for w in range(V):
+            for k in range(K):
+                m_k[k] += m_kw[w, k]
 
 
 cdef void _sweep_docs(int64_t d_begin, int64_t d_end, const int64_t* indptr,

@@ -16,6 +16,7 @@ algorithm-specific:
 """
 from __future__ import annotations
 
+import copy
 import logging
 from abc import ABC, abstractmethod
 from dataclasses import dataclass, field
@@ -455,6 +456,19 @@ class Driver(ABC):
         topics of ``topic_word`` and the test documents' ``document_prior``."""
         features = self.store.features("test") if self.uses_features else None
         return [(self.topic_word(state).T, self.document_prior(state, features))]
+
+    def mark_step(self, state: Any) -> None:
+        """Before a step on a cluster: keep what :meth:`roll_back` returns to, a copy of the
+        state and of the streams (the step's shard work is on the workers, the rest here)."""
+        self._mark = (copy.deepcopy(state), self.streams.state())
+
+    def roll_back(self, state: Any) -> int:
+        """After the cluster was lost in the middle of a step: put ``state`` and the streams
+        back to the last step whose whole state the driver holds, and return that step."""
+        saved, streams = self._mark
+        vars(state).update(vars(copy.deepcopy(saved)))
+        self.streams.restore(streams)
+        return state.step
 
     def check_state(self, state: Any) -> None:
         """Raise :class:`topictk.errors.NumericalError` if global parameters are not finite."""

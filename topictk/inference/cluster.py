@@ -11,24 +11,25 @@ every worker opens the store and compares its corpus id (a hash of the vocabular
 every array), its topictk version and its compiled kernels with the driver's; a worker that
 differs stops the run with a message naming it and the path.
 
-:class:`ShardedGibbs` runs AD-LDA sweeps (docs/algorithms.md §2.4) with each shard, a contiguous
-block of the ``inference.chunks`` chunks, on one worker: the shard's assignments z and
-document-topic counts are the result of its previous sweep's task and stay on the worker
-that computed them. Every sweep the driver broadcasts the word-topic counts; each shard
-sweeps its chunks against that snapshot with the chunks' own streams (whose states go out
-with the task and come back with its result) and returns its count changes, which the driver
-adds in shard order. Each chunk sees the snapshot and its own stream, exactly as in the
-one-machine sweep, so the run is that of ``inference.chunks`` chunks on one machine, bit for
-bit, whatever the number of workers.
+:class:`ShardedGibbs` runs AD-LDA sweeps (docs/algorithms.md §2.4) with each shard, a
+contiguous block of the ``inference.chunks`` chunks, on one worker: the shard's assignments
+z and document-topic counts stay in that worker's process between sweeps, and each sweep's
+one task per shard takes them out and puts the new ones in. Every sweep the driver
+broadcasts the word-topic counts; each shard sweeps its chunks against that snapshot with
+the chunks' own streams (whose states go out with the task and come back with its result)
+and returns its count changes, which the driver adds in shard order. Each chunk sees the
+snapshot and its own stream, exactly as in the one-machine sweep, so the run is that of
+``inference.chunks`` chunks on one machine, bit for bit, whatever the number of workers.
 """
 from __future__ import annotations
 
 import logging
-import operator
+import signal
 import sys
 import time
 import uuid
 from collections.abc import Callable
+from contextlib import contextmanager
 from dataclasses import dataclass
 from itertools import pairwise
 from typing import TypeVar
@@ -50,12 +51,18 @@ class ClusterError(TopictkError):
     """The Dask cluster cannot be reached, or one of its workers cannot take part."""
 
 
+class ClusterLost(ClusterError):
+    """The scheduler, or every worker, is gone in the middle of the work: the run stops."""
+
+
 class WorkerLost(ClusterError):
     """A worker holding a shard (or working on one) is gone; the driver recovers."""
 
 
 #: times one step recovers from lost workers before the run stops
 MAX_RECOVERIES = 3
+#: copies of an array the driver sends to workers at the same time
+MAX_SENDS = 8
 
 
 def _loss_errors() -> tuple[type[BaseException], ...]:
@@ -63,7 +70,7 @@ def _loss_errors() -> tuple[type[BaseException], ...]:
     import concurrent.futures
 
     import distributed
-    return (concurrent.futures.CancelledError, distributed.KilledWorker, OSError)
+    return (concurrent.futures.CancelledError, distributed.KilledWorker, OSError, ShardMissing)
 
 
 def topictk_version() -> str:
@@ -82,6 +89,22 @@ def _distributed(option: str):
     except ImportError:
         raise UsageError(f"{option} needs Dask, an optional extra: {DASK_EXTRA}") from None
     return distributed
+
+
+@contextmanager
+def _interrupts_ignored():
+    """SIGINT ignored while the block starts processes, which inherit that: a Ctrl-C at the
+    terminal reaches the whole process group, and a local worker that died of it would be
+    taken for a lost worker. The driver stops them itself, after writing its checkpoint."""
+    try:
+        previous = signal.signal(signal.SIGINT, signal.SIG_IGN)
+    except ValueError:          # not the main thread: signals are not this thread's to set
+        yield
+        return
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, previous)
 
 
 class Cluster:
@@ -103,7 +126,12 @@ class Cluster:
         # of the changes; the rest of a step's wall is transfer and scheduling
         self.compute_seconds = 0.0
         self.merge_seconds = 0.0
+        self.send_seconds = 0.0         # the driver sending copies of arrays to the workers
+        # the slowest shard's kernel time in its parts (Gibbs: building the SparseLDA word
+        # lists from the counts, the sweep, the count change), summed over steps
+        self.compute_parts = np.zeros(3)
         self.worker_peak = 0             # the largest peak RSS a worker reported, bytes
+        self.runs: list[str] = []        # ids of the chains whose shards live on the workers
 
     def counters(self) -> dict:
         """The traffic and time counters (since the cluster was opened), for the metrics."""
@@ -111,6 +139,9 @@ class Cluster:
                 "cluster_bytes_received": self.bytes_received,
                 "cluster_compute_seconds": round(self.compute_seconds, 6),
                 "cluster_merge_seconds": round(self.merge_seconds, 6),
+                "cluster_send_seconds": round(self.send_seconds, 6),
+                **{f"cluster_{part}_seconds": round(float(value), 6)
+                   for part, value in zip(("lists", "sweep", "change"), self.compute_parts)},
                 "cluster_worker_peak_rss": self.worker_peak}
 
     @classmethod
@@ -132,9 +163,10 @@ class Cluster:
                 self.client = distributed.Client(self.scheduler, timeout=self.timeout,
                                                  set_as_default=False)
             else:
-                self._local = distributed.LocalCluster(
-                    n_workers=self.n_local, threads_per_worker=1, processes=True,
-                    dashboard_address=":0", silence_logs=logging.CRITICAL)
+                with _interrupts_ignored():     # Ctrl-C is the driver's to handle
+                    self._local = distributed.LocalCluster(
+                        n_workers=self.n_local, threads_per_worker=1, processes=True,
+                        dashboard_address=":0", silence_logs=logging.CRITICAL)
                 self.client = distributed.Client(self._local, timeout=self.timeout,
                                                  set_as_default=False)
         except RuntimeError as exc:     # a local cluster whose workers did not start
@@ -160,6 +192,12 @@ class Cluster:
         return False
 
     def close(self) -> None:
+        if self.client is not None and self.client.status == "running" and self.runs:
+            # the shards' states this run left in workers that outlive it
+            try:
+                self.client.run(_forget_runs, self.runs, on_error="ignore")
+            except _loss_errors():
+                pass
         if self.client is not None:
             self.client.close()
             self.client = None
@@ -167,23 +205,36 @@ class Cluster:
             self._local.close()
             self._local = None
 
+    def add_compute(self, shards: list[tuple[float, float, float]]) -> None:
+        """Count a step's kernel time: the slowest shard's, whose parts are ``shards``."""
+        slowest = max(shards, key=sum)
+        self.compute_seconds += sum(slowest)
+        self.compute_parts += slowest
+
     def copy_to(self, array: np.ndarray, workers: list[str]) -> dict:
         """One copy of ``array`` on each of ``workers``, sent from here to each directly:
         {address: future}. (Dask's broadcast replicates through the scheduler afterwards,
         which waits for ever on a worker that has just died.)"""
-        copies = {}
-        for address in workers:
-            copies[address] = self.client.scatter(array, workers=[address], hash=False,
-                                                  direct=True, timeout=self.timeout)
-            self.bytes_sent += array.nbytes
+        from concurrent.futures import ThreadPoolExecutor
+
+        def send(address: str):
+            return self.client.scatter(array, workers=[address], hash=False, direct=True,
+                                       timeout=self.timeout)
+
+        began = time.perf_counter()
+        if len(workers) == 1:
+            copies = {workers[0]: send(workers[0])}
+        else:           # to every worker at once: the sends overlap instead of queueing
+            with ThreadPoolExecutor(min(len(workers), MAX_SENDS)) as pool:
+                copies = dict(zip(workers, pool.map(send, workers)))
+        self.bytes_sent += array.nbytes * len(workers)
+        self.send_seconds += time.perf_counter() - began
         return copies
 
     def check_connected(self) -> None:
         """Stop the run with a message once the client has given up on the scheduler."""
         if self.client is None or self.client.status in ("closing", "closed"):
-            raise ClusterError(f"lost the connection to {self.description}; the run stopped; "
-                               f"continue it with --resume, from its last checkpoint, on any "
-                               f"cluster or none")
+            raise ClusterLost(f"lost the connection to {self.description}")
 
     def workers(self) -> list[str]:
         """The addresses of the cluster's workers, sorted; when none is connected (one that
@@ -193,9 +244,8 @@ class Cluster:
             try:
                 self.client.wait_for_workers(1, timeout=self.timeout)
             except (OSError, TimeoutError):
-                raise ClusterError(f"{self.description} has no worker left after "
-                                   f"{self.timeout:g} s; the run stopped; continue it with "
-                                   f"--resume") from None
+                raise ClusterLost(f"{self.description} has no worker left after "
+                                  f"{self.timeout:g} s") from None
             found = sorted(self.client.scheduler_info(n_workers=-1)["workers"])
         return found
 
@@ -240,6 +290,45 @@ def spread(workers: list[str], n_items: int) -> tuple[list[tuple[int, int]], lis
 # with their word frequencies (the SparseLDA pool sizes), keyed by path and corpus id.
 _OPENED: dict[tuple[str, str], tuple[np.ndarray, np.ndarray, np.ndarray]] = {}
 _STORES: dict[tuple[str, str], CorpusStore] = {}
+
+
+# The shards' parts of a chain's state that this worker process holds between steps, by key
+# (run id, shard, step): a step's task takes its shard's part out and puts the new one in, so
+# only the step's result travels, and one task per shard and step is scheduled.
+_RESIDENT: dict[str, object] = {}
+
+
+class ShardMissing(ClusterError):
+    """A shard's state is not on the worker that was asked for it (lost with its worker)."""
+
+
+def _keep(part, key: str) -> str:
+    _RESIDENT[key] = part
+    return key
+
+
+def _held(key: str, take: bool):
+    if key not in _RESIDENT:
+        raise ShardMissing(f"shard {key} is not held here (its worker was lost)")
+    return _RESIDENT.pop(key) if take else _RESIDENT[key]
+
+
+def _fetch(key: str):
+    return _held(key, take=False)
+
+
+def _forget_runs(runs: list[str]) -> None:
+    for key in [key for key in _RESIDENT if key.split("-", 1)[0] in runs]:
+        del _RESIDENT[key]
+
+
+def _step_task(work: Callable, key_in: str, key_out: str, *args):
+    """``work(shard, *args)`` on the shard held under ``key_in``, which returns (the shard's
+    new state, the step's result): the state is kept here under ``key_out``, the result
+    returned."""
+    state, out = work(_held(key_in, take=True), *args)
+    _RESIDENT[key_out] = state
+    return out
 
 
 def _check_worker(path: str, corpus_id: str, version: str) -> str | None:
@@ -303,6 +392,10 @@ class GibbsShard:
 
     z: np.ndarray      # (tokens of the shard,) int32
     ndk: np.ndarray    # (documents of the shard, K) int32
+
+    @property
+    def nbytes(self) -> int:
+        return self.z.nbytes + self.ndk.nbytes
 
 
 @dataclass(frozen=True)
@@ -369,20 +462,24 @@ def gibbs_shard_sweep(shard: GibbsShard, snapshot: np.ndarray, nk: np.ndarray,
     lengths = np.zeros(V, dtype=np.int32)
     if sparse:      # the lists are a function of the counts: those of the driver's sweep
         _gibbs.build_word_topic_lists(nkw, ptr, entries, lengths, bits, threads)
+    listed = time.perf_counter()
     fallbacks = _gibbs.gibbs_sweep(doc_ptr, words, z, ndk, nkw, nk_after,
                                    np.ascontiguousarray(alpha, dtype=np.float64), float(beta),
                                    np.ascontiguousarray(spec.bounds, dtype=np.int64), streams,
                                    bool(sparse), ptr, entries, lengths, bits, threads)
+    swept = time.perf_counter()
     del entries, lengths
     np.subtract(nkw, snapshot, out=nkw)
     change = encode_change(nkw)
+    seconds = (listed - began, swept - listed, time.perf_counter() - swept)
     return GibbsShard(z, ndk), (change, nk_after - nk, [bg.state for bg in streams],
-                                int(fallbacks), time.perf_counter() - began, _peak_rss())
+                                int(fallbacks), seconds, _peak_rss())
 
 
 # ------------------------------------------------------------------ on the driver
-class ShardedGibbs:
-    """The shards of a Gibbs chain on a cluster; see the module docstring."""
+class Shards:
+    """The shards of a chain whose state lives on the workers between steps: the chunks cut
+    into one contiguous shard per worker, about equal in tokens, each with its home worker."""
 
     def __init__(self, cluster: Cluster, store: CorpusStore, doc_ptr: np.ndarray,
                  bounds: np.ndarray):
@@ -390,14 +487,15 @@ class ShardedGibbs:
         self.client = cluster.client
         self.path = str(store.path)
         self.corpus_id = store.corpus_id
-        self.doc_ptr = doc_ptr
+        self.doc_ptr = doc_ptr          # (D + 1) token offsets of the documents
         self.bounds = bounds
         self.n_chunks = bounds.size - 1
         self.run = uuid.uuid4().hex[:8]
-        self.shards = None        # futures of the GibbsShard of every shard
+        cluster.runs.append(self.run)
+        self.shards = None        # the keys of the shards' parts of the state on their workers
         self.specs: list[ShardSpec] = []
         self.homes: list[str] = []      # the worker of each shard
-        self.stale = False        # the driver's z and ndk are behind the shards'
+        self.stale = False        # the driver's copy of the shards' state is behind theirs
 
     def _plan(self) -> list[str]:
         """Cut the chunks into one shard per worker (as many as there are chunks at most),
@@ -416,27 +514,84 @@ class ShardedGibbs:
     def _token_range(self, spec: ShardSpec) -> tuple[int, int]:
         return int(self.doc_ptr[spec.first_doc]), int(self.doc_ptr[spec.end_doc])
 
-    def distribute(self, z: np.ndarray, ndk: np.ndarray) -> None:
-        """Send each shard's part of ``z`` and ``ndk`` to its home worker."""
+    def _part(self, spec: ShardSpec, *arrays: np.ndarray):
+        """The shard ``spec``'s part of the state ``arrays``, as it travels to its worker."""
+        raise NotImplementedError
+
+    def distribute(self, *arrays: np.ndarray) -> None:
+        """Send each shard's part of the state ``arrays`` to its home worker, which keeps it."""
         self.release()
         try:
             self.client.wait_for_workers(1, timeout=self.cluster.timeout)
             self.homes = self._plan()
-            shards = []
-            for spec, home in zip(self.specs, self.homes):
-                t0, t1 = self._token_range(spec)
-                part = GibbsShard(z[t0:t1].copy(), ndk[spec.first_doc:spec.end_doc].copy())
-                shards.append(self.client.scatter(part, workers=[home], hash=False,
-                                                  direct=True))
-                self.cluster.bytes_sent += part.z.nbytes + part.ndk.nbytes
+            kept = []
+            for s, (spec, home) in enumerate(zip(self.specs, self.homes)):
+                part = self._part(spec, *arrays)
+                sent = self.client.scatter(part, workers=[home], hash=False, direct=True)
+                self.cluster.bytes_sent += part.nbytes
+                kept.append(self.client.submit(_keep, sent, self._key(s), workers=[home],
+                                               allow_other_workers=True, pure=False))
+            self.shards = self.client.gather(kept, direct=True)
         except _loss_errors() as exc:
             raise WorkerLost(f"a Dask worker was lost while the shards were sent out "
                              f"({type(exc).__name__})") from None
         except TimeoutError:
-            raise ClusterError(f"{self.cluster.description} has had no worker for "
-                               f"{self.cluster.timeout:g} s") from None
-        self.shards = shards
+            raise ClusterLost(f"{self.cluster.description} has had no worker for "
+                              f"{self.cluster.timeout:g} s") from None
         self.stale = False
+
+    def _key(self, s: int) -> str:
+        """A new key for shard ``s``'s state on its worker."""
+        return f"{self.run}-{s}-{uuid.uuid4().hex[:8]}"
+
+    def submit_step(self, work: Callable, args_of: Callable[[int], tuple],
+                    on_each: Callable | None = None) -> list:
+        """One task per shard on its home worker: ``work(shard's state, *args_of(s))`` with
+        the new state kept there; returns the futures of the tasks' results in shard order
+        (each passed to ``on_each`` as it is submitted: a later shard's arguments may take
+        it)."""
+        outs, keys = [], []
+        for s, home in enumerate(self.homes):
+            keys.append(self._key(s))
+            outs.append(self.client.submit(_step_task, work, self.shards[s], keys[-1],
+                                           *args_of(s), key=f"{work.__name__}-{keys[-1]}",
+                                           workers=[home], allow_other_workers=True,
+                                           pure=False))
+            if on_each is not None:
+                on_each(outs[-1])
+        self.shards = keys
+        self.stale = True
+        return outs
+
+    def _gathered(self) -> list:
+        """The shards' parts of the state, brought back from their workers."""
+        try:
+            parts = self.client.gather(
+                [self.client.submit(_fetch, key, workers=[home], allow_other_workers=True,
+                                    pure=False) for key, home in zip(self.shards, self.homes)],
+                direct=True)
+        except _loss_errors() as exc:
+            raise WorkerLost(f"a Dask worker holding a shard was lost ({type(exc).__name__})"
+                             ) from None
+        self.cluster.bytes_received += sum(part.nbytes for part in parts)
+        return parts
+
+    def release(self) -> None:
+        """Forget the shards' states on every worker (the run's keys)."""
+        if self.shards is not None:
+            self.shards = None
+            try:
+                self.client.run(_forget_runs, [self.run], on_error="ignore")
+            except _loss_errors():
+                pass
+
+
+class ShardedGibbs(Shards):
+    """The shards of a Gibbs chain on a cluster; see the module docstring."""
+
+    def _part(self, spec: ShardSpec, z: np.ndarray, ndk: np.ndarray) -> GibbsShard:
+        t0, t1 = self._token_range(spec)
+        return GibbsShard(z[t0:t1].copy(), ndk[spec.first_doc:spec.end_doc].copy())
 
     def sweep(self, nkw: np.ndarray, nk: np.ndarray, alpha: np.ndarray, beta: float,
               sparse: bool, chunk_streams: list) -> int:
@@ -452,25 +607,20 @@ class ShardedGibbs:
     def _sweep(self, nkw, nk, alpha, beta, sparse, chunk_streams) -> int:
         client = self.client
         snapshots = self.cluster.copy_to(nkw, sorted(set(self.homes)))
-        outs, shards = [], []
-        for s, (spec, shard, home) in enumerate(zip(self.specs, self.shards, self.homes)):
+
+        def args(s: int) -> tuple:
+            spec = self.specs[s]
             chunks = range(spec.first_chunk, spec.first_chunk + spec.bounds.size - 1)
-            states = [chunk_streams[c].state for c in chunks]
-            key = f"gibbs-sweep-{self.run}-{s}-{uuid.uuid4().hex[:8]}"
-            # on its home worker, where the shard and this copy of the counts are
-            where = {"workers": [home], "allow_other_workers": True, "pure": False}
-            result = client.submit(gibbs_shard_sweep, shard, snapshots[home], nk, alpha, beta,
-                                   sparse, self.path, self.corpus_id, spec, states, key=key,
-                                   **where)
-            shards.append(client.submit(operator.getitem, result, 0, key=key + "-state",
-                                        **where))
-            outs.append(client.submit(operator.getitem, result, 1, key=key + "-out", **where))
-        fallbacks, slowest = 0, 0.0
+            return (snapshots[self.homes[s]], nk, alpha, beta, sparse, self.path,
+                    self.corpus_id, spec, [chunk_streams[c].state for c in chunks])
+
+        outs = self.submit_step(gibbs_shard_sweep, args)
+        fallbacks = 0
         results = client.gather(outs, direct=True)
         began = time.perf_counter()
+        self.cluster.add_compute([out[4] for out in results])
         for spec, out in zip(self.specs, results):
-            change, nk_change, states, shard_fallbacks, seconds, peak = out
-            slowest = max(slowest, seconds)
+            change, nk_change, states, shard_fallbacks, _, peak = out
             self.cluster.worker_peak = max(self.cluster.worker_peak, peak)
             self.cluster.bytes_received += encoded_bytes(change) + nk_change.nbytes
             add_change(nkw, change)
@@ -479,35 +629,171 @@ class ShardedGibbs:
                 chunk_streams[c].state = state
             fallbacks += shard_fallbacks
         self.cluster.merge_seconds += time.perf_counter() - began
-        self.cluster.compute_seconds += slowest
-        del outs, snapshots, results
-        self.shards = shards
-        self.stale = True
+        del outs, results
         return fallbacks
 
     def gather(self, z: np.ndarray, ndk: np.ndarray) -> None:
         """Copy the shards' assignments and document-topic counts into ``z`` and ``ndk``."""
         if not self.stale:
             return
-        try:
-            parts = self.client.gather(self.shards, direct=True)
-        except _loss_errors() as exc:
-            raise WorkerLost(f"a Dask worker holding a shard was lost ({type(exc).__name__})"
-                             ) from None
-        for spec, part in zip(self.specs, parts):
+        for spec, part in zip(self.specs, self._gathered()):
             t0, t1 = self._token_range(spec)
             z[t0:t1] = part.z
             ndk[spec.first_doc:spec.end_doc] = part.ndk
-            self.cluster.bytes_received += part.z.nbytes + part.ndk.nbytes
         self.stale = False
 
-    def release(self) -> None:
-        if self.shards is not None:
-            try:
-                self.client.cancel(self.shards)
-            except _loss_errors():
-                pass
-            self.shards = None
+
+# ------------------------------------------------------------------ CVB0 on the workers
+@dataclass
+class CVBShard:
+    """A shard's part of the CVB0 state: q(z) of its pairs and its documents' fields."""
+
+    mu: np.ndarray     # (pairs of the shard, K) float64
+    m_dk: np.ndarray   # (documents of the shard, K) float64
+
+    @property
+    def nbytes(self) -> int:
+        return self.mu.nbytes + self.m_dk.nbytes
+
+
+def _shard_pairs(path: str, corpus_id: str, spec: ShardSpec):
+    """(indptr from 0, indices, counts) of the training pairs of the shard's documents."""
+    train = _worker_store(path, corpus_id).train()
+    indptr = np.asarray(train.indptr)
+    p0, p1 = int(indptr[spec.first_doc]), int(indptr[spec.end_doc])
+    return (np.ascontiguousarray(indptr[spec.first_doc:spec.end_doc + 1] - p0, dtype=np.int64),
+            np.ascontiguousarray(train.indices[p0:p1], dtype=np.int32),
+            np.ascontiguousarray(train.counts[p0:p1], dtype=np.int32))
+
+
+def encode_rows(change: np.ndarray) -> tuple:
+    """A (V, K) change as ("dense", array) or, when fewer bytes, ("rows", the rows that
+    changed, their values): a chunk changes only the rows of its words."""
+    rows = np.flatnonzero(change.any(axis=1)).astype(np.int32)
+    if rows.nbytes + rows.size * change.shape[1] * change.itemsize < change.nbytes:
+        return ("rows", rows, change[rows])
+    return ("dense", change)
+
+
+def add_rows(target: np.ndarray, encoded: tuple) -> None:
+    """target += the change ``encoded`` by :func:`encode_rows` (the other rows' change is 0:
+    adding it would leave them as they are)."""
+    if encoded[0] == "dense":
+        target += encoded[1]
+    else:
+        target[encoded[1]] += encoded[2]
+
+
+def cvb0_shard_sweep(shard: CVBShard, m_kw: np.ndarray, m_k: np.ndarray, alpha: np.ndarray,
+                     beta: float, path: str, corpus_id: str, spec: ShardSpec, whole: bool):
+    """One CVB0 iteration of a shard's chunks (runs on a worker), each chunk against its own
+    copy of the word and topic fields ``m_kw``, ``m_k`` as they stood at the start of the
+    iteration (docs/algorithms.md §4.4). Returns the shard's new state and, per chunk in order,
+    its change of m_kw (encoded) and of m_k: the changes the one-machine sweep adds in chunk
+    order. With ``whole`` (the run's only chunk) the chunk's fields come back instead."""
+    from topictk.inference import _cvb
+    indptr, indices, counts = _shard_pairs(path, corpus_id, spec)
+    mu, m_dk = shard.mu.copy(), shard.m_dk.copy()
+    alpha = np.ascontiguousarray(alpha, dtype=np.float64)
+    threads = _worker_threads()
+    began = time.perf_counter()
+    changes = []
+    for a, b in pairwise(spec.bounds):
+        local_kw, local_k = m_kw.copy(), m_k.copy()
+        _cvb.sweep(indptr, indices, counts, mu, m_dk, local_kw, local_k, None, None, None,
+                   alpha, float(beta), np.array([a, b], dtype=np.int64), threads)
+        if whole:
+            changes.append((("dense", local_kw), local_k))
+        else:
+            np.subtract(local_kw, m_kw, out=local_kw)
+            changes.append((encode_rows(local_kw), local_k - m_k))
+    return CVBShard(mu, m_dk), (changes, time.perf_counter() - began, _peak_rss())
+
+
+def cvb0_shard_fields(shard: CVBShard, m_kw: np.ndarray | None, shape: tuple[int, int],
+                      path: str, corpus_id: str, spec: ShardSpec):
+    """The fields recomputed from mu (runs on a worker): the shard's m_dk from scratch, and its
+    pairs added to the word fields ``m_kw`` of the shards before it (None: the first shard).
+    Returns the shard's new state and the word fields so far."""
+    from topictk.inference import _cvb
+    indptr, indices, counts = _shard_pairs(path, corpus_id, spec)
+    m_kw = np.zeros(shape) if m_kw is None else m_kw.copy()
+    m_dk = np.empty_like(shard.m_dk)
+    _cvb.add_fields(indptr, indices, counts, shard.mu, m_dk, m_kw, _worker_threads())
+    return CVBShard(shard.mu, m_dk), m_kw
+
+
+class ShardedCVB0(Shards):
+    """The shards of a CVB0 run on a cluster: each shard's mu and m_dk stay on its worker;
+    every iteration the driver sends the word and topic fields and adds the chunks' changes
+    back in chunk order, as the one-machine sweep merges them (docs/cluster.md)."""
+
+    def __init__(self, cluster: Cluster, store: CorpusStore, doc_ptr: np.ndarray,
+                 pair_ptr: np.ndarray, bounds: np.ndarray):
+        super().__init__(cluster, store, doc_ptr, bounds)
+        self.pair_ptr = pair_ptr        # (D + 1) pair offsets of the documents
+
+    def _part(self, spec: ShardSpec, mu: np.ndarray, m_dk: np.ndarray) -> CVBShard:
+        p0, p1 = int(self.pair_ptr[spec.first_doc]), int(self.pair_ptr[spec.end_doc])
+        return CVBShard(mu[p0:p1].copy(), m_dk[spec.first_doc:spec.end_doc].copy())
+
+    def sweep(self, m_kw: np.ndarray, m_k: np.ndarray, alpha: np.ndarray, beta: float) -> None:
+        """One CVB0 iteration of every shard; ``m_kw`` and ``m_k`` become the merged fields."""
+        try:
+            self._sweep(m_kw, m_k, alpha, beta)
+        except _loss_errors() as exc:
+            raise WorkerLost(f"a Dask worker was lost during an iteration "
+                             f"({type(exc).__name__})") from None
+
+    def _sweep(self, m_kw, m_k, alpha, beta) -> None:
+        copies = self.cluster.copy_to(m_kw, sorted(set(self.homes)))
+        self.cluster.bytes_sent += m_k.nbytes * len(self.specs)
+        whole = self.n_chunks == 1
+        outs = self.submit_step(cvb0_shard_sweep, lambda s: (
+            copies[self.homes[s]], m_k, alpha, beta, self.path, self.corpus_id, self.specs[s],
+            whole))
+        results = self.client.gather(outs, direct=True)
+        began = time.perf_counter()
+        if whole:
+            (change, k_fields), = results[0][0]
+            m_kw[...], m_k[...] = change[1], k_fields
+        else:
+            # start + the chunks' changes in chunk order (docs/algorithms.md §4.4)
+            for changes, _, _ in results:
+                for change, k_change in changes:
+                    add_rows(m_kw, change)
+                    m_k += k_change
+        for changes, seconds, peak in results:
+            self.cluster.bytes_received += sum(encoded_bytes(c) + k.nbytes for c, k in changes)
+            self.cluster.worker_peak = max(self.cluster.worker_peak, peak)
+        self.cluster.merge_seconds += time.perf_counter() - began
+        self.cluster.add_compute([(0.0, r[1], 0.0) for r in results])
+
+    def refresh(self, m_kw: np.ndarray, m_k: np.ndarray) -> None:
+        """The fields recomputed from mu, as on one machine: each shard its m_dk, and the word
+        fields summed shard after shard in pair order (worker to worker), m_k on the driver."""
+        from topictk.inference import _cvb
+        try:
+            partials: list = []      # each shard's task adds to the previous shard's sums
+            outs = self.submit_step(cvb0_shard_fields, lambda s: (
+                partials[-1] if partials else None, m_kw.shape, self.path, self.corpus_id,
+                self.specs[s]), on_each=partials.append)
+            m_kw[...] = outs[-1].result()
+        except _loss_errors() as exc:
+            raise WorkerLost(f"a Dask worker was lost while the fields were recomputed "
+                             f"({type(exc).__name__})") from None
+        self.cluster.bytes_received += m_kw.nbytes
+        _cvb.topic_fields(m_kw, m_k)
+
+    def gather(self, mu: np.ndarray, m_dk: np.ndarray) -> None:
+        """Copy the shards' mu and m_dk into ``mu`` and ``m_dk``."""
+        if not self.stale:
+            return
+        for spec, part in zip(self.specs, self._gathered()):
+            p0, p1 = int(self.pair_ptr[spec.first_doc]), int(self.pair_ptr[spec.end_doc])
+            mu[p0:p1] = part.mu
+            m_dk[spec.first_doc:spec.end_doc] = part.m_dk
+        self.stale = False
 
 
 # ------------------------------------------------------------------ fold-in of evaluation

@@ -16,6 +16,7 @@ Protocol B store the training documents' held-out tokens use their own training 
 from __future__ import annotations
 
 import logging
+from dataclasses import dataclass
 
 import numpy as np
 from scipy.special import gammaln
@@ -46,6 +47,29 @@ def gaussian_lngamma(a, m, v):
     lnGamma(a + n) for n with mean m and variance v (§4.6)."""
     x = a + m
     return gammaln(x) + 0.5 * psi1(x) * v
+
+
+@dataclass
+class FieldsPoint:
+    """What a CVB0 run on a cluster goes back to when a worker is lost: the step, with the
+    fields and convergence state of that step (mu and m_dk are the driver's copies, not
+    touched until the next gather, after which a newer point is taken)."""
+
+    step: int
+    m_kw: np.ndarray
+    m_k: np.ndarray
+    monitor: float
+    converged: bool
+
+    @classmethod
+    def of(cls, state: CVBState) -> FieldsPoint:
+        return cls(state.step, state.m_kw.copy(), state.m_k.copy(), state.monitor,
+                   state.converged)
+
+    def restore(self, state: CVBState) -> None:
+        state.m_kw[...] = self.m_kw
+        state.m_k[...] = self.m_k
+        state.step, state.monitor, state.converged = self.step, self.monitor, self.converged
 
 
 @register
@@ -98,6 +122,8 @@ class CVBDriver(VariationalDriver):
                                              resolve_chunks(chunks, int(token_ptr[-1])))
         self.n_chunks = self.bounds.size - 1
         warn_idle_threads(chunks, self.threads, self.n_chunks)
+        self.remote = None          # the shards on a Dask cluster (use_cluster)
+        self._restart: FieldsPoint | None = None
 
     # ------------------------------------------------------------------ state
     def _empty_var(self):
@@ -128,26 +154,123 @@ class CVBDriver(VariationalDriver):
 
     # ------------------------------------------------------------------- step
     def step(self, state: CVBState, t: int) -> StepInfo:
+        extra = self._step(state, t) if self.remote is None else self._remote_step(state, t)
+        if extra is None:
+            return StepInfo(tokens=0, documents=0, extra={"converged": True})
+        extra["converged"] = state.converged
+        return StepInfo(tokens=self.n_tokens, documents=self.n_docs, extra=extra)
+
+    def _step(self, state: CVBState, t: int) -> dict | None:
+        """Iteration t + 1 (None once converged): the sweep, the fields refreshed every
+        ``refresh_every`` steps, the convergence check every ``check_every``."""
         if state.converged:
             state.step = t + 1
-            return StepInfo(tokens=0, documents=0, extra={"converged": True})
-        var = (state.v_dk, state.v_kw, state.v_k) if self.gaussian else (None, None, None)
-        _cvb.sweep(self.indptr, self.indices, self.counts, state.mu, state.m_dk, state.m_kw,
-                   state.m_k, *var, state.alpha, state.beta, self.bounds, self.threads)
+            return None
+        if self.remote is not None:
+            self.remote.sweep(state.m_kw, state.m_k, state.alpha, state.beta)
+        else:
+            var = (state.v_dk, state.v_kw, state.v_k) if self.gaussian else (None, None, None)
+            _cvb.sweep(self.indptr, self.indices, self.counts, state.mu, state.m_dk,
+                       state.m_kw, state.m_k, *var, state.alpha, state.beta, self.bounds,
+                       self.threads)
         state.step = t + 1
         opts = self.config.inference
         if state.step % opts.refresh_every == 0:
-            self.refresh_fields(state)
+            if self.remote is not None:
+                self.remote.refresh(state.m_kw, state.m_k)
+            else:
+                self.refresh_fields(state)
         extra = {}
         if opts.tol > 0 and state.step % opts.check_every == 0:
+            if self.remote is not None:     # the statistic reads every document's fields
+                self.remote.gather(state.mu, state.m_dk)
             value = self.monitor(state)
             previous = state.monitor
             if np.isfinite(previous) and abs(value - previous) <= opts.tol * abs(previous):
                 state.converged = True
             state.monitor = value
             extra["monitor"] = value
-        extra["converged"] = state.converged
-        return StepInfo(tokens=self.n_tokens, documents=self.n_docs, extra=extra)
+        return extra
+
+    # -------------------------------------------------------------- on a cluster
+    def use_cluster(self, cluster) -> None:
+        """Run every iteration's chunks on ``cluster``: mu and m_dk live on its workers,
+        brought back when something reads them (checkpoints, the convergence check, the
+        objective, Protocol B scoring)."""
+        super().use_cluster(cluster)
+        from topictk.inference.cluster import ShardedCVB0
+        token_ptr = np.zeros(self.n_docs + 1, dtype=np.int64)
+        np.cumsum(self.doc_lengths, out=token_ptr[1:])
+        self.remote = ShardedCVB0(cluster, self.store, token_ptr, self.indptr, self.bounds)
+
+    def _remote_step(self, state: CVBState, t: int) -> dict | None:
+        """:meth:`_step` on the cluster; a worker lost on the way is recovered from
+        (:meth:`_recover`) and the step done again."""
+        from topictk.inference.cluster import MAX_RECOVERIES, WorkerLost
+        for attempt in range(MAX_RECOVERIES + 1):
+            self.cluster.check_connected()
+            try:
+                if self.remote.shards is None:
+                    self.remote.distribute(state.mu, state.m_dk)
+                if not self.remote.stale:       # the driver holds the whole state: keep it
+                    self._restart = FieldsPoint.of(state)
+                return self._step(state, t)
+            except WorkerLost as exc:
+                if attempt == MAX_RECOVERIES:
+                    raise
+                self._recover(state, exc, t)
+        raise AssertionError("unreachable")
+
+    def _recover(self, state: CVBState, exc: Exception, upto: int) -> None:
+        """After a worker was lost: go back to the last step at which the driver held the whole
+        state (mu and m_dk as last gathered, the fields kept then), send the shards out again
+        and redo the steps before ``upto``. The iterations are a function of that state, so the
+        steps redone are the lost ones, bit for bit."""
+        self.cluster.check_connected()
+        back = self._restart
+        if upto > back.step:
+            log.warning("%s; redoing steps %d to %d from the state of step %d", exc,
+                        back.step + 1, upto, back.step)
+        else:
+            log.warning("%s; sending the shards of step %d out again", exc, upto)
+        self.remote.release()
+        back.restore(state)
+        self.remote.stale = False       # state.mu and state.m_dk are those of back.step
+        for t in range(back.step, upto):
+            self._remote_step(state, t)
+
+    def synced(self, state: CVBState) -> CVBState:
+        """``state`` with mu and m_dk brought back from the cluster when they are behind."""
+        if self.remote is None or not self.remote.stale:
+            return state
+        from topictk.inference.cluster import MAX_RECOVERIES, WorkerLost
+        for attempt in range(MAX_RECOVERIES + 1):
+            self.cluster.check_connected()
+            try:
+                self.remote.gather(state.mu, state.m_dk)
+                return state
+            except WorkerLost as exc:
+                if attempt == MAX_RECOVERIES:
+                    raise
+                self._recover(state, exc, state.step)
+        raise AssertionError("unreachable")
+
+    def mark_step(self, state: CVBState) -> None:
+        """Nothing to copy: the restart point of the iterations on the cluster is the mark."""
+
+    def roll_back(self, state: CVBState) -> int:
+        """After the cluster was lost: the state as the driver last held it whole (mu and m_dk
+        as last gathered, with the fields of that step); the shards are gone with it."""
+        if self.remote.stale:
+            self._restart.restore(state)
+        self.remote.shards, self.remote.stale = None, False
+        return state.step
+
+    def state_to_arrays(self, state: CVBState) -> tuple[dict, dict[str, np.ndarray]]:
+        return super().state_to_arrays(self.synced(state))
+
+    def training_theta(self, state: CVBState) -> np.ndarray:
+        return super().training_theta(self.synced(state))
 
     def monitor(self, state: CVBState) -> float:
         """The convergence statistic of §4.7: the bound (CVB), training perplexity (CVB0)."""
@@ -188,7 +311,7 @@ class CVBDriver(VariationalDriver):
 
     def objective(self, state: CVBState) -> float:
         """The approximate bound of §4.6 per training token."""
-        return self.approximate_bound(state) / max(self.n_tokens, 1)
+        return self.approximate_bound(self.synced(state)) / max(self.n_tokens, 1)
 
     def fold_in(self, state: CVBState, documents: Documents, plan=None, *, prior=None,
                 sample=None) -> np.ndarray:
@@ -225,3 +348,4 @@ class CVB0Driver(CVBDriver):
     kind = "variational"
     paper = "Asuncion, Welling, Smyth & Teh 2009"
     gaussian = False
+    cluster_support = True      # the chunks of an iteration run on the workers

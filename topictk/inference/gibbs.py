@@ -316,7 +316,7 @@ class GibbsDriver(SampledDriver):
 
     def synced(self, state: CountState) -> CountState:
         """``state`` with z and ndk brought back from the cluster when they are behind."""
-        if self.remote is None:
+        if self.remote is None or not self.remote.stale:
             return state
         from topictk.inference.cluster import MAX_RECOVERIES, WorkerLost
         chunk_streams = self.streams.chunk_streams((3,), self.n_chunks, persistent=True)
@@ -330,6 +330,19 @@ class GibbsDriver(SampledDriver):
                     raise
                 self._recover(state, chunk_streams, exc)
         raise AssertionError("unreachable")
+
+    def mark_step(self, state: CountState) -> None:
+        """Nothing to copy: the restart point of the sweeps on the cluster is the mark."""
+
+    def roll_back(self, state: CountState) -> int:
+        """After the cluster was lost: the state as the driver last held it whole (the step
+        before the sweep under way, or an earlier one when z and ndk were last gathered then);
+        the shards are gone with the cluster."""
+        if self.remote.stale:
+            chunk_streams = self.streams.chunk_streams((3,), self.n_chunks, persistent=True)
+            self._restart.restore(state, chunk_streams)
+        self.remote.shards, self.remote.stale = None, False
+        return state.step
 
     def state_to_arrays(self, state: CountState) -> tuple[dict, dict[str, np.ndarray]]:
         return super().state_to_arrays(self.synced(state))

@@ -22,6 +22,8 @@ def train_steps(driver: Driver, state, start: int, stop: int) -> Iterator[StepRe
     """Run steps ``start`` .. ``stop - 1`` (0-based t), yielding after each one."""
     for t in range(start, stop):
         began = time.perf_counter()
+        if driver.cluster is not None:     # what to go back to if the cluster is lost
+            driver.mark_step(state)
         info = driver.step(state, t)
         driver.check_state(state)
         if driver.cluster is not None:     # the traffic and time of the shard work so far

@@ -24,7 +24,13 @@ from topictk.config.loader import Config
 from topictk.corpus.store import CorpusStore
 from topictk.errors import CheckpointError, CheckpointUsageError, UsageError
 from topictk.inference.base import Driver, EvaluationSet
-from topictk.inference.cluster import Cluster, cluster_requested
+from topictk.inference.cluster import (
+    Cluster,
+    ClusterError,
+    ClusterLost,
+    WorkerLost,
+    cluster_requested,
+)
 from topictk.inference.perplexity import heldout_perplexity, train_heldout_perplexity
 from topictk.inference.registry import get_driver
 from topictk.rundir import checkpoint as ckpt
@@ -265,41 +271,70 @@ class RunSession:
     def _loop(self) -> tuple[int, str | None]:
         """Steps from ``start`` to ``inference.iterations``, or until a signal or the time
         limit (which counts training seconds, evaluation excluded, like train_seconds)."""
-        training, clock = self.training, self.clock
+        clock = self.clock
         progress = Progress(self.iterations, min(self.start, self.iterations), quiet=self.quiet)
         step = self.start
+        # the clock after each step since the last checkpoint: a cluster lost in the middle of
+        # a step rolls the state back to one of them
+        self.clocks = {step: dict(clock)}
         with _StopFlag() as stop:
-            # a driver whose evaluation advances a chain of its own is evaluated on its
-            # schedule only: an extra evaluation at the last step of a run that is later
-            # extended (or stopped by the time limit) would move that chain
-            off_schedule_ok = not self.driver.persistent_evaluation
-            for record in train_steps(self.driver, self.state, self.start, self.iterations):
-                step = record.step
-                clock["train_seconds"] += record.seconds
-                clock["tokens_seen"] += record.info.tokens
-                clock["documents_seen"] += record.info.documents
-                if record.info.collect_sample:
-                    _save_sample(self.run_dir, self.driver, self.state, step)
-                    self.state.sample_steps.append(step)
-                final = step == self.iterations
-                if training.eval_every and (step % training.eval_every == 0
-                                            or (final and off_schedule_ok)):
-                    self._evaluate(step, record.info.extra)
-                    progress.evaluated(step, self.last_ppl)
-                progress.step()
-                out_of_time = (training.time_limit is not None
-                               and clock["train_seconds"] >= training.time_limit)
-                if stop.signal_name or out_of_time:
-                    self.status = "interrupted" if stop.signal_name else "time_limit"
-                    if (out_of_time and training.eval_every and step % training.eval_every
-                            and off_schedule_ok):
-                        self._evaluate(step, record.info.extra)  # the last state's metrics
-                    self._write_checkpoint(step, self.status)
-                    break
-                if final or (training.checkpoint_every and step % training.checkpoint_every == 0):
-                    self._write_checkpoint(step, "completed" if final else "running")
+            try:
+                step = self._steps(stop, progress)
+            except (ClusterLost, WorkerLost) as exc:
+                self._stop_without_cluster(exc)
         progress.close()
         return step, stop.signal_name
+
+    def _stop_without_cluster(self, exc: ClusterError) -> None:
+        """The cluster is gone (or loses workers step after step) in the middle of a step: a
+        checkpoint of the last step whose whole state the driver holds, then the run stops
+        with one line."""
+        step = self.driver.roll_back(self.state)
+        if step not in self.clocks:     # not after the last checkpoint: nothing newer to keep
+            raise ClusterLost(f"{exc}; the run stopped; continue it with --resume, from its "
+                              f"last checkpoint, on any cluster or none") from None
+        self.clock.clear()
+        self.clock.update(self.clocks[step])
+        self.state.sample_steps[:] = [s for s in self.state.sample_steps if s <= step]
+        self._write_checkpoint(step, "interrupted")
+        raise ClusterLost(f"{exc}; the run stopped with a checkpoint of step {step}; continue "
+                          f"it with --resume, on any cluster or none") from None
+
+    def _steps(self, stop: _StopFlag, progress: Progress) -> int:
+        """The steps, with their samples, evaluations and checkpoints; returns the last."""
+        training, clock = self.training, self.clock
+        step = self.start
+        # a driver whose evaluation advances a chain of its own is evaluated on its
+        # schedule only: an extra evaluation at the last step of a run that is later
+        # extended (or stopped by the time limit) would move that chain
+        off_schedule_ok = not self.driver.persistent_evaluation
+        for record in train_steps(self.driver, self.state, self.start, self.iterations):
+            step = record.step
+            clock["train_seconds"] += record.seconds
+            clock["tokens_seen"] += record.info.tokens
+            clock["documents_seen"] += record.info.documents
+            if record.info.collect_sample:
+                _save_sample(self.run_dir, self.driver, self.state, step)
+                self.state.sample_steps.append(step)
+            final = step == self.iterations
+            if training.eval_every and (step % training.eval_every == 0
+                                        or (final and off_schedule_ok)):
+                self._evaluate(step, record.info.extra)
+                progress.evaluated(step, self.last_ppl)
+            progress.step()
+            out_of_time = (training.time_limit is not None
+                           and clock["train_seconds"] >= training.time_limit)
+            if stop.signal_name or out_of_time:
+                self.status = "interrupted" if stop.signal_name else "time_limit"
+                if (out_of_time and training.eval_every and step % training.eval_every
+                        and off_schedule_ok):
+                    self._evaluate(step, record.info.extra)  # the last state's metrics
+                self._write_checkpoint(step, self.status)
+                break
+            self.clocks[step] = dict(clock)
+            if final or (training.checkpoint_every and step % training.checkpoint_every == 0):
+                self._write_checkpoint(step, "completed" if final else "running")
+        return step
 
     def _header(self, status: str) -> tuple[dict, dict]:
         return _header(self.driver, self.store, self.config, self.state, self.streams,
@@ -312,6 +347,7 @@ class RunSession:
 
     def _write_checkpoint(self, step: int, status: str) -> None:
         header, arrays = self._header(status)
+        self.clocks = {step: dict(self.clock)}
         ckpt.save_arrays(ckpt.checkpoint_path(self.ckpt_dir, step), header, arrays)
         ckpt.prune_checkpoints(self.ckpt_dir, self.training.keep_checkpoints)
         self._discard_replaced()            # the new run can now be resumed
