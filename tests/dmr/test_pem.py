@@ -379,10 +379,10 @@ def test_document_weights_equal_the_twin(seed):
         float(np.sum(2.0 * logsumexp(bounds / 2.0, axis=1))), rel=1e-12)
 
 
-def _weighted(indptr, indices, counts, LW, gammas, omega, T, threads, sstats=None):
+def _weighted(indptr, indices, counts, LW, gammas, omega, T, threads, sstats=None, wave=0):
     sstats = np.zeros((LW.shape[0], gammas.shape[2])) if sstats is None else sstats
     _pem.weighted_statistics(indptr, indices, counts, LW, np.ascontiguousarray(gammas),
-                             np.ascontiguousarray(omega), T, sstats, threads)
+                             np.ascontiguousarray(omega), T, sstats, threads, wave)
     return sstats
 
 
@@ -412,8 +412,8 @@ def test_weighted_statistics_kernel_equals_the_twin(seed):
 def test_weighted_statistics_add_particle_by_particle(seed, T):
     """The terms reach SS particle by particle, each particle's documents in order: one call
     equals, bit for bit, P one-particle calls into the same array; with one particle of weight
-    1 it equals the E-step kernel's own statistics of the same gamma (no update). T = 1e-3
-    sends pairs down the log-space path."""
+    1 it equals the E-step kernel's own statistics of the same gamma (no update); staging the
+    items in small waves changes nothing. T = 1e-3 sends pairs down the log-space path."""
     rng = np.random.default_rng(seed)
     indptr, indices, counts = _csr(rng, n_docs=40)
     K, D = 5, indptr.size - 1
@@ -429,6 +429,10 @@ def test_weighted_statistics_add_particle_by_particle(seed, T):
             _weighted(indptr, indices, counts, LW, gammas[p:p + 1], omega[:, p:p + 1], T,
                       threads, parts)
         np.testing.assert_array_equal(whole, parts)
+        for wave in (1, 7):                 # waves of items that split particles and documents
+            np.testing.assert_array_equal(
+                _weighted(indptr, indices, counts, LW, gammas, omega, T, threads, wave=wave),
+                whole)
         one = _weighted(indptr, indices, counts, LW, gammas[1:2], np.ones((D, 1)), T, threads)
         plain = np.zeros(phi.shape)
         _pem.e_step_tempered(indptr, indices, counts, LW, shift, alpha, gammas[1].copy(), T,

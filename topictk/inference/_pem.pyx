@@ -462,14 +462,16 @@ def weighted_statistics(const int64_t[::1] indptr,       # IN  (D_b + 1) CSR row
                         const double[:, ::1] omega,      # IN  (D_b, P) particle weights
                         double temperature,              # T >= 0
                         double[:, ::1] sstats,           # OUT (V_b, K) += the statistics
-                        int threads):
+                        int threads,
+                        Py_ssize_t wave_items=0):        # items staged at once (0 = default)
     """The omega-weighted statistics of every particle (docs/algorithms.md §10.3):
     SS_wk += sum_p sum_d omega_dp n_dw mu_pdwk, with mu recomputed from each particle's final
     gamma as :func:`e_step_tempered` computes it, no gamma update.
 
     The terms reach every (w, k) particle by particle, each particle's documents in order, so
     the result equals P one-particle calls into the same ``sstats`` and does not depend on the
-    thread count. exp(LW) is computed once for all particles. Equivalent to
+    thread count. exp(LW) is computed once for all particles. The items (particle, document),
+    particle-major, are staged in waves of ``wave_items`` (tests use small ones). Equivalent to
     ``tests/reference/pem.py::weighted_statistics``.
     """
     cdef Py_ssize_t P = gamma.shape[0], D = gamma.shape[1], K = gamma.shape[2]
@@ -502,7 +504,7 @@ def weighted_statistics(const int64_t[::1] indptr,       # IN  (D_b + 1) CSR row
     wp.K = K
     wp.temperature = temperature
     wp.stage_doubles = 2 * K + 1
-    per_wave = max(1, <Py_ssize_t> WAVE_DOUBLES // wp.stage_doubles)
+    per_wave = wave_items if wave_items > 0 else max(1, WAVE_DOUBLES // wp.stage_doubles)
     try:
         W = <double*> checked_alloc(V_b * K, sizeof(double))
         stages = <double*> checked_alloc(min(per_wave, P * D) * wp.stage_doubles,
