@@ -26,10 +26,11 @@ not measured again, so grids can be run in parts and side by side.
 
 ``--timing ROUNDS`` measures only the time per iteration, side by side: for every corpus and K
 (default 20), each round trains P = 1, 2, 4, 8 (``--particles``) for ``--iterations`` EM
-iterations with seed 1 and one thread, in increasing order in even rounds and decreasing order
-in odd ones, and reports seconds per iteration (training seconds, evaluation excluded, over the
-iterations), the ratio to P = 1 of the same round, and the cores other processes kept busy
-during each run; then the means over rounds. Written to ``pem_timing.md``; nothing is kept::
+iterations with seed 1 and one thread, in increasing order in rounds 1, 3, ... and decreasing
+order in rounds 2, 4, ..., and reports seconds per iteration (training seconds, evaluation
+excluded, over the iterations), the ratio to P = 1 of the same round, and the cores other
+processes kept busy during each run; then the means over rounds. Written to ``pem_timing.md``;
+nothing is kept::
 
     nice python benchmarks/bench_pem.py --timing 3 --record
     python benchmarks/bench_pem.py --timing 1 --iterations 5 --corpora kos   # quick check
