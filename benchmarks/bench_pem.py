@@ -23,6 +23,17 @@ iteration of P particles <= P x those of one::
 
 Runs are kept (``benchmarks/work/pem/results-ITERATIONS-PID.json``, one file per process) and
 not measured again, so grids can be run in parts and side by side.
+
+``--timing ROUNDS`` measures only the time per iteration, side by side: for every corpus and K
+(default 20), each round trains P = 1, 2, 4, 8 (``--particles``) for ``--iterations`` EM
+iterations with seed 1 and one thread, in increasing order in rounds 1, 3, ... and decreasing
+order in rounds 2, 4, ..., and reports seconds per iteration (training seconds, evaluation
+excluded, over the iterations), the ratio to P = 1 of the same round, and the cores other
+processes kept busy during each run; then the means over rounds. Written to ``pem_timing.md``;
+nothing is kept::
+
+    nice python benchmarks/bench_pem.py --timing 3 --record
+    python benchmarks/bench_pem.py --timing 1 --iterations 5 --corpora kos   # quick check
 """
 from __future__ import annotations
 
@@ -37,6 +48,7 @@ import json  # noqa: E402
 import harness as h  # noqa: E402
 
 NAME = "pem"
+TIMING_NAME = "pem_timing"
 WORK = h.WORK / "pem"
 STORES = {"kos": "kos_default", "20news": "20news_gan2015"}
 LABELS = {"kos": "KOS", "20news": "20 Newsgroups"}
@@ -151,6 +163,89 @@ def report(results: dict, args) -> str:
     return "\n".join(lines)
 
 
+def timing_run(corpus: str, K: int, P: int, rnd: int, args) -> dict:
+    """Train one timing run: seconds per EM iteration and the contention during it."""
+    store = h.ensure_store(STORES[corpus])
+    key = f"timing-{corpus}-K{K}-P{P}"
+    cfg = config(store, WORK / "runs" / key, K, 1, args.iterations, P)
+    before = h.wait_for_quiet(1, args.quiet_margin, args.max_wait)
+    res = h.train(cfg, WORK / "configs" / f"{key}.yaml", WORK / "logs" / f"{key}.log")
+    if res["rc"] != 0:
+        raise SystemExit(f"{key} failed:\n{h.tail(WORK / 'logs' / f'{key}.log')}")
+    last = h.read_metrics(cfg["output"])[-1]
+    per_iteration = last["train_seconds"] / int(last["step"])
+    h.log(f"round {rnd + 1} {corpus} K = {K} P = {P}: {per_iteration:.4f} s / iteration "
+          f"(other processes: {res['foreign']:.2f} cores)")
+    return {"per_iteration": per_iteration, "foreign": res["foreign"], "before": before}
+
+
+def timing_rounds(corpus: str, K: int, args) -> list[dict]:
+    """``args.timing`` rounds of every P, the order reversed in every other round."""
+    rounds = []
+    for rnd in range(args.timing):
+        order = sorted(args.particles, reverse=bool(rnd % 2))
+        runs = {P: timing_run(corpus, K, P, rnd, args) for P in order}
+        rounds.append({"order": order, "runs": runs})
+    return rounds
+
+
+def timing_tables(rounds: list[dict], particles: list[int]) -> list[str]:
+    """Per round: seconds per iteration, ratio to P = 1 and contention of every P; then the
+    means over rounds, and whether the mean ratio is at most P."""
+    ps = sorted(particles)
+    header = ["round", "order", *(f"s / it P = {P}" for P in ps),
+              *(f"ratio P = {P}" for P in ps if P > 1), *(f"load P = {P}" for P in ps)]
+    rows = []
+    for i, rnd in enumerate(rounds):
+        runs = rnd["runs"]
+        base = runs[1]["per_iteration"]
+        rows.append([i + 1, " ".join(map(str, rnd["order"])),
+                     *(h.fmt(runs[P]["per_iteration"], ".4f") for P in ps),
+                     *(h.fmt(runs[P]["per_iteration"] / base, ".2f") for P in ps if P > 1),
+                     *(h.fmt(runs[P]["foreign"], ".2f") for P in ps)])
+    mean = {P: h.mean([r["runs"][P]["per_iteration"] for r in rounds]) for P in ps}
+    ratio = {P: h.mean([r["runs"][P]["per_iteration"] / r["runs"][1]["per_iteration"]
+                        for r in rounds]) for P in ps}
+    rows.append(["mean", "", *(h.fmt(mean[P], ".4f") for P in ps),
+                 *(h.fmt(ratio[P], ".2f") for P in ps if P > 1),
+                 *(h.fmt(h.mean([r["runs"][P]["foreign"] for r in rounds]), ".2f")
+                   for P in ps)])
+    target = ", ".join(f"P = {P}: {ratio[P]:.2f} {'<=' if ratio[P] <= P else '>'} {P}"
+                       for P in ps if P > 1)
+    return [*h.table(header, rows), "",
+            f"Mean ratio of the seconds per iteration to P = 1's (target: at most P): "
+            f"{target}."]
+
+
+def timing_report(tables: dict, args) -> str:
+    lines = ["# Particle EM: time per iteration of P particles against one", "",
+             "Produced by:", "", "```", h.command_line(), "```", "",
+             *h.machine_info(), "",
+             (f"Each round trains P = {', '.join(map(str, sorted(args.particles)))} one after "
+              f"the other (increasing P in odd-numbered rounds, decreasing in even-numbered "
+              f"ones), {args.iterations} EM iterations each, seed 1, alpha learnt, "
+              f"temperature 1, 1 thread, no early stop. `s / it`: training seconds "
+              f"(evaluation excluded) per EM iteration; `ratio`: to P = 1 of the same round; "
+              f"`load`: cores other processes kept busy during the run (the machine has "
+              f"{os.cpu_count()}); the mean row averages the rounds' ratios."), ""]
+    for (corpus, K), rounds in tables.items():
+        lines += [f"## {LABELS[corpus]}, K = {K}", "",
+                  *timing_tables(rounds, args.particles), ""]
+    return "\n".join(lines)
+
+
+def timing(args) -> None:
+    """The side-by-side timing mode (module docstring)."""
+    if 1 not in args.particles:
+        args.particles = [1, *args.particles]
+    tables = {}
+    for corpus in args.corpora:
+        for K in args.topics or [20]:
+            tables[(corpus, K)] = timing_rounds(corpus, K, args)
+            h.write_results(h.results_path(TIMING_NAME, args.record),
+                            timing_report(tables, args))
+
+
 def load_results(iterations: int) -> dict:
     """Every run measured so far with this number of iterations: each process writes its own
     file, so that two grids can run at once."""
@@ -163,14 +258,24 @@ def load_results(iterations: int) -> dict:
 def main(argv=None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--corpora", nargs="+", choices=list(STORES), default=list(STORES))
-    parser.add_argument("--topics", nargs="+", type=int, default=[20, 50])
+    parser.add_argument("--topics", nargs="+", type=int,
+                        help="numbers of topics (default 20 50; with --timing 20)")
     parser.add_argument("--seeds", nargs="+", type=int, default=[1, 2, 3, 4, 5])
     parser.add_argument("--particles", nargs="+", type=int, default=[1, 2, 4, 8])
     parser.add_argument("--iterations", type=int, default=50)
     parser.add_argument("--report-only", action="store_true",
                         help="write the report from the runs measured so far, run nothing")
+    parser.add_argument("--timing", type=int, metavar="ROUNDS",
+                        help="only time the iterations of every P side by side, in ROUNDS "
+                             "alternating rounds (writes pem_timing.md)")
     h.add_common_options(parser)
     args = parser.parse_args(argv)
+    if args.timing is not None:
+        if args.timing < 1:
+            parser.error("--timing needs at least one round")
+        timing(args)
+        return
+    args.topics = args.topics or [20, 50]
     if 1 not in args.particles:
         args.particles = [1, *args.particles]
     results = load_results(args.iterations)

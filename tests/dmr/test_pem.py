@@ -379,39 +379,80 @@ def test_document_weights_equal_the_twin(seed):
         float(np.sum(2.0 * logsumexp(bounds / 2.0, axis=1))), rel=1e-12)
 
 
+def _weighted(indptr, indices, counts, LW, gammas, omega, T, threads, sstats=None, wave=0):
+    sstats = np.zeros((LW.shape[0], gammas.shape[2])) if sstats is None else sstats
+    _pem.weighted_statistics(indptr, indices, counts, LW, np.ascontiguousarray(gammas),
+                             np.ascontiguousarray(omega), T, sstats, threads, wave)
+    return sstats
+
+
 def test_weighted_statistics_kernel_equals_the_twin(seed):
-    """The statistics pass with per-document weights (max_iter 0, warm) equals
-    sum_d omega_d n_dw mu_dwk of the twin, at 1 and 2 threads; weights of 1 change nothing."""
+    """The statistics pass with per-document weights equals sum_p sum_d omega_dp n_dw mu_pdwk
+    of the twin, at 1 and 2 threads, without touching gamma."""
     rng = np.random.default_rng(seed)
     indptr, indices, counts = _csr(rng)
     K, D = 4, indptr.size - 1
     phi = rng.dirichlet(np.full(18, 0.5), size=K).T.copy()
-    alpha = np.full(K, 0.2)
     gammas = rng.random((3, D, K)) * 4 + 0.2
     omega = rng.dirichlet(np.ones(3), size=D)
     omega[0] = [1.0, 0.0, 0.0]                       # a document of weight 0 adds nothing
+    before = gammas.copy()
     for T in (0.0, 0.6, 1.0):
-        LW, shift = tempered_weights(phi, T)
-        got = {}
-        for threads in (1, 2):
-            ss = np.zeros(phi.shape)
-            for p in range(3):
-                g = gammas[p].copy()
-                _pem.e_step_tempered(indptr, indices, counts, LW, shift, alpha, g, T, 1, 0.0,
-                                     0, ss, None, None, threads,
-                                     np.ascontiguousarray(omega[:, p]))
-                np.testing.assert_array_equal(g, gammas[p])          # no gamma update
-            got[threads] = ss
+        LW, _ = tempered_weights(phi, T)
+        got = {threads: _weighted(indptr, indices, counts, LW, gammas, omega, T, threads)
+               for threads in (1, 2)}
+        np.testing.assert_array_equal(gammas, before)
         np.testing.assert_array_equal(got[1], got[2])
         want = ref.weighted_statistics(indptr, indices, counts, np.log(phi), gammas, omega, T)
         np.testing.assert_allclose(got[1], want, rtol=1e-10, atol=1e-12)
         assert got[1].sum() == pytest.approx(counts.sum(), rel=1e-12)
-        ones = np.zeros(phi.shape)
+
+
+@pytest.mark.parametrize("T", [0.0, 1e-3, 0.6, 1.0])
+def test_weighted_statistics_add_particle_by_particle(seed, T):
+    """The terms reach SS particle by particle, each particle's documents in order: one call
+    equals, bit for bit, P one-particle calls into the same array; with one particle of weight
+    1 it equals the E-step kernel's own statistics of the same gamma (no update); staging the
+    items in small waves changes nothing. T = 1e-3 sends pairs down the log-space path."""
+    rng = np.random.default_rng(seed)
+    indptr, indices, counts = _csr(rng, n_docs=40)
+    K, D = 5, indptr.size - 1
+    phi = rng.dirichlet(np.full(18, 0.3), size=K).T.copy()
+    alpha = np.full(K, 0.2)
+    gammas = rng.random((3, D, K)) * 6 + 0.2
+    omega = rng.dirichlet(np.ones(3), size=D)
+    LW, shift = tempered_weights(phi, T)
+    for threads in (1, 2):
+        whole = _weighted(indptr, indices, counts, LW, gammas, omega, T, threads)
+        parts = np.zeros(phi.shape)
+        for p in range(3):
+            _weighted(indptr, indices, counts, LW, gammas[p:p + 1], omega[:, p:p + 1], T,
+                      threads, parts)
+        np.testing.assert_array_equal(whole, parts)
+        for wave in (1, 7):                 # waves of items that split particles and documents
+            np.testing.assert_array_equal(
+                _weighted(indptr, indices, counts, LW, gammas, omega, T, threads, wave=wave),
+                whole)
+        one = _weighted(indptr, indices, counts, LW, gammas[1:2], np.ones((D, 1)), T, threads)
         plain = np.zeros(phi.shape)
-        for out, weight in ((ones, np.ones(D)), (plain, None)):
-            _pem.e_step_tempered(indptr, indices, counts, LW, shift, alpha, gammas[1].copy(),
-                                 T, 1, 0.0, 0, out, None, None, 1, weight)
-        np.testing.assert_array_equal(ones, plain)
+        _pem.e_step_tempered(indptr, indices, counts, LW, shift, alpha, gammas[1].copy(), T,
+                             1, 0.0, 0, plain, None, None, threads)
+        np.testing.assert_array_equal(one, plain)
+
+
+def test_weighted_statistics_checks_its_shapes():
+    rng = np.random.default_rng(0)
+    indptr, indices, counts = _csr(rng)
+    D = indptr.size - 1
+    LW = np.zeros((18, 3))
+    gammas = np.ones((2, D, 3))
+    with pytest.raises(ValueError, match="disagree on P"):
+        _weighted(indptr, indices, counts, LW, gammas, np.ones((D, 3)) / 3, 1.0, 1)
+    with pytest.raises(ValueError, match="disagree on K"):
+        _weighted(indptr, indices, counts, np.zeros((18, 4)), gammas, np.ones((D, 2)) / 2,
+                  1.0, 1)
+    with pytest.raises(ValueError, match="temperature"):
+        _weighted(indptr, indices, counts, LW, gammas, np.ones((D, 2)) / 2, -1.0, 1)
 
 
 def test_annealed_temperature_schedule():

@@ -29,6 +29,12 @@ parallel (no randomness); the statistics are then recomputed from every document
 Elogtheta and added in CSR entry order with the words split between threads by w mod P
 (``topictk/_cy/estep.pxd``, shared with VB), so every number is independent of the thread count.
 Equivalent to ``tests/reference/pem.py::e_step_tempered``.
+
+:func:`weighted_statistics` is the M-step's statistics pass of every particle at once,
+SS_wk += sum_p sum_d omega_dp n_dw mu_pdwk with mu recomputed from the particles' final gamma
+exactly as the E-step computes it (exp(LW) computed once for all particles, the Z of four pairs
+summed side by side). The terms reach every (w, k) particle by particle, documents in order.
+Equivalent to ``tests/reference/pem.py::weighted_statistics``.
 """
 cimport cython
 from cython.parallel cimport prange
@@ -36,7 +42,15 @@ from libc.math cimport exp, fabs, log
 from libc.stdint cimport int32_t, int64_t
 from libc.stdlib cimport free, malloc
 
-from topictk._cy.estep cimport DocRow, EStepRun, alpha_term, run_e_step, set_outputs
+from topictk._cy.alloc cimport checked_alloc
+from topictk._cy.estep cimport (
+    WAVE_DOUBLES,
+    DocRow,
+    EStepRun,
+    alpha_term,
+    run_e_step,
+    set_outputs,
+)
 from topictk._cy.special cimport digamma, lngamma
 
 # below this Z a pair is recomputed in log space (see the module docstring)
@@ -106,7 +120,6 @@ cdef struct PEMModel:
     const double* LW            # (V_b, K) (ln phi - m_w) / T (T = 0: ln phi - m_w)
     const double* shift         # (V_b) m_w
     const double* alpha         # (K)
-    const double* doc_weight    # (D_b) or NULL: the statistics of document d are scaled by it
     double alpha_term           # lnGamma(alpha.) - sum_k lnGamma(alpha_k)
     Py_ssize_t K
     double temperature
@@ -213,20 +226,14 @@ cdef int _doc_estep(const void* model, const DocRow* doc, double* gamma, bint wa
 cdef void _doc_stats(const void* model, const DocRow* doc, const double* elog, Py_ssize_t p,
                      Py_ssize_t P, double* sstats, double* work) noexcept nogil:
     """The :data:`topictk._cy.estep.DocStats` of the tempered E-step: n_dw mu_dwk of the
-    entries with w mod P = p, recomputed from the document's final Elogtheta (``elog``), times
-    the document's weight when ``doc_weight`` is given (documents of weight 0 add nothing)."""
+    entries with w mod P = p, recomputed from the document's final Elogtheta (``elog``)."""
     cdef const PEMModel* pm = <const PEMModel*> model
     cdef Py_ssize_t j, k, kk, K = pm.K
     cdef double* A = work
     cdef double* mu = work + K
     cdef double m = -1e308, z, f, c
-    cdef double weight = 1.0
     cdef bint fast
     cdef int32_t w
-    if pm.doc_weight != NULL:
-        weight = pm.doc_weight[doc.d]
-        if weight == 0.0:
-            return
     for k in range(K):
         if elog[k] > m:
             m = elog[k]
@@ -238,8 +245,6 @@ cdef void _doc_stats(const void* model, const DocRow* doc, const double* elog, P
         if w % P != p:
             continue
         c = doc.cts[j]
-        if pm.doc_weight != NULL:
-            c = c * weight
         if pm.temperature <= 0.0:
             kk = _hard_topic(elog, pm.LW + w * K, K)
             sstats[w * K + kk] += c
@@ -268,18 +273,13 @@ def e_step_tempered(const int64_t[::1] indptr,       # IN  (D_b + 1) CSR row off
                     object sstats,                   # OUT (V_b, K) += sum_d n_dw mu_dwk, or None
                     object doc_bound,                # OUT (D_b) l_d of every document, or None
                     object iterations,               # OUT (D_b) int32 gamma updates made, or None
-                    int threads,
-                    object doc_weight=None):         # IN  (D_b) scales each document's sstats
+                    int threads):
     """The tempered E-step of §10.3 for every row of a CSR block (one particle).
 
     ``start``: 0 = cold (gamma_k = alpha_k + N_d/K), 1 = warm (from the given gamma), 2 = best:
     both are run and the document keeps the one with the higher l_d (warm on ties), as
     :func:`topictk.inference._vb.e_step` does; the statistics are reduced as there too
-    (``topictk/_cy/estep.pxd``). ``doc_weight`` (float64, D_b) multiplies every document's
-    statistics: particle EM's per-document particle weights (docs/algorithms.md §10.3); with
-    ``max_iter`` 0 and a warm start this is the weighted statistics pass, equivalent to
-    ``tests/reference/pem.py::weighted_statistics``. Otherwise equivalent to
-    ``tests/reference/pem.py::e_step_tempered``.
+    (``topictk/_cy/estep.pxd``). Equivalent to ``tests/reference/pem.py::e_step_tempered``.
     """
     cdef Py_ssize_t D = indptr.shape[0] - 1, K = gamma.shape[1]
     cdef Py_ssize_t V_b = logweights.shape[0], i
@@ -287,7 +287,6 @@ def e_step_tempered(const int64_t[::1] indptr,       # IN  (D_b + 1) CSR row off
     cdef PEMModel model
     cdef double* W = NULL
     cdef const double* LW
-    cdef const double[::1] weight_v
     if not temperature >= 0.0:
         raise ValueError(f"temperature must be >= 0; got {temperature}")
     if gamma.shape[0] != D:
@@ -304,13 +303,6 @@ def e_step_tempered(const int64_t[::1] indptr,       # IN  (D_b + 1) CSR row off
     run.stage_per_entry = 0
     run.stage_per_doc = K
     set_outputs(&run, sstats, doc_bound, iterations, V_b)
-    model.doc_weight = NULL
-    if doc_weight is not None:
-        weight_v = doc_weight
-        if weight_v.shape[0] != D:
-            raise ValueError("doc_weight must have one entry per document")
-        if D > 0:
-            model.doc_weight = &weight_v[0]
     if D == 0 or V_b == 0:
         return
     run.indptr = &indptr[0]
@@ -336,3 +328,198 @@ def e_step_tempered(const int64_t[::1] indptr,       # IN  (D_b + 1) CSR row off
         run_e_step(&run, _doc_estep, _doc_stats, &model)
     finally:
         free(W)
+
+
+# ------------------------------------------------------------------ the weighted statistics
+cdef enum:
+    GROUP = 4                   # pairs whose Z are summed side by side
+    AHEAD = 8                   # entries ahead whose rows of W and SS are prefetched
+
+cdef extern from *:
+    void __builtin_prefetch(const void* addr) nogil
+
+
+cdef inline void _prefetch_row(const double* row, Py_ssize_t K) noexcept nogil:
+    """Ask for the cache lines of one row of K doubles (a hint: no effect on any number)."""
+    cdef Py_ssize_t k = 0
+    while k < K:
+        __builtin_prefetch(row + k)
+        k += 8
+    __builtin_prefetch(row + K - 1)
+
+
+cdef struct WeightedPass:
+    # the omega-weighted statistics pass of every particle over a CSR block (§10.3)
+    const int64_t* indptr       # (D + 1)
+    const int32_t* indices      # (M)
+    const int32_t* counts       # (M)
+    const double* gamma         # (P, D, K) every particle's final gamma
+    const double* omega         # (D, P) every document's particle weights
+    const double* W             # (V_b, K) exp(LW) (unused at T = 0)
+    const double* LW            # (V_b, K) as in PEMModel
+    double* sstats              # (V_b, K) OUT
+    Py_ssize_t P
+    Py_ssize_t D
+    Py_ssize_t K
+    double temperature
+    Py_ssize_t stage_doubles    # per item i = p D + d: Elogtheta (K), A (K), M
+
+
+cdef inline void _add_pair(const WeightedPass* wp, const double* stage, int32_t w, double c,
+                           double z, double* mu) noexcept nogil:
+    """SS_w += c mu_w of one pair whose Z = sum_k A_k W_wk (summed in k order) is ``z``: the
+    fast form c A_k W_wk / Z, or the log-space form of :func:`_pair` when Z <= TINY."""
+    cdef Py_ssize_t k, K = wp.K
+    cdef const double* A = stage + K
+    cdef const double* wrow = wp.W + w * K
+    cdef double* out = wp.sstats + w * K
+    cdef double f
+    if z > TINY:
+        f = c / z
+        for k in range(K):
+            out[k] += f * A[k] * wrow[k]
+        return
+    _pair(A, wrow, stage, stage[2 * K], wp.LW + w * K, wp.temperature, K, mu)
+    for k in range(K):
+        out[k] += c * mu[k]
+
+
+cdef inline void _add_group(const WeightedPass* wp, const double* stage, const int32_t* ids,
+                            const double* c, Py_ssize_t n, double* mu) noexcept nogil:
+    """The n <= GROUP pairs (word ids ``ids``, weighted counts ``c``) of one item, in order;
+    their Z are summed side by side, each in k order as :func:`_pair` sums it."""
+    cdef Py_ssize_t k, r, K = wp.K
+    cdef const double* A = stage + K
+    cdef const double* w0 = wp.W + ids[0] * K
+    cdef const double* w1 = wp.W + ids[1 if n > 1 else 0] * K
+    cdef const double* w2 = wp.W + ids[2 if n > 2 else 0] * K
+    cdef const double* w3 = wp.W + ids[3 if n > 3 else 0] * K
+    cdef double z[GROUP]
+    for r in range(GROUP):
+        z[r] = 0.0
+    for k in range(K):
+        z[0] = z[0] + A[k] * w0[k]
+        z[1] = z[1] + A[k] * w1[k]
+        z[2] = z[2] + A[k] * w2[k]
+        z[3] = z[3] + A[k] * w3[k]
+    for r in range(n):
+        _add_pair(wp, stage, ids[r], c[r], z[r], mu)
+
+
+cdef inline void _weighted_item(const WeightedPass* wp, Py_ssize_t i, const double* stage,
+                                Py_ssize_t part, Py_ssize_t parts, double* mu) noexcept nogil:
+    """omega_dp n_dw mu_pdwk of item i = p D + d for the words with w mod parts = part, in
+    entry order (documents of weight 0 add nothing)."""
+    cdef Py_ssize_t p = i // wp.D, d = i - p * wp.D, K = wp.K, j, kk, n = 0
+    cdef double weight = wp.omega[d * wp.P + p], c
+    cdef int32_t ids[GROUP]
+    cdef double cs[GROUP]
+    cdef int32_t w
+    if weight == 0.0:
+        return
+    for j in range(wp.indptr[d], wp.indptr[d + 1]):
+        if j + AHEAD < wp.indptr[d + 1]:
+            _prefetch_row(wp.W + wp.indices[j + AHEAD] * K, K)
+            _prefetch_row(wp.sstats + wp.indices[j + AHEAD] * K, K)
+        w = wp.indices[j]
+        if parts > 1 and w % parts != part:
+            continue
+        c = wp.counts[j]
+        c = c * weight
+        if wp.temperature <= 0.0:
+            kk = _hard_topic(stage, wp.LW + w * K, K)
+            wp.sstats[w * K + kk] += c
+            continue
+        ids[n] = w
+        cs[n] = c
+        n += 1
+        if n == GROUP:
+            _add_group(wp, stage, ids, cs, n, mu)
+            n = 0
+    if n > 0:
+        _add_group(wp, stage, ids, cs, n, mu)
+
+
+cdef void _weighted_wave(const WeightedPass* wp, Py_ssize_t i0, Py_ssize_t i1, double* stages,
+                         double* mus, int threads) noexcept nogil:
+    """Items [i0, i1): their Elogtheta, A and M in parallel, then their statistics, the words
+    split between threads by w mod threads, each thread taking the items in order."""
+    cdef Py_ssize_t i, t, K = wp.K, S = wp.stage_doubles
+    cdef double* st
+    for i in prange(i0, i1, schedule="static", num_threads=threads):
+        st = stages + (i - i0) * S
+        st[2 * K] = _theta(wp.gamma + i * K, K, wp.temperature, st, st + K)
+    for t in prange(threads, schedule="static", chunksize=1, num_threads=threads):
+        for i in range(i0, i1):
+            _weighted_item(wp, i, stages + (i - i0) * S, t, threads, mus + t * K)
+
+
+def weighted_statistics(const int64_t[::1] indptr,       # IN  (D_b + 1) CSR row offsets
+                        const int32_t[::1] indices,      # IN  (M_b) word ids
+                        const int32_t[::1] counts,       # IN  (M_b) n_dw >= 1
+                        const double[:, ::1] logweights, # IN  (V_b, K) as for e_step_tempered
+                        const double[:, :, ::1] gamma,   # IN  (P, D_b, K) final gammas
+                        const double[:, ::1] omega,      # IN  (D_b, P) particle weights
+                        double temperature,              # T >= 0
+                        double[:, ::1] sstats,           # OUT (V_b, K) += the statistics
+                        int threads,
+                        Py_ssize_t wave_items=0):        # items staged at once (0 = default)
+    """The omega-weighted statistics of every particle (docs/algorithms.md §10.3):
+    SS_wk += sum_p sum_d omega_dp n_dw mu_pdwk, with mu recomputed from each particle's final
+    gamma as :func:`e_step_tempered` computes it, no gamma update.
+
+    The terms reach every (w, k) particle by particle, each particle's documents in order, so
+    the result equals P one-particle calls into the same ``sstats`` and does not depend on the
+    thread count. exp(LW) is computed once for all particles. The items (particle, document),
+    particle-major, are staged in waves of ``wave_items`` (tests use small ones). Equivalent to
+    ``tests/reference/pem.py::weighted_statistics``.
+    """
+    cdef Py_ssize_t P = gamma.shape[0], D = gamma.shape[1], K = gamma.shape[2]
+    cdef Py_ssize_t V_b = logweights.shape[0], i, i0, i1, per_wave
+    cdef WeightedPass wp
+    cdef double* W = NULL
+    cdef double* stages = NULL
+    cdef double* mus = NULL
+    cdef const double* LW
+    if not temperature >= 0.0:
+        raise ValueError(f"temperature must be >= 0; got {temperature}")
+    if indptr.shape[0] != D + 1 or omega.shape[0] != D or omega.shape[1] != P:
+        raise ValueError("gamma, omega and the CSR rows disagree on P or the document count")
+    if logweights.shape[1] != K or sstats.shape[0] != V_b or sstats.shape[1] != K:
+        raise ValueError("logweights, sstats and gamma disagree on K or the word count")
+    if threads < 1:
+        threads = 1
+    if P == 0 or D == 0 or V_b == 0 or K == 0:
+        return
+    LW = &logweights[0, 0]
+    wp.indptr = &indptr[0]
+    wp.indices = &indices[0] if indices.shape[0] > 0 else NULL
+    wp.counts = &counts[0] if counts.shape[0] > 0 else NULL
+    wp.gamma = &gamma[0, 0, 0]
+    wp.omega = &omega[0, 0]
+    wp.LW = LW
+    wp.sstats = &sstats[0, 0]
+    wp.P = P
+    wp.D = D
+    wp.K = K
+    wp.temperature = temperature
+    wp.stage_doubles = 2 * K + 1
+    per_wave = wave_items if wave_items > 0 else max(1, WAVE_DOUBLES // wp.stage_doubles)
+    try:
+        W = <double*> checked_alloc(V_b * K, sizeof(double))
+        stages = <double*> checked_alloc(min(per_wave, P * D) * wp.stage_doubles,
+                                         sizeof(double))
+        mus = <double*> checked_alloc(threads * K, sizeof(double))
+        with nogil:
+            for i in prange(V_b * K, schedule="static", num_threads=threads):
+                W[i] = exp(LW[i]) if temperature > 0.0 else 0.0
+            wp.W = W
+            i0 = 0
+            while i0 < P * D:
+                i1 = min(i0 + per_wave, P * D)
+                _weighted_wave(&wp, i0, i1, stages, mus, threads)
+                i0 = i1
+    finally:
+        free(W)
+        free(stages)
+        free(mus)

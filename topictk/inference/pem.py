@@ -399,14 +399,11 @@ class PEMDriver(BatchEMDriver):
 
     def weighted_statistics(self, state: PEMState, temperature: float) -> np.ndarray:
         """SS_wk = sum_p sum_d omega_dp n_dw mu_pdwk (§10.3) from the particles' final gamma."""
-        table, shift = tempered_weights(state.phi, temperature)
+        table, _ = tempered_weights(state.phi, temperature)
         sstats = np.zeros((self.V, self.K))
-        alpha = np.ascontiguousarray(state.alpha, dtype=np.float64)
-        for p in range(self.P):
-            _pem.e_step_tempered(self.indptr, self.indices, self.counts, table, shift, alpha,
-                                 state.gamma[p], float(temperature), START["warm"], 0.0, 0,
-                                 sstats, None, None, int(self.threads),
-                                 np.ascontiguousarray(state.omega[:, p]))
+        _pem.weighted_statistics(self.indptr, self.indices, self.counts, table, state.gamma,
+                                 np.ascontiguousarray(state.omega), float(temperature), sstats,
+                                 int(self.threads))
         return sstats
 
     def expectation(self, state: PEMState):
