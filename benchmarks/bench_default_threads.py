@@ -59,6 +59,14 @@ def config(store: Path, out: Path, args, chunks: int | None, threads: int) -> di
                          "checkpoint_every": 0}}
 
 
+def list_length(arrays: dict) -> float:
+    """The SparseLDA work per token at the end of a run: the number of topics with a non-zero
+    count in a token's word, averaged over the training tokens (from the saved n_kw)."""
+    nkw = arrays["a_nkw.npy"]
+    freq = nkw.sum(axis=1)
+    return float((freq * (nkw > 0).sum(axis=1)).sum() / freq.sum())
+
+
 def label(name: str, threads: int) -> str:
     return f"{name}, {threads} thread{'s' if threads > 1 else ''}"
 
@@ -77,8 +85,9 @@ def measure(args) -> dict:
                           logfile)
             if res["rc"] != 0:
                 raise SystemExit(f"{key} failed:\n{h.tail(logfile)}")
-            header, _ = model_arrays(out)
+            header, arrays = model_arrays(out)
             res["train"] = header["clock"]["train_seconds"]
+            res["list_length"] = list_length(arrays)
             if r == 0:
                 res["same_as_1t"] = None
                 result, _ = h.evaluate(out, h.WORK / "logs" / f"dt-eval-{name}-{threads}.log",
@@ -110,9 +119,10 @@ def report(args, data: dict) -> str:
                      h.fmt(h.mean([r["wall"] for r in rs]), ".1f"),
                      h.fmt(h.mean([r["cpu"] for r in rs]), ".1f"),
                      h.fmt(h.mean([r["foreign"] for r in rs]), ".2f"),
-                     h.fmt(rs[0].get("perplexity"), ".2f")])
+                     h.fmt(rs[0].get("perplexity"), ".2f"), h.fmt(rs[0]["list_length"], ".2f")])
     lines += h.table(["run", "train s (mean)", "train s (range)", "wall s", "CPU s",
-                      "other load (cores)", "held-out perplexity"], rows, "lrrrrrr")
+                      "other load (cores)", "held-out perplexity",
+                      "topics per token's word at the end"], rows, "lrrrrrrr")
     per_round = [(e["train"], o["train"], t["train"]) for e, o, t in zip(exact, one, two)]
     cost = [o / e - 1 for e, o, _ in per_round]
     speed = [o / t for _, o, t in per_round]
