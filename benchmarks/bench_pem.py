@@ -76,10 +76,35 @@ def measure(store, key: str, cfg: dict, args) -> dict:
         raise SystemExit(f"{key} failed:\n{h.tail(WORK / 'logs' / f'{key}.log')}")
     last = h.read_metrics(cfg["output"])[-1]
     steps = int(last["step"])
-    return {"objective": last["best_bound_per_token"], "perplexity": last["perplexity_point"],
+    return {"objective": last["best_bound_per_token"], "perplexity": full_perplexity(key),
+            "full_perplexity": True,
             "seconds": last["train_seconds"], "per_iteration": last["train_seconds"] / steps,
             "collapsed": last.get("particles_collapsed"),
             "distance": last.get("particle_distance_min"), "foreign": res["foreign"]}
+
+
+def full_perplexity(key: str) -> float:
+    """``topictk evaluate`` of a kept run: the held-out perplexity of every held-out token of
+    the store (the in-training point scores only the curve's subset of test documents)."""
+    result, _ = h.evaluate(WORK / "runs" / key, WORK / "logs" / f"{key}-evaluate.log")
+    if result is None:
+        raise SystemExit(f"evaluate {key} failed:\n{h.tail(WORK / 'logs' / f'{key}-evaluate.log')}")
+    return result["perplexity"]
+
+
+def rescore(results: dict, iterations: int) -> None:
+    """Replace the perplexity of every kept run measured before runs were scored on every
+    held-out token (entries without ``full_perplexity``) by ``topictk evaluate``'s; kept in a
+    file that :func:`load_results` reads last."""
+    saved = WORK / f"results-{iterations}-rescored.json"
+    done = json.loads(saved.read_text()) if saved.exists() else {}
+    for key, entry in sorted(results.items()):
+        if entry.get("full_perplexity") or key in done:
+            continue
+        h.log(f"evaluate {key}")
+        done[key] = {**entry, "perplexity": full_perplexity(key), "full_perplexity": True,
+                     "point_perplexity": entry["perplexity"]}
+        saved.write_text(json.dumps(done, indent=1))
 
 
 def cell_runs(corpus: str, K: int, seed: int, args) -> list[tuple[str, dict]]:
@@ -265,6 +290,9 @@ def main(argv=None) -> None:
     parser.add_argument("--iterations", type=int, default=50)
     parser.add_argument("--report-only", action="store_true",
                         help="write the report from the runs measured so far, run nothing")
+    parser.add_argument("--rescore", action="store_true",
+                        help="score the kept runs on every held-out token (topictk evaluate) "
+                             "where they were scored on the curve's subset, then report")
     parser.add_argument("--timing", type=int, metavar="ROUNDS",
                         help="only time the iterations of every P side by side, in ROUNDS "
                              "alternating rounds (writes pem_timing.md)")
@@ -281,7 +309,10 @@ def main(argv=None) -> None:
     results = load_results(args.iterations)
     saved = WORK / f"results-{args.iterations}-{os.getpid()}.json"
     mine = {}
-    if args.report_only:
+    if args.rescore:
+        rescore(results, args.iterations)
+        results = load_results(args.iterations)
+    if args.report_only or args.rescore:
         h.write_results(h.results_path(NAME, args.record), report(results, args))
         return
     for K in args.topics:
