@@ -261,10 +261,12 @@ class Cluster:
                                    f"the same topictk")
 
 
-def with_recovery(cluster: Cluster, again: str, attempt: Callable[[], T]) -> T:
+def with_recovery(cluster: Cluster, again: str | Callable[[WorkerLost], None],
+                  attempt: Callable[[], T]) -> T:
     """``attempt()`` until it returns, at most MAX_RECOVERIES + 1 times: each try starts by
     checking the connection, and a lost worker (:class:`WorkerLost`) makes the work be done
-    again from inputs the driver still holds (``again`` says what, in the warning)."""
+    again: from inputs the driver still holds (``again`` a string, which says what, in the
+    warning), or after ``again(exc)`` has restored what the next try starts from."""
     for tries in range(MAX_RECOVERIES + 1):
         cluster.check_connected()
         try:
@@ -272,7 +274,10 @@ def with_recovery(cluster: Cluster, again: str, attempt: Callable[[], T]) -> T:
         except WorkerLost as exc:
             if tries == MAX_RECOVERIES:
                 raise
-            log.warning("%s; %s", exc, again)
+            if callable(again):
+                again(exc)
+            else:
+                log.warning("%s; %s", exc, again)
     raise AssertionError("unreachable")
 
 

@@ -206,20 +206,16 @@ class CVBDriver(VariationalDriver):
     def _remote_step(self, state: CVBState, t: int) -> dict | None:
         """:meth:`_step` on the cluster; a worker lost on the way is recovered from
         (:meth:`_recover`) and the step done again."""
-        from topictk.inference.cluster import MAX_RECOVERIES, WorkerLost
-        for attempt in range(MAX_RECOVERIES + 1):
-            self.cluster.check_connected()
-            try:
-                if self.remote.shards is None:
-                    self.remote.distribute(state.mu, state.m_dk)
-                if not self.remote.stale:       # the driver holds the whole state: keep it
-                    self._restart = FieldsPoint.of(state)
-                return self._step(state, t)
-            except WorkerLost as exc:
-                if attempt == MAX_RECOVERIES:
-                    raise
-                self._recover(state, exc, t)
-        raise AssertionError("unreachable")
+        from topictk.inference.cluster import with_recovery
+
+        def attempt() -> dict | None:
+            if self.remote.shards is None:
+                self.remote.distribute(state.mu, state.m_dk)
+            if not self.remote.stale:           # the driver holds the whole state: keep it
+                self._restart = FieldsPoint.of(state)
+            return self._step(state, t)
+
+        return with_recovery(self.cluster, lambda exc: self._recover(state, exc, t), attempt)
 
     def _recover(self, state: CVBState, exc: Exception, upto: int) -> None:
         """After a worker was lost: go back to the last step at which the driver held the whole
@@ -243,17 +239,10 @@ class CVBDriver(VariationalDriver):
         """``state`` with mu and m_dk brought back from the cluster when they are behind."""
         if self.remote is None or not self.remote.stale:
             return state
-        from topictk.inference.cluster import MAX_RECOVERIES, WorkerLost
-        for attempt in range(MAX_RECOVERIES + 1):
-            self.cluster.check_connected()
-            try:
-                self.remote.gather(state.mu, state.m_dk)
-                return state
-            except WorkerLost as exc:
-                if attempt == MAX_RECOVERIES:
-                    raise
-                self._recover(state, exc, state.step)
-        raise AssertionError("unreachable")
+        from topictk.inference.cluster import with_recovery
+        with_recovery(self.cluster, lambda exc: self._recover(state, exc, state.step),
+                      lambda: self.remote.gather(state.mu, state.m_dk))
+        return state
 
     def mark_step(self, state: CVBState) -> None:
         """Nothing to copy: the restart point of the iterations on the cluster is the mark."""

@@ -273,23 +273,20 @@ class GibbsDriver(SampledDriver):
         """The sweep of :meth:`step` on the cluster: the same sampler choice, made here from
         the global counts, and the same chunks with the same streams. A worker lost on the way
         is recovered from (:meth:`_recover`) and the sweep done again."""
-        from topictk.inference.cluster import MAX_RECOVERIES, WorkerLost
+        from topictk.inference.cluster import with_recovery
         sparse = sparse_sweep(self.sampler.setting, state.nkw, self.sampler.word_freq)
-        for attempt in range(MAX_RECOVERIES + 1):
-            self.cluster.check_connected()
-            try:
-                if self.remote.shards is None:
-                    self.remote.distribute(state.z, state.ndk)
-                if not self.remote.stale:       # the driver holds the whole state: keep it
-                    self._restart = RestartPoint.of(state, chunk_streams)
-                fallbacks = self.remote.sweep(state.nkw, state.nk, self.sweep_prior(state),
-                                              state.beta, sparse, chunk_streams)
-                return fallbacks, sparse
-            except WorkerLost as exc:
-                if attempt == MAX_RECOVERIES:
-                    raise
-                self._recover(state, chunk_streams, exc)
-        raise AssertionError("unreachable")
+
+        def attempt() -> tuple[int, bool]:
+            if self.remote.shards is None:
+                self.remote.distribute(state.z, state.ndk)
+            if not self.remote.stale:           # the driver holds the whole state: keep it
+                self._restart = RestartPoint.of(state, chunk_streams)
+            fallbacks = self.remote.sweep(state.nkw, state.nk, self.sweep_prior(state),
+                                          state.beta, sparse, chunk_streams)
+            return fallbacks, sparse
+
+        return with_recovery(self.cluster, lambda exc: self._recover(state, chunk_streams, exc),
+                             attempt)
 
     def _recover(self, state: CountState, chunk_streams: list, exc: Exception) -> None:
         """After a worker was lost: go back to the last step at which the driver held the whole
@@ -318,18 +315,11 @@ class GibbsDriver(SampledDriver):
         """``state`` with z and ndk brought back from the cluster when they are behind."""
         if self.remote is None or not self.remote.stale:
             return state
-        from topictk.inference.cluster import MAX_RECOVERIES, WorkerLost
+        from topictk.inference.cluster import with_recovery
         chunk_streams = self.streams.chunk_streams((3,), self.n_chunks, persistent=True)
-        for attempt in range(MAX_RECOVERIES + 1):
-            self.cluster.check_connected()
-            try:
-                self.remote.gather(state.z, state.ndk)
-                return state
-            except WorkerLost as exc:
-                if attempt == MAX_RECOVERIES:
-                    raise
-                self._recover(state, chunk_streams, exc)
-        raise AssertionError("unreachable")
+        with_recovery(self.cluster, lambda exc: self._recover(state, chunk_streams, exc),
+                      lambda: self.remote.gather(state.z, state.ndk))
+        return state
 
     def mark_step(self, state: CountState) -> None:
         """Nothing to copy: the restart point of the sweeps on the cluster is the mark."""
