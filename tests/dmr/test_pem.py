@@ -7,6 +7,7 @@ import json
 
 import numpy as np
 import pytest
+from scipy.special import digamma
 
 from tests.fixtures import planted_corpus, write_token_store
 from tests.reference import pem as ref
@@ -379,16 +380,51 @@ def test_document_weights_equal_the_twin(seed):
         float(np.sum(2.0 * logsumexp(bounds / 2.0, axis=1))), rel=1e-12)
 
 
-def _weighted(indptr, indices, counts, LW, gammas, omega, T, threads, sstats=None, wave=0):
-    sstats = np.zeros((LW.shape[0], gammas.shape[2])) if sstats is None else sstats
+def _estep_outputs(indptr, indices, counts, phi, gammas, T, threads=1, start=1):
+    """Every particle's E-step of its given gamma without an update, as the driver runs it (the
+    VB kernel at T = 1, the tempered one otherwise): (pair_z (P, M), bounds (P, D), sstats of
+    each particle (P, V, K), the word weights (table, shift), gammas after the call, doc_a
+    (P, D, K))."""
+    from topictk.inference.pem import particle_estep_weights
+    P, D, K = gammas.shape
+    alpha = np.full(K, 0.2)
+    weights = particle_estep_weights(phi, T)
+    table, shift = weights
+    pair_z = np.full((P, indices.size), -1.0)
+    doc_a = np.full((P, D, K), -1.0)
+    bounds = np.zeros((P, D))
+    sstats = np.zeros((P,) + phi.shape)
+    out = gammas.copy()
+    for p in range(P):
+        if T == 1.0:
+            _vb.e_step(indptr, indices, counts, table, shift, alpha, out[p], start, 0.0, 0,
+                       sstats[p], bounds[p], None, threads, pair_z=pair_z[p], doc_a=doc_a[p])
+        else:
+            _pem.e_step_tempered(indptr, indices, counts, table, shift, alpha, out[p], T, start,
+                                 0.0, 0, sstats[p], bounds[p], None, threads, pair_z[p],
+                                 doc_a[p])
+    return pair_z, bounds, sstats, weights, out, doc_a
+
+
+def _weighted(indptr, indices, counts, phi, gammas, omega, T, threads, wave=0, with_a=True):
+    """The weighted statistics pass as the driver calls it, from the E-steps' own Z and A
+    (``with_a`` False: A recomputed from gamma by the pass)."""
+    pair_z, _, _, weights, _, doc_a = _estep_outputs(indptr, indices, counts, phi, gammas, T)
+    LW, _ = tempered_weights(phi, T)
+    sstats = np.zeros(phi.shape)
     _pem.weighted_statistics(indptr, indices, counts, LW, np.ascontiguousarray(gammas),
-                             np.ascontiguousarray(omega), T, sstats, threads, wave)
+                             np.ascontiguousarray(omega), pair_z, T, sstats, threads, wave,
+                             expweights=weights[0] if T == 1.0 else None,
+                             doc_a=doc_a if with_a else None)
     return sstats
 
 
-def test_weighted_statistics_kernel_equals_the_twin(seed):
+@pytest.mark.parametrize("T", [0.0, 1e-3, 0.6, 1.0])
+def test_weighted_statistics_kernel_equals_the_twin(seed, T):
     """The statistics pass with per-document weights equals sum_p sum_d omega_dp n_dw mu_pdwk
-    of the twin, at 1 and 2 threads, without touching gamma."""
+    of the twin (mu recomputed from each particle's gamma), at 1 and 2 threads and in waves of
+    any size, bit for bit between them, without touching gamma; T = 1e-3 sends entries down the
+    log-space path, T = 1 reads the VB kernel's Z and table."""
     rng = np.random.default_rng(seed)
     indptr, indices, counts = _csr(rng)
     K, D = 4, indptr.size - 1
@@ -397,47 +433,83 @@ def test_weighted_statistics_kernel_equals_the_twin(seed):
     omega = rng.dirichlet(np.ones(3), size=D)
     omega[0] = [1.0, 0.0, 0.0]                       # a document of weight 0 adds nothing
     before = gammas.copy()
-    for T in (0.0, 0.6, 1.0):
-        LW, _ = tempered_weights(phi, T)
-        got = {threads: _weighted(indptr, indices, counts, LW, gammas, omega, T, threads)
-               for threads in (1, 2)}
-        np.testing.assert_array_equal(gammas, before)
-        np.testing.assert_array_equal(got[1], got[2])
-        want = ref.weighted_statistics(indptr, indices, counts, np.log(phi), gammas, omega, T)
-        np.testing.assert_allclose(got[1], want, rtol=1e-10, atol=1e-12)
-        assert got[1].sum() == pytest.approx(counts.sum(), rel=1e-12)
+    got = {(threads, wave, with_a): _weighted(indptr, indices, counts, phi, gammas, omega, T,
+                                              threads, wave, with_a)
+           for threads in (1, 2) for wave in (0, 1, 7) for with_a in (True, False)}
+    np.testing.assert_array_equal(gammas, before)
+    for key, value in got.items():
+        np.testing.assert_array_equal(value, got[1, 0, True], err_msg=str(key))
+    want = ref.weighted_statistics(indptr, indices, counts, np.log(phi), gammas, omega, T)
+    np.testing.assert_allclose(got[1, 0, True], want, rtol=1e-10, atol=1e-12)
+    assert got[1, 0, True].sum() == pytest.approx(counts.sum(), rel=1e-12)
 
 
 @pytest.mark.parametrize("T", [0.0, 1e-3, 0.6, 1.0])
-def test_weighted_statistics_add_particle_by_particle(seed, T):
-    """The terms reach SS particle by particle, each particle's documents in order: one call
-    equals, bit for bit, P one-particle calls into the same array; with one particle of weight
-    1 it equals the E-step kernel's own statistics of the same gamma (no update); staging the
-    items in small waves changes nothing. T = 1e-3 sends pairs down the log-space path."""
+@pytest.mark.parametrize("start", [1, 2])
+def test_estep_pair_z_is_the_final_normaliser(seed, T, start):
+    """pair_z is Z = sum_k A_k W_wk of every entry and doc_a the A of every document for the
+    final gamma (0 where the entry is done in log space, and at T = 0), also under the
+    best-of-both start, and asking for them changes no other output of the E-step."""
+    rng = np.random.default_rng(seed)
+    indptr, indices, counts = _csr(rng)
+    K, D = 4, indptr.size - 1
+    phi = rng.dirichlet(np.full(18, 0.4), size=K).T.copy()
+    gammas = rng.random((2, D, K)) * 4 + 0.2
+    pair_z, bounds, sstats, (table, _), after, doc_a = _estep_outputs(
+        indptr, indices, counts, phi, gammas, T, start=start)
+    assert np.all(pair_z >= 0.0)
+    W = table if T == 1.0 else np.exp(table)
+    for p in range(2):
+        for d in range(D):
+            g = after[p, d]
+            elog = digamma(g) - digamma(g.sum())
+            A = np.exp((elog - elog.max()) / T) if T > 0 else np.zeros(K)
+            np.testing.assert_allclose(doc_a[p, d], A, rtol=1e-9)
+            for j in range(indptr[d], indptr[d + 1]):
+                if T == 0.0:
+                    assert pair_z[p, j] == 0.0
+                elif pair_z[p, j] > 0.0:
+                    assert pair_z[p, j] == pytest.approx(float(A @ W[indices[j]]), rel=1e-13)
+    if T == 1e-3:
+        assert (pair_z == 0.0).any() and (pair_z > 0.0).any()
+    # the same call without pair_z: every other output bit for bit the same
+    alpha = np.full(K, 0.2)
+    for p in range(2):
+        g = gammas[p].copy()
+        ss = np.zeros(phi.shape)
+        b = np.zeros(D)
+        LW, shift = tempered_weights(phi, T)
+        if T == 1.0:
+            from topictk.inference.pem import particle_estep_weights
+            B, sh = particle_estep_weights(phi, 1.0)
+            _vb.e_step(indptr, indices, counts, B, sh, alpha, g, start, 0.0, 0, ss, b, None, 1)
+        else:
+            _pem.e_step_tempered(indptr, indices, counts, LW, shift, alpha, g, T, start, 0.0, 0,
+                                 ss, b, None, 1)
+        np.testing.assert_array_equal(g, after[p])
+        np.testing.assert_array_equal(b, bounds[p])
+        np.testing.assert_array_equal(ss, sstats[p])
+
+
+@pytest.mark.parametrize("T", [0.0, 1e-3, 0.6, 1.0])
+def test_weighted_statistics_of_one_particle_are_its_estep_statistics(seed, T):
+    """One particle of weight 1: the pass equals the E-step kernel's own statistics of the same
+    gamma (to rounding: the pass factors W out of the sum), and splitting the particles into
+    separate calls adds up to the whole."""
     rng = np.random.default_rng(seed)
     indptr, indices, counts = _csr(rng, n_docs=40)
     K, D = 5, indptr.size - 1
     phi = rng.dirichlet(np.full(18, 0.3), size=K).T.copy()
-    alpha = np.full(K, 0.2)
     gammas = rng.random((3, D, K)) * 6 + 0.2
     omega = rng.dirichlet(np.ones(3), size=D)
-    LW, shift = tempered_weights(phi, T)
+    sstats = _estep_outputs(indptr, indices, counts, phi, gammas, T)[2]
     for threads in (1, 2):
-        whole = _weighted(indptr, indices, counts, LW, gammas, omega, T, threads)
-        parts = np.zeros(phi.shape)
-        for p in range(3):
-            _weighted(indptr, indices, counts, LW, gammas[p:p + 1], omega[:, p:p + 1], T,
-                      threads, parts)
-        np.testing.assert_array_equal(whole, parts)
-        for wave in (1, 7):                 # waves of items that split particles and documents
-            np.testing.assert_array_equal(
-                _weighted(indptr, indices, counts, LW, gammas, omega, T, threads, wave=wave),
-                whole)
-        one = _weighted(indptr, indices, counts, LW, gammas[1:2], np.ones((D, 1)), T, threads)
-        plain = np.zeros(phi.shape)
-        _pem.e_step_tempered(indptr, indices, counts, LW, shift, alpha, gammas[1].copy(), T,
-                             1, 0.0, 0, plain, None, None, threads)
-        np.testing.assert_array_equal(one, plain)
+        one = _weighted(indptr, indices, counts, phi, gammas[1:2], np.ones((D, 1)), T, threads)
+        np.testing.assert_allclose(one, sstats[1], rtol=1e-12, atol=1e-12)
+        whole = _weighted(indptr, indices, counts, phi, gammas, omega, T, threads)
+        parts = sum(_weighted(indptr, indices, counts, phi, gammas[p:p + 1], omega[:, p:p + 1],
+                              T, threads) for p in range(3))
+        np.testing.assert_allclose(whole, parts, rtol=1e-12, atol=1e-12)
 
 
 def test_weighted_statistics_checks_its_shapes():
@@ -446,13 +518,27 @@ def test_weighted_statistics_checks_its_shapes():
     D = indptr.size - 1
     LW = np.zeros((18, 3))
     gammas = np.ones((2, D, 3))
+    z = np.ones((2, indices.size))
+
+    def call(lw=LW, omega=np.ones((D, 2)) / 2, T=1.0, pair_z=z, W=None, A=None):
+        _pem.weighted_statistics(indptr, indices, counts, lw, gammas, omega, pair_z, T,
+                                 np.zeros((lw.shape[0], lw.shape[1])), 1, expweights=W,
+                                 doc_a=A)
+
     with pytest.raises(ValueError, match="disagree on P"):
-        _weighted(indptr, indices, counts, LW, gammas, np.ones((D, 3)) / 3, 1.0, 1)
+        call(omega=np.ones((D, 3)) / 3)
     with pytest.raises(ValueError, match="disagree on K"):
-        _weighted(indptr, indices, counts, np.zeros((18, 4)), gammas, np.ones((D, 2)) / 2,
-                  1.0, 1)
+        call(lw=np.zeros((18, 4)))
     with pytest.raises(ValueError, match="temperature"):
-        _weighted(indptr, indices, counts, LW, gammas, np.ones((D, 2)) / 2, -1.0, 1)
+        call(T=-1.0)
+    with pytest.raises(ValueError, match="pair_z"):
+        call(pair_z=np.ones((2, indices.size - 1)))
+    with pytest.raises(ValueError, match="pair_z"):
+        call(pair_z=np.ones((3, indices.size)))
+    with pytest.raises(ValueError, match="expweights"):
+        call(W=np.ones((17, 3)))
+    with pytest.raises(ValueError, match="doc_a"):
+        call(A=np.ones((2, D, 4)))
 
 
 def test_annealed_temperature_schedule():

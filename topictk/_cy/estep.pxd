@@ -31,6 +31,10 @@ cdef struct DocRow:
     Py_ssize_t n_pairs
     const int32_t* ids          # (n_pairs) rows of the kernel's word table
     const int32_t* cts          # (n_pairs) n_dw >= 1
+    double* zout                # (n_pairs) OUT the entries' normalisers Z for the final gamma,
+                                # or NULL (what the kernel writes: its own docstring)
+    double* aout                # (K) OUT A_k = exp((Elogtheta_k - max) / T) of the final gamma,
+                                # or NULL
 
 
 # The E-step of one document, gamma in place (cold start when not ``warm``); returns the number
@@ -61,6 +65,8 @@ cdef struct EStepRun:
     double* sstats              # OUT (V_b, K) += sum_d n_dw mu_dwk, or NULL
     double* doc_bound           # OUT (D) objective term of every document, or NULL
     int32_t* iterations         # OUT (D) gamma updates made, or NULL
+    double* pair_z              # OUT (M) every entry's Z for its document's final gamma, or NULL
+    double* doc_a               # OUT (D, K) every document's A for its final gamma, or NULL
     int threads
     Py_ssize_t wave_doubles     # staging budget (0 = WAVE_DOUBLES)
     Py_ssize_t work_doubles     # per-thread work of the kernel's functions
@@ -69,14 +75,18 @@ cdef struct EStepRun:
 
 
 cdef inline int set_outputs(EStepRun* run, object sstats, object doc_bound, object iterations,
-                            Py_ssize_t V_b) except -1:
-    """Check the optional outputs against the block (D, K, V_b) and point ``run`` at them."""
-    cdef double[:, ::1] ss_v
-    cdef double[::1] bound_v
+                            Py_ssize_t V_b, object pair_z=None, Py_ssize_t M=0,
+                            object doc_a=None) except -1:
+    """Check the optional outputs against the block (D, K, V_b, M entries) and point ``run``
+    at them."""
+    cdef double[:, ::1] ss_v, a_v
+    cdef double[::1] bound_v, z_v
     cdef int32_t[::1] iter_v
     run.sstats = NULL
     run.doc_bound = NULL
     run.iterations = NULL
+    run.pair_z = NULL
+    run.doc_a = NULL
     if sstats is not None:
         ss_v = sstats
         if ss_v.shape[0] != V_b or ss_v.shape[1] != run.K:
@@ -95,6 +105,18 @@ cdef inline int set_outputs(EStepRun* run, object sstats, object doc_bound, obje
             raise ValueError("iterations must have one entry per document")
         if run.D > 0:
             run.iterations = &iter_v[0]
+    if pair_z is not None:
+        z_v = pair_z
+        if z_v.shape[0] != M:
+            raise ValueError("pair_z must have one entry per CSR entry")
+        if M > 0:
+            run.pair_z = &z_v[0]
+    if doc_a is not None:
+        a_v = doc_a
+        if a_v.shape[0] != run.D or a_v.shape[1] != run.K:
+            raise ValueError("doc_a must be (D_b, K)")
+        if run.D > 0 and run.K > 0:
+            run.doc_a = &a_v[0, 0]
     if run.start < 0 or run.start > 2:
         raise ValueError("start must be 0 (cold), 1 (warm) or 2 (best)")
     if run.threads < 1:
@@ -143,6 +165,8 @@ cdef inline void _row(const EStepRun* run, Py_ssize_t d, DocRow* doc) noexcept n
     doc.n_pairs = run.indptr[d + 1] - begin
     doc.ids = run.indices + begin
     doc.cts = run.counts + begin
+    doc.zout = (run.pair_z + begin) if run.pair_z != NULL else NULL
+    doc.aout = (run.doc_a + d * run.K) if run.doc_a != NULL else NULL
 
 
 cdef inline Py_ssize_t _stage_at(const EStepRun* run, Py_ssize_t d0,

@@ -31,9 +31,9 @@ Elogtheta and added in CSR entry order with the words split between threads by w
 Equivalent to ``tests/reference/pem.py::e_step_tempered``.
 
 :func:`weighted_statistics` is the M-step's statistics pass of every particle at once,
-SS_wk += sum_p sum_d omega_dp n_dw mu_pdwk with mu recomputed from the particles' final gamma
-exactly as the E-step computes it (exp(LW) computed once for all particles, the Z of four pairs
-summed side by side). The terms reach every (w, k) particle by particle, documents in order.
+SS_wk += sum_p sum_d omega_dp n_dw mu_pdwk with mu from the particles' final gamma and the Z
+each E-step leaves per entry (``pair_z``): SS = W * R with R_wk = sum omega n_dw A_k / Z, K
+multiply-adds per entry. The terms reach every (w, k) particle by particle, documents in order.
 Equivalent to ``tests/reference/pem.py::weighted_statistics``.
 """
 cimport cython
@@ -158,7 +158,9 @@ cdef inline void _responsibility_pass(const PEMModel* pm, const DocRow* doc, con
 cdef inline double _doc_bound(const PEMModel* pm, const DocRow* doc, const double* gamma,
                               const double* elog, const double* A, double m,
                               double* mu) noexcept nogil:
-    """The particle's objective term l_d of the document (module docstring)."""
+    """The particle's objective term l_d of the document (module docstring); ``doc.zout``
+    (unless NULL) receives each entry's Z = sum_k A_k W_wk, or 0 where the entry is done in log
+    space or T = 0 (Z not usable)."""
     cdef Py_ssize_t j, k, kk, K = pm.K
     cdef double z, l = 0.0, total = 0.0
     cdef bint fast
@@ -168,8 +170,12 @@ cdef inline double _doc_bound(const PEMModel* pm, const DocRow* doc, const doubl
         if pm.temperature <= 0.0:
             kk = _hard_topic(elog, pm.LW + w * K, K)
             l += doc.cts[j] * (elog[kk] + pm.LW[w * K + kk] + pm.shift[w])
+            if doc.zout != NULL:
+                doc.zout[j] = 0.0
         else:
             z, fast = _pair(A, pm.W + w * K, elog, m, pm.LW + w * K, pm.temperature, K, mu)
+            if doc.zout != NULL:
+                doc.zout[j] = z if fast else 0.0
             if fast:
                 z = log(z)
             l += doc.cts[j] * (pm.temperature * z + pm.shift[w] + m)
@@ -182,9 +188,9 @@ cdef inline double _doc_bound(const PEMModel* pm, const DocRow* doc, const doubl
 cdef int _doc_estep(const void* model, const DocRow* doc, double* gamma, bint warm,
                     int max_iter, double* work, double* stage, double* bound) noexcept nogil:
     """Tempered E-step of one document (gamma in place), a
-    :data:`topictk._cy.estep.DocEStep`; returns the number of gamma updates. ``bound`` (l_d)
-    and ``stage`` (Elogtheta, K, for :func:`_doc_stats`) are for the final gamma; either may
-    be NULL."""
+    :data:`topictk._cy.estep.DocEStep`; returns the number of gamma updates. ``bound`` (l_d),
+    ``stage`` (Elogtheta, K, for :func:`_doc_stats`), ``doc.zout`` (see :func:`_doc_bound`) and
+    ``doc.aout`` (A; 0 at T = 0) are for the final gamma; any of them may be NULL."""
     cdef const PEMModel* pm = <const PEMModel*> model
     cdef Py_ssize_t j, k, K = pm.K
     cdef double* elog = work
@@ -217,6 +223,11 @@ cdef int _doc_estep(const void* model, const DocRow* doc, double* gamma, bint wa
         done = delta < pm.tol or it >= max_iter
     if bound != NULL:
         bound[0] = _doc_bound(pm, doc, gamma, elog, A, m, mu)
+    elif doc.zout != NULL:
+        _doc_bound(pm, doc, gamma, elog, A, m, mu)
+    if doc.aout != NULL:
+        for k in range(K):
+            doc.aout[k] = A[k] if pm.temperature > 0.0 else 0.0
     if stage != NULL:
         for k in range(K):
             stage[k] = elog[k]
@@ -273,13 +284,18 @@ def e_step_tempered(const int64_t[::1] indptr,       # IN  (D_b + 1) CSR row off
                     object sstats,                   # OUT (V_b, K) += sum_d n_dw mu_dwk, or None
                     object doc_bound,                # OUT (D_b) l_d of every document, or None
                     object iterations,               # OUT (D_b) int32 gamma updates made, or None
-                    int threads):
+                    int threads,
+                    object pair_z=None,              # OUT (M_b) every entry's Z, or None
+                    object doc_a=None):              # OUT (D_b, K) every document's A, or None
     """The tempered E-step of §10.3 for every row of a CSR block (one particle).
 
     ``start``: 0 = cold (gamma_k = alpha_k + N_d/K), 1 = warm (from the given gamma), 2 = best:
     both are run and the document keeps the one with the higher l_d (warm on ties), as
     :func:`topictk.inference._vb.e_step` does; the statistics are reduced as there too
-    (``topictk/_cy/estep.pxd``). Equivalent to ``tests/reference/pem.py::e_step_tempered``.
+    (``topictk/_cy/estep.pxd``). ``pair_z`` receives every entry's Z = sum_k A_dk W_wk for its
+    document's final gamma, 0 where Z is not usable (the entry done in log space, or T = 0);
+    ``doc_a`` every document's A_k = exp((Elogtheta_k - max) / T) (0 at T = 0).
+    Equivalent to ``tests/reference/pem.py::e_step_tempered``.
     """
     cdef Py_ssize_t D = indptr.shape[0] - 1, K = gamma.shape[1]
     cdef Py_ssize_t V_b = logweights.shape[0], i
@@ -302,7 +318,8 @@ def e_step_tempered(const int64_t[::1] indptr,       # IN  (D_b + 1) CSR row off
     run.work_doubles = 5 * K
     run.stage_per_entry = 0
     run.stage_per_doc = K
-    set_outputs(&run, sstats, doc_bound, iterations, V_b)
+    set_outputs(&run, sstats, doc_bound, iterations, V_b, pair_z, indices.shape[0],
+                doc_a)
     if D == 0 or V_b == 0:
         return
     run.indptr = &indptr[0]
@@ -332,8 +349,7 @@ def e_step_tempered(const int64_t[::1] indptr,       # IN  (D_b + 1) CSR row off
 
 # ------------------------------------------------------------------ the weighted statistics
 cdef enum:
-    GROUP = 4                   # pairs whose Z are summed side by side
-    AHEAD = 8                   # entries ahead whose rows of W and SS are prefetched
+    AHEAD = 8                   # entries ahead whose rows of R are prefetched
 
 cdef extern from *:
     void __builtin_prefetch(const void* addr) nogil
@@ -355,103 +371,95 @@ cdef struct WeightedPass:
     const int32_t* counts       # (M)
     const double* gamma         # (P, D, K) every particle's final gamma
     const double* omega         # (D, P) every document's particle weights
-    const double* W             # (V_b, K) exp(LW) (unused at T = 0)
+    const double* pair_z        # (P, M) every particle's Z of every entry (0: not usable)
+    const double* doc_a         # (P, D, K) every particle's A of every document, or NULL
+    const double* W             # (V_b, K) the weights Z was summed with (unused at T = 0)
     const double* LW            # (V_b, K) as in PEMModel
+    double* R                   # (V_b, K) sum of omega n_dw A_k / Z over the fast entries
     double* sstats              # (V_b, K) OUT
     Py_ssize_t P
     Py_ssize_t D
+    Py_ssize_t M
     Py_ssize_t K
     double temperature
     Py_ssize_t stage_doubles    # per item i = p D + d: Elogtheta (K), A (K), M
 
 
-cdef inline void _add_pair(const WeightedPass* wp, const double* stage, int32_t w, double c,
-                           double z, double* mu) noexcept nogil:
-    """SS_w += c mu_w of one pair whose Z = sum_k A_k W_wk (summed in k order) is ``z``: the
-    fast form c A_k W_wk / Z, or the log-space form of :func:`_pair` when Z <= TINY."""
+cdef inline void _slow_pair(const WeightedPass* wp, const double* stage, int32_t w, double c,
+                            double* mu) noexcept nogil:
+    """SS_w += c mu_w of an entry whose Z the E-step could not use: recomputed from the item's
+    ``stage`` (Elogtheta, A, M) as :func:`_pair` does (in log space when Z underflows)."""
     cdef Py_ssize_t k, K = wp.K
     cdef const double* A = stage + K
     cdef const double* wrow = wp.W + w * K
     cdef double* out = wp.sstats + w * K
-    cdef double f
-    if z > TINY:
+    cdef double z, f
+    cdef bint fast
+    z, fast = _pair(A, wrow, stage, stage[2 * K], wp.LW + w * K, wp.temperature, K, mu)
+    if fast:
         f = c / z
         for k in range(K):
             out[k] += f * A[k] * wrow[k]
-        return
-    _pair(A, wrow, stage, stage[2 * K], wp.LW + w * K, wp.temperature, K, mu)
-    for k in range(K):
-        out[k] += c * mu[k]
+    else:
+        for k in range(K):
+            out[k] += c * mu[k]
 
 
-cdef inline void _add_group(const WeightedPass* wp, const double* stage, const int32_t* ids,
-                            const double* c, Py_ssize_t n, double* mu) noexcept nogil:
-    """The n <= GROUP pairs (word ids ``ids``, weighted counts ``c``) of one item, in order;
-    their Z are summed side by side, each in k order as :func:`_pair` sums it."""
-    cdef Py_ssize_t k, r, K = wp.K
-    cdef const double* A = stage + K
-    cdef const double* w0 = wp.W + ids[0] * K
-    cdef const double* w1 = wp.W + ids[1 if n > 1 else 0] * K
-    cdef const double* w2 = wp.W + ids[2 if n > 2 else 0] * K
-    cdef const double* w3 = wp.W + ids[3 if n > 3 else 0] * K
-    cdef double z[GROUP]
-    for r in range(GROUP):
-        z[r] = 0.0
-    for k in range(K):
-        z[0] = z[0] + A[k] * w0[k]
-        z[1] = z[1] + A[k] * w1[k]
-        z[2] = z[2] + A[k] * w2[k]
-        z[3] = z[3] + A[k] * w3[k]
-    for r in range(n):
-        _add_pair(wp, stage, ids[r], c[r], z[r], mu)
-
-
-cdef inline void _weighted_item(const WeightedPass* wp, Py_ssize_t i, const double* stage,
+cdef inline void _weighted_item(const WeightedPass* wp, Py_ssize_t i, double* stage,
                                 Py_ssize_t part, Py_ssize_t parts, double* mu) noexcept nogil:
-    """omega_dp n_dw mu_pdwk of item i = p D + d for the words with w mod parts = part, in
-    entry order (documents of weight 0 add nothing)."""
-    cdef Py_ssize_t p = i // wp.D, d = i - p * wp.D, K = wp.K, j, kk, n = 0
-    cdef double weight = wp.omega[d * wp.P + p], c
-    cdef int32_t ids[GROUP]
-    cdef double cs[GROUP]
+    """omega_dp n_dw A_pdk / Z_pdw of item i = p D + d into R (T = 0: the arg-max topic's
+    count into SS) for the words with w mod parts = part, in entry order (documents of weight
+    0 add nothing). ``stage``: the item's Elogtheta, A and M, or with ``doc_a`` this thread's
+    scratch for them, filled only if an entry needs them."""
+    cdef Py_ssize_t p = i // wp.D, d = i - p * wp.D, K = wp.K, j, k
+    cdef double weight = wp.omega[d * wp.P + p], c, z, f
+    cdef bint given = wp.doc_a != NULL and wp.temperature > 0.0, staged = not given
+    cdef const double* A = (wp.doc_a + i * K) if given else (stage + K)
+    cdef const double* zs = wp.pair_z + p * wp.M
+    cdef double* row
     cdef int32_t w
     if weight == 0.0:
         return
     for j in range(wp.indptr[d], wp.indptr[d + 1]):
         if j + AHEAD < wp.indptr[d + 1]:
-            _prefetch_row(wp.W + wp.indices[j + AHEAD] * K, K)
-            _prefetch_row(wp.sstats + wp.indices[j + AHEAD] * K, K)
+            _prefetch_row(wp.R + wp.indices[j + AHEAD] * K, K)
         w = wp.indices[j]
         if parts > 1 and w % parts != part:
             continue
         c = wp.counts[j]
         c = c * weight
         if wp.temperature <= 0.0:
-            kk = _hard_topic(stage, wp.LW + w * K, K)
-            wp.sstats[w * K + kk] += c
+            wp.sstats[w * K + _hard_topic(stage, wp.LW + w * K, K)] += c
             continue
-        ids[n] = w
-        cs[n] = c
-        n += 1
-        if n == GROUP:
-            _add_group(wp, stage, ids, cs, n, mu)
-            n = 0
-    if n > 0:
-        _add_group(wp, stage, ids, cs, n, mu)
+        z = zs[j]
+        if z > TINY:
+            f = c / z
+            row = wp.R + w * K
+            for k in range(K):
+                row[k] += f * A[k]
+        else:
+            if not staged:
+                stage[2 * K] = _theta(wp.gamma + i * K, K, wp.temperature, stage, stage + K)
+                staged = True
+            _slow_pair(wp, stage, w, c, mu)
 
 
 cdef void _weighted_wave(const WeightedPass* wp, Py_ssize_t i0, Py_ssize_t i1, double* stages,
                          double* mus, int threads) noexcept nogil:
-    """Items [i0, i1): their Elogtheta, A and M in parallel, then their statistics, the words
-    split between threads by w mod threads, each thread taking the items in order."""
+    """Items [i0, i1): their Elogtheta, A and M in parallel (unless the E-steps gave A), then
+    their terms, the words split between threads by w mod threads, each thread taking the
+    items in order. ``mus``: 3 K + 1 doubles per thread."""
     cdef Py_ssize_t i, t, K = wp.K, S = wp.stage_doubles
     cdef double* st
-    for i in prange(i0, i1, schedule="static", num_threads=threads):
-        st = stages + (i - i0) * S
-        st[2 * K] = _theta(wp.gamma + i * K, K, wp.temperature, st, st + K)
+    cdef bint given = wp.doc_a != NULL and wp.temperature > 0.0
+    if not given:
+        for i in prange(i0, i1, schedule="static", num_threads=threads):
+            st = stages + (i - i0) * S
+            st[2 * K] = _theta(wp.gamma + i * K, K, wp.temperature, st, st + K)
     for t in prange(threads, schedule="static", chunksize=1, num_threads=threads):
         for i in range(i0, i1):
-            _weighted_item(wp, i, stages + (i - i0) * S, t, threads, mus + t * K)
+            _weighted_item(wp, i, (mus + t * (3 * K + 1) + K) if given
+                           else (stages + (i - i0) * S), t, threads, mus + t * (3 * K + 1))
 
 
 def weighted_statistics(const int64_t[::1] indptr,       # IN  (D_b + 1) CSR row offsets
@@ -460,33 +468,56 @@ def weighted_statistics(const int64_t[::1] indptr,       # IN  (D_b + 1) CSR row
                         const double[:, ::1] logweights, # IN  (V_b, K) as for e_step_tempered
                         const double[:, :, ::1] gamma,   # IN  (P, D_b, K) final gammas
                         const double[:, ::1] omega,      # IN  (D_b, P) particle weights
+                        const double[:, ::1] pair_z,     # IN  (P, M_b) the E-steps' pair_z
                         double temperature,              # T >= 0
                         double[:, ::1] sstats,           # OUT (V_b, K) += the statistics
                         int threads,
-                        Py_ssize_t wave_items=0):        # items staged at once (0 = default)
+                        Py_ssize_t wave_items=0,         # items staged at once (0 = default)
+                        object expweights=None,          # IN  (V_b, K) W of the E-steps, or None
+                        object doc_a=None):              # IN  (P, D_b, K) the E-steps' doc_a
     """The omega-weighted statistics of every particle (docs/algorithms.md §10.3):
-    SS_wk += sum_p sum_d omega_dp n_dw mu_pdwk, with mu recomputed from each particle's final
-    gamma as :func:`e_step_tempered` computes it, no gamma update.
+    SS_wk += sum_p sum_d omega_dp n_dw mu_pdwk, mu from each particle's final gamma, no gamma
+    update.
 
-    The terms reach every (w, k) particle by particle, each particle's documents in order, so
-    the result equals P one-particle calls into the same ``sstats`` and does not depend on the
-    thread count. exp(LW) is computed once for all particles. The items (particle, document),
-    particle-major, are staged in waves of ``wave_items`` (tests use small ones). Equivalent to
-    ``tests/reference/pem.py::weighted_statistics``.
+    With mu_pdwk = A_pdk W_wk / Z_pdw and Z_pdw the E-step's own (``pair_z``, from
+    :func:`e_step_tempered` or :func:`topictk.inference._vb.e_step` of the same gamma), the
+    pass sums R_wk = sum_p sum_d omega_dp n_dw A_pdk / Z_pdw (K multiply-adds per entry, no Z
+    summed again) and adds W_wk R_wk at the end; entries whose Z the E-step marked unusable
+    (0: log space) are recomputed and added to SS directly. ``expweights`` is the table the
+    E-steps summed Z with (VB's B at T = 1); None: exp(LW), as :func:`e_step_tempered` forms it.
+    ``doc_a`` (T > 0), the E-steps' A of every document, saves recomputing it from gamma (the
+    same numbers: both come from the same final gamma by the same operations).
+    Every (w, k) receives its terms particle by particle, each particle's documents in order,
+    so the result does not depend on the thread count. The items (particle, document),
+    particle-major, are staged in waves of ``wave_items`` (tests use small ones). Equivalent
+    to ``tests/reference/pem.py::weighted_statistics``.
     """
     cdef Py_ssize_t P = gamma.shape[0], D = gamma.shape[1], K = gamma.shape[2]
     cdef Py_ssize_t V_b = logweights.shape[0], i, i0, i1, per_wave
     cdef WeightedPass wp
     cdef double* W = NULL
+    cdef double* R = NULL
     cdef double* stages = NULL
     cdef double* mus = NULL
+    cdef double[:, ::1] given
+    cdef double[:, :, ::1] a_given
     cdef const double* LW
     if not temperature >= 0.0:
         raise ValueError(f"temperature must be >= 0; got {temperature}")
     if indptr.shape[0] != D + 1 or omega.shape[0] != D or omega.shape[1] != P:
         raise ValueError("gamma, omega and the CSR rows disagree on P or the document count")
+    if pair_z.shape[0] != P or pair_z.shape[1] != indices.shape[0]:
+        raise ValueError("pair_z must be (P, M): one row per particle, one entry per CSR entry")
     if logweights.shape[1] != K or sstats.shape[0] != V_b or sstats.shape[1] != K:
         raise ValueError("logweights, sstats and gamma disagree on K or the word count")
+    if expweights is not None:
+        given = expweights
+        if given.shape[0] != V_b or given.shape[1] != K:
+            raise ValueError("expweights must have the shape of logweights")
+    if doc_a is not None:
+        a_given = doc_a
+        if a_given.shape[0] != P or a_given.shape[1] != D or a_given.shape[2] != K:
+            raise ValueError("doc_a must have the shape of gamma")
     if threads < 1:
         threads = 1
     if P == 0 or D == 0 or V_b == 0 or K == 0:
@@ -497,29 +528,43 @@ def weighted_statistics(const int64_t[::1] indptr,       # IN  (D_b + 1) CSR row
     wp.counts = &counts[0] if counts.shape[0] > 0 else NULL
     wp.gamma = &gamma[0, 0, 0]
     wp.omega = &omega[0, 0]
+    wp.pair_z = &pair_z[0, 0] if indices.shape[0] > 0 else NULL
+    wp.doc_a = &a_given[0, 0, 0] if doc_a is not None else NULL
     wp.LW = LW
     wp.sstats = &sstats[0, 0]
     wp.P = P
     wp.D = D
+    wp.M = indices.shape[0]
     wp.K = K
     wp.temperature = temperature
     wp.stage_doubles = 2 * K + 1
     per_wave = wave_items if wave_items > 0 else max(1, WAVE_DOUBLES // wp.stage_doubles)
     try:
-        W = <double*> checked_alloc(V_b * K, sizeof(double))
+        R = <double*> checked_alloc(V_b * K, sizeof(double))
         stages = <double*> checked_alloc(min(per_wave, P * D) * wp.stage_doubles,
                                          sizeof(double))
-        mus = <double*> checked_alloc(threads * K, sizeof(double))
+        mus = <double*> checked_alloc(threads * (3 * K + 1), sizeof(double))
+        if expweights is None:
+            W = <double*> checked_alloc(V_b * K, sizeof(double))
+            with nogil:
+                for i in prange(V_b * K, schedule="static", num_threads=threads):
+                    W[i] = exp(LW[i]) if temperature > 0.0 else 0.0
+            wp.W = W
+        else:
+            wp.W = &given[0, 0]
+        wp.R = R
         with nogil:
             for i in prange(V_b * K, schedule="static", num_threads=threads):
-                W[i] = exp(LW[i]) if temperature > 0.0 else 0.0
-            wp.W = W
+                R[i] = 0.0
             i0 = 0
             while i0 < P * D:
                 i1 = min(i0 + per_wave, P * D)
                 _weighted_wave(&wp, i0, i1, stages, mus, threads)
                 i0 = i1
+            for i in prange(V_b * K, schedule="static", num_threads=threads):
+                wp.sstats[i] += wp.W[i] * R[i]
     finally:
         free(W)
+        free(R)
         free(stages)
         free(mus)

@@ -186,11 +186,18 @@ cdef inline void _gamma_pass(const double* A, const double* B, const int32_t* id
 cdef inline void _doc_outputs(const VBModel* m, const DocRow* doc, const double* gamma,
                               const double* elog, const double* A, double shift_theta,
                               const double* Z, double* out_ss, double* bound) noexcept nogil:
-    """n_dw mu_dwk of every entry (``out_ss``) and the document's ELBO term l_d (``bound``),
-    either may be NULL; ``shift_theta`` = max_k Elogtheta_k."""
+    """n_dw mu_dwk of every entry (``out_ss``), the document's ELBO term l_d (``bound``), the
+    entries' Z = sum_k A_k B_wk (``doc.zout``) and A (``doc.aout``), any of them may be NULL;
+    ``shift_theta`` = max_k Elogtheta_k."""
     cdef Py_ssize_t j, k, K = m.K
     cdef double f, l, total
     cdef const double* b
+    if doc.zout != NULL:
+        for j in range(doc.n_pairs):
+            doc.zout[j] = Z[j]
+    if doc.aout != NULL:
+        for k in range(K):
+            doc.aout[k] = A[k]
     if out_ss != NULL:
         for j in range(doc.n_pairs):
             b = m.B + doc.ids[j] * K
@@ -275,13 +282,20 @@ def e_step(const int64_t[::1] indptr,      # IN  (D_b + 1) CSR row offsets
            object doc_bound,               # OUT (D_b) l_d of every document, or None
            object iterations,              # OUT (D_b) int32 gamma updates made, or None
            int threads,
-           Py_ssize_t wave_doubles=0):     # staging budget (0 = default; tests use small ones)
+           Py_ssize_t wave_doubles=0,      # staging budget (0 = default; tests use small ones)
+           object pair_z=None,             # OUT (M_b) every entry's Z, or None
+           object doc_a=None):             # OUT (D_b, K) every document's A, or None
     """The E-step of §3.2 for every row of a CSR block.
 
     ``start``: 0 = cold (gamma_k = alpha_k + N_d/K), 1 = warm (from the given gamma), 2 = best:
     both are run and the document keeps the one with the higher document bound l_d (the ELBO
     can only increase, as with warm starts, yet a document can leave a poor earlier fixed
     point, as with cold starts).
+
+    ``pair_z`` receives every entry's normaliser Z_dw = sum_k A_dk B_wk of its document's final
+    gamma (A_dk = exp(Elogtheta_dk - max_j Elogtheta_dj)), so that mu_dwk = A_dk B_wk / Z_dw
+    can be formed later without summing Z again (particle EM's weighted statistics, §10.3);
+    ``doc_a`` receives every document's A_d.
 
     Sufficient statistics are staged per CSR entry and added into ``sstats`` in entry order
     (document order), with the words split between threads by w mod P, so the sums are
@@ -302,7 +316,8 @@ def e_step(const int64_t[::1] indptr,      # IN  (D_b + 1) CSR row offsets
     run.max_iter = max_iter
     run.threads = threads
     run.wave_doubles = wave_doubles
-    set_outputs(&run, sstats, doc_bound, iterations, V_b)
+    set_outputs(&run, sstats, doc_bound, iterations, V_b, pair_z, indices.shape[0],
+                doc_a)
     if D == 0:
         return
     run.indptr = &indptr[0]

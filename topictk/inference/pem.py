@@ -161,10 +161,13 @@ def weighted_elog_theta_sum(gamma: np.ndarray, omega: np.ndarray) -> np.ndarray:
     return S
 
 
-def state_bytes(P: int, D: int, K: int, V: int) -> int:
+def state_bytes(P: int, D: int, K: int, V: int, M: int = 0) -> int:
     """Bytes particle EM holds for P particles: gamma (P D K), the particle bounds and weights
-    of every document (3 P D), phi and the statistics (2 V K), all float64."""
-    return 8 * (P * D * K + 3 * P * D + 2 * V * K)
+    of every document (3 P D), phi and the statistics (2 V K), and with P > 1 what the E-steps
+    leave for the weighted pass (the Z of each particle's M CSR entries, P M, and its A of every
+    document, P D K) and the pass's sums (V K), all float64."""
+    extra = P * M + P * D * K + V * K if P > 1 else 0
+    return 8 * (P * D * K + 3 * P * D + 2 * V * K + extra)
 
 
 def available_memory() -> int | None:
@@ -194,22 +197,23 @@ def tempered_weights(phi: np.ndarray, temperature: float) -> tuple[np.ndarray, n
 def estep_particle(indptr, indices, counts, phi: np.ndarray, alpha: np.ndarray,
                    gamma: np.ndarray, temperature: float, *, start: str, tol: float,
                    max_iter: int, threads: int, sstats=None, doc_bound=None,
-                   iterations=None, weights=None) -> None:
+                   iterations=None, weights=None, pair_z=None, doc_a=None) -> None:
     """The E-step of one particle (gamma in place): the VB kernel at T = 1, the tempered kernel
     otherwise. ``weights`` = :func:`particle_estep_weights` when already computed for this
-    phi."""
+    phi; ``pair_z`` (M) receives every entry's Z and ``doc_a`` (D, K) every document's A for the
+    final gamma."""
     if weights is None:
         weights = particle_estep_weights(phi, temperature)
     table, shift = weights
     if temperature == 1.0:
         e_step(indptr, indices, counts, table, shift, alpha, gamma, start=start, tol=tol,
                max_iter=max_iter, threads=threads, sstats=sstats, doc_bound=doc_bound,
-               iterations=iterations)
+               iterations=iterations, pair_z=pair_z, doc_a=doc_a)
     else:
         _pem.e_step_tempered(indptr, indices, counts, table, shift,
                              np.ascontiguousarray(alpha, dtype=np.float64), gamma,
                              float(temperature), START[start], float(tol), int(max_iter),
-                             sstats, doc_bound, iterations, int(threads))
+                             sstats, doc_bound, iterations, int(threads), pair_z, doc_a)
 
 
 def particle_estep_weights(phi: np.ndarray, temperature: float, threads: int = 1):
@@ -339,7 +343,7 @@ class PEMDriver(BatchEMDriver):
 
     def check_memory(self) -> None:
         """Refuse, before any allocation, particle states larger than the available memory."""
-        need = state_bytes(self.P, self.n_docs, self.K, self.V)
+        need = state_bytes(self.P, self.n_docs, self.K, self.V, self.indices.size)
         free = available_memory()
         if free is not None and need > free:
             raise ConfigError(
@@ -380,9 +384,12 @@ class PEMDriver(BatchEMDriver):
         return alpha[None, :] + self.doc_lengths[:, None] * e / e.sum(axis=1, keepdims=True)
 
     # ------------------------------------------------------------------- step
-    def particle_e_steps(self, state: PEMState, temperature: float, sstats):
+    def particle_e_steps(self, state: PEMState, temperature: float, sstats, pair_z=None,
+                         doc_a=None):
         """Every particle's E-step at ``temperature``: (l (P, D), mean gamma updates per
-        document). ``sstats`` (one particle only) receives its statistics."""
+        document, the word weights used). ``sstats`` (one particle only) receives its
+        statistics, ``pair_z`` (P, M) every particle's Z of every entry and ``doc_a`` (P, D, K)
+        its A of every document."""
         opts = self.config.inference
         weights = particle_estep_weights(state.phi, temperature, self.threads)
         doc_bounds = np.zeros((self.P, self.n_docs))
@@ -393,17 +400,23 @@ class PEMDriver(BatchEMDriver):
                            state.gamma[p], temperature, start=opts.estep_start,
                            tol=opts.estep_tol, max_iter=opts.estep_max_iter,
                            threads=self.threads, sstats=sstats, doc_bound=doc_bounds[p],
-                           iterations=iterations, weights=weights)
+                           iterations=iterations, weights=weights,
+                           pair_z=None if pair_z is None else pair_z[p],
+                           doc_a=None if doc_a is None else doc_a[p])
             updates += float(iterations.mean()) if iterations.size else 0.0
-        return doc_bounds, updates / self.P
+        return doc_bounds, updates / self.P, weights
 
-    def weighted_statistics(self, state: PEMState, temperature: float) -> np.ndarray:
-        """SS_wk = sum_p sum_d omega_dp n_dw mu_pdwk (§10.3) from the particles' final gamma."""
+    def weighted_statistics(self, state: PEMState, temperature: float, pair_z: np.ndarray,
+                            doc_a: np.ndarray, weights) -> np.ndarray:
+        """SS_wk = sum_p sum_d omega_dp n_dw mu_pdwk (§10.3) from the Z and A the particles'
+        E-steps left (``pair_z``, ``doc_a``), with the word ``weights`` those E-steps used."""
         table, _ = tempered_weights(state.phi, temperature)
         sstats = np.zeros((self.V, self.K))
         _pem.weighted_statistics(self.indptr, self.indices, self.counts, table, state.gamma,
-                                 np.ascontiguousarray(state.omega), float(temperature), sstats,
-                                 int(self.threads))
+                                 np.ascontiguousarray(state.omega), pair_z, float(temperature),
+                                 sstats, int(self.threads),
+                                 expweights=weights[0] if temperature == 1.0 else None,
+                                 doc_a=doc_a)
         return sstats
 
     def expectation(self, state: PEMState):
@@ -414,13 +427,15 @@ class PEMDriver(BatchEMDriver):
             state.bound = float("nan")          # T changed: no stopping-rule comparison
         if self.P == 1:                         # omega = 1: exactly unsmoothed VB at T = 1
             sstats = np.zeros((self.V, self.K))
-            doc_bounds, updates = self.particle_e_steps(state, T, sstats)
+            doc_bounds, updates, _ = self.particle_e_steps(state, T, sstats)
             state.omega = np.ones((self.n_docs, 1))
             value = float(doc_bounds[0].sum())
         else:
-            doc_bounds, updates = self.particle_e_steps(state, T, None)
+            pair_z = np.empty((self.P, self.indices.size))
+            doc_a = np.empty_like(state.gamma)
+            doc_bounds, updates, weights = self.particle_e_steps(state, T, None, pair_z, doc_a)
             state.omega = particle_weights(doc_bounds.T, T)
-            sstats = self.weighted_statistics(state, T)
+            sstats = self.weighted_statistics(state, T, pair_z, doc_a, weights)
             value = tempered_objective(doc_bounds.T, state.omega, T)
         state.particle_bounds = doc_bounds.sum(axis=1)
         return sstats, value, {"estep_iterations": round(updates, 4), "temperature": T,

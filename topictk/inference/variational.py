@@ -156,12 +156,13 @@ START = {"cold": 0, "warm": 1, "best": 2}
 
 
 def e_step(indptr, indices, counts, B, shift, alpha, gamma, *, start: str, tol: float,
-           max_iter: int, threads: int, sstats=None, doc_bound=None, iterations=None) -> None:
+           max_iter: int, threads: int, sstats=None, doc_bound=None, iterations=None,
+           pair_z=None, doc_a=None) -> None:
     """Call the E-step kernel with checked dtypes (see :func:`topictk.inference._vb.e_step`);
     ``start`` is cold, warm or best."""
     _vb.e_step(indptr, indices, counts, B, shift, np.ascontiguousarray(alpha, dtype=np.float64),
                gamma, START[start], float(tol), int(max_iter), sstats, doc_bound, iterations,
-               int(threads))
+               int(threads), pair_z=pair_z, doc_a=doc_a)
 
 
 def fold_in_theta(docs: Documents, lam: np.ndarray, alpha: np.ndarray, beta: float,
