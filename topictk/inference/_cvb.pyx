@@ -53,6 +53,53 @@ cdef inline double _pos(double x) noexcept nogil:
     return x if x > 0.0 else 0.0
 
 
+cdef void _block_fields(const int64_t* indptr, Py_ssize_t D, const int32_t* indices,
+                        int64_t M, const int32_t* counts, const double* mu, Py_ssize_t K,
+                        double* m_dk, double* v_dk, double* m_kw, double* v_kw,
+                        int threads) noexcept nogil:
+    """m_dk (and v_dk unless NULL) of a block of D documents from scratch, and the block's
+    pairs added to m_kw (and v_kw) in pair order, the words split between threads by w mod P
+    (§4.2): m = sum n_dw mu, v = sum n_dw mu (1 - mu)."""
+    cdef Py_ssize_t d, k, w, p, P = threads
+    cdef int64_t e
+    cdef double c, g
+    cdef bint var = v_dk != NULL
+    for d in prange(D, schedule="static", num_threads=threads):
+        for k in range(K):
+            m_dk[d * K + k] = 0.0
+            if var:
+                v_dk[d * K + k] = 0.0
+        for e in range(indptr[d], indptr[d + 1]):
+            c = counts[e]
+            for k in range(K):
+                g = mu[e * K + k]
+                m_dk[d * K + k] += c * g
+                if var:
+                    v_dk[d * K + k] += c * g * (1.0 - g)
+    for p in prange(P, schedule="static", chunksize=1, num_threads=threads):
+        for e in range(M):
+            w = indices[e]
+            if w % P != p:
+                continue
+            c = counts[e]
+            for k in range(K):
+                g = mu[e * K + k]
+                m_kw[w * K + k] += c * g
+                if var:
+                    v_kw[w * K + k] += c * g * (1.0 - g)
+
+
+cdef void _topic_sums(const double* m_kw, Py_ssize_t V, Py_ssize_t K,
+                      double* m_k) noexcept nogil:
+    """m_k = sum_w m_kw, the words added in order."""
+    cdef Py_ssize_t w, k
+    for k in range(K):
+        m_k[k] = 0.0
+    for w in range(V):
+        for k in range(K):
+            m_k[k] += m_kw[w * K + k]
+
+
 def compute_fields(const int64_t[::1] indptr,    # IN  (D + 1)
                    const int32_t[::1] indices,   # IN  (M)
                    const int32_t[::1] counts,    # IN  (M)
@@ -67,64 +114,36 @@ def compute_fields(const int64_t[::1] indptr,    # IN  (D + 1)
     """Fields from scratch (§4.2): m = sum n_dw mu, v = sum n_dw mu (1 - mu). Word fields are
     summed in pair order (words split between threads by w mod P), so the result does not
     depend on the thread count. Equivalent to ``tests/reference/cvb.py::compute_fields``."""
-    cdef Py_ssize_t D = indptr.shape[0] - 1, K = mu.shape[1], V = m_kw.shape[0]
-    cdef Py_ssize_t d, k, w, p, P
-    cdef int64_t e, M = indices.shape[0]
-    cdef double c, g
+    cdef Py_ssize_t D = indptr.shape[0] - 1, K = mu.shape[1], V = m_kw.shape[0], i
     cdef double[:, ::1] vd_v, vw_v
     cdef double[::1] vk_v
     cdef double* vd = NULL
     cdef double* vw = NULL
-    cdef double* vk = NULL
-    cdef bint var = v_dk is not None
-    if var:
+    cdef double* mkw = &m_kw[0, 0] if V > 0 else NULL
+    if v_dk is not None:
         vd_v = v_dk
         vw_v = v_kw
         vk_v = v_k
         vd = &vd_v[0, 0] if D > 0 else NULL
         vw = &vw_v[0, 0] if V > 0 else NULL
-        vk = &vk_v[0]
     if threads < 1:
         threads = 1
-    P = threads
+    if K == 0:
+        return
     with nogil:
-        for d in prange(D, schedule="static", num_threads=threads):
-            for k in range(K):
-                m_dk[d, k] = 0.0
-                if var:
-                    vd[d * K + k] = 0.0
-            for e in range(indptr[d], indptr[d + 1]):
-                c = counts[e]
-                for k in range(K):
-                    g = mu[e, k]
-                    m_dk[d, k] += c * g
-                    if var:
-                        vd[d * K + k] += c * g * (1.0 - g)
-        for w in range(V):
-            for k in range(K):
-                m_kw[w, k] = 0.0
-                if var:
-                    vw[w * K + k] = 0.0
-        for p in prange(P, schedule="static", chunksize=1, num_threads=threads):
-            for e in range(M):
-                w = indices[e]
-                if w % P != p:
-                    continue
-                c = counts[e]
-                for k in range(K):
-                    g = mu[e, k]
-                    m_kw[w, k] += c * g
-                    if var:
-                        vw[w * K + k] += c * g * (1.0 - g)
-        for k in range(K):
-            m_k[k] = 0.0
-            if var:
-                vk[k] = 0.0
-        for w in range(V):
-            for k in range(K):
-                m_k[k] += m_kw[w, k]
-                if var:
-                    vk[k] += vw[w * K + k]
+        for i in range(V * K):
+            mkw[i] = 0.0
+            if vw != NULL:
+                vw[i] = 0.0
+        if D > 0:
+            _block_fields(&indptr[0], D, &indices[0] if indices.shape[0] > 0 else NULL,
+                          indices.shape[0], &counts[0] if counts.shape[0] > 0 else NULL,
+                          &mu[0, 0] if mu.shape[0] > 0 else NULL, K, &m_dk[0, 0], vd, mkw,
+                          vw, threads)
+        _topic_sums(mkw, V, K, &m_k[0])
+    if v_dk is not None:
+        with nogil:
+            _topic_sums(vw, V, K, &vk_v[0])
 
 
 def add_fields(const int64_t[::1] indptr,    # IN  (D_b + 1) a block of documents
@@ -139,40 +158,25 @@ def add_fields(const int64_t[::1] indptr,    # IN  (D_b + 1) a block of document
     document order, each continuing the previous block's m_kw from zeros, give the m_kw of
     :func:`compute_fields` bit for bit; :func:`topic_fields` then gives its m_k."""
     cdef Py_ssize_t D = indptr.shape[0] - 1, K = mu.shape[1]
-    cdef Py_ssize_t d, k, w, p, P
-    cdef int64_t e, M = indices.shape[0]
-    cdef double c
     if threads < 1:
         threads = 1
-    P = threads
+    if D == 0 or K == 0:
+        return
     with nogil:
-        for d in prange(D, schedule="static", num_threads=threads):
-            for k in range(K):
-                m_dk[d, k] = 0.0
-            for e in range(indptr[d], indptr[d + 1]):
-                c = counts[e]
-                for k in range(K):
-                    m_dk[d, k] += c * mu[e, k]
-        for p in prange(P, schedule="static", chunksize=1, num_threads=threads):
-            for e in range(M):
-                w = indices[e]
-                if w % P != p:
-                    continue
-                c = counts[e]
-                for k in range(K):
-                    m_kw[w, k] += c * mu[e, k]
+        _block_fields(&indptr[0], D, &indices[0] if indices.shape[0] > 0 else NULL,
+                      indices.shape[0], &counts[0] if counts.shape[0] > 0 else NULL,
+                      &mu[0, 0] if mu.shape[0] > 0 else NULL, K, &m_dk[0, 0], NULL,
+                      &m_kw[0, 0], NULL, threads)
 
 
 def topic_fields(const double[:, ::1] m_kw,   # IN  (V, K)
                  double[::1] m_k):            # OUT (K)
     """m_k = sum_w m_kw, the words added in order, as :func:`compute_fields` does."""
-    cdef Py_ssize_t V = m_kw.shape[0], K = m_kw.shape[1], w, k
+    cdef Py_ssize_t V = m_kw.shape[0], K = m_kw.shape[1]
+    if K == 0:
+        return
     with nogil:
-        for k in range(K):
-            m_k[k] = 0.0
-        for w in range(V):
-            for k in range(K):
-                m_k[k] += m_kw[w, k]
+        _topic_sums(&m_kw[0, 0] if V > 0 else NULL, V, K, &m_k[0])
 
 
 cdef void _sweep_docs(int64_t d_begin, int64_t d_end, const int64_t* indptr,
