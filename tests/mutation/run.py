@@ -158,7 +158,7 @@ MUTATIONS: list[Mutation] = [
     M("pem-weighted-particle-row-ignored", "topictk/inference/_pem.pyx",
       "zs = wp.pair_z + p * wp.M", "zs = wp.pair_z",
       "swapped index", (PEM,)),
-    M("pem-temperature-inverted", "topictk/inference/_pem.pyx",
+    M("pem-temperature-inverted", "topictk/_cy/estep.pxd",
       "A[k] = exp((elog[k] - m) / temperature)", "A[k] = exp((elog[k] - m) * temperature)",
       "swapped operation", (PEM,)),
     M("dmr-gradient-alpha-factor-dropped", "topictk/inference/_dmr.pyx",

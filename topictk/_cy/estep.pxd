@@ -18,7 +18,9 @@ from cython.parallel cimport parallel, prange, threadid
 from libc.stdint cimport int32_t, int64_t
 from libc.stdlib cimport free, malloc
 
-from topictk._cy.special cimport lngamma
+from libc.math cimport exp
+
+from topictk._cy.special cimport digamma, lngamma
 
 # A wave of documents stages at most this many doubles (or one document, when that is larger).
 cdef enum:
@@ -133,6 +135,29 @@ cdef inline double alpha_term(const double* alpha, Py_ssize_t K) noexcept nogil:
         total += alpha[k]
     term += lngamma(total)
     return term
+
+
+cdef inline double expelog_theta(const double* gamma, Py_ssize_t K, double temperature,
+                                 double* elog, double* A) noexcept nogil:
+    """Elogtheta_k = psi(gamma_k) - psi(gamma.) and, when T > 0, the shifted exponentials
+    A_k = exp((Elogtheta_k - M) / T) (at T = 1 without the division, which changes nothing);
+    returns M = max_k Elogtheta_k."""
+    cdef Py_ssize_t k
+    cdef double total = 0.0, m = -1e308, p
+    for k in range(K):
+        total += gamma[k]
+    p = digamma(total)
+    for k in range(K):
+        elog[k] = digamma(gamma[k]) - p
+        if elog[k] > m:
+            m = elog[k]
+    if temperature == 1.0:
+        for k in range(K):
+            A[k] = exp(elog[k] - m)
+    elif temperature > 0.0:
+        for k in range(K):
+            A[k] = exp((elog[k] - m) / temperature)
+    return m
 
 
 cdef inline int start_policy(DocEStep estep, const void* model, const DocRow* doc,

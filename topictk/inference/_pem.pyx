@@ -48,32 +48,14 @@ from topictk._cy.estep cimport (
     DocRow,
     EStepRun,
     alpha_term,
+    expelog_theta,
     run_e_step,
     set_outputs,
 )
-from topictk._cy.special cimport digamma, lngamma
+from topictk._cy.special cimport lngamma
 
 # below this Z a pair is recomputed in log space (see the module docstring)
 cdef double TINY = 1e-250
-
-
-cdef inline double _theta(const double* gamma, Py_ssize_t K, double temperature, double* elog,
-                          double* A) noexcept nogil:
-    """Elogtheta_k = psi(gamma_k) - psi(gamma.); A_k = exp((Elogtheta_k - M) / T) when T > 0;
-    returns M = max_k Elogtheta_k."""
-    cdef Py_ssize_t k
-    cdef double total = 0.0, m = -1e308, p
-    for k in range(K):
-        total += gamma[k]
-    p = digamma(total)
-    for k in range(K):
-        elog[k] = digamma(gamma[k]) - p
-        if elog[k] > m:
-            m = elog[k]
-    if temperature > 0.0:
-        for k in range(K):
-            A[k] = exp((elog[k] - m) / temperature)
-    return m
 
 
 cdef inline Py_ssize_t _hard_topic(const double* elog, const double* lw,
@@ -206,7 +188,7 @@ cdef int _doc_estep(const void* model, const DocRow* doc, double* gamma, bint wa
     if not warm:
         for k in range(K):
             gamma[k] = pm.alpha[k] + n_d / K
-    m = _theta(gamma, K, pm.temperature, elog, A)
+    m = expelog_theta(gamma, K, pm.temperature, elog, A)
     while not done:
         _responsibility_pass(pm, doc, elog, A, m, acc, direct, mu)
         delta = 0.0
@@ -218,7 +200,7 @@ cdef int _doc_estep(const void* model, const DocRow* doc, double* gamma, bint wa
             delta += fabs(g - gamma[k])
             gamma[k] = g
         delta /= K
-        m = _theta(gamma, K, pm.temperature, elog, A)
+        m = expelog_theta(gamma, K, pm.temperature, elog, A)
         it += 1
         done = delta < pm.tol or it >= max_iter
     if bound != NULL:
@@ -439,7 +421,8 @@ cdef inline void _weighted_item(const WeightedPass* wp, Py_ssize_t i, double* st
                 row[k] += f * A[k]
         else:
             if not staged:
-                stage[2 * K] = _theta(wp.gamma + i * K, K, wp.temperature, stage, stage + K)
+                stage[2 * K] = expelog_theta(wp.gamma + i * K, K, wp.temperature, stage,
+                                             stage + K)
                 staged = True
             _slow_pair(wp, stage, w, c, mu)
 
@@ -455,7 +438,7 @@ cdef void _weighted_wave(const WeightedPass* wp, Py_ssize_t i0, Py_ssize_t i1, d
     if not given:
         for i in prange(i0, i1, schedule="static", num_threads=threads):
             st = stages + (i - i0) * S
-            st[2 * K] = _theta(wp.gamma + i * K, K, wp.temperature, st, st + K)
+            st[2 * K] = expelog_theta(wp.gamma + i * K, K, wp.temperature, st, st + K)
     for t in prange(threads, schedule="static", chunksize=1, num_threads=threads):
         for i in range(i0, i1):
             _weighted_item(wp, i, (mus + t * (3 * K + 1) + K) if given

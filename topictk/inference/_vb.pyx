@@ -23,6 +23,7 @@ from topictk._cy.estep cimport (
     DocRow,
     EStepRun,
     alpha_term,
+    expelog_theta,
     longest_row,
     run_e_step,
     set_outputs,
@@ -88,23 +89,6 @@ def expected_log_topics(const double[:, ::1] lam,      # IN  (V, K) lambda (or l
             shift[j] = m
             if term_ptr != NULL:
                 term_ptr[j] = t
-
-
-cdef inline double _expelog_theta(const double* gamma, Py_ssize_t K, double* elog,
-                                  double* A) noexcept nogil:
-    """Elogtheta_k = psi(gamma_k) - psi(gamma.), A_k = exp(Elogtheta_k - max); returns max."""
-    cdef Py_ssize_t k
-    cdef double total = 0.0, m = -1e308, p
-    for k in range(K):
-        total += gamma[k]
-    p = digamma(total)
-    for k in range(K):
-        elog[k] = digamma(gamma[k]) - p
-        if elog[k] > m:
-            m = elog[k]
-    for k in range(K):
-        A[k] = exp(elog[k] - m)
-    return m
 
 
 cdef inline double _dot(const double* a, const double* b, Py_ssize_t K) noexcept nogil:
@@ -234,7 +218,7 @@ cdef int _doc_estep(const void* model, const DocRow* doc, double* gamma, bint wa
     if not warm:
         for k in range(K):
             gamma[k] = m.alpha[k] + n_d / K
-    shift_theta = _expelog_theta(gamma, K, elog, A)
+    shift_theta = expelog_theta(gamma, K, 1.0, elog, A)
     while True:
         if done:
             for j in range(n_pairs):
@@ -247,7 +231,7 @@ cdef int _doc_estep(const void* model, const DocRow* doc, double* gamma, bint wa
             delta += fabs(g - gamma[k])
             gamma[k] = g
         delta /= K
-        shift_theta = _expelog_theta(gamma, K, elog, A)
+        shift_theta = expelog_theta(gamma, K, 1.0, elog, A)
         it += 1
         done = delta < m.tol or it >= max_iter
     _doc_outputs(m, doc, gamma, elog, A, shift_theta, Z, stage, bound)
