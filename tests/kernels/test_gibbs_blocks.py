@@ -41,8 +41,8 @@ def _kernel_sweep(state: KernelState, alpha, bounds, order, streams, sparse, thr
 @pytest.mark.parametrize("n_blocks,threads", [(1, 1), (2, 1), (2, 2), (3, 1), (3, 2), (3, 3)])
 @pytest.mark.parametrize("prior", ["one", "per_document"])
 def test_block_sweep_equals_reference(seed, sparse, n_blocks, threads, prior):
-    # documents of 1..12 tokens for K = 5 topics: some list their topics from their tokens,
-    # some from n_dk (_sparse_doc_start); some have no token in a word block
+    # documents of 1..12 tokens: some have no token in a word block, some are visited in two or
+    # three epochs (their topic list carried from one visit to the next, _sparse_doc_start)
     doc_ptr, words = random_corpus(np.random.default_rng(seed), D, V, 12)
     alpha = _prior(prior, seed)
     bounds, word_block, order = _blocks(doc_ptr, words, n_blocks)
@@ -126,18 +126,18 @@ def test_word_blocks_are_deterministic_and_balanced(seed):
                                   [1, 0, 1, 0])
 
 
-def test_block_order_groups_each_documents_tokens_by_word_block(seed):
+def test_block_order_groups_the_tokens_by_word_block_then_document(seed):
     doc_ptr, words = random_corpus(np.random.default_rng(seed), D, V, 12)
     n_blocks = 3
     word_block = word_blocks(np.bincount(words, minlength=V).astype(np.int64), n_blocks)
     order, order_ptr = block_order(doc_ptr, words, word_block, n_blocks)
     assert order.dtype == order_ptr.dtype == np.int64
-    ptr = order_ptr.reshape(D, n_blocks + 1)
-    np.testing.assert_array_equal(ptr[:, 0], doc_ptr[:-1])
-    np.testing.assert_array_equal(ptr[:, -1], doc_ptr[1:])
-    for d in range(D):
-        for b in range(n_blocks):
-            got = order[ptr[d, b]:ptr[d, b + 1]].tolist()
+    ptr = order_ptr.reshape(n_blocks, D + 1)
+    assert ptr[0, 0] == 0 and ptr[-1, -1] == words.size
+    np.testing.assert_array_equal(ptr[1:, 0], ptr[:-1, -1])
+    for b in range(n_blocks):
+        for d in range(D):
+            got = order[ptr[b, d]:ptr[b, d + 1]].tolist()
             want = [t for t in range(doc_ptr[d], doc_ptr[d + 1]) if word_block[words[t]] == b]
             assert got == want
 

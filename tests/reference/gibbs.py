@@ -123,12 +123,13 @@ def _sweep_dense(docs, doc_ptr, words, z, ndk, nkw, nk, alpha, beta, rng, tokens
 
 
 def _sweep_sparse(docs, doc_ptr, words, z, ndk, nkw, nk, alpha, beta, rng, lists, bits,
-                  tokens=None, dt_from_tokens=False):
+                  tokens=None, saved=None):
     """SparseLDA with the s, r, q buckets maintained incrementally as the kernel does:
     rden[k] = 1 / (V beta + n_k) and coef[k] = (alpha_k + n_dk) rden[k] are cached. With a
     (D, K) alpha (DMR) s_d and every coefficient are computed afresh at each document start.
-    ``tokens(d)`` as in :func:`_sweep_dense`; ``dt_from_tokens`` (one prior): a document with
-    fewer than K tokens lists its topics in the order of their first token, not ascending k."""
+    ``tokens(d)`` as in :func:`_sweep_dense`; ``saved`` (one prior; a dict kept through a
+    partitioned sweep): a document's topic list as its last visit left it, which its next visit
+    starts from, in that order, instead of ascending k."""
     K = ndk.shape[1]
     tokens = tokens or _canonical(doc_ptr)
     vbeta = nkw.shape[0] * beta
@@ -150,13 +151,11 @@ def _sweep_sparse(docs, doc_ptr, words, z, ndk, nkw, nk, alpha, beta, rng, lists
         nd = ndk[d]
         dt: list[int] = []
         r = 0.0
-        if dt_from_tokens and not per_doc and doc_ptr[d + 1] - doc_ptr[d] < K:
-            for i in range(doc_ptr[d], doc_ptr[d + 1]):
-                k = int(z[i])
-                if k not in dt:
-                    dt.append(k)
-                    r += float(nd[k]) * beta * rden[k]
-                    coef[k] = (a[k] + float(nd[k])) * rden[k]
+        if not per_doc and saved is not None and d in saved:
+            for k in saved[d]:
+                dt.append(k)
+                r += float(nd[k]) * beta * rden[k]
+                coef[k] = (a[k] + float(nd[k])) * rden[k]
         elif per_doc:
             a = [float(x) for x in alpha_rows[d]]
             s = 0.0
@@ -239,6 +238,8 @@ def _sweep_sparse(docs, doc_ptr, words, z, ndk, nkw, nk, alpha, beta, rng, lists
         if not per_doc:
             for k in dt:
                 coef[k] = a[k] * rden[k]
+            if saved is not None:
+                saved[d] = list(dt)
 
 
 def sweep(doc_ptr, words, z, ndk, nkw, nk, alpha, beta, chunk_bounds, rngs, sparse):
@@ -287,12 +288,15 @@ def block_sweep(doc_ptr, words, z, ndk, nkw, nk, alpha, beta, block_bounds, word
     """One iteration of the partitioned schedule (§2.8): B epochs; in epoch e doc block i
     samples its documents' tokens of word block (i + e) mod B in canonical order with rngs[i],
     against the shared word counts and its own copy of n_k at the epoch start; the changes of
-    n_k are added after the epoch. One block: the exact sampler."""
+    n_k are added after the epoch. SparseLDA with one prior lists a document's topics at its
+    first visit of the sweep in ascending k and at a later one as the earlier left them. One
+    block: the exact sampler."""
     n_blocks = len(block_bounds) - 1
     if n_blocks == 1:
         sweep(doc_ptr, words, z, ndk, nkw, nk, alpha, beta, block_bounds, rngs, sparse)
         return
     bits = topic_bits(ndk.shape[1])
+    saved: dict[int, list[int]] = {}
     for e in range(n_blocks):
         start_nk = nk.copy()
         delta = np.zeros_like(nk)
@@ -306,7 +310,7 @@ def block_sweep(doc_ptr, words, z, ndk, nkw, nk, alpha, beta, block_bounds, word
             docs = range(block_bounds[i], block_bounds[i + 1])
             if sparse:
                 _sweep_sparse(docs, doc_ptr, words, z, ndk, nkw, local_nk, alpha, beta, rngs[i],
-                              word_topic_lists(nkw, bits), bits, tokens, True)
+                              word_topic_lists(nkw, bits), bits, tokens, saved)
             else:
                 _sweep_dense(docs, doc_ptr, words, z, ndk, nkw, local_nk, alpha, beta, rngs[i],
                              tokens)

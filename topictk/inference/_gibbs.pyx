@@ -152,6 +152,7 @@ cdef struct Sweep:
     int32_t* z                  # (N) topic of every token
     int32_t* ndk                # (D, K)
     Py_ssize_t n_tokens         # N
+    Py_ssize_t n_docs           # D
     const double* alpha         # (1, K), or (D, K) with per_doc_alpha
     bint per_doc_alpha
     double beta
@@ -176,13 +177,15 @@ cdef struct Counts:
 
 cdef struct Order:
     # the tokens a sampler visits in each document, in the order it visits them: those of
-    # document d are pos[j] for j in [ptr[d * stride], ptr[d * stride + 1]); pos NULL = the
-    # positions j themselves (the canonical order, ptr = doc_ptr and stride 1)
+    # document d are pos[j] for j in [ptr[d * stride], ptr[d * stride + 1]), and those of
+    # consecutive documents follow each other; pos NULL = the positions j themselves (the
+    # canonical order, ptr = doc_ptr and stride 1)
     const int64_t* ptr
     Py_ssize_t stride
     const int64_t* pos
-    bint dt_from_tokens         # SparseLDA with one prior: list a document's topics from its
-                                # tokens when it has fewer than K (see _sparse_doc_start)
+    int32_t* dt_saved           # SparseLDA, or NULL: a document's topic list as its last visit
+                                # in this sweep left it, at doc_ptr[d] (see _sparse_doc_start)
+    int32_t* dt_saved_n         # (D) its length; -1 = not visited yet in this sweep
 
 
 cdef struct Scratch:
@@ -224,6 +227,8 @@ cdef struct Workspace:
     int64_t* nk_delta           # (threads K) replay: changes of n_k per worker
     bint blocks                 # the partitioned schedule (§2.8): C doc blocks, C word blocks
     int64_t* nk_blocks          # ((C + 1) K) blocks: each block's n_k, then the epoch start's
+    int32_t* dt_saved           # (N) blocks: documents' topic lists between visits (Order)
+    int32_t* dt_saved_n         # (D) blocks: their lengths
 
 
 cdef inline Py_ssize_t _collect_positive(const int64_t* lst, Py_ssize_t n_lst, int64_t* row,
@@ -527,29 +532,21 @@ cdef inline void _sparse_chunk_start(Walk* wk, Scratch* sc, const Sweep* sw,
 
 
 cdef inline void _sparse_doc_start(Walk* wk, Scratch* sc, const Sweep* sw, int64_t d,
-                                   bint from_tokens) noexcept nogil:
+                                   const Order* od) noexcept nogil:
     """Enter document d: its topics, r and their coefficients from scratch (with a prior per
     document also s and every coefficient, alpha_d being new: O(K), the order of the loop that
-    lists its topics). ``from_tokens`` (one prior only): when the document has fewer than K
-    tokens, its topics are listed in the order of their first token instead of ascending k,
-    O(N_d) instead of O(K) (the partitioned schedule enters a document once per epoch)."""
-    cdef Py_ssize_t k, K = sw.K, p
+    lists its topics). With one prior and a topic list saved by an earlier visit in this sweep
+    (``od.dt_saved``, the partitioned schedule), the topics are that list, in its order:
+    O(topics of d) instead of O(K) (only this visit's block changes the document's counts, so
+    the list still holds exactly the topics with n_dk > 0)."""
+    cdef Py_ssize_t k, K = sw.K, j, n
     cdef double beta = sw.beta
     cdef int32_t* nd = sw.ndk + d * K
-    cdef int64_t i
+    cdef const int32_t* saved
     wk.nd = nd
     wk.n_dt = 0
     wk.r = 0.0
-    if from_tokens and not sw.per_doc_alpha and sw.doc_ptr[d + 1] - sw.doc_ptr[d] < K:
-        for i in range(sw.doc_ptr[d], sw.doc_ptr[d + 1]):
-            k = sw.z[i]
-            p = sc.dt_pos[k]
-            if p < wk.n_dt and sc.dt[p] == k:
-                continue
-            _dt_push(wk, sc, k)
-            wk.r += nd[k] * beta * sc.rden[k]
-            sc.coef[k] = (wk.a[k] + nd[k]) * sc.rden[k]
-    elif sw.per_doc_alpha:
+    if sw.per_doc_alpha:
         wk.a = sw.alpha + d * K
         wk.s = 0.0
         for k in range(K):
@@ -558,6 +555,14 @@ cdef inline void _sparse_doc_start(Walk* wk, Scratch* sc, const Sweep* sw, int64
             if nd[k] > 0:
                 _dt_push(wk, sc, k)
                 wk.r += nd[k] * beta * sc.rden[k]
+    elif od != NULL and od.dt_saved != NULL and od.dt_saved_n[d] >= 0:
+        saved = od.dt_saved + sw.doc_ptr[d]
+        n = od.dt_saved_n[d]
+        for j in range(n):
+            k = saved[j]
+            _dt_push(wk, sc, k)
+            wk.r += nd[k] * beta * sc.rden[k]
+            sc.coef[k] = (wk.a[k] + nd[k]) * sc.rden[k]
     else:
         for k in range(K):
             if nd[k] > 0:
@@ -566,13 +571,19 @@ cdef inline void _sparse_doc_start(Walk* wk, Scratch* sc, const Sweep* sw, int64
                 sc.coef[k] = (wk.a[k] + nd[k]) * sc.rden[k]
 
 
-cdef inline void _sparse_doc_end(Walk* wk, Scratch* sc, bint per_doc_alpha) noexcept nogil:
-    """Leave the document: with one prior, its topics' coefficients back to alpha_k rden[k]."""
+cdef inline void _sparse_doc_end(Walk* wk, Scratch* sc, const Sweep* sw, int64_t d,
+                                 const Order* od) noexcept nogil:
+    """Leave document d: with one prior, its topics' coefficients back to alpha_k rden[k]; with
+    ``od.dt_saved``, its topic list saved for its next visit."""
     cdef Py_ssize_t j, k
-    if not per_doc_alpha:
-        for j in range(wk.n_dt):
-            k = sc.dt[j]
-            sc.coef[k] = wk.a[k] * sc.rden[k]
+    if sw.per_doc_alpha:
+        return
+    for j in range(wk.n_dt):
+        k = sc.dt[j]
+        sc.coef[k] = wk.a[k] * sc.rden[k]
+    if od != NULL and od.dt_saved != NULL:
+        memcpy(od.dt_saved + sw.doc_ptr[d], sc.dt, wk.n_dt * sizeof(int32_t))
+        od.dt_saved_n[d] = <int32_t> wk.n_dt
 
 
 cdef inline void _sparse_take_terms(Walk* wk, const Scratch* sc, Py_ssize_t k,
@@ -710,32 +721,39 @@ cdef int64_t _sweep_chunk_sparse(const Sweep* sw, const Counts* cn, Scratch* scr
     cdef int64_t* pool = cn.wt_entries
     cdef int32_t* wt_len = cn.wt_len
     cdef int64_t* lst
-    cdef int64_t d, i, j, j_end, limit = doc_ptr[d_end]
+    cdef int64_t d, i, j, j_end
+    cdef Py_ssize_t line
     cdef int32_t w
     cdef const int64_t* optr = doc_ptr if od == NULL else od.ptr
     cdef Py_ssize_t stride = 1 if od == NULL else od.stride
     cdef const int64_t* order = NULL if od == NULL else od.pos
-    cdef bint from_tokens = od != NULL and od.dt_from_tokens
+    cdef int64_t limit = optr[d_end * stride]
     _sparse_chunk_start(&wk, &sc, sw, nk)
     for d in range(d_begin, d_end):
         j_end = optr[d * stride + 1]
         if optr[d * stride] == j_end:
             continue
-        _sparse_doc_start(&wk, &sc, sw, d, from_tokens)
-        if order != NULL:
-            limit = j_end
+        _sparse_doc_start(&wk, &sc, sw, d, od)
+        if order != NULL and d + 1 < d_end:
+            for line in range(0, K, 16):
+                TOPICTK_PREFETCH(sw.ndk + (d + 1) * K + line)
+            TOPICTK_PREFETCH(od.dt_saved + doc_ptr[d + 1])
         for j in range(optr[d * stride], j_end):
             i = j if order == NULL else order[j]
             w = words[i]
             lst = pool + wt_ptr[w]
             if j + 2 < limit:
                 # the next tokens' lists are random pool locations: ask for them early
-                TOPICTK_PREFETCH(pool + wt_ptr[words[j + 2 if order == NULL else order[j + 2]]])
+                if order == NULL:
+                    TOPICTK_PREFETCH(pool + wt_ptr[words[j + 2]])
+                else:
+                    TOPICTK_PREFETCH(pool + wt_ptr[words[order[j + 2]]])
+                    TOPICTK_PREFETCH(z + order[j + 2])
             _sparse_remove(&wk, &sc, nk, lst, &wt_len[w], z[i], beta, vbeta, one, mask)
             k = _sparse_draw(&wk, &sc, lst, wt_len[w], K, beta, bits, mask, gen, &pos)
             z[i] = <int32_t> k
             _sparse_add(&wk, &sc, nk, lst, &wt_len[w], k, pos, beta, vbeta, one, mask)
-        _sparse_doc_end(&wk, &sc, sw.per_doc_alpha)
+        _sparse_doc_end(&wk, &sc, sw, d, od)
     return wk.fallbacks
 
 
@@ -780,6 +798,8 @@ cdef void _workspace_free(Workspace* ws) noexcept nogil:
     free(ws.z_old)
     free(ws.nk_delta)
     free(ws.nk_blocks)
+    free(ws.dt_saved)
+    free(ws.dt_saved_n)
 
 
 cdef int _copy_alloc(Counts* cn, const Sweep* sw) except -1:
@@ -797,8 +817,7 @@ cdef int _copy_alloc(Counts* cn, const Sweep* sw) except -1:
 cdef int _scratch_init(Scratch* sc, const Sweep* sw, const Workspace* ws) except -1:
     cdef Py_ssize_t K = sw.K
     sc.dt = <int32_t*> _alloc(K, sizeof(int32_t))
-    # zeroed: _sparse_doc_start's membership test reads positions before they are written
-    sc.dt_pos = <int32_t*> _alloc(K, sizeof(int32_t), True)
+    sc.dt_pos = <int32_t*> _alloc(K, sizeof(int32_t))
     sc.coef = <double*> _alloc(K, sizeof(double))
     sc.work = <double*> _alloc(2 * K + 1, sizeof(double))
     sc.rden = <double*> _alloc(K, sizeof(double))
@@ -836,6 +855,8 @@ cdef int _workspace_init(Workspace* ws, const Sweep* sw, Py_ssize_t C, int64_t s
         _scratch_init(&ws.scratch[c], sw, ws)
     if ws.blocks:
         ws.nk_blocks = <int64_t*> _alloc((C + 1) * sw.K, sizeof(int64_t))
+        ws.dt_saved = <int32_t*> _alloc(sw.n_tokens, sizeof(int32_t))
+        ws.dt_saved_n = <int32_t*> _alloc(sw.n_docs, sizeof(int32_t))
     if C == 1 or ws.blocks:
         return 0
     _copy_alloc(&ws.snap, sw)
@@ -1062,6 +1083,7 @@ cdef int _fill_sweep(Sweep* sw, Counts* shared, const int64_t[::1] doc_ptr,
     sw.z = &z[0] if z.shape[0] > 0 else NULL
     sw.ndk = &ndk[0, 0]
     sw.n_tokens = words.shape[0]
+    sw.n_docs = ndk.shape[0]
     sw.alpha = &alpha[0, 0]
     sw.per_doc_alpha = alpha.shape[0] > 1
     sw.beta = beta
@@ -1143,10 +1165,11 @@ cdef int64_t _sample_block(const Sweep* sw, Workspace* ws, const Counts* shared,
     cdef Order od
     cn.nk = ws.nk_blocks + i * K
     memcpy(cn.nk, ws.nk_blocks + ws.C * K, K * sizeof(int64_t))
-    od.ptr = order_ptr + b
-    od.stride = ws.C + 1
+    od.ptr = order_ptr + b * (sw.n_docs + 1)
+    od.stride = 1
     od.pos = order
-    od.dt_from_tokens = True
+    od.dt_saved = ws.dt_saved
+    od.dt_saved_n = ws.dt_saved_n
     return _sweep_chunk(sw, &cn, &ws.scratch[tid], ws.bounds[i], ws.bounds[i + 1], ws.gens[i],
                         &od)
 
@@ -1162,6 +1185,7 @@ cdef int64_t _sweep_blocks(const Sweep* sw, Workspace* ws, Counts* shared,
     cdef int64_t* start = ws.nk_blocks + B * K
     cdef int64_t fallbacks = 0
     cdef int tid
+    memset(ws.dt_saved_n, 0xFF, sw.n_docs * sizeof(int32_t))     # -1: no visit yet
     for e in range(B):
         memcpy(start, shared.nk, K * sizeof(int64_t))
         if P == B:
@@ -1197,7 +1221,7 @@ def gibbs_block_sweep(const int64_t[::1] doc_ptr,      # IN  (D + 1) token offse
                       double beta,
                       const int64_t[::1] block_bounds, # IN  (B + 1) doc block boundaries
                       const int64_t[::1] order,        # IN  (N) token positions by word block
-                      const int64_t[::1] order_ptr,    # IN  (D (B + 1)) offsets into order
+                      const int64_t[::1] order_ptr,    # IN  (B (D + 1)) offsets into order
                       list streams,                    # IN  B PCG64 bit generators, one per
                                                        #     doc block
                       bint sparse,
@@ -1210,9 +1234,9 @@ def gibbs_block_sweep(const int64_t[::1] doc_ptr,      # IN  (D + 1) token offse
     """One Gibbs iteration by the partitioned schedule of B blocks (§2.8); returns the number
     of rounding fallbacks.
 
-    The tokens of document d in word block b are ``order[order_ptr[d, b]:order_ptr[d, b + 1]]``
-    (positions in canonical order; ``order_ptr[d, 0] = doc_ptr[d]``, as
-    ``topictk.inference.gibbs.block_order`` builds them). A sweep is B epochs; in epoch e doc
+    The tokens of document d in word block b are ``order[order_ptr[b, d]:order_ptr[b, d + 1]]``
+    (positions in canonical order; word block b's tokens of consecutive documents follow each
+    other, as ``topictk.inference.gibbs.block_order`` builds them). A sweep is B epochs; in epoch e doc
     block i samples its tokens of word block (i + e) mod B with stream i, the blocks of an
     epoch in parallel: they share no document and no word, so only n_k is stale (each block's
     copy of the epoch start). With one block this is the exact sequential sampler of
@@ -1228,9 +1252,9 @@ def gibbs_block_sweep(const int64_t[::1] doc_ptr,      # IN  (D + 1) token offse
     cdef Py_ssize_t D = doc_ptr.shape[0] - 1
     _fill_sweep(&sw, &shared, doc_ptr, words, z, ndk, nkw, nk, alpha, beta, B, sparse, wt_ptr,
                 wt_entries, wt_len, bits)
-    if order.shape[0] != words.shape[0] or order_ptr.shape[0] != D * (B + 1):
+    if order.shape[0] != words.shape[0] or order_ptr.shape[0] != B * (D + 1):
         raise ValueError(f"order needs {words.shape[0]} positions and order_ptr "
-                         f"{D * (B + 1)} offsets for {B} blocks")
+                         f"{B * (D + 1)} offsets for {B} blocks")
     memset(&own, 0, sizeof(Workspace))
     try:
         if buffers is None:

@@ -81,21 +81,20 @@ def word_blocks(word_freq: np.ndarray, n_blocks: int) -> np.ndarray:
 
 def block_order(doc_ptr: np.ndarray, words: np.ndarray, word_block: np.ndarray,
                 n_blocks: int) -> tuple[np.ndarray, np.ndarray]:
-    """The token order of the partitioned schedule: every document's token positions grouped
-    by word block, canonical order within a group. Returns ``order`` (N,) int64 and
-    ``order_ptr`` (D * (B + 1),) int64: the tokens of document d in word block b are
-    ``order[order_ptr[d * (B + 1) + b]:order_ptr[d * (B + 1) + b + 1]]`` (8 N + 8 D (B + 1)
-    bytes, built once per run)."""
+    """The token order of the partitioned schedule: the token positions by word block, then
+    by document, canonical order within a document. Returns ``order`` (N,) int64 and
+    ``order_ptr`` (B * (D + 1),) int64: the tokens of document d in word block b are
+    ``order[order_ptr[b * (D + 1) + d]:order_ptr[b * (D + 1) + d + 1]]``, so that word block b
+    of a block of consecutive documents is one run of ``order`` (8 N + 8 B (D + 1) bytes,
+    built once per run)."""
     n_docs = doc_ptr.size - 1
-    lengths = np.diff(doc_ptr)
-    key = np.repeat(np.arange(n_docs, dtype=np.int64) * n_blocks, lengths)
-    key += word_block[words]
+    key = word_block[words].astype(np.int64) * n_docs
+    key += np.repeat(np.arange(n_docs, dtype=np.int64), np.diff(doc_ptr))
     order = np.argsort(key, kind="stable").astype(np.int64, copy=False)
-    counts = np.bincount(key, minlength=n_docs * n_blocks).reshape(n_docs, n_blocks)
-    order_ptr = np.empty((n_docs, n_blocks + 1), dtype=np.int64)
-    order_ptr[:, 0] = doc_ptr[:-1]
-    np.cumsum(counts, axis=1, out=order_ptr[:, 1:])
-    order_ptr[:, 1:] += doc_ptr[:-1, None]
+    order_ptr = np.zeros((n_blocks, n_docs + 1), dtype=np.int64)
+    order_ptr[:, 1:] = np.cumsum(np.bincount(key, minlength=n_blocks * n_docs)).reshape(
+        n_blocks, n_docs)
+    order_ptr[1:, 0] = order_ptr[:-1, -1]
     return order, order_ptr.reshape(-1)
 
 
