@@ -11,7 +11,7 @@ from tests.kernels._kernel import KernelState, random_corpus, stream
 from tests.reference import gibbs as ref
 from topictk.inference import _gibbs
 from topictk.inference.base import chunk_bounds_by_tokens
-from topictk.inference.gibbs import block_order, word_blocks
+from topictk.inference.gibbs import BLOCK_GAP, block_order, list_offsets, word_blocks
 
 D, V, K = 16, 19, 5
 ASYMMETRIC = np.array([0.05, 0.3, 1.2, 0.1, 0.6])
@@ -149,3 +149,30 @@ def test_block_sweep_refuses_an_order_of_another_size(seed):
     with pytest.raises(ValueError, match="order needs"):
         _kernel_sweep(state, ASYMMETRIC[None, :], bounds, (order[:-1], order_ptr),
                       [stream(seed, 3, 0), stream(seed, 3, 1)], True, 1)
+
+
+def test_lists_of_a_word_block_lie_together_and_sample_the_same(seed):
+    """The pool layout of the partitioned schedule (each word block's lists together, a cache
+    line between blocks) changes no number: the sweep equals the reference."""
+    doc_ptr, words = random_corpus(np.random.default_rng(seed), D, V, 12)
+    bounds, word_block, order = _blocks(doc_ptr, words, 3)
+    capacity = np.minimum(np.bincount(words, minlength=V), K)
+    ptr = list_offsets(capacity, word_block)
+    np.testing.assert_array_equal(list_offsets(capacity, None)[1:], np.cumsum(capacity))
+    spans = sorted((int(ptr[w]), int(ptr[w] + capacity[w]), int(word_block[w])) for w in range(V))
+    assert spans[0][0] == 0 and spans[-1][1] <= ptr[-1]
+    for (_, end, b), (begin, _, c) in zip(spans, spans[1:]):
+        assert begin >= end + (BLOCK_GAP if b != c else 0)
+    state = KernelState.initial(doc_ptr, words, K, V, stream(seed, 0))
+    state.wt_ptr, state.wt_entries = ptr, np.zeros(int(ptr[-1]), np.int64)
+    state.rebuild_lists()
+    z, ndk, nkw, nk = ref.init_topics(doc_ptr, words, K, V, np.random.Generator(stream(seed, 0)))
+    kernel_streams = [stream(seed, 3, i) for i in range(3)]
+    ref_rngs = [np.random.Generator(stream(seed, 3, i)) for i in range(3)]
+    for _ in range(3):
+        _kernel_sweep(state, ASYMMETRIC[None, :], bounds, order, kernel_streams, True, 3)
+        ref.block_sweep(doc_ptr, words, z, ndk, nkw, nk, ASYMMETRIC[None, :], 0.05, bounds,
+                        word_block, ref_rngs, True)
+    for got, want in zip(state.arrays(), (z, ndk, nkw, nk)):
+        np.testing.assert_array_equal(got, want)
+    assert state.lists() == ref.word_topic_lists(nkw, state.bits)

@@ -118,17 +118,42 @@ def check_schedule(data: dict, where: str) -> None:
                           f"({where})")
 
 
+#: entries (of 8 bytes) left free between the SparseLDA lists of two word blocks: one cache line,
+#: so that the threads of a partitioned sweep never write to the same line
+BLOCK_GAP = 8
+
+
+def list_offsets(capacity: np.ndarray, word_block: np.ndarray | None) -> np.ndarray:
+    """Offsets (V + 1,) of every word's SparseLDA list in the pool, ``capacity[w]`` entries
+    each, in word order; with ``word_block``, the lists of a block together, block after block
+    with BLOCK_GAP entries between them (a layout only: the lists hold the same entries). The
+    last offset is the pool size."""
+    if word_block is None:
+        ptr = np.zeros(capacity.size + 1, dtype=np.int64)
+        np.cumsum(capacity, out=ptr[1:])
+        return ptr
+    order = np.argsort(word_block, kind="stable")
+    starts = np.cumsum(capacity[order]) - capacity[order]
+    starts += BLOCK_GAP * word_block[order].astype(np.int64)
+    ptr = np.empty(capacity.size + 1, dtype=np.int64)
+    ptr[order] = starts
+    ptr[-1] = int(capacity.sum()) + BLOCK_GAP * int(word_block.max(initial=0))
+    return ptr
+
+
 class SweepSampler:
     """The sampler of each sweep and the SparseLDA word lists it needs, for the Gibbs drivers
-    (gibbs, dmr-sem): ``inference.sparse`` true, false or auto (:func:`sparse_sweep`)."""
+    (gibbs, dmr-sem): ``inference.sparse`` true, false or auto (:func:`sparse_sweep`); with
+    ``word_block`` (the partitioned schedule) each block's lists lie together
+    (:func:`list_offsets`)."""
 
-    def __init__(self, setting, words: np.ndarray, n_words: int, n_topics: int):
+    def __init__(self, setting, words: np.ndarray, n_words: int, n_topics: int,
+                 word_block: np.ndarray | None = None):
         self.setting = setting
         self.word_freq = word_frequencies(words, n_words)
         self.bits = _gibbs.topic_bits(n_topics)
         # pool capacity: min(frequency of w, K) entries for word w (no pool for dense only)
-        self.ptr = np.zeros(n_words + 1, dtype=np.int64)
-        np.cumsum(np.minimum(self.word_freq, n_topics), out=self.ptr[1:])
+        self.ptr = list_offsets(np.minimum(self.word_freq, n_topics), word_block)
         size = max(1, int(self.ptr[-1])) if setting is not False else 1
         self.entries = np.zeros(size, dtype=np.int64)
         self.lengths = np.zeros(n_words, dtype=np.int32)
@@ -268,7 +293,8 @@ class GibbsDriver(SampledDriver):
             rebuild = MH_REBUILD if opts.mh_rebuild is None else opts.mh_rebuild
             self.mh = MHSampler(steps, rebuild, self.words, self.V, self.K)
         sparse = {"sparse": True, "dense": False}.get(choice, opts.sparse)
-        self.sampler = SweepSampler(False if self.mh else sparse, self.words, self.V, self.K)
+        self.sampler = SweepSampler(False if self.mh else sparse, self.words, self.V, self.K,
+                                    self.word_block)
         self.cluster = None         # the Dask cluster the shards sweep on (use_cluster)
         self.remote = None
         self._restart: RestartPoint | None = None
@@ -279,7 +305,7 @@ class GibbsDriver(SampledDriver):
         has no partitioned sweep) or blocks (the partitioned schedule, §2.8, and the token
         order it visits), each with its own stream."""
         blocks = getattr(opts, "blocks", None)
-        self.order = None
+        self.order = self.word_block = None
         if opts.chunks is not None or use_mh:
             if blocks is not None:
                 raise ConfigError("inference.blocks does not apply to inference.sampler: mh, "
@@ -294,8 +320,8 @@ class GibbsDriver(SampledDriver):
         self.n_chunks = self.bounds.size - 1
         warn_idle_threads(blocks, self.threads, self.n_chunks, "inference.blocks", "more blocks")
         if self.n_chunks > 1:
-            word_block = word_blocks(word_frequencies(self.words, self.V), self.n_chunks)
-            self.order = block_order(self.doc_ptr, self.words, word_block, self.n_chunks)
+            self.word_block = word_blocks(word_frequencies(self.words, self.V), self.n_chunks)
+            self.order = block_order(self.doc_ptr, self.words, self.word_block, self.n_chunks)
 
     def use_cluster(self, cluster) -> None:
         """Sweep the shards on ``cluster``: z and ndk live on its workers between sweeps, and
