@@ -31,10 +31,12 @@ def _blocks(doc_ptr, words, n_blocks):
 
 def _kernel_sweep(state: KernelState, alpha, bounds, order, streams, sparse, threads,
                   buffers=None) -> int:
+    word_block = word_blocks(np.bincount(state.words, minlength=state.nkw.shape[0]).astype(
+        np.int64), bounds.size - 1)
     return _gibbs.gibbs_block_sweep(state.doc_ptr, state.words, state.z, state.ndk, state.nkw,
-                                    state.nk, alpha, 0.05, bounds, order[0], order[1], streams,
-                                    sparse, state.wt_ptr, state.wt_entries, state.wt_len,
-                                    state.bits, threads, buffers)
+                                    state.nk, alpha, 0.05, bounds, order[0], order[1],
+                                    word_block, streams, sparse, state.wt_ptr,
+                                    state.wt_entries, state.wt_len, state.bits, threads, buffers)
 
 
 @pytest.mark.parametrize("sparse", [False, True], ids=["dense", "sparse"])

@@ -229,6 +229,9 @@ cdef struct Workspace:
     int64_t* nk_blocks          # ((C + 1) K) blocks: each block's n_k, then the epoch start's
     int32_t* dt_saved           # (N) blocks: documents' topic lists between visits (Order)
     int32_t* dt_saved_n         # (D) blocks: their lengths
+    int32_t* len_blocks         # (C V) blocks: each block's copy of the list lengths of its
+                                # epoch's words (the threads write no shared cache line)
+    const int32_t* word_block   # (V) blocks: the word block of every word
 
 
 cdef inline Py_ssize_t _collect_positive(const int64_t* lst, Py_ssize_t n_lst, int64_t* row,
@@ -800,6 +803,7 @@ cdef void _workspace_free(Workspace* ws) noexcept nogil:
     free(ws.nk_blocks)
     free(ws.dt_saved)
     free(ws.dt_saved_n)
+    free(ws.len_blocks)
 
 
 cdef int _copy_alloc(Counts* cn, const Sweep* sw) except -1:
@@ -857,6 +861,7 @@ cdef int _workspace_init(Workspace* ws, const Sweep* sw, Py_ssize_t C, int64_t s
         ws.nk_blocks = <int64_t*> _alloc((C + 1) * sw.K, sizeof(int64_t))
         ws.dt_saved = <int32_t*> _alloc(sw.n_tokens, sizeof(int32_t))
         ws.dt_saved_n = <int32_t*> _alloc(sw.n_docs, sizeof(int32_t))
+        ws.len_blocks = <int32_t*> _alloc(C * sw.V, sizeof(int32_t))
     if C == 1 or ws.blocks:
         return 0
     _copy_alloc(&ws.snap, sw)
@@ -1158,20 +1163,33 @@ cdef int64_t _sample_block(const Sweep* sw, Workspace* ws, const Counts* shared,
                            const int64_t* order, const int64_t* order_ptr, Py_ssize_t i,
                            Py_ssize_t b, int tid) noexcept nogil:
     """Doc block i on the tokens of its documents in word block b, by thread ``tid``: on the
-    shared lists (or dense rows) of b's words, which no other block of the epoch touches, and
-    on its own copy of the n_k of the epoch start."""
-    cdef Py_ssize_t K = sw.K
+    shared lists (or dense rows) of b's words, which no other block of the epoch touches, on
+    its own copy of the n_k of the epoch start, and (SparseLDA) on its own copy of the list
+    lengths of b's words, written back afterwards (the lengths of the two blocks' words share
+    cache lines)."""
+    cdef Py_ssize_t K = sw.K, w
     cdef Counts cn = shared[0]
     cdef Order od
+    cdef int64_t fallbacks
     cn.nk = ws.nk_blocks + i * K
     memcpy(cn.nk, ws.nk_blocks + ws.C * K, K * sizeof(int64_t))
+    if sw.sparse:
+        cn.wt_len = ws.len_blocks + i * sw.V
+        for w in range(sw.V):
+            if ws.word_block[w] == b:
+                cn.wt_len[w] = shared.wt_len[w]
     od.ptr = order_ptr + b * (sw.n_docs + 1)
     od.stride = 1
     od.pos = order
     od.dt_saved = ws.dt_saved
     od.dt_saved_n = ws.dt_saved_n
-    return _sweep_chunk(sw, &cn, &ws.scratch[tid], ws.bounds[i], ws.bounds[i + 1], ws.gens[i],
-                        &od)
+    fallbacks = _sweep_chunk(sw, &cn, &ws.scratch[tid], ws.bounds[i], ws.bounds[i + 1],
+                             ws.gens[i], &od)
+    if sw.sparse:
+        for w in range(sw.V):
+            if ws.word_block[w] == b:
+                shared.wt_len[w] = cn.wt_len[w]
+    return fallbacks
 
 
 cdef int64_t _sweep_blocks(const Sweep* sw, Workspace* ws, Counts* shared,
@@ -1222,6 +1240,7 @@ def gibbs_block_sweep(const int64_t[::1] doc_ptr,      # IN  (D + 1) token offse
                       const int64_t[::1] block_bounds, # IN  (B + 1) doc block boundaries
                       const int64_t[::1] order,        # IN  (N) token positions by word block
                       const int64_t[::1] order_ptr,    # IN  (B (D + 1)) offsets into order
+                      const int32_t[::1] word_block,   # IN  (V) word block of every word
                       list streams,                    # IN  B PCG64 bit generators, one per
                                                        #     doc block
                       bint sparse,
@@ -1252,9 +1271,10 @@ def gibbs_block_sweep(const int64_t[::1] doc_ptr,      # IN  (D + 1) token offse
     cdef Py_ssize_t D = doc_ptr.shape[0] - 1
     _fill_sweep(&sw, &shared, doc_ptr, words, z, ndk, nkw, nk, alpha, beta, B, sparse, wt_ptr,
                 wt_entries, wt_len, bits)
-    if order.shape[0] != words.shape[0] or order_ptr.shape[0] != B * (D + 1):
-        raise ValueError(f"order needs {words.shape[0]} positions and order_ptr "
-                         f"{B * (D + 1)} offsets for {B} blocks")
+    if (order.shape[0] != words.shape[0] or order_ptr.shape[0] != B * (D + 1)
+            or word_block.shape[0] != nkw.shape[0]):
+        raise ValueError(f"order needs {words.shape[0]} positions, order_ptr {B * (D + 1)} "
+                         f"offsets for {B} blocks and word_block {nkw.shape[0]} entries")
     memset(&own, 0, sizeof(Workspace))
     try:
         if buffers is None:
@@ -1263,6 +1283,7 @@ def gibbs_block_sweep(const int64_t[::1] doc_ptr,      # IN  (D + 1) token offse
         else:
             ws = buffers.ready(&sw, block_bounds, threads, True)
         _workspace_bind(ws, block_bounds, streams)
+        ws.word_block = &word_block[0] if word_block.shape[0] > 0 else NULL
         with nogil:
             if B == 1:
                 fallbacks = _sweep_chunks(&sw, ws, &shared)

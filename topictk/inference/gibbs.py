@@ -154,6 +154,7 @@ class SweepSampler:
         self.bits = _gibbs.topic_bits(n_topics)
         # pool capacity: min(frequency of w, K) entries for word w (no pool for dense only)
         self.ptr = list_offsets(np.minimum(self.word_freq, n_topics), word_block)
+        self.word_block = word_block
         size = max(1, int(self.ptr[-1])) if setting is not False else 1
         self.entries = np.zeros(size, dtype=np.int64)
         self.lengths = np.zeros(n_words, dtype=np.int32)
@@ -177,8 +178,8 @@ class SweepSampler:
         if order is not None:
             return int(_gibbs.gibbs_block_sweep(
                 doc_ptr, words, state.z, state.ndk, state.nkw, state.nk, alpha, state.beta,
-                bounds, order[0], order[1], streams, sparse, self.ptr, self.entries,
-                self.lengths, self.bits, threads, self.buffers)), sparse
+                bounds, order[0], order[1], self.word_block, streams, sparse, self.ptr,
+                self.entries, self.lengths, self.bits, threads, self.buffers)), sparse
         fallbacks = _gibbs.gibbs_sweep(doc_ptr, words, state.z, state.ndk, state.nkw, state.nk,
                                        alpha, state.beta, bounds, streams, sparse, self.ptr,
                                        self.entries, self.lengths, self.bits, threads,
