@@ -148,3 +148,11 @@ def test_schedules_that_do_not_fit_fail_with_one_line(tmp_path, example_store, i
     message = fails(2, "train", "--config", config, *args)
     assert message.startswith(expected), message
     assert not (tmp_path / "run").exists()
+
+
+def test_threads_beyond_the_blocks_are_named(tmp_path, example_store):
+    config = write_config(tmp_path, example_store, inference={**SHORT, "blocks": 1},
+                          training={"threads": 2})
+    out = ok("train", "--config", config, "-q")
+    assert ("topictk: training.threads = 2 but inference.blocks = 1: only 1 thread(s) can "
+            "work; set inference.blocks >= threads") in out.stderr
