@@ -6,6 +6,9 @@ Kernels of one call per sweep or per evaluation, whole loops under ``nogil``:
 * :func:`gibbs_sweep` -- one AD-LDA iteration over all chunks (dense exact sampler of §2.2,
   its uniform mapped by blocks of four topics, or SparseLDA of §2.3 inside each chunk).
   Equivalent to ``tests/reference/gibbs.py::sweep``.
+* :func:`gibbs_block_sweep` -- one iteration of the partitioned schedule of §2.8 (B document
+  blocks sample disjoint word blocks in B epochs), with either sampler.
+  Equivalent to ``tests/reference/gibbs.py::block_sweep``.
 * :func:`build_word_topic_lists` -- the SparseLDA per-word topic lists from counts.
   Equivalent to ``tests/reference/gibbs.py::word_topic_lists``.
 * :func:`mean_list_length` -- the mean length of a token's word list (the choice of sampler
@@ -20,8 +23,8 @@ The order is therefore a pure function of the counts: a list rebuilt from counts
 list maintained incrementally, which is what makes a resumed chain identical to an
 uninterrupted one.
 
-Randomness: one bit generator per chunk (never per thread), so the result depends on the
-chunking only, not on the number of threads.
+Randomness: one bit generator per chunk or block (never per thread), so the result depends
+on the chunking only, not on the number of threads.
 
 Inside :func:`gibbs_sweep`: a ``Sweep`` (the tokens, priors and sizes), the ``Counts`` a chunk
 samples against (the shared ones or a private copy), a ``Scratch`` per thread and a ``Walk``
