@@ -135,8 +135,8 @@ def test_run_saved_with_chunks_auto_resumes_its_own_chain(tmp_path, example_stor
      "schedules"),
     ({"blocks": 0}, [], "inference.blocks must be"),
     ({"sampler": "mh", "blocks": 2}, [],
-     "inference.blocks does not apply to inference.sampler: mh, which runs AD-LDA chunks; set "
-     "inference.chunks instead"),
+     "inference.blocks does not apply to the Metropolis-Hastings sampler (inference.sampler), "
+     "which runs AD-LDA chunks; set inference.chunks instead ("),
     ({}, ["--dask-workers", "2"],
      "training.dask_workers: a Dask cluster runs AD-LDA chunks, not the default partitioned "
      "schedule (inference.blocks); set inference.chunks (e.g. 2, the same chain on one "

@@ -98,16 +98,26 @@ def block_order(doc_ptr: np.ndarray, words: np.ndarray, word_block: np.ndarray,
     return order, order_ptr.reshape(-1)
 
 
+def uses_mh(inference, n_topics: int) -> bool:
+    """Whether ``inference.sampler`` picks the Metropolis-Hastings sampler for K topics."""
+    choice = inference.get("sampler")
+    return choice == "mh" or (choice == "auto" and n_topics >= MH_FROM_K)
+
+
 def check_schedule(data: dict, where: str) -> None:
     """``inference.chunks`` (AD-LDA) and ``inference.blocks`` (the partitioned schedule) are
-    two schedules: give at most one of them. A Dask cluster runs AD-LDA chunks only, so a
-    cluster run names its chunks rather than silently running another chain than the same
-    config on one machine."""
+    two schedules: give at most one of them; the MH sampler runs AD-LDA chunks only. A Dask
+    cluster runs AD-LDA chunks only, so a cluster run names its chunks rather than silently
+    running another chain than the same config on one machine."""
     inference, training = data["inference"], data.get("training", {})
     if inference.get("chunks") is not None and inference.get("blocks") is not None:
         raise ConfigError(f"inference.chunks = {inference['chunks']} and inference.blocks = "
                           f"{inference['blocks']} choose two different parallel schedules; "
                           f"set one of them and leave the other out ({where})")
+    if inference.get("blocks") is not None and uses_mh(inference, data["model"]["topics"]):
+        raise ConfigError(f"inference.blocks does not apply to the Metropolis-Hastings sampler "
+                          f"(inference.sampler), which runs AD-LDA chunks; set "
+                          f"inference.chunks instead ({where})")
     cluster = ("training.scheduler" if training.get("scheduler") is not None
                else "training.dask_workers" if training.get("dask_workers") is not None
                else None)
@@ -283,7 +293,7 @@ class GibbsDriver(SampledDriver):
         self.doc_ptr, self.words = self.token_view
         opts = config.inference
         choice = getattr(opts, "sampler", None)
-        use_mh = choice == "mh" or (choice == "auto" and self.K >= MH_FROM_K)
+        use_mh = uses_mh(opts, self.K)
         self._schedule(opts, use_mh)
         self.mh = None
         if use_mh:
@@ -308,9 +318,6 @@ class GibbsDriver(SampledDriver):
         blocks = getattr(opts, "blocks", None)
         self.order = self.word_block = None
         if opts.chunks is not None or use_mh:
-            if blocks is not None:
-                raise ConfigError("inference.blocks does not apply to inference.sampler: mh, "
-                                  "which runs AD-LDA chunks; set inference.chunks instead")
             setting = "auto" if opts.chunks is None else opts.chunks
             self.bounds = chunk_bounds_by_tokens(self.doc_ptr,
                                                  resolve_chunks(setting, self.n_tokens))
