@@ -1,10 +1,11 @@
-"""Gibbs with the default ``inference.chunks`` (auto, fixed by the corpus size): what it costs
-one thread against the exact single-chunk chain, what two threads give, and that the numbers
-do not depend on the thread count.
+"""Gibbs with the default schedule (``inference.chunks`` and ``inference.blocks`` unset: the
+partitioned schedule with a block count fixed by the corpus size): what it costs one thread
+against the exact single-chunk chain, what two threads give, and that the numbers do not depend
+on the thread count.
 
 Runs of the same config side by side, alternating, for several rounds: the exact chain
-(``chunks: 1``, 1 thread), the default at 1 thread and at 2 threads, and 4 and 16 chunks at 1
-thread (what a larger default would cost). Times are
+(``chunks: 1``, 1 thread), the default at 1 thread and at 2 threads, and AD-LDA with 2 chunks
+at 1 thread (``chunks: 2``, the default before the partitioned schedule). Times are
 training seconds (from the saved model, evaluation excluded) and the wall and CPU time of the
 whole process; the contention (cores other processes kept busy) is reported per run. The two
 default runs must save the same model byte for byte; one ``topictk evaluate`` of each run
@@ -23,10 +24,10 @@ from pathlib import Path
 import harness as h
 import numpy as np
 
-# (name, inference.chunks or None for the default, threads); the first three are the
-# comparison the default is judged by, the last two show why the default is not larger
-VARIANTS = (("exact", 1, 1), ("default", None, 1), ("default", None, 2), ("chunks-4", 4, 1),
-            ("chunks-16", 16, 1))
+# (name, inference keys beyond the defaults, threads); the first three are the comparison
+# the default is judged by, the last is AD-LDA's cost against the same exact chain
+VARIANTS = (("exact", {"chunks": 1}, 1), ("default", {}, 1), ("default", {}, 2),
+            ("chunks-2", {"chunks": 2}, 1))
 
 
 def model_arrays(run_dir: Path) -> tuple[dict, dict]:
@@ -47,11 +48,9 @@ def same_model(a: Path, b: Path) -> bool:
     return x.keys() == y.keys() and all(np.array_equal(x[k], y[k]) for k in x)
 
 
-def config(store: Path, out: Path, args, chunks: int | None, threads: int) -> dict:
+def config(store: Path, out: Path, args, extra: dict, threads: int) -> dict:
     inference = {"algorithm": "gibbs", "iterations": args.sweeps,
-                 "burn_in": args.sweeps - 1, "thin": 1}
-    if chunks is not None:
-        inference["chunks"] = chunks
+                 "burn_in": args.sweeps - 1, "thin": 1, **extra}
     return {"corpus": str(store), "output": str(out),
             "model": {"topics": args.topics},
             "inference": inference,
@@ -76,12 +75,12 @@ def measure(args) -> dict:
     runs = {label(n, t): [] for n, _, t in VARIANTS}
     for r in range(args.rounds):
         order = VARIANTS if r % 2 == 0 else VARIANTS[::-1]
-        for name, chunks, threads in order:
+        for name, extra, threads in order:
             key = label(name, threads)
             out = h.WORK / "runs" / "default_threads" / f"{name}-{threads}t"
             h.wait_for_quiet(threads, args.quiet_margin, args.max_wait)
             logfile = h.WORK / "logs" / f"dt-{name}-{threads}.log"
-            res = h.train(config(store, out, args, chunks, threads), out.with_suffix(".yaml"),
+            res = h.train(config(store, out, args, extra, threads), out.with_suffix(".yaml"),
                           logfile)
             if res["rc"] != 0:
                 raise SystemExit(f"{key} failed:\n{h.tail(logfile)}")
@@ -105,13 +104,15 @@ def report(args, data: dict) -> str:
     runs = data["runs"]
     exact, one, two = (runs[label(n, t)] for n, _, t in VARIANTS[:3])
     facts = data["store"]
-    lines = ["# Default chunks: Gibbs at 1 and 2 threads against the exact chain", "",
+    lines = ["# Default schedule: Gibbs at 1 and 2 threads against the exact chain", "",
              f"Command: `{h.command_line()}`", "", *h.machine_info(), "",
              (f"Corpus `{args.corpus}` (D = {facts['D']:,} training documents, "
              f"N = {facts['N']:,} tokens, V = {facts['V']:,}; {facts['test_docs']:,} test "
              f"documents), K = {args.topics}, {args.sweeps} sweeps, seed 1, no evaluation "
              f"during training; {args.rounds} rounds, the runs alternating (order "
-             f"reversed every other round). The default is `inference.chunks: auto`."), ""]
+             f"reversed every other round). The default is the partitioned schedule "
+             f"(`inference.chunks` and `inference.blocks` unset: 2 blocks for this corpus); "
+             f"`chunks-2` is AD-LDA with 2 chunks, the default before it."), ""]
     rows = []
     for key, rs in runs.items():
         train = [r["train"] for r in rs]
@@ -127,13 +128,20 @@ def report(args, data: dict) -> str:
     cost = [o / e - 1 for e, o, _ in per_round]
     speed = [o / t for _, o, t in per_round]
     cpu_speed = [o["cpu"] / (t["cpu"] / 2) for o, t in zip(one, two)]
+    train_cost = {key: [r["train"] / e["train"] - 1 for r, e in zip(rs, exact)]
+                  for key, rs in runs.items() if rs is not exact and rs is not two}
     cpu_cost = {key: [r["cpu"] / e["cpu"] - 1 for r, e in zip(rs, exact)]
                 for key, rs in runs.items() if rs is not exact and rs is not two}
+    ppl = {key: rs[0].get("perplexity") for key, rs in runs.items()}
+    exact_key = label(VARIANTS[0][0], VARIANTS[0][2])
     same = all(t.get("same_as_1t") for t in two)
     lines += ["", "Per round (each ratio from runs of the same round):", "",
               ("- default at 1 thread against the exact chain: "
                + ", ".join(f"{100 * c:+.1f} %" for c in cost)
                + f" (mean {100 * h.mean(cost):+.1f} %)"),
+              *(f"- {key} against the exact chain, training seconds: "
+                + ", ".join(f"{100 * c:+.1f} %" for c in cs) + f" (mean {100 * h.mean(cs):+.1f} %)"
+                for key, cs in train_cost.items() if not key.startswith("default")),
               *(f"- {key} against the exact chain, CPU seconds of the process: "
                 + ", ".join(f"{100 * c:+.1f} %" for c in cs) + f" (mean {100 * h.mean(cs):+.1f} %)"
                 for key, cs in cpu_cost.items()),
@@ -142,7 +150,11 @@ def report(args, data: dict) -> str:
               ("- the same from CPU time (1-thread CPU s over half the 2-thread CPU s: what two "
                "free cores would give): " + ", ".join(f"{s:.2f}×" for s in cpu_speed)),
               ("- 2-thread model identical to the 1-thread model, byte for byte, in every "
-               f"round: {'yes' if same else 'NO'}")]
+               f"round: {'yes' if same else 'NO'}"),
+              *(f"- held-out perplexity of {key} against the exact chain's: "
+                f"{100 * (value / ppl[exact_key] - 1):+.2f} %"
+                for key, value in ppl.items()
+                if key != exact_key and value is not None and ppl[exact_key])]
     return "\n".join(lines) + "\n"
 
 

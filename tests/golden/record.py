@@ -9,7 +9,7 @@ import sys
 import tempfile
 from pathlib import Path
 
-from tests.golden.cases import CASES, OUTPUTS, close
+from tests.golden.cases import CASES, LATER_CASES, OUTPUTS, close
 from tests.golden.runs import prepare_stores, run_case
 
 
@@ -19,7 +19,7 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as tmp:
         work = Path(tmp)
         stores = prepare_stores(work)
-        for name, config, overrides in CASES:
+        for name, config, overrides in CASES + LATER_CASES:
             outputs = run_case(name, config, overrides, 1, work, stores)
             again = run_case(name, config, overrides, 2, work, stores)
             if not close(again, outputs, rtol=0.0):

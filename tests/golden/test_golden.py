@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from tests.golden.cases import CASES, OUTPUTS, RTOL, RTOL_DMR, close
+from tests.golden.cases import CASES, LATER_CASES, OUTPUTS, RTOL, RTOL_DMR, close
 from tests.golden.runs import prepare_stores, run_case
 
 RECORDED = json.loads(OUTPUTS.read_text(encoding="utf-8"))
@@ -19,7 +19,8 @@ def golden_work(tmp_path_factory):
 
 
 @pytest.mark.parametrize("threads", [1, 2])
-@pytest.mark.parametrize("name,config,overrides", CASES, ids=[c[0] for c in CASES])
+@pytest.mark.parametrize("name,config,overrides", CASES + LATER_CASES,
+                         ids=[c[0] for c in CASES + LATER_CASES])
 def test_outputs_unchanged(golden_work, name, config, overrides, threads):
     work, stores = golden_work
     got = run_case(name, config, overrides, threads, work, stores)

@@ -103,7 +103,8 @@ def test_resume_on_a_cluster_of_another_size_continues_the_chain(example_store, 
 
 def test_unreachable_scheduler_fails_within_the_timeout(example_store, tmp_path):
     pytest.importorskip("distributed")
-    config = write_config(tmp_path, example_store, training={"cluster_timeout": 1})
+    config = write_config(tmp_path, example_store, training={"cluster_timeout": 1},
+                          inference={"chunks": 2})
     message = fails(1, "train", "--config", config, "--scheduler", "tcp://127.0.0.1:9")
     assert "cannot reach the Dask scheduler at tcp://127.0.0.1:9 within 1 s" in message
     assert not (tmp_path / "run" / "model.npz").exists()
@@ -141,7 +142,7 @@ def test_evaluate_refuses_the_cluster_for_other_algorithms(example_store, tmp_pa
 
 def test_without_dask_the_options_name_the_extra(example_store, tmp_path, monkeypatch):
     monkeypatch.setitem(sys.modules, "distributed", None)     # import distributed fails
-    config = write_config(tmp_path, example_store)
+    config = write_config(tmp_path, example_store, inference={"chunks": 2})
     message = fails(2, "train", "--config", config, "--dask-workers", "2")
     assert message == 'training.dask_workers needs Dask, an optional extra: pip install ' \
                       '"topictk[dask]"'

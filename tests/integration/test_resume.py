@@ -218,13 +218,13 @@ def test_more_threads_than_chunks_is_warned_about(tmp_path, example_store):
 
 
 def test_default_chunks_of_a_small_corpus_say_why_threads_wait(tmp_path, example_store):
-    """The example corpus is below the size at which chunks: auto cuts it in two: a note, not
-    a warning, says so."""
+    """The example corpus is below the size at which the default schedule cuts it in two
+    blocks: a note, not a warning, says so."""
     config = write_config(tmp_path, example_store, inference={"iterations": 2, "burn_in": 1,
                                                              "thin": 1},
                           training={"threads": 2})
     out = ok("train", "--config", config)
-    assert "inference.chunks auto = 1 for this corpus: 1 of the 2 threads work" in out.stderr
+    assert "inference.blocks auto = 1 for this corpus: 1 of the 2 threads work" in out.stderr
     assert "only 1 thread(s) can work" not in out.stderr
 
 

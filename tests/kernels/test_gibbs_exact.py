@@ -152,3 +152,47 @@ def test_adlda_two_chunks_matches_its_own_stationary_distribution(seed, sparse):
     empirical = run_chain(seed, sparse, n_chunks=2, sweeps=SWEEPS)
     tv = total_variation(empirical, target)
     assert tv < 0.01, f"TV {tv:.4f} to the AD-LDA stationary distribution"
+
+
+# The partitioned schedule (§2.8) with B = 2 on this corpus: doc blocks {doc 0}, {doc 1}; word
+# blocks {1} and {0, 2} (word 1 is the most frequent, then words 0 and 2 go to the lighter
+# block). Epoch 0 samples tokens 1 (doc 0) and 3 (doc 1), epoch 1 tokens 0 and 2: in each epoch
+# the two tokens share no document and no word, so AD-LDA's transition of those two tokens
+# (stale counts of the other chunk) is exactly the partitioned one (stale n_k only).
+EPOCHS = ([[1], [3]], [[0], [2]])
+
+
+def run_partitioned_chain(seed: int, sparse: bool, sweeps: int) -> np.ndarray:
+    from topictk.inference import _gibbs
+    from topictk.inference.gibbs import block_order, word_blocks
+
+    state = KernelState.initial(DOC_PTR, WORDS, K, V, stream(seed, 0))
+    word_block = word_blocks(np.bincount(WORDS, minlength=V).astype(np.int64), 2)
+    assert word_block.tolist() == [1, 0, 1]
+    order, order_ptr = block_order(DOC_PTR, WORDS, word_block, 2)
+    bounds = np.array([0, 1, 2], np.int64)
+    streams = [stream(seed, 3, c) for c in range(2)]
+    alpha = np.full((1, K), ALPHA)
+    record = np.empty((sweeps, 4), np.int8)
+    for t in range(sweeps):
+        _gibbs.gibbs_block_sweep(DOC_PTR, WORDS, state.z, state.ndk, state.nkw, state.nk,
+                                 alpha, BETA, bounds, order, order_ptr, word_block, streams,
+                                 sparse, state.wt_ptr, state.wt_entries, state.wt_len,
+                                 state.bits, 1)
+        record[t] = state.z
+    codes = record.astype(np.int64) @ np.array([8, 4, 2, 1])
+    return np.bincount(codes, minlength=16) / sweeps
+
+
+@pytest.mark.parametrize("sparse", [False, True], ids=["dense", "sparse"])
+def test_partitioned_two_blocks_matches_its_own_stationary_distribution(seed, sparse):
+    """The kernel's chain has the stationary distribution of the two epochs' exact
+    transitions; stale in n_k only, it lies much closer to the posterior than AD-LDA's."""
+    T = transition_matrix(EPOCHS[0]) @ transition_matrix(EPOCHS[1])
+    target = stationary(T)
+    posterior = exact_posterior()
+    adlda = stationary(transition_matrix([[0, 1], [2, 3]]))
+    assert total_variation(target, posterior) < 0.5 * total_variation(adlda, posterior)
+    empirical = run_partitioned_chain(seed, sparse, SWEEPS)
+    tv = total_variation(empirical, target)
+    assert tv < 0.01, f"TV {tv:.4f} to the partitioned chain's stationary distribution"

@@ -88,16 +88,24 @@ def _draw_blocked(u: float, p: list[float]) -> int:
     return k
 
 
-def _sweep_dense(docs, doc_ptr, words, z, ndk, nkw, nk, alpha, beta, rng):
-    """Dense sampler; ``alpha`` is (K,) or (D, K), one prior per document."""
+def _canonical(doc_ptr):
+    return lambda d: range(doc_ptr[d], doc_ptr[d + 1])
+
+
+def _sweep_dense(docs, doc_ptr, words, z, ndk, nkw, nk, alpha, beta, rng, tokens=None):
+    """Dense sampler; ``alpha`` is (K,) or (D, K), one prior per document. ``tokens(d)``: the
+    positions of document d to visit, in order (None: all of them, canonical order)."""
     K = ndk.shape[1]
     alpha = np.atleast_2d(alpha)
     vbeta = nkw.shape[0] * beta
+    tokens = tokens or _canonical(doc_ptr)
     rden = [1.0 / (float(nk[k]) + vbeta) for k in range(K)]
     for d in docs:
+        if len(tokens(d)) == 0:
+            continue
         a = alpha[d] if alpha.shape[0] > 1 else alpha[0]
         coef = [(float(ndk[d, k]) + a[k]) * rden[k] for k in range(K)]
-        for i in range(doc_ptr[d], doc_ptr[d + 1]):
+        for i in tokens(d):
             w, k = words[i], z[i]
             ndk[d, k] -= 1
             nkw[w, k] -= 1
@@ -114,11 +122,16 @@ def _sweep_dense(docs, doc_ptr, words, z, ndk, nkw, nk, alpha, beta, rng):
             coef[k] = (float(ndk[d, k]) + a[k]) * rden[k]
 
 
-def _sweep_sparse(docs, doc_ptr, words, z, ndk, nkw, nk, alpha, beta, rng, lists, bits):
+def _sweep_sparse(docs, doc_ptr, words, z, ndk, nkw, nk, alpha, beta, rng, lists, bits,
+                  tokens=None, saved=None):
     """SparseLDA with the s, r, q buckets maintained incrementally as the kernel does:
     rden[k] = 1 / (V beta + n_k) and coef[k] = (alpha_k + n_dk) rden[k] are cached. With a
-    (D, K) alpha (DMR) s_d and every coefficient are computed afresh at each document start."""
+    (D, K) alpha (DMR) s_d and every coefficient are computed afresh at each document start.
+    ``tokens(d)`` as in :func:`_sweep_dense`; ``saved`` (one prior; a dict kept through a
+    partitioned sweep): a document's topic list as its last visit left it, which its next visit
+    starts from, in that order, instead of ascending k."""
     K = ndk.shape[1]
+    tokens = tokens or _canonical(doc_ptr)
     vbeta = nkw.shape[0] * beta
     mask = (1 << bits) - 1
     per_doc = np.ndim(alpha) == 2 and np.shape(alpha)[0] > 1
@@ -133,10 +146,17 @@ def _sweep_sparse(docs, doc_ptr, words, z, ndk, nkw, nk, alpha, beta, rng, lists
             s += a[k] * beta * rden[k]
             coef[k] = a[k] * rden[k]
     for d in docs:
+        if len(tokens(d)) == 0:
+            continue
         nd = ndk[d]
         dt: list[int] = []
         r = 0.0
-        if per_doc:
+        if not per_doc and saved is not None and d in saved:
+            for k in saved[d]:
+                dt.append(k)
+                r += float(nd[k]) * beta * rden[k]
+                coef[k] = (a[k] + float(nd[k])) * rden[k]
+        elif per_doc:
             a = [float(x) for x in alpha_rows[d]]
             s = 0.0
             for k in range(K):
@@ -151,7 +171,7 @@ def _sweep_sparse(docs, doc_ptr, words, z, ndk, nkw, nk, alpha, beta, rng, lists
                     dt.append(k)
                     r += float(nd[k]) * beta * rden[k]
                     coef[k] = (a[k] + float(nd[k])) * rden[k]
-        for i in range(doc_ptr[d], doc_ptr[d + 1]):
+        for i in tokens(d):
             w, k = int(words[i]), int(z[i])
             lst = lists[w]
             inv = rden[k]
@@ -218,6 +238,8 @@ def _sweep_sparse(docs, doc_ptr, words, z, ndk, nkw, nk, alpha, beta, rng, lists
         if not per_doc:
             for k in dt:
                 coef[k] = a[k] * rden[k]
+            if saved is not None:
+                saved[d] = list(dt)
 
 
 def sweep(doc_ptr, words, z, ndk, nkw, nk, alpha, beta, chunk_bounds, rngs, sparse):
@@ -247,6 +269,53 @@ def sweep(doc_ptr, words, z, ndk, nkw, nk, alpha, beta, chunk_bounds, rngs, spar
         delta_nk += local_nk - start_nk
     nkw[...] = start_nkw + delta_nkw
     nk[...] = start_nk + delta_nk
+
+
+def word_blocks(word_freq, n_blocks):
+    """The word block of every word: words by frequency descending (ties: lower id first),
+    each to the block with the fewest tokens so far (ties: the lower block)."""
+    load = [0] * n_blocks
+    block = np.zeros(len(word_freq), dtype=np.int32)
+    for w in sorted(range(len(word_freq)), key=lambda v: (-int(word_freq[v]), v)):
+        b = min(range(n_blocks), key=lambda j: (load[j], j))
+        block[w] = b
+        load[b] += int(word_freq[w])
+    return block
+
+
+def block_sweep(doc_ptr, words, z, ndk, nkw, nk, alpha, beta, block_bounds, word_block, rngs,
+                sparse):
+    """One iteration of the partitioned schedule (§2.8): B epochs; in epoch e doc block i
+    samples its documents' tokens of word block (i + e) mod B in canonical order with rngs[i],
+    against the shared word counts and its own copy of n_k at the epoch start; the changes of
+    n_k are added after the epoch. SparseLDA with one prior lists a document's topics at its
+    first visit of the sweep in ascending k and at a later one as the earlier left them. One
+    block: the exact sampler."""
+    n_blocks = len(block_bounds) - 1
+    if n_blocks == 1:
+        sweep(doc_ptr, words, z, ndk, nkw, nk, alpha, beta, block_bounds, rngs, sparse)
+        return
+    bits = topic_bits(ndk.shape[1])
+    saved: dict[int, list[int]] = {}
+    for e in range(n_blocks):
+        start_nk = nk.copy()
+        delta = np.zeros_like(nk)
+        for i in range(n_blocks):
+            b = (i + e) % n_blocks
+
+            def tokens(d, b=b):
+                return [t for t in range(doc_ptr[d], doc_ptr[d + 1]) if word_block[words[t]] == b]
+
+            local_nk = start_nk.copy()
+            docs = range(block_bounds[i], block_bounds[i + 1])
+            if sparse:
+                _sweep_sparse(docs, doc_ptr, words, z, ndk, nkw, local_nk, alpha, beta, rngs[i],
+                              word_topic_lists(nkw, bits), bits, tokens, saved)
+            else:
+                _sweep_dense(docs, doc_ptr, words, z, ndk, nkw, local_nk, alpha, beta, rngs[i],
+                             tokens)
+            delta += local_nk - start_nk
+        nk[...] = start_nk + delta
 
 
 def fold_in_theta(obs_ptr, obs_words, weights, alpha, n_sweeps, n_burn, chunk_bounds, rngs,

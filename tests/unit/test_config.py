@@ -57,7 +57,8 @@ def test_valid_config_resolves_paths_and_defaults(tmp_path):
     assert config.corpus == (tmp_path / "store").resolve()        # relative to the YAML file
     assert config.output == (tmp_path / "run").resolve()
     assert config.model.topics == 4 and config.model.family == "lda"
-    assert config.inference.sparse is True and config.inference.chunks == "auto"
+    assert config.inference.sparse is True and config.inference.chunks is None
+    assert config.inference.blocks is None
     assert config.training.threads == 1 and config.training.keep_checkpoints == 3
     assert config.training.eval_every == 2                      # a tenth of 20 iterations
     assert config.evaluation.curve_fold_in_sweeps == 10

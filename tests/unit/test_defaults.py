@@ -53,16 +53,18 @@ def big_store(tmp_path_factory):
     return store
 
 
-@pytest.mark.parametrize("algorithm", ["gibbs", "cvb0"])
+@pytest.mark.parametrize("algorithm, explicit", [("gibbs", {"blocks": 2}),
+                                                 ("cvb0", {"chunks": 2})])
 def test_default_chunks_use_two_threads_and_give_the_same_chain(big_store, tmp_path,
-                                                               algorithm):
-    """With inference.chunks left out, two threads both get a chunk, and 1 and 2 threads give
-    the chain of chunks: 2 given explicitly, bit for bit."""
+                                                               algorithm, explicit):
+    """With inference.chunks (and blocks) left out, two threads both get a block (Gibbs: the
+    partitioned schedule) or chunk (CVB0: AD-LDA), and 1 and 2 threads give the chain of two
+    given explicitly, bit for bit."""
     states = {}
-    for name, threads, chunks in (("t1", 1, None), ("t2", 2, None), ("c2", 1, 2)):
-        inference = {} if chunks is None else {"chunks": chunks}
+    for name, threads, inference in (("t1", 1, {}), ("t2", 2, {}), ("c2", 1, explicit)):
         config = _config(big_store, tmp_path, algorithm, inference=inference)
-        assert config.inference.chunks == ("auto" if chunks is None else 2)
+        assert config.inference.chunks == (inference.get("chunks") if algorithm == "gibbs"
+                                           else inference.get("chunks", "auto"))
         driver = get_driver(algorithm)(config, _open(big_store), threads, streams=Streams(4))
         assert driver.n_chunks == 2
         state = driver.init_state()
@@ -136,11 +138,12 @@ def test_curve_docs_auto_is_clamped(tmp_path, monkeypatch):
 
 def test_curve_scores_every_document_where_it_must(tmp_path):
     store = _store(tmp_path, n_docs=50, n_test=10)
-    raw_cluster = _config(store, tmp_path, "gibbs", training={"dask_workers": 1})
+    raw_cluster = _config(store, tmp_path, "gibbs", training={"dask_workers": 1},
+                          inference={"chunks": 2})
     assert raw_cluster.evaluation.curve_docs is None
     with pytest.raises(ConfigError, match="evaluation.curve_docs must be null"):
         _config(store, tmp_path, "gibbs", training={"dask_workers": 1},
-                evaluation={"curve_docs": 5})
+                inference={"chunks": 2}, evaluation={"curve_docs": 5})
 
 
 def test_curve_subset_is_spread_evenly_and_exact(tmp_path):

@@ -6,6 +6,9 @@ Kernels of one call per sweep or per evaluation, whole loops under ``nogil``:
 * :func:`gibbs_sweep` -- one AD-LDA iteration over all chunks (dense exact sampler of §2.2,
   its uniform mapped by blocks of four topics, or SparseLDA of §2.3 inside each chunk).
   Equivalent to ``tests/reference/gibbs.py::sweep``.
+* :func:`gibbs_block_sweep` -- one iteration of the partitioned schedule of §2.8 (B document
+  blocks sample disjoint word blocks in B epochs), with either sampler.
+  Equivalent to ``tests/reference/gibbs.py::block_sweep``.
 * :func:`build_word_topic_lists` -- the SparseLDA per-word topic lists from counts.
   Equivalent to ``tests/reference/gibbs.py::word_topic_lists``.
 * :func:`mean_list_length` -- the mean length of a token's word list (the choice of sampler
@@ -20,8 +23,8 @@ The order is therefore a pure function of the counts: a list rebuilt from counts
 list maintained incrementally, which is what makes a resumed chain identical to an
 uninterrupted one.
 
-Randomness: one bit generator per chunk (never per thread), so the result depends on the
-chunking only, not on the number of threads.
+Randomness: one bit generator per chunk or block (never per thread), so the result depends
+on the chunking only, not on the number of threads.
 
 Inside :func:`gibbs_sweep`: a ``Sweep`` (the tokens, priors and sizes), the ``Counts`` a chunk
 samples against (the shared ones or a private copy), a ``Scratch`` per thread and a ``Walk``
@@ -108,15 +111,15 @@ cdef inline void _wt_increment_at(int64_t* lst, int32_t* length, Py_ssize_t j, i
 
 
 cdef void _lists_to_counts(const int64_t* wt_entries, const int64_t* wt_ptr,
-                           const int32_t* wt_len, int32_t* nkw, Py_ssize_t V, Py_ssize_t K,
-                           int bits) noexcept nogil:
-    """Dense (V, K) counts from the SparseLDA lists."""
+                           const int32_t* wt_len, int32_t* nkw, Py_ssize_t K, int bits,
+                           Py_ssize_t w_begin, Py_ssize_t w_end) noexcept nogil:
+    """Dense counts of words [w_begin, w_end) from the SparseLDA lists."""
     cdef Py_ssize_t w, j
     cdef int64_t e
     cdef int64_t mask = ((<int64_t> 1) << bits) - 1
-    for w in range(V * K):
+    for w in range(w_begin * K, w_end * K):
         nkw[w] = 0
-    for w in range(V):
+    for w in range(w_begin, w_end):
         for j in range(wt_len[w]):
             e = wt_entries[wt_ptr[w] + j]
             nkw[w * K + (e & mask)] = <int32_t> (e >> bits)
@@ -152,6 +155,7 @@ cdef struct Sweep:
     int32_t* z                  # (N) topic of every token
     int32_t* ndk                # (D, K)
     Py_ssize_t n_tokens         # N
+    Py_ssize_t n_docs           # D
     const double* alpha         # (1, K), or (D, K) with per_doc_alpha
     bint per_doc_alpha
     double beta
@@ -172,6 +176,19 @@ cdef struct Counts:
     int64_t* nk                 # (K)
     int64_t* wt_entries         # SparseLDA pool of (count << bits) | k (sparse sampler)
     int32_t* wt_len             # (V) SparseLDA list lengths
+
+
+cdef struct Order:
+    # the tokens a sampler visits in each document, in the order it visits them: those of
+    # document d are pos[j] for j in [ptr[d * stride], ptr[d * stride + 1]), and those of
+    # consecutive documents follow each other; pos NULL = the positions j themselves (the
+    # canonical order, ptr = doc_ptr and stride 1)
+    const int64_t* ptr
+    Py_ssize_t stride
+    const int64_t* pos
+    int32_t* dt_saved           # SparseLDA, or NULL: a document's topic list as its last visit
+                                # in this sweep left it, at doc_ptr[d] (see _sparse_doc_start)
+    int32_t* dt_saved_n         # (D) its length; -1 = not visited yet in this sweep
 
 
 cdef struct Scratch:
@@ -211,6 +228,13 @@ cdef struct Workspace:
     Counts* chunk               # (C) per_chunk: the counts of chunk c >= 1 (entry 0 unused)
     int32_t* z_old              # topics of the tokens of chunks >= 1 at the start (replay)
     int64_t* nk_delta           # (threads K) replay: changes of n_k per worker
+    bint blocks                 # the partitioned schedule (§2.8): C doc blocks, C word blocks
+    int64_t* nk_blocks          # ((C + 1) K) blocks: each block's n_k, then the epoch start's
+    int32_t* dt_saved           # (N) blocks: documents' topic lists between visits (Order)
+    int32_t* dt_saved_n         # (D) blocks: their lengths
+    int32_t* len_blocks         # (C V) blocks: each block's copy of the list lengths of its
+                                # epoch's words (the threads write no shared cache line)
+    const int32_t* word_block   # (V) blocks: the word block of every word
 
 
 cdef inline Py_ssize_t _collect_positive(const int64_t* lst, Py_ssize_t n_lst, int64_t* row,
@@ -423,9 +447,12 @@ cdef inline Py_ssize_t _dense_draw(Walk* wk, const double* coef, const int32_t* 
 
 
 cdef int64_t _sweep_chunk_dense(const Sweep* sw, const Counts* cn, Scratch* scratch,
-                                int64_t d_begin, int64_t d_end, bitgen_t* gen) noexcept nogil:
-    """Dense exact sampler (§2.2) over documents [d_begin, d_end) against the counts ``cn``;
-    returns the number of rounding fallbacks.
+                                int64_t d_begin, int64_t d_end, bitgen_t* gen,
+                                const Order* od) noexcept nogil:
+    """Dense exact sampler (§2.2) over documents [d_begin, d_end) against the counts ``cn``,
+    visiting the tokens of ``od`` (NULL: every token, in canonical order); returns the number
+    of rounding fallbacks. A document with no token to visit is skipped (entering it would
+    change no count and draw nothing).
 
     ``alpha`` is one prior (K,) or, with ``per_doc_alpha``, a (D, K) prior per document
     (DMR, §9.2). Caches, refreshed whenever a count of topic k changes: ``rden[k]`` =
@@ -450,18 +477,24 @@ cdef int64_t _sweep_chunk_dense(const Sweep* sw, const Counts* cn, Scratch* scra
     cdef int32_t* nkw = cn.nkw
     cdef int64_t* nk = cn.nk
     cdef int32_t* nw
-    cdef int64_t d, i
+    cdef int64_t d, i, j
+    cdef const int64_t* optr = doc_ptr if od == NULL else od.ptr
+    cdef Py_ssize_t stride = 1 if od == NULL else od.stride
+    cdef const int64_t* pos = NULL if od == NULL else od.pos
     wk.fallbacks = 0
     wk.a = sw.alpha
     for k in range(K):
         sc.rden[k] = 1.0 / (nk[k] + vbeta)
     for d in range(d_begin, d_end):
+        if optr[d * stride] == optr[d * stride + 1]:
+            continue
         wk.nd = sw.ndk + d * K
         if sw.per_doc_alpha:
             wk.a = sw.alpha + d * K
         for k in range(K):
             sc.coef[k] = (wk.nd[k] + wk.a[k]) * sc.rden[k]
-        for i in range(doc_ptr[d], doc_ptr[d + 1]):
+        for j in range(optr[d * stride], optr[d * stride + 1]):
+            i = j if pos == NULL else pos[j]
             nw = nkw + words[i] * K
             _dense_remove(&wk, &sc, nw, nk, z[i], vbeta)
             k = _dense_draw(&wk, sc.coef, nw, beta, K, sc.work, gen)
@@ -504,14 +537,18 @@ cdef inline void _sparse_chunk_start(Walk* wk, Scratch* sc, const Sweep* sw,
             sc.coef[k] = alpha[k] * sc.rden[k]
 
 
-cdef inline void _sparse_doc_start(Walk* wk, Scratch* sc, const Sweep* sw,
-                                   int64_t d) noexcept nogil:
+cdef inline void _sparse_doc_start(Walk* wk, Scratch* sc, const Sweep* sw, int64_t d,
+                                   const Order* od) noexcept nogil:
     """Enter document d: its topics, r and their coefficients from scratch (with a prior per
     document also s and every coefficient, alpha_d being new: O(K), the order of the loop that
-    lists its topics)."""
-    cdef Py_ssize_t k, K = sw.K
+    lists its topics). With one prior and a topic list saved by an earlier visit in this sweep
+    (``od.dt_saved``, the partitioned schedule), the topics are that list, in its order:
+    O(topics of d) instead of O(K) (only this visit's block changes the document's counts, so
+    the list still holds exactly the topics with n_dk > 0)."""
+    cdef Py_ssize_t k, K = sw.K, j, n
     cdef double beta = sw.beta
     cdef int32_t* nd = sw.ndk + d * K
+    cdef const int32_t* saved
     wk.nd = nd
     wk.n_dt = 0
     wk.r = 0.0
@@ -524,6 +561,14 @@ cdef inline void _sparse_doc_start(Walk* wk, Scratch* sc, const Sweep* sw,
             if nd[k] > 0:
                 _dt_push(wk, sc, k)
                 wk.r += nd[k] * beta * sc.rden[k]
+    elif od != NULL and od.dt_saved != NULL and od.dt_saved_n[d] >= 0:
+        saved = od.dt_saved + sw.doc_ptr[d]
+        n = od.dt_saved_n[d]
+        for j in range(n):
+            k = saved[j]
+            _dt_push(wk, sc, k)
+            wk.r += nd[k] * beta * sc.rden[k]
+            sc.coef[k] = (wk.a[k] + nd[k]) * sc.rden[k]
     else:
         for k in range(K):
             if nd[k] > 0:
@@ -532,13 +577,19 @@ cdef inline void _sparse_doc_start(Walk* wk, Scratch* sc, const Sweep* sw,
                 sc.coef[k] = (wk.a[k] + nd[k]) * sc.rden[k]
 
 
-cdef inline void _sparse_doc_end(Walk* wk, Scratch* sc, bint per_doc_alpha) noexcept nogil:
-    """Leave the document: with one prior, its topics' coefficients back to alpha_k rden[k]."""
+cdef inline void _sparse_doc_end(Walk* wk, Scratch* sc, const Sweep* sw, int64_t d,
+                                 const Order* od) noexcept nogil:
+    """Leave document d: with one prior, its topics' coefficients back to alpha_k rden[k]; with
+    ``od.dt_saved``, its topic list saved for its next visit."""
     cdef Py_ssize_t j, k
-    if not per_doc_alpha:
-        for j in range(wk.n_dt):
-            k = sc.dt[j]
-            sc.coef[k] = wk.a[k] * sc.rden[k]
+    if sw.per_doc_alpha:
+        return
+    for j in range(wk.n_dt):
+        k = sc.dt[j]
+        sc.coef[k] = wk.a[k] * sc.rden[k]
+    if od != NULL and od.dt_saved != NULL:
+        memcpy(od.dt_saved + sw.doc_ptr[d], sc.dt, wk.n_dt * sizeof(int32_t))
+        od.dt_saved_n[d] = <int32_t> wk.n_dt
 
 
 cdef inline void _sparse_take_terms(Walk* wk, const Scratch* sc, Py_ssize_t k,
@@ -644,9 +695,12 @@ cdef inline Py_ssize_t _sparse_draw(Walk* wk, const Scratch* sc, const int64_t* 
 
 
 cdef int64_t _sweep_chunk_sparse(const Sweep* sw, const Counts* cn, Scratch* scratch,
-                                 int64_t d_begin, int64_t d_end, bitgen_t* gen) noexcept nogil:
-    """SparseLDA (§2.3) over documents [d_begin, d_end); exact draws from the §2.1 conditional.
-    Returns the number of rounding fallbacks.
+                                 int64_t d_begin, int64_t d_end, bitgen_t* gen,
+                                 const Order* od) noexcept nogil:
+    """SparseLDA (§2.3) over documents [d_begin, d_end), visiting the tokens of ``od`` (NULL:
+    every token, in canonical order); exact draws from the §2.1 conditional. Returns the
+    number of rounding fallbacks. A document with no token to visit is skipped (entering and
+    leaving it would leave every cache as it was).
 
     Caches: ``rden[k]`` = 1 / (V beta + n_k) and ``coef[k]`` = (alpha_k + n_dk) rden[k], both
     refreshed whenever a count of topic k changes; s and r are maintained incrementally and
@@ -673,30 +727,48 @@ cdef int64_t _sweep_chunk_sparse(const Sweep* sw, const Counts* cn, Scratch* scr
     cdef int64_t* pool = cn.wt_entries
     cdef int32_t* wt_len = cn.wt_len
     cdef int64_t* lst
-    cdef int64_t d, i, tok_end = doc_ptr[d_end]
+    cdef int64_t d, i, j, j_end
+    cdef Py_ssize_t line
     cdef int32_t w
+    cdef const int64_t* optr = doc_ptr if od == NULL else od.ptr
+    cdef Py_ssize_t stride = 1 if od == NULL else od.stride
+    cdef const int64_t* order = NULL if od == NULL else od.pos
+    cdef int64_t limit = optr[d_end * stride]
     _sparse_chunk_start(&wk, &sc, sw, nk)
     for d in range(d_begin, d_end):
-        _sparse_doc_start(&wk, &sc, sw, d)
-        for i in range(doc_ptr[d], doc_ptr[d + 1]):
+        j_end = optr[d * stride + 1]
+        if optr[d * stride] == j_end:
+            continue
+        _sparse_doc_start(&wk, &sc, sw, d, od)
+        if order != NULL and d + 1 < d_end:
+            for line in range(0, K, 16):
+                TOPICTK_PREFETCH(sw.ndk + (d + 1) * K + line)
+            TOPICTK_PREFETCH(od.dt_saved + doc_ptr[d + 1])
+        for j in range(optr[d * stride], j_end):
+            i = j if order == NULL else order[j]
             w = words[i]
             lst = pool + wt_ptr[w]
-            if i + 2 < tok_end:
+            if j + 2 < limit:
                 # the next tokens' lists are random pool locations: ask for them early
-                TOPICTK_PREFETCH(pool + wt_ptr[words[i + 2]])
+                if order == NULL:
+                    TOPICTK_PREFETCH(pool + wt_ptr[words[j + 2]])
+                else:
+                    TOPICTK_PREFETCH(pool + wt_ptr[words[order[j + 2]]])
+                    TOPICTK_PREFETCH(z + order[j + 2])
             _sparse_remove(&wk, &sc, nk, lst, &wt_len[w], z[i], beta, vbeta, one, mask)
             k = _sparse_draw(&wk, &sc, lst, wt_len[w], K, beta, bits, mask, gen, &pos)
             z[i] = <int32_t> k
             _sparse_add(&wk, &sc, nk, lst, &wt_len[w], k, pos, beta, vbeta, one, mask)
-        _sparse_doc_end(&wk, &sc, sw.per_doc_alpha)
+        _sparse_doc_end(&wk, &sc, sw, d, od)
     return wk.fallbacks
 
 
 cdef inline int64_t _sweep_chunk(const Sweep* sw, const Counts* cn, Scratch* sc,
-                                 int64_t d_begin, int64_t d_end, bitgen_t* gen) noexcept nogil:
+                                 int64_t d_begin, int64_t d_end, bitgen_t* gen,
+                                 const Order* od) noexcept nogil:
     if sw.sparse:
-        return _sweep_chunk_sparse(sw, cn, sc, d_begin, d_end, gen)
-    return _sweep_chunk_dense(sw, cn, sc, d_begin, d_end, gen)
+        return _sweep_chunk_sparse(sw, cn, sc, d_begin, d_end, gen, od)
+    return _sweep_chunk_dense(sw, cn, sc, d_begin, d_end, gen, od)
 
 
 # ---------------------------------------------------------------- one AD-LDA iteration
@@ -731,6 +803,10 @@ cdef void _workspace_free(Workspace* ws) noexcept nogil:
     _counts_free(&ws.snap)
     free(ws.z_old)
     free(ws.nk_delta)
+    free(ws.nk_blocks)
+    free(ws.dt_saved)
+    free(ws.dt_saved_n)
+    free(ws.len_blocks)
 
 
 cdef int _copy_alloc(Counts* cn, const Sweep* sw) except -1:
@@ -752,7 +828,7 @@ cdef int _scratch_init(Scratch* sc, const Sweep* sw, const Workspace* ws) except
     sc.coef = <double*> _alloc(K, sizeof(double))
     sc.work = <double*> _alloc(2 * K + 1, sizeof(double))
     sc.rden = <double*> _alloc(K, sizeof(double))
-    if ws.C == 1:
+    if ws.C == 1 or ws.blocks:
         return 0
     if ws.per_chunk:
         sc.row = <int64_t*> _alloc(K, sizeof(int64_t), True)
@@ -767,22 +843,29 @@ cdef int _scratch_init(Scratch* sc, const Sweep* sw, const Workspace* ws) except
 
 
 cdef int _workspace_init(Workspace* ws, const Sweep* sw, Py_ssize_t C, int64_t start1,
-                         int threads) except -1:
-    """Every buffer of a sweep of C chunks whose chunk 1 starts at token ``start1`` (``ws``
-    zeroed by the caller, freed by :func:`_workspace_free` also when this raises); the chunk
-    bounds and streams are bound to it by :func:`_workspace_bind` before each sweep."""
+                         int threads, bint blocks) except -1:
+    """Every buffer of a sweep of C chunks whose chunk 1 starts at token ``start1``, or with
+    ``blocks`` of the partitioned schedule with C blocks (``ws`` zeroed by the caller, freed by
+    :func:`_workspace_free` also when this raises); the chunk bounds and streams are bound to
+    it by :func:`_workspace_bind` before each sweep."""
     cdef Py_ssize_t c
     if C < 1:
         raise ValueError("a sweep needs at least one chunk")
     ws.C = C
+    ws.blocks = blocks and C > 1
     ws.threads = 1 if threads < 1 else (<int> C if threads > C else threads)
-    ws.per_chunk = sw.sparse and C - 1 <= ws.threads
+    ws.per_chunk = sw.sparse and C - 1 <= ws.threads and not ws.blocks
     ws.private = C > 2
     ws.gens = <bitgen_t**> _alloc(C, sizeof(bitgen_t*))
     ws.scratch = <Scratch*> _alloc(ws.threads, sizeof(Scratch), True)
     for c in range(ws.threads):
         _scratch_init(&ws.scratch[c], sw, ws)
-    if C == 1:
+    if ws.blocks:
+        ws.nk_blocks = <int64_t*> _alloc((C + 1) * sw.K, sizeof(int64_t))
+        ws.dt_saved = <int32_t*> _alloc(sw.n_tokens, sizeof(int32_t))
+        ws.dt_saved_n = <int32_t*> _alloc(sw.n_docs, sizeof(int32_t))
+        ws.len_blocks = <int32_t*> _alloc(C * sw.V, sizeof(int32_t))
+    if C == 1 or ws.blocks:
         return 0
     _copy_alloc(&ws.snap, sw)
     if ws.per_chunk:
@@ -860,7 +943,7 @@ cdef int64_t _sample_chunk(const Sweep* sw, Workspace* ws, const Counts* shared,
             memcpy(cn.nkw, ws.snap.nkw, sw.V * sw.K * sizeof(int32_t))
         else:
             cn.nkw = ws.snap.nkw
-    return _sweep_chunk(sw, &cn, sc, ws.bounds[c], ws.bounds[c + 1], ws.gens[c])
+    return _sweep_chunk(sw, &cn, sc, ws.bounds[c], ws.bounds[c + 1], ws.gens[c], NULL)
 
 
 cdef void _merge_chunks(const Sweep* sw, Workspace* ws, Counts* shared) noexcept nogil:
@@ -929,11 +1012,11 @@ cdef int64_t _sweep_chunks(const Sweep* sw, Workspace* ws, Counts* shared) noexc
     cdef int64_t fallbacks = 0
     if ws.C == 1:
         fallbacks = _sweep_chunk(sw, shared, &ws.scratch[0], ws.bounds[0], ws.bounds[1],
-                                 ws.gens[0])
+                                 ws.gens[0], NULL)
         if sw.sparse:
             # O(V K) writes, but no copy of the lists (the sweep itself costs O(N))
-            _lists_to_counts(shared.wt_entries, sw.wt_ptr, shared.wt_len, shared.nkw, sw.V,
-                             sw.K, sw.bits)
+            _lists_to_counts(shared.wt_entries, sw.wt_ptr, shared.wt_len, shared.nkw, sw.K,
+                             sw.bits, 0, sw.V)
         return fallbacks
     # AD-LDA. Chunk 0 samples in place on the shared counts; chunks 1..C-1 sample on copies of
     # the counts of the start of the iteration (the snapshot; the dense sampler with two chunks
@@ -962,7 +1045,8 @@ cdef int64_t _sweep_chunks(const Sweep* sw, Workspace* ws, Counts* shared) noexc
 
 cdef class SweepBuffers:
     """The buffers of AD-LDA sweeps (per-thread scratch, the snapshot and the chunks' private
-    counts), kept from one :func:`gibbs_sweep` to the next instead of allocated and freed in
+    counts) or of partitioned sweeps, kept from one :func:`gibbs_sweep` (or
+    :func:`gibbs_block_sweep`) to the next instead of allocated and freed in
     each: a sweep of the same sizes, chunks, sampler and threads reuses them; any other
     allocates new ones. What a sweep leaves in them is never read by the next one (the merge
     scratch rows are left zeroed, as a fresh allocation has them)."""
@@ -978,17 +1062,53 @@ cdef class SweepBuffers:
         _workspace_free(&self.ws)
 
     cdef Workspace* ready(self, const Sweep* sw, const int64_t[::1] chunk_bounds,
-                          int threads) except NULL:
+                          int threads, bint blocks) except NULL:
         cdef Py_ssize_t C = chunk_bounds.shape[0] - 1
         cdef int64_t start1 = sw.doc_ptr[chunk_bounds[1]] if C > 1 else 0
-        key = (C, start1, threads, sw.sparse, sw.K, sw.V, sw.pool, sw.n_tokens)
+        key = (C, start1, threads, sw.sparse, sw.K, sw.V, sw.pool, sw.n_tokens, blocks)
         if key != self.key:
             _workspace_free(&self.ws)
             memset(&self.ws, 0, sizeof(Workspace))
             self.key = None
-            _workspace_init(&self.ws, sw, C, start1, threads)
+            _workspace_init(&self.ws, sw, C, start1, threads, blocks)
             self.key = key
         return &self.ws
+
+
+cdef int _fill_sweep(Sweep* sw, Counts* shared, const int64_t[::1] doc_ptr,
+                     const int32_t[::1] words, int32_t[::1] z, int32_t[:, ::1] ndk,
+                     int32_t[:, ::1] nkw, int64_t[::1] nk, const double[:, ::1] alpha,
+                     double beta, Py_ssize_t C, bint sparse, const int64_t[::1] wt_ptr,
+                     int64_t[::1] wt_entries, int32_t[::1] wt_len, int bits) except -1:
+    """What a sweep reads and the shared counts it changes, from the caller's arrays."""
+    cdef Py_ssize_t K = ndk.shape[1], V = nkw.shape[0]
+    if alpha.shape[0] > 1 and alpha.shape[0] != ndk.shape[0]:
+        raise ValueError(f"alpha has {alpha.shape[0]} rows for {ndk.shape[0]} documents")
+    if C < 1:
+        raise ValueError("a sweep needs at least one chunk")
+    sw.doc_ptr = &doc_ptr[0]
+    sw.words = &words[0] if words.shape[0] > 0 else NULL
+    sw.z = &z[0] if z.shape[0] > 0 else NULL
+    sw.ndk = &ndk[0, 0]
+    sw.n_tokens = words.shape[0]
+    sw.n_docs = ndk.shape[0]
+    sw.alpha = &alpha[0, 0]
+    sw.per_doc_alpha = alpha.shape[0] > 1
+    sw.beta = beta
+    sw.vbeta = V * beta
+    sw.K = K
+    sw.V = V
+    sw.sparse = sparse
+    sw.wt_ptr = &wt_ptr[0]
+    sw.pool = wt_entries.shape[0]
+    sw.bits = bits
+    sw.one = (<int64_t> 1) << bits
+    sw.mask = sw.one - 1
+    shared.nkw = &nkw[0, 0]
+    shared.nk = &nk[0]
+    shared.wt_entries = &wt_entries[0] if sw.pool > 0 else NULL
+    shared.wt_len = &wt_len[0]
+    return 0
 
 
 def gibbs_sweep(const int64_t[::1] doc_ptr,      # IN  (D + 1) token offsets
@@ -1021,43 +1141,158 @@ def gibbs_sweep(const int64_t[::1] doc_ptr,      # IN  (D + 1) token offsets
     cdef Workspace own
     cdef Workspace* ws
     cdef int64_t fallbacks = 0
-    cdef Py_ssize_t K = ndk.shape[1], V = nkw.shape[0]
     cdef Py_ssize_t C = chunk_bounds.shape[0] - 1
-    if alpha.shape[0] > 1 and alpha.shape[0] != ndk.shape[0]:
-        raise ValueError(f"alpha has {alpha.shape[0]} rows for {ndk.shape[0]} documents")
-    if C < 1:
-        raise ValueError("a sweep needs at least one chunk")
-    sw.doc_ptr = &doc_ptr[0]
-    sw.words = &words[0] if words.shape[0] > 0 else NULL
-    sw.z = &z[0] if z.shape[0] > 0 else NULL
-    sw.ndk = &ndk[0, 0]
-    sw.n_tokens = words.shape[0]
-    sw.alpha = &alpha[0, 0]
-    sw.per_doc_alpha = alpha.shape[0] > 1
-    sw.beta = beta
-    sw.vbeta = V * beta
-    sw.K = K
-    sw.V = V
-    sw.sparse = sparse
-    sw.wt_ptr = &wt_ptr[0]
-    sw.pool = wt_entries.shape[0]
-    sw.bits = bits
-    sw.one = (<int64_t> 1) << bits
-    sw.mask = sw.one - 1
-    shared.nkw = &nkw[0, 0]
-    shared.nk = &nk[0]
-    shared.wt_entries = &wt_entries[0] if sw.pool > 0 else NULL
-    shared.wt_len = &wt_len[0]
+    _fill_sweep(&sw, &shared, doc_ptr, words, z, ndk, nkw, nk, alpha, beta, C, sparse, wt_ptr,
+                wt_entries, wt_len, bits)
     memset(&own, 0, sizeof(Workspace))
     try:
         if buffers is None:
             ws = &own
-            _workspace_init(ws, &sw, C, sw.doc_ptr[chunk_bounds[1]] if C > 1 else 0, threads)
+            _workspace_init(ws, &sw, C, sw.doc_ptr[chunk_bounds[1]] if C > 1 else 0, threads,
+                            False)
         else:
-            ws = buffers.ready(&sw, chunk_bounds, threads)
+            ws = buffers.ready(&sw, chunk_bounds, threads, False)
         _workspace_bind(ws, chunk_bounds, streams)
         with nogil:
             fallbacks = _sweep_chunks(&sw, ws, &shared)
+    finally:
+        _workspace_free(&own)
+    return fallbacks
+
+
+# ---------------------------------------------------------------- the partitioned schedule
+
+cdef int64_t _sample_block(const Sweep* sw, Workspace* ws, const Counts* shared,
+                           const int64_t* order, const int64_t* order_ptr, Py_ssize_t i,
+                           Py_ssize_t b, int tid) noexcept nogil:
+    """Doc block i on the tokens of its documents in word block b, by thread ``tid``: on the
+    shared lists (or dense rows) of b's words, which no other block of the epoch touches, on
+    its own copy of the n_k of the epoch start, and (SparseLDA) on its own copy of the list
+    lengths of b's words, written back afterwards (the lengths of the two blocks' words share
+    cache lines)."""
+    cdef Py_ssize_t K = sw.K, w
+    cdef Counts cn = shared[0]
+    cdef Order od
+    cdef int64_t fallbacks
+    cn.nk = ws.nk_blocks + i * K
+    memcpy(cn.nk, ws.nk_blocks + ws.C * K, K * sizeof(int64_t))
+    if sw.sparse:
+        cn.wt_len = ws.len_blocks + i * sw.V
+        for w in range(sw.V):
+            if ws.word_block[w] == b:
+                cn.wt_len[w] = shared.wt_len[w]
+    od.ptr = order_ptr + b * (sw.n_docs + 1)
+    od.stride = 1
+    od.pos = order
+    od.dt_saved = ws.dt_saved
+    od.dt_saved_n = ws.dt_saved_n
+    fallbacks = _sweep_chunk(sw, &cn, &ws.scratch[tid], ws.bounds[i], ws.bounds[i + 1],
+                             ws.gens[i], &od)
+    if sw.sparse:
+        for w in range(sw.V):
+            if ws.word_block[w] == b:
+                shared.wt_len[w] = cn.wt_len[w]
+    return fallbacks
+
+
+cdef int64_t _sweep_blocks(const Sweep* sw, Workspace* ws, Counts* shared,
+                           const int64_t* order, const int64_t* order_ptr) noexcept nogil:
+    """The B epochs of a partitioned sweep (§2.8): in epoch e, doc block i samples its tokens
+    of word block (i + e) mod B, the B blocks in parallel; after the epoch every block's
+    change of n_k is added to the shared n_k (integer sums, in any order the same); then, with
+    SparseLDA, the dense counts follow the lists."""
+    cdef Py_ssize_t B = ws.C, K = sw.K, e, i, k, p
+    cdef Py_ssize_t P = ws.threads
+    cdef int64_t* start = ws.nk_blocks + B * K
+    cdef int64_t fallbacks = 0
+    cdef int tid
+    memset(ws.dt_saved_n, 0xFF, sw.n_docs * sizeof(int32_t))     # -1: no visit yet
+    for e in range(B):
+        memcpy(start, shared.nk, K * sizeof(int64_t))
+        if P == B:
+            # doc block i on thread i in every epoch: its documents stay in that core's cache
+            with parallel(num_threads=P):
+                tid = threadid()
+                for i in prange(B, schedule="static", chunksize=1):
+                    fallbacks += _sample_block(sw, ws, shared, order, order_ptr, i,
+                                               (i + e) % B, tid)
+        else:
+            with parallel(num_threads=P):
+                tid = threadid()
+                for i in prange(B, schedule="dynamic", chunksize=1):
+                    fallbacks += _sample_block(sw, ws, shared, order, order_ptr, i,
+                                               (i + e) % B, tid)
+        for i in range(B):
+            for k in range(K):
+                shared.nk[k] += ws.nk_blocks[i * K + k] - start[k]
+    if sw.sparse:
+        for p in prange(P, schedule="static", chunksize=1, num_threads=P):
+            _lists_to_counts(shared.wt_entries, sw.wt_ptr, shared.wt_len, shared.nkw, K,
+                             sw.bits, p * sw.V // P, (p + 1) * sw.V // P)
+    return fallbacks
+
+
+def gibbs_block_sweep(const int64_t[::1] doc_ptr,      # IN  (D + 1) token offsets
+                      const int32_t[::1] words,        # IN  (N) word ids, canonical order
+                      int32_t[::1] z,                  # IN/OUT (N) topic of every token
+                      int32_t[:, ::1] ndk,             # IN/OUT (D, K)
+                      int32_t[:, ::1] nkw,             # IN/OUT (V, K) word-major
+                      int64_t[::1] nk,                 # IN/OUT (K)
+                      const double[:, ::1] alpha,      # IN  (1, K), or (D, K) per document
+                      double beta,
+                      const int64_t[::1] block_bounds, # IN  (B + 1) doc block boundaries
+                      const int64_t[::1] order,        # IN  (N) token positions by word block
+                      const int64_t[::1] order_ptr,    # IN  (B (D + 1)) offsets into order
+                      const int32_t[::1] word_block,   # IN  (V) word block of every word
+                      list streams,                    # IN  B PCG64 bit generators, one per
+                                                       #     doc block
+                      bint sparse,
+                      const int64_t[::1] wt_ptr,       # IN  (V + 1) SparseLDA pool offsets
+                      int64_t[::1] wt_entries,         # IN/OUT SparseLDA pool
+                      int32_t[::1] wt_len,             # IN/OUT (V)
+                      int bits,
+                      int threads,
+                      SweepBuffers buffers=None):
+    """One Gibbs iteration by the partitioned schedule of B blocks (§2.8); returns the number
+    of rounding fallbacks.
+
+    The tokens of document d in word block b are ``order[order_ptr[b, d]:order_ptr[b, d + 1]]``
+    (positions in canonical order; word block b's tokens of consecutive documents follow each
+    other, as ``topictk.inference.gibbs.block_order`` builds them). A sweep is B epochs; in epoch e doc
+    block i samples its tokens of word block (i + e) mod B with stream i, the blocks of an
+    epoch in parallel: they share no document and no word, so only n_k is stale (each block's
+    copy of the epoch start). With one block this is the exact sequential sampler of
+    :func:`gibbs_sweep` with one chunk, bit for bit. Equivalent to
+    ``tests/reference/gibbs.py::block_sweep``.
+    """
+    cdef Sweep sw
+    cdef Counts shared
+    cdef Workspace own
+    cdef Workspace* ws
+    cdef int64_t fallbacks = 0
+    cdef Py_ssize_t B = block_bounds.shape[0] - 1
+    cdef Py_ssize_t D = doc_ptr.shape[0] - 1
+    _fill_sweep(&sw, &shared, doc_ptr, words, z, ndk, nkw, nk, alpha, beta, B, sparse, wt_ptr,
+                wt_entries, wt_len, bits)
+    if (order.shape[0] != words.shape[0] or order_ptr.shape[0] != B * (D + 1)
+            or word_block.shape[0] != nkw.shape[0]):
+        raise ValueError(f"order needs {words.shape[0]} positions, order_ptr {B * (D + 1)} "
+                         f"offsets for {B} blocks and word_block {nkw.shape[0]} entries")
+    memset(&own, 0, sizeof(Workspace))
+    try:
+        if buffers is None:
+            ws = &own
+            _workspace_init(ws, &sw, B, 0, threads, True)
+        else:
+            ws = buffers.ready(&sw, block_bounds, threads, True)
+        _workspace_bind(ws, block_bounds, streams)
+        ws.word_block = &word_block[0] if word_block.shape[0] > 0 else NULL
+        with nogil:
+            if B == 1:
+                fallbacks = _sweep_chunks(&sw, ws, &shared)
+            else:
+                fallbacks = _sweep_blocks(&sw, ws, &shared, &order[0] if D > 0 else NULL,
+                                          &order_ptr[0] if D > 0 else NULL)
     finally:
         _workspace_free(&own)
     return fallbacks

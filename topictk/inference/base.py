@@ -197,9 +197,8 @@ def chunk_bounds_by_tokens(doc_ptr: np.ndarray, n_chunks: int) -> np.ndarray:
 
 
 #: ``inference.chunks: auto``: this many AD-LDA chunks for a corpus of at least
-#: AUTO_CHUNK_TOKENS training tokens, else 1 (docs/algorithms.md §2.4; two chunks cost one
-#: thread a few per cent against the exact chain, more chunks much more: benchmarks/results/
-#: default_threads.md)
+#: AUTO_CHUNK_TOKENS training tokens, else 1 (docs/algorithms.md §2.4; the default of the Gibbs
+#: drivers before the partitioned schedule, still CVB's)
 AUTO_CHUNKS = 2
 AUTO_CHUNK_TOKENS = 1 << 16
 
@@ -213,18 +212,34 @@ def resolve_chunks(setting, n_tokens: int) -> int:
     return AUTO_CHUNKS if n_tokens >= AUTO_CHUNK_TOKENS else 1
 
 
-def warn_idle_threads(setting, threads: int, n_chunks: int) -> None:
-    """Say so when threads are left without a chunk to work on: a warning when the chunks
-    were given, a note when they are the default (more chunks would make another chain)."""
+#: ``inference.blocks`` unset or ``auto``: this many blocks of the partitioned schedule for a
+#: corpus of at least AUTO_CHUNK_TOKENS training tokens, else 1 (the exact sampler;
+#: docs/algorithms.md §2.8, benchmarks/results/default_threads.md)
+AUTO_BLOCKS = 2
+
+
+def resolve_blocks(setting, n_tokens: int) -> int:
+    """The block count of ``inference.blocks``: the number given, or for null and ``auto`` one
+    fixed by the corpus size alone (AUTO_BLOCKS, or 1 below AUTO_CHUNK_TOKENS tokens)."""
+    if setting is not None and setting != "auto":
+        return int(setting)
+    return AUTO_BLOCKS if n_tokens >= AUTO_CHUNK_TOKENS else 1
+
+
+def warn_idle_threads(setting, threads: int, n_chunks: int, key: str = "inference.chunks",
+                      what: str = "AD-LDA with more chunks") -> None:
+    """Say so when threads are left without a chunk (or block) to work on: a warning when the
+    count was given in ``key``, a note when it is the default (more would make another chain,
+    ``what``)."""
     if threads <= n_chunks:
         return
-    if setting == "auto":
-        log.info("inference.chunks auto = %d for this corpus: %d of the %d threads work on "
-                 "the sweep; set inference.chunks >= threads to use them all (a different "
-                 "chain: AD-LDA with more chunks)", n_chunks, n_chunks, threads)
+    if setting in ("auto", None):
+        log.info("%s auto = %d for this corpus: %d of the %d threads work on the sweep; set "
+                 "%s >= threads to use them all (a different chain: %s)", key, n_chunks,
+                 n_chunks, threads, key, what)
     else:
-        log.warning("training.threads = %d but inference.chunks = %d: only %d thread(s) can "
-                    "work; set inference.chunks >= threads", threads, n_chunks, n_chunks)
+        log.warning("training.threads = %d but %s = %d: only %d thread(s) can work; set %s >= "
+                    "threads", threads, key, n_chunks, n_chunks, key)
 
 
 class _StateSizes(Mapping):

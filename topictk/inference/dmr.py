@@ -49,7 +49,7 @@ from topictk.inference.base import (
     StepInfo,
     chunk_bounds_by_docs,
 )
-from topictk.inference.gibbs import GibbsDriver
+from topictk.inference.gibbs import BLOCKS_OPTION, CHUNKS_OPTION, GibbsDriver
 from topictk.inference.minibatch import FLOOR
 from topictk.inference.registry import register
 from topictk.inference.schedules import sgmcmc_step
@@ -371,10 +371,8 @@ class DMRSEMDriver(DMRPriorMixin, GibbsDriver):
                           help="sweeps before samples are saved (default: half the iterations)"),
         "thin": Option("int", None, low=1, nullable=True,
                        help="sweeps between saved samples (default: 10 samples after burn-in)"),
-        "chunks": Option("int", "auto", low=1, auto=True,
-                         help="AD-LDA chunks, which threads work on in parallel: 1 = exact "
-                              "sequential sampler; auto = 2 (1 below 65,536 tokens), fixed "
-                              "by the corpus, never by the thread count"),
+        "chunks": CHUNKS_OPTION,
+        "blocks": BLOCKS_OPTION,
         "sparse": Option("bool", "auto", auto=True,
                          help="true = SparseLDA buckets with the document's prior (exact); "
                               "false = the dense sampler of §9.2; auto = chosen before every "

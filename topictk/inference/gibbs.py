@@ -1,5 +1,6 @@
 """Collapsed Gibbs sampling for LDA (Griffiths & Steyvers 2004), with SparseLDA (Yao, Mimno &
-McCallum 2009) as the fast path and AD-LDA chunking (Newman et al. 2009) for threads.
+McCallum 2009) as the fast path and, for threads, the partitioned schedule (document and word
+blocks; by default) or AD-LDA chunking (Newman et al. 2009).
 
 docs/algorithms.md §2. The kernel is :mod:`topictk.inference._gibbs`; its NumPy twin is
 ``tests/reference/gibbs.py``.
@@ -14,11 +15,12 @@ import numpy as np
 from topictk import streams as keys
 from topictk._cy.special import gammaln
 from topictk.config.schema import Option
-from topictk.errors import NumericalError, UsageError
+from topictk.errors import ConfigError, NumericalError, UsageError
 from topictk.inference import _gibbs
 from topictk.inference.base import (
     StepInfo,
     chunk_bounds_by_tokens,
+    resolve_blocks,
     resolve_chunks,
     warn_idle_threads,
     word_frequencies,
@@ -52,17 +54,117 @@ def sparse_sweep(setting, nkw: np.ndarray, word_freq: np.ndarray,
     return _gibbs.mean_list_length(nkw, word_freq, lengths) < SPARSE_SHARE * nkw.shape[1]
 
 
+def word_blocks(word_freq: np.ndarray, n_blocks: int) -> np.ndarray:
+    """The word block (0..B-1) of every word for the partitioned schedule (§2.8): the words by
+    frequency descending (ties: the lower id first), each to the block with the fewest tokens
+    so far (ties: the lower block). A function of the corpus alone; no block holds more than
+    the others by more than the frequency of its most frequent word.
+
+    Parameters
+    ----------
+    word_freq : (V,) int64 tokens of every word.
+    n_blocks : B >= 1.
+
+    Returns
+    -------
+    (V,) int32 block of every word.
+    """
+    order = np.lexsort((np.arange(word_freq.size), -word_freq))
+    block = np.zeros(word_freq.size, dtype=np.int32)
+    load = [0] * n_blocks
+    for w in order.tolist():
+        b = load.index(min(load))
+        block[w] = b
+        load[b] += int(word_freq[w])
+    return block
+
+
+def block_order(doc_ptr: np.ndarray, words: np.ndarray, word_block: np.ndarray,
+                n_blocks: int) -> tuple[np.ndarray, np.ndarray]:
+    """The token order of the partitioned schedule: the token positions by word block, then
+    by document, canonical order within a document. Returns ``order`` (N,) int64 and
+    ``order_ptr`` (B * (D + 1),) int64: the tokens of document d in word block b are
+    ``order[order_ptr[b * (D + 1) + d]:order_ptr[b * (D + 1) + d + 1]]``, so that word block b
+    of a block of consecutive documents is one run of ``order`` (8 N + 8 B (D + 1) bytes,
+    built once per run)."""
+    n_docs = doc_ptr.size - 1
+    key = word_block[words].astype(np.int64) * n_docs
+    key += np.repeat(np.arange(n_docs, dtype=np.int64), np.diff(doc_ptr))
+    order = np.argsort(key, kind="stable").astype(np.int64, copy=False)
+    order_ptr = np.zeros((n_blocks, n_docs + 1), dtype=np.int64)
+    order_ptr[:, 1:] = np.cumsum(np.bincount(key, minlength=n_blocks * n_docs)).reshape(
+        n_blocks, n_docs)
+    order_ptr[1:, 0] = order_ptr[:-1, -1]
+    return order, order_ptr.reshape(-1)
+
+
+def uses_mh(inference, n_topics: int) -> bool:
+    """Whether ``inference.sampler`` picks the Metropolis-Hastings sampler for K topics."""
+    choice = inference.get("sampler")
+    return choice == "mh" or (choice == "auto" and n_topics >= MH_FROM_K)
+
+
+def check_schedule(data: dict, where: str) -> None:
+    """``inference.chunks`` (AD-LDA) and ``inference.blocks`` (the partitioned schedule) are
+    two schedules: give at most one of them; the MH sampler runs AD-LDA chunks only. A Dask
+    cluster runs AD-LDA chunks only, so a cluster run names its chunks rather than silently
+    running another chain than the same config on one machine."""
+    inference, training = data["inference"], data.get("training", {})
+    if inference.get("chunks") is not None and inference.get("blocks") is not None:
+        raise ConfigError(f"inference.chunks = {inference['chunks']} and inference.blocks = "
+                          f"{inference['blocks']} choose two different parallel schedules; "
+                          f"set one of them and leave the other out ({where})")
+    if inference.get("blocks") is not None and uses_mh(inference, data["model"]["topics"]):
+        raise ConfigError(f"inference.blocks does not apply to the Metropolis-Hastings sampler "
+                          f"(inference.sampler), which runs AD-LDA chunks; set "
+                          f"inference.chunks instead ({where})")
+    cluster = ("training.scheduler" if training.get("scheduler") is not None
+               else "training.dask_workers" if training.get("dask_workers") is not None
+               else None)
+    if cluster is not None and inference.get("chunks") is None:
+        raise ConfigError(f"{cluster}: a Dask cluster runs AD-LDA chunks, not the default "
+                          f"partitioned schedule (inference.blocks); set inference.chunks "
+                          f"(e.g. 2, the same chain on one machine) to train on a cluster "
+                          f"({where})")
+
+
+#: entries (of 8 bytes) left free between the SparseLDA lists of two word blocks: one cache line,
+#: so that the threads of a partitioned sweep never write to the same line
+BLOCK_GAP = 8
+
+
+def list_offsets(capacity: np.ndarray, word_block: np.ndarray | None) -> np.ndarray:
+    """Offsets (V + 1,) of every word's SparseLDA list in the pool, ``capacity[w]`` entries
+    each, in word order; with ``word_block``, the lists of a block together, block after block
+    with BLOCK_GAP entries between them (a layout only: the lists hold the same entries). The
+    last offset is the pool size."""
+    if word_block is None:
+        ptr = np.zeros(capacity.size + 1, dtype=np.int64)
+        np.cumsum(capacity, out=ptr[1:])
+        return ptr
+    order = np.argsort(word_block, kind="stable")
+    starts = np.cumsum(capacity[order]) - capacity[order]
+    starts += BLOCK_GAP * word_block[order].astype(np.int64)
+    ptr = np.empty(capacity.size + 1, dtype=np.int64)
+    ptr[order] = starts
+    ptr[-1] = int(capacity.sum()) + BLOCK_GAP * int(word_block.max(initial=0))
+    return ptr
+
+
 class SweepSampler:
     """The sampler of each sweep and the SparseLDA word lists it needs, for the Gibbs drivers
-    (gibbs, dmr-sem): ``inference.sparse`` true, false or auto (:func:`sparse_sweep`)."""
+    (gibbs, dmr-sem): ``inference.sparse`` true, false or auto (:func:`sparse_sweep`); with
+    ``word_block`` (the partitioned schedule) each block's lists lie together
+    (:func:`list_offsets`)."""
 
-    def __init__(self, setting, words: np.ndarray, n_words: int, n_topics: int):
+    def __init__(self, setting, words: np.ndarray, n_words: int, n_topics: int,
+                 word_block: np.ndarray | None = None):
         self.setting = setting
         self.word_freq = word_frequencies(words, n_words)
         self.bits = _gibbs.topic_bits(n_topics)
         # pool capacity: min(frequency of w, K) entries for word w (no pool for dense only)
-        self.ptr = np.zeros(n_words + 1, dtype=np.int64)
-        np.cumsum(np.minimum(self.word_freq, n_topics), out=self.ptr[1:])
+        self.ptr = list_offsets(np.minimum(self.word_freq, n_topics), word_block)
+        self.word_block = word_block
         size = max(1, int(self.ptr[-1])) if setting is not False else 1
         self.entries = np.zeros(size, dtype=np.int64)
         self.lengths = np.zeros(n_words, dtype=np.int32)
@@ -70,17 +172,24 @@ class SweepSampler:
         self.buffers = _gibbs.SweepBuffers()    # the sweeps' buffers, allocated once
 
     def sweep(self, state, alpha: np.ndarray, bounds: np.ndarray, streams: list,
-              doc_ptr: np.ndarray, words: np.ndarray, threads: int) -> tuple[int, bool]:
+              doc_ptr: np.ndarray, words: np.ndarray, threads: int,
+              order: tuple[np.ndarray, np.ndarray] | None = None) -> tuple[int, bool]:
         """One Gibbs iteration on ``state``'s counts with the (1, K) or (D, K) prior ``alpha``;
-        returns (rounding fallbacks, whether SparseLDA ran). The lists are rebuilt from the
-        counts when they are not those the last sparse sweep left (a pure function of the
-        counts, so the chain does not depend on when that happens)."""
+        returns (rounding fallbacks, whether SparseLDA ran). ``bounds`` are AD-LDA chunks, or
+        with ``order`` (:func:`block_order`) the doc blocks of the partitioned schedule. The
+        lists are rebuilt from the counts when they are not those the last sparse sweep left
+        (a pure function of the counts, so the chain does not depend on when that happens)."""
         current = self.lengths if self._lists_for is state.nkw else None
         sparse = sparse_sweep(self.setting, state.nkw, self.word_freq, current)
         if sparse and self._lists_for is not state.nkw:
             _gibbs.build_word_topic_lists(state.nkw, self.ptr, self.entries, self.lengths,
                                           self.bits, threads)
         self._lists_for = state.nkw if sparse else None
+        if order is not None:
+            return int(_gibbs.gibbs_block_sweep(
+                doc_ptr, words, state.z, state.ndk, state.nkw, state.nk, alpha, state.beta,
+                bounds, order[0], order[1], self.word_block, streams, sparse, self.ptr,
+                self.entries, self.lengths, self.bits, threads, self.buffers)), sparse
         fallbacks = _gibbs.gibbs_sweep(doc_ptr, words, state.z, state.ndk, state.nkw, state.nk,
                                        alpha, state.beta, bounds, streams, sparse, self.ptr,
                                        self.entries, self.lengths, self.bits, threads,
@@ -112,6 +221,19 @@ class RestartPoint:
         state.step = self.step
         for bg, saved in zip(chunk_streams, self.streams):
             bg.state = saved
+
+
+#: ``inference.chunks`` and ``inference.blocks`` of the Gibbs drivers (gibbs, dmr-sem)
+CHUNKS_OPTION = Option("int", None, low=1, auto=True, nullable=True,
+                       help="AD-LDA chunks instead of the partitioned schedule: 1 = exact "
+                            "sequential sampler; C = AD-LDA with C chunks (what a Dask cluster "
+                            "runs); auto = 2 chunks (1 below 65,536 tokens), the default of "
+                            "runs trained before inference.blocks; null = inference.blocks")
+BLOCKS_OPTION = Option("int", None, low=1, auto=True, nullable=True,
+                       help="blocks of the partitioned schedule (no stale counts but n_k), "
+                            "which threads work on in parallel, used when inference.chunks is "
+                            "null: 1 = exact sequential sampler; null or auto = 2 (1 below "
+                            "65,536 tokens), fixed by the corpus, never by the thread count")
 
 
 @register
@@ -152,10 +274,8 @@ class GibbsDriver(SampledDriver):
         "mh_rebuild": Option("int", None, low=1, high=MAX_REBUILD, nullable=True,
                              help="mh: sweeps between rebuilds of the word proposal's tables "
                                   f"(null: {MH_REBUILD})"),
-        "chunks": Option("int", "auto", low=1, auto=True,
-                         help="AD-LDA chunks, which threads work on in parallel: 1 = exact "
-                              "sequential sampler; auto = 2 (1 below 65,536 tokens), fixed "
-                              "by the corpus, never by the thread count"),
+        "chunks": CHUNKS_OPTION,
+        "blocks": BLOCKS_OPTION,
         "optimize_interval": Option("int", 20, low=1,
                                     help="sweeps between alpha updates when model.alpha is auto"),
         "optimize_burn_in": Option("int", 50, low=0,
@@ -165,20 +285,18 @@ class GibbsDriver(SampledDriver):
     @classmethod
     def check_config(cls, data: dict, where: str) -> None:
         resolve_sample_schedule(data["inference"], where)
+        check_schedule(data, where)
 
     def __init__(self, config, store, threads: int = 1, *,
                  streams: Streams | None = None):
         super().__init__(config, store, threads, streams=streams)
         self.doc_ptr, self.words = self.token_view
         opts = config.inference
-        # AD-LDA: the shards of a sweep are these blocks of documents, each with its own stream
-        self.bounds = chunk_bounds_by_tokens(self.doc_ptr,
-                                             resolve_chunks(opts.chunks, self.n_tokens))
-        self.n_chunks = self.bounds.size - 1
-        warn_idle_threads(opts.chunks, self.threads, self.n_chunks)
         choice = getattr(opts, "sampler", None)
+        use_mh = uses_mh(opts, self.K)
+        self._schedule(opts, use_mh)
         self.mh = None
-        if choice == "mh" or (choice == "auto" and self.K >= MH_FROM_K):
+        if use_mh:
             if self.K > self.n_tokens:
                 log.warning("model.n_topics = %d is more than the %d training tokens: most "
                             "topics stay empty", self.K, self.n_tokens)
@@ -186,11 +304,32 @@ class GibbsDriver(SampledDriver):
             rebuild = MH_REBUILD if opts.mh_rebuild is None else opts.mh_rebuild
             self.mh = MHSampler(steps, rebuild, self.words, self.V, self.K)
         sparse = {"sparse": True, "dense": False}.get(choice, opts.sparse)
-        self.sampler = SweepSampler(False if self.mh else sparse, self.words, self.V, self.K)
+        self.sampler = SweepSampler(False if self.mh else sparse, self.words, self.V, self.K,
+                                    self.word_block)
         self.cluster = None         # the Dask cluster the shards sweep on (use_cluster)
         self.remote = None
         self._restart: RestartPoint | None = None
         self._updating = False      # inside after_sweep's alpha update
+
+    def _schedule(self, opts, use_mh: bool) -> None:
+        """The documents' chunks (AD-LDA: ``inference.chunks`` given, or the MH sampler, which
+        has no partitioned sweep) or blocks (the partitioned schedule, §2.8, and the token
+        order it visits), each with its own stream."""
+        blocks = getattr(opts, "blocks", None)
+        self.order = self.word_block = None
+        if opts.chunks is not None or use_mh:
+            setting = "auto" if opts.chunks is None else opts.chunks
+            self.bounds = chunk_bounds_by_tokens(self.doc_ptr,
+                                                 resolve_chunks(setting, self.n_tokens))
+            self.n_chunks = self.bounds.size - 1
+            warn_idle_threads(setting, self.threads, self.n_chunks)
+            return
+        self.bounds = chunk_bounds_by_tokens(self.doc_ptr, resolve_blocks(blocks, self.n_tokens))
+        self.n_chunks = self.bounds.size - 1
+        warn_idle_threads(blocks, self.threads, self.n_chunks, "inference.blocks", "more blocks")
+        if self.n_chunks > 1:
+            self.word_block = word_blocks(word_frequencies(self.words, self.V), self.n_chunks)
+            self.order = block_order(self.doc_ptr, self.words, self.word_block, self.n_chunks)
 
     def use_cluster(self, cluster) -> None:
         """Sweep the shards on ``cluster``: z and ndk live on its workers between sweeps, and
@@ -246,8 +385,8 @@ class GibbsDriver(SampledDriver):
             state.alpha = minka_alpha(ndk, state.alpha)
 
     def step(self, state: CountState, t: int) -> StepInfo:
-        """Sweep t + 1: every shard (AD-LDA chunk) samples its documents against the counts
-        as they stood, with its own stream; the kernel merges the shards' count changes."""
+        """Sweep t + 1: every shard (doc block, or AD-LDA chunk) samples its documents with
+        its own stream (§2.8, §2.4)."""
         extra = self.before_sweep(state, t + 1)
         chunk_streams = self.streams.chunk_streams((3,), self.n_chunks, persistent=True)
         if self.mh is not None:
@@ -259,7 +398,7 @@ class GibbsDriver(SampledDriver):
         else:
             fallbacks, sparse = self.sampler.sweep(state, self.sweep_prior(state), self.bounds,
                                                    chunk_streams, self.doc_ptr, self.words,
-                                                   self.threads)
+                                                   self.threads, self.order)
         state.step = t + 1
         self.after_sweep(state)
         opts = self.config.inference

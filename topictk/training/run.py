@@ -143,6 +143,28 @@ def check_resume_settings(saved: Path, config: Config, driver: Driver) -> None:
                          f"settings (only {allowed} may change), or train into a new output")
 
 
+def keep_saved_schedule(saved: Path, config: Config) -> Config:
+    """``config`` for resuming the run that saved ``saved``: when the run sampled by
+    ``inference.chunks: auto`` (AD-LDA, the default of runs trained before
+    ``inference.blocks``) and ``config`` sets neither key (which now means the partitioned
+    schedule), the run continues its own chain with ``chunks: auto``."""
+    inference = dict(config.inference)
+    if "blocks" not in inference or inference["chunks"] is not None \
+            or inference["blocks"] is not None:
+        return config
+    try:
+        before = yaml.safe_load(saved.read_text(encoding="utf-8")) or {}
+    except (OSError, yaml.YAMLError, UnicodeDecodeError):
+        return config
+    if not isinstance(before, dict) or (before.get("inference") or {}).get("chunks") != "auto":
+        return config
+    log.info("%s: the run samples by AD-LDA chunks (inference.chunks: auto); it continues so",
+             saved)
+    data = config.to_dict()
+    data["inference"]["chunks"] = "auto"
+    return Config(data, config.source)
+
+
 def check_sample_schedule(driver: Driver, state, start: int, saved: Path) -> None:
     """Refuse to resume when the samples the config schedules up to ``start`` are not those
     the run saved (SG-MCMC spreads its samples over the second half of the iterations, so
@@ -193,6 +215,8 @@ class RunSession:
         self.replace = prepare_run_dir(self.run_dir, config, self.store, resume=resume,
                                        force=force)
         self.saved = self._latest_checkpoint() if resume else None
+        if self.saved:
+            self.config = config = keep_saved_schedule(self.run_dir / "config.yaml", config)
         self.streams = (Streams.from_state(self.saved[1]["streams"]) if self.saved
                         else Streams(self.training.seed))
         # the driver first: a config or corpus it refuses leaves the run being replaced intact
