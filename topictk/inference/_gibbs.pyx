@@ -1111,6 +1111,24 @@ cdef int _fill_sweep(Sweep* sw, Counts* shared, const int64_t[::1] doc_ptr,
     return 0
 
 
+cdef Workspace* _sweep_workspace(Workspace* own, SweepBuffers buffers, const Sweep* sw,
+                                 const int64_t[::1] bounds, list streams, int threads,
+                                 bint blocks) except NULL:
+    """The workspace of one sweep over ``bounds`` (chunks, or the doc blocks of the partitioned
+    schedule): ``own`` (zeroed by the caller, freed by it afterwards) when ``buffers`` is None,
+    else the buffers kept between sweeps; bound to the sweep's streams."""
+    cdef Workspace* ws
+    cdef Py_ssize_t C = bounds.shape[0] - 1
+    if buffers is None:
+        ws = own
+        _workspace_init(ws, sw, C, sw.doc_ptr[bounds[1]] if C > 1 and not blocks else 0,
+                        threads, blocks)
+    else:
+        ws = buffers.ready(sw, bounds, threads, blocks)
+    _workspace_bind(ws, bounds, streams)
+    return ws
+
+
 def gibbs_sweep(const int64_t[::1] doc_ptr,      # IN  (D + 1) token offsets
                 const int32_t[::1] words,        # IN  (N) word ids, canonical order
                 int32_t[::1] z,                  # IN/OUT (N) topic of every token
@@ -1146,13 +1164,7 @@ def gibbs_sweep(const int64_t[::1] doc_ptr,      # IN  (D + 1) token offsets
                 wt_entries, wt_len, bits)
     memset(&own, 0, sizeof(Workspace))
     try:
-        if buffers is None:
-            ws = &own
-            _workspace_init(ws, &sw, C, sw.doc_ptr[chunk_bounds[1]] if C > 1 else 0, threads,
-                            False)
-        else:
-            ws = buffers.ready(&sw, chunk_bounds, threads, False)
-        _workspace_bind(ws, chunk_bounds, streams)
+        ws = _sweep_workspace(&own, buffers, &sw, chunk_bounds, streams, threads, False)
         with nogil:
             fallbacks = _sweep_chunks(&sw, ws, &shared)
     finally:
@@ -1280,12 +1292,7 @@ def gibbs_block_sweep(const int64_t[::1] doc_ptr,      # IN  (D + 1) token offse
                          f"offsets for {B} blocks and word_block {nkw.shape[0]} entries")
     memset(&own, 0, sizeof(Workspace))
     try:
-        if buffers is None:
-            ws = &own
-            _workspace_init(ws, &sw, B, 0, threads, True)
-        else:
-            ws = buffers.ready(&sw, block_bounds, threads, True)
-        _workspace_bind(ws, block_bounds, streams)
+        ws = _sweep_workspace(&own, buffers, &sw, block_bounds, streams, threads, True)
         ws.word_block = &word_block[0] if word_block.shape[0] > 0 else NULL
         with nogil:
             if B == 1:

@@ -281,6 +281,16 @@ def with_recovery(cluster: Cluster, again: str | Callable[[WorkerLost], None],
     raise AssertionError("unreachable")
 
 
+def warn_redo(exc: WorkerLost, since: int, upto: int, unit: str) -> None:
+    """The warning of a recovery that goes back to step ``since`` and redoes the ``unit``
+    (steps, sweeps) up to ``upto``, or only resends the shards of step ``upto``."""
+    if upto > since:
+        log.warning("%s; redoing %s %d to %d from the state of step %d", exc, unit, since + 1,
+                    upto, since)
+    else:
+        log.warning("%s; sending the shards of step %d out again", exc, upto)
+
+
 def spread(workers: list[str], n_items: int) -> tuple[list[tuple[int, int]], list[str]]:
     """``n_items`` items (chunks, blocks) cut into one contiguous run per worker (fewer when
     there are fewer items): the runs' [begin, end) and the worker each goes to."""

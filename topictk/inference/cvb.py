@@ -222,13 +222,10 @@ class CVBDriver(VariationalDriver):
         state (mu and m_dk as last gathered, the fields kept then), send the shards out again
         and redo the steps before ``upto``. The iterations are a function of that state, so the
         steps redone are the lost ones, bit for bit."""
+        from topictk.inference.cluster import warn_redo
         self.cluster.check_connected()
         back = self._restart
-        if upto > back.step:
-            log.warning("%s; redoing steps %d to %d from the state of step %d", exc,
-                        back.step + 1, upto, back.step)
-        else:
-            log.warning("%s; sending the shards of step %d out again", exc, upto)
+        warn_redo(exc, back.step, upto, "steps")
         self.remote.release()
         back.restore(state)
         self.remote.stale = False       # state.mu and state.m_dk are those of back.step

@@ -432,15 +432,12 @@ class GibbsDriver(SampledDriver):
         state (its z and ndk as last gathered, with the counts, alpha and chunk streams kept
         then), send the shards out again and redo the sweeps since then. The chain is a
         function of that state, so the sweeps redone are the ones lost, bit for bit."""
+        from topictk.inference.cluster import warn_redo
         self.cluster.check_connected()
         upto, back = state.step, self._restart
         # lost in the middle of after_sweep of step upto: that update is the caller's to make
         partial = self._updating
-        if upto > back.step:
-            log.warning("%s; redoing sweeps %d to %d from the state of step %d", exc,
-                        back.step + 1, upto, back.step)
-        else:
-            log.warning("%s; sending the shards of step %d out again", exc, upto)
+        warn_redo(exc, back.step, upto, "sweeps")
         self.remote.release()
         back.restore(state, chunk_streams)
         self.remote.stale = False       # state.z and state.ndk are those of back.step

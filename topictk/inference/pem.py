@@ -338,6 +338,7 @@ class PEMDriver(BatchEMDriver):
         opts = config.inference
         self.P = int(opts.particles)
         self.check_memory()
+        self._pass_buffers: tuple[np.ndarray, np.ndarray] | None = None
         self.temperature = working_temperature(opts.temperature)
         self.learn_alpha = config.model.alpha == "auto"
 
@@ -406,6 +407,14 @@ class PEMDriver(BatchEMDriver):
             updates += float(iterations.mean()) if iterations.size else 0.0
         return doc_bounds, updates / self.P, weights
 
+    def pass_buffers(self) -> tuple[np.ndarray, np.ndarray]:
+        """What the particles' E-steps leave for the weighted pass, Z (P, M) and A (P, D, K):
+        allocated at the first step and reused, every entry rewritten by each step."""
+        if self._pass_buffers is None:
+            self._pass_buffers = (np.empty((self.P, self.indices.size)),
+                                  np.empty((self.P, self.n_docs, self.K)))
+        return self._pass_buffers
+
     def weighted_statistics(self, state: PEMState, temperature: float, pair_z: np.ndarray,
                             doc_a: np.ndarray, weights) -> np.ndarray:
         """SS_wk = sum_p sum_d omega_dp n_dw mu_pdwk (§10.3) from the Z and A the particles'
@@ -431,8 +440,7 @@ class PEMDriver(BatchEMDriver):
             state.omega = np.ones((self.n_docs, 1))
             value = float(doc_bounds[0].sum())
         else:
-            pair_z = np.empty((self.P, self.indices.size))
-            doc_a = np.empty_like(state.gamma)
+            pair_z, doc_a = self.pass_buffers()
             doc_bounds, updates, weights = self.particle_e_steps(state, T, None, pair_z, doc_a)
             state.omega = particle_weights(doc_bounds.T, T)
             sstats = self.weighted_statistics(state, T, pair_z, doc_a, weights)
