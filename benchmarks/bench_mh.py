@@ -1,20 +1,25 @@
-"""Large K: topictk's Metropolis-Hastings sampler (``inference.sampler: mh``) beside its
-SparseLDA sampler and tomotopy (LDAModel), one thread.
+"""Large K: topictk's Metropolis-Hastings samplers (``inference.sampler: mh``, LightLDA-style,
+and ``warp``, WarpLDA-style) beside its SparseLDA sampler and tomotopy (LDAModel), one thread.
 
-For every K the two topictk samplers train for the same training time (``training.time_limit``,
-evaluation excluded) from the same random start and log held-out perplexity every few sweeps,
-so perplexity is compared at equal time, not at equal sweeps (the MH chain mixes differently
-per sweep). tomotopy trains a fixed number of sweeps; its counts are scored by the same
-evaluator, ``topictk.score_topic_word`` (fold-in of the store's test documents with the same
-alpha and settings as the topictk runs' evaluation), so every number is on the same held-out
-tokens. Peak memory is the peak RSS of a training-only process (topictk: ``topictk train`` of
-a few sweeps without evaluation; tomotopy: the worker's VmHWM read right after training, before
-its counts are copied out).
+For every corpus and K the reference sampler (the first of ``--samplers``, SparseLDA) trains
+``--reference-sweeps`` sweeps and the other topictk samplers train for the same training time
+(``training.time_limit``, evaluation excluded) from the same random start, all logging held-out
+perplexity every few sweeps, so perplexity is compared at equal time, not at equal sweeps (the
+MH chains mix differently per sweep); the report gives the time at which each reaches the
+reference's final perplexity. tomotopy trains a fixed number of sweeps; its counts are scored
+by the same evaluator, ``topictk.score_topic_word`` (fold-in of the store's test documents with
+the same alpha and settings as the topictk runs' evaluation), so every number is on the same
+held-out tokens. Peak memory is the peak RSS of a training-only process (topictk: ``topictk
+train`` of a few sweeps without evaluation; tomotopy: the worker's VmHWM read right after
+training, before its counts are copied out).
 
 Usage (from the repository root, with ``pip install -e . -r benchmarks/requirements.txt``)::
 
-    python benchmarks/bench_mh.py --record                       # K = 1,000, 5,000, 10,000
-    python benchmarks/bench_mh.py --topics 1000 --seconds 20     # quick check
+    python benchmarks/bench_mh.py --record                      # KOS, K = 1,000, 5,000, 10,000
+    python benchmarks/bench_mh.py --corpora 20news_gan2015 uci_nips --topics 5000 10000
+    python benchmarks/bench_mh.py --record --name mh_memory --corpora kos_x10 --topics 10000 \\
+        --memory-only                                           # peak memory on KOS x 10
+    python benchmarks/bench_mh.py --topics 1000 --seconds 20    # quick check
 """
 from __future__ import annotations
 
@@ -105,10 +110,11 @@ def topictk_config(store: Path, K: int, sampler: str, out: Path, *, seconds: flo
             "evaluation": {"fold_in_sweeps": FOLD_IN_SWEEPS, "fold_in_burn_in": FOLD_IN_BURN_IN}}
 
 
-def run_topictk_curve(store: Path, facts: dict, K: int, sampler: str, a) -> dict:
-    base = WORK / f"K{K}"
-    cfg = topictk_config(store, K, sampler, base / f"{sampler}-curve", seconds=a.seconds,
-                         iterations=100_000, eval_every=a.eval_every, seed=a.seed)
+def run_topictk_curve(store: Path, facts: dict, K: int, sampler: str, a, name: str, *,
+                      seconds: float | None, iterations: int) -> dict:
+    base = WORK / name / f"K{K}"
+    cfg = topictk_config(store, K, sampler, base / f"{sampler}-curve", seconds=seconds,
+                         iterations=iterations, eval_every=a.eval_every, seed=a.seed)
     h.wait_for_quiet(1, a.quiet_margin, a.max_wait)
     res = h.train(cfg, base / f"{sampler}-curve.yaml", base / f"{sampler}-curve.log")
     if res["rc"] != 0:
@@ -121,8 +127,8 @@ def run_topictk_curve(store: Path, facts: dict, K: int, sampler: str, a) -> dict
             "perplexity": last["perplexity_point"], "foreign": res["foreign"]}
 
 
-def run_topictk_memory(store: Path, K: int, sampler: str, a) -> int:
-    base = WORK / f"K{K}"
+def run_topictk_memory(store: Path, K: int, sampler: str, a, name: str) -> int:
+    base = WORK / name / f"K{K}"
     cfg = topictk_config(store, K, sampler, base / f"{sampler}-memory", seconds=None,
                          iterations=a.memory_sweeps, eval_every=0, seed=a.seed)
     res = h.train(cfg, base / f"{sampler}-memory.yaml", base / f"{sampler}-memory.log")
@@ -131,8 +137,8 @@ def run_topictk_memory(store: Path, K: int, sampler: str, a) -> int:
     return res["maxrss"]
 
 
-def run_tomotopy(store: Path, facts: dict, K: int, a) -> dict:
-    base = WORK / f"K{K}"
+def run_tomotopy(store: Path, facts: dict, K: int, a, name: str) -> dict:
+    base = WORK / name / f"K{K}"
     base.mkdir(parents=True, exist_ok=True)
     spec = {"store": str(store), "K": K, "sweeps": a.tomotopy_sweeps, "seed": a.seed,
             "out": str(base / "tomotopy.npz"), "info": str(base / "tomotopy.json")}
@@ -162,51 +168,125 @@ def time_to_reach(curve, target: float) -> float | None:
     return None
 
 
-def report(rows: dict, facts: dict, store_cmd: str, a, began) -> str:
-    out = ["# Metropolis-Hastings sampler at large K: topictk mh vs SparseLDA vs tomotopy", "",
+def corpus_store(name: str) -> tuple[Path, str]:
+    """The store of ``name`` (a registered corpus, or ``kos_x10``: UCI KOS with every
+    document written 10 times) and its prepare command as a user would type it."""
+    if name != "kos_x10":
+        store = h.ensure_store(name)
+        return store, h.prepare_command(name, store)
+    corpus = h.replicated_kos(10, WORK)
+    args = [str(corpus), "--vocab", str(h.data_path("uci_kos", "vocab.kos.txt")),
+            "--test-docs", "0.1", "--heldout-fraction", "0.2", "--seed", "0"]
+    store = h.ensure_store(name, args)
+    shown = [a.replace(str(h.DATA), "../shared/data").replace(str(h.REPO) + "/", "")
+             for a in args]
+    return store, " ".join(["topictk", "prepare", *shown, "--out", h.rel(store)])
+
+
+def memory_bound(facts: dict) -> int:
+    """The issue's memory allowance: 3 x the store plus the non-zero counts, the non-zero
+    n_dk and n_kw bounded by the training tokens each (8 bytes per (topic, count) pair)."""
+    return 3 * facts["bytes"] + 2 * 8 * facts["N"]
+
+
+def run_corpus(name: str, a) -> dict:
+    """Every sampler of ``a.samplers`` (and tomotopy) at every K on corpus ``name``: the
+    first sampler is the reference; with ``--seconds`` every sampler trains that long,
+    otherwise the reference trains ``--reference-sweeps`` sweeps and the others as long as
+    it took (equal training time)."""
+    store, command = corpus_store(name)
+    facts = h.store_facts(store)
+    rows: dict = {}
+    for K in a.topics:
+        row = rows.setdefault(K, {})
+        budget = a.seconds
+        for sampler in a.samplers:
+            h.log(f"{name} K={K} {sampler}")
+            if not a.memory_only:
+                sweeps = a.reference_sweeps if budget is None else 100_000
+                row[sampler] = run_topictk_curve(store, facts, K, sampler, a, name,
+                                                 seconds=budget, iterations=sweeps)
+                budget = row[sampler]["train_seconds"] if budget is None else budget
+            else:
+                row[sampler] = {}
+            row[sampler]["peak"] = run_topictk_memory(store, K, sampler, a, name)
+        if a.tomotopy_sweeps > 0 and not a.memory_only:
+            h.log(f"{name} K={K} tomotopy")
+            row["tomotopy"] = run_tomotopy(store, facts, K, a, name)
+        (WORK / f"results-{name}.json").write_text(json.dumps(rows, indent=1))
+    return {"facts": facts, "command": command, "rows": rows}
+
+
+def corpus_report(name: str, done: dict, a) -> list[str]:
+    facts, rows = done["facts"], done["rows"]
+    ref = a.samplers[0]
+    out = [f"## {name}", "",
+           (f"`{done['command']}`: {facts['D']:,} training documents, {facts['N']:,} training "
+            f"tokens, V = {facts['V']:,}; store {h.mib(facts['bytes'])} MiB on disk; memory "
+            f"allowance 3 x store + 8 bytes x (N + N) = {h.mib(memory_bound(facts))} MiB."), ""]
+    if a.memory_only:
+        out += ["| K | sampler | peak RSS MiB | share of allowance |",
+                "| ---: | --- | ---: | ---: |"]
+        for K, row in rows.items():
+            for sampler in a.samplers:
+                peak = row[sampler]["peak"]
+                out.append(f"| {K:,} | {sampler} | {h.mib(peak)} | "
+                           f"{peak / memory_bound(facts):.2f} |")
+        return out + [""]
+    out += ["| K | sampler | sweeps | train s | tokens/s | x tomotopy | held-out ppl | "
+            f"reaches {ref}'s ppl at | peak RSS MiB | contention |",
+            "| ---: | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |"]
+    for K, row in rows.items():
+        tomo = row.get("tomotopy")
+        for sampler in (*a.samplers, "tomotopy"):
+            r = row.get(sampler)
+            if r is None:
+                continue
+            speed = (f"{r['tokens_per_s'] / tomo['tokens_per_s']:.1f}" if tomo else "–")
+            reach = "–"
+            if sampler in a.samplers and sampler != ref:
+                t = time_to_reach(r["curve"], row[ref]["perplexity"])
+                reach = ("not reached" if t is None
+                         else f"{t:.1f} s ({t / row[ref]['train_seconds']:.2f})")
+            out.append(f"| {K:,} | {sampler} | {r['sweeps']} | {r['train_seconds']:.1f} | "
+                       f"{r['tokens_per_s'] / 1e6:.2f} M | {speed} | "
+                       f"{h.fmt(r['perplexity'], '.1f')} | {reach} | {h.mib(r.get('peak'))} | "
+                       f"{r['foreign']:.2f} |")
+    out += ["", "Perplexity against training time, (sweep, training s, perplexity):", ""]
+    for K, row in rows.items():
+        for sampler in a.samplers:
+            points = ", ".join(f"({s}, {t:.1f}, {p:.0f})" for s, t, p in row[sampler]["curve"])
+            out.append(f"- K = {K:,}, {sampler}: {points}")
+    return out + [""]
+
+
+def report(done: dict, a, began) -> str:
+    ref = a.samplers[0]
+    budget = (f"train {a.seconds:g} s of training time each" if a.seconds is not None else
+              f"train as long as {ref} takes for {a.reference_sweeps} sweeps (equal training "
+              "time)")
+    out = ["# Metropolis-Hastings samplers at large K: topictk mh and warp vs SparseLDA vs "
+           "tomotopy", "",
            f"Generated by `benchmarks/bench_mh.py`; command: `{h.command_line()}`.", "",
            f"- Date: {began:%Y-%m-%d %H:%M} UTC to {h.now_utc():%H:%M} UTC",
            *h.machine_info("tomotopy"), "",
            "## Method", "",
-           (f"- Corpus: `{store_cmd}`: {facts['D']:,} training documents, {facts['N']:,} "
-           f"training tokens, V = {facts['V']:,}; store {h.mib(facts['bytes'])} MiB on disk."),
-           (f"- alpha = {ALPHA}, beta = {BETA}, seed {a.seed}, one thread. topictk's two "
-           f"samplers train for {a.seconds:g} s of training time each (`training.time_limit`, "
-           f"evaluation excluded) from the same random start, evaluating every "
-           f"{a.eval_every} sweeps; mh uses the defaults `mh_steps: 2`, `mh_rebuild: 1`. "
-           f"tomotopy trains {a.tomotopy_sweeps} sweeps."),
+           (f"- alpha = {ALPHA}, beta = {BETA}, seed {a.seed}, one thread. topictk's samplers "
+            f"({', '.join(a.samplers)}) {budget}, from the same random start, evaluating "
+            f"every {a.eval_every} sweeps; mh and warp use the default `mh_steps: 2`. "
+            f"tomotopy trains {a.tomotopy_sweeps} sweeps."),
            (f"- Held-out perplexity: point estimate from the counts, fold-in of the store's "
-           f"test documents ({FOLD_IN_SWEEPS} sweeps, {FOLD_IN_BURN_IN} burn-in), the same "
-           "estimator (`topictk.score_topic_word` for tomotopy, the run's own evaluation for "
-           "topictk) on the same tokens."),
+            f"test documents ({FOLD_IN_SWEEPS} sweeps, {FOLD_IN_BURN_IN} burn-in), the same "
+            "estimator (`topictk.score_topic_word` for tomotopy, the run's own evaluation for "
+            "topictk) on the same tokens."),
            ("- tokens/s = training tokens x sweeps / training seconds (from a random start: "
-           "the early sweeps of SparseLDA are its slowest)."),
+            "the early sweeps of SparseLDA are its slowest)."),
            (f"- Peak RSS: a separate `topictk train` of {a.memory_sweeps} sweeps without "
-           "evaluation (the whole process); tomotopy: the worker's VmHWM right after "
-           "training. `contention`: cores other processes kept busy during the run (2 cores)."),
-           "", "## Throughput, perplexity at equal time, memory", "",
-           ("| K | sampler | sweeps | train s | tokens/s | held-out ppl | peak RSS MiB "
-           "| contention |"), "| ---: | --- | ---: | ---: | ---: | ---: | ---: | ---: |"]
-    for K, row in rows.items():
-        for name in ("sparse", "mh", "tomotopy"):
-            r = row.get(name)
-            if r is None:
-                continue
-            out.append(f"| {K:,} | {name} | {r['sweeps']} | {r['train_seconds']:.1f} | "
-                       f"{r['tokens_per_s'] / 1e6:.2f} M | {h.fmt(r['perplexity'], '.1f')} | "
-                       f"{h.mib(r.get('peak'))} | {r['foreign']:.2f} |")
-    out += ["", "## Perplexity against training time", "",
-            ("Each topictk run's evaluations as (sweep, training seconds, perplexity); "
-            "`reach` is the training time at which mh first reaches SparseLDA's final "
-            "perplexity of the same budget, and its share of SparseLDA's time."), ""]
-    for K, row in rows.items():
-        sp, mh = row["sparse"], row["mh"]
-        reach = time_to_reach(mh["curve"], sp["perplexity"])
-        share = f"{reach / sp['train_seconds']:.2f}" if reach is not None else "not reached"
-        out.append(f"- K = {K:,}: reach {h.fmt(reach, '.1f')} s ({share})")
-        for name in ("sparse", "mh"):
-            points = ", ".join(f"({s}, {t:.1f}, {p:.0f})" for s, t, p in row[name]["curve"])
-            out.append(f"  - {name}: {points}")
+            "evaluation (the whole process); tomotopy: the worker's VmHWM right after "
+            "training. `contention`: cores other processes kept busy during the run (2 cores)."),
+           ""]
+    for name, part in done.items():
+        out += corpus_report(name, part, a)
     return "\n".join(out) + "\n"
 
 
@@ -216,30 +296,28 @@ def main(argv=None) -> None:
         (worker_tomotopy if sys.argv[1] == "_tomotopy" else worker_score)(spec)
         return
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--corpora", nargs="+", default=["uci_kos"],
+                        help="registered corpora (harness.CORPORA) or kos_x10 (uci_kos)")
     parser.add_argument("--topics", type=int, nargs="+", default=[1000, 5000, 10000])
-    parser.add_argument("--seconds", type=float, default=60.0,
-                        help="training time of each topictk sampler per K (60)")
+    parser.add_argument("--samplers", nargs="+", default=["sparse", "mh", "warp"],
+                        help="inference.sampler values; the first is the reference "
+                             "(sparse mh warp)")
+    parser.add_argument("--reference-sweeps", type=int, default=200,
+                        help="sweeps of the reference sampler; the others train as long (200)")
+    parser.add_argument("--seconds", type=float, default=None,
+                        help="train every sampler this long instead")
     parser.add_argument("--eval-every", type=int, default=10)
-    parser.add_argument("--tomotopy-sweeps", type=int, default=10)
+    parser.add_argument("--tomotopy-sweeps", type=int, default=10, help="0: no tomotopy")
     parser.add_argument("--memory-sweeps", type=int, default=3)
+    parser.add_argument("--memory-only", action="store_true",
+                        help="peak memory of training runs only (e.g. kos_x10)")
+    parser.add_argument("--name", default=NAME, help="results file name (mh)")
     parser.add_argument("--seed", type=int, default=0)
     h.add_common_options(parser)
     a = parser.parse_args(argv)
     began = h.now_utc()
-    store = h.ensure_store("uci_kos")
-    facts = h.store_facts(store)
-    rows: dict = {}
-    for K in a.topics:
-        row = rows.setdefault(K, {})
-        for sampler in ("sparse", "mh"):
-            h.log(f"K={K} {sampler}")
-            row[sampler] = run_topictk_curve(store, facts, K, sampler, a)
-            row[sampler]["peak"] = run_topictk_memory(store, K, sampler, a)
-        h.log(f"K={K} tomotopy")
-        row["tomotopy"] = run_tomotopy(store, facts, K, a)
-        (WORK / "results.json").write_text(json.dumps(rows, indent=1))
-    text = report(rows, facts, h.prepare_command("uci_kos", store), a, began)
-    h.write_results(h.results_path(NAME, a.record), text)
+    done = {name: run_corpus(name, a) for name in a.corpora}
+    h.write_results(h.results_path(a.name, a.record), report(done, a, began))
 
 
 if __name__ == "__main__":
