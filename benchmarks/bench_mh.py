@@ -110,11 +110,30 @@ def topictk_config(store: Path, K: int, sampler: str, out: Path, *, seconds: flo
             "evaluation": {"fold_in_sweeps": FOLD_IN_SWEEPS, "fold_in_burn_in": FOLD_IN_BURN_IN}}
 
 
+def probe_rate(store: Path, K: int, sampler: str, a, name: str) -> float:
+    """Training seconds per sweep of ``sampler`` over its first ``--probe-sweeps`` sweeps
+    (no evaluation), to space a timed run's evaluations."""
+    base = WORK / name / f"K{K}"
+    cfg = topictk_config(store, K, sampler, base / f"{sampler}-probe", seconds=None,
+                         iterations=a.probe_sweeps, eval_every=0, seed=a.seed)
+    res = h.train(cfg, base / f"{sampler}-probe.yaml", base / f"{sampler}-probe.log")
+    if res["rc"] != 0:
+        raise SystemExit(f"topictk train failed:\n{h.tail(base / f'{sampler}-probe.log')}")
+    import topictk
+
+    run = topictk.load_run(base / f"{sampler}-probe")
+    return run.train_seconds / run.step
+
+
 def run_topictk_curve(store: Path, facts: dict, K: int, sampler: str, a, name: str, *,
                       seconds: float | None, iterations: int) -> dict:
     base = WORK / name / f"K{K}"
+    every = a.eval_every
+    if seconds is not None and a.evaluations:
+        # about --evaluations evaluations over the budget, whatever the sampler's speed
+        every = max(1, round(seconds / probe_rate(store, K, sampler, a, name) / a.evaluations))
     cfg = topictk_config(store, K, sampler, base / f"{sampler}-curve", seconds=seconds,
-                         iterations=iterations, eval_every=a.eval_every, seed=a.seed)
+                         iterations=iterations, eval_every=every, seed=a.seed)
     h.wait_for_quiet(1, a.quiet_margin, a.max_wait)
     res = h.train(cfg, base / f"{sampler}-curve.yaml", base / f"{sampler}-curve.log")
     if res["rc"] != 0:
@@ -122,7 +141,7 @@ def run_topictk_curve(store: Path, facts: dict, K: int, sampler: str, a, name: s
     metrics = h.read_metrics(base / f"{sampler}-curve")
     last = metrics[-1]
     return {"curve": [(m["step"], m["train_seconds"], m["perplexity_point"]) for m in metrics],
-            "sweeps": last["step"], "train_seconds": last["train_seconds"],
+            "sweeps": last["step"], "train_seconds": last["train_seconds"], "every": every,
             "tokens_per_s": facts["N"] * last["step"] / last["train_seconds"],
             "perplexity": last["perplexity_point"], "foreign": res["foreign"]}
 
@@ -272,8 +291,10 @@ def report(done: dict, a, began) -> str:
            *h.machine_info("tomotopy"), "",
            "## Method", "",
            (f"- alpha = {ALPHA}, beta = {BETA}, seed {a.seed}, one thread. topictk's samplers "
-            f"({', '.join(a.samplers)}) {budget}, from the same random start, evaluating "
-            f"every {a.eval_every} sweeps; mh and warp use the default `mh_steps: 2`. "
+            f"({', '.join(a.samplers)}) {budget}, from the same random start; the reference "
+            f"evaluates every {a.eval_every} sweeps, the others about {a.evaluations} times "
+            f"(their sweeps between evaluations are set from a {a.probe_sweeps}-sweep probe of "
+            "their speed); mh and warp use the default `mh_steps: 2`. "
             f"tomotopy trains {a.tomotopy_sweeps} sweeps."),
            (f"- Held-out perplexity: point estimate from the counts, fold-in of the store's "
             f"test documents ({FOLD_IN_SWEEPS} sweeps, {FOLD_IN_BURN_IN} burn-in), the same "
@@ -306,7 +327,12 @@ def main(argv=None) -> None:
                         help="sweeps of the reference sampler; the others train as long (200)")
     parser.add_argument("--seconds", type=float, default=None,
                         help="train every sampler this long instead")
-    parser.add_argument("--eval-every", type=int, default=10)
+    parser.add_argument("--eval-every", type=int, default=10,
+                        help="sweeps between evaluations of the reference run (10)")
+    parser.add_argument("--evaluations", type=int, default=20,
+                        help="evaluations of every timed run, spaced by the sampler's speed "
+                             "over --probe-sweeps sweeps (20; 0: every --eval-every sweeps)")
+    parser.add_argument("--probe-sweeps", type=int, default=5)
     parser.add_argument("--tomotopy-sweeps", type=int, default=10, help="0: no tomotopy")
     parser.add_argument("--memory-sweeps", type=int, default=3)
     parser.add_argument("--memory-only", action="store_true",
