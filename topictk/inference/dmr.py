@@ -5,7 +5,8 @@ Two training algorithms:
 
 * ``dmr-sem`` -- stochastic EM (§9.2): collapsed Gibbs sweeps with a prior per document (the
   exact samplers of :func:`topictk.inference._gibbs.gibbs_sweep` with the document's prior,
-  AD-LDA chunks for threads). §9.2 prefers the dense sampler because the smoothing bucket s of
+  or with ``sampler: mh`` the Metropolis-Hastings sampler of §2.7, whose document proposal
+  then carries the document's prior in its ratio; AD-LDA chunks for threads). §9.2 prefers the dense sampler because the smoothing bucket s of
   SparseLDA depends on the document; rebuilding s and the coefficients at each document start
   costs O(K) per document, against O(K) per token for the dense draw, so the sparse sweep is
   the faster one once the topics are sparse (NIPS, K = 50: 0.12 s against 0.20 s per sweep),
@@ -378,6 +379,9 @@ class DMRSEMDriver(DMRPriorMixin, GibbsDriver):
                               "false = the dense sampler of §9.2; auto = chosen before every "
                               "sweep from the counts (dense while the words' topic lists are "
                               "long, as early in a run or at small K)"),
+        "sampler": GibbsDriver.OPTIONS["sampler"],
+        "mh_steps": GibbsDriver.OPTIONS["mh_steps"],
+        "mh_rebuild": GibbsDriver.OPTIONS["mh_rebuild"],
         "optimize_interval": Option("int", 50, low=1, help="sweeps between nu updates"),
         "optimize_burn_in": Option("int", 100, low=0,
                                    help="sweeps before the first nu update"),
