@@ -26,14 +26,8 @@ from topictk.inference.base import (
     word_frequencies,
 )
 from topictk.inference.hyper import minka_alpha
-from topictk.inference.mh import (
-    MAX_REBUILD,
-    MH_FROM_K,
-    MH_REBUILD,
-    MH_STEPS,
-    MHSampler,
-    mh_fold_in,
-)
+from topictk.inference.mh import MAX_REBUILD, MH_FROM_K, MH_REBUILD, MH_STEPS, MHSampler
+from topictk.inference.mh import mh_fold_in
 from topictk.inference.perplexity import mixture_probabilities
 from topictk.inference.registry import register
 from topictk.inference.sampled import SampledDriver, resolve_alpha, resolve_sample_schedule
