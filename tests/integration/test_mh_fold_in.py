@@ -159,3 +159,16 @@ def test_runs_of_the_exact_samplers_keep_the_gibbs_fold_in(tmp_path, example_sto
     ok("train", "--config", config, "-q")
     ok("evaluate", tmp_path / "run", "--json")
     assert spy.calls == 0
+
+
+def test_auto_resolving_to_mh_folds_in_by_mh(tmp_path, example_store, monkeypatch):
+    monkeypatch.setattr(gibbs, "MH_FROM_K", 8)
+    config = write_config(tmp_path, example_store, model={"topics": 8},
+                          inference={"iterations": 6, "burn_in": 3, "thin": 3,
+                                     "sampler": "auto"},
+                          training={"eval_every": 3, "checkpoint_every": 6})
+    spy = FoldInSpy(monkeypatch)
+    ok("train", "--config", config, "-q")
+    during = spy.calls                      # the in-training curve
+    ok("evaluate", tmp_path / "run", "--json")
+    assert during > 0 and spy.calls > during
