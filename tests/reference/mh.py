@@ -248,35 +248,30 @@ def count_tables(nkw: np.ndarray, nk: np.ndarray, vocab, beta: float) -> Tables:
                   dense_prob, dense_alias, q)
 
 
-def fold_step(tb: Tables, z_doc, i, s, w, nd, a, alpha_bar, alpha_table, alpha_sum, beta,
-              rng) -> int:
+def fold_step(tb: Tables, z_doc, i, s, w, nd, a, alpha_table, alpha_sum, beta, rng) -> int:
     """One cycle of a token being folded in: the word proposal phi-hat_.w accepted with
-    (n_dt + alpha_dt) / (n_ds + alpha_ds), then the document proposal with phi-hat fixed."""
+    (n_dt + alpha_dt) / (n_ds + alpha_ds), then the document proposal from the document's own
+    prior ``a`` (its alias table and sum) accepted with phi-hat_tw / phi-hat_sw."""
     t = word_draw(tb, w, -1, beta, 0.0, rng)
     u = rng.random()
     if t != s and u * (int(nd[s]) + a[s]) < int(nd[t]) + a[t]:
         s = t
     t = doc_draw(z_doc, i, s, alpha_table, alpha_sum, rng)
     u = rng.random()
-    if t == s:
-        return s
-    pt = (tb.stale(w, t) + beta) * tb.rden[t]
-    ps = (tb.stale(w, s) + beta) * tb.rden[s]
-    pt, ps = doc_ratio(pt, ps, t, s, nd, a, alpha_bar)
-    return t if u * ps < pt else s
+    if t != s and u * ((tb.stale(w, s) + beta) * tb.rden[s]) < (tb.stale(w, t) + beta) * \
+            tb.rden[t]:
+        return t
+    return s
 
 
 def fold_in_theta(nkw, nk, beta, alpha, obs_ptr, obs_words, steps, n_sweeps, n_burn,
                   chunk_bounds, rngs, active=None) -> np.ndarray:
     """theta-hat of every active document by MH cycles against tables of the counts ``nkw``,
     ``nk`` (§2.7, fold-in): uniform start, ``n_sweeps`` sweeps of ``steps`` cycles per token,
-    theta-hat from the kept sweeps as ``tests/reference/gibbs.py::fold_in_theta``; inactive
-    rows stay NaN."""
+    the document proposal from each document's own prior, theta-hat from the kept sweeps as
+    ``tests/reference/gibbs.py::fold_in_theta``; inactive rows stay NaN."""
     K = nkw.shape[1]
     rows = np.atleast_2d(np.asarray(alpha, dtype=np.float64))
-    bar = proposal_prior(rows)
-    alpha_table, alpha_sum = _alpha_table(bar)
-    alpha_bar = [float(a) for a in bar] if rows.shape[0] > 1 else None
     vocab = sorted(set(int(w) for w in obs_words))
     tb = count_tables(nkw, nk, vocab, beta)
     local = {w: j for j, w in enumerate(vocab)}
@@ -287,6 +282,7 @@ def fold_in_theta(nkw, nk, beta, alpha, obs_ptr, obs_words, steps, n_sweeps, n_b
             if active is not None and not active[d]:
                 continue
             a = [float(x) for x in (rows[d] if rows.shape[0] > 1 else rows[0])]
+            alpha_table, alpha_sum = _alpha_table(a)
             toks = [local[int(w)] for w in obs_words[obs_ptr[d]:obs_ptr[d + 1]]]
             n = len(toks)
             z_doc = [min(int(rngs[c].random() * K), K - 1) for _ in range(n)]
@@ -297,17 +293,14 @@ def fold_in_theta(nkw, nk, beta, alpha, obs_ptr, obs_words, steps, n_sweeps, n_b
                     s = z_doc[i]
                     nd[s] -= 1
                     for _ in range(steps):
-                        s = fold_step(tb, z_doc, i, s, toks[i], nd, a, alpha_bar,
-                                      alpha_table, alpha_sum, beta, rngs[c])
+                        s = fold_step(tb, z_doc, i, s, toks[i], nd, a, alpha_table,
+                                      alpha_sum, beta, rngs[c])
                     z_doc[i] = s
                     nd[s] += 1
                 if sweep >= n_burn:
                     for k in z_doc:
                         kept[k] += 1
-            alpha_sum_d = 0.0
-            for k in range(K):
-                alpha_sum_d += a[k]
-            denom = n + alpha_sum_d
+            denom = n + alpha_sum
             for k in range(K):
                 count = kept[k] / float(n_sweeps - n_burn) if n_sweeps > n_burn else nd[k]
                 theta[d, k] = (count + a[k]) / denom

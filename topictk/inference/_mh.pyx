@@ -766,9 +766,8 @@ cdef struct MHFold:
     const uint8_t* active       # (D) 0 = skip the document (no draws)
     const double* alpha         # (1 or D, K)
     bint per_doc
-    const double* alpha_bar     # (K)
-    double alpha_sum            # sum of alpha_bar
-    double* alpha_prob          # (K) alias table of alpha_bar
+    double alpha_sum            # sum of the shared prior (one row)
+    double* alpha_prob          # (K) alias table of the shared prior (one row)
     int32_t* alpha_alias        # (K)
     Tables tb                   # count tables (build_count_tables)
     double beta
@@ -789,34 +788,39 @@ cdef inline double _fixed_phi(const Tables* tb, int32_t w, Py_ssize_t k,
 
 cdef inline Py_ssize_t _fold_step(const MHFold* f, const int32_t* zd, int64_t n, int64_t i,
                                   Py_ssize_t s, int32_t w, const int32_t* nd, const double* a,
-                                  bitgen_t* gen) noexcept nogil:
-    """One cycle for token i of a document being folded in (counts ``nd`` without it): the
-    word proposal phi-hat_.w, accepted with (n_dt + alpha_dt) / (n_ds + alpha_ds); then the
-    document proposal, accepted with the ratio of :func:`_doc_step` with phi-hat fixed."""
+                                  double alpha_sum, const double* alpha_prob,
+                                  const int32_t* alpha_alias, bitgen_t* gen) noexcept nogil:
+    """One cycle for token i of a document being folded in (counts ``nd`` without it, prior
+    ``a`` with its alias table): the word proposal phi-hat_.w, accepted with
+    (n_dt + alpha_dt) / (n_ds + alpha_ds); then the document proposal from the document's own
+    prior, accepted with phi-hat_tw / phi-hat_sw."""
     cdef Py_ssize_t t = _word_draw(&f.tb, f.K, f.beta, 0.0, w, -1, gen)
     cdef double u = next_uniform(gen)
-    cdef double ps, pt
     if t != s and u * (nd[s] + a[s]) < nd[t] + a[t]:
         s = t
-    t = _doc_draw(zd, n, i, s, f.alpha_sum, f.alpha_prob, f.alpha_alias, f.K, gen)
+    t = _doc_draw(zd, n, i, s, alpha_sum, alpha_prob, alpha_alias, f.K, gen)
     u = next_uniform(gen)
-    if t == s:
-        return s
-    pt = _fixed_phi(&f.tb, w, t, f.beta)
-    ps = _fixed_phi(&f.tb, w, s, f.beta)
-    if f.per_doc:
-        pt = pt * _doc_factor(nd, a, f.alpha_bar, t, s)
-        ps = ps * _doc_factor(nd, a, f.alpha_bar, s, t)
-    if u * ps < pt:
+    if t != s and u * _fixed_phi(&f.tb, w, s, f.beta) < _fixed_phi(&f.tb, w, t, f.beta):
         return t
     return s
 
 
-cdef void _mh_fold_doc(const MHFold* f, Py_ssize_t d, int32_t* zd, int32_t* nd,
-                       int64_t* kept, bitgen_t* gen) noexcept nogil:
+cdef struct FoldScratch:
+    # the buffers of one thread
+    int32_t* zd                 # (longest document) topics
+    int32_t* nd                 # (K) n_dk
+    int64_t* kept               # (K) n_dk summed over the kept sweeps
+    double* alpha_prob          # (K) alias table of the document's prior (a prior per document)
+    int32_t* alpha_alias        # (K)
+    int32_t* stacks             # (2 K) its build's stacks
+
+
+cdef void _mh_fold_doc(const MHFold* f, Py_ssize_t d, FoldScratch* sc,
+                       bitgen_t* gen) noexcept nogil:
     """Document d: uniform start (one uniform per token, as the Gibbs fold-in), ``n_sweeps``
     sweeps of ``steps`` cycles per token, theta-hat from the kept sweeps as
-    ``_gibbs.fold_in_theta`` forms it."""
+    ``_gibbs.fold_in_theta`` forms it. A prior per document gets its alias table here: O(K)
+    per document, as its theta-hat row."""
     cdef Py_ssize_t k, K = f.K, s
     cdef int64_t begin = f.obs_ptr[d], n = f.obs_ptr[d + 1] - begin, i
     cdef const int32_t* words = f.obs_words + begin
@@ -824,10 +828,19 @@ cdef void _mh_fold_doc(const MHFold* f, Py_ssize_t d, int32_t* zd, int32_t* nd,
     cdef double* theta = f.theta + d * K
     cdef double alpha_sum = 0.0, denom
     cdef int sweep, step, n_kept = f.n_sweeps - f.n_burn
+    cdef int32_t* zd = sc.zd
+    cdef int32_t* nd = sc.nd
+    cdef int64_t* kept = sc.kept
+    cdef const double* prob = f.alpha_prob
+    cdef const int32_t* alias = f.alpha_alias
     for k in range(K):
         nd[k] = 0
         kept[k] = 0
         alpha_sum += a[k]
+    if f.per_doc and n > 0:
+        _alias_build(a, K, alpha_sum, sc.alpha_prob, sc.alpha_alias, sc.stacks, sc.stacks + K)
+        prob = sc.alpha_prob
+        alias = sc.alpha_alias
     for i in range(n):
         zd[i] = uniform_topic(gen, <int> K)
         nd[zd[i]] += 1
@@ -836,7 +849,7 @@ cdef void _mh_fold_doc(const MHFold* f, Py_ssize_t d, int32_t* zd, int32_t* nd,
             s = zd[i]
             nd[s] -= 1
             for step in range(f.steps):
-                s = _fold_step(f, zd, n, i, s, words[i], nd, a, gen)
+                s = _fold_step(f, zd, n, i, s, words[i], nd, a, alpha_sum, prob, alias, gen)
             zd[i] = <int32_t> s
             nd[s] += 1
         if sweep >= f.n_burn:
@@ -854,7 +867,6 @@ cdef void _mh_fold_doc(const MHFold* f, Py_ssize_t d, int32_t* zd, int32_t* nd,
 def mh_fold_in(const int64_t[::1] obs_ptr,      # IN  (D + 1) observed-token offsets
                const int32_t[::1] obs_words,    # IN  observed tokens as table ids
                const double[:, ::1] alpha,      # IN  (1 or D, K) document prior
-               const double[::1] alpha_bar,     # IN  (K) document proposal's prior part
                int steps, int n_sweeps, int n_burn,
                const int64_t[::1] chunk_bounds,  # IN  (C + 1) document boundaries
                list streams,                    # IN  C bit generators, one per chunk
@@ -876,8 +888,9 @@ def mh_fold_in(const int64_t[::1] obs_ptr,      # IN  (D + 1) observed-token off
     """Fold-in of documents with the topics fixed (§2.7, §11.2) by Metropolis-Hastings.
 
     Each active document starts from uniform topics and every token takes ``steps`` cycles
-    per sweep of the word proposal (the tables, phi-hat exactly) and the document proposal,
-    O(steps) per token whatever K is; the tables never change, so the chain is an exact MH
+    per sweep of the word proposal (the tables, phi-hat exactly) and the document proposal
+    (with the document's own prior), O(steps) per token whatever K is; the tables never
+    change, so the chain is an exact MH
     chain for p(z | w, phi-hat, alpha_d). theta-hat = mean over the sweeps after burn-in of
     (n_dk + alpha_dk) / (N_obs + alpha_d.), as ``_gibbs.fold_in_theta``. One stream per chunk,
     so the result does not depend on ``threads``. Equivalent to
@@ -887,18 +900,15 @@ def mh_fold_in(const int64_t[::1] obs_ptr,      # IN  (D + 1) observed-token off
     cdef Py_ssize_t c, d, k, max_len = 1
     cdef MHFold f
     cdef bitgen_t** gens = NULL
-    cdef int32_t** zbufs = NULL
-    cdef int32_t** nds = NULL
-    cdef int64_t** kepts = NULL
-    cdef int32_t* scratch = NULL
+    cdef FoldScratch* sc = NULL
+    cdef int32_t* stacks = NULL
     cdef int tid
     if steps < 1 or n_sweeps < 1 or n_burn < 0 or n_burn > n_sweeps:
         raise ValueError("steps >= 1 and 0 <= n_burn <= n_sweeps >= 1 are needed")
     if len(streams) != C:
         raise ValueError(f"{C} chunks need {C} streams, got {len(streams)}")
     if (active.shape[0] != D or theta.shape[0] != D or alpha.shape[1] != K
-            or alpha_bar.shape[0] != K or rden.shape[0] != K
-            or (alpha.shape[0] != 1 and alpha.shape[0] != D)):
+            or rden.shape[0] != K or (alpha.shape[0] != 1 and alpha.shape[0] != D)):
         raise ValueError("documents, active, alpha and theta do not fit together")
     for d in range(D):
         if obs_ptr[d + 1] - obs_ptr[d] > max_len:
@@ -914,10 +924,9 @@ def mh_fold_in(const int64_t[::1] obs_ptr,      # IN  (D + 1) observed-token off
     f.active = &active[0]
     f.alpha = &alpha[0, 0]
     f.per_doc = alpha.shape[0] > 1
-    f.alpha_bar = &alpha_bar[0]
     f.alpha_sum = 0.0
     for k in range(K):
-        f.alpha_sum = f.alpha_sum + alpha_bar[k]
+        f.alpha_sum = f.alpha_sum + alpha[0, k]
     f.tb.ptr = &ptr[0]
     f.tb.topic = &topic[0]
     f.tb.count = &count[0]
@@ -944,35 +953,36 @@ def mh_fold_in(const int64_t[::1] obs_ptr,      # IN  (D + 1) observed-token off
             gens[c] = bitgen_of(streams[c])
         f.alpha_prob = <double*> _alloc(K, sizeof(double))
         f.alpha_alias = <int32_t*> _alloc(K, sizeof(int32_t))
-        scratch = <int32_t*> _alloc(2 * K, sizeof(int32_t))
-        zbufs = <int32_t**> _alloc(threads, sizeof(int32_t*), True)
-        nds = <int32_t**> _alloc(threads, sizeof(int32_t*), True)
-        kepts = <int64_t**> _alloc(threads, sizeof(int64_t*), True)
+        stacks = <int32_t*> _alloc(2 * K, sizeof(int32_t))
+        sc = <FoldScratch*> _alloc(threads, sizeof(FoldScratch), True)
         for tid in range(threads):
-            zbufs[tid] = <int32_t*> _alloc(max_len, sizeof(int32_t))
-            nds[tid] = <int32_t*> _alloc(K, sizeof(int32_t))
-            kepts[tid] = <int64_t*> _alloc(K, sizeof(int64_t))
+            sc[tid].zd = <int32_t*> _alloc(max_len, sizeof(int32_t))
+            sc[tid].nd = <int32_t*> _alloc(K, sizeof(int32_t))
+            sc[tid].kept = <int64_t*> _alloc(K, sizeof(int64_t))
+            if f.per_doc:
+                sc[tid].alpha_prob = <double*> _alloc(K, sizeof(double))
+                sc[tid].alpha_alias = <int32_t*> _alloc(K, sizeof(int32_t))
+                sc[tid].stacks = <int32_t*> _alloc(2 * K, sizeof(int32_t))
         with nogil:
-            _alias_build(f.alpha_bar, K, f.alpha_sum, f.alpha_prob, f.alpha_alias, scratch,
-                         scratch + K)
+            _alias_build(f.alpha, K, f.alpha_sum, f.alpha_prob, f.alpha_alias, stacks,
+                         stacks + K)
             with parallel(num_threads=threads):
                 tid = threadid()
                 for c in prange(C, schedule="dynamic", chunksize=1):
                     for d in range(chunk_bounds[c], chunk_bounds[c + 1]):
                         if f.active[d]:
-                            _mh_fold_doc(&f, d, zbufs[tid], nds[tid], kepts[tid], gens[c])
+                            _mh_fold_doc(&f, d, &sc[tid], gens[c])
     finally:
-        for tid in range(threads):
-            if zbufs != NULL:
-                free(zbufs[tid])
-            if nds != NULL:
-                free(nds[tid])
-            if kepts != NULL:
-                free(kepts[tid])
-        free(zbufs)
-        free(nds)
-        free(kepts)
-        free(scratch)
+        if sc != NULL:
+            for tid in range(threads):
+                free(sc[tid].zd)
+                free(sc[tid].nd)
+                free(sc[tid].kept)
+                free(sc[tid].alpha_prob)
+                free(sc[tid].alpha_alias)
+                free(sc[tid].stacks)
+        free(sc)
+        free(stacks)
         free(f.alpha_prob)
         free(f.alpha_alias)
         free(gens)

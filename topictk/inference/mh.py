@@ -160,8 +160,7 @@ def mh_fold_in(nkw: np.ndarray, nk: np.ndarray, beta: float, alpha: np.ndarray,
               else np.ascontiguousarray(plan.active, dtype=np.uint8))
     theta = np.full((D, K), np.nan)
     _mh.mh_fold_in(np.ascontiguousarray(doc_ptr, dtype=np.int64),
-                   local.reshape(-1).astype(np.int32), alpha, proposal_prior(alpha),
-                   int(steps), plan.sweeps, plan.burn_in,
+                   local.reshape(-1).astype(np.int32), alpha, int(steps), plan.sweeps, plan.burn_in,
                    np.ascontiguousarray(plan.bounds, dtype=np.int64), plan.streams, active,
                    theta, *tables.arrays(), plan.threads)
     return theta
