@@ -5,8 +5,14 @@
   word holds, one shared over all K topics) from a vector of topic assignments.
   Equivalent to ``tests/reference/mh.py::build_tables``.
 * :func:`mh_sweep` -- one AD-LDA iteration in which every token takes ``steps`` cycles of a
-  word proposal and a document proposal, each accepted or refused by its MH ratio.
-  Equivalent to ``tests/reference/mh.py::sweep``.
+  word proposal and a document proposal, each accepted or refused by its MH ratio; one prior
+  for every document or a prior per document (DMR). Equivalent to
+  ``tests/reference/mh.py::sweep``.
+* :func:`count_nonzeros`, :func:`build_count_tables` -- the same word proposal's tables from
+  a model's counts (n_kw, n_k) for the words of documents to fold in.
+  Equivalent to ``tests/reference/mh.py::count_tables``.
+* :func:`mh_fold_in` -- theta-hat of documents with the topics fixed by MH cycles against
+  those tables (the fold-in of §11.2). Equivalent to ``tests/reference/mh.py::fold_in_theta``.
 
 A token costs O(steps) draws and count look-ups whatever K is (the look-up of a word's stale
 count is a binary search in its table, O(log min(n_w, K))). Tables are read-only during a
@@ -17,14 +23,14 @@ it on every path.
 """
 cimport cython
 from cython.parallel cimport parallel, prange, threadid
-from libc.stdint cimport int32_t, int64_t
+from libc.stdint cimport int32_t, int64_t, uint8_t
 from libc.stdlib cimport calloc, free, malloc, qsort
 from libc.string cimport memcpy
 
 from numpy.random cimport bitgen_t
 
 from topictk._cy.alloc cimport checked_alloc as _alloc
-from topictk._cy.rng cimport bitgen_of, next_uniform
+from topictk._cy.rng cimport bitgen_of, next_uniform, uniform_topic
 
 
 # the low half of a table key (topic << 32) | count
@@ -273,8 +279,11 @@ cdef struct MHSweep:
     int32_t* z                  # (N)
     int32_t* ndk                # (D, K)
     Py_ssize_t n_tokens
-    const double* alpha         # (K)
-    double alpha_sum
+    const double* alpha         # (1 or D, K) the prior of theta
+    bint per_doc                # alpha has a row per document
+    const double* alpha_bar     # (K) the document proposal's prior part (alpha itself when
+                                # shared; with a prior per document a vector shared by all)
+    double alpha_sum            # sum of alpha_bar
     double beta
     double vbeta
     Py_ssize_t K
@@ -282,7 +291,7 @@ cdef struct MHSweep:
     int steps                   # MH cycles (word proposal + document proposal) per token
     const int32_t* table_z      # (N) the topics the tables were built from; NULL: z itself
     Tables tb
-    double* alpha_prob          # (K) alias table of alpha
+    double* alpha_prob          # (K) alias table of alpha_bar
     int32_t* alpha_alias        # (K)
 
 
@@ -319,11 +328,11 @@ cdef inline double _proposal(const Tables* tb, int64_t base, Py_ssize_t n, Py_ss
     return (c + beta) * tb.rden[k]
 
 
-cdef inline Py_ssize_t _word_draw(const MHSweep* sw, int32_t w, Py_ssize_t r,
-                                  bitgen_t* gen) noexcept nogil:
+cdef inline Py_ssize_t _word_draw(const Tables* tb, Py_ssize_t K, double beta, double vbeta,
+                                  int32_t w, Py_ssize_t r, bitgen_t* gen) noexcept nogil:
     """A topic from q_i: from the tables (two uniforms), the token's own table topic r kept
-    with probability q_i(r) / q(r) (one more uniform) and drawn again otherwise."""
-    cdef const Tables* tb = &sw.tb
+    with probability q_i(r) / q(r) (one more uniform) and drawn again otherwise; r < 0: the
+    token is in no table (fold-in), so the first draw is kept."""
     cdef int64_t base = tb.ptr[w]
     cdef Py_ssize_t n = tb.length[w], t
     cdef double u, x
@@ -333,59 +342,79 @@ cdef inline Py_ssize_t _word_draw(const MHSweep* sw, int32_t w, Py_ssize_t r,
         if u < tb.mass[w]:
             t = tb.topic[base + _alias_draw(x, tb.prob + base, tb.alias + base, n)]
         else:
-            t = _alias_draw(x, tb.dense_prob, tb.dense_alias, sw.K)
+            t = _alias_draw(x, tb.dense_prob, tb.dense_alias, K)
         if t != r:
             return t
         if (next_uniform(gen) * ((_stale_count(tb.topic + base, tb.count + base, n,
-                                               <int32_t> r) + sw.beta) * tb.rden[r])
-                < _proposal(tb, base, n, r, r, sw.beta, sw.vbeta)):
+                                               <int32_t> r) + beta) * tb.rden[r])
+                < _proposal(tb, base, n, r, r, beta, vbeta)):
             return t
 
 
 cdef inline Py_ssize_t _word_step(const MHSweep* sw, Py_ssize_t s, Py_ssize_t r, int32_t w,
-                                  const int32_t* nd, const int32_t* nw, const int64_t* nk,
-                                  bitgen_t* gen) noexcept nogil:
+                                  const int32_t* nd, const double* a, const int32_t* nw,
+                                  const int64_t* nk, bitgen_t* gen) noexcept nogil:
     """One word proposal (§2.7) from the tables, accepted with the ratio of the proposal
-    probabilities the tables give; returns the new topic."""
+    probabilities the tables give (``a``: the document's prior); returns the new topic."""
     cdef const Tables* tb = &sw.tb
     cdef int64_t base = tb.ptr[w]
     cdef Py_ssize_t n = tb.length[w]
-    cdef Py_ssize_t t = _word_draw(sw, w, r, gen)
+    cdef Py_ssize_t t = _word_draw(tb, sw.K, sw.beta, sw.vbeta, w, r, gen)
     cdef double u = next_uniform(gen)
     cdef double qs, qt, ps, pt
     if t == s:
         return s
     qs = _proposal(tb, base, n, s, r, sw.beta, sw.vbeta)
     qt = _proposal(tb, base, n, t, r, sw.beta, sw.vbeta)
-    pt = _target(nd, sw.alpha, nw, nk, t, sw.beta, sw.vbeta)
-    ps = _target(nd, sw.alpha, nw, nk, s, sw.beta, sw.vbeta)
+    pt = _target(nd, a, nw, nk, t, sw.beta, sw.vbeta)
+    ps = _target(nd, a, nw, nk, s, sw.beta, sw.vbeta)
     if u * (ps * qt) < pt * qs:
         return t
     return s
 
 
-cdef inline Py_ssize_t _doc_step(const MHSweep* sw, Py_ssize_t s, int64_t i, int64_t begin,
-                                 int64_t end, const int32_t* nw, const int64_t* nk,
+cdef inline Py_ssize_t _doc_draw(const int32_t* z, int64_t n, int64_t i, Py_ssize_t s,
+                                 double alpha_sum, const double* alpha_prob,
+                                 const int32_t* alpha_alias, Py_ssize_t K,
                                  bitgen_t* gen) noexcept nogil:
-    """One document proposal (§2.7): a random token of the document (token i counting as its
-    current topic s), or a topic from alpha; accepted with the word-topic ratio."""
-    cdef double length = end - begin
-    cdef double u = next_uniform(gen) * (length + sw.alpha_sum)
+    """A topic from q(k | s) proportional to n_dk + [k = s] + alpha-bar_k (§2.7): a random
+    token of the document's ``n`` tokens ``z`` (token i counting as its current topic s), or
+    a topic from the alias table of alpha-bar (sum ``alpha_sum``)."""
+    cdef double u = next_uniform(gen) * (<double> n + alpha_sum)
     cdef int64_t j
-    cdef Py_ssize_t t
+    if u < n:
+        j = <int64_t> u
+        if j > n - 1:
+            j = n - 1
+        return s if j == i else z[j]
+    return _alias_draw(next_uniform(gen), alpha_prob, alpha_alias, K)
+
+
+cdef inline double _doc_factor(const int32_t* nd, const double* a, const double* bar,
+                               Py_ssize_t k, Py_ssize_t other) noexcept nogil:
+    """The document part of the document proposal's ratio for a prior per document:
+    (n_dk + alpha_dk)(n_d,other + alpha-bar_other); the ratio of moving s -> t is
+    factor(t, s) / factor(s, t) (§2.7)."""
+    return (nd[k] + a[k]) * (nd[other] + bar[other])
+
+
+cdef inline Py_ssize_t _doc_step(const MHSweep* sw, Py_ssize_t s, int64_t i, int64_t begin,
+                                 int64_t end, const int32_t* nd, const double* a,
+                                 const int32_t* nw, const int64_t* nk,
+                                 bitgen_t* gen) noexcept nogil:
+    """One document proposal (§2.7), accepted with the word-topic ratio, times the document
+    factors that no longer cancel when the document's prior ``a`` is not alpha-bar."""
+    cdef Py_ssize_t t = _doc_draw(sw.z + begin, end - begin, i - begin, s, sw.alpha_sum,
+                                  sw.alpha_prob, sw.alpha_alias, sw.K, gen)
+    cdef double u = next_uniform(gen)
     cdef double ps, pt
-    if u < length:
-        j = begin + <int64_t> u
-        if j > end - 1:
-            j = end - 1
-        t = s if j == i else sw.z[j]
-    else:
-        t = _alias_draw(next_uniform(gen), sw.alpha_prob, sw.alpha_alias, sw.K)
-    u = next_uniform(gen)
     if t == s:
         return s
     pt = (nw[t] + sw.beta) / (nk[t] + sw.vbeta)
     ps = (nw[s] + sw.beta) / (nk[s] + sw.vbeta)
+    if sw.per_doc:
+        pt = pt * _doc_factor(nd, a, sw.alpha_bar, t, s)
+        ps = ps * _doc_factor(nd, a, sw.alpha_bar, s, t)
     if u * ps < pt:
         return t
     return s
@@ -399,10 +428,12 @@ cdef void _sweep_chunk(const MHSweep* sw, int32_t* nkw, int64_t* nk, int64_t d_b
     cdef int64_t d, i, begin, end
     cdef int32_t* nd
     cdef int32_t* nw
+    cdef const double* a
     cdef int32_t w
     cdef int step
     for d in range(d_begin, d_end):
         nd = sw.ndk + d * K
+        a = sw.alpha + (d * K if sw.per_doc else 0)
         begin = sw.doc_ptr[d]
         end = sw.doc_ptr[d + 1]
         for i in range(begin, end):
@@ -414,8 +445,8 @@ cdef void _sweep_chunk(const MHSweep* sw, int32_t* nkw, int64_t* nk, int64_t d_b
             nw[s] -= 1
             nk[s] -= 1
             for step in range(sw.steps):
-                s = _word_step(sw, s, r, w, nd, nw, nk, gen)
-                s = _doc_step(sw, s, i, begin, end, nw, nk, gen)
+                s = _word_step(sw, s, r, w, nd, a, nw, nk, gen)
+                s = _doc_step(sw, s, i, begin, end, nd, a, nw, nk, gen)
             sw.z[i] = <int32_t> s
             nd[s] += 1
             nw[s] += 1
@@ -523,7 +554,8 @@ def mh_sweep(const int64_t[::1] doc_ptr,       # IN  (D + 1) token offsets
              int32_t[:, ::1] ndk,              # IN/OUT (D, K)
              int32_t[:, ::1] nkw,              # IN/OUT (V, K) word-major
              int64_t[::1] nk,                  # IN/OUT (K)
-             const double[::1] alpha,          # IN  (K)
+             const double[:, ::1] alpha,       # IN  (1 or D, K) prior of theta
+             const double[::1] alpha_bar,      # IN  (K) document proposal's prior part
              double beta,
              const int64_t[::1] chunk_bounds,  # IN  (C + 1) document boundaries of chunks
              list streams,                     # IN  C PCG64 bit generators, one per chunk
@@ -546,7 +578,9 @@ def mh_sweep(const int64_t[::1] doc_ptr,       # IN  (D + 1) token offsets
 
     Every token takes ``steps`` cycles of a word proposal (from the tables, built by
     :func:`build_tables` from an earlier state) and a document proposal, each accepted with
-    its Metropolis-Hastings ratio. Equivalent to ``tests/reference/mh.py::sweep``.
+    its Metropolis-Hastings ratio. With one prior row, ``alpha_bar`` must be that row; with a
+    row per document, the document proposal draws from ``alpha_bar`` and its ratio carries the
+    document factors. Equivalent to ``tests/reference/mh.py::sweep``.
     """
     cdef MHSweep sw
     cdef MHWorkspace ws
@@ -554,15 +588,19 @@ def mh_sweep(const int64_t[::1] doc_ptr,       # IN  (D + 1) token offsets
     cdef double total = 0.0
     if steps < 1:
         raise ValueError(f"steps must be >= 1; got {steps}")
-    if (alpha.shape[0] != K or rden.shape[0] != K or table_nk.shape[0] != K
-            or length.shape[0] != V):
+    if (alpha.shape[1] != K or alpha_bar.shape[0] != K or rden.shape[0] != K
+            or table_nk.shape[0] != K or length.shape[0] != V):
         raise ValueError("alpha, rden and the table lengths do not match K and V")
+    if alpha.shape[0] != 1 and alpha.shape[0] != ndk.shape[0]:
+        raise ValueError("alpha needs one row, or one row per document")
     sw.doc_ptr = &doc_ptr[0]
     sw.words = &words[0] if words.shape[0] > 0 else NULL
     sw.z = &z[0] if z.shape[0] > 0 else NULL
     sw.ndk = &ndk[0, 0]
     sw.n_tokens = words.shape[0]
-    sw.alpha = &alpha[0]
+    sw.alpha = &alpha[0, 0]
+    sw.per_doc = alpha.shape[0] > 1
+    sw.alpha_bar = &alpha_bar[0]
     sw.beta = beta
     sw.vbeta = V * beta
     sw.K = K
@@ -594,10 +632,357 @@ def mh_sweep(const int64_t[::1] doc_ptr,       # IN  (D + 1) token offsets
         sw.alpha_alias = ws.alpha_alias
         with nogil:
             for k in range(K):
-                total = total + alpha[k]
+                total = total + alpha_bar[k]
             sw.alpha_sum = total
-            _alias_build(sw.alpha, K, total, ws.alpha_prob, ws.alpha_alias, ws.alpha_scratch,
-                         ws.alpha_scratch + K)
+            _alias_build(sw.alpha_bar, K, total, ws.alpha_prob, ws.alpha_alias,
+                         ws.alpha_scratch, ws.alpha_scratch + K)
             _sweep_chunks(&sw, &ws, &nkw[0, 0], &nk[0])
     finally:
         _mh_workspace_free(&ws)
+
+
+# ---------------------------------------------------------------- fold-in with fixed topics
+
+def count_nonzeros(const int32_t[:, ::1] nkw,    # IN  (V, K) a model's word-topic counts
+                   const int64_t[::1] vocab,     # IN  (V_f) the words to build tables for
+                   int64_t[::1] out):            # OUT (V_f) topics with n_kw > 0 of each
+    """The table sizes :func:`build_count_tables` needs, O(V_f K)."""
+    cdef Py_ssize_t j, k, K = nkw.shape[1]
+    cdef int64_t n
+    if out.shape[0] != vocab.shape[0]:
+        raise ValueError("out needs one entry per word")
+    with nogil:
+        for j in range(vocab.shape[0]):
+            n = 0
+            for k in range(K):
+                if nkw[vocab[j], k] > 0:
+                    n += 1
+            out[j] = n
+
+
+cdef void _count_word(const Tables* tb, Py_ssize_t j, const int32_t* row, Py_ssize_t K,
+                      double* weight, int32_t* small, int32_t* large) noexcept nogil:
+    """Table j from the (K) counts ``row``: the topics with a count, ascending."""
+    cdef int64_t base = tb.ptr[j]
+    cdef Py_ssize_t n = 0, k
+    cdef double total = 0.0
+    for k in range(K):
+        if row[k] > 0:
+            tb.topic[base + n] = <int32_t> k
+            tb.count[base + n] = row[k]
+            weight[n] = row[k] * tb.rden[k]
+            total = total + weight[n]
+            n += 1
+    tb.length[j] = <int32_t> n
+    tb.mass[j] = total
+    if n > 0:
+        _alias_build(weight, n, total, tb.prob + base, tb.alias + base, small, large)
+
+
+def build_count_tables(const int32_t[:, ::1] nkw,  # IN  (V, K) a model's word-topic counts
+                       const int64_t[::1] nk,      # IN  (K) its topic totals
+                       const int64_t[::1] vocab,   # IN  (V_f) the words to build tables for
+                       double beta,
+                       const int64_t[::1] ptr,     # IN  (V_f + 1) offsets (count_nonzeros)
+                       int32_t[::1] topic,         # OUT (pool)
+                       int32_t[::1] count,         # OUT (pool)
+                       double[::1] prob,           # OUT (pool)
+                       int32_t[::1] alias,         # OUT (pool)
+                       int32_t[::1] length,        # OUT (V_f)
+                       double[::1] mass,           # OUT (V_f)
+                       double[::1] rden,           # OUT (K) 1 / (n_k + V beta)
+                       double[::1] dense_prob,     # OUT (K)
+                       int32_t[::1] dense_alias,   # OUT (K)
+                       int threads=1):
+    """The word proposal's tables of §2.7 from counts rather than from topic assignments:
+    table j is word vocab[j]'s, over the topics with n_kw > 0, weights n_kw / (n_k + V beta);
+    the shared table beta / (n_k + V beta) over all K. Returns Q, the shared mass; with the
+    word's mass S_w the proposal is phi-hat_kw = (n_kw + beta) / (n_k + V beta) exactly.
+    O(V_f K). Equivalent to ``tests/reference/mh.py::count_tables``."""
+    cdef Py_ssize_t V = nkw.shape[0], K = nkw.shape[1], F = vocab.shape[0], j, k
+    cdef Tables tb
+    cdef double q = 0.0
+    cdef double** weights = NULL
+    cdef int32_t** smalls = NULL
+    cdef int32_t** larges = NULL
+    cdef int tid
+    if nk.shape[0] != K or rden.shape[0] != K or dense_prob.shape[0] != K:
+        raise ValueError("nk, rden and the shared table need one entry per topic")
+    if ptr.shape[0] != F + 1 or length.shape[0] != F or mass.shape[0] != F:
+        raise ValueError("ptr, length and mass need one entry per word")
+    if ptr[F] > topic.shape[0] or ptr[F] > prob.shape[0]:
+        raise ValueError("the table pool is smaller than ptr says")
+    for j in range(F):
+        if vocab[j] < 0 or vocab[j] >= V:
+            raise ValueError(f"word {vocab[j]} is outside the model's vocabulary")
+    if threads < 1:
+        threads = 1
+    tb.ptr = &ptr[0]
+    tb.topic = &topic[0]
+    tb.count = &count[0]
+    tb.prob = &prob[0]
+    tb.alias = &alias[0]
+    tb.length = &length[0] if F > 0 else NULL
+    tb.mass = &mass[0] if F > 0 else NULL
+    tb.rden = &rden[0]
+    try:
+        weights = <double**> _alloc(threads, sizeof(double*), True)
+        smalls = <int32_t**> _alloc(threads, sizeof(int32_t*), True)
+        larges = <int32_t**> _alloc(threads, sizeof(int32_t*), True)
+        for tid in range(threads):
+            weights[tid] = <double*> _alloc(K, sizeof(double))
+            smalls[tid] = <int32_t*> _alloc(K, sizeof(int32_t))
+            larges[tid] = <int32_t*> _alloc(K, sizeof(int32_t))
+        with nogil:
+            for k in range(K):
+                rden[k] = 1.0 / (nk[k] + V * beta)
+                weights[0][k] = beta * rden[k]
+                q = q + weights[0][k]
+            _alias_build(weights[0], K, q, &dense_prob[0], &dense_alias[0], smalls[0],
+                         larges[0])
+            with parallel(num_threads=threads):
+                tid = threadid()
+                for j in prange(F, schedule="guided"):
+                    _count_word(&tb, j, &nkw[vocab[j], 0], K, weights[tid], smalls[tid],
+                                larges[tid])
+    finally:
+        for tid in range(threads):
+            if weights != NULL:
+                free(weights[tid])
+            if smalls != NULL:
+                free(smalls[tid])
+            if larges != NULL:
+                free(larges[tid])
+        free(weights)
+        free(smalls)
+        free(larges)
+    return q
+
+
+cdef struct MHFold:
+    # what the MH fold-in of every document reads, and where it writes
+    const int64_t* obs_ptr      # (D + 1)
+    const int32_t* obs_words    # table ids of the observed tokens
+    const uint8_t* active       # (D) 0 = skip the document (no draws)
+    const double* alpha         # (1 or D, K)
+    bint per_doc
+    double alpha_sum            # sum of the shared prior (one row)
+    double* alpha_prob          # (K) alias table of the shared prior (one row)
+    int32_t* alpha_alias        # (K)
+    Tables tb                   # count tables (build_count_tables)
+    double beta
+    Py_ssize_t K
+    int steps
+    int n_sweeps
+    int n_burn
+    double* theta               # (D, K)
+
+
+cdef inline double _fixed_phi(const Tables* tb, int32_t w, Py_ssize_t k,
+                              double beta) noexcept nogil:
+    """phi-hat_kw = (n_kw + beta) / (n_k + V beta) from word w's table."""
+    cdef int64_t base = tb.ptr[w]
+    return (_stale_count(tb.topic + base, tb.count + base, tb.length[w], <int32_t> k)
+            + beta) * tb.rden[k]
+
+
+cdef inline Py_ssize_t _fold_step(const MHFold* f, const int32_t* zd, int64_t n, int64_t i,
+                                  Py_ssize_t s, int32_t w, const int32_t* nd, const double* a,
+                                  double alpha_sum, const double* alpha_prob,
+                                  const int32_t* alpha_alias, bitgen_t* gen) noexcept nogil:
+    """One cycle for token i of a document being folded in (counts ``nd`` without it, prior
+    ``a`` with its alias table): the word proposal phi-hat_.w, accepted with
+    (n_dt + alpha_dt) / (n_ds + alpha_ds); then the document proposal from the document's own
+    prior, accepted with phi-hat_tw / phi-hat_sw."""
+    cdef Py_ssize_t t = _word_draw(&f.tb, f.K, f.beta, 0.0, w, -1, gen)
+    cdef double u = next_uniform(gen)
+    if t != s and u * (nd[s] + a[s]) < nd[t] + a[t]:
+        s = t
+    t = _doc_draw(zd, n, i, s, alpha_sum, alpha_prob, alpha_alias, f.K, gen)
+    u = next_uniform(gen)
+    if t != s and u * _fixed_phi(&f.tb, w, s, f.beta) < _fixed_phi(&f.tb, w, t, f.beta):
+        return t
+    return s
+
+
+cdef struct FoldScratch:
+    # the buffers of one thread
+    int32_t* zd                 # (longest document) topics
+    int32_t* nd                 # (K) n_dk
+    int64_t* kept               # (K) n_dk summed over the kept sweeps
+    double* alpha_prob          # (K) alias table of the document's prior (a prior per document)
+    int32_t* alpha_alias        # (K)
+    int32_t* stacks             # (2 K) its build's stacks
+
+
+cdef void _mh_fold_doc(const MHFold* f, Py_ssize_t d, FoldScratch* sc,
+                       bitgen_t* gen) noexcept nogil:
+    """Document d: uniform start (one uniform per token, as the Gibbs fold-in), ``n_sweeps``
+    sweeps of ``steps`` cycles per token, theta-hat from the kept sweeps as
+    ``_gibbs.fold_in_theta`` forms it. A prior per document gets its alias table here: O(K)
+    per document, as its theta-hat row."""
+    cdef Py_ssize_t k, K = f.K, s
+    cdef int64_t begin = f.obs_ptr[d], n = f.obs_ptr[d + 1] - begin, i
+    cdef const int32_t* words = f.obs_words + begin
+    cdef const double* a = f.alpha + (d * K if f.per_doc else 0)
+    cdef double* theta = f.theta + d * K
+    cdef double alpha_sum = 0.0, denom
+    cdef int sweep, step, n_kept = f.n_sweeps - f.n_burn
+    cdef int32_t* zd = sc.zd
+    cdef int32_t* nd = sc.nd
+    cdef int64_t* kept = sc.kept
+    cdef const double* prob = f.alpha_prob
+    cdef const int32_t* alias = f.alpha_alias
+    for k in range(K):
+        nd[k] = 0
+        kept[k] = 0
+        alpha_sum += a[k]
+    if f.per_doc and n > 0:
+        _alias_build(a, K, alpha_sum, sc.alpha_prob, sc.alpha_alias, sc.stacks, sc.stacks + K)
+        prob = sc.alpha_prob
+        alias = sc.alpha_alias
+    for i in range(n):
+        zd[i] = uniform_topic(gen, <int> K)
+        nd[zd[i]] += 1
+    for sweep in range(f.n_sweeps):
+        for i in range(n):
+            s = zd[i]
+            nd[s] -= 1
+            for step in range(f.steps):
+                s = _fold_step(f, zd, n, i, s, words[i], nd, a, alpha_sum, prob, alias, gen)
+            zd[i] = <int32_t> s
+            nd[s] += 1
+        if sweep >= f.n_burn:
+            # the kept sweep's n_dk, added token by token: O(N_d), not O(K)
+            for i in range(n):
+                kept[zd[i]] += 1
+    denom = n + alpha_sum
+    for k in range(K):
+        if n_kept > 0:
+            theta[k] = (kept[k] / <double> n_kept + a[k]) / denom
+        else:
+            theta[k] = (nd[k] + a[k]) / denom
+
+
+def mh_fold_in(const int64_t[::1] obs_ptr,      # IN  (D + 1) observed-token offsets
+               const int32_t[::1] obs_words,    # IN  observed tokens as table ids
+               const double[:, ::1] alpha,      # IN  (1 or D, K) document prior
+               int steps, int n_sweeps, int n_burn,
+               const int64_t[::1] chunk_bounds,  # IN  (C + 1) document boundaries
+               list streams,                    # IN  C bit generators, one per chunk
+               const uint8_t[::1] active,       # IN  (D) 0 = skip the document
+               double[:, ::1] theta,            # OUT (D, K) theta-hat; skipped rows untouched
+               double beta,
+               const int64_t[::1] ptr,          # IN  tables of build_count_tables
+               int32_t[::1] topic,
+               int32_t[::1] count,
+               double[::1] prob,
+               int32_t[::1] alias,
+               int32_t[::1] length,
+               double[::1] mass,
+               double[::1] rden,
+               double[::1] dense_prob,
+               int32_t[::1] dense_alias,
+               double dense_mass,
+               int threads):
+    """Fold-in of documents with the topics fixed (§2.7, §11.2) by Metropolis-Hastings.
+
+    Each active document starts from uniform topics and every token takes ``steps`` cycles
+    per sweep of the word proposal (the tables, phi-hat exactly) and the document proposal
+    (with the document's own prior), O(steps) per token whatever K is; the tables never
+    change, so the chain is an exact MH
+    chain for p(z | w, phi-hat, alpha_d). theta-hat = mean over the sweeps after burn-in of
+    (n_dk + alpha_dk) / (N_obs + alpha_d.), as ``_gibbs.fold_in_theta``. One stream per chunk,
+    so the result does not depend on ``threads``. Equivalent to
+    ``tests/reference/mh.py::fold_in_theta``.
+    """
+    cdef Py_ssize_t D = obs_ptr.shape[0] - 1, K = theta.shape[1], C = chunk_bounds.shape[0] - 1
+    cdef Py_ssize_t c, d, k, max_len = 1
+    cdef MHFold f
+    cdef bitgen_t** gens = NULL
+    cdef FoldScratch* sc = NULL
+    cdef int32_t* stacks = NULL
+    cdef int tid
+    if steps < 1 or n_sweeps < 1 or n_burn < 0 or n_burn > n_sweeps:
+        raise ValueError("steps >= 1 and 0 <= n_burn <= n_sweeps >= 1 are needed")
+    if len(streams) != C:
+        raise ValueError(f"{C} chunks need {C} streams, got {len(streams)}")
+    if (active.shape[0] != D or theta.shape[0] != D or alpha.shape[1] != K
+            or rden.shape[0] != K or (alpha.shape[0] != 1 and alpha.shape[0] != D)):
+        raise ValueError("documents, active, alpha and theta do not fit together")
+    for d in range(D):
+        if obs_ptr[d + 1] - obs_ptr[d] > max_len:
+            max_len = obs_ptr[d + 1] - obs_ptr[d]
+    for d in range(obs_words.shape[0]):
+        if obs_words[d] < 0 or obs_words[d] >= length.shape[0]:
+            raise ValueError("an observed token has no table")
+    if D == 0:
+        return
+    threads = 1 if threads < 1 else (<int> C if threads > C else threads)
+    f.obs_ptr = &obs_ptr[0]
+    f.obs_words = &obs_words[0] if obs_words.shape[0] > 0 else NULL
+    f.active = &active[0]
+    f.alpha = &alpha[0, 0]
+    f.per_doc = alpha.shape[0] > 1
+    f.alpha_sum = 0.0
+    for k in range(K):
+        f.alpha_sum = f.alpha_sum + alpha[0, k]
+    f.tb.ptr = &ptr[0]
+    f.tb.topic = &topic[0]
+    f.tb.count = &count[0]
+    f.tb.prob = &prob[0]
+    f.tb.alias = &alias[0]
+    f.tb.length = &length[0] if length.shape[0] > 0 else NULL
+    f.tb.mass = &mass[0] if mass.shape[0] > 0 else NULL
+    f.tb.nk = NULL
+    f.tb.rden = &rden[0]
+    f.tb.dense_prob = &dense_prob[0]
+    f.tb.dense_alias = &dense_alias[0]
+    f.tb.dense_mass = dense_mass
+    f.beta = beta
+    f.K = K
+    f.steps = steps
+    f.n_sweeps = n_sweeps
+    f.n_burn = n_burn
+    f.theta = &theta[0, 0]
+    f.alpha_prob = NULL
+    f.alpha_alias = NULL
+    try:
+        gens = <bitgen_t**> _alloc(C, sizeof(bitgen_t*))
+        for c in range(C):
+            gens[c] = bitgen_of(streams[c])
+        f.alpha_prob = <double*> _alloc(K, sizeof(double))
+        f.alpha_alias = <int32_t*> _alloc(K, sizeof(int32_t))
+        stacks = <int32_t*> _alloc(2 * K, sizeof(int32_t))
+        sc = <FoldScratch*> _alloc(threads, sizeof(FoldScratch), True)
+        for tid in range(threads):
+            sc[tid].zd = <int32_t*> _alloc(max_len, sizeof(int32_t))
+            sc[tid].nd = <int32_t*> _alloc(K, sizeof(int32_t))
+            sc[tid].kept = <int64_t*> _alloc(K, sizeof(int64_t))
+            if f.per_doc:
+                sc[tid].alpha_prob = <double*> _alloc(K, sizeof(double))
+                sc[tid].alpha_alias = <int32_t*> _alloc(K, sizeof(int32_t))
+                sc[tid].stacks = <int32_t*> _alloc(2 * K, sizeof(int32_t))
+        with nogil:
+            _alias_build(f.alpha, K, f.alpha_sum, f.alpha_prob, f.alpha_alias, stacks,
+                         stacks + K)
+            with parallel(num_threads=threads):
+                tid = threadid()
+                for c in prange(C, schedule="dynamic", chunksize=1):
+                    for d in range(chunk_bounds[c], chunk_bounds[c + 1]):
+                        if f.active[d]:
+                            _mh_fold_doc(&f, d, &sc[tid], gens[c])
+    finally:
+        if sc != NULL:
+            for tid in range(threads):
+                free(sc[tid].zd)
+                free(sc[tid].nd)
+                free(sc[tid].kept)
+                free(sc[tid].alpha_prob)
+                free(sc[tid].alpha_alias)
+                free(sc[tid].stacks)
+        free(sc)
+        free(stacks)
+        free(f.alpha_prob)
+        free(f.alpha_alias)
+        free(gens)

@@ -5,12 +5,14 @@ Two training algorithms:
 
 * ``dmr-sem`` -- stochastic EM (§9.2): collapsed Gibbs sweeps with a prior per document (the
   exact samplers of :func:`topictk.inference._gibbs.gibbs_sweep` with the document's prior,
-  AD-LDA chunks for threads). §9.2 prefers the dense sampler because the smoothing bucket s of
-  SparseLDA depends on the document; rebuilding s and the coefficients at each document start
-  costs O(K) per document, against O(K) per token for the dense draw, so the sparse sweep is
-  the faster one once the topics are sparse (NIPS, K = 50: 0.12 s against 0.20 s per sweep),
-  but not while the words' topic lists are long (the first sweeps; about 225 of a 300-sweep run
-  on poliblog at K = 20). ``sparse: auto`` (the default) picks the sampler before each sweep
+  or with ``sampler: mh`` the Metropolis-Hastings sampler of §2.7, whose document proposal
+  then carries the document's prior in its ratio; AD-LDA chunks for threads). §9.2 prefers
+  the dense sampler because the smoothing bucket s of SparseLDA depends on the document;
+  rebuilding s and the coefficients at each document start costs O(K) per document, against
+  O(K) per token for the dense draw, so the sparse sweep is the faster one once the topics are
+  sparse (NIPS, K = 50: 0.12 s against 0.20 s per sweep), but not while the words' topic lists
+  are long (the first sweeps; about 225 of a 300-sweep run on poliblog at K = 20).
+  ``sparse: auto`` (the default) picks the sampler before each sweep
   from the counts (:func:`topictk.inference.gibbs.sparse_sweep`); true or false fix it. Every
   ``optimize_interval`` sweeps after ``optimize_burn_in`` the weights nu maximise the Polya log
   likelihood of the current topic counts plus the Gaussian prior, by L-BFGS (scipy, warm
@@ -378,6 +380,9 @@ class DMRSEMDriver(DMRPriorMixin, GibbsDriver):
                               "false = the dense sampler of §9.2; auto = chosen before every "
                               "sweep from the counts (dense while the words' topic lists are "
                               "long, as early in a run or at small K)"),
+        "sampler": GibbsDriver.OPTIONS["sampler"],
+        "mh_steps": GibbsDriver.OPTIONS["mh_steps"],
+        "mh_rebuild": GibbsDriver.OPTIONS["mh_rebuild"],
         "optimize_interval": Option("int", 50, low=1, help="sweeps between nu updates"),
         "optimize_burn_in": Option("int", 100, low=0,
                                    help="sweeps before the first nu update"),

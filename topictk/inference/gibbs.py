@@ -27,6 +27,7 @@ from topictk.inference.base import (
 )
 from topictk.inference.hyper import minka_alpha
 from topictk.inference.mh import MAX_REBUILD, MH_FROM_K, MH_REBUILD, MH_STEPS, MHSampler
+from topictk.inference.mh import mh_fold_in
 from topictk.inference.perplexity import mixture_probabilities
 from topictk.inference.registry import register
 from topictk.inference.sampled import SampledDriver, resolve_alpha, resolve_sample_schedule
@@ -475,6 +476,21 @@ class GibbsDriver(SampledDriver):
 
     def topic_word(self, state: CountState) -> np.ndarray:
         return state.topic_word()
+
+    def fold_in(self, state: CountState, documents, plan, *, prior=None,
+                sample: dict | None = None) -> np.ndarray:
+        """A run trained with the MH sampler folds in by MH too (§2.7): the word proposal's
+        tables from the counts of ``sample`` (or of the state), O(mh_steps) per token; any
+        other run by the Gibbs fold-in."""
+        if self.mh is None:
+            return super().fold_in(state, documents, plan, prior=prior, sample=sample)
+        if prior is None:
+            if sample is not None:
+                raise ValueError("a fold-in with a saved sample needs the documents' prior")
+            prior = self.document_prior(state, None)
+        nkw, nk = (state.nkw, state.nk) if sample is None else (sample["nkw"], sample["nk"])
+        return mh_fold_in(nkw, nk, state.beta, prior, documents.doc_ptr, documents.words,
+                          plan, self.mh.steps)
 
     def objective(self, state: CountState) -> float:
         """Collapsed log joint ln p(w, z | alpha, beta) per token (§1.3), summed in blocks of

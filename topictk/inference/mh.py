@@ -3,14 +3,16 @@ the alias-table word proposal of AliasLDA, Li et al. 2014): docs/algorithms.md �
 
 The kernel is :mod:`topictk.inference._mh`; its NumPy twin is ``tests/reference/mh.py``. This
 module holds the word proposal's tables and their rebuild schedule for
-:class:`topictk.inference.gibbs.GibbsDriver` (``inference.sampler: mh``).
+:class:`topictk.inference.gibbs.GibbsDriver` (``inference.sampler: mh``, with one prior or a
+prior per document as in dmr-sem), and the MH fold-in of documents with the topics fixed
+(:func:`mh_fold_in`) that runs trained with it are evaluated and inferred with.
 """
 from __future__ import annotations
 
 import numpy as np
 
 from topictk.inference import _mh
-from topictk.inference.base import word_frequencies
+from topictk.inference.base import FoldInPlan, word_frequencies
 
 #: defaults of ``inference.mh_steps`` and ``inference.mh_rebuild``
 MH_STEPS = 2
@@ -62,6 +64,7 @@ class MHSampler:
         self.dense_alias = np.zeros(n_topics, dtype=np.int32)
         self.dense_mass = 0.0
         self._built = False
+        self._bar: tuple[np.ndarray, np.ndarray] | None = None   # (prior, its alpha-bar)
 
     def build(self, z: np.ndarray, beta: float, threads: int) -> None:
         """The tables from the topics ``z``."""
@@ -73,17 +76,91 @@ class MHSampler:
 
     def sweep(self, state, alpha: np.ndarray, bounds: np.ndarray, streams: list,
               doc_ptr: np.ndarray, words: np.ndarray, threads: int) -> None:
-        """Sweep ``state.step + 1`` on ``state``'s counts with the (K,) prior ``alpha``,
-        rebuilding the tables first when the schedule says so (or from ``state.table_z``
-        when this sampler has none yet, after a resume)."""
+        """Sweep ``state.step + 1`` on ``state``'s counts with the (K,), (1, K) or (D, K)
+        prior ``alpha``, rebuilding the tables first when the schedule says so (or from
+        ``state.table_z`` when this sampler has none yet, after a resume)."""
         if state.step % self.rebuild == 0:
             self.build(state.z, state.beta, threads)
             state.table_z = state.z.copy() if self.rebuild > 1 else None
         elif not self._built:
             self.build(state.table_z, state.beta, threads)
-        _mh.mh_sweep(doc_ptr, words, state.z, state.ndk, state.nkw, state.nk,
-                     np.ascontiguousarray(alpha.reshape(-1), dtype=np.float64), state.beta,
-                     bounds, streams, self.steps, self.ptr, self.topic, self.count, self.prob,
-                     self.alias, self.length, self.mass, self.nk, self.rden,
-                     self.dense_prob, self.dense_alias, self.dense_mass,
-                     state.table_z if self.rebuild > 1 else None, threads)
+        alpha = np.ascontiguousarray(np.atleast_2d(alpha), dtype=np.float64)
+        _mh.mh_sweep(doc_ptr, words, state.z, state.ndk, state.nkw, state.nk, alpha,
+                     self.proposal_prior(alpha), state.beta, bounds, streams, self.steps,
+                     self.ptr, self.topic, self.count, self.prob, self.alias, self.length,
+                     self.mass, self.nk, self.rden, self.dense_prob, self.dense_alias,
+                     self.dense_mass, state.table_z if self.rebuild > 1 else None, threads)
+
+    def proposal_prior(self, alpha: np.ndarray) -> np.ndarray:
+        """alpha-bar of a (1 or D, K) prior, kept while the caller passes the same array (a
+        (D, K) prior changes only when DMR's nu does)."""
+        if self._bar is None or self._bar[0] is not alpha:
+            self._bar = (alpha, proposal_prior(alpha))
+        return self._bar[1]
+
+
+def proposal_prior(alpha: np.ndarray) -> np.ndarray:
+    """alpha-bar (K,), the prior part of the document proposal (docs/algorithms.md §2.7): the
+    one row of a shared prior, or the mean over the documents of a prior per document."""
+    if alpha.shape[0] == 1:
+        return alpha[0]
+    return np.ascontiguousarray(alpha.mean(axis=0))
+
+
+class CountTables:
+    """The word proposal's tables built from a model's counts for the words ``vocab``
+    (docs/algorithms.md §2.7, fold-in): table j is word vocab[j]'s, and the proposal is
+    phi-hat exactly. Memory O(non-zeros of those rows + K)."""
+
+    def __init__(self, nkw: np.ndarray, nk: np.ndarray, vocab: np.ndarray, beta: float,
+                 threads: int = 1):
+        nkw = np.ascontiguousarray(nkw, dtype=np.int32)
+        vocab = np.ascontiguousarray(vocab, dtype=np.int64)
+        K = nkw.shape[1]
+        sizes = np.zeros(vocab.size, dtype=np.int64)
+        _mh.count_nonzeros(nkw, vocab, sizes)
+        self.ptr = np.zeros(vocab.size + 1, dtype=np.int64)
+        np.cumsum(sizes, out=self.ptr[1:])
+        pool = max(1, int(self.ptr[-1]))
+        self.topic = np.zeros(pool, dtype=np.int32)
+        self.count = np.zeros(pool, dtype=np.int32)
+        self.prob = np.zeros(pool, dtype=np.float64)
+        self.alias = np.zeros(pool, dtype=np.int32)
+        self.length = np.zeros(vocab.size, dtype=np.int32)
+        self.mass = np.zeros(vocab.size, dtype=np.float64)
+        self.rden = np.zeros(K, dtype=np.float64)
+        self.dense_prob = np.zeros(K, dtype=np.float64)
+        self.dense_alias = np.zeros(K, dtype=np.int32)
+        self.beta = float(beta)
+        self.dense_mass = _mh.build_count_tables(
+            nkw, np.ascontiguousarray(nk, dtype=np.int64), vocab, self.beta, self.ptr,
+            self.topic, self.count, self.prob, self.alias, self.length, self.mass, self.rden,
+            self.dense_prob, self.dense_alias, threads)
+
+    def arrays(self) -> tuple:
+        """The tables as :func:`topictk.inference._mh.mh_fold_in` takes them."""
+        return (self.beta, self.ptr, self.topic, self.count, self.prob, self.alias,
+                self.length, self.mass, self.rden, self.dense_prob, self.dense_alias,
+                self.dense_mass)
+
+
+def mh_fold_in(nkw: np.ndarray, nk: np.ndarray, beta: float, alpha: np.ndarray,
+               doc_ptr: np.ndarray, words: np.ndarray, plan: FoldInPlan,
+               steps: int = MH_STEPS) -> np.ndarray:
+    """theta-hat (D, K) of documents with the topics of the counts ``nkw`` (V, K), ``nk``
+    fixed, by ``steps`` MH cycles per token and sweep (docs/algorithms.md §2.7): the fold-in
+    of :func:`topictk.inference.base.gibbs_fold_in` (same plan, streams and theta-hat), at
+    O(steps) per token instead of O(K). Rows of documents the plan skips are NaN."""
+    K = nkw.shape[1]
+    alpha = np.ascontiguousarray(np.atleast_2d(alpha), dtype=np.float64)
+    D = doc_ptr.size - 1
+    vocab, local = np.unique(np.asarray(words), return_inverse=True)
+    tables = CountTables(nkw, nk, vocab, beta, plan.threads)
+    active = (np.ones(D, dtype=np.uint8) if plan.active is None
+              else np.ascontiguousarray(plan.active, dtype=np.uint8))
+    theta = np.full((D, K), np.nan)
+    _mh.mh_fold_in(np.ascontiguousarray(doc_ptr, dtype=np.int64),
+                   local.reshape(-1).astype(np.int32), alpha, int(steps), plan.sweeps, plan.burn_in,
+                   np.ascontiguousarray(plan.bounds, dtype=np.int64), plan.streams, active,
+                   theta, *tables.arrays(), plan.threads)
+    return theta
