@@ -391,3 +391,25 @@ def warp_sweep(const int64_t[::1] doc_ptr,      # IN  (D + 1) token offsets
             _phase(&wp, &ws, &nk[0], False)
     finally:
         _workspace_free(&ws)
+
+
+def count_topics(const int64_t[::1] doc_ptr,   # IN  (D + 1) token offsets
+                 const int32_t[::1] words,     # IN  (N) word ids
+                 const int32_t[::1] z,         # IN  (N) topics
+                 int32_t[:, ::1] ndk,          # OUT (D, K)
+                 int32_t[:, ::1] nkw):         # OUT (V, K) word-major
+    """The document-topic and word-topic counts of ``z``, in place (what a WarpLDA chain,
+    which keeps z and n_k only, shows to whatever reads the dense counts)."""
+    cdef Py_ssize_t D = ndk.shape[0], K = ndk.shape[1], N = z.shape[0]
+    cdef int64_t d, i
+    if words.shape[0] != N or doc_ptr.shape[0] != D + 1 or doc_ptr[D] != N:
+        raise ValueError("doc_ptr, words and z do not describe the same tokens")
+    if nkw.shape[1] != K:
+        raise ValueError("ndk and nkw need the same number of topics")
+    with nogil:
+        ndk[:, :] = 0
+        nkw[:, :] = 0
+        for d in range(D):
+            for i in range(doc_ptr[d], doc_ptr[d + 1]):
+                ndk[d, z[i]] += 1
+                nkw[words[i], z[i]] += 1

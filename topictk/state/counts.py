@@ -20,12 +20,14 @@ class CountState(Saved):
     sample_steps: steps at which a sample of (nkw, nk) was saved for evaluation
     table_z (N,) int32  the MH sampler's word-proposal tables were built from these topics
                         (kept and saved only when they are rebuilt less often than every sweep)
+    prop (N, M) int32   the WarpLDA sampler's pending document proposals (§2.9)
     """
 
     SCHEMA = {"z": Array("int32", ("N",)), "ndk": Array("int32", ("D", "K")),
               "nkw": Array("int32", ("V", "K")), "nk": Array("int64", ("K",)),
               "alpha": Array("float64", ("K",)), "beta": Value(float),
-              "table_z": Array("int32", ("N",), optional=True), **STEP}
+              "table_z": Array("int32", ("N",), optional=True),
+              "prop": Array("int32", ("N", "M"), optional=True), **STEP}
 
     z: np.ndarray
     ndk: np.ndarray
@@ -36,6 +38,7 @@ class CountState(Saved):
     sample_steps: list[int] = field(default_factory=list)
     step: int = 0
     table_z: np.ndarray | None = None
+    prop: np.ndarray | None = None
 
     @property
     def n_topics(self) -> int:
