@@ -157,9 +157,9 @@ def test_warp_chain_stays_close_to_the_posterior(seed, steps):
 # A corpus of 300 documents of 60 tokens drawn from 8 known topics over 200 words: after 300
 # sweeps from the same start, mean total variation between the recovered and the true topics
 # (matched one to one), seeds 0-3: exact Gibbs 0.052-0.055, WarpLDA 0.054-0.061 with one or
-# two MH steps (all of seeds 0-19 pass the test below); either chain now and then merges two topics into one and splits another
-# (exact Gibbs on seed 1: two topics off by 0.5-0.7), so the test asks for RECOVERED of the 8
-# topics within 0.1 and a median below RECOVERY.
+# two MH steps. Either chain now and then merges two topics into one and splits another (exact
+# Gibbs on seed 1: two topics off by 0.5-0.7), so the test asks for RECOVERED of the 8 topics
+# within 0.1 and a median below RECOVERY (seeds 0-19 pass).
 RECOVERY = 0.075
 RECOVERED = 6
 GD, GV, GK, GL, GALPHA, GBETA = 300, 200, 8, 60, 0.1, 0.05
