@@ -16,7 +16,7 @@ from tests.kernels.test_mh import BETA, DOC_PTR, SALPHA, SK, SV, WORDS, _posteri
 from tests.reference import warp as ref
 from topictk.inference import _warp
 from topictk.inference.gibbs import word_blocks
-from topictk.inference.warp import WarpSampler
+from topictk.inference.warp import WarpSampler, initial_topics
 
 D, V, K = 14, 17, 5
 SYMMETRIC = np.full(K, 0.1)
@@ -103,6 +103,14 @@ def test_bad_arguments_raise():
     with pytest.raises(ValueError, match="streams"):
         _warp.warp_start(doc_ptr, z, np.zeros((2, 2), np.int32), SYMMETRIC,
                          np.array([0, 1], np.int64), [])
+
+
+def test_initial_topics_are_those_of_the_exact_samplers(seed):
+    """WarpLDA starts from the z of ``init_topics`` (§2.2) without making its dense counts."""
+    rng = np.random.default_rng(seed)
+    doc_ptr, words = random_corpus(rng, D, V, 9)
+    state = KernelState.initial(doc_ptr, words, 7, V, stream(seed, 0))
+    np.testing.assert_array_equal(initial_topics(words.size, 7, stream(seed, 0)), state.z)
 
 
 def test_count_topics_counts_z():

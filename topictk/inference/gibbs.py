@@ -30,8 +30,8 @@ from topictk.inference.mh import MAX_REBUILD, MH_FROM_K, MH_REBUILD, MH_STEPS, M
 from topictk.inference.perplexity import mixture_probabilities
 from topictk.inference.registry import register
 from topictk.inference.sampled import SampledDriver, resolve_alpha, resolve_sample_schedule
-from topictk.inference.warp import WarpSampler
-from topictk.state.counts import CountState, phi_hat
+from topictk.inference.warp import WarpSampler, initial_topics
+from topictk.state.counts import CountState, WarpState, phi_hat
 from topictk.streams import Streams
 
 log = logging.getLogger("topictk")
@@ -279,8 +279,7 @@ class GibbsDriver(SampledDriver):
         # null defaults, so that runs saved before these keys existed resume unchanged
         "mh_steps": Option("int", None, low=1, nullable=True,
                            help="mh, warp: cycles of a word and a document proposal per "
-                                "token "
-                                f"(null: {MH_STEPS})"),
+                                f"token (null: {MH_STEPS})"),
         "mh_rebuild": Option("int", None, low=1, high=MAX_REBUILD, nullable=True,
                              help="mh: sweeps between rebuilds of the word proposal's tables "
                                   f"(null: {MH_REBUILD})"),
@@ -307,7 +306,6 @@ class GibbsDriver(SampledDriver):
         use_warp = choice == "warp"
         self._schedule(opts, use_mh or use_warp)
         self.mh = self.warp = None
-        self._stale = None          # the state whose ndk and nkw are behind its z (warp)
         steps = MH_STEPS if getattr(opts, "mh_steps", None) is None else opts.mh_steps
         if (use_mh or use_warp) and self.K > self.n_tokens:
             log.warning("model.n_topics = %d is more than the %d training tokens: most "
@@ -318,6 +316,7 @@ class GibbsDriver(SampledDriver):
         if use_warp:
             self.warp = WarpSampler(steps, self.words, self.V, word_blocks(
                 word_frequencies(self.words, self.V), self.n_chunks))
+            self.STATE = WarpState
         self.mh_steps = steps
         sparse = {"sparse": True, "dense": False}.get(choice, opts.sparse)
         self.sampler = SweepSampler(False if use_mh or use_warp else sparse, self.words, self.V,
@@ -363,7 +362,12 @@ class GibbsDriver(SampledDriver):
 
     # ------------------------------------------------------------------ state
     def init_state(self) -> CountState:
-        """Every token's topic uniform from the init stream (§2.2), counts to match."""
+        """Every token's topic uniform from the init stream (§2.2), counts to match (for
+        WarpLDA n_k only, §2.9)."""
+        if self.warp is not None:
+            z = initial_topics(self.n_tokens, self.K, self.streams.persistent(keys.INIT))
+            return self.new_state(z, None, None,
+                                  np.bincount(z, minlength=self.K).astype(np.int64))
         z = np.zeros(self.n_tokens, dtype=np.int32)
         ndk = np.zeros((self.n_docs, self.K), dtype=np.int32)
         nkw = np.zeros((self.V, self.K), dtype=np.int32)
@@ -374,7 +378,7 @@ class GibbsDriver(SampledDriver):
 
     def new_state(self, z, ndk, nkw, nk) -> CountState:
         alpha = resolve_alpha(self.config.model.alpha, self.K)
-        return CountState(z=z, ndk=ndk, nkw=nkw, nk=nk, alpha=alpha,
+        return self.STATE(z=z, ndk=ndk, nkw=nkw, nk=nk, alpha=alpha,
                           beta=float(self.config.model.beta))
 
     # ------------------------------------------------------------------- step
@@ -413,9 +417,9 @@ class GibbsDriver(SampledDriver):
         elif self.warp is not None:
             word_streams = self.streams.chunk_streams(keys.WARP_WORDS, self.n_chunks,
                                                       persistent=True)
+            state.ndk = state.nkw = None    # the chain is z, prop and nk (§2.9)
             self.warp.sweep(state, self.sweep_prior(state), self.bounds, chunk_streams,
                             word_streams, self.doc_ptr, self.threads)
-            self._stale = state
             fallbacks, sparse = 0, None
         elif self.remote is not None:
             fallbacks, sparse = self._remote_sweep(state, chunk_streams)
@@ -474,10 +478,11 @@ class GibbsDriver(SampledDriver):
 
     def synced(self, state: CountState) -> CountState:
         """``state`` with z and ndk brought back from the cluster when they are behind, or
-        with ndk and nkw counted from z after WarpLDA sweeps, which keep only z and n_k."""
-        if self._stale is state:
+        with ndk and nkw counted from z when a WarpLDA state has none (§2.9)."""
+        if state.ndk is None:
+            state.ndk = np.zeros((self.n_docs, self.K), dtype=np.int32)
+            state.nkw = np.zeros((self.V, self.K), dtype=np.int32)
             _warp.count_topics(self.doc_ptr, self.words, state.z, state.ndk, state.nkw)
-            self._stale = None
         if self.remote is None or not self.remote.stale:
             return state
         from topictk.inference.cluster import with_recovery
@@ -500,7 +505,7 @@ class GibbsDriver(SampledDriver):
         return state.step
 
     def state_to_arrays(self, state: CountState) -> tuple[dict, dict[str, np.ndarray]]:
-        return super().state_to_arrays(self.synced(state))
+        return super().state_to_arrays(state if self.warp is not None else self.synced(state))
 
     def topic_word(self, state: CountState) -> np.ndarray:
         return self.synced(state).topic_word()

@@ -49,5 +49,13 @@ class WarpSampler:
                          float(state.beta), bounds, doc_streams, word_streams, threads)
 
 
+def initial_topics(n_tokens: int, n_topics: int, stream: np.random.PCG64) -> np.ndarray:
+    """The initial topics of §2.2 (one uniform per token in canonical order,
+    k = min(floor(u K), K - 1)): the z of ``_gibbs.init_topics`` without its dense counts."""
+    u = np.random.Generator(stream).random(n_tokens)
+    u *= n_topics
+    return np.minimum(u.astype(np.int32), n_topics - 1)
+
+
 def _flat(alpha: np.ndarray) -> np.ndarray:
     return np.ascontiguousarray(np.reshape(alpha, -1), dtype=np.float64)

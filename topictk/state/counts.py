@@ -69,6 +69,26 @@ class CountState(Saved):
         return phi_hat(self.nkw, self.nk, self.beta).T.copy()
 
 
+@dataclass
+class WarpState(CountState):
+    """The state of a WarpLDA chain (docs/algorithms.md §2.9): z, the pending proposals
+    ``prop`` (N, M) and nk are the chain; ``ndk`` and ``nkw`` are None while it samples and
+    are counted from z by the driver when something reads them. Saved without them, so a
+    checkpoint holds 4 N (1 + M) + 8 K bytes of counts and topics, not 4 (D + V) K."""
+
+    SCHEMA = {"z": Array("int32", ("N",)), "nk": Array("int64", ("K",)),
+              "alpha": Array("float64", ("K",)), "beta": Value(float),
+              "prop": Array("int32", ("N", "M"), optional=True), **STEP}
+
+    @property
+    def n_topics(self) -> int:
+        return self.nk.size
+
+    @classmethod
+    def restore(cls, fields: dict):
+        return super().restore({"ndk": None, "nkw": None, **fields})
+
+
 def phi_hat(nkw: np.ndarray, nk: np.ndarray, beta: float) -> np.ndarray:
     """Word-major (V, K) phi-hat from counts (one (V, K) float64 array, built in place)."""
     V = nkw.shape[0]
