@@ -96,20 +96,23 @@ cdef void _doc_proposals(const Warp* wp, int64_t begin, int64_t end,
     """``M`` new document proposals for every token of [begin, end) (§2.9): one uniform x of
     [0, L_d + alpha_sum) each; x < L_d: the topic of token begin + floor(x), else a topic from
     alpha with r = (x - L_d) / alpha_sum."""
-    cdef double length = end - begin
-    cdef double total = length + wp.alpha_sum, x
-    cdef int64_t i, j
-    cdef int m
+    # the fields in locals: with -fno-strict-aliasing every store would reload them
+    cdef double length = end - begin, alpha_sum = wp.alpha_sum
+    cdef double total = length + alpha_sum, x
+    cdef int64_t i, j, last = end - begin - 1
+    cdef int m, M = wp.M
+    cdef const int32_t* z = wp.z + begin
+    cdef int32_t* prop = wp.prop
     for i in range(begin, end):
-        for m in range(wp.M):
+        for m in range(M):
             x = next_uniform(gen) * total
             if x < length:
                 j = <int64_t> x
-                if j > end - begin - 1:
-                    j = end - begin - 1
-                wp.prop[i * wp.M + m] = wp.z[begin + j]
+                if j > last:
+                    j = last
+                prop[i * M + m] = z[j]
             else:
-                wp.prop[i * wp.M + m] = _prior_draw(wp, (x - length) / wp.alpha_sum)
+                prop[i * M + m] = _prior_draw(wp, (x - length) / alpha_sum)
 
 
 cdef void _doc_chunk(const Warp* wp, int64_t* nk, int32_t* cd, Py_ssize_t c,
@@ -117,30 +120,32 @@ cdef void _doc_chunk(const Warp* wp, int64_t* nk, int32_t* cd, Py_ssize_t c,
     """The document phase of chunk c on ``nk``; ``cd`` is a zeroed K row, left zeroed."""
     cdef int64_t d, i, begin, end
     cdef int32_t s, t
-    cdef int m
+    cdef int m, M = wp.M
     cdef double u, vbeta = wp.vbeta
     cdef const double* a = wp.alpha
+    cdef int32_t* z = wp.z
+    cdef const int32_t* prop = wp.prop
     for d in range(wp.dbounds[c], wp.dbounds[c + 1]):
         begin = wp.doc_ptr[d]
         end = wp.doc_ptr[d + 1]
         for i in range(begin, end):
-            cd[wp.z[i]] += 1
+            cd[z[i]] += 1
         for i in range(begin, end):
-            s = wp.z[i]
+            s = z[i]
             cd[s] -= 1
             nk[s] -= 1
-            for m in range(wp.M):
-                t = wp.prop[i * wp.M + m]
+            for m in range(M):
+                t = prop[i * M + m]
                 u = next_uniform(gen)
                 if t != s and (u * (cd[s] + a[s]) * (nk[t] + vbeta)
                                < (cd[t] + a[t]) * (nk[s] + vbeta)):
                     s = t
             cd[s] += 1
             nk[s] += 1
-            wp.z[i] = s
+            z[i] = s
         _doc_proposals(wp, begin, end, gen)
         for i in range(begin, end):
-            cd[wp.z[i]] = 0
+            cd[z[i]] = 0
 
 
 cdef void _word_chunk(const Warp* wp, int64_t* nk, int32_t* cw, int32_t* zl, Py_ssize_t c,
@@ -153,6 +158,8 @@ cdef void _word_chunk(const Warp* wp, int64_t* nk, int32_t* cw, int32_t* zl, Py_
     cdef int m, M = wp.M
     cdef double u, x, total, beta = wp.beta, vbeta = wp.vbeta
     cdef const int64_t* tok
+    cdef int32_t* z = wp.z
+    cdef int32_t* prop = wp.prop
     for q in range(wp.wbounds[c], wp.wbounds[c + 1]):
         w = wp.word_list[q]
         b = wp.word_ptr[w]
@@ -160,19 +167,19 @@ cdef void _word_chunk(const Warp* wp, int64_t* nk, int32_t* cw, int32_t* zl, Py_
         tok = wp.word_tokens + b
         for j in range(n):
             if j + AHEAD < n:
-                prefetch(wp.z + tok[j + AHEAD])
-            s = wp.z[tok[j]]
+                prefetch(z + tok[j + AHEAD])
+            s = z[tok[j]]
             zl[j] = s
             cw[s] += 1
         for j in range(n):
             i = tok[j]
             if j + AHEAD < n:
-                prefetch(wp.prop + tok[j + AHEAD] * M)
+                prefetch(prop + tok[j + AHEAD] * M)
             s = zl[j]
             cw[s] -= 1
             nk[s] -= 1
             for m in range(M):
-                t = wp.prop[i * M + m]
+                t = prop[i * M + m]
                 u = next_uniform(gen)
                 if t != s and (u * (cw[s] + beta) * (nk[t] + vbeta)
                                < (cw[t] + beta) * (nk[s] + vbeta)):
@@ -183,19 +190,19 @@ cdef void _word_chunk(const Warp* wp, int64_t* nk, int32_t* cw, int32_t* zl, Py_
         total = n + K * beta
         for j in range(n):
             i = tok[j]
-            wp.z[i] = zl[j]
+            z[i] = zl[j]
             for m in range(M):
                 x = next_uniform(gen) * total
                 if x < n:
                     jj = <int64_t> x
                     if jj > n - 1:
                         jj = n - 1
-                    wp.prop[i * M + m] = zl[jj]
+                    prop[i * M + m] = zl[jj]
                 else:
                     jj = <int64_t> ((x - n) / beta)
                     if jj > K - 1:
                         jj = K - 1
-                    wp.prop[i * M + m] = <int32_t> jj
+                    prop[i * M + m] = <int32_t> jj
         for j in range(n):
             cw[zl[j]] = 0
 
