@@ -478,17 +478,23 @@ class GibbsDriver(SampledDriver):
 
     def synced(self, state: CountState) -> CountState:
         """``state`` with z and ndk brought back from the cluster when they are behind, or
-        with ndk and nkw counted from z when a WarpLDA state has none (§2.9)."""
-        if state.ndk is None:
-            state.ndk = np.zeros((self.n_docs, self.K), dtype=np.int32)
-            state.nkw = np.zeros((self.V, self.K), dtype=np.int32)
-            _warp.count_topics(self.doc_ptr, self.words, state.z, state.ndk, state.nkw)
+        with ndk and nkw counted when a WarpLDA state has none (:meth:`counted`)."""
+        self.counted(state)
         if self.remote is None or not self.remote.stale:
             return state
         from topictk.inference.cluster import with_recovery
         chunk_streams = self.streams.chunk_streams((3,), self.n_chunks, persistent=True)
         with_recovery(self.cluster, lambda exc: self._recover(state, chunk_streams, exc),
                       lambda: self.remote.gather(state.z, state.ndk))
+        return state
+
+    def counted(self, state: CountState) -> CountState:
+        """``state`` with ndk and nkw counted from z when it has none (a WarpLDA state keeps
+        z, its proposals and nk only, §2.9)."""
+        if state.ndk is None:
+            state.ndk = np.zeros((self.n_docs, self.K), dtype=np.int32)
+            state.nkw = np.zeros((self.V, self.K), dtype=np.int32)
+            _warp.count_topics(self.doc_ptr, self.words, state.z, state.ndk, state.nkw)
         return state
 
     def mark_step(self, state: CountState) -> None:
@@ -508,7 +514,7 @@ class GibbsDriver(SampledDriver):
         return super().state_to_arrays(state if self.warp is not None else self.synced(state))
 
     def topic_word(self, state: CountState) -> np.ndarray:
-        return self.synced(state).topic_word()
+        return self.counted(state).topic_word()
 
     def objective(self, state: CountState) -> float:
         """Collapsed log joint ln p(w, z | alpha, beta) per token (§1.3), summed in blocks of
@@ -530,7 +536,7 @@ class GibbsDriver(SampledDriver):
 
     def sample(self, state: CountState) -> dict[str, np.ndarray]:
         # the arrays are written to disk (or used) at once: no copy of the counts is needed
-        arrays = {"nkw": self.synced(state).nkw, "nk": state.nk, "alpha": state.alpha}
+        arrays = {"nkw": self.counted(state).nkw, "nk": state.nk, "alpha": state.alpha}
         if self.store.train_heldout() is not None:   # Protocol B scores with n_dk per sample
             arrays["ndk"] = self.synced(state).ndk
         return arrays
