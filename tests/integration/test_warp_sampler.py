@@ -112,3 +112,24 @@ def test_more_topics_than_tokens_is_a_warning(tmp_path, example_store):
     out = ok("train", "--config", config)
     assert "training tokens: most topics stay empty" in out.stderr
     assert np.isfinite(metrics(tmp_path / "run")[-1]["perplexity_point"])
+
+
+def test_dmr_sem_refuses_warp_naming_the_key(tmp_path, example_store):
+    config = write_config(tmp_path, example_store,
+                          inference={"algorithm": "dmr-sem", "sampler": "warp"})
+    err = fails(2, "train", "--config", config)
+    assert "unknown key 'inference.sampler'" in err and len(err.strip().splitlines()) == 1
+
+
+def test_a_cluster_refuses_warp(tmp_path, example_store):
+    """Refused before anything is sent to the cluster (the cluster object is not used)."""
+    from topictk.corpus.store import CorpusStore
+    from topictk.errors import UsageError
+    from topictk.inference.gibbs import GibbsDriver
+    from topictk.inference.registry import load_config
+
+    config = load_config(write_config(tmp_path, example_store, inference=WARP))
+    driver = GibbsDriver(config, CorpusStore.open(example_store))
+    with pytest.raises(UsageError, match="inference.sampler: warp does not run on a Dask "
+                                         "cluster"):
+        driver.use_cluster(object())
