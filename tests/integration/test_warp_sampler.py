@@ -121,15 +121,34 @@ def test_dmr_sem_refuses_warp_naming_the_key(tmp_path, example_store):
     assert "unknown key 'inference.sampler'" in err and len(err.strip().splitlines()) == 1
 
 
-def test_a_cluster_refuses_warp(tmp_path, example_store):
-    """Refused before anything is sent to the cluster (the cluster object is not used)."""
+def _driver(tmp_path, example_store):
     from topictk.corpus.store import CorpusStore
-    from topictk.errors import UsageError
     from topictk.inference.gibbs import GibbsDriver
     from topictk.inference.registry import load_config
 
     config = load_config(write_config(tmp_path, example_store, inference=WARP))
-    driver = GibbsDriver(config, CorpusStore.open(example_store))
+    return GibbsDriver(config, CorpusStore.open(example_store))
+
+
+def test_sweeps_hold_no_dense_counts(tmp_path, example_store):
+    """The start and the sweeps make no n_dk or n_kw; reading them counts them from z."""
+    driver = _driver(tmp_path, example_store)
+    state = driver.init_state()
+    assert state.ndk is None and state.nkw is None
+    for t in range(3):
+        driver.step(state, t)
+        assert state.ndk is None and state.nkw is None
+    assert np.isfinite(driver.objective(state))
+    state.check_invariants(driver.doc_ptr, driver.words)
+    driver.step(state, 3)
+    assert state.ndk is None and state.nkw is None
+
+
+def test_a_cluster_refuses_warp(tmp_path, example_store):
+    """Refused before anything is sent to the cluster (the cluster object is not used)."""
+    from topictk.errors import UsageError
+
+    driver = _driver(tmp_path, example_store)
     with pytest.raises(UsageError, match="inference.sampler: warp does not run on a Dask "
                                          "cluster"):
         driver.use_cluster(object())
