@@ -34,6 +34,7 @@ KERNELS = [
     "topictk._cy.special",
     "topictk.inference._gibbs",
     "topictk.inference._mh",
+    "topictk.inference._warp",
     "topictk.inference._minibatch",
     "topictk.inference._vb",
     "topictk.inference._cvb",

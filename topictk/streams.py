@@ -5,7 +5,8 @@ Every stream is ``PCG64(SeedSequence(entropy=seed, spawn_key=KEY))``. Persistent
 and are saved in checkpoints; derived streams (local ``(2, t, c)``, eval ``(4, e, c)``) are
 re-created from their key whenever needed, so they need no saving; ``topictk infer`` uses
 ``(5, c)`` of the seed it is given; the left-to-right estimator of ``topictk evaluate``
-(§11.3) uses the derived ``(6, c)``, the same for every sample.
+(§11.3) uses the derived ``(6, c)``, the same for every sample; the word phase of a WarpLDA
+sweep (§2.9) uses the persistent ``(7, c)``, one per word chunk.
 """
 from __future__ import annotations
 
@@ -13,6 +14,8 @@ import numpy as np
 
 INIT = (0,)
 MAIN = (1,)
+#: prefix of the persistent streams of the word chunks of a WarpLDA sweep, ``(7, c)``
+WARP_WORDS = (7,)
 
 
 def local_key(t: int, chunk: int) -> tuple[int, ...]:

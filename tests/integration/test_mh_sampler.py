@@ -75,8 +75,8 @@ def test_mh_learns_topics(tmp_path, example_store):
 @pytest.mark.parametrize("key,value,message", [
     ("mh_steps", 0, "inference.mh_steps must be an integer >= 1 or null; got 0"),
     ("mh_rebuild", 9, "inference.mh_rebuild must be an integer in [1, 8] or null; got 9"),
-    ("sampler", "alias", ("inference.sampler must be one of sparse, dense, mh, auto or null; "
-                         "got 'alias'")),
+    ("sampler", "alias", ("inference.sampler must be one of sparse, dense, mh, warp, auto or "
+                         "null; got 'alias'")),
 ])
 def test_bad_mh_settings_are_config_errors(tmp_path, example_store, key, value, message):
     config = write_config(tmp_path, example_store,

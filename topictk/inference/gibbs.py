@@ -16,7 +16,7 @@ from topictk import streams as keys
 from topictk._cy.special import gammaln
 from topictk.config.schema import Option
 from topictk.errors import ConfigError, NumericalError, UsageError
-from topictk.inference import _gibbs
+from topictk.inference import _gibbs, _warp
 from topictk.inference.base import (
     StepInfo,
     chunk_bounds_by_tokens,
@@ -31,7 +31,8 @@ from topictk.inference.mh import mh_fold_in
 from topictk.inference.perplexity import mixture_probabilities
 from topictk.inference.registry import register
 from topictk.inference.sampled import SampledDriver, resolve_alpha, resolve_sample_schedule
-from topictk.state.counts import CountState, phi_hat
+from topictk.inference.warp import WarpSampler, initial_topics
+from topictk.state.counts import CountState, WarpState, phi_hat
 from topictk.streams import Streams
 
 log = logging.getLogger("topictk")
@@ -105,6 +106,11 @@ def uses_mh(inference, n_topics: int) -> bool:
     return choice == "mh" or (choice == "auto" and n_topics >= MH_FROM_K)
 
 
+def uses_warp(inference) -> bool:
+    """Whether ``inference.sampler`` is the WarpLDA sampler (§2.9)."""
+    return inference.get("sampler") == "warp"
+
+
 def check_schedule(data: dict, where: str) -> None:
     """``inference.chunks`` (AD-LDA) and ``inference.blocks`` (the partitioned schedule) are
     two schedules: give at most one of them; the MH sampler runs AD-LDA chunks only. A Dask
@@ -115,7 +121,8 @@ def check_schedule(data: dict, where: str) -> None:
         raise ConfigError(f"inference.chunks = {inference['chunks']} and inference.blocks = "
                           f"{inference['blocks']} choose two different parallel schedules; "
                           f"set one of them and leave the other out ({where})")
-    if inference.get("blocks") is not None and uses_mh(inference, data["model"]["topics"]):
+    if inference.get("blocks") is not None and (uses_mh(inference, data["model"]["topics"])
+                                                or uses_warp(inference)):
         raise ConfigError(f"inference.blocks does not apply to the Metropolis-Hastings sampler "
                           f"(inference.sampler), which runs AD-LDA chunks; set "
                           f"inference.chunks instead ({where})")
@@ -262,16 +269,18 @@ class GibbsDriver(SampledDriver):
         "sparse": Option("bool", True, auto=True,
                          help="SparseLDA sampler (exact); false = dense O(K); auto = chosen "
                               "before every sweep from the counts (see sparse_sweep)"),
-        "sampler": Option("choice", None, choices=("sparse", "dense", "mh", "auto"),
+        "sampler": Option("choice", None, choices=("sparse", "dense", "mh", "warp", "auto"),
                           nullable=True,
                           help="sparse = SparseLDA, dense = dense O(K), mh = Metropolis-Hastings "
-                               f"O(1) per token (approximate per sweep); auto = mh from "
-                               f"K = {MH_FROM_K}, else as inference.sparse; null = as "
+                               "O(1) per token (approximate per sweep), warp = WarpLDA: O(1) "
+                               "per token reading one word's or one document's counts at a "
+                               "time (approximate, see docs/algorithms.md §2.9); auto = mh "
+                               f"from K = {MH_FROM_K}, else as inference.sparse; null = as "
                                "inference.sparse"),
         # null defaults, so that runs saved before these keys existed resume unchanged
         "mh_steps": Option("int", None, low=1, nullable=True,
-                           help="mh: cycles of a word and a document proposal per token "
-                                f"(null: {MH_STEPS})"),
+                           help="mh, warp: cycles of a word and a document proposal per "
+                                f"token (null: {MH_STEPS})"),
         "mh_rebuild": Option("int", None, low=1, high=MAX_REBUILD, nullable=True,
                              help="mh: sweeps between rebuilds of the word proposal's tables "
                                   f"(null: {MH_REBUILD})"),
@@ -295,18 +304,24 @@ class GibbsDriver(SampledDriver):
         opts = config.inference
         choice = getattr(opts, "sampler", None)
         use_mh = uses_mh(opts, self.K)
-        self._schedule(opts, use_mh)
-        self.mh = None
+        use_warp = choice == "warp"
+        self._schedule(opts, use_mh or use_warp)
+        self.mh = self.warp = None
+        steps = MH_STEPS if getattr(opts, "mh_steps", None) is None else opts.mh_steps
+        if (use_mh or use_warp) and self.K > self.n_tokens:
+            log.warning("model.n_topics = %d is more than the %d training tokens: most "
+                        "topics stay empty", self.K, self.n_tokens)
         if use_mh:
-            if self.K > self.n_tokens:
-                log.warning("model.n_topics = %d is more than the %d training tokens: most "
-                            "topics stay empty", self.K, self.n_tokens)
-            steps = MH_STEPS if opts.mh_steps is None else opts.mh_steps
             rebuild = MH_REBUILD if opts.mh_rebuild is None else opts.mh_rebuild
             self.mh = MHSampler(steps, rebuild, self.words, self.V, self.K)
+        if use_warp:
+            self.warp = WarpSampler(steps, self.words, self.V, word_blocks(
+                word_frequencies(self.words, self.V), self.n_chunks))
+            self.STATE = WarpState
+        self.mh_steps = steps
         sparse = {"sparse": True, "dense": False}.get(choice, opts.sparse)
-        self.sampler = SweepSampler(False if self.mh else sparse, self.words, self.V, self.K,
-                                    self.word_block)
+        self.sampler = SweepSampler(False if use_mh or use_warp else sparse, self.words, self.V,
+                                    self.K, self.word_block)
         self.cluster = None         # the Dask cluster the shards sweep on (use_cluster)
         self.remote = None
         self._restart: RestartPoint | None = None
@@ -338,16 +353,22 @@ class GibbsDriver(SampledDriver):
         samples, alpha updates, the log joint)."""
         if type(self).cluster_support is not True:
             raise NotImplementedError(f"{self.name} does not run on a cluster")
-        if self.mh is not None:
-            raise UsageError("inference.sampler: mh does not run on a Dask cluster; train it "
-                             "on one machine or choose inference.sampler: sparse")
+        if self.mh is not None or self.warp is not None:
+            name = "mh" if self.mh is not None else "warp"
+            raise UsageError(f"inference.sampler: {name} does not run on a Dask cluster; train "
+                             f"it on one machine or choose inference.sampler: sparse")
         from topictk.inference.cluster import ShardedGibbs
         self.cluster = cluster
         self.remote = ShardedGibbs(cluster, self.store, self.doc_ptr, self.bounds)
 
     # ------------------------------------------------------------------ state
     def init_state(self) -> CountState:
-        """Every token's topic uniform from the init stream (§2.2), counts to match."""
+        """Every token's topic uniform from the init stream (§2.2), counts to match (for
+        WarpLDA n_k only, §2.9)."""
+        if self.warp is not None:
+            z = initial_topics(self.n_tokens, self.K, self.streams.persistent(keys.INIT))
+            return self.new_state(z, None, None,
+                                  np.bincount(z, minlength=self.K).astype(np.int64))
         z = np.zeros(self.n_tokens, dtype=np.int32)
         ndk = np.zeros((self.n_docs, self.K), dtype=np.int32)
         nkw = np.zeros((self.V, self.K), dtype=np.int32)
@@ -358,7 +379,7 @@ class GibbsDriver(SampledDriver):
 
     def new_state(self, z, ndk, nkw, nk) -> CountState:
         alpha = resolve_alpha(self.config.model.alpha, self.K)
-        return CountState(z=z, ndk=ndk, nkw=nkw, nk=nk, alpha=alpha,
+        return self.STATE(z=z, ndk=ndk, nkw=nkw, nk=nk, alpha=alpha,
                           beta=float(self.config.model.beta))
 
     # ------------------------------------------------------------------- step
@@ -394,6 +415,13 @@ class GibbsDriver(SampledDriver):
             self.mh.sweep(state, self.sweep_prior(state), self.bounds, chunk_streams,
                           self.doc_ptr, self.words, self.threads)
             fallbacks, sparse = 0, None
+        elif self.warp is not None:
+            word_streams = self.streams.chunk_streams(keys.WARP_WORDS, self.n_chunks,
+                                                      persistent=True)
+            state.ndk = state.nkw = None    # the chain is z, prop and nk (§2.9)
+            self.warp.sweep(state, self.sweep_prior(state), self.bounds, chunk_streams,
+                            word_streams, self.doc_ptr, self.threads)
+            fallbacks, sparse = 0, None
         elif self.remote is not None:
             fallbacks, sparse = self._remote_sweep(state, chunk_streams)
         else:
@@ -405,7 +433,8 @@ class GibbsDriver(SampledDriver):
         opts = self.config.inference
         collect = (state.step > opts.burn_in and (state.step - opts.burn_in) % opts.thin == 0)
         extra["fallbacks"] = fallbacks
-        extra["sampler"] = "mh" if sparse is None else ("sparse" if sparse else "dense")
+        extra["sampler"] = (("warp" if self.warp is not None else "mh") if sparse is None
+                            else ("sparse" if sparse else "dense"))
         return StepInfo(tokens=self.n_tokens, documents=self.n_docs, collect_sample=collect,
                         extra=extra)
 
@@ -449,13 +478,24 @@ class GibbsDriver(SampledDriver):
                 self.after_sweep(state)
 
     def synced(self, state: CountState) -> CountState:
-        """``state`` with z and ndk brought back from the cluster when they are behind."""
+        """``state`` with z and ndk brought back from the cluster when they are behind, or
+        with ndk and nkw counted when a WarpLDA state has none (:meth:`counted`)."""
+        self.counted(state)
         if self.remote is None or not self.remote.stale:
             return state
         from topictk.inference.cluster import with_recovery
         chunk_streams = self.streams.chunk_streams((3,), self.n_chunks, persistent=True)
         with_recovery(self.cluster, lambda exc: self._recover(state, chunk_streams, exc),
                       lambda: self.remote.gather(state.z, state.ndk))
+        return state
+
+    def counted(self, state: CountState) -> CountState:
+        """``state`` with ndk and nkw counted from z when it has none (a WarpLDA state keeps
+        z, its proposals and nk only, §2.9)."""
+        if state.ndk is None:
+            state.ndk = np.zeros((self.n_docs, self.K), dtype=np.int32)
+            state.nkw = np.zeros((self.V, self.K), dtype=np.int32)
+            _warp.count_topics(self.doc_ptr, self.words, state.z, state.ndk, state.nkw)
         return state
 
     def mark_step(self, state: CountState) -> None:
@@ -472,10 +512,10 @@ class GibbsDriver(SampledDriver):
         return state.step
 
     def state_to_arrays(self, state: CountState) -> tuple[dict, dict[str, np.ndarray]]:
-        return super().state_to_arrays(self.synced(state))
+        return super().state_to_arrays(state if self.warp is not None else self.synced(state))
 
     def topic_word(self, state: CountState) -> np.ndarray:
-        return state.topic_word()
+        return self.counted(state).topic_word()
 
     def fold_in(self, state: CountState, documents, plan, *, prior=None,
                 sample: dict | None = None) -> np.ndarray:
@@ -512,7 +552,7 @@ class GibbsDriver(SampledDriver):
 
     def sample(self, state: CountState) -> dict[str, np.ndarray]:
         # the arrays are written to disk (or used) at once: no copy of the counts is needed
-        arrays = {"nkw": state.nkw, "nk": state.nk, "alpha": state.alpha}
+        arrays = {"nkw": self.counted(state).nkw, "nk": state.nk, "alpha": state.alpha}
         if self.store.train_heldout() is not None:   # Protocol B scores with n_dk per sample
             arrays["ndk"] = self.synced(state).ndk
         return arrays
@@ -541,7 +581,13 @@ class GibbsDriver(SampledDriver):
                                            self.threads)
         return total / len(samples)
 
+    def state_sizes(self) -> dict:
+        return {**super().state_sizes(), "M": self.mh_steps}
+
     def check_restored(self, state: CountState) -> None:
+        if self.warp is not None and state.step > 0 and state.prop is None:
+            raise ValueError(f"the state of step {state.step} has no prop (the pending "
+                             f"proposals), which inference.sampler = warp needs")
         if (self.mh is not None and state.step % self.mh.rebuild != 0
                 and state.table_z is None):
             raise ValueError(f"the state of step {state.step} has no table_z, which "

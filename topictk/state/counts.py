@@ -20,12 +20,14 @@ class CountState(Saved):
     sample_steps: steps at which a sample of (nkw, nk) was saved for evaluation
     table_z (N,) int32  the MH sampler's word-proposal tables were built from these topics
                         (kept and saved only when they are rebuilt less often than every sweep)
+    prop (N, M) int32   the WarpLDA sampler's pending document proposals (§2.9)
     """
 
     SCHEMA = {"z": Array("int32", ("N",)), "ndk": Array("int32", ("D", "K")),
               "nkw": Array("int32", ("V", "K")), "nk": Array("int64", ("K",)),
               "alpha": Array("float64", ("K",)), "beta": Value(float),
-              "table_z": Array("int32", ("N",), optional=True), **STEP}
+              "table_z": Array("int32", ("N",), optional=True),
+              "prop": Array("int32", ("N", "M"), optional=True), **STEP}
 
     z: np.ndarray
     ndk: np.ndarray
@@ -36,6 +38,7 @@ class CountState(Saved):
     sample_steps: list[int] = field(default_factory=list)
     step: int = 0
     table_z: np.ndarray | None = None
+    prop: np.ndarray | None = None
 
     @property
     def n_topics(self) -> int:
@@ -64,6 +67,26 @@ class CountState(Saved):
     def topic_word(self) -> np.ndarray:
         """phi-hat (K, V): (n_kw + beta) / (n_k + V beta)."""
         return phi_hat(self.nkw, self.nk, self.beta).T.copy()
+
+
+@dataclass
+class WarpState(CountState):
+    """The state of a WarpLDA chain (docs/algorithms.md §2.9): z, the pending proposals
+    ``prop`` (N, M) and nk are the chain; ``ndk`` and ``nkw`` are None while it samples and
+    are counted from z by the driver when something reads them. Saved without them, so a
+    checkpoint holds 4 N (1 + M) + 8 K bytes of counts and topics, not 4 (D + V) K."""
+
+    SCHEMA = {"z": Array("int32", ("N",)), "nk": Array("int64", ("K",)),
+              "alpha": Array("float64", ("K",)), "beta": Value(float),
+              "prop": Array("int32", ("N", "M"), optional=True), **STEP}
+
+    @property
+    def n_topics(self) -> int:
+        return self.nk.size
+
+    @classmethod
+    def restore(cls, fields: dict):
+        return super().restore({"ndk": None, "nkw": None, **fields})
 
 
 def phi_hat(nkw: np.ndarray, nk: np.ndarray, beta: float) -> np.ndarray:

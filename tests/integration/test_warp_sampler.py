@@ -1,0 +1,154 @@
+"""``inference.sampler: warp`` through ``topictk train`` (docs/algorithms.md §2.9): resumed
+equals uninterrupted (the pending proposals come back from the checkpoint), one thread equals
+two, the chain learns topics, and the settings it refuses."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from tests.integration._cli import (
+    assert_same_arrays,
+    comparable_metrics,
+    fails,
+    metrics,
+    model_arrays,
+    ok,
+    samples,
+    write_config,
+)
+from topictk.api import open_store
+from topictk.rundir.checkpoint import load_arrays
+
+WARP = {"iterations": 40, "burn_in": 10, "thin": 10, "sampler": "warp"}
+
+
+def _assert_same_run(a, b) -> None:
+    """Same model, state, streams and metrics (b's extra evaluation where it stopped aside)."""
+    ha, arrays_a = model_arrays(a)
+    hb, arrays_b = model_arrays(b)
+    assert_same_arrays(arrays_a, arrays_b)
+    assert ha["state"] == hb["state"]
+    assert ha["streams"] == hb["streams"]
+    steps = {m[0] for m in comparable_metrics(a)}
+    assert comparable_metrics(a) == [m for m in comparable_metrics(b) if m[0] in steps]
+
+
+@pytest.mark.parametrize("stop", [15, 20])
+def test_resumed_warp_chain_equals_uninterrupted(tmp_path, example_store, stop):
+    """Stopped in the middle of the run, with the pending proposals and both phases' streams
+    in the checkpoint (at step 15 between two evaluations, at 20 on one)."""
+    training = {"eval_every": 10, "checkpoint_every": 5}
+    straight = write_config(tmp_path, example_store, name="straight.yaml",
+                            output=str(tmp_path / "straight"), inference=WARP,
+                            training=training)
+    ok("train", "--config", straight, "-q")
+    halves = write_config(tmp_path, example_store, name="halves.yaml",
+                          output=str(tmp_path / "halves"), inference=WARP, training=training)
+    ok("train", "--config", halves, "-q", "--set", f"inference.iterations={stop}")
+    saved = load_arrays(tmp_path / "halves" / "checkpoints" / f"step-{stop:08d}.npz")[1]
+    assert saved["prop"].shape == (saved["z"].size, 2)
+    ok("train", "--config", halves, "--resume", "-q")
+    _assert_same_run(tmp_path / "straight", tmp_path / "halves")
+    assert {m["sampler"] for m in metrics(tmp_path / "halves")} == {"warp"}
+
+
+def test_checkpoints_hold_the_chain_and_samples_its_counts(tmp_path, example_store):
+    """A checkpoint and the model hold z, the pending proposals and n_k, no dense counts; a
+    sample's n_kw is counted from the z of its step."""
+    config = write_config(tmp_path, example_store, inference=WARP,
+                          training={"eval_every": 40, "checkpoint_every": 40})
+    ok("train", "--config", config, "-q")
+    arrays = load_arrays(tmp_path / "run" / "checkpoints" / "step-00000040.npz")[1]
+    assert {"z", "prop", "nk", "alpha"} <= set(arrays) and not {"ndk", "nkw"} & set(arrays)
+    assert set(model_arrays(tmp_path / "run")[1]) == set(arrays)
+    train = open_store(str(example_store)).train()
+    nkw = np.zeros((int(np.max(train.words)) + 1, arrays["nk"].size), np.int64)
+    np.add.at(nkw, (np.asarray(train.words), arrays["z"]), 1)
+    last = samples(tmp_path / "run")[max(samples(tmp_path / "run"))]
+    assert np.array_equal(last["nkw"][:nkw.shape[0]], nkw)
+    assert np.array_equal(nkw.sum(axis=0), arrays["nk"])
+
+
+@pytest.mark.parametrize("alpha", [0.1, "auto"])
+def test_warp_one_thread_equals_two_threads(tmp_path, example_store, alpha):
+    """Three chunks: the chain depends on the chunks only (asymmetric alpha when learnt)."""
+    for threads in (1, 2):
+        config = write_config(tmp_path, example_store, name=f"t{threads}.yaml",
+                              output=str(tmp_path / f"t{threads}"),
+                              model={"topics": 6, "alpha": alpha, "beta": 0.01},
+                              inference={**WARP, "chunks": 3, "optimize_burn_in": 5,
+                                         "optimize_interval": 5},
+                              training={"threads": threads})
+        ok("train", "--config", config, "-q")
+    _assert_same_run(tmp_path / "t1", tmp_path / "t2")
+    assert np.isfinite(metrics(tmp_path / "t1")[-1]["perplexity_point"])
+
+
+def test_warp_learns_topics(tmp_path, example_store):
+    """The WarpLDA chain lowers held-out perplexity like the exact sampler does."""
+    config = write_config(tmp_path, example_store,
+                          inference={**WARP, "iterations": 60, "burn_in": 30},
+                          training={"eval_every": 5, "checkpoint_every": 60})
+    ok("train", "--config", config, "-q")
+    perplexity = [m["perplexity_point"] for m in metrics(tmp_path / "run")]
+    assert perplexity[-1] < 0.9 * perplexity[0]
+
+
+def test_blocks_with_warp_is_a_config_error(tmp_path, example_store):
+    config = write_config(tmp_path, example_store, inference={**WARP, "blocks": 2})
+    assert "inference.blocks does not apply" in fails(2, "train", "--config", config)
+
+
+def test_warp_steps_below_one_is_a_config_error(tmp_path, example_store):
+    config = write_config(tmp_path, example_store, inference={**WARP, "mh_steps": 0})
+    assert "inference.mh_steps must be an integer >= 1 or null; got 0" in fails(
+        2, "train", "--config", config)
+
+
+def test_more_topics_than_tokens_is_a_warning(tmp_path, example_store):
+    config = write_config(tmp_path, example_store, model={"topics": 60000},
+                          inference={**WARP, "iterations": 2, "burn_in": 1, "thin": 1},
+                          training={"eval_every": 2, "checkpoint_every": 2})
+    out = ok("train", "--config", config)
+    assert "training tokens: most topics stay empty" in out.stderr
+    assert np.isfinite(metrics(tmp_path / "run")[-1]["perplexity_point"])
+
+
+def test_dmr_sem_refuses_warp_naming_the_key(tmp_path, example_store):
+    config = write_config(tmp_path, example_store,
+                          inference={"algorithm": "dmr-sem", "sampler": "warp"})
+    err = fails(2, "train", "--config", config)
+    assert "unknown key 'inference.sampler'" in err and len(err.strip().splitlines()) == 1
+
+
+def _driver(tmp_path, example_store):
+    from topictk.corpus.store import CorpusStore
+    from topictk.inference.gibbs import GibbsDriver
+    from topictk.inference.registry import load_config
+
+    config = load_config(write_config(tmp_path, example_store, inference=WARP))
+    return GibbsDriver(config, CorpusStore.open(example_store))
+
+
+def test_sweeps_hold_no_dense_counts(tmp_path, example_store):
+    """The start and the sweeps make no n_dk or n_kw; reading them counts them from z."""
+    driver = _driver(tmp_path, example_store)
+    state = driver.init_state()
+    assert state.ndk is None and state.nkw is None
+    for t in range(3):
+        driver.step(state, t)
+        assert state.ndk is None and state.nkw is None
+    assert np.isfinite(driver.objective(state))
+    state.check_invariants(driver.doc_ptr, driver.words)
+    driver.step(state, 3)
+    assert state.ndk is None and state.nkw is None
+
+
+def test_a_cluster_refuses_warp(tmp_path, example_store):
+    """Refused before anything is sent to the cluster (the cluster object is not used)."""
+    from topictk.errors import UsageError
+
+    driver = _driver(tmp_path, example_store)
+    with pytest.raises(UsageError, match="inference.sampler: warp does not run on a Dask "
+                                         "cluster"):
+        driver.use_cluster(object())

@@ -1,0 +1,199 @@
+"""The WarpLDA kernels (docs/algorithms.md §2.9) against their NumPy twin in
+tests/reference/warp.py (exactly, same PCG64 streams); threads do not change the chain; the
+chain's stationary distribution on a tiny corpus against exact enumeration (WarpLDA's
+cancellations are approximate: the measured gap is the tolerance's basis), and topics
+recovered from a corpus generated from known topics."""
+from __future__ import annotations
+
+from types import SimpleNamespace
+
+import numpy as np
+import pytest
+from scipy.optimize import linear_sum_assignment
+
+from tests.kernels._kernel import KernelState, even_bounds, random_corpus, stream
+from tests.kernels.test_mh import BETA, DOC_PTR, SALPHA, SK, SV, WORDS, _posterior
+from tests.reference import warp as ref
+from topictk.inference import _warp
+from topictk.inference.gibbs import word_blocks
+from topictk.inference.warp import WarpSampler, initial_topics
+
+D, V, K = 14, 17, 5
+SYMMETRIC = np.full(K, 0.1)
+ASYMMETRIC = np.array([0.05, 0.3, 1.2, 0.1, 0.6])
+
+
+def _chain(z, n_topics, steps, words, n_words, n_chunks, beta):
+    """A chain as the driver holds it (z, prop, nk) and its sampler."""
+    block = word_blocks(np.bincount(words, minlength=n_words), n_chunks)
+    state = SimpleNamespace(z=z.copy(), prop=None, beta=beta,
+                            nk=np.bincount(z, minlength=n_topics).astype(np.int64))
+    return state, WarpSampler(steps, words, n_words, block), block
+
+
+@pytest.mark.parametrize("n_chunks,threads", [(1, 1), (2, 1), (2, 2), (3, 2)])
+@pytest.mark.parametrize("steps", [1, 2])
+@pytest.mark.parametrize("alpha", [SYMMETRIC, ASYMMETRIC], ids=["symmetric", "asymmetric"])
+def test_sweeps_equal_reference(seed, n_chunks, threads, steps, alpha):
+    """The start and four sweeps: z, n_k, the pending proposals and every stream's state
+    equal the twin's."""
+    rng = np.random.default_rng(seed)
+    doc_ptr, words = random_corpus(rng, D, V, 9)
+    z = rng.integers(0, K, words.size).astype(np.int32)
+    bounds = even_bounds(D, n_chunks)
+    state, sampler, block = _chain(z, K, steps, words, V, n_chunks, 0.2)
+    doc_streams = [stream(seed, 3, c) for c in range(n_chunks)]
+    word_streams = [stream(seed, 7, c) for c in range(n_chunks)]
+    twin_z, twin_nk = z.copy(), state.nk.copy()
+    twin_prop = np.zeros((z.size, steps), np.int32)
+    doc_gens = [np.random.Generator(stream(seed, 3, c)) for c in range(n_chunks)]
+    word_gens = [np.random.Generator(stream(seed, 7, c)) for c in range(n_chunks)]
+    ref.start(doc_ptr, twin_z, twin_prop, alpha, bounds, doc_gens)
+    for _ in range(4):
+        sampler.sweep(state, alpha, bounds, doc_streams, word_streams, doc_ptr, threads)
+        ref.sweep(doc_ptr, words, twin_z, twin_prop, twin_nk, alpha, 0.2, bounds, block,
+                  doc_gens, word_gens)
+        np.testing.assert_array_equal(state.z, twin_z)
+        np.testing.assert_array_equal(state.prop, twin_prop)
+        np.testing.assert_array_equal(state.nk, twin_nk)
+    np.testing.assert_array_equal(state.nk, np.bincount(state.z, minlength=K))
+    for bg, gen in zip(doc_streams + word_streams, doc_gens + word_gens):
+        assert bg.state == gen.bit_generator.state
+
+
+def test_threads_do_not_change_the_chain(seed):
+    """Four chunks on 1, 2 and 3 threads, bit for bit."""
+    rng = np.random.default_rng(seed)
+    doc_ptr, words = random_corpus(rng, 400, 300, 60)
+    z = rng.integers(0, 50, words.size).astype(np.int32)
+    alpha = rng.uniform(0.05, 0.5, 50)
+    bounds = even_bounds(400, 4)
+    results = []
+    for threads in (1, 2, 3):
+        state, sampler, _ = _chain(z, 50, 2, words, 300, 4, 0.01)
+        doc_streams = [stream(seed, 3, c) for c in range(4)]
+        word_streams = [stream(seed, 7, c) for c in range(4)]
+        for _ in range(5):
+            sampler.sweep(state, alpha, bounds, doc_streams, word_streams, doc_ptr, threads)
+        results.append((state.z, state.prop, state.nk))
+    for other in results[1:]:
+        for a, b in zip(results[0], other):
+            np.testing.assert_array_equal(a, b)
+
+
+def test_more_topics_than_tokens():
+    """K far above N: every topic index stays in range and n_k matches z."""
+    doc_ptr = np.array([0, 3, 5], np.int64)
+    words = np.array([0, 1, 0, 2, 1], np.int32)
+    z = np.array([0, 4000, 9999, 5, 5], np.int32)
+    state, sampler, _ = _chain(z, 10_000, 2, words, 3, 1, 0.01)
+    for _ in range(20):
+        sampler.sweep(state, np.full(10_000, 0.1), np.array([0, 2], np.int64),
+                      [stream(0, 3, 0)], [stream(0, 7, 0)], doc_ptr, 1)
+    assert state.z.min() >= 0 and state.z.max() < 10_000
+    np.testing.assert_array_equal(state.nk, np.bincount(state.z, minlength=10_000))
+
+
+def test_bad_arguments_raise():
+    doc_ptr = np.array([0, 2], np.int64)
+    z = np.zeros(2, np.int32)
+    with pytest.raises(ValueError, match="one row"):
+        _warp.warp_start(doc_ptr, z, np.zeros((3, 2), np.int32), SYMMETRIC,
+                         np.array([0, 1], np.int64), [stream(0, 3, 0)])
+    with pytest.raises(ValueError, match="streams"):
+        _warp.warp_start(doc_ptr, z, np.zeros((2, 2), np.int32), SYMMETRIC,
+                         np.array([0, 1], np.int64), [])
+
+
+def test_initial_topics_are_those_of_the_exact_samplers(seed):
+    """WarpLDA starts from the z of ``init_topics`` (§2.2) without making its dense counts."""
+    rng = np.random.default_rng(seed)
+    doc_ptr, words = random_corpus(rng, D, V, 9)
+    state = KernelState.initial(doc_ptr, words, 7, V, stream(seed, 0))
+    np.testing.assert_array_equal(initial_topics(words.size, 7, stream(seed, 0)), state.z)
+
+
+def test_count_topics_counts_z():
+    rng = np.random.default_rng(3)
+    doc_ptr, words = random_corpus(rng, D, V, 9)
+    z = rng.integers(0, K, words.size).astype(np.int32)
+    state = KernelState.initial(doc_ptr, words, K, V, stream(3, 0))
+    state.z[:] = z
+    _warp.count_topics(doc_ptr, words, state.z, state.ndk, state.nkw)
+    doc_of = np.repeat(np.arange(D), np.diff(doc_ptr))
+    ndk = np.zeros((D, K), np.int32)
+    nkw = np.zeros((V, K), np.int32)
+    np.add.at(ndk, (doc_of, z), 1)
+    np.add.at(nkw, (words, z), 1)
+    np.testing.assert_array_equal(state.ndk, ndk)
+    np.testing.assert_array_equal(state.nkw, nkw)
+
+
+# ---------------------------------------------------------------- stationary distribution
+
+SWEEPS = 150_000
+# Measured on the 7-token corpus of tests/kernels/test_mh.py over SWEEPS sweeps (seeds 0, 1):
+# total variation from the exact posterior 0.096-0.098 with one MH step per phase, 0.128 with
+# two (the exact Gibbs sampler: 0.030, its Monte Carlo error). Documents of 2 and 3 tokens are
+# WarpLDA's worst case: a proposal drawn in one phase is accepted in the next against counts
+# that moved in between (docs/algorithms.md §2.9). With the n_k factor left out of both
+# acceptance ratios: 0.68-0.72; with the n_k factors of the word-phase ratio swapped: 0.43-0.48
+# (seed 0; both also fail test_warp_recovers_known_topics).
+TOLERANCE = {1: 0.12, 2: 0.155}
+
+
+def _warp_frequencies(seed: int, steps: int) -> np.ndarray:
+    rng = np.random.Generator(stream(seed, 0))
+    z = rng.integers(0, SK, WORDS.size).astype(np.int32)
+    state, sampler, _ = _chain(z, SK, steps, WORDS, SV, 1, BETA)
+    bounds = np.array([0, 3], np.int64)
+    doc_streams, word_streams = [stream(seed, 3, 0)], [stream(seed, 7, 0)]
+    place = SK ** np.arange(WORDS.size - 1, -1, -1)
+    codes = np.empty(SWEEPS, np.int64)
+    for t in range(SWEEPS):
+        sampler.sweep(state, SALPHA, bounds, doc_streams, word_streams, DOC_PTR, 1)
+        codes[t] = state.z @ place
+    return np.bincount(codes, minlength=SK ** WORDS.size) / SWEEPS
+
+
+@pytest.mark.parametrize("steps", [1, 2])
+def test_warp_chain_stays_close_to_the_posterior(seed, steps):
+    tv = 0.5 * np.abs(_warp_frequencies(seed, steps) - _posterior()).sum()
+    assert tv < TOLERANCE[steps], f"total variation {tv:.4f}"
+
+
+# A corpus of 300 documents of 60 tokens drawn from 8 known topics over 200 words: after 300
+# sweeps from the same start, mean total variation between the recovered and the true topics
+# (matched one to one), seeds 0-3: exact Gibbs 0.052-0.055, WarpLDA 0.054-0.061 with one or
+# two MH steps. Either chain now and then merges two topics into one and splits another (exact
+# Gibbs on seed 1: two topics off by 0.5-0.7), so the test asks for RECOVERED of the 8 topics
+# within 0.1 and a median below RECOVERY (seeds 0-19 pass).
+RECOVERY = 0.075
+RECOVERED = 6
+GD, GV, GK, GL, GALPHA, GBETA = 300, 200, 8, 60, 0.1, 0.05
+
+
+def _generated(seed: int):
+    rng = np.random.default_rng(seed)
+    phi = rng.dirichlet(np.full(GV, 0.05), GK)
+    theta = rng.dirichlet(np.full(GK, GALPHA), GD)
+    words = np.concatenate([rng.choice(GV, GL, p=theta[d] @ phi) for d in range(GD)])
+    return np.arange(0, GD * GL + 1, GL, dtype=np.int64), words.astype(np.int32), phi
+
+
+@pytest.mark.parametrize("steps", [1, 2])
+def test_warp_recovers_known_topics(seed, steps):
+    doc_ptr, words, phi = _generated(seed)
+    z = np.random.default_rng(seed + 1).integers(0, GK, words.size).astype(np.int32)
+    state, sampler, _ = _chain(z, GK, steps, words, GV, 1, GBETA)
+    bounds = np.array([0, GD], np.int64)
+    doc_streams, word_streams = [stream(seed, 3, 0)], [stream(seed, 7, 0)]
+    for _ in range(300):
+        sampler.sweep(state, np.full(GK, GALPHA), bounds, doc_streams, word_streams, doc_ptr, 1)
+    nkw = np.zeros((GK, GV))
+    np.add.at(nkw, (state.z, words), 1)
+    estimate = (nkw + GBETA) / (nkw.sum(axis=1, keepdims=True) + GV * GBETA)
+    cost = 0.5 * np.abs(estimate[:, None, :] - phi[None, :, :]).sum(axis=2)
+    rows, cols = linear_sum_assignment(cost)
+    errors = np.sort(cost[rows, cols])
+    assert np.sum(errors < 0.1) >= RECOVERED and np.median(errors) < RECOVERY, errors

@@ -1,0 +1,61 @@
+"""The WarpLDA sampler of collapsed Gibbs LDA (Chen et al. 2016): docs/algorithms.md §2.9.
+
+The kernel is :mod:`topictk.inference._warp`; its NumPy twin is ``tests/reference/warp.py``.
+This module holds the word order of the word phase and the word chunks for
+:class:`topictk.inference.gibbs.GibbsDriver` (``inference.sampler: warp``).
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from topictk.inference import _warp
+
+
+class WarpSampler:
+    """The word order and word chunks of the word phase, and one sweep (§2.9).
+
+    The tokens are grouped by word by a stable sort of the words (corpus order within a
+    word); the words are cut into as many chunks as the documents, the words of chunk c being
+    those of word block c (:func:`topictk.inference.gibbs.word_blocks`), ascending. Both are
+    functions of the corpus alone, built once.
+    """
+
+    def __init__(self, steps: int, words: np.ndarray, n_words: int, word_block: np.ndarray):
+        self.steps = int(steps)
+        freq = np.bincount(words, minlength=n_words)
+        self.word_ptr = np.zeros(n_words + 1, dtype=np.int64)
+        np.cumsum(freq, out=self.word_ptr[1:])
+        self.word_tokens = np.argsort(words, kind="stable").astype(np.int64)
+        self.word_list = np.argsort(word_block, kind="stable").astype(np.int32)
+        n_chunks = int(word_block.max(initial=0)) + 1
+        self.word_bounds = np.zeros(n_chunks + 1, dtype=np.int64)
+        np.cumsum(np.bincount(word_block, minlength=n_chunks), out=self.word_bounds[1:])
+
+    def start(self, state, alpha: np.ndarray, bounds: np.ndarray, doc_streams: list,
+              doc_ptr: np.ndarray, threads: int) -> None:
+        """The chain's first document proposals (``state.prop``) from ``state.z``."""
+        state.prop = np.zeros((state.z.size, self.steps), dtype=np.int32)
+        _warp.warp_start(doc_ptr, state.z, state.prop, _flat(alpha), bounds, doc_streams,
+                         threads)
+
+    def sweep(self, state, alpha: np.ndarray, bounds: np.ndarray, doc_streams: list,
+              word_streams: list, doc_ptr: np.ndarray, threads: int) -> None:
+        """One sweep on ``state``'s z, prop and nk with the (K,) prior ``alpha``; the first
+        sweep of a chain starts with :meth:`start`."""
+        if state.prop is None:
+            self.start(state, alpha, bounds, doc_streams, doc_ptr, threads)
+        _warp.warp_sweep(doc_ptr, self.word_ptr, self.word_tokens, self.word_list,
+                         self.word_bounds, state.z, state.prop, state.nk, _flat(alpha),
+                         float(state.beta), bounds, doc_streams, word_streams, threads)
+
+
+def initial_topics(n_tokens: int, n_topics: int, stream: np.random.PCG64) -> np.ndarray:
+    """The initial topics of §2.2 (one uniform per token in canonical order,
+    k = min(floor(u K), K - 1)): the z of ``_gibbs.init_topics`` without its dense counts."""
+    u = np.random.Generator(stream).random(n_tokens)
+    u *= n_topics
+    return np.minimum(u.astype(np.int32), n_topics - 1)
+
+
+def _flat(alpha: np.ndarray) -> np.ndarray:
+    return np.ascontiguousarray(np.reshape(alpha, -1), dtype=np.float64)
