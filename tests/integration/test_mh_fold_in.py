@@ -172,3 +172,11 @@ def test_auto_resolving_to_mh_folds_in_by_mh(tmp_path, example_store, monkeypatc
     during = spy.calls                      # the in-training curve
     ok("evaluate", tmp_path / "run", "--json")
     assert during > 0 and spy.calls > during
+
+
+def test_dmr_sem_refuses_warp_naming_the_key(tmp_path, meta_store):
+    """WarpLDA's document proposal assumes one prior for every document (§2.9)."""
+    err = fails(2, "train", "--config", DMR_SEM, "--out", tmp_path / "run", "--set",
+                f"corpus={meta_store}", "--set", "inference.sampler=warp")
+    assert "inference.sampler: warp" in err and "dmr-sem" in err
+    assert len(err.strip().splitlines()) == 1

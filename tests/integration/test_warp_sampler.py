@@ -114,13 +114,6 @@ def test_more_topics_than_tokens_is_a_warning(tmp_path, example_store):
     assert np.isfinite(metrics(tmp_path / "run")[-1]["perplexity_point"])
 
 
-def test_dmr_sem_refuses_warp_naming_the_key(tmp_path, example_store):
-    config = write_config(tmp_path, example_store,
-                          inference={"algorithm": "dmr-sem", "sampler": "warp"})
-    err = fails(2, "train", "--config", config)
-    assert "unknown key 'inference.sampler'" in err and len(err.strip().splitlines()) == 1
-
-
 def _driver(tmp_path, example_store):
     from topictk.corpus.store import CorpusStore
     from topictk.inference.gibbs import GibbsDriver

@@ -393,6 +393,10 @@ class DMRSEMDriver(DMRPriorMixin, GibbsDriver):
     def check_config(cls, data: dict, where: str) -> None:
         check_dmr_config(cls, data, where)
         inf = data["inference"]
+        if inf.get("sampler") == "warp":
+            raise ConfigError(f"inference.sampler: warp draws its document proposals from one "
+                              f"prior shared by every document, which dmr-sem does not have; "
+                              f"choose inference.sampler: mh, sparse or dense ({where})")
         super().check_config(data, where)      # the sample schedule
         # nu is updated before sweep s when s > optimize_burn_in and s % optimize_interval == 0
         first = (inf["optimize_burn_in"] // inf["optimize_interval"] + 1) * inf["optimize_interval"]
