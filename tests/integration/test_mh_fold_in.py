@@ -180,3 +180,27 @@ def test_dmr_sem_refuses_warp_naming_the_key(tmp_path, meta_store):
                 f"corpus={meta_store}", "--set", "inference.sampler=warp")
     assert "inference.sampler: warp" in err and "dmr-sem" in err
     assert len(err.strip().splitlines()) == 1
+
+
+@pytest.mark.parametrize("protocol_b", [False, True])
+def test_warp_runs_fold_in_by_mh_from_their_sparse_samples(tmp_path, example_store, monkeypatch,
+                                                           protocol_b):
+    """A WarpLDA run's samples hold sparse counts (n_dk too on a Protocol B store); evaluate
+    folds in by MH from them, one fold-in per sample, the same at any thread count."""
+    store = example_store
+    if protocol_b:
+        store = tmp_path / "store-b"
+        ok("prepare", EXAMPLE, "--out", store, "--test-docs", "0",
+           "--heldout-train-fraction", "0.1")
+    config = write_config(tmp_path, store,
+                          inference={"iterations": 6, "burn_in": 3, "thin": 3,
+                                     "sampler": "warp"},
+                          training={"eval_every": 3, "checkpoint_every": 6})
+    ok("train", "--config", config, "-q")
+    spy = FoldInSpy(monkeypatch)
+    result = json.loads(ok("evaluate", tmp_path / "run", "--json").stdout)
+    key = "perplexity_train_heldout" if protocol_b else "perplexity"
+    assert np.isfinite(result[key]) and result.get("samples", 1) == 1
+    assert spy.calls == (0 if protocol_b else 1)    # Protocol B mixes the samples' own n_dk
+    again = json.loads(ok("evaluate", tmp_path / "run", "--json", "--threads", "2").stdout)
+    assert again[key] == result[key]

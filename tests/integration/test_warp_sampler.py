@@ -54,7 +54,7 @@ def test_resumed_warp_chain_equals_uninterrupted(tmp_path, example_store, stop):
 
 def test_checkpoints_hold_the_chain_and_samples_its_counts(tmp_path, example_store):
     """A checkpoint and the model hold z, the pending proposals and n_k, no dense counts; a
-    sample's n_kw is counted from the z of its step."""
+    sample holds the non-zero n_kw counted from the z of its step, and no dense counts."""
     config = write_config(tmp_path, example_store, inference=WARP,
                           training={"eval_every": 40, "checkpoint_every": 40})
     ok("train", "--config", config, "-q")
@@ -65,7 +65,13 @@ def test_checkpoints_hold_the_chain_and_samples_its_counts(tmp_path, example_sto
     nkw = np.zeros((int(np.max(train.words)) + 1, arrays["nk"].size), np.int64)
     np.add.at(nkw, (np.asarray(train.words), arrays["z"]), 1)
     last = samples(tmp_path / "run")[max(samples(tmp_path / "run"))]
-    assert np.array_equal(last["nkw"][:nkw.shape[0]], nkw)
+    assert "nkw" not in last and "ndk" not in last
+    ptr, topic, count = last["nkw_ptr"], last["nkw_topic"], last["nkw_count"]
+    assert ptr[-1] == count.size == np.count_nonzero(nkw) and np.all(count > 0)
+    for w in range(nkw.shape[0]):
+        row = slice(ptr[w], ptr[w + 1])
+        assert np.all(np.diff(topic[row]) > 0)
+        assert np.array_equal(nkw[w, topic[row]], count[row])
     assert np.array_equal(nkw.sum(axis=0), arrays["nk"])
 
 

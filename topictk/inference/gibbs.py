@@ -32,7 +32,13 @@ from topictk.inference.perplexity import mixture_probabilities
 from topictk.inference.registry import register
 from topictk.inference.sampled import SampledDriver, resolve_alpha, resolve_sample_schedule
 from topictk.inference.warp import WarpSampler, initial_topics
-from topictk.state.counts import CountState, WarpState, phi_hat
+from topictk.state.counts import (
+    CountState,
+    WarpState,
+    dense_counts,
+    phi_hat,
+    sparse_counts,
+)
 from topictk.streams import Streams
 
 log = logging.getLogger("topictk")
@@ -519,18 +525,19 @@ class GibbsDriver(SampledDriver):
 
     def fold_in(self, state: CountState, documents, plan, *, prior=None,
                 sample: dict | None = None) -> np.ndarray:
-        """A run trained with the MH sampler folds in by MH too (§2.7): the word proposal's
-        tables from the counts of ``sample`` (or of the state), O(mh_steps) per token; any
-        other run by the Gibbs fold-in."""
-        if self.mh is None:
+        """A run trained with an MH sampler (mh, warp) folds in by MH too (§2.7): the word
+        proposal's tables from the counts of ``sample`` (or of the state), O(mh_steps) per
+        token; any other run by the Gibbs fold-in."""
+        if self.mh is None and self.warp is None:
             return super().fold_in(state, documents, plan, prior=prior, sample=sample)
         if prior is None:
             if sample is not None:
                 raise ValueError("a fold-in with a saved sample needs the documents' prior")
             prior = self.document_prior(state, None)
-        nkw, nk = (state.nkw, state.nk) if sample is None else (sample["nkw"], sample["nk"])
+        nkw, nk = ((self.counted(state).nkw, state.nk) if sample is None
+                   else (dense_counts(sample, "nkw", self.K), sample["nk"]))
         return mh_fold_in(nkw, nk, state.beta, prior, documents.doc_ptr, documents.words,
-                          plan, self.mh.steps)
+                          plan, self.mh_steps)
 
     def objective(self, state: CountState) -> float:
         """Collapsed log joint ln p(w, z | alpha, beta) per token (§1.3), summed in blocks of
@@ -551,15 +558,26 @@ class GibbsDriver(SampledDriver):
         return float((doc_part + topic_part) / max(self.n_tokens, 1))
 
     def sample(self, state: CountState) -> dict[str, np.ndarray]:
+        """The counts a sample keeps: n_kw, n_k, alpha, and n_dk for Protocol B. A WarpLDA
+        chain's are its non-zero counts (:func:`topictk.state.counts.sparse_counts`, §2.9),
+        counted from z, so that sampling adds no (V, K) or (D, K) array to its memory."""
+        protocol_b = self.store.train_heldout() is not None
+        if self.warp is not None:
+            arrays = {**sparse_counts(self.words, state.z, self.V, "nkw"), "nk": state.nk,
+                      "alpha": state.alpha}
+            if protocol_b:
+                docs = np.repeat(np.arange(self.n_docs, dtype=np.int64), np.diff(self.doc_ptr))
+                arrays.update(sparse_counts(docs, state.z, self.n_docs, "ndk"))
+            return arrays
         # the arrays are written to disk (or used) at once: no copy of the counts is needed
-        arrays = {"nkw": self.counted(state).nkw, "nk": state.nk, "alpha": state.alpha}
-        if self.store.train_heldout() is not None:   # Protocol B scores with n_dk per sample
+        arrays = {"nkw": state.nkw, "nk": state.nk, "alpha": state.alpha}
+        if protocol_b:                              # Protocol B scores with n_dk per sample
             arrays["ndk"] = self.synced(state).ndk
         return arrays
 
     # ---------------------------------------------------------------- scoring
     def sample_phi(self, state: CountState, sample: dict) -> np.ndarray:
-        return phi_hat(sample["nkw"], sample["nk"], state.beta)
+        return phi_hat(dense_counts(sample, "nkw", self.K), sample["nk"], state.beta)
 
     def sample_prior(self, state: CountState, sample: dict, documents: str) -> np.ndarray:
         return sample["alpha"]
@@ -569,12 +587,12 @@ class GibbsDriver(SampledDriver):
         """Protocol B (§11.2): p-hat = (1/S) sum_s sum_k theta-hat^s_dk phi-hat^s_kw with
         theta-hat^s = (n_dk + alpha_d)/(N_d + alpha_d.) (TNW 2007 eq. 20), over the saved
         samples that hold n_dk (the current state when there are none)."""
-        samples = [s for s in (samples or []) if "ndk" in s] or [self.sample(state) | {
-            "ndk": self.synced(state).ndk}]
+        samples = [s for s in (samples or []) if "ndk" in s or "ndk_ptr" in s] or [
+            self.sample(state) | {"ndk": self.synced(state).ndk}]
         total = np.zeros(np.asarray(heldout.indices).size)
         for s in samples:
             alpha = self.sample_prior(state, s, "train")
-            ndk = s["ndk"].astype(np.float64)
+            ndk = dense_counts(s, "ndk", self.K).astype(np.float64)
             alpha_sum = alpha.sum() if alpha.ndim == 1 else alpha.sum(axis=1, keepdims=True)
             theta = (ndk + alpha) / (ndk.sum(axis=1, keepdims=True) + alpha_sum)
             total += mixture_probabilities(heldout, theta, self.sample_phi(state, s),
