@@ -111,6 +111,9 @@ def test_initial_topics_are_those_of_the_exact_samplers(seed):
     doc_ptr, words = random_corpus(rng, D, V, 9)
     state = KernelState.initial(doc_ptr, words, 7, V, stream(seed, 0))
     np.testing.assert_array_equal(initial_topics(words.size, 7, stream(seed, 0)), state.z)
+    # drawn a block of uniforms at a time, the same z
+    np.testing.assert_array_equal(initial_topics(words.size, 7, stream(seed, 0), block=5),
+                                  state.z)
 
 
 def test_count_topics_counts_z():
@@ -197,3 +200,38 @@ def test_warp_recovers_known_topics(seed, steps):
     rows, cols = linear_sum_assignment(cost)
     errors = np.sort(cost[rows, cols])
     assert np.sum(errors < 0.1) >= RECOVERED and np.median(errors) < RECOVERY, errors
+
+
+@pytest.mark.parametrize("ordered", [False, True])
+def test_row_topic_counts_are_the_non_zero_dense_counts(ordered):
+    """The CSR counts of a sample (§2.9): per row its topics ascending with their counts,
+    rows given directly (documents) or through an order (words); dense_counts gives the
+    dense array back, and no token gives empty rows."""
+    from topictk.inference.warp import sparse_counts
+    from topictk.state.counts import dense_counts
+
+    rng = np.random.default_rng(3)
+    rows = np.sort(rng.integers(0, 9, size=300))           # rows 9 and 10 have no token
+    z = rng.integers(0, 7, size=300).astype(np.int32)
+    dense = np.zeros((11, 7), dtype=np.int32)
+    np.add.at(dense, (rows, z), 1)
+    row_ptr = np.zeros(12, dtype=np.int64)
+    np.cumsum(np.bincount(rows, minlength=11), out=row_ptr[1:])
+    order = None
+    if ordered:                                            # the tokens shuffled, found by order
+        perm = rng.permutation(300)
+        shuffled = np.empty_like(z)
+        shuffled[perm] = z
+        z, order = shuffled, perm.astype(np.int64)
+    arrays = sparse_counts(row_ptr, order, z, 7, "nkw")
+    ptr, topic, count = arrays["nkw_ptr"], arrays["nkw_topic"], arrays["nkw_count"]
+    assert ptr[-1] == np.count_nonzero(dense) == count.size
+    for r in range(11):
+        row = slice(ptr[r], ptr[r + 1])
+        assert np.all(np.diff(topic[row]) > 0)
+        assert np.array_equal(dense[r, topic[row]], count[row])
+    assert np.array_equal(dense_counts(arrays, "nkw", 7), dense)
+    assert dense_counts({"nkw": dense}, "nkw", 7) is dense
+    none = sparse_counts(np.zeros(4, np.int64), None, np.zeros(0, np.int32), 2, "ndk")
+    assert np.array_equal(none["ndk_ptr"], np.zeros(4)) and none["ndk_topic"].size == 0
+    assert np.array_equal(dense_counts(none, "ndk", 2), np.zeros((3, 2)))

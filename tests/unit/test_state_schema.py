@@ -107,33 +107,3 @@ def test_lists_of_arrays_and_optional_arrays():
     del arrays["phi_2"]
     with pytest.raises(SchemaError, match="array phi_2 is missing"):
         from_arrays(DeepState, header, arrays, sizes)
-
-
-@pytest.mark.parametrize("block", [7, 1 << 22])
-def test_sparse_counts_are_the_non_zero_dense_counts(block):
-    """CSR counts of (row, topic) pairs, topics ascending in a row, whether the tokens are
-    sorted in one block or in several merged; dense_counts gives the dense array back."""
-    from topictk.state.counts import dense_counts, sparse_counts
-
-    rng = np.random.default_rng(3)
-    rows = rng.integers(0, 9, size=200)
-    z = rng.integers(0, 5, size=200).astype(np.int32)
-    dense = np.zeros((11, 5), dtype=np.int32)      # rows 9 and 10 have no token
-    np.add.at(dense, (rows, z), 1)
-    arrays = sparse_counts(rows, z, 11, "nkw", block=block)
-    assert set(arrays) == {"nkw_ptr", "nkw_topic", "nkw_count"}
-    assert arrays["nkw_ptr"][-1] == np.count_nonzero(dense) == arrays["nkw_count"].size
-    for r in range(11):
-        row = slice(arrays["nkw_ptr"][r], arrays["nkw_ptr"][r + 1])
-        assert np.all(np.diff(arrays["nkw_topic"][row]) > 0)
-        assert np.array_equal(dense[r, arrays["nkw_topic"][row]], arrays["nkw_count"][row])
-    assert np.array_equal(dense_counts(arrays, "nkw", 5), dense)
-    assert dense_counts({"nkw": dense}, "nkw", 5) is dense
-
-
-def test_sparse_counts_of_no_tokens():
-    from topictk.state.counts import dense_counts, sparse_counts
-
-    arrays = sparse_counts(np.zeros(0, np.int64), np.zeros(0, np.int32), 3, "ndk")
-    assert np.array_equal(arrays["ndk_ptr"], np.zeros(4)) and arrays["ndk_topic"].size == 0
-    assert np.array_equal(dense_counts(arrays, "ndk", 2), np.zeros((3, 2)))

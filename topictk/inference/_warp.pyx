@@ -19,9 +19,10 @@ the sampling and freed after it on every path.
 cimport cython
 from cython.parallel cimport parallel, prange, threadid
 from libc.stdint cimport int32_t, int64_t
-from libc.stdlib cimport free
+from libc.stdlib cimport free, qsort
 from libc.string cimport memcpy
 
+import numpy as np
 from numpy.random cimport bitgen_t
 
 from topictk._cy.alias cimport alias_build, alias_draw
@@ -420,3 +421,85 @@ def count_topics(const int64_t[::1] doc_ptr,   # IN  (D + 1) token offsets
             for i in range(doc_ptr[d], doc_ptr[d + 1]):
                 ndk[d, z[i]] += 1
                 nkw[words[i], z[i]] += 1
+
+
+cdef int _cmp_int32(const void* a, const void* b) noexcept nogil:
+    cdef int32_t x = (<const int32_t*> a)[0]
+    cdef int32_t y = (<const int32_t*> b)[0]
+    return (x > y) - (x < y)
+
+
+cdef Py_ssize_t _row_topics(const int64_t* order, int64_t begin, int64_t end,
+                            const int32_t* z, int32_t* count, int32_t* touched) noexcept nogil:
+    """Count the topics of tokens [begin, end) (through ``order`` when not NULL) in ``count``;
+    the distinct topics go to ``touched``, unsorted; returns how many there are."""
+    cdef Py_ssize_t n = 0
+    cdef int64_t j
+    cdef int32_t t
+    for j in range(begin, end):
+        t = z[order[j] if order != NULL else j]
+        if count[t] == 0:
+            touched[n] = t
+            n += 1
+        count[t] += 1
+    return n
+
+
+def row_topic_counts(const int64_t[::1] row_ptr,  # IN  (R + 1) offsets of the rows' tokens
+                     const int64_t[::1] order,    # IN  (N) token of every offset, or empty
+                     const int32_t[::1] z,        # IN  (N) topics
+                     Py_ssize_t n_topics,
+                     int64_t[::1] ptr):           # OUT (R + 1) offsets of the rows' entries
+    """The non-zero (row, topic) counts of the tokens, row by row with topics ascending:
+    returns (topic, count), two int32 arrays of ``ptr[R]`` entries, and fills ``ptr``.
+    Row r holds the tokens ``order[row_ptr[r]:row_ptr[r + 1]]`` (the tokens
+    ``row_ptr[r]:row_ptr[r + 1]`` themselves when ``order`` is empty). Two passes over the
+    tokens with one zeroed K row and one list of a row's topics, no (R, K) array."""
+    cdef Py_ssize_t R = row_ptr.shape[0] - 1, n, j
+    cdef int64_t r, longest = 1, at
+    cdef int32_t* count = NULL
+    cdef int32_t* touched = NULL
+    cdef const int64_t* by = &order[0] if order.shape[0] > 0 else NULL
+    if ptr.shape[0] != R + 1 or row_ptr[R] != z.shape[0]:
+        raise ValueError("ptr needs one entry per row and one more; the rows cover z")
+    if by != NULL and order.shape[0] != z.shape[0]:
+        raise ValueError("order needs one entry per token")
+    for r in range(R):
+        if row_ptr[r + 1] - row_ptr[r] > longest:
+            longest = row_ptr[r + 1] - row_ptr[r]
+    if z.shape[0] == 0:
+        ptr[:] = 0
+        return np.zeros(0, dtype=np.int32), np.zeros(0, dtype=np.int32)
+    try:
+        count = <int32_t*> _alloc(n_topics, sizeof(int32_t), True)
+        touched = <int32_t*> _alloc(longest, sizeof(int32_t))
+        with nogil:
+            ptr[0] = 0
+            for r in range(R):
+                n = _row_topics(by, row_ptr[r], row_ptr[r + 1], &z[0], count, touched)
+                for j in range(n):
+                    count[touched[j]] = 0
+                ptr[r + 1] = ptr[r] + n
+        topic = np.empty(ptr[R], dtype=np.int32)
+        counts = np.empty(ptr[R], dtype=np.int32)
+        _fill_rows(row_ptr, by, z, ptr, topic, counts, count, touched)
+        return topic, counts
+    finally:
+        free(count)
+        free(touched)
+
+
+cdef void _fill_rows(const int64_t[::1] row_ptr, const int64_t* by, const int32_t[::1] z,
+                     const int64_t[::1] ptr, int32_t[::1] topic, int32_t[::1] counts,
+                     int32_t* count, int32_t* touched) noexcept nogil:
+    """The second pass of :func:`row_topic_counts`: every row's topics sorted, with counts."""
+    cdef Py_ssize_t R = row_ptr.shape[0] - 1, n, j
+    cdef int64_t r, at
+    for r in range(R):
+        n = _row_topics(by, row_ptr[r], row_ptr[r + 1], &z[0], count, touched)
+        qsort(touched, n, sizeof(int32_t), _cmp_int32)
+        at = ptr[r]
+        for j in range(n):
+            topic[at + j] = touched[j]
+            counts[at + j] = count[touched[j]]
+            count[touched[j]] = 0

@@ -31,13 +31,12 @@ from topictk.inference.mh import mh_fold_in
 from topictk.inference.perplexity import mixture_probabilities
 from topictk.inference.registry import register
 from topictk.inference.sampled import SampledDriver, resolve_alpha, resolve_sample_schedule
-from topictk.inference.warp import WarpSampler, initial_topics
+from topictk.inference.warp import WarpSampler, initial_topics, sparse_counts
 from topictk.state.counts import (
     CountState,
     WarpState,
     dense_counts,
     phi_hat,
-    sparse_counts,
 )
 from topictk.streams import Streams
 
@@ -374,7 +373,7 @@ class GibbsDriver(SampledDriver):
         if self.warp is not None:
             z = initial_topics(self.n_tokens, self.K, self.streams.persistent(keys.INIT))
             return self.new_state(z, None, None,
-                                  np.bincount(z, minlength=self.K).astype(np.int64))
+                                  word_frequencies(z, self.K))
         z = np.zeros(self.n_tokens, dtype=np.int32)
         ndk = np.zeros((self.n_docs, self.K), dtype=np.int32)
         nkw = np.zeros((self.V, self.K), dtype=np.int32)
@@ -563,11 +562,10 @@ class GibbsDriver(SampledDriver):
         counted from z, so that sampling adds no (V, K) or (D, K) array to its memory."""
         protocol_b = self.store.train_heldout() is not None
         if self.warp is not None:
-            arrays = {**sparse_counts(self.words, state.z, self.V, "nkw"), "nk": state.nk,
-                      "alpha": state.alpha}
+            arrays = {**sparse_counts(self.warp.word_ptr, self.warp.word_tokens, state.z,
+                                      self.K, "nkw"), "nk": state.nk, "alpha": state.alpha}
             if protocol_b:
-                docs = np.repeat(np.arange(self.n_docs, dtype=np.int64), np.diff(self.doc_ptr))
-                arrays.update(sparse_counts(docs, state.z, self.n_docs, "ndk"))
+                arrays.update(sparse_counts(self.doc_ptr, None, state.z, self.K, "ndk"))
             return arrays
         # the arrays are written to disk (or used) at once: no copy of the counts is needed
         arrays = {"nkw": state.nkw, "nk": state.nk, "alpha": state.alpha}

@@ -9,6 +9,7 @@ from __future__ import annotations
 import numpy as np
 
 from topictk.inference import _warp
+from topictk.inference.base import word_frequencies
 
 
 class WarpSampler:
@@ -22,10 +23,10 @@ class WarpSampler:
 
     def __init__(self, steps: int, words: np.ndarray, n_words: int, word_block: np.ndarray):
         self.steps = int(steps)
-        freq = np.bincount(words, minlength=n_words)
+        freq = word_frequencies(words, n_words)
         self.word_ptr = np.zeros(n_words + 1, dtype=np.int64)
         np.cumsum(freq, out=self.word_ptr[1:])
-        self.word_tokens = np.argsort(words, kind="stable").astype(np.int64)
+        self.word_tokens = np.argsort(words, kind="stable").astype(np.int64, copy=False)
         self.word_list = np.argsort(word_block, kind="stable").astype(np.int32)
         n_chunks = int(word_block.max(initial=0)) + 1
         self.word_bounds = np.zeros(n_chunks + 1, dtype=np.int64)
@@ -49,13 +50,33 @@ class WarpSampler:
                          float(state.beta), bounds, doc_streams, word_streams, threads)
 
 
-def initial_topics(n_tokens: int, n_topics: int, stream: np.random.PCG64) -> np.ndarray:
+def initial_topics(n_tokens: int, n_topics: int, stream: np.random.PCG64,
+                   block: int = 1 << 20) -> np.ndarray:
     """The initial topics of §2.2 (one uniform per token in canonical order,
     k = min(floor(u K), K - 1)): the z of ``_gibbs.init_topics`` without its dense counts."""
-    u = np.random.Generator(stream).random(n_tokens)
-    u *= n_topics
-    return np.minimum(u.astype(np.int32), n_topics - 1)
+    generator = np.random.Generator(stream)
+    z = np.empty(n_tokens, dtype=np.int32)
+    for begin in range(0, n_tokens, block):       # the same uniforms, a block at a time
+        u = generator.random(min(block, n_tokens - begin))
+        u *= n_topics
+        np.minimum(u, n_topics - 1, out=u)
+        z[begin:begin + u.size] = u
+    return z
 
 
 def _flat(alpha: np.ndarray) -> np.ndarray:
     return np.ascontiguousarray(np.reshape(alpha, -1), dtype=np.float64)
+
+
+def sparse_counts(row_ptr: np.ndarray, order: np.ndarray | None, z: np.ndarray,
+                  n_topics: int, name: str) -> dict[str, np.ndarray]:
+    """The non-zero (row, topic) counts of ``z`` as CSR arrays named after ``name`` (what a
+    WarpLDA sample keeps, §2.9): ``{name}_ptr`` (R + 1) int64 offsets, ``{name}_topic`` and
+    ``{name}_count`` int32, topics ascending in a row. Row r holds the tokens
+    ``order[row_ptr[r]:row_ptr[r + 1]]`` (without ``order``: the tokens ``row_ptr[r]`` to
+    ``row_ptr[r + 1]``, e.g. a document). Memory: the output and one K row."""
+    ptr = np.zeros(row_ptr.size, dtype=np.int64)
+    empty = np.zeros(0, dtype=np.int64)
+    topic, count = _warp.row_topic_counts(row_ptr, empty if order is None else order, z,
+                                          n_topics, ptr)
+    return {f"{name}_ptr": ptr, f"{name}_topic": topic, f"{name}_count": count}

@@ -89,38 +89,10 @@ class WarpState(CountState):
         return super().restore({"ndk": None, "nkw": None, **fields})
 
 
-def sparse_counts(rows: np.ndarray, z: np.ndarray, n_rows: int, name: str,
-                  block: int = 1 << 22) -> dict[str, np.ndarray]:
-    """The non-zero counts of (row, topic) pairs, row by row with topics ascending, as three
-    arrays named after ``name``: ``{name}_ptr`` (n_rows + 1) int64 offsets, ``{name}_topic``
-    and ``{name}_count`` int32 (CSR). ``rows`` (N,) is the row of every token (its word for
-    n_kw, its document for n_dk) and ``z`` its topic. Memory grows with the tokens and the
-    non-zeros, never with n_rows x K: the pairs are sorted as int64 keys row * 2^32 + topic,
-    ``block`` tokens at a time, and the sorted blocks merged."""
-    parts = []
-    for begin in range(0, z.size, block):
-        key = np.asarray(rows[begin:begin + block], dtype=np.int64) << 32
-        key |= z[begin:begin + block]
-        key, count = np.unique(key, return_counts=True)
-        parts.append((key, count))
-    if len(parts) > 1:
-        key = np.concatenate([k for k, _ in parts])
-        count = np.concatenate([c for _, c in parts])
-        key, inverse = np.unique(key, return_inverse=True)
-        count = np.bincount(inverse, weights=count, minlength=key.size).astype(np.int64)
-    elif parts:
-        key, count = parts[0]
-    else:
-        key, count = np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64)
-    ptr = np.zeros(n_rows + 1, dtype=np.int64)
-    np.cumsum(np.bincount(key >> 32, minlength=n_rows), out=ptr[1:])
-    return {f"{name}_ptr": ptr, f"{name}_topic": (key & 0xFFFFFFFF).astype(np.int32),
-            f"{name}_count": count.astype(np.int32)}
-
-
 def dense_counts(arrays: dict, name: str, n_topics: int) -> np.ndarray:
-    """The (n_rows, K) int32 counts of :func:`sparse_counts`' arrays ``name`` (or the dense
-    array ``arrays[name]`` when it is there)."""
+    """The (n_rows, K) int32 counts of a sample's non-zero counts ``name``: the CSR arrays
+    ``{name}_ptr`` (n_rows + 1) int64 offsets, ``{name}_topic`` and ``{name}_count`` int32,
+    topics ascending in a row (or the dense array ``arrays[name]`` when it is there)."""
     if name in arrays:
         return arrays[name]
     ptr = arrays[f"{name}_ptr"]
