@@ -151,3 +151,50 @@ def test_a_cluster_refuses_warp(tmp_path, example_store):
     with pytest.raises(UsageError, match="inference.sampler: warp does not run on a Dask "
                                          "cluster"):
         driver.use_cluster(object())
+
+
+def test_auto_picks_warp_from_its_k_and_old_auto_runs_keep_their_sampler(
+        tmp_path, example_store, monkeypatch):
+    """From WARP_FROM_K ``sampler: auto`` is the warp chain, below it today's default chain;
+    a run trained with auto before auto could pick warp (dense counts in its checkpoint)
+    resumes with the sampler it had, bit for bit as if never stopped."""
+    from topictk.inference import gibbs
+
+    monkeypatch.setattr(gibbs, "WARP_FROM_K", 8)
+    short = {"iterations": 12, "burn_in": 6, "thin": 6}
+    training = {"eval_every": 6, "checkpoint_every": 6}
+    runs = {}
+    for name, topics, sampler in (("default6", 6, None), ("auto6", 6, "auto"),
+                                  ("auto8", 8, "auto"), ("warp8", 8, "warp")):
+        config = write_config(tmp_path, example_store, name=f"{name}.yaml",
+                              output=str(tmp_path / name), model={"topics": topics},
+                              inference={**short, "sampler": sampler}, training=training)
+        ok("train", "--config", config, "-q")
+        runs[name] = tmp_path / name
+    assert_same_arrays(model_arrays(runs["default6"])[1], model_arrays(runs["auto6"])[1])
+    assert_same_arrays(model_arrays(runs["auto8"])[1], model_arrays(runs["warp8"])[1])
+    assert {m["sampler"] for m in metrics(runs["auto8"])} == {"warp"}
+    # an auto run of K = 8 trained while auto meant SparseLDA there, then resumed
+    monkeypatch.setattr(gibbs, "WARP_FROM_K", 100)
+    for name in ("old", "old-halves"):
+        config = write_config(tmp_path, example_store, name=f"{name}.yaml",
+                              output=str(tmp_path / name), model={"topics": 8},
+                              inference={**short, "sampler": "auto"},
+                              training={"eval_every": 6, "checkpoint_every": 3})
+        ok("train", "--config", config, "-q", *(["--set", "inference.iterations=9"]
+                                               if name == "old-halves" else []))
+    monkeypatch.setattr(gibbs, "WARP_FROM_K", 8)
+    ok("train", "--config", tmp_path / "old-halves.yaml", "--resume", "-q")
+    _assert_same_run(tmp_path / "old", tmp_path / "old-halves")
+    assert {m["sampler"] for m in metrics(tmp_path / "old-halves")} == {"sparse"}
+
+
+def test_dmr_sem_auto_never_picks_warp(tmp_path, example_store):
+    from topictk.inference import dmr, gibbs
+
+    data = {"model": {"topics": gibbs.WARP_FROM_K}, "inference": {"sampler": "auto"}}
+    assert gibbs.resolved_sampler(data["inference"], gibbs.WARP_FROM_K) == "warp"
+    assert gibbs.resolved_sampler(data["inference"], gibbs.WARP_FROM_K,
+                                  dmr.DMRSEMDriver.WARP) is None
+    assert gibbs.resolved_sampler(data["inference"], gibbs.MH_FROM_K,
+                                  dmr.DMRSEMDriver.WARP) == "mh"

@@ -366,6 +366,13 @@ class Driver(ABC):
     def check_config(cls, data: dict, where: str) -> None:
         """Cross-key checks after every key was validated on its own."""
 
+    @classmethod
+    def resume_config(cls, config, arrays: dict) -> Any:
+        """``config`` for continuing the chain whose checkpoint holds ``arrays``: a setting
+        whose meaning changed since the run was trained is put back to what it meant then,
+        so that a resumed run continues its own chain (here: nothing changed)."""
+        return config
+
     @abstractmethod
     def init_state(self) -> Any: ...
 

@@ -367,6 +367,7 @@ class DMRSEMDriver(DMRPriorMixin, GibbsDriver):
     kind = "sampled"
     paper = "Mimno & McCallum 2008"
     STATE = DMRCountState
+    WARP = False            # a prior per document: auto never picks WarpLDA (§2.9)
     family = "dmr"
     OPTIONS = {
         "burn_in": Option("int", None, low=0, nullable=True,

@@ -105,18 +105,36 @@ def block_order(doc_ptr: np.ndarray, words: np.ndarray, word_block: np.ndarray,
     return order, order_ptr.reshape(-1)
 
 
-def uses_mh(inference, n_topics: int) -> bool:
-    """Whether ``inference.sampler`` picks the Metropolis-Hastings sampler for K topics."""
+#: ``inference.sampler: auto`` runs WarpLDA (§2.9) from this many topics on in ``gibbs``:
+#: measured on KOS and 20 Newsgroups (benchmarks/results/mh.md), WarpLDA reaches
+#: SparseLDA's 200-sweep perplexity sooner than SparseLDA from K = WARP_FROM_K, while at
+#: K = 1,000 SparseLDA is ahead at equal training time.
+WARP_FROM_K = 2_000
+
+
+def resolved_sampler(inference, n_topics: int, warp: bool = True) -> str | None:
+    """``inference.sampler`` with ``auto`` resolved for K topics: ``warp`` from WARP_FROM_K
+    (when the driver has it, ``warp``), ``mh`` from MH_FROM_K, else None (as
+    ``inference.sparse`` says); any other setting as it is."""
     choice = inference.get("sampler")
-    return choice == "mh" or (choice == "auto" and n_topics >= MH_FROM_K)
+    if choice != "auto":
+        return choice
+    if warp and n_topics >= WARP_FROM_K:
+        return "warp"
+    return "mh" if n_topics >= MH_FROM_K else None
 
 
-def uses_warp(inference) -> bool:
-    """Whether ``inference.sampler`` is the WarpLDA sampler (§2.9)."""
-    return inference.get("sampler") == "warp"
+def uses_mh(inference, n_topics: int, warp: bool = True) -> bool:
+    """Whether ``inference.sampler`` picks the Metropolis-Hastings sampler for K topics."""
+    return resolved_sampler(inference, n_topics, warp) == "mh"
 
 
-def check_schedule(data: dict, where: str) -> None:
+def uses_warp(inference, n_topics: int, warp: bool = True) -> bool:
+    """Whether ``inference.sampler`` picks the WarpLDA sampler (§2.9) for K topics."""
+    return resolved_sampler(inference, n_topics, warp) == "warp"
+
+
+def check_schedule(data: dict, where: str, warp: bool = True) -> None:
     """``inference.chunks`` (AD-LDA) and ``inference.blocks`` (the partitioned schedule) are
     two schedules: give at most one of them; the MH sampler runs AD-LDA chunks only. A Dask
     cluster runs AD-LDA chunks only, so a cluster run names its chunks rather than silently
@@ -126,8 +144,8 @@ def check_schedule(data: dict, where: str) -> None:
         raise ConfigError(f"inference.chunks = {inference['chunks']} and inference.blocks = "
                           f"{inference['blocks']} choose two different parallel schedules; "
                           f"set one of them and leave the other out ({where})")
-    if inference.get("blocks") is not None and (uses_mh(inference, data["model"]["topics"])
-                                                or uses_warp(inference)):
+    if inference.get("blocks") is not None and resolved_sampler(
+            inference, data["model"]["topics"], warp) in ("mh", "warp"):
         raise ConfigError(f"inference.blocks does not apply to the Metropolis-Hastings sampler "
                           f"(inference.sampler), which runs AD-LDA chunks; set "
                           f"inference.chunks instead ({where})")
@@ -262,6 +280,7 @@ class GibbsDriver(SampledDriver):
     kind = "sampled"
     paper = "Griffiths & Steyvers 2004; Yao, Mimno & McCallum 2009; Newman et al. 2009"
     STATE = CountState
+    WARP = True                 # inference.sampler: auto may pick WarpLDA (one prior only)
     cluster_support = True
     cluster_fold_in = True
     sweep_steps = True
@@ -300,7 +319,20 @@ class GibbsDriver(SampledDriver):
     @classmethod
     def check_config(cls, data: dict, where: str) -> None:
         resolve_sample_schedule(data["inference"], where)
-        check_schedule(data, where)
+        check_schedule(data, where, cls.WARP)
+
+    @classmethod
+    def resume_config(cls, config, arrays: dict):
+        """A run trained with ``sampler: auto`` before auto could pick WarpLDA (its checkpoint
+        holds dense counts) continues with the sampler auto picked then (§2.9)."""
+        inference = config.inference
+        if not (uses_warp(inference, config.model.topics, cls.WARP) and "ndk" in arrays):
+            return config
+        data = config.to_dict()
+        data["inference"]["sampler"] = resolved_sampler(inference, config.model.topics, False)
+        log.info("the run was trained with inference.sampler: auto = %s; it continues so",
+                 data["inference"]["sampler"] or "as inference.sparse")
+        return type(config)(data, config.source)
 
     def __init__(self, config, store, threads: int = 1, *,
                  streams: Streams | None = None):
@@ -308,8 +340,8 @@ class GibbsDriver(SampledDriver):
         self.doc_ptr, self.words = self.token_view
         opts = config.inference
         choice = getattr(opts, "sampler", None)
-        use_mh = uses_mh(opts, self.K)
-        use_warp = choice == "warp"
+        use_mh = uses_mh(opts, self.K, self.WARP)
+        use_warp = uses_warp(opts, self.K, self.WARP)
         self._schedule(opts, use_mh or use_warp)
         self.mh = self.warp = None
         steps = MH_STEPS if getattr(opts, "mh_steps", None) is None else opts.mh_steps

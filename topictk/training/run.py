@@ -216,7 +216,12 @@ class RunSession:
                                        force=force)
         self.saved = self._latest_checkpoint() if resume else None
         if self.saved:
-            self.config = config = keep_saved_schedule(self.run_dir / "config.yaml", config)
+            config = keep_saved_schedule(self.run_dir / "config.yaml", config)
+            # the settings the run was trained with, for check_resume_settings; the driver may
+            # put back what a setting meant when the run was trained (resume_config)
+            self.resumed_settings = config
+            self.config = config = get_driver(config.inference.algorithm).resume_config(
+                config, self.saved[2])
         self.streams = (Streams.from_state(self.saved[1]["streams"]) if self.saved
                         else Streams(self.training.seed))
         # the driver first: a config or corpus it refuses leaves the run being replaced intact
@@ -265,7 +270,7 @@ class RunSession:
         driver, run_dir = self.driver, self.run_dir
         if self.saved:
             path, header, arrays = self.saved
-            check_resume_settings(run_dir / "config.yaml", self.config, driver)
+            check_resume_settings(run_dir / "config.yaml", self.resumed_settings, driver)
             try:
                 self.state = driver.state_from_arrays(header["state"], arrays)
             except (KeyError, ValueError) as exc:
