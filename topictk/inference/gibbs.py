@@ -298,9 +298,9 @@ class GibbsDriver(SampledDriver):
                           help="sparse = SparseLDA, dense = dense O(K), mh = Metropolis-Hastings "
                                "O(1) per token (approximate per sweep), warp = WarpLDA: O(1) "
                                "per token reading one word's or one document's counts at a "
-                               "time (approximate, see docs/algorithms.md §2.9); auto = mh "
-                               f"from K = {MH_FROM_K}, else as inference.sparse; null = as "
-                               "inference.sparse"),
+                               "time (approximate, see docs/algorithms.md §2.9); auto = warp "
+                               f"from K = {WARP_FROM_K} (dmr-sem: mh from K = {MH_FROM_K}), "
+                               "else as inference.sparse; null = as inference.sparse"),
         # null defaults, so that runs saved before these keys existed resume unchanged
         "mh_steps": Option("int", None, low=1, nullable=True,
                            help="mh, warp: cycles of a word and a document proposal per "
