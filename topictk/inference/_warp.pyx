@@ -16,7 +16,6 @@ stream; the chunks' changes are added at the end of the phase, so the result dep
 chunking only, never on the number of threads. Every buffer is allocated and checked before
 the sampling and freed after it on every path.
 """
-cimport cython
 from cython.parallel cimport parallel, prange, threadid
 from libc.stdint cimport int32_t, int64_t
 from libc.stdlib cimport free, qsort
