@@ -31,17 +31,21 @@ def _chain(z, n_topics, steps, words, n_words, n_chunks, beta):
     return state, WarpSampler(steps, words, n_words, block), block
 
 
-@pytest.mark.parametrize("n_chunks,threads", [(1, 1), (2, 1), (2, 2), (3, 2)])
+@pytest.mark.parametrize("n_chunks,threads,positions", [
+    (1, 1, np.int32), (2, 1, np.int32), (2, 2, np.int32), (3, 2, np.int32), (2, 2, np.int64)])
 @pytest.mark.parametrize("steps", [1, 2])
 @pytest.mark.parametrize("alpha", [SYMMETRIC, ASYMMETRIC], ids=["symmetric", "asymmetric"])
-def test_sweeps_equal_reference(seed, n_chunks, threads, steps, alpha):
+def test_sweeps_equal_reference(seed, n_chunks, threads, positions, steps, alpha):
     """The start and four sweeps: z, n_k, the pending proposals and every stream's state
-    equal the twin's."""
+    equal the twin's (the word order's positions as int32, or int64 as for corpora of 2^31
+    tokens and more)."""
     rng = np.random.default_rng(seed)
     doc_ptr, words = random_corpus(rng, D, V, 9)
     z = rng.integers(0, K, words.size).astype(np.int32)
     bounds = even_bounds(D, n_chunks)
     state, sampler, block = _chain(z, K, steps, words, V, n_chunks, 0.2)
+    assert sampler.word_tokens.dtype == np.int32
+    sampler.word_tokens = sampler.word_tokens.astype(positions)
     doc_streams = [stream(seed, 3, c) for c in range(n_chunks)]
     word_streams = [stream(seed, 7, c) for c in range(n_chunks)]
     twin_z, twin_nk = z.copy(), state.nk.copy()
@@ -202,7 +206,7 @@ def test_warp_recovers_known_topics(seed, steps):
     assert np.sum(errors < 0.1) >= RECOVERED and np.median(errors) < RECOVERY, errors
 
 
-@pytest.mark.parametrize("ordered", [False, True])
+@pytest.mark.parametrize("ordered", [False, np.int32, np.int64])
 def test_row_topic_counts_are_the_non_zero_dense_counts(ordered):
     """The CSR counts of a sample (§2.9): per row its topics ascending with their counts,
     rows given directly (documents) or through an order (words); dense_counts gives the
@@ -222,7 +226,7 @@ def test_row_topic_counts_are_the_non_zero_dense_counts(ordered):
         perm = rng.permutation(300)
         shuffled = np.empty_like(z)
         shuffled[perm] = z
-        z, order = shuffled, perm.astype(np.int64)
+        z, order = shuffled, perm.astype(ordered)
     arrays = sparse_counts(row_ptr, order, z, 7, "nkw")
     ptr, topic, count = arrays["nkw_ptr"], arrays["nkw_topic"], arrays["nkw_count"]
     assert ptr[-1] == np.count_nonzero(dense) == count.size

@@ -40,6 +40,13 @@ cdef extern from *:
     void prefetch "TOPICTK_PREFETCH"(const void* p) noexcept nogil
 
 
+# a token's position in the corpus: int32 when the corpus has fewer than 2^31 tokens (half the
+# memory of the word order), else int64
+ctypedef fused position_t:
+    int32_t
+    int64_t
+
+
 # tokens ahead whose topic and proposals the word phase asks the cache for
 cdef Py_ssize_t AHEAD = 8
 
@@ -48,7 +55,8 @@ cdef struct Warp:
     # what a sweep reads and writes: the tokens in both orders, the chain and the prior
     const int64_t* doc_ptr      # (D + 1)
     const int64_t* word_ptr     # (V + 1) offsets into word_tokens
-    const int64_t* word_tokens  # (N) token positions grouped by word
+    const void* word_tokens     # (N) token positions grouped by word, int32 or int64
+    bint narrow                 # word_tokens holds int32
     const int32_t* word_list    # (V) the words of word chunk c: word_list[wbounds[c]:...]
     const int64_t* wbounds      # (C + 1)
     const int64_t* dbounds      # (C + 1) document boundaries of the chunks
@@ -152,19 +160,28 @@ cdef void _word_chunk(const Warp* wp, int64_t* nk, int32_t* cw, int32_t* zl, Py_
                       bitgen_t* gen) noexcept nogil:
     """The word phase of word chunk c on ``nk``; ``cw`` is a zeroed K row, left zeroed, and
     ``zl`` holds the topics of the longest word's tokens."""
+    if wp.narrow:
+        _word_chunk_of(wp, nk, cw, zl, c, gen, <const int32_t*> wp.word_tokens)
+    else:
+        _word_chunk_of(wp, nk, cw, zl, c, gen, <const int64_t*> wp.word_tokens)
+
+
+cdef void _word_chunk_of(const Warp* wp, int64_t* nk, int32_t* cw, int32_t* zl, Py_ssize_t c,
+                         bitgen_t* gen, const position_t* word_tokens) noexcept nogil:
+    """:func:`_word_chunk` with the word order's positions of type position_t."""
     cdef Py_ssize_t q, K = wp.K
     cdef int64_t b, n, j, i, jj
     cdef int32_t w, s, t
     cdef int m, M = wp.M
     cdef double u, x, total, beta = wp.beta, vbeta = wp.vbeta
-    cdef const int64_t* tok
+    cdef const position_t* tok
     cdef int32_t* z = wp.z
     cdef int32_t* prop = wp.prop
     for q in range(wp.wbounds[c], wp.wbounds[c + 1]):
         w = wp.word_list[q]
         b = wp.word_ptr[w]
         n = wp.word_ptr[w + 1] - b
-        tok = wp.word_tokens + b
+        tok = word_tokens + b
         for j in range(n):
             if j + AHEAD < n:
                 prefetch(z + tok[j + AHEAD])
@@ -314,6 +331,7 @@ cdef void _setup(Warp* wp, const int64_t[::1] doc_ptr, int32_t[::1] z, int32_t[:
     wp.M = <int> prop.shape[1]
     wp.word_ptr = NULL
     wp.word_tokens = NULL
+    wp.narrow = False
     wp.word_list = NULL
     wp.wbounds = NULL
     wp.alpha_prob = NULL
@@ -356,7 +374,7 @@ def warp_start(const int64_t[::1] doc_ptr,      # IN  (D + 1) token offsets
 
 def warp_sweep(const int64_t[::1] doc_ptr,      # IN  (D + 1) token offsets
                const int64_t[::1] word_ptr,     # IN  (V + 1) offsets into word_tokens
-               const int64_t[::1] word_tokens,  # IN  (N) token positions grouped by word
+               const position_t[::1] word_tokens,  # IN  (N) token positions grouped by word
                const int32_t[::1] word_list,    # IN  (V) words, word chunk after word chunk
                const int64_t[::1] word_bounds,  # IN  (C + 1) offsets of the chunks in word_list
                int32_t[::1] z,                  # IN/OUT (N)
@@ -386,7 +404,8 @@ def warp_sweep(const int64_t[::1] doc_ptr,      # IN  (D + 1) token offsets
             longest = word_ptr[w + 1] - word_ptr[w]
     _setup(&wp, doc_ptr, z, prop, alpha, doc_bounds, beta, V)
     wp.word_ptr = &word_ptr[0]
-    wp.word_tokens = &word_tokens[0] if N > 0 else NULL
+    wp.word_tokens = <const void*> &word_tokens[0] if N > 0 else NULL
+    wp.narrow = position_t is int32_t
     wp.word_list = &word_list[0] if V > 0 else NULL
     wp.wbounds = &word_bounds[0]
     ws = Workspace(C=0, threads=0, gens=NULL, start_nk=NULL, own_nk=NULL, count=NULL,
@@ -428,7 +447,7 @@ cdef int _cmp_int32(const void* a, const void* b) noexcept nogil:
     return (x > y) - (x < y)
 
 
-cdef Py_ssize_t _row_topics(const int64_t* order, int64_t begin, int64_t end,
+cdef Py_ssize_t _row_topics(const position_t* order, int64_t begin, int64_t end,
                             const int32_t* z, int32_t* count, int32_t* touched) noexcept nogil:
     """Count the topics of tokens [begin, end) (through ``order`` when not NULL) in ``count``;
     the distinct topics go to ``touched``, unsorted; returns how many there are."""
@@ -445,7 +464,7 @@ cdef Py_ssize_t _row_topics(const int64_t* order, int64_t begin, int64_t end,
 
 
 def row_topic_counts(const int64_t[::1] row_ptr,  # IN  (R + 1) offsets of the rows' tokens
-                     const int64_t[::1] order,    # IN  (N) token of every offset, or empty
+                     const position_t[::1] order,  # IN  (N) token of every offset, or empty
                      const int32_t[::1] z,        # IN  (N) topics
                      Py_ssize_t n_topics,
                      int64_t[::1] ptr):           # OUT (R + 1) offsets of the rows' entries
@@ -458,7 +477,9 @@ def row_topic_counts(const int64_t[::1] row_ptr,  # IN  (R + 1) offsets of the r
     cdef int64_t r, longest = 1, at
     cdef int32_t* count = NULL
     cdef int32_t* touched = NULL
-    cdef const int64_t* by = &order[0] if order.shape[0] > 0 else NULL
+    cdef int32_t[::1] topic_view
+    cdef int32_t[::1] counts_view
+    cdef const position_t* by = &order[0] if order.shape[0] > 0 else NULL
     if ptr.shape[0] != R + 1 or row_ptr[R] != z.shape[0]:
         raise ValueError("ptr needs one entry per row and one more; the rows cover z")
     if by != NULL and order.shape[0] != z.shape[0]:
@@ -481,14 +502,16 @@ def row_topic_counts(const int64_t[::1] row_ptr,  # IN  (R + 1) offsets of the r
                 ptr[r + 1] = ptr[r] + n
         topic = np.empty(ptr[R], dtype=np.int32)
         counts = np.empty(ptr[R], dtype=np.int32)
-        _fill_rows(row_ptr, by, z, ptr, topic, counts, count, touched)
+        topic_view = topic
+        counts_view = counts
+        _fill_rows(row_ptr, by, z, ptr, topic_view, counts_view, count, touched)
         return topic, counts
     finally:
         free(count)
         free(touched)
 
 
-cdef void _fill_rows(const int64_t[::1] row_ptr, const int64_t* by, const int32_t[::1] z,
+cdef void _fill_rows(const int64_t[::1] row_ptr, const position_t* by, const int32_t[::1] z,
                      const int64_t[::1] ptr, int32_t[::1] topic, int32_t[::1] counts,
                      int32_t* count, int32_t* touched) noexcept nogil:
     """The second pass of :func:`row_topic_counts`: every row's topics sorted, with counts."""

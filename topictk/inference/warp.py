@@ -26,7 +26,9 @@ class WarpSampler:
         freq = word_frequencies(words, n_words)
         self.word_ptr = np.zeros(n_words + 1, dtype=np.int64)
         np.cumsum(freq, out=self.word_ptr[1:])
-        self.word_tokens = np.argsort(words, kind="stable").astype(np.int64, copy=False)
+        # int32 positions below 2^31 tokens: half the memory of the word order
+        self.word_tokens = np.argsort(words, kind="stable").astype(
+            np.int32 if words.size < 2**31 else np.int64)
         self.word_list = np.argsort(word_block, kind="stable").astype(np.int32)
         n_chunks = int(word_block.max(initial=0)) + 1
         self.word_bounds = np.zeros(n_chunks + 1, dtype=np.int64)
@@ -76,7 +78,7 @@ def sparse_counts(row_ptr: np.ndarray, order: np.ndarray | None, z: np.ndarray,
     ``order[row_ptr[r]:row_ptr[r + 1]]`` (without ``order``: the tokens ``row_ptr[r]`` to
     ``row_ptr[r + 1]``, e.g. a document). Memory: the output and one K row."""
     ptr = np.zeros(row_ptr.size, dtype=np.int64)
-    empty = np.zeros(0, dtype=np.int64)
+    empty = np.zeros(0, dtype=np.int32)
     topic, count = _warp.row_topic_counts(row_ptr, empty if order is None else order, z,
                                           n_topics, ptr)
     return {f"{name}_ptr": ptr, f"{name}_topic": topic, f"{name}_count": count}
