@@ -33,7 +33,8 @@ DMR_SEM = REPO / "configs" / "example_dmr_sem.yaml"
 SHORT = ["inference.iterations=24", "inference.burn_in=12", "inference.thin=4",
          "inference.optimize_burn_in=8", "inference.optimize_interval=8",
          "training.eval_every=8", "training.checkpoint_every=8", "evaluation.fold_in_sweeps=10",
-         "evaluation.fold_in_burn_in=5", "inference.sampler=mh", "inference.chunks=2"]
+         "evaluation.fold_in_burn_in=5", "inference.sampler=mh", "inference.chunks=2",
+         "evaluation.fold_in=mh"]
 
 
 def _sets(items: list[str]) -> list[str]:
@@ -161,17 +162,26 @@ def test_runs_of_the_exact_samplers_keep_the_gibbs_fold_in(tmp_path, example_sto
     assert spy.calls == 0
 
 
-def test_auto_resolving_to_mh_folds_in_by_mh(tmp_path, example_store, monkeypatch):
+@pytest.mark.parametrize("fold_in,used", [("gibbs", False), ("mh", True)])
+def test_evaluation_fold_in_chooses_the_fold_in(tmp_path, example_store, monkeypatch,
+                                                fold_in, used):
+    """``evaluation.fold_in`` picks the fold-in of the curve and of evaluate, whatever the
+    sampler (here auto resolving to mh); it may change when a run is resumed."""
     monkeypatch.setattr(gibbs, "MH_FROM_K", 8)
     config = write_config(tmp_path, example_store, model={"topics": 8},
                           inference={"iterations": 6, "burn_in": 3, "thin": 3,
                                      "sampler": "auto"},
-                          training={"eval_every": 3, "checkpoint_every": 6})
+                          training={"eval_every": 2, "checkpoint_every": 2},
+                          evaluation={"fold_in": fold_in})
     spy = FoldInSpy(monkeypatch)
-    ok("train", "--config", config, "-q")
+    ok("train", "--config", config, "-q", "--set", "inference.iterations=4")
     during = spy.calls                      # the in-training curve
     ok("evaluate", tmp_path / "run", "--json")
-    assert during > 0 and spy.calls > during
+    assert (during > 0 and spy.calls > during) == used
+    assert (spy.calls == 0) == (not used)
+    other, before = ("gibbs" if used else "mh"), spy.calls
+    ok("train", "--config", config, "-q", "--resume", "--set", f"evaluation.fold_in={other}")
+    assert (spy.calls > before) == (other == "mh")
 
 
 def test_dmr_sem_refuses_warp_naming_the_key(tmp_path, meta_store):
@@ -195,7 +205,8 @@ def test_warp_runs_fold_in_by_mh_from_their_sparse_samples(tmp_path, example_sto
     config = write_config(tmp_path, store,
                           inference={"iterations": 6, "burn_in": 3, "thin": 3,
                                      "sampler": "warp"},
-                          training={"eval_every": 3, "checkpoint_every": 6})
+                          training={"eval_every": 3, "checkpoint_every": 6},
+                          evaluation={"fold_in": "mh"})
     ok("train", "--config", config, "-q")
     spy = FoldInSpy(monkeypatch)
     result = json.loads(ok("evaluate", tmp_path / "run", "--json").stdout)

@@ -216,6 +216,11 @@ EVALUATION = {
     "curve_fold_in_sweeps": Option("int", 10, low=2, nullable=True,
                                    help="Gibbs fold-in sweeps of the in-training curve, the "
                                         "first half discarded; null = fold_in_sweeps"),
+    "fold_in": Option("choice", "gibbs", choices=("gibbs", "mh"),
+                      help="fold-in of collapsed Gibbs runs (gibbs, dmr-sem): gibbs = the Gibbs "
+                           "fold-in; mh = Metropolis-Hastings with tables from the counts, "
+                           "O(1) per token whatever K is but slower to converge per sweep (it "
+                           "overestimates perplexity with few sweeps, docs/algorithms.md §2.7)"),
     "coherence_top": Option("int", 10, low=2, help="top words for UMass and NPMI"),
     "diversity_top": Option("int", 25, low=1, help="top words for topic diversity"),
 }

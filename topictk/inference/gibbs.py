@@ -556,10 +556,10 @@ class GibbsDriver(SampledDriver):
 
     def fold_in(self, state: CountState, documents, plan, *, prior=None,
                 sample: dict | None = None) -> np.ndarray:
-        """A run trained with an MH sampler (mh, warp) folds in by MH too (§2.7): the word
-        proposal's tables from the counts of ``sample`` (or of the state), O(mh_steps) per
-        token; any other run by the Gibbs fold-in."""
-        if self.mh is None and self.warp is None:
+        """With ``evaluation.fold_in: mh``, by MH (§2.7): the word proposal's tables from the
+        counts of ``sample`` (or of the state), O(mh_steps) per token; else by the Gibbs
+        fold-in."""
+        if getattr(self.config.evaluation, "fold_in", "gibbs") != "mh":
             return super().fold_in(state, documents, plan, prior=prior, sample=sample)
         if prior is None:
             if sample is not None:

@@ -108,7 +108,7 @@ RESUMABLE_CHANGES = frozenset({
     "inference.iterations", "training.threads", "training.time_limit",
     "training.checkpoint_every", "training.keep_checkpoints", "training.eval_every",
     "training.scheduler", "training.dask_workers", "training.cluster_timeout",
-    "evaluation.curve_docs", "evaluation.curve_fold_in_sweeps"})
+    "evaluation.curve_docs", "evaluation.curve_fold_in_sweeps", "evaluation.fold_in"})
 _PATHS = frozenset({"corpus", "output"})
 
 
