@@ -189,12 +189,13 @@ def test_auto_picks_warp_from_its_k_and_old_auto_runs_keep_their_sampler(
     assert {m["sampler"] for m in metrics(tmp_path / "old-halves")} == {"sparse"}
 
 
-def test_dmr_sem_auto_never_picks_warp(tmp_path, example_store):
+def test_dmr_sem_auto_never_picks_warp():
     from topictk.inference import dmr, gibbs
 
-    data = {"model": {"topics": gibbs.WARP_FROM_K}, "inference": {"sampler": "auto"}}
-    assert gibbs.resolved_sampler(data["inference"], gibbs.WARP_FROM_K) == "warp"
-    assert gibbs.resolved_sampler(data["inference"], gibbs.WARP_FROM_K,
+    inference = {"sampler": "auto"}
+    assert gibbs.resolved_sampler(inference, gibbs.WARP_FROM_K) == "warp"
+    assert gibbs.resolved_sampler(inference, gibbs.WARP_FROM_K - 1) is None
+    for topics in (gibbs.WARP_FROM_K, gibbs.MH_FROM_K, 10**6):
+        assert gibbs.resolved_sampler(inference, topics, dmr.DMRSEMDriver.WARP) == "mh"
+    assert gibbs.resolved_sampler(inference, gibbs.MH_FROM_K - 1,
                                   dmr.DMRSEMDriver.WARP) is None
-    assert gibbs.resolved_sampler(data["inference"], gibbs.MH_FROM_K,
-                                  dmr.DMRSEMDriver.WARP) == "mh"
