@@ -176,6 +176,17 @@ def gibbs_fold_in(weights: np.ndarray, alpha: np.ndarray, doc_ptr: np.ndarray,
     return theta
 
 
+def tokens_by_word(words: np.ndarray, n_words: int,
+                   dtype=np.int64) -> tuple[np.ndarray, np.ndarray]:
+    """The tokens grouped by word, for the samplers that visit a word's tokens together (MH
+    tables, WarpLDA's word phase): ``word_ptr`` (V + 1) int64 offsets and ``word_tokens`` (N)
+    positions of ``dtype``, the tokens of word w being ``word_tokens[word_ptr[w]:word_ptr[w +
+    1]]`` in corpus order (a stable sort)."""
+    word_ptr = np.zeros(n_words + 1, dtype=np.int64)
+    np.cumsum(word_frequencies(words, n_words), out=word_ptr[1:])
+    return word_ptr, np.argsort(words, kind="stable").astype(dtype, copy=False)
+
+
 def word_frequencies(words: np.ndarray, n_words: int, block: int = 1 << 20) -> np.ndarray:
     """Occurrences of every word id in ``words``, counted block by block: ``np.bincount``
     converts its whole input to intp first, a transient twice the size of an int32 corpus."""

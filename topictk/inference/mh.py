@@ -12,7 +12,7 @@ from __future__ import annotations
 import numpy as np
 
 from topictk.inference import _mh
-from topictk.inference.base import FoldInPlan, word_frequencies
+from topictk.inference.base import FoldInPlan, tokens_by_word
 
 #: defaults of ``inference.mh_steps`` and ``inference.mh_rebuild``
 MH_STEPS = 2
@@ -44,14 +44,10 @@ class MHSampler:
                  n_topics: int):
         self.steps = int(steps)
         self.rebuild = int(rebuild)
-        freq = word_frequencies(words, n_words)
-        # tokens grouped by word (a stable sort keeps them in corpus order within a word)
-        self.word_ptr = np.zeros(n_words + 1, dtype=np.int64)
-        np.cumsum(freq, out=self.word_ptr[1:])
-        self.word_tokens = np.argsort(words, kind="stable").astype(np.int64)
+        self.word_ptr, self.word_tokens = tokens_by_word(words, n_words)
         # pool: min(n_w, K) entries for word w
         self.ptr = np.zeros(n_words + 1, dtype=np.int64)
-        np.cumsum(np.minimum(freq, n_topics), out=self.ptr[1:])
+        np.cumsum(np.minimum(np.diff(self.word_ptr), n_topics), out=self.ptr[1:])
         pool = max(1, int(self.ptr[-1]))
         self.topic = np.zeros(pool, dtype=np.int32)
         self.count = np.zeros(pool, dtype=np.int32)

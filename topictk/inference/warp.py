@@ -9,7 +9,7 @@ from __future__ import annotations
 import numpy as np
 
 from topictk.inference import _warp
-from topictk.inference.base import word_frequencies
+from topictk.inference.base import tokens_by_word
 
 
 class WarpSampler:
@@ -23,12 +23,9 @@ class WarpSampler:
 
     def __init__(self, steps: int, words: np.ndarray, n_words: int, word_block: np.ndarray):
         self.steps = int(steps)
-        freq = word_frequencies(words, n_words)
-        self.word_ptr = np.zeros(n_words + 1, dtype=np.int64)
-        np.cumsum(freq, out=self.word_ptr[1:])
         # int32 positions below 2^31 tokens: half the memory of the word order
-        self.word_tokens = np.argsort(words, kind="stable").astype(
-            np.int32 if words.size < 2**31 else np.int64)
+        self.word_ptr, self.word_tokens = tokens_by_word(
+            words, n_words, np.int32 if words.size < 2**31 else np.int64)
         self.word_list = np.argsort(word_block, kind="stable").astype(np.int32)
         n_chunks = int(word_block.max(initial=0)) + 1
         self.word_bounds = np.zeros(n_chunks + 1, dtype=np.int64)
