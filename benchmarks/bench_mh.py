@@ -37,6 +37,11 @@ ALPHA = 0.1
 BETA = 0.01
 FOLD_IN_SWEEPS = 20
 FOLD_IN_BURN_IN = 10
+# every run's in-training curve scores the same test documents with the same fold-in (left to
+# `auto`, the number of documents would follow each run's evaluation spacing, and curves of
+# different documents are not comparable)
+CURVE_DOCS = 1000
+CURVE_FOLD_IN_SWEEPS = 10
 
 
 # --------------------------------------------------------------------------- workers
@@ -107,7 +112,9 @@ def topictk_config(store: Path, K: int, sampler: str, out: Path, *, seconds: flo
             "inference": {"algorithm": "gibbs", "iterations": iterations, "sampler": sampler,
                           "burn_in": iterations - 1, "thin": 1},
             "training": training,
-            "evaluation": {"fold_in_sweeps": FOLD_IN_SWEEPS, "fold_in_burn_in": FOLD_IN_BURN_IN}}
+            "evaluation": {"fold_in_sweeps": FOLD_IN_SWEEPS, "fold_in_burn_in": FOLD_IN_BURN_IN,
+                           "curve_docs": CURVE_DOCS,
+                           "curve_fold_in_sweeps": CURVE_FOLD_IN_SWEEPS}}
 
 
 def probe_rate(store: Path, K: int, sampler: str, a, name: str) -> float:
@@ -140,10 +147,12 @@ def run_topictk_curve(store: Path, facts: dict, K: int, sampler: str, a, name: s
         raise SystemExit(f"topictk train failed:\n{h.tail(base / f'{sampler}-curve.log')}")
     metrics = h.read_metrics(base / f"{sampler}-curve")
     last = metrics[-1]
+    scored, _ = h.evaluate(base / f"{sampler}-curve", base / f"{sampler}-evaluate.log")
     return {"curve": [(m["step"], m["train_seconds"], m["perplexity_point"]) for m in metrics],
             "sweeps": last["step"], "train_seconds": last["train_seconds"], "every": every,
             "tokens_per_s": facts["N"] * last["step"] / last["train_seconds"],
-            "perplexity": last["perplexity_point"], "foreign": res["foreign"]}
+            "perplexity": last["perplexity_point"], "foreign": res["foreign"],
+            "perplexity_all": None if scored is None else scored["perplexity"]}
 
 
 def run_topictk_memory(store: Path, K: int, sampler: str, a, name: str) -> int:
@@ -185,6 +194,11 @@ def time_to_reach(curve, target: float) -> float | None:
         if ppl <= target:
             return seconds
     return None
+
+
+def _reach(curve, target: float, reference_seconds: float) -> str:
+    t = time_to_reach(curve, target)
+    return "not reached" if t is None else f"{t:.1f} s ({t / reference_seconds:.2f})"
 
 
 def corpus_store(name: str) -> tuple[Path, str]:
@@ -252,9 +266,10 @@ def corpus_report(name: str, done: dict, a) -> list[str]:
                 out.append(f"| {K:,} | {sampler} | {h.mib(peak)} | "
                            f"{peak / memory_bound(facts):.2f} |")
         return out + [""]
-    out += ["| K | sampler | sweeps | train s | tokens/s | x tomotopy | held-out ppl | "
-            f"reaches {ref}'s ppl at | peak RSS MiB | contention |",
-            "| ---: | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |"]
+    out += ["| K | sampler | sweeps | train s | tokens/s | x tomotopy | curve ppl | "
+            f"reaches {ref}'s at | within 1 % at | all test docs ppl | peak RSS MiB | "
+            "contention |",
+            "| ---: | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |"]
     for K, row in rows.items():
         tomo = row.get("tomotopy")
         for sampler in (*a.samplers, "tomotopy"):
@@ -262,15 +277,16 @@ def corpus_report(name: str, done: dict, a) -> list[str]:
             if r is None:
                 continue
             speed = (f"{r['tokens_per_s'] / tomo['tokens_per_s']:.1f}" if tomo else "–")
-            reach = "–"
+            reach = near = "–"
             if sampler in a.samplers and sampler != ref:
-                t = time_to_reach(r["curve"], row[ref]["perplexity"])
-                reach = ("not reached" if t is None
-                         else f"{t:.1f} s ({t / row[ref]['train_seconds']:.2f})")
+                reach, near = (_reach(r["curve"], row[ref]["perplexity"] * f,
+                                      row[ref]["train_seconds"]) for f in (1.0, 1.01))
+            curve_ppl = r["perplexity"] if sampler != "tomotopy" else None
+            whole = r.get("perplexity_all", r["perplexity"])
             out.append(f"| {K:,} | {sampler} | {r['sweeps']} | {r['train_seconds']:.1f} | "
                        f"{r['tokens_per_s'] / 1e6:.2f} M | {speed} | "
-                       f"{h.fmt(r['perplexity'], '.1f')} | {reach} | {h.mib(r.get('peak'))} | "
-                       f"{r['foreign']:.2f} |")
+                       f"{h.fmt(curve_ppl, '.1f')} | {reach} | {near} | {h.fmt(whole, '.1f')} | "
+                       f"{h.mib(r.get('peak'))} | {r['foreign']:.2f} |")
     out += ["", "Perplexity against training time, (sweep, training s, perplexity):", ""]
     for K, row in rows.items():
         for sampler in a.samplers:
@@ -309,10 +325,14 @@ def report(done: dict, a, began) -> str:
             f"(their sweeps between evaluations are set from a {a.probe_sweeps}-sweep probe of "
             "their speed); mh and warp use the default `mh_steps: 2`. "
             f"tomotopy trains {a.tomotopy_sweeps} sweeps."),
-           (f"- Held-out perplexity: point estimate from the counts, fold-in of the store's "
-            f"test documents ({FOLD_IN_SWEEPS} sweeps, {FOLD_IN_BURN_IN} burn-in), the same "
-            "estimator (`topictk.score_topic_word` for tomotopy, the run's own evaluation for "
-            "topictk) on the same tokens."),
+           (f"- Curve perplexity: every topictk run's in-training evaluation scores the same "
+            f"{CURVE_DOCS} test documents (`evaluation.curve_docs`) with a {CURVE_FOLD_IN_SWEEPS}"
+            "-sweep fold-in; `reaches` is the training time of the first evaluation at or below "
+            "the reference's last one (and within 1 % of it), with its share of the reference's "
+            "time. All test docs: point estimate from the final counts, fold-in of every test "
+            f"document ({FOLD_IN_SWEEPS} sweeps, {FOLD_IN_BURN_IN} burn-in; `topictk evaluate` "
+            "for topictk, `topictk.score_topic_word` for tomotopy's counts after its "
+            "sweeps) on the same tokens."),
            ("- tokens/s = training tokens x sweeps / training seconds (from a random start: "
             "the early sweeps of SparseLDA are its slowest)."),
            (f"- Peak RSS: a separate `topictk train` of {a.memory_sweeps} sweeps without "
