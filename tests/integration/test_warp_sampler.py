@@ -1,6 +1,6 @@
 """``inference.sampler: warp`` through ``topictk train`` (docs/algorithms.md §2.9): resumed
-equals uninterrupted (the pending proposals come back from the checkpoint), one thread equals
-two, the chain learns topics, and the settings it refuses."""
+equals uninterrupted (z, n_k and both phases' streams come back from the checkpoint), one
+thread equals two, the chain learns topics, and the settings and checkpoints it refuses."""
 from __future__ import annotations
 
 import numpy as np
@@ -35,8 +35,8 @@ def _assert_same_run(a, b) -> None:
 
 @pytest.mark.parametrize("stop", [15, 20])
 def test_resumed_warp_chain_equals_uninterrupted(tmp_path, example_store, stop):
-    """Stopped in the middle of the run, with the pending proposals and both phases' streams
-    in the checkpoint (at step 15 between two evaluations, at 20 on one)."""
+    """Stopped in the middle of the run, with z, n_k and both phases' streams in the
+    checkpoint (at step 15 between two evaluations, at 20 on one)."""
     training = {"eval_every": 10, "checkpoint_every": 5}
     straight = write_config(tmp_path, example_store, name="straight.yaml",
                             output=str(tmp_path / "straight"), inference=WARP,
@@ -46,20 +46,20 @@ def test_resumed_warp_chain_equals_uninterrupted(tmp_path, example_store, stop):
                           output=str(tmp_path / "halves"), inference=WARP, training=training)
     ok("train", "--config", halves, "-q", "--set", f"inference.iterations={stop}")
     saved = load_arrays(tmp_path / "halves" / "checkpoints" / f"step-{stop:08d}.npz")[1]
-    assert saved["prop"].shape == (saved["z"].size, 2)
+    assert "prop" not in saved
     ok("train", "--config", halves, "--resume", "-q")
     _assert_same_run(tmp_path / "straight", tmp_path / "halves")
     assert {m["sampler"] for m in metrics(tmp_path / "halves")} == {"warp"}
 
 
 def test_checkpoints_hold_the_chain_and_samples_its_counts(tmp_path, example_store):
-    """A checkpoint and the model hold z, the pending proposals and n_k, no dense counts; a
-    sample holds the non-zero n_kw counted from the z of its step, and no dense counts."""
+    """A checkpoint and the model hold z and n_k, no dense counts; a sample holds the
+    non-zero n_kw counted from the z of its step, and no dense counts."""
     config = write_config(tmp_path, example_store, inference=WARP,
                           training={"eval_every": 40, "checkpoint_every": 40})
     ok("train", "--config", config, "-q")
     arrays = load_arrays(tmp_path / "run" / "checkpoints" / "step-00000040.npz")[1]
-    assert {"z", "prop", "nk", "alpha"} <= set(arrays) and not {"ndk", "nkw"} & set(arrays)
+    assert {"z", "nk", "alpha"} <= set(arrays) and not {"ndk", "nkw", "prop"} & set(arrays)
     assert set(model_arrays(tmp_path / "run")[1]) == set(arrays)
     train = open_store(str(example_store)).train()
     nkw = np.zeros((int(np.max(train.words)) + 1, arrays["nk"].size), np.int64)
@@ -73,6 +73,28 @@ def test_checkpoints_hold_the_chain_and_samples_its_counts(tmp_path, example_sto
         assert np.all(np.diff(topic[row]) > 0)
         assert np.array_equal(nkw[w, topic[row]], count[row])
     assert np.array_equal(nkw.sum(axis=0), arrays["nk"])
+
+
+def test_a_checkpoint_of_the_earlier_kernel_is_refused(tmp_path, example_store):
+    """A checkpoint holding the pending proposals of the earlier WarpLDA kernel cannot go on
+    with this chain: resuming it fails in one line naming the file and the fix, and the run
+    directory is left as it was."""
+    from topictk.rundir.checkpoint import save_arrays
+
+    config = write_config(tmp_path, example_store,
+                          inference={**WARP, "iterations": 10, "burn_in": 2, "thin": 1},
+                          training={"eval_every": 10, "checkpoint_every": 5})
+    ok("train", "--config", config, "-q", "--set", "inference.iterations=5")
+    path = tmp_path / "run" / "checkpoints" / "step-00000005.npz"
+    header, arrays = load_arrays(path)
+    arrays["prop"] = np.zeros((arrays["z"].size, 2), np.int32)
+    save_arrays(path, header, arrays)
+    before = path.read_bytes()
+    message = fails(1, "train", "--config", config, "--resume")
+    assert "pending proposals of the earlier inference.sampler = warp kernel" in message
+    assert "train the run again from the start" in message and "step-00000005" in message
+    assert len(message.strip().splitlines()) == 1
+    assert path.read_bytes() == before
 
 
 @pytest.mark.parametrize("alpha", [0.1, "auto"])

@@ -1,7 +1,6 @@
-"""The WarpLDA kernels (docs/algorithms.md §2.9) against their NumPy twin in
+"""The WarpLDA-order kernel (docs/algorithms.md §2.9) against its NumPy twin in
 tests/reference/warp.py (exactly, same PCG64 streams); threads do not change the chain; the
-chain's stationary distribution on a tiny corpus against exact enumeration (WarpLDA's
-cancellations are approximate: the measured gap is the tolerance's basis), and topics
+chain's stationary distribution on a tiny corpus against exact enumeration, and topics
 recovered from a corpus generated from known topics."""
 from __future__ import annotations
 
@@ -23,12 +22,12 @@ SYMMETRIC = np.full(K, 0.1)
 ASYMMETRIC = np.array([0.05, 0.3, 1.2, 0.1, 0.6])
 
 
-def _chain(z, n_topics, steps, words, n_words, n_chunks, beta):
-    """A chain as the driver holds it (z, prop, nk) and its sampler."""
-    block = word_blocks(np.bincount(words, minlength=n_words), n_chunks)
-    state = SimpleNamespace(z=z.copy(), prop=None, beta=beta,
+def _chain(z, n_topics, steps, doc_ptr, words, n_words, bounds, beta):
+    """A chain as the driver holds it (z, nk) and its sampler."""
+    block = word_blocks(np.bincount(words, minlength=n_words), bounds.size - 1)
+    state = SimpleNamespace(z=z.copy(), beta=beta,
                             nk=np.bincount(z, minlength=n_topics).astype(np.int64))
-    return state, WarpSampler(steps, words, n_words, block), block
+    return state, WarpSampler(steps, doc_ptr, words, n_words, block, bounds), block
 
 
 @pytest.mark.parametrize("n_chunks,threads,positions", [
@@ -36,29 +35,25 @@ def _chain(z, n_topics, steps, words, n_words, n_chunks, beta):
 @pytest.mark.parametrize("steps", [1, 2])
 @pytest.mark.parametrize("alpha", [SYMMETRIC, ASYMMETRIC], ids=["symmetric", "asymmetric"])
 def test_sweeps_equal_reference(seed, n_chunks, threads, positions, steps, alpha):
-    """The start and four sweeps: z, n_k, the pending proposals and every stream's state
-    equal the twin's (the word order's positions as int32, or int64 as for corpora of 2^31
-    tokens and more)."""
+    """Four sweeps: z, n_k and every stream's state equal the twin's (the word order's
+    positions as int32, or int64 as for corpora of 2^31 tokens and more)."""
     rng = np.random.default_rng(seed)
     doc_ptr, words = random_corpus(rng, D, V, 9)
     z = rng.integers(0, K, words.size).astype(np.int32)
     bounds = even_bounds(D, n_chunks)
-    state, sampler, block = _chain(z, K, steps, words, V, n_chunks, 0.2)
+    state, sampler, block = _chain(z, K, steps, doc_ptr, words, V, bounds, 0.2)
     assert sampler.word_tokens.dtype == np.int32
     sampler.word_tokens = sampler.word_tokens.astype(positions)
     doc_streams = [stream(seed, 3, c) for c in range(n_chunks)]
     word_streams = [stream(seed, 7, c) for c in range(n_chunks)]
     twin_z, twin_nk = z.copy(), state.nk.copy()
-    twin_prop = np.zeros((z.size, steps), np.int32)
     doc_gens = [np.random.Generator(stream(seed, 3, c)) for c in range(n_chunks)]
     word_gens = [np.random.Generator(stream(seed, 7, c)) for c in range(n_chunks)]
-    ref.start(doc_ptr, twin_z, twin_prop, alpha, bounds, doc_gens)
     for _ in range(4):
-        sampler.sweep(state, alpha, bounds, doc_streams, word_streams, doc_ptr, threads)
-        ref.sweep(doc_ptr, words, twin_z, twin_prop, twin_nk, alpha, 0.2, bounds, block,
+        sampler.sweep(state, alpha, bounds, doc_streams, word_streams, doc_ptr, words, threads)
+        ref.sweep(doc_ptr, words, twin_z, twin_nk, alpha, 0.2, steps, bounds, block,
                   doc_gens, word_gens)
         np.testing.assert_array_equal(state.z, twin_z)
-        np.testing.assert_array_equal(state.prop, twin_prop)
         np.testing.assert_array_equal(state.nk, twin_nk)
     np.testing.assert_array_equal(state.nk, np.bincount(state.z, minlength=K))
     for bg, gen in zip(doc_streams + word_streams, doc_gens + word_gens):
@@ -74,12 +69,13 @@ def test_threads_do_not_change_the_chain(seed):
     bounds = even_bounds(400, 4)
     results = []
     for threads in (1, 2, 3):
-        state, sampler, _ = _chain(z, 50, 2, words, 300, 4, 0.01)
+        state, sampler, _ = _chain(z, 50, 2, doc_ptr, words, 300, bounds, 0.01)
         doc_streams = [stream(seed, 3, c) for c in range(4)]
         word_streams = [stream(seed, 7, c) for c in range(4)]
         for _ in range(5):
-            sampler.sweep(state, alpha, bounds, doc_streams, word_streams, doc_ptr, threads)
-        results.append((state.z, state.prop, state.nk))
+            sampler.sweep(state, alpha, bounds, doc_streams, word_streams, doc_ptr, words,
+                          threads)
+        results.append((state.z, state.nk))
     for other in results[1:]:
         for a, b in zip(results[0], other):
             np.testing.assert_array_equal(a, b)
@@ -90,23 +86,29 @@ def test_more_topics_than_tokens():
     doc_ptr = np.array([0, 3, 5], np.int64)
     words = np.array([0, 1, 0, 2, 1], np.int32)
     z = np.array([0, 4000, 9999, 5, 5], np.int32)
-    state, sampler, _ = _chain(z, 10_000, 2, words, 3, 1, 0.01)
+    bounds = np.array([0, 2], np.int64)
+    state, sampler, _ = _chain(z, 10_000, 2, doc_ptr, words, 3, bounds, 0.01)
     for _ in range(20):
-        sampler.sweep(state, np.full(10_000, 0.1), np.array([0, 2], np.int64),
-                      [stream(0, 3, 0)], [stream(0, 7, 0)], doc_ptr, 1)
+        sampler.sweep(state, np.full(10_000, 0.1), bounds, [stream(0, 3, 0)],
+                      [stream(0, 7, 0)], doc_ptr, words, 1)
     assert state.z.min() >= 0 and state.z.max() < 10_000
     np.testing.assert_array_equal(state.nk, np.bincount(state.z, minlength=10_000))
 
 
 def test_bad_arguments_raise():
-    doc_ptr = np.array([0, 2], np.int64)
-    z = np.zeros(2, np.int32)
-    with pytest.raises(ValueError, match="one row"):
-        _warp.warp_start(doc_ptr, z, np.zeros((3, 2), np.int32), SYMMETRIC,
-                         np.array([0, 1], np.int64), [stream(0, 3, 0)])
+    doc_ptr = np.array([0, 3, 5], np.int64)
+    words = np.array([0, 1, 0, 2, 1], np.int32)
+    bounds = np.array([0, 2], np.int64)
+    state, sampler, _ = _chain(np.zeros(5, np.int32), K, 1, doc_ptr, words, 3, bounds, 0.1)
     with pytest.raises(ValueError, match="streams"):
-        _warp.warp_start(doc_ptr, z, np.zeros((2, 2), np.int32), SYMMETRIC,
-                         np.array([0, 1], np.int64), [])
+        sampler.sweep(state, SYMMETRIC, bounds, [], [], doc_ptr, words, 1)
+    with pytest.raises(ValueError, match="one entry per token"):
+        sampler.sweep(state, SYMMETRIC, bounds, [stream(0, 3, 0)], [stream(0, 7, 0)], doc_ptr,
+                      words[:4], 1)
+    sampler.steps = 0
+    with pytest.raises(ValueError, match="one step"):
+        sampler.sweep(state, SYMMETRIC, bounds, [stream(0, 3, 0)], [stream(0, 7, 0)], doc_ptr,
+                      words, 1)
 
 
 def test_initial_topics_are_those_of_the_exact_samplers(seed):
@@ -140,25 +142,24 @@ def test_count_topics_counts_z():
 
 SWEEPS = 150_000
 # Measured on the 7-token corpus of tests/kernels/test_mh.py over SWEEPS sweeps (seeds 0, 1):
-# total variation from the exact posterior 0.096-0.098 with one MH step per phase, 0.128 with
-# two (the exact Gibbs sampler: 0.030, its Monte Carlo error). Documents of 2 and 3 tokens are
-# WarpLDA's worst case: a proposal drawn in one phase is accepted in the next against counts
-# that moved in between (docs/algorithms.md §2.9). With the n_k factor left out of both
-# acceptance ratios: 0.68-0.72; with the n_k factors of the word-phase ratio swapped: 0.43-0.48
-# (seed 0; both also fail test_warp_recovers_known_topics).
-TOLERANCE = {1: 0.12, 2: 0.155}
+# total variation from the exact posterior TV_MEASURED, the Monte Carlo error of an exact
+# sampler (the exact Gibbs sampler: 0.030). The WarpLDA kernel of the published algorithm,
+# whose proposals were drawn one phase before their use, was 0.096-0.128 here. With the n_k
+# factor left out of both acceptance ratios, or a proposal that may read the token's own
+# topic, the distance is several times the tolerance (tests/mutation).
+TOLERANCE = 0.045
 
 
 def _warp_frequencies(seed: int, steps: int) -> np.ndarray:
     rng = np.random.Generator(stream(seed, 0))
     z = rng.integers(0, SK, WORDS.size).astype(np.int32)
-    state, sampler, _ = _chain(z, SK, steps, WORDS, SV, 1, BETA)
     bounds = np.array([0, 3], np.int64)
+    state, sampler, _ = _chain(z, SK, steps, DOC_PTR, WORDS, SV, bounds, BETA)
     doc_streams, word_streams = [stream(seed, 3, 0)], [stream(seed, 7, 0)]
     place = SK ** np.arange(WORDS.size - 1, -1, -1)
     codes = np.empty(SWEEPS, np.int64)
     for t in range(SWEEPS):
-        sampler.sweep(state, SALPHA, bounds, doc_streams, word_streams, DOC_PTR, 1)
+        sampler.sweep(state, SALPHA, bounds, doc_streams, word_streams, DOC_PTR, WORDS, 1)
         codes[t] = state.z @ place
     return np.bincount(codes, minlength=SK ** WORDS.size) / SWEEPS
 
@@ -166,7 +167,7 @@ def _warp_frequencies(seed: int, steps: int) -> np.ndarray:
 @pytest.mark.parametrize("steps", [1, 2])
 def test_warp_chain_stays_close_to_the_posterior(seed, steps):
     tv = 0.5 * np.abs(_warp_frequencies(seed, steps) - _posterior()).sum()
-    assert tv < TOLERANCE[steps], f"total variation {tv:.4f}"
+    assert tv < TOLERANCE, f"total variation {tv:.4f}"
 
 
 # A corpus of 300 documents of 60 tokens drawn from 8 known topics over 200 words: after 300
@@ -192,11 +193,12 @@ def _generated(seed: int):
 def test_warp_recovers_known_topics(seed, steps):
     doc_ptr, words, phi = _generated(seed)
     z = np.random.default_rng(seed + 1).integers(0, GK, words.size).astype(np.int32)
-    state, sampler, _ = _chain(z, GK, steps, words, GV, 1, GBETA)
     bounds = np.array([0, GD], np.int64)
+    state, sampler, _ = _chain(z, GK, steps, doc_ptr, words, GV, bounds, GBETA)
     doc_streams, word_streams = [stream(seed, 3, 0)], [stream(seed, 7, 0)]
     for _ in range(300):
-        sampler.sweep(state, np.full(GK, GALPHA), bounds, doc_streams, word_streams, doc_ptr, 1)
+        sampler.sweep(state, np.full(GK, GALPHA), bounds, doc_streams, word_streams, doc_ptr,
+                      words, 1)
     nkw = np.zeros((GK, GV))
     np.add.at(nkw, (state.z, words), 1)
     estimate = (nkw + GBETA) / (nkw.sum(axis=1, keepdims=True) + GV * GBETA)

@@ -76,6 +76,9 @@ BAD_INPUT = "tests/integration/test_bad_input.py"
 UCI = "tests/data_scripts/test_ds_uci_bow.py"
 PIPELINE = "tests/variational/test_pipeline.py"
 READERS = "tests/unit/test_readers.py"
+# the WarpLDA-order chain against the exact posterior of a 7-token corpus (not the twin, which
+# any change of the kernel fails)
+WARP_POSTERIOR = "tests/kernels/test_warp.py::test_warp_chain_stays_close_to_the_posterior"
 
 
 @dataclass(frozen=True)
@@ -109,6 +112,20 @@ MUTATIONS: list[Mutation] = [
       "burn_in + int(round((i + 1) * span / n))", "burn_in + int(round(i * span / n))",
       "off-by-one", (SGRLD, DMR)),
     # ------------------------------------------------------------------ kernels
+    M("warp-word-proposal-reads-itself", "topictk/inference/_warp.pyx",
+      "            if j == i:\n                j = begin + others",
+      "            if j == -1:\n                j = begin + others",
+      "wrong proposal", (WARP_POSTERIOR,)),
+    M("warp-doc-topic-total-dropped", "topictk/inference/_warp.pyx",
+      "if t != s and (u[m] * (cd[s] + a[s]) * (nk[t] + vbeta)\n"
+      "                       < (cd[t] + a[t]) * (nk[s] + vbeta)):",
+      "if t != s and (u[m] * (cd[s] + a[s])\n"
+      "                       < (cd[t] + a[t])):",
+      "dropped factor", (WARP_POSTERIOR,)),
+    M("warp-word-count-keeps-token", "topictk/inference/_warp.pyx",
+      "            s = z[i]\n            cw[s] -= 1\n            nk[s] -= 1\n",
+      "            s = z[i]\n            nk[s] -= 1\n",
+      "stale count", (WARP_POSTERIOR,)),
     M("gibbs-dense-beta-dropped", "topictk/inference/_gibbs.pyx",
       "p[kk] = coef[kk] * (nw[kk] + beta)", "p[kk] = coef[kk] * nw[kk]",
       "dropped term", (GIBBS_REF,)),

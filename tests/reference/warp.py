@@ -1,8 +1,11 @@
-"""Slow NumPy twin of the WarpLDA kernels (topictk/inference/_warp.pyx).
+"""Slow NumPy twin of the WarpLDA-order kernel (topictk/inference/_warp.pyx).
 
 docs/algorithms.md §2.9 written literally, one token at a time, with the same draw contracts
 and the same uniforms from ``numpy.random.Generator`` objects built on the same PCG64
-streams, so kernel and twin can be compared exactly.
+streams, so kernel and twin can be compared exactly. A token's proposals are drawn (two
+uniforms per MH step: the proposal, then the acceptance) just before it is sampled; the
+kernel draws them a few tokens ahead, which draws the same uniforms in the same order,
+because a draw reads no topic.
 """
 from __future__ import annotations
 
@@ -20,18 +23,6 @@ def _prior(alpha: np.ndarray):
     return lambda r: alias_draw(r, prob, alias)
 
 
-def _doc_proposals(z, prop, begin, end, alpha_sum, prior, gen) -> None:
-    length = end - begin
-    total = length + alpha_sum
-    for i in range(begin, end):
-        for m in range(prop.shape[1]):
-            x = gen.random() * total
-            if x < length:
-                prop[i, m] = z[begin + min(int(x), length - 1)]
-            else:
-                prop[i, m] = prior((x - length) / alpha_sum)
-
-
 def _alpha_sum(alpha: np.ndarray) -> float:
     total = 0.0
     for a in alpha:
@@ -39,91 +30,105 @@ def _alpha_sum(alpha: np.ndarray) -> float:
     return total
 
 
-def start(doc_ptr, z, prop, alpha, bounds, gens) -> None:
-    """The generation-only document pass: M document proposals for every token."""
-    prior, alpha_sum = _prior(alpha), _alpha_sum(alpha)
-    for c, gen in enumerate(gens):
-        for d in range(bounds[c], bounds[c + 1]):
-            _doc_proposals(z, prop, int(doc_ptr[d]), int(doc_ptr[d + 1]), alpha_sum, prior,
-                           gen)
+def _steps(s, draws, z, row, prior_of, nk, vbeta):
+    """M MH steps from s; draws are (position or None, prior topic, acceptance uniform)."""
+    for at, topic, u in draws:
+        t = int(z[at]) if at is not None else topic
+        if t != s and (u * (int(row[s]) + prior_of(s)) * (int(nk[t]) + vbeta)
+                       < (int(row[t]) + prior_of(t)) * (int(nk[s]) + vbeta)):
+            s = t
+    return s
 
 
-def _word_chunk(words_of_chunk, word_tokens_of, z, prop, nk, K, beta, vbeta, gen) -> None:
-    M = prop.shape[1]
+def _word_round(words_of_chunk, word_tokens_of, block_of_doc, doc_of, doc_ptr, block, z, nk,
+                M, K, beta, vbeta, prior, alpha_sum, gen) -> None:
     for w in words_of_chunk:
         tokens = word_tokens_of[w]
-        n = len(tokens)
-        zl = [int(z[i]) for i in tokens]
-        cw = np.bincount(zl, minlength=K).astype(np.int64)
-        for j, i in enumerate(tokens):
-            s = zl[j]
+        mine = [i for i in tokens if block_of_doc[doc_of[i]] == block]
+        if not mine:
+            continue
+        cw = np.bincount(z[tokens], minlength=K).astype(np.int64)
+        for i in mine:
+            begin = int(doc_ptr[doc_of[i]])
+            others = int(doc_ptr[doc_of[i] + 1]) - begin - 1
+            draws = []
+            for _ in range(M):
+                x = gen.random() * (others + alpha_sum)
+                if x < others:
+                    j = begin + min(int(x), others - 1)
+                    at, topic = (begin + others if j == i else j), None
+                else:
+                    at, topic = None, prior((x - others) / alpha_sum)
+                draws.append((at, topic, gen.random()))
+            s = int(z[i])
             cw[s] -= 1
             nk[s] -= 1
-            for m in range(M):
-                t = int(prop[i, m])
-                u = gen.random()
-                if t != s and (u * (int(cw[s]) + beta) * (int(nk[t]) + vbeta)
-                               < (int(cw[t]) + beta) * (int(nk[s]) + vbeta)):
-                    s = t
+            s = _steps(s, draws, z, cw, lambda k: beta, nk, vbeta)
             cw[s] += 1
             nk[s] += 1
-            zl[j] = s
-        total = n + K * beta
-        for j, i in enumerate(tokens):
-            z[i] = zl[j]
-            for m in range(M):
-                x = gen.random() * total
-                if x < n:
-                    prop[i, m] = zl[min(int(x), n - 1)]
-                else:
-                    prop[i, m] = min(int((x - n) / beta), K - 1)
+            z[i] = s
 
 
-def _doc_chunk(doc_ptr, docs, z, prop, nk, alpha, alpha_sum, prior, vbeta, gen) -> None:
-    K, M = alpha.size, prop.shape[1]
+def _doc_round(docs, doc_ptr, words, word_tokens_of, word_block, block, every, z, nk, alpha,
+               M, K, beta, vbeta, gen) -> None:
     for d in docs:
         begin, end = int(doc_ptr[d]), int(doc_ptr[d + 1])
         cd = np.bincount(z[begin:end], minlength=K).astype(np.int64)
         for i in range(begin, end):
+            w = int(words[i])
+            if not every and word_block[w] != block:
+                continue
+            tokens = word_tokens_of[w]
+            others = len(tokens) - 1
+            draws = []
+            for _ in range(M):
+                x = gen.random() * (others + K * beta)
+                if x < others:
+                    pos = tokens[min(int(x), others - 1)]
+                    at, topic = (tokens[-1] if pos == i else pos), None
+                else:
+                    at, topic = None, min(int((x - others) / beta), K - 1)
+                draws.append((at, topic, gen.random()))
             s = int(z[i])
             cd[s] -= 1
             nk[s] -= 1
-            for m in range(M):
-                t = int(prop[i, m])
-                u = gen.random()
-                if t != s and (u * (int(cd[s]) + float(alpha[s])) * (int(nk[t]) + vbeta)
-                               < (int(cd[t]) + float(alpha[t])) * (int(nk[s]) + vbeta)):
-                    s = t
+            s = _steps(s, draws, z, cd, lambda k: float(alpha[k]), nk, vbeta)
             cd[s] += 1
             nk[s] += 1
             z[i] = s
-        _doc_proposals(z, prop, begin, end, alpha_sum, prior, gen)
 
 
-def _phase(nk, run_chunk, C) -> None:
-    """Chunk c on its own copy of n_k from the phase's start; the changes added after."""
+def _rounds(nk, run_chunk, C) -> None:
+    """C rounds; in round r chunk c on its own copy of n_k from the round's start, the
+    changes added after the round in chunk order."""
     if C == 1:
-        run_chunk(0, nk)
+        run_chunk(0, 0, nk)
         return
-    begin = nk.copy()
-    change = np.zeros_like(nk)
-    for c in range(C):
-        own = begin.copy()
-        run_chunk(c, own)
-        change += own - begin
-    nk += change
+    for r in range(C):
+        begin = nk.copy()
+        change = np.zeros_like(nk)
+        for c in range(C):
+            own = begin.copy()
+            run_chunk(c, (c + r) % C, own)
+            change += own - begin
+        nk += change
 
 
-def sweep(doc_ptr, words, z, prop, nk, alpha, beta, bounds, word_block, doc_gens,
+def sweep(doc_ptr, words, z, nk, alpha, beta, steps, bounds, word_block, doc_gens,
           word_gens) -> None:
-    """One sweep: the word phase (word chunk c = the words of block c, ascending), then the
-    document phase (document chunk c = documents bounds[c]..bounds[c + 1])."""
+    """One sweep: the word phase (round r: word chunk c = the words of block c, ascending,
+    their tokens in document block (c + r) mod C), then the document phase (round r:
+    document chunk c = documents bounds[c]..bounds[c + 1], their tokens of word block
+    (c + r) mod C)."""
     V, K, C = word_block.size, alpha.size, len(doc_gens)
     vbeta = V * beta
     word_tokens_of = [np.flatnonzero(words == w).tolist() for w in range(V)]
+    doc_of = np.repeat(np.arange(doc_ptr.size - 1), np.diff(doc_ptr))
+    block_of_doc = np.repeat(np.arange(C), np.diff(bounds))
     prior, alpha_sum = _prior(alpha), _alpha_sum(alpha)
-    _phase(nk, lambda c, own: _word_chunk(np.flatnonzero(word_block == c).tolist(),
-                                          word_tokens_of, z, prop, own, K, beta, vbeta,
-                                          word_gens[c]), C)
-    _phase(nk, lambda c, own: _doc_chunk(doc_ptr, range(bounds[c], bounds[c + 1]), z, prop,
-                                         own, alpha, alpha_sum, prior, vbeta, doc_gens[c]), C)
+    _rounds(nk, lambda c, block, own: _word_round(
+        np.flatnonzero(word_block == c).tolist(), word_tokens_of, block_of_doc, doc_of,
+        doc_ptr, block, z, own, steps, K, beta, vbeta, prior, alpha_sum, word_gens[c]), C)
+    _rounds(nk, lambda c, block, own: _doc_round(
+        range(bounds[c], bounds[c + 1]), doc_ptr, words, word_tokens_of, word_block, block,
+        C == 1, z, own, alpha, steps, K, beta, vbeta, doc_gens[c]), C)

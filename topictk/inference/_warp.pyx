@@ -1,20 +1,25 @@
 # cython: language_level=3
-"""WarpLDA kernels for collapsed Gibbs LDA (docs/algorithms.md §2.9).
+"""WarpLDA-order Metropolis-Hastings kernels for collapsed Gibbs LDA (docs/algorithms.md §2.9).
 
-* :func:`warp_start` -- the generation-only document pass that gives every token its first
-  ``steps`` document proposals. Equivalent to ``tests/reference/warp.py::start``.
-* :func:`warp_sweep` -- one sweep: a word phase (word by word: the document proposals
-  accepted or refused against the word's counts, then new word proposals) and a document
-  phase (document by document: the word proposals accepted or refused against the
-  document's counts, then new document proposals). Equivalent to
-  ``tests/reference/warp.py::sweep``.
+* :func:`warp_sweep` -- one sweep: a word phase (word by word: for each token, ``M`` MH steps
+  whose proposals are the current topics of random other tokens of its document, accepted
+  against the word's counts) and a document phase (document by document: proposals the
+  current topics of random other tokens of its word, accepted against the document's
+  counts). Equivalent to ``tests/reference/warp.py::sweep``.
 
-Every MH step reads the counts of one word or one document, built in a dense K scratch row
-that stays in cache, and the topic totals n_k; there are no D x K or V x K counts. Each chunk
-of a phase works on its own copy of n_k from the start of the phase and draws from its own
-stream; the chunks' changes are added at the end of the phase, so the result depends on the
-chunking only, never on the number of threads. Every buffer is allocated and checked before
-the sampling and freed after it on every path.
+A proposal is the topic, read when it is used, of a token drawn uniformly from the other tokens
+of the document (word), or a topic from the prior: it is a draw from the current counts
+without the token, so the factor of the counts it comes from cancels from the acceptance
+ratio exactly and the step needs only the counts of the word (document) it is in -- one dense
+K row in cache -- and n_k. There are no D x K or V x K counts. The C chunks of a phase work in C
+rounds; in round r, chunk c takes word block c and document block (c + r) mod C (word phase) or
+document block c and word block (c + r) mod C (document phase), so no two chunks touch one
+document or one word at a time and every proposal reads topics no other thread writes. Each
+chunk works on its own copy of n_k from the start of the round, the copies' changes added in
+chunk order after it: the result depends on the chunks only, never on the threads. The
+positions a token's proposals read are drawn ``AHEAD`` tokens before it is sampled and the
+cache is asked for them (their topics are read when used). Every buffer is allocated and
+checked before the sampling and freed after it on every path.
 """
 from cython.parallel cimport parallel, prange, threadid
 from libc.stdint cimport int32_t, int64_t
@@ -47,21 +52,27 @@ ctypedef fused position_t:
     int64_t
 
 
-# tokens ahead whose topic and proposals the word phase asks the cache for
-cdef Py_ssize_t AHEAD = 8
+# tokens between the draw of a token's proposals and their use (a power of two); the
+# document phase looks up the drawn entries of the word order AHEAD tokens before that
+cdef int AHEAD = 8
+cdef int RING = 16              # 2 * AHEAD slots
 
 
 cdef struct Warp:
     # what a sweep reads and writes: the tokens in both orders, the chain and the prior
     const int64_t* doc_ptr      # (D + 1)
+    const int32_t* words        # (N) word of every token
     const int64_t* word_ptr     # (V + 1) offsets into word_tokens
     const void* word_tokens     # (N) token positions grouped by word, int32 or int64
     bint narrow                 # word_tokens holds int32
-    const int32_t* word_list    # (V) the words of word chunk c: word_list[wbounds[c]:...]
+    const int32_t* word_docs    # (N) the document of every entry of word_tokens
+    const int64_t* word_cuts    # (V, C + 1) entries of word w in document block b:
+                                # word_cuts[w (C + 1) + b] to word_cuts[w (C + 1) + b + 1]
+    const int32_t* word_list    # (V) the words of block c: word_list[wbounds[c]:...]
     const int64_t* wbounds      # (C + 1)
-    const int64_t* dbounds      # (C + 1) document boundaries of the chunks
+    const int32_t* word_block   # (V) the block of every word
+    const int64_t* dbounds      # (C + 1) document boundaries of the blocks
     int32_t* z                  # (N)
-    int32_t* prop               # (N, M) pending proposals, document order
     const double* alpha         # (K)
     double alpha_sum
     bint symmetric              # every alpha_k equal: a prior draw is a uniform topic
@@ -70,18 +81,21 @@ cdef struct Warp:
     double beta
     double vbeta
     Py_ssize_t K
+    Py_ssize_t C
     int M
 
 
 cdef struct Workspace:
     # everything one call allocates, all of it before the sampling starts
-    Py_ssize_t C
     int threads
-    bitgen_t** gens             # (C) the streams of the phase's chunks
-    int64_t* start_nk           # (K) n_k at the start of the phase
+    bitgen_t** gens             # (2 C) the document chunks' streams, then the word chunks'
+    int64_t* start_nk           # (K) n_k at the start of the round
     int64_t** own_nk            # (C) each chunk's n_k (C > 1)
     int32_t** count             # (threads) a zeroed K scratch row
-    int32_t** local             # (threads) the topics of one word's tokens
+    int64_t** ring_at           # (threads) RING x M drawn proposals: >= 0 a position (an
+                                # entry of the word order in the document phase until looked
+                                # up), < 0 the prior's topic -1 - value
+    double** ring_u             # (threads) RING x M acceptance uniforms
     double* alpha_prob          # (K)
     int32_t* alpha_alias        # (K)
     int32_t* alpha_scratch      # (2 K)
@@ -99,146 +113,240 @@ cdef inline int32_t _prior_draw(const Warp* wp, double r) noexcept nogil:
     return <int32_t> alias_draw(r, wp.alpha_prob, wp.alpha_alias, wp.K)
 
 
-cdef void _doc_proposals(const Warp* wp, int64_t begin, int64_t end,
-                         bitgen_t* gen) noexcept nogil:
-    """``M`` new document proposals for every token of [begin, end) (§2.9): one uniform x of
-    [0, L_d + alpha_sum) each; x < L_d: the topic of token begin + floor(x), else a topic from
-    alpha with r = (x - L_d) / alpha_sum."""
-    # the fields in locals: with -fno-strict-aliasing every store would reload them
-    cdef double length = end - begin, alpha_sum = wp.alpha_sum
-    cdef double total = length + alpha_sum, x
-    cdef int64_t i, j, last = end - begin - 1
-    cdef int m, M = wp.M
-    cdef const int32_t* z = wp.z + begin
-    cdef int32_t* prop = wp.prop
-    for i in range(begin, end):
-        for m in range(M):
-            x = next_uniform(gen) * total
-            if x < length:
-                j = <int64_t> x
-                if j > last:
-                    j = last
-                prop[i * M + m] = z[j]
-            else:
-                prop[i * M + m] = _prior_draw(wp, (x - length) / alpha_sum)
+cdef inline int32_t _proposal(const int32_t* z, int64_t at) noexcept nogil:
+    """The topic a drawn proposal stands for: z[at] now, or the prior's topic."""
+    return z[at] if at >= 0 else <int32_t> (-1 - at)
 
 
-cdef void _doc_chunk(const Warp* wp, int64_t* nk, int32_t* cd, Py_ssize_t c,
-                     bitgen_t* gen) noexcept nogil:
-    """The document phase of chunk c on ``nk``; ``cd`` is a zeroed K row, left zeroed."""
-    cdef int64_t d, i, begin, end
-    cdef int32_t s, t
-    cdef int m, M = wp.M
-    cdef double u, vbeta = wp.vbeta
-    cdef const double* a = wp.alpha
+cdef inline void _word_draw(const Warp* wp, int64_t i, int32_t d, int64_t* at, double* u,
+                            bitgen_t* gen) noexcept nogil:
+    """The M proposals of token i of document d for the word phase (§2.9), two uniforms each:
+    x of [0, L_d - 1 + alpha_sum): x < L_d - 1 the other token floor(x) of the document (the
+    token itself standing for the last), else a topic from alpha with r = (x - L_d + 1) /
+    alpha_sum; then the acceptance uniform."""
+    cdef int64_t begin = wp.doc_ptr[d], others = wp.doc_ptr[d + 1] - begin - 1, j
+    cdef double x, total = others + wp.alpha_sum
+    cdef int m
+    for m in range(wp.M):
+        x = next_uniform(gen) * total
+        if x < others:
+            j = <int64_t> x
+            if j > others - 1:
+                j = others - 1
+            j += begin
+            if j == i:
+                j = begin + others
+            at[m] = j
+            prefetch(wp.z + j)
+        else:
+            at[m] = -1 - <int64_t> _prior_draw(wp, (x - others) / wp.alpha_sum)
+        u[m] = next_uniform(gen)
+
+
+cdef inline void _doc_draw(const Warp* wp, int64_t i, int64_t* at, double* u,
+                           bitgen_t* gen) noexcept nogil:
+    """The M proposals of token i for the document phase (§2.9), two uniforms each: x of
+    [0, n_w - 1 + K beta): x < n_w - 1 the entry floor(x) of the word's other tokens (looked
+    up by :func:`_doc_lookup`), else the topic min(floor((x - n_w + 1) / beta), K - 1); then
+    the acceptance uniform."""
+    cdef int32_t w = wp.words[i]
+    cdef int64_t b = wp.word_ptr[w], others = wp.word_ptr[w + 1] - b - 1, j
+    cdef double x, total = others + wp.K * wp.beta
+    cdef int m
+    for m in range(wp.M):
+        x = next_uniform(gen) * total
+        if x < others:
+            j = <int64_t> x
+            if j > others - 1:
+                j = others - 1
+            at[m] = b + j
+            prefetch((<const char*> wp.word_tokens) + (b + j) * (4 if wp.narrow else 8))
+        else:
+            j = <int64_t> ((x - others) / wp.beta)
+            if j > wp.K - 1:
+                j = wp.K - 1
+            at[m] = -1 - j
+        u[m] = next_uniform(gen)
+
+
+cdef inline void _doc_lookup(const Warp* wp, const position_t* word_tokens, int64_t i,
+                             int64_t* at) noexcept nogil:
+    """The drawn entries of token i's word order made positions (the token itself standing for
+    the word's last token), and the cache asked for their topics."""
+    cdef int64_t e, pos
+    cdef int m
+    for m in range(wp.M):
+        e = at[m]
+        if e >= 0:
+            pos = word_tokens[e]
+            if pos == i:
+                pos = word_tokens[wp.word_ptr[wp.words[i] + 1] - 1]
+            at[m] = pos
+            prefetch(wp.z + pos)
+
+
+cdef inline int32_t _doc_accept(int32_t s, const int32_t* z, const int64_t* at,
+                                const double* u, int M, const int32_t* cd, const double* a,
+                                const int64_t* nk, double vbeta) noexcept nogil:
+    """M MH steps of the document phase from topic s: proposal t is accepted when
+    u (cd[s] + alpha_s)(n_s + V beta) < (cd[t] + alpha_t)(n_t + V beta)."""
+    cdef int32_t t
+    cdef int m
+    for m in range(M):
+        t = _proposal(z, at[m])
+        if t != s and (u[m] * (cd[s] + a[s]) * (nk[t] + vbeta)
+                       < (cd[t] + a[t]) * (nk[s] + vbeta)):
+            s = t
+    return s
+
+
+cdef inline int32_t _word_accept(int32_t s, const int32_t* z, const int64_t* at,
+                                 const double* u, int M, const int32_t* cw, double beta,
+                                 const int64_t* nk, double vbeta) noexcept nogil:
+    """M MH steps of the word phase from topic s: proposal t is accepted when
+    u (cw[s] + beta)(n_s + V beta) < (cw[t] + beta)(n_t + V beta)."""
+    cdef int32_t t
+    cdef int m
+    for m in range(M):
+        t = _proposal(z, at[m])
+        if t != s and (u[m] * (cw[s] + beta) * (nk[t] + vbeta)
+                       < (cw[t] + beta) * (nk[s] + vbeta)):
+            s = t
+    return s
+
+
+cdef void _doc_round(const Warp* wp, const position_t* word_tokens, int64_t* nk,
+                     int32_t* cd, int64_t* ring_at, double* ring_u, Py_ssize_t c,
+                     int32_t block, bitgen_t* gen) noexcept nogil:
+    """Round of the document phase for chunk c: every token of document block c whose word
+    is in word block ``block`` (every token when C = 1), document by document. ``cd`` is a
+    zeroed K row, left zeroed."""
+    cdef int64_t d, i, begin, end, ahead, slot
+    cdef int32_t s
+    cdef int M = wp.M
+    cdef bint every = wp.C == 1
     cdef int32_t* z = wp.z
-    cdef const int32_t* prop = wp.prop
     for d in range(wp.dbounds[c], wp.dbounds[c + 1]):
         begin = wp.doc_ptr[d]
         end = wp.doc_ptr[d + 1]
         for i in range(begin, end):
             cd[z[i]] += 1
+        # tokens are drawn RING ahead of their use and looked up AHEAD ahead
+        for i in range(begin, min(begin + RING, end)):
+            if every or wp.word_block[wp.words[i]] == block:
+                slot = (i - begin) % RING
+                _doc_draw(wp, i, ring_at + slot * M, ring_u + slot * M, gen)
+                if i < begin + AHEAD:
+                    _doc_lookup(wp, word_tokens, i, ring_at + slot * M)
         for i in range(begin, end):
-            s = z[i]
-            cd[s] -= 1
-            nk[s] -= 1
-            for m in range(M):
-                t = prop[i * M + m]
-                u = next_uniform(gen)
-                if t != s and (u * (cd[s] + a[s]) * (nk[t] + vbeta)
-                               < (cd[t] + a[t]) * (nk[s] + vbeta)):
-                    s = t
-            cd[s] += 1
-            nk[s] += 1
-            z[i] = s
-        _doc_proposals(wp, begin, end, gen)
+            slot = (i - begin) % RING
+            if every or wp.word_block[wp.words[i]] == block:
+                s = z[i]
+                cd[s] -= 1
+                nk[s] -= 1
+                s = _doc_accept(s, z, ring_at + slot * M, ring_u + slot * M, M, cd, wp.alpha,
+                                nk, wp.vbeta)
+                cd[s] += 1
+                nk[s] += 1
+                z[i] = s
+            ahead = i + RING
+            if ahead < end and (every or wp.word_block[wp.words[ahead]] == block):
+                _doc_draw(wp, ahead, ring_at + slot * M, ring_u + slot * M, gen)
+            ahead = i + AHEAD
+            if ahead < end and (every or wp.word_block[wp.words[ahead]] == block):
+                _doc_lookup(wp, word_tokens, ahead, ring_at + ((ahead - begin) % RING) * M)
         for i in range(begin, end):
             cd[z[i]] = 0
 
 
-cdef void _word_chunk(const Warp* wp, int64_t* nk, int32_t* cw, int32_t* zl, Py_ssize_t c,
-                      bitgen_t* gen) noexcept nogil:
-    """The word phase of word chunk c on ``nk``; ``cw`` is a zeroed K row, left zeroed, and
-    ``zl`` holds the topics of the longest word's tokens."""
-    if wp.narrow:
-        _word_chunk_of(wp, nk, cw, zl, c, gen, <const int32_t*> wp.word_tokens)
-    else:
-        _word_chunk_of(wp, nk, cw, zl, c, gen, <const int64_t*> wp.word_tokens)
-
-
-cdef void _word_chunk_of(const Warp* wp, int64_t* nk, int32_t* cw, int32_t* zl, Py_ssize_t c,
-                         bitgen_t* gen, const position_t* word_tokens) noexcept nogil:
-    """:func:`_word_chunk` with the word order's positions of type position_t."""
-    cdef Py_ssize_t q, K = wp.K
-    cdef int64_t b, n, j, i, jj
-    cdef int32_t w, s, t
-    cdef int m, M = wp.M
-    cdef double u, x, total, beta = wp.beta, vbeta = wp.vbeta
+cdef void _word_round(const Warp* wp, const position_t* word_tokens, int64_t* nk,
+                      int32_t* cw, int64_t* ring_at, double* ring_u, Py_ssize_t c,
+                      Py_ssize_t block, bitgen_t* gen) noexcept nogil:
+    """Round of the word phase for chunk c: the tokens of document block ``block`` of every
+    word of word block c, word by word. ``cw`` is a zeroed K row, left zeroed."""
+    cdef Py_ssize_t q, C1 = wp.C + 1
+    cdef int64_t b, n, j, lo, hi, i, slot
+    cdef int32_t w, s
+    cdef int M = wp.M
     cdef const position_t* tok
+    cdef const int32_t* docs
     cdef int32_t* z = wp.z
-    cdef int32_t* prop = wp.prop
     for q in range(wp.wbounds[c], wp.wbounds[c + 1]):
         w = wp.word_list[q]
+        lo = wp.word_cuts[w * C1 + block]
+        hi = wp.word_cuts[w * C1 + block + 1]
+        if lo == hi:
+            continue
         b = wp.word_ptr[w]
         n = wp.word_ptr[w + 1] - b
         tok = word_tokens + b
+        docs = wp.word_docs + b
+        lo -= b
+        hi -= b
         for j in range(n):
             if j + AHEAD < n:
                 prefetch(z + tok[j + AHEAD])
-            s = z[tok[j]]
-            zl[j] = s
-            cw[s] += 1
-        for j in range(n):
+            cw[z[tok[j]]] += 1
+        for j in range(lo, min(lo + AHEAD, hi)):
+            slot = (j - lo) % AHEAD
+            _word_draw(wp, tok[j], docs[j], ring_at + slot * M, ring_u + slot * M, gen)
+        for j in range(lo, hi):
+            slot = (j - lo) % AHEAD
             i = tok[j]
-            if j + AHEAD < n:
-                prefetch(prop + tok[j + AHEAD] * M)
-            s = zl[j]
+            s = z[i]
             cw[s] -= 1
             nk[s] -= 1
-            for m in range(M):
-                t = prop[i * M + m]
-                u = next_uniform(gen)
-                if t != s and (u * (cw[s] + beta) * (nk[t] + vbeta)
-                               < (cw[t] + beta) * (nk[s] + vbeta)):
-                    s = t
+            s = _word_accept(s, z, ring_at + slot * M, ring_u + slot * M, M, cw, wp.beta,
+                             nk, wp.vbeta)
             cw[s] += 1
             nk[s] += 1
-            zl[j] = s
-        total = n + K * beta
+            z[i] = s
+            if j + AHEAD < hi:
+                _word_draw(wp, tok[j + AHEAD], docs[j + AHEAD], ring_at + slot * M,
+                           ring_u + slot * M, gen)
         for j in range(n):
-            i = tok[j]
-            z[i] = zl[j]
-            for m in range(M):
-                x = next_uniform(gen) * total
-                if x < n:
-                    jj = <int64_t> x
-                    if jj > n - 1:
-                        jj = n - 1
-                    prop[i * M + m] = zl[jj]
-                else:
-                    jj = <int64_t> ((x - n) / beta)
-                    if jj > K - 1:
-                        jj = K - 1
-                    prop[i * M + m] = <int32_t> jj
-        for j in range(n):
-            cw[zl[j]] = 0
+            cw[z[tok[j]]] = 0
 
 
-cdef void _workspace_free(Workspace* ws) noexcept nogil:
+cdef void _doc_round_any(const Warp* wp, int64_t* nk, int32_t* cd, int64_t* ring_at,
+                         double* ring_u, Py_ssize_t c, int32_t block,
+                         bitgen_t* gen) noexcept nogil:
+    if wp.narrow:
+        _doc_round(wp, <const int32_t*> wp.word_tokens, nk, cd, ring_at, ring_u, c, block, gen)
+    else:
+        _doc_round(wp, <const int64_t*> wp.word_tokens, nk, cd, ring_at, ring_u, c, block, gen)
+
+
+cdef void _word_round_any(const Warp* wp, int64_t* nk, int32_t* cw, int64_t* ring_at,
+                          double* ring_u, Py_ssize_t c, Py_ssize_t block,
+                          bitgen_t* gen) noexcept nogil:
+    if wp.narrow:
+        _word_round(wp, <const int32_t*> wp.word_tokens, nk, cw, ring_at, ring_u, c, block,
+                    gen)
+    else:
+        _word_round(wp, <const int64_t*> wp.word_tokens, nk, cw, ring_at, ring_u, c, block,
+                    gen)
+
+
+cdef void _workspace_free(Workspace* ws, Py_ssize_t C) noexcept nogil:
     """Free everything :func:`_workspace_init` allocated, whether it finished or not."""
     cdef Py_ssize_t t
     if ws.own_nk != NULL:
-        for t in range(ws.C):
+        for t in range(C):
             free(ws.own_nk[t])
     if ws.count != NULL:
         for t in range(ws.threads):
             free(ws.count[t])
-    if ws.local != NULL:
+    if ws.ring_at != NULL:
         for t in range(ws.threads):
-            free(ws.local[t])
+            free(ws.ring_at[t])
+    if ws.ring_u != NULL:
+        for t in range(ws.threads):
+            free(ws.ring_u[t])
     free(ws.own_nk)
     free(ws.count)
-    free(ws.local)
+    free(ws.ring_at)
+    free(ws.ring_u)
     free(ws.gens)
     free(ws.start_nk)
     free(ws.alpha_prob)
@@ -246,32 +354,30 @@ cdef void _workspace_free(Workspace* ws) noexcept nogil:
     free(ws.alpha_scratch)
 
 
-cdef int _workspace_init(Workspace* ws, Warp* wp, Py_ssize_t C, list doc_streams,
-                         list word_streams, int threads, Py_ssize_t longest) except -1:
-    """Streams (both phases': ``gens`` holds the document chunks' then the word chunks') and
-    every buffer (``ws`` zeroed by the caller, freed by :func:`_workspace_free` also when this
-    raises); the alias table of alpha when it is asymmetric."""
-    cdef Py_ssize_t c, K = wp.K, k
-    if C < 1:
-        raise ValueError("a sweep needs at least one chunk")
-    if len(doc_streams) != C or (word_streams is not None and len(word_streams) != C):
+cdef int _workspace_init(Workspace* ws, Warp* wp, list doc_streams, list word_streams,
+                         int threads) except -1:
+    """Streams (``gens`` holds the document chunks' then the word chunks') and every buffer
+    (``ws`` zeroed by the caller, freed by :func:`_workspace_free` also when this raises);
+    the alias table of alpha when it is asymmetric."""
+    cdef Py_ssize_t c, C = wp.C, K = wp.K, k
+    if len(doc_streams) != C or len(word_streams) != C:
         raise ValueError(f"{C} chunks need {C} streams per phase")
-    ws.C = C
     ws.threads = 1 if threads < 1 else (<int> C if threads > C else threads)
     ws.gens = <bitgen_t**> _alloc(2 * C, sizeof(bitgen_t*))
     for c in range(C):
         ws.gens[c] = bitgen_of(doc_streams[c])
-        ws.gens[C + c] = bitgen_of(word_streams[c] if word_streams is not None
-                                   else doc_streams[c])
+        ws.gens[C + c] = bitgen_of(word_streams[c])
     ws.start_nk = <int64_t*> _alloc(K, sizeof(int64_t))
     ws.own_nk = <int64_t**> _alloc(C, sizeof(int64_t*), True)
     for c in range(C):
         ws.own_nk[c] = <int64_t*> _alloc(K, sizeof(int64_t))
     ws.count = <int32_t**> _alloc(ws.threads, sizeof(int32_t*), True)
-    ws.local = <int32_t**> _alloc(ws.threads, sizeof(int32_t*), True)
+    ws.ring_at = <int64_t**> _alloc(ws.threads, sizeof(int64_t*), True)
+    ws.ring_u = <double**> _alloc(ws.threads, sizeof(double*), True)
     for c in range(ws.threads):
         ws.count[c] = <int32_t*> _alloc(K, sizeof(int32_t), True)
-        ws.local[c] = <int32_t*> _alloc(longest, sizeof(int32_t))
+        ws.ring_at[c] = <int64_t*> _alloc(RING * wp.M, sizeof(int64_t))
+        ws.ring_u[c] = <double*> _alloc(RING * wp.M, sizeof(double))
     wp.alpha_sum = 0.0
     wp.symmetric = True
     for k in range(K):
@@ -290,133 +396,99 @@ cdef int _workspace_init(Workspace* ws, Warp* wp, Py_ssize_t C, list doc_streams
 
 
 cdef void _phase(const Warp* wp, Workspace* ws, int64_t* nk, bint words) noexcept nogil:
-    """One phase over every chunk: with C = 1 on ``nk`` itself; else chunk c on its own copy
-    of n_k from the start of the phase, the copies' changes added to ``nk`` after the phase
-    in chunk order."""
-    cdef Py_ssize_t c, k, C = ws.C, K = wp.K
+    """One phase in C rounds: with C = 1 chunk 0 on ``nk`` itself; else in round r chunk c
+    takes block (c + r) mod C of the other kind on its own copy of n_k from the start of the
+    round, the copies' changes added to ``nk`` after the round in chunk order."""
+    cdef Py_ssize_t c, k, r, C = wp.C, K = wp.K
     cdef int tid
     if C == 1:
         if words:
-            _word_chunk(wp, nk, ws.count[0], ws.local[0], 0, ws.gens[1])
+            _word_round_any(wp, nk, ws.count[0], ws.ring_at[0], ws.ring_u[0], 0, 0, ws.gens[1])
         else:
-            _doc_chunk(wp, nk, ws.count[0], 0, ws.gens[0])
+            _doc_round_any(wp, nk, ws.count[0], ws.ring_at[0], ws.ring_u[0], 0, 0, ws.gens[0])
         return
-    memcpy(ws.start_nk, nk, K * sizeof(int64_t))
-    for c in range(C):
-        memcpy(ws.own_nk[c], nk, K * sizeof(int64_t))
-    with parallel(num_threads=ws.threads):
-        tid = threadid()
-        for c in prange(C, schedule="dynamic", chunksize=1):
-            if words:
-                _word_chunk(wp, ws.own_nk[c], ws.count[tid], ws.local[tid], c, ws.gens[C + c])
-            else:
-                _doc_chunk(wp, ws.own_nk[c], ws.count[tid], c, ws.gens[c])
-    for c in range(C):
-        for k in range(K):
-            nk[k] += ws.own_nk[c][k] - ws.start_nk[k]
-
-
-cdef void _setup(Warp* wp, const int64_t[::1] doc_ptr, int32_t[::1] z, int32_t[:, ::1] prop,
-                 const double[::1] alpha, const int64_t[::1] doc_bounds, double beta,
-                 Py_ssize_t n_words):
-    """The fields every call sets; the word-order fields are left NULL."""
-    wp.doc_ptr = &doc_ptr[0]
-    wp.z = &z[0] if z.shape[0] > 0 else NULL
-    wp.prop = &prop[0, 0] if prop.shape[0] > 0 else NULL
-    wp.alpha = &alpha[0]
-    wp.dbounds = &doc_bounds[0]
-    wp.beta = beta
-    wp.vbeta = n_words * beta
-    wp.K = alpha.shape[0]
-    wp.M = <int> prop.shape[1]
-    wp.word_ptr = NULL
-    wp.word_tokens = NULL
-    wp.narrow = False
-    wp.word_list = NULL
-    wp.wbounds = NULL
-    wp.alpha_prob = NULL
-    wp.alpha_alias = NULL
-
-
-cdef void _start_chunk(const Warp* wp, Py_ssize_t c, bitgen_t* gen) noexcept nogil:
-    """The generation step of the document phase for every document of chunk c."""
-    cdef int64_t d
-    for d in range(wp.dbounds[c], wp.dbounds[c + 1]):
-        _doc_proposals(wp, wp.doc_ptr[d], wp.doc_ptr[d + 1], gen)
-
-
-def warp_start(const int64_t[::1] doc_ptr,      # IN  (D + 1) token offsets
-               int32_t[::1] z,                  # IN  (N) topics (not written)
-               int32_t[:, ::1] prop,            # OUT (N, M) document proposals
-               const double[::1] alpha,         # IN  (K)
-               const int64_t[::1] doc_bounds,   # IN  (C + 1) document boundaries of chunks
-               list streams,                    # IN  C PCG64 bit generators, one per chunk
-               int threads=1):
-    """The first document proposals of a chain (§2.9): every document's generation step of
-    the document phase, from ``z``, without an MH step. Equivalent to
-    ``tests/reference/warp.py::start``."""
-    cdef Warp wp
-    cdef Workspace ws
-    cdef Py_ssize_t C = doc_bounds.shape[0] - 1, c
-    if prop.shape[0] != z.shape[0] or prop.shape[1] < 1:
-        raise ValueError("prop needs one row of at least one proposal per token")
-    _setup(&wp, doc_ptr, z, prop, alpha, doc_bounds, 1.0, 0)
-    ws = Workspace(C=0, threads=0, gens=NULL, start_nk=NULL, own_nk=NULL, count=NULL,
-                   local=NULL, alpha_prob=NULL, alpha_alias=NULL, alpha_scratch=NULL)
-    try:
-        _workspace_init(&ws, &wp, C, streams, None, threads, 1)
-        with nogil, parallel(num_threads=ws.threads):
+    for r in range(C):
+        memcpy(ws.start_nk, nk, K * sizeof(int64_t))
+        for c in range(C):
+            memcpy(ws.own_nk[c], nk, K * sizeof(int64_t))
+        with parallel(num_threads=ws.threads):
+            tid = threadid()
             for c in prange(C, schedule="dynamic", chunksize=1):
-                _start_chunk(&wp, c, ws.gens[c])
-    finally:
-        _workspace_free(&ws)
+                if words:
+                    _word_round_any(wp, ws.own_nk[c], ws.count[tid], ws.ring_at[tid],
+                                    ws.ring_u[tid], c, (c + r) % C, ws.gens[C + c])
+                else:
+                    _doc_round_any(wp, ws.own_nk[c], ws.count[tid], ws.ring_at[tid],
+                                   ws.ring_u[tid], c, <int32_t> ((c + r) % C), ws.gens[c])
+        for c in range(C):
+            for k in range(K):
+                nk[k] += ws.own_nk[c][k] - ws.start_nk[k]
 
 
 def warp_sweep(const int64_t[::1] doc_ptr,      # IN  (D + 1) token offsets
+               const int32_t[::1] words,        # IN  (N) word ids
                const int64_t[::1] word_ptr,     # IN  (V + 1) offsets into word_tokens
                const position_t[::1] word_tokens,  # IN  (N) token positions grouped by word
-               const int32_t[::1] word_list,    # IN  (V) words, word chunk after word chunk
-               const int64_t[::1] word_bounds,  # IN  (C + 1) offsets of the chunks in word_list
+               const int32_t[::1] word_docs,    # IN  (N) document of every word_tokens entry
+               const int64_t[:, ::1] word_cuts,  # IN  (V, C + 1) entries of w per doc block
+               const int32_t[::1] word_list,    # IN  (V) words, word block after word block
+               const int64_t[::1] word_bounds,  # IN  (C + 1) offsets of the blocks in word_list
+               const int32_t[::1] word_block,   # IN  (V) block of every word
                int32_t[::1] z,                  # IN/OUT (N)
-               int32_t[:, ::1] prop,            # IN/OUT (N, M) pending document proposals
                int64_t[::1] nk,                 # IN/OUT (K)
                const double[::1] alpha,         # IN  (K)
                double beta,
-               const int64_t[::1] doc_bounds,   # IN  (C + 1) document boundaries of chunks
+               int steps,                       # MH steps per token and phase
+               const int64_t[::1] doc_bounds,   # IN  (C + 1) document boundaries of blocks
                list doc_streams,                # IN  C PCG64 bit generators (document phase)
                list word_streams,               # IN  C PCG64 bit generators (word phase)
                int threads=1):
-    """One WarpLDA sweep (§2.9): the word phase, then the document phase. ``prop`` holds the
-    pending document proposals before and after. Equivalent to
+    """One sweep (§2.9): the word phase, then the document phase. Equivalent to
     ``tests/reference/warp.py::sweep``."""
     cdef Warp wp
     cdef Workspace ws
-    cdef Py_ssize_t C = doc_bounds.shape[0] - 1, V = word_ptr.shape[0] - 1, w
-    cdef Py_ssize_t longest = 1, N = z.shape[0]
-    if prop.shape[0] != N or prop.shape[1] < 1 or word_tokens.shape[0] != N:
-        raise ValueError("prop and word_tokens need one row per token")
-    if nk.shape[0] != alpha.shape[0] or word_list.shape[0] != V:
-        raise ValueError("nk and alpha need one entry per topic, word_list one per word")
-    if word_bounds.shape[0] != C + 1 or word_bounds[C] != V or word_ptr[V] != N:
-        raise ValueError("the word chunks must cover every word, the words every token")
-    for w in range(V):
-        if word_ptr[w + 1] - word_ptr[w] > longest:
-            longest = word_ptr[w + 1] - word_ptr[w]
-    _setup(&wp, doc_ptr, z, prop, alpha, doc_bounds, beta, V)
+    cdef Py_ssize_t C = doc_bounds.shape[0] - 1, V = word_ptr.shape[0] - 1
+    cdef Py_ssize_t N = z.shape[0], D = doc_ptr.shape[0] - 1
+    if C < 1 or steps < 1:
+        raise ValueError("a sweep needs at least one chunk and one step")
+    if (words.shape[0] != N or word_tokens.shape[0] != N or word_docs.shape[0] != N
+            or doc_ptr[D] != N or word_ptr[V] != N):
+        raise ValueError("words, word_tokens, word_docs and the offsets need one entry per token")
+    if nk.shape[0] != alpha.shape[0] or word_list.shape[0] != V or word_block.shape[0] != V:
+        raise ValueError("nk and alpha need one entry per topic, word_list and word_block one "
+                         "per word")
+    if (word_bounds.shape[0] != C + 1 or word_bounds[C] != V or word_cuts.shape[0] != V
+            or word_cuts.shape[1] != C + 1 or doc_bounds[C] != D):
+        raise ValueError("the blocks must cover every word and document")
+    wp.doc_ptr = &doc_ptr[0]
+    wp.words = &words[0] if N > 0 else NULL
     wp.word_ptr = &word_ptr[0]
     wp.word_tokens = <const void*> &word_tokens[0] if N > 0 else NULL
     wp.narrow = position_t is int32_t
+    wp.word_docs = &word_docs[0] if N > 0 else NULL
+    wp.word_cuts = &word_cuts[0, 0] if V > 0 else NULL
     wp.word_list = &word_list[0] if V > 0 else NULL
     wp.wbounds = &word_bounds[0]
-    ws = Workspace(C=0, threads=0, gens=NULL, start_nk=NULL, own_nk=NULL, count=NULL,
-                   local=NULL, alpha_prob=NULL, alpha_alias=NULL, alpha_scratch=NULL)
+    wp.word_block = &word_block[0] if V > 0 else NULL
+    wp.dbounds = &doc_bounds[0]
+    wp.z = &z[0] if N > 0 else NULL
+    wp.alpha = &alpha[0]
+    wp.alpha_prob = NULL
+    wp.alpha_alias = NULL
+    wp.beta = beta
+    wp.vbeta = V * beta
+    wp.K = alpha.shape[0]
+    wp.C = C
+    wp.M = steps
+    ws = Workspace(threads=0, gens=NULL, start_nk=NULL, own_nk=NULL, count=NULL, ring_at=NULL,
+                   ring_u=NULL, alpha_prob=NULL, alpha_alias=NULL, alpha_scratch=NULL)
     try:
-        _workspace_init(&ws, &wp, C, doc_streams, word_streams, threads, longest)
+        _workspace_init(&ws, &wp, doc_streams, word_streams, threads)
         with nogil:
             _phase(&wp, &ws, &nk[0], True)
             _phase(&wp, &ws, &nk[0], False)
     finally:
-        _workspace_free(&ws)
+        _workspace_free(&ws, C)
 
 
 def count_topics(const int64_t[::1] doc_ptr,   # IN  (D + 1) token offsets

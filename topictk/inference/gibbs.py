@@ -353,8 +353,8 @@ class GibbsDriver(SampledDriver):
             rebuild = MH_REBUILD if opts.mh_rebuild is None else opts.mh_rebuild
             self.mh = MHSampler(steps, rebuild, self.words, self.V, self.K)
         if use_warp:
-            self.warp = WarpSampler(steps, self.words, self.V, word_blocks(
-                word_frequencies(self.words, self.V), self.n_chunks))
+            self.warp = WarpSampler(steps, self.doc_ptr, self.words, self.V, word_blocks(
+                word_frequencies(self.words, self.V), self.n_chunks), self.bounds)
             self.STATE = WarpState
         self.mh_steps = steps
         sparse = {"sparse": True, "dense": False}.get(choice, opts.sparse)
@@ -456,9 +456,9 @@ class GibbsDriver(SampledDriver):
         elif self.warp is not None:
             word_streams = self.streams.chunk_streams(keys.WARP_WORDS, self.n_chunks,
                                                       persistent=True)
-            state.ndk = state.nkw = None    # the chain is z, prop and nk (§2.9)
+            state.ndk = state.nkw = None    # the chain is z and nk (§2.9)
             self.warp.sweep(state, self.sweep_prior(state), self.bounds, chunk_streams,
-                            word_streams, self.doc_ptr, self.threads)
+                            word_streams, self.doc_ptr, self.words, self.threads)
             fallbacks, sparse = 0, None
         elif self.remote is not None:
             fallbacks, sparse = self._remote_sweep(state, chunk_streams)
@@ -528,8 +528,8 @@ class GibbsDriver(SampledDriver):
         return state
 
     def counted(self, state: CountState) -> CountState:
-        """``state`` with ndk and nkw counted from z when it has none (a WarpLDA state keeps
-        z, its proposals and nk only, §2.9)."""
+        """``state`` with ndk and nkw counted from z when it has none (a WarpLDA-order state
+        keeps z and nk only, §2.9)."""
         if state.ndk is None:
             state.ndk = np.zeros((self.n_docs, self.K), dtype=np.int32)
             state.nkw = np.zeros((self.V, self.K), dtype=np.int32)
@@ -634,9 +634,10 @@ class GibbsDriver(SampledDriver):
         return {**super().state_sizes(), "M": self.mh_steps}
 
     def check_restored(self, state: CountState) -> None:
-        if self.warp is not None and state.step > 0 and state.prop is None:
-            raise ValueError(f"the state of step {state.step} has no prop (the pending "
-                             f"proposals), which inference.sampler = warp needs")
+        if self.warp is not None and state.prop is not None:
+            raise ValueError(f"the state of step {state.step} holds the pending proposals of "
+                             f"the earlier inference.sampler = warp kernel, whose chain this "
+                             f"version cannot continue; train the run again from the start")
         if (self.mh is not None and state.step % self.mh.rebuild != 0
                 and state.table_z is None):
             raise ValueError(f"the state of step {state.step} has no table_z, which "

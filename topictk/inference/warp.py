@@ -13,40 +13,48 @@ from topictk.inference.base import tokens_by_word
 
 
 class WarpSampler:
-    """The word order and word chunks of the word phase, and one sweep (§2.9).
+    """The word order, the blocks and one sweep (§2.9).
 
     The tokens are grouped by word by a stable sort of the words (corpus order within a
-    word); the words are cut into as many chunks as the documents, the words of chunk c being
-    those of word block c (:func:`topictk.inference.gibbs.word_blocks`), ascending. Both are
-    functions of the corpus alone, built once.
+    word), each entry with its document; the words are cut into as many blocks as the
+    documents (:func:`topictk.inference.gibbs.word_blocks`), and ``word_cuts[w, b]`` is the
+    first entry of word w in document block b. All are functions of the corpus and the
+    document blocks alone, built once.
     """
 
-    def __init__(self, steps: int, words: np.ndarray, n_words: int, word_block: np.ndarray):
+    def __init__(self, steps: int, doc_ptr: np.ndarray, words: np.ndarray, n_words: int,
+                 word_block: np.ndarray, bounds: np.ndarray):
         self.steps = int(steps)
+        position = np.int32 if words.size < 2**31 else np.int64
         # int32 positions below 2^31 tokens: half the memory of the word order
-        self.word_ptr, self.word_tokens = tokens_by_word(
-            words, n_words, np.int32 if words.size < 2**31 else np.int64)
+        self.word_ptr, self.word_tokens = tokens_by_word(words, n_words, position)
+        n_docs = doc_ptr.size - 1
+        doc_of = np.repeat(np.arange(n_docs, dtype=np.int32), np.diff(doc_ptr))
+        self.word_docs = doc_of[self.word_tokens]
+        del doc_of
+        self.word_block = np.ascontiguousarray(word_block, dtype=np.int32)
         self.word_list = np.argsort(word_block, kind="stable").astype(np.int32)
-        n_chunks = int(word_block.max(initial=0)) + 1
-        self.word_bounds = np.zeros(n_chunks + 1, dtype=np.int64)
-        np.cumsum(np.bincount(word_block, minlength=n_chunks), out=self.word_bounds[1:])
-
-    def start(self, state, alpha: np.ndarray, bounds: np.ndarray, doc_streams: list,
-              doc_ptr: np.ndarray, threads: int) -> None:
-        """The chain's first document proposals (``state.prop``) from ``state.z``."""
-        state.prop = np.zeros((state.z.size, self.steps), dtype=np.int32)
-        _warp.warp_start(doc_ptr, state.z, state.prop, _flat(alpha), bounds, doc_streams,
-                         threads)
+        n_blocks = bounds.size - 1
+        self.word_bounds = np.zeros(n_blocks + 1, dtype=np.int64)
+        np.cumsum(np.bincount(word_block, minlength=n_blocks), out=self.word_bounds[1:])
+        # the document block of every entry, then the entries of (word, block) counted
+        block_of_doc = np.repeat(np.arange(n_blocks, dtype=np.int64), np.diff(bounds))
+        cells = (np.repeat(np.arange(n_words, dtype=np.int64), np.diff(self.word_ptr))
+                 * n_blocks + block_of_doc[self.word_docs])
+        per_cell = np.bincount(cells, minlength=n_words * n_blocks).reshape(n_words, n_blocks)
+        self.word_cuts = np.empty((n_words, n_blocks + 1), dtype=np.int64)
+        self.word_cuts[:, 0] = self.word_ptr[:-1]
+        np.cumsum(per_cell, axis=1, out=self.word_cuts[:, 1:])
+        self.word_cuts[:, 1:] += self.word_ptr[:-1, None]
 
     def sweep(self, state, alpha: np.ndarray, bounds: np.ndarray, doc_streams: list,
-              word_streams: list, doc_ptr: np.ndarray, threads: int) -> None:
-        """One sweep on ``state``'s z, prop and nk with the (K,) prior ``alpha``; the first
-        sweep of a chain starts with :meth:`start`."""
-        if state.prop is None:
-            self.start(state, alpha, bounds, doc_streams, doc_ptr, threads)
-        _warp.warp_sweep(doc_ptr, self.word_ptr, self.word_tokens, self.word_list,
-                         self.word_bounds, state.z, state.prop, state.nk, _flat(alpha),
-                         float(state.beta), bounds, doc_streams, word_streams, threads)
+              word_streams: list, doc_ptr: np.ndarray, words: np.ndarray,
+              threads: int) -> None:
+        """One sweep on ``state``'s z and nk with the (K,) prior ``alpha``."""
+        _warp.warp_sweep(doc_ptr, words, self.word_ptr, self.word_tokens, self.word_docs,
+                         self.word_cuts, self.word_list, self.word_bounds, self.word_block,
+                         state.z, state.nk, _flat(alpha), float(state.beta), self.steps,
+                         bounds, doc_streams, word_streams, threads)
 
 
 def initial_topics(n_tokens: int, n_topics: int, stream: np.random.PCG64,

@@ -20,7 +20,7 @@ class CountState(Saved):
     sample_steps: steps at which a sample of (nkw, nk) was saved for evaluation
     table_z (N,) int32  the MH sampler's word-proposal tables were built from these topics
                         (kept and saved only when they are rebuilt less often than every sweep)
-    prop (N, M) int32   the WarpLDA sampler's pending document proposals (§2.9)
+    prop (N, M) int32   the pending proposals of the earlier WarpLDA kernel (read to refuse them)
     """
 
     SCHEMA = {"z": Array("int32", ("N",)), "ndk": Array("int32", ("D", "K")),
@@ -71,10 +71,11 @@ class CountState(Saved):
 
 @dataclass
 class WarpState(CountState):
-    """The state of a WarpLDA chain (docs/algorithms.md §2.9): z, the pending proposals
-    ``prop`` (N, M) and nk are the chain; ``ndk`` and ``nkw`` are None while it samples and
-    are counted from z by the driver when something reads them. Saved without them, so a
-    checkpoint holds 4 N (1 + M) + 8 K bytes of counts and topics, not 4 (D + V) K."""
+    """The state of a WarpLDA-order chain (docs/algorithms.md §2.9): z and nk are the chain;
+    ``ndk`` and ``nkw`` are None while it samples and are counted from z by the driver when
+    something reads them. Saved without them, so a checkpoint holds 4 N + 8 K bytes of topics
+    and counts, not 4 (D + V) K. ``prop`` is only read from the checkpoints of the earlier
+    kernel, whose proposals waited a phase (refused on resume: that chain cannot go on)."""
 
     SCHEMA = {"z": Array("int32", ("N",)), "nk": Array("int64", ("K",)),
               "alpha": Array("float64", ("K",)), "beta": Value(float),
