@@ -12,6 +12,10 @@ from topictk.inference import _warp
 from topictk.inference.base import tokens_by_word
 
 
+# entries whose documents are looked up at a time when the word order is built
+BLOCK = 1 << 20
+
+
 class WarpSampler:
     """The word order, the blocks and one sweep (§2.9).
 
@@ -28,24 +32,22 @@ class WarpSampler:
         position = np.int32 if words.size < 2**31 else np.int64
         # int32 positions below 2^31 tokens: half the memory of the word order
         self.word_ptr, self.word_tokens = tokens_by_word(words, n_words, position)
-        n_docs = doc_ptr.size - 1
-        doc_of = np.repeat(np.arange(n_docs, dtype=np.int32), np.diff(doc_ptr))
-        self.word_docs = doc_of[self.word_tokens]
-        del doc_of
+        # the document of every entry, a block of entries at a time (no N-sized temporary)
+        self.word_docs = np.empty(words.size, dtype=np.int32)
+        for begin in range(0, words.size, BLOCK):
+            part = self.word_tokens[begin:begin + BLOCK]
+            self.word_docs[begin:begin + part.size] = np.searchsorted(doc_ptr, part, "right") - 1
         self.word_block = np.ascontiguousarray(word_block, dtype=np.int32)
         self.word_list = np.argsort(word_block, kind="stable").astype(np.int32)
         n_blocks = bounds.size - 1
         self.word_bounds = np.zeros(n_blocks + 1, dtype=np.int64)
         np.cumsum(np.bincount(word_block, minlength=n_blocks), out=self.word_bounds[1:])
-        # the document block of every entry, then the entries of (word, block) counted
-        block_of_doc = np.repeat(np.arange(n_blocks, dtype=np.int64), np.diff(bounds))
-        cells = (np.repeat(np.arange(n_words, dtype=np.int64), np.diff(self.word_ptr))
-                 * n_blocks + block_of_doc[self.word_docs])
-        per_cell = np.bincount(cells, minlength=n_words * n_blocks).reshape(n_words, n_blocks)
+        # a word's entries are in corpus order and a document block is a stretch of tokens:
+        # its entries before block b are its tokens before the block's first token
         self.word_cuts = np.empty((n_words, n_blocks + 1), dtype=np.int64)
-        self.word_cuts[:, 0] = self.word_ptr[:-1]
-        np.cumsum(per_cell, axis=1, out=self.word_cuts[:, 1:])
-        self.word_cuts[:, 1:] += self.word_ptr[:-1, None]
+        for b in range(n_blocks + 1):
+            before = np.bincount(words[:doc_ptr[bounds[b]]], minlength=n_words)
+            self.word_cuts[:, b] = self.word_ptr[:-1] + before
 
     def sweep(self, state, alpha: np.ndarray, bounds: np.ndarray, doc_streams: list,
               word_streams: list, doc_ptr: np.ndarray, words: np.ndarray,
