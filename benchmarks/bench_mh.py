@@ -344,6 +344,40 @@ def report(done: dict, a, began) -> str:
     return "\n".join(out) + "\n"
 
 
+def draw_curves(rows_of: dict, samplers: list[str], path: Path) -> Path:
+    """Held-out perplexity (curve documents) against training seconds: one panel per corpus
+    and K, one line per sampler, the reference's last value dotted."""
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    names = list(rows_of)
+    topics = sorted({int(K) for rows in rows_of.values() for K in rows})
+    fig, axes = plt.subplots(len(names), len(topics), figsize=(4.2 * len(topics),
+                                                                3.2 * len(names)),
+                             squeeze=False, layout="constrained")
+    for i, name in enumerate(names):
+        rows = {int(K): row for K, row in rows_of[name].items()}
+        for j, K in enumerate(topics):
+            ax = axes[i][j]
+            row = rows.get(K, {})
+            for sampler in samplers:
+                curve = row.get(sampler, {}).get("curve")
+                if curve:
+                    ax.plot([c[1] for c in curve], [c[2] for c in curve], marker=".",
+                            label=sampler)
+            if row.get(samplers[0], {}).get("perplexity"):
+                ax.axhline(row[samplers[0]]["perplexity"], color="grey", linestyle=":",
+                           linewidth=1)
+            ax.set_title(f"{name}, K = {K:,}", fontsize=9)
+            ax.set_xlabel("training seconds")
+            ax.set_ylabel("held-out perplexity")
+            ax.legend(fontsize=8)
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+    return path
+
+
 def main(argv=None) -> None:
     if len(sys.argv) > 2 and sys.argv[1] in ("_tomotopy", "_score"):
         spec = json.loads(sys.argv[2])
@@ -372,11 +406,22 @@ def main(argv=None) -> None:
                         help="peak memory of training runs only (e.g. kos_x10)")
     parser.add_argument("--name", default=NAME, help="results file name (mh)")
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--redraw", action="store_true",
+                        help="only draw the figure of --corpora from their saved results "
+                             "(benchmarks/work/mh/results-CORPUS.json)")
     h.add_common_options(parser)
     a = parser.parse_args(argv)
+    figure = h.figure_path(f"{a.name}_ppl_vs_time.png", a.record)
+    if a.redraw:
+        rows = {name: json.loads((WORK / f"results-{name}.json").read_text())
+                for name in a.corpora}
+        print(draw_curves(rows, a.samplers, figure))
+        return
     began = h.now_utc()
     done = {name: run_corpus(name, a) for name in a.corpora}
     h.write_results(h.results_path(a.name, a.record), report(done, a, began))
+    if not a.memory_only:
+        draw_curves({name: part["rows"] for name, part in done.items()}, a.samplers, figure)
 
 
 if __name__ == "__main__":
