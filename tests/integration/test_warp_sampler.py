@@ -217,7 +217,7 @@ def test_dmr_sem_auto_never_picks_warp():
     inference = {"sampler": "auto"}
     assert gibbs.resolved_sampler(inference, gibbs.WARP_FROM_K) == "warp"
     assert gibbs.resolved_sampler(inference, gibbs.WARP_FROM_K - 1) is None
-    for topics in (gibbs.WARP_FROM_K, gibbs.MH_FROM_K, 10**6):
+    for topics in (gibbs.MH_FROM_K, 10**6):
         assert gibbs.resolved_sampler(inference, topics, dmr.DMRSEMDriver.WARP) == "mh"
-    assert gibbs.resolved_sampler(inference, gibbs.MH_FROM_K - 1,
-                                  dmr.DMRSEMDriver.WARP) is None
+    for topics in (gibbs.WARP_FROM_K, gibbs.MH_FROM_K - 1):
+        assert gibbs.resolved_sampler(inference, topics, dmr.DMRSEMDriver.WARP) is None

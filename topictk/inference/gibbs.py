@@ -105,12 +105,11 @@ def block_order(doc_ptr: np.ndarray, words: np.ndarray, word_block: np.ndarray,
     return order, order_ptr.reshape(-1)
 
 
-#: ``inference.sampler: auto`` runs WarpLDA (§2.9) from this many topics on in ``gibbs``.
-#: Measured side by side (benchmarks/results/mh.md, mh_20news.md), WarpLDA reaches SparseLDA's
-#: 200-sweep perplexity in 5-11 % of SparseLDA's time on KOS from K = 2,000, but on
-#: 20 Newsgroups (documents of 52 tokens) it settles 2-6 % above it at K = 2,000-10,000, so the
-#: switch lies above the measured range, where SparseLDA's cost per token keeps growing.
-WARP_FROM_K = 20_000
+#: ``inference.sampler: auto`` runs the WarpLDA-order sampler (§2.9) from this many topics on
+#: in ``gibbs``. Measured side by side, one thread (benchmarks/results/mh.md): at K = 1,000
+#: SparseLDA is ahead on KOS, NIPS and 20 Newsgroups; from K = 5,000 the warp chain reaches
+#: SparseLDA's 200-sweep perplexity in a fraction of its time and ends at or below it.
+WARP_FROM_K = 5_000
 
 
 def resolved_sampler(inference, n_topics: int, warp: bool = True) -> str | None:
@@ -297,9 +296,10 @@ class GibbsDriver(SampledDriver):
         "sampler": Option("choice", None, choices=("sparse", "dense", "mh", "warp", "auto"),
                           nullable=True,
                           help="sparse = SparseLDA, dense = dense O(K), mh = Metropolis-Hastings "
-                               "O(1) per token (approximate per sweep), warp = WarpLDA: O(1) "
-                               "per token reading one word's or one document's counts at a "
-                               "time (approximate, see docs/algorithms.md §2.9); auto = warp "
+                               "O(1) per token (approximate per sweep), warp = Metropolis-"
+                               "Hastings in WarpLDA's order: O(1) per token reading one word's "
+                               "or one document's counts at a time, exact (docs/algorithms.md "
+                               "§2.9); auto = warp "
                                f"from K = {WARP_FROM_K} (dmr-sem: mh from K = {MH_FROM_K}), "
                                "else as inference.sparse; null = as inference.sparse"),
         # null defaults, so that runs saved before these keys existed resume unchanged

@@ -24,10 +24,11 @@ MH_REBUILD = 1
 MAX_REBUILD = 8
 
 #: ``inference.sampler: auto`` of dmr-sem uses MH from this many topics on, else what
-#: ``inference.sparse`` says (gibbs picks WarpLDA instead, gibbs.WARP_FROM_K). Measured on KOS
-#: (benchmarks/results/mh_lightlda.md), MH passes SparseLDA in tokens/s between K = 1,000 and
-#: 5,000 but not in perplexity at equal training time up to K = 10,000, so the switch lies
-#: above the measured range.
+#: ``inference.sparse`` says (gibbs picks the WarpLDA-order sampler instead,
+#: gibbs.WARP_FROM_K). Measured on KOS (benchmarks/results/mh_lightlda.md), MH passes SparseLDA
+#: in tokens/s between K = 1,000 and 5,000; its perplexity curves there scored different test
+#: documents per run (evaluation.curve_docs auto), so the switch is kept above the measured
+#: range until they are measured again.
 MH_FROM_K = 20_000
 
 
