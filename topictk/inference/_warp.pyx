@@ -118,6 +118,12 @@ cdef inline int32_t _proposal(const int32_t* z, int64_t at) noexcept nogil:
     return z[at] if at >= 0 else <int32_t> (-1 - at)
 
 
+cdef inline int64_t _floor_below(double x, int64_t n) noexcept nogil:
+    """min(floor(x), n - 1) for x >= 0 (rounding may put x * n at n)."""
+    cdef int64_t j = <int64_t> x
+    return n - 1 if j > n - 1 else j
+
+
 cdef inline void _word_draw(const Warp* wp, int64_t i, int32_t d, int64_t* at, double* u,
                             bitgen_t* gen) noexcept nogil:
     """The M proposals of token i of document d for the word phase (§2.9), two uniforms each:
@@ -130,10 +136,7 @@ cdef inline void _word_draw(const Warp* wp, int64_t i, int32_t d, int64_t* at, d
     for m in range(wp.M):
         x = next_uniform(gen) * total
         if x < others:
-            j = <int64_t> x
-            if j > others - 1:
-                j = others - 1
-            j += begin
+            j = begin + _floor_below(x, others)
             if j == i:
                 j = begin + others
             at[m] = j
@@ -156,16 +159,11 @@ cdef inline void _doc_draw(const Warp* wp, int64_t i, int64_t* at, double* u,
     for m in range(wp.M):
         x = next_uniform(gen) * total
         if x < others:
-            j = <int64_t> x
-            if j > others - 1:
-                j = others - 1
-            at[m] = b + j
-            prefetch((<const char*> wp.word_tokens) + (b + j) * (4 if wp.narrow else 8))
+            j = b + _floor_below(x, others)
+            at[m] = j
+            prefetch((<const char*> wp.word_tokens) + j * (4 if wp.narrow else 8))
         else:
-            j = <int64_t> ((x - others) / wp.beta)
-            if j > wp.K - 1:
-                j = wp.K - 1
-            at[m] = -1 - j
+            at[m] = -1 - _floor_below((x - others) / wp.beta, wp.K)
         u[m] = next_uniform(gen)
 
 
@@ -185,34 +183,29 @@ cdef inline void _doc_lookup(const Warp* wp, const position_t* word_tokens, int6
             prefetch(wp.z + pos)
 
 
-cdef inline int32_t _doc_accept(int32_t s, const int32_t* z, const int64_t* at,
-                                const double* u, int M, const int32_t* cd, const double* a,
-                                const int64_t* nk, double vbeta) noexcept nogil:
-    """M MH steps of the document phase from topic s: proposal t is accepted when
-    u (cd[s] + alpha_s)(n_s + V beta) < (cd[t] + alpha_t)(n_t + V beta)."""
-    cdef int32_t t
+cdef inline void _resample(int32_t* z, int64_t i, int32_t* row, int64_t* nk,
+                           const int64_t* at, const double* u, int M, const double* prior,
+                           double prior_one, double vbeta) noexcept nogil:
+    """Token i's M MH steps (§2.9) against ``row``, the counts of its word (word phase) or its
+    document (document phase): taken out of row and n_k, proposal t accepted when
+    u (row[s] + a_s)(n_s + V beta) < (row[t] + a_t)(n_t + V beta), a_k = prior[k] (or
+    ``prior_one`` when prior is NULL), then put back with its topic written to z."""
+    cdef int32_t s = z[i], t
     cdef int m
+    cdef double a_s, a_t
+    row[s] -= 1
+    nk[s] -= 1
     for m in range(M):
         t = _proposal(z, at[m])
-        if t != s and (u[m] * (cd[s] + a[s]) * (nk[t] + vbeta)
-                       < (cd[t] + a[t]) * (nk[s] + vbeta)):
+        if t == s:
+            continue
+        a_s = prior_one if prior == NULL else prior[s]
+        a_t = prior_one if prior == NULL else prior[t]
+        if u[m] * (row[s] + a_s) * (nk[t] + vbeta) < (row[t] + a_t) * (nk[s] + vbeta):
             s = t
-    return s
-
-
-cdef inline int32_t _word_accept(int32_t s, const int32_t* z, const int64_t* at,
-                                 const double* u, int M, const int32_t* cw, double beta,
-                                 const int64_t* nk, double vbeta) noexcept nogil:
-    """M MH steps of the word phase from topic s: proposal t is accepted when
-    u (cw[s] + beta)(n_s + V beta) < (cw[t] + beta)(n_t + V beta)."""
-    cdef int32_t t
-    cdef int m
-    for m in range(M):
-        t = _proposal(z, at[m])
-        if t != s and (u[m] * (cw[s] + beta) * (nk[t] + vbeta)
-                       < (cw[t] + beta) * (nk[s] + vbeta)):
-            s = t
-    return s
+    row[s] += 1
+    nk[s] += 1
+    z[i] = s
 
 
 cdef void _doc_round(const Warp* wp, const position_t* word_tokens, int64_t* nk,
@@ -222,7 +215,6 @@ cdef void _doc_round(const Warp* wp, const position_t* word_tokens, int64_t* nk,
     is in word block ``block`` (every token when C = 1), document by document. ``cd`` is a
     zeroed K row, left zeroed."""
     cdef int64_t d, i, begin, end, ahead, slot
-    cdef int32_t s
     cdef int M = wp.M
     cdef bint every = wp.C == 1
     cdef int32_t* z = wp.z
@@ -241,14 +233,8 @@ cdef void _doc_round(const Warp* wp, const position_t* word_tokens, int64_t* nk,
         for i in range(begin, end):
             slot = (i - begin) % RING
             if every or wp.word_block[wp.words[i]] == block:
-                s = z[i]
-                cd[s] -= 1
-                nk[s] -= 1
-                s = _doc_accept(s, z, ring_at + slot * M, ring_u + slot * M, M, cd, wp.alpha,
-                                nk, wp.vbeta)
-                cd[s] += 1
-                nk[s] += 1
-                z[i] = s
+                _resample(z, i, cd, nk, ring_at + slot * M, ring_u + slot * M, M, wp.alpha,
+                          0.0, wp.vbeta)
             ahead = i + RING
             if ahead < end and (every or wp.word_block[wp.words[ahead]] == block):
                 _doc_draw(wp, ahead, ring_at + slot * M, ring_u + slot * M, gen)
@@ -265,8 +251,8 @@ cdef void _word_round(const Warp* wp, const position_t* word_tokens, int64_t* nk
     """Round of the word phase for chunk c: the tokens of document block ``block`` of every
     word of word block c, word by word. ``cw`` is a zeroed K row, left zeroed."""
     cdef Py_ssize_t q, C1 = wp.C + 1
-    cdef int64_t b, n, j, lo, hi, i, slot
-    cdef int32_t w, s
+    cdef int64_t b, n, j, lo, hi, slot
+    cdef int32_t w
     cdef int M = wp.M
     cdef const position_t* tok
     cdef const int32_t* docs
@@ -292,15 +278,8 @@ cdef void _word_round(const Warp* wp, const position_t* word_tokens, int64_t* nk
             _word_draw(wp, tok[j], docs[j], ring_at + slot * M, ring_u + slot * M, gen)
         for j in range(lo, hi):
             slot = (j - lo) % AHEAD
-            i = tok[j]
-            s = z[i]
-            cw[s] -= 1
-            nk[s] -= 1
-            s = _word_accept(s, z, ring_at + slot * M, ring_u + slot * M, M, cw, wp.beta,
-                             nk, wp.vbeta)
-            cw[s] += 1
-            nk[s] += 1
-            z[i] = s
+            _resample(z, tok[j], cw, nk, ring_at + slot * M, ring_u + slot * M, M, NULL,
+                      wp.beta, wp.vbeta)
             if j + AHEAD < hi:
                 _word_draw(wp, tok[j + AHEAD], docs[j + AHEAD], ring_at + slot * M,
                            ring_u + slot * M, gen)
