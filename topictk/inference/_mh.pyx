@@ -30,7 +30,7 @@ from libc.string cimport memcpy
 from numpy.random cimport bitgen_t
 
 from topictk._cy.alias cimport alias_build as _alias_build, alias_draw as _alias_draw
-from topictk._cy.alloc cimport checked_alloc as _alloc
+from topictk._cy.alloc cimport checked_alloc as _alloc, free_rows
 from topictk._cy.rng cimport bitgen_of, next_uniform, uniform_topic
 
 
@@ -404,15 +404,8 @@ cdef void _sweep_chunk(const MHSweep* sw, int32_t* nkw, int64_t* nk, int64_t d_b
 
 cdef void _mh_workspace_free(MHWorkspace* ws) noexcept nogil:
     """Free everything :func:`_mh_workspace_init` allocated, whether it finished or not."""
-    cdef Py_ssize_t t
-    if ws.own_nkw != NULL:
-        for t in range(ws.threads):
-            free(ws.own_nkw[t])
-    if ws.own_nk != NULL:
-        for t in range(ws.threads):
-            free(ws.own_nk[t])
-    free(ws.own_nkw)
-    free(ws.own_nk)
+    free_rows(<void**> ws.own_nkw, ws.threads)
+    free_rows(<void**> ws.own_nk, ws.threads)
     free(ws.gens)
     free(ws.snap_nkw)
     free(ws.snap_nk)

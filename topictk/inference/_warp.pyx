@@ -30,7 +30,7 @@ import numpy as np
 from numpy.random cimport bitgen_t
 
 from topictk._cy.alias cimport alias_build, alias_draw
-from topictk._cy.alloc cimport checked_alloc as _alloc
+from topictk._cy.alloc cimport checked_alloc as _alloc, free_rows
 from topictk._cy.rng cimport bitgen_of, next_uniform
 
 
@@ -309,23 +309,10 @@ cdef void _word_round_any(const Warp* wp, int64_t* nk, int32_t* cw, int64_t* rin
 
 cdef void _workspace_free(Workspace* ws, Py_ssize_t C) noexcept nogil:
     """Free everything :func:`_workspace_init` allocated, whether it finished or not."""
-    cdef Py_ssize_t t
-    if ws.own_nk != NULL:
-        for t in range(C):
-            free(ws.own_nk[t])
-    if ws.count != NULL:
-        for t in range(ws.threads):
-            free(ws.count[t])
-    if ws.ring_at != NULL:
-        for t in range(ws.threads):
-            free(ws.ring_at[t])
-    if ws.ring_u != NULL:
-        for t in range(ws.threads):
-            free(ws.ring_u[t])
-    free(ws.own_nk)
-    free(ws.count)
-    free(ws.ring_at)
-    free(ws.ring_u)
+    free_rows(<void**> ws.own_nk, C)
+    free_rows(<void**> ws.count, ws.threads)
+    free_rows(<void**> ws.ring_at, ws.threads)
+    free_rows(<void**> ws.ring_u, ws.threads)
     free(ws.gens)
     free(ws.start_nk)
     free(ws.alpha_prob)
