@@ -103,3 +103,26 @@ def assert_same_arrays(a: dict[str, np.ndarray], b: dict[str, np.ndarray]) -> No
     for name in a:
         assert a[name].dtype == b[name].dtype, name
         assert np.array_equal(a[name], b[name]), f"{name} differs"
+
+
+def assert_same_run(a: Path, b: Path, *, extra_evaluations: bool = False,
+                    same_samples: bool = False) -> None:
+    """Runs ``a`` and ``b`` ended in the same place: model arrays, state header (step, sample
+    steps, beta), every random stream, and the metrics (with ``extra_evaluations``, ``b`` may
+    also hold evaluations at steps ``a`` has none, e.g. where it was stopped); with
+    ``same_samples`` also the same saved samples, at least one."""
+    ha, arrays_a = model_arrays(a)
+    hb, arrays_b = model_arrays(b)
+    assert_same_arrays(arrays_a, arrays_b)
+    assert ha["state"] == hb["state"]
+    assert ha["streams"] == hb["streams"]
+    ours, theirs = comparable_metrics(a), comparable_metrics(b)
+    if extra_evaluations:
+        steps = {m[0] for m in ours}
+        theirs = [m for m in theirs if m[0] in steps]
+    assert ours == theirs
+    if same_samples:
+        sa, sb = samples(a), samples(b)
+        assert list(sa) == list(sb) and sa
+        for name in sa:
+            assert_same_arrays(sa[name], sb[name])

@@ -7,8 +7,8 @@ import numpy as np
 import pytest
 
 from tests.integration._cli import (
+    assert_same_run,
     assert_same_arrays,
-    comparable_metrics,
     fails,
     metrics,
     model_arrays,
@@ -16,15 +16,6 @@ from tests.integration._cli import (
     write_config,
 )
 from topictk.rundir.checkpoint import load_arrays
-
-
-def _assert_same_run(a, b) -> None:
-    ha, arrays_a = model_arrays(a)
-    hb, arrays_b = model_arrays(b)
-    assert_same_arrays(arrays_a, arrays_b)
-    assert ha["state"] == hb["state"]
-    assert ha["streams"] == hb["streams"]
-    assert comparable_metrics(a) == comparable_metrics(b)
 
 
 @pytest.mark.parametrize("rebuild", [1, 3])
@@ -45,7 +36,7 @@ def test_resumed_mh_chain_equals_uninterrupted(tmp_path, example_store, rebuild)
     saved = load_arrays(tmp_path / "halves" / "checkpoints" / "step-00000020.npz")[1]
     assert ("table_z" in saved) == (rebuild > 1), sorted(saved)
     ok("train", "--config", halves, "--resume", "-q")
-    _assert_same_run(tmp_path / "straight", tmp_path / "halves")
+    assert_same_run(tmp_path / "straight", tmp_path / "halves")
     assert {m["sampler"] for m in metrics(tmp_path / "halves")} == {"mh"}
 
 
@@ -57,7 +48,7 @@ def test_mh_one_thread_equals_two_threads(tmp_path, example_store):
                                          "chunks": 3, "sampler": "mh"},
                               training={"threads": threads})
         ok("train", "--config", config, "-q")
-    _assert_same_run(tmp_path / "t1", tmp_path / "t2")
+    assert_same_run(tmp_path / "t1", tmp_path / "t2")
     assert np.isfinite(metrics(tmp_path / "t1")[-1]["perplexity_point"])
 
 

@@ -16,6 +16,7 @@ import pytest
 import yaml
 
 from tests.integration._cli import (
+    assert_same_run,
     REPO,
     assert_same_arrays,
     comparable_metrics,
@@ -27,19 +28,6 @@ from tests.integration._cli import (
     write_config,
 )
 from topictk.rundir.checkpoint import list_checkpoints, load_arrays
-
-
-def _assert_same_run(a: Path, b: Path) -> None:
-    ha, arrays_a = model_arrays(a)
-    hb, arrays_b = model_arrays(b)
-    assert_same_arrays(arrays_a, arrays_b)
-    assert ha["state"] == hb["state"]                  # step, sample steps, beta
-    assert ha["streams"] == hb["streams"]              # every random stream ends in one place
-    assert comparable_metrics(a) == comparable_metrics(b)
-    sa, sb = samples(a), samples(b)
-    assert list(sa) == list(sb) and sa
-    for name in sa:
-        assert_same_arrays(sa[name], sb[name])
 
 
 @pytest.mark.parametrize("sparse", [True, False, "auto"], ids=["sparse", "dense", "auto"])
@@ -59,7 +47,7 @@ def test_fifty_plus_fifty_resumed_equals_one_hundred(tmp_path, example_store, sp
             in resumed.stderr)
     assert resumed.stdout.startswith(f"{tmp_path / 'halves'}: step 100, ")
     assert "settings that differ" not in resumed.stderr      # iterations may change
-    _assert_same_run(tmp_path / "straight", tmp_path / "halves")
+    assert_same_run(tmp_path / "straight", tmp_path / "halves", same_samples=True)
     assert [m["step"] for m in metrics(tmp_path / "halves")] == list(range(10, 101, 10))
     used = {m["sampler"] for m in metrics(tmp_path / "halves")}
     if sparse != "auto":
@@ -150,7 +138,7 @@ def test_sigint_stops_with_a_checkpoint_that_resumes_exactly(tmp_path, example_s
                             output=str(tmp_path / "straight"),
                             **{**common, "inference": {**common["inference"], "iterations": total}})
     ok("train", "--config", straight, "-q")
-    _assert_same_run(tmp_path / "straight", run_dir)
+    assert_same_run(tmp_path / "straight", run_dir, same_samples=True)
 
 
 def test_time_limit_stops_gracefully_with_checkpoint_and_model(tmp_path, example_store):
@@ -197,7 +185,7 @@ def test_one_thread_equals_two_threads_through_train(tmp_path, example_store, sp
                                          "chunks": 4, "sparse": sparse},
                               training={"threads": threads})
         ok("train", "--config", config, "-q")
-    _assert_same_run(tmp_path / "t1", tmp_path / "t2")
+    assert_same_run(tmp_path / "t1", tmp_path / "t2", same_samples=True)
     one, two = (json.loads(ok("evaluate", tmp_path / f"t{n}", "--json").stdout) for n in (1, 2))
     assert one.pop("run") != two.pop("run")
     assert one == two
@@ -309,7 +297,7 @@ def test_sgrld_with_thin_extended_equals_uninterrupted(tmp_path, example_store, 
     ok("train", "--config", parts, "-q", "--set", f"inference.iterations={first}")
     ok("train", "--config", parts, "-q", "--resume")
     if first % 10 == 0:
-        _assert_same_run(tmp_path / "straight", tmp_path / "parts")
+        assert_same_run(tmp_path / "straight", tmp_path / "parts", same_samples=True)
         return
     # the first part also ended with an evaluation at its last step, off the schedule
     ha, a = model_arrays(tmp_path / "straight")

@@ -7,8 +7,8 @@ import numpy as np
 import pytest
 
 from tests.integration._cli import (
+    assert_same_run,
     assert_same_arrays,
-    comparable_metrics,
     fails,
     metrics,
     model_arrays,
@@ -20,17 +20,6 @@ from topictk.api import open_store
 from topictk.rundir.checkpoint import load_arrays
 
 WARP = {"iterations": 40, "burn_in": 10, "thin": 10, "sampler": "warp"}
-
-
-def _assert_same_run(a, b) -> None:
-    """Same model, state, streams and metrics (b's extra evaluation where it stopped aside)."""
-    ha, arrays_a = model_arrays(a)
-    hb, arrays_b = model_arrays(b)
-    assert_same_arrays(arrays_a, arrays_b)
-    assert ha["state"] == hb["state"]
-    assert ha["streams"] == hb["streams"]
-    steps = {m[0] for m in comparable_metrics(a)}
-    assert comparable_metrics(a) == [m for m in comparable_metrics(b) if m[0] in steps]
 
 
 @pytest.mark.parametrize("stop", [15, 20])
@@ -48,7 +37,7 @@ def test_resumed_warp_chain_equals_uninterrupted(tmp_path, example_store, stop):
     saved = load_arrays(tmp_path / "halves" / "checkpoints" / f"step-{stop:08d}.npz")[1]
     assert "prop" not in saved
     ok("train", "--config", halves, "--resume", "-q")
-    _assert_same_run(tmp_path / "straight", tmp_path / "halves")
+    assert_same_run(tmp_path / "straight", tmp_path / "halves", extra_evaluations=True)
     assert {m["sampler"] for m in metrics(tmp_path / "halves")} == {"warp"}
 
 
@@ -108,7 +97,7 @@ def test_warp_one_thread_equals_two_threads(tmp_path, example_store, alpha):
                                          "optimize_interval": 5},
                               training={"threads": threads})
         ok("train", "--config", config, "-q")
-    _assert_same_run(tmp_path / "t1", tmp_path / "t2")
+    assert_same_run(tmp_path / "t1", tmp_path / "t2", extra_evaluations=True)
     assert np.isfinite(metrics(tmp_path / "t1")[-1]["perplexity_point"])
 
 
@@ -207,7 +196,7 @@ def test_auto_picks_warp_from_its_k_and_old_auto_runs_keep_their_sampler(
                                                if name == "old-halves" else []))
     monkeypatch.setattr(gibbs, "WARP_FROM_K", 8)
     ok("train", "--config", tmp_path / "old-halves.yaml", "--resume", "-q")
-    _assert_same_run(tmp_path / "old", tmp_path / "old-halves")
+    assert_same_run(tmp_path / "old", tmp_path / "old-halves", extra_evaluations=True)
     assert {m["sampler"] for m in metrics(tmp_path / "old-halves")} == {"sparse"}
 
 
