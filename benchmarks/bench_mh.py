@@ -117,15 +117,22 @@ def topictk_config(store: Path, K: int, sampler: str, out: Path, *, seconds: flo
                            "curve_fold_in_sweeps": CURVE_FOLD_IN_SWEEPS}}
 
 
+def _train(cfg: dict, base: Path, stem: str) -> dict:
+    """``topictk train`` of ``cfg`` as ``base/stem`` (its config and log beside the run);
+    the measured process, or the end of the script with the log's tail when it fails."""
+    res = h.train(cfg, base / f"{stem}.yaml", base / f"{stem}.log")
+    if res["rc"] != 0:
+        raise SystemExit(f"topictk train failed:\n{h.tail(base / f'{stem}.log')}")
+    return res
+
+
 def probe_rate(store: Path, K: int, sampler: str, a, name: str) -> float:
     """Training seconds per sweep of ``sampler`` over its first ``--probe-sweeps`` sweeps
     (no evaluation), to space a timed run's evaluations."""
     base = WORK / name / f"K{K}"
     cfg = topictk_config(store, K, sampler, base / f"{sampler}-probe", seconds=None,
                          iterations=a.probe_sweeps, eval_every=0, seed=a.seed)
-    res = h.train(cfg, base / f"{sampler}-probe.yaml", base / f"{sampler}-probe.log")
-    if res["rc"] != 0:
-        raise SystemExit(f"topictk train failed:\n{h.tail(base / f'{sampler}-probe.log')}")
+    _train(cfg, base, f"{sampler}-probe")
     import topictk
 
     run = topictk.load_run(base / f"{sampler}-probe")
@@ -142,9 +149,7 @@ def run_topictk_curve(store: Path, facts: dict, K: int, sampler: str, a, name: s
     cfg = topictk_config(store, K, sampler, base / f"{sampler}-curve", seconds=seconds,
                          iterations=iterations, eval_every=every, seed=a.seed)
     h.wait_for_quiet(1, a.quiet_margin, a.max_wait)
-    res = h.train(cfg, base / f"{sampler}-curve.yaml", base / f"{sampler}-curve.log")
-    if res["rc"] != 0:
-        raise SystemExit(f"topictk train failed:\n{h.tail(base / f'{sampler}-curve.log')}")
+    res = _train(cfg, base, f"{sampler}-curve")
     metrics = h.read_metrics(base / f"{sampler}-curve")
     last = metrics[-1]
     scored, _ = h.evaluate(base / f"{sampler}-curve", base / f"{sampler}-evaluate.log")
@@ -159,9 +164,7 @@ def run_topictk_memory(store: Path, K: int, sampler: str, a, name: str) -> int:
     base = WORK / name / f"K{K}"
     cfg = topictk_config(store, K, sampler, base / f"{sampler}-memory", seconds=None,
                          iterations=a.memory_sweeps, eval_every=0, seed=a.seed)
-    res = h.train(cfg, base / f"{sampler}-memory.yaml", base / f"{sampler}-memory.log")
-    if res["rc"] != 0:
-        raise SystemExit(f"topictk train failed:\n{h.tail(base / f'{sampler}-memory.log')}")
+    res = _train(cfg, base, f"{sampler}-memory")
     return res["maxrss"]
 
 
