@@ -54,8 +54,9 @@ ctypedef fused position_t:
 
 # tokens between the draw of a token's proposals and their use (a power of two); the
 # document phase looks up the drawn entries of the word order AHEAD tokens before that
-cdef int AHEAD = 8
-cdef int RING = 16              # 2 * AHEAD slots
+cdef enum:
+    AHEAD = 8
+    RING = 16                   # 2 * AHEAD slots
 
 
 cdef struct Warp:
@@ -81,6 +82,7 @@ cdef struct Warp:
     double beta
     double vbeta
     Py_ssize_t K
+    Py_ssize_t V
     Py_ssize_t C
     int M
 
@@ -92,6 +94,7 @@ cdef struct Workspace:
     int64_t* start_nk           # (K) n_k at the start of the round
     int64_t** own_nk            # (C) each chunk's n_k (C > 1)
     int32_t** count             # (threads) a zeroed K scratch row
+    int32_t** seen              # (threads) the topics of the longest word's tokens
     int64_t** ring_at           # (threads) RING x M drawn proposals: >= 0 a position (an
                                 # entry of the word order in the document phase until looked
                                 # up), < 0 the prior's topic -1 - value
@@ -183,14 +186,15 @@ cdef inline void _doc_lookup(const Warp* wp, const position_t* word_tokens, int6
             prefetch(wp.z + pos)
 
 
-cdef inline void _resample(int32_t* z, int64_t i, int32_t* row, int64_t* nk,
-                           const int64_t* at, const double* u, int M, const double* prior,
-                           double prior_one, double vbeta) noexcept nogil:
-    """Token i's M MH steps (§2.9) against ``row``, the counts of its word (word phase) or its
-    document (document phase): taken out of row and n_k, proposal t accepted when
-    u (row[s] + a_s)(n_s + V beta) < (row[t] + a_t)(n_t + V beta), a_k = prior[k] (or
-    ``prior_one`` when prior is NULL), then put back with its topic written to z."""
-    cdef int32_t s = z[i], t
+cdef inline int32_t _resample(int32_t s, const int32_t* z, int32_t* row, int64_t* nk,
+                              const int64_t* at, const double* u, int M, const double* prior,
+                              double prior_one, double vbeta) noexcept nogil:
+    """The topic after M MH steps (§2.9) of a token of topic s against ``row``, the counts of
+    its word (word phase) or its document (document phase): taken out of row and n_k,
+    proposal t accepted when u (row[s] + a_s)(n_s + V beta) < (row[t] + a_t)(n_t + V beta),
+    a_k = prior[k] (or ``prior_one`` when prior is NULL), then put back; the caller writes it
+    to z."""
+    cdef int32_t t
     cdef int m
     cdef double a_s, a_t
     row[s] -= 1
@@ -205,7 +209,7 @@ cdef inline void _resample(int32_t* z, int64_t i, int32_t* row, int64_t* nk,
             s = t
     row[s] += 1
     nk[s] += 1
-    z[i] = s
+    return s
 
 
 cdef void _doc_round(const Warp* wp, const position_t* word_tokens, int64_t* nk,
@@ -233,8 +237,8 @@ cdef void _doc_round(const Warp* wp, const position_t* word_tokens, int64_t* nk,
         for i in range(begin, end):
             slot = (i - begin) % RING
             if every or wp.word_block[wp.words[i]] == block:
-                _resample(z, i, cd, nk, ring_at + slot * M, ring_u + slot * M, M, wp.alpha,
-                          0.0, wp.vbeta)
+                z[i] = _resample(z[i], z, cd, nk, ring_at + slot * M, ring_u + slot * M, M,
+                                 wp.alpha, 0.0, wp.vbeta)
             ahead = i + RING
             if ahead < end and (every or wp.word_block[wp.words[ahead]] == block):
                 _doc_draw(wp, ahead, ring_at + slot * M, ring_u + slot * M, gen)
@@ -246,13 +250,15 @@ cdef void _doc_round(const Warp* wp, const position_t* word_tokens, int64_t* nk,
 
 
 cdef void _word_round(const Warp* wp, const position_t* word_tokens, int64_t* nk,
-                      int32_t* cw, int64_t* ring_at, double* ring_u, Py_ssize_t c,
-                      Py_ssize_t block, bitgen_t* gen) noexcept nogil:
+                      int32_t* cw, int32_t* seen, int64_t* ring_at, double* ring_u,
+                      Py_ssize_t c, Py_ssize_t block, bitgen_t* gen) noexcept nogil:
     """Round of the word phase for chunk c: the tokens of document block ``block`` of every
-    word of word block c, word by word. ``cw`` is a zeroed K row, left zeroed."""
+    word of word block c, word by word. ``cw`` is a zeroed K row, left zeroed; ``seen`` has
+    room for the longest word's topics, which it holds in word order while the word is
+    sampled (so that neither sampling a token nor clearing the row reads z at random)."""
     cdef Py_ssize_t q, C1 = wp.C + 1
     cdef int64_t b, n, j, lo, hi, slot
-    cdef int32_t w
+    cdef int32_t w, t
     cdef int M = wp.M
     cdef const position_t* tok
     cdef const int32_t* docs
@@ -272,19 +278,23 @@ cdef void _word_round(const Warp* wp, const position_t* word_tokens, int64_t* nk
         for j in range(n):
             if j + AHEAD < n:
                 prefetch(z + tok[j + AHEAD])
-            cw[z[tok[j]]] += 1
+            t = z[tok[j]]
+            seen[j] = t
+            cw[t] += 1
         for j in range(lo, min(lo + AHEAD, hi)):
             slot = (j - lo) % AHEAD
             _word_draw(wp, tok[j], docs[j], ring_at + slot * M, ring_u + slot * M, gen)
         for j in range(lo, hi):
             slot = (j - lo) % AHEAD
-            _resample(z, tok[j], cw, nk, ring_at + slot * M, ring_u + slot * M, M, NULL,
-                      wp.beta, wp.vbeta)
+            t = _resample(seen[j], z, cw, nk, ring_at + slot * M, ring_u + slot * M, M, NULL,
+                          wp.beta, wp.vbeta)
+            seen[j] = t
+            z[tok[j]] = t
             if j + AHEAD < hi:
                 _word_draw(wp, tok[j + AHEAD], docs[j + AHEAD], ring_at + slot * M,
                            ring_u + slot * M, gen)
         for j in range(n):
-            cw[z[tok[j]]] = 0
+            cw[seen[j]] = 0
 
 
 cdef void _doc_round_any(const Warp* wp, int64_t* nk, int32_t* cd, int64_t* ring_at,
@@ -296,21 +306,22 @@ cdef void _doc_round_any(const Warp* wp, int64_t* nk, int32_t* cd, int64_t* ring
         _doc_round(wp, <const int64_t*> wp.word_tokens, nk, cd, ring_at, ring_u, c, block, gen)
 
 
-cdef void _word_round_any(const Warp* wp, int64_t* nk, int32_t* cw, int64_t* ring_at,
-                          double* ring_u, Py_ssize_t c, Py_ssize_t block,
+cdef void _word_round_any(const Warp* wp, int64_t* nk, int32_t* cw, int32_t* seen,
+                          int64_t* ring_at, double* ring_u, Py_ssize_t c, Py_ssize_t block,
                           bitgen_t* gen) noexcept nogil:
     if wp.narrow:
-        _word_round(wp, <const int32_t*> wp.word_tokens, nk, cw, ring_at, ring_u, c, block,
-                    gen)
+        _word_round(wp, <const int32_t*> wp.word_tokens, nk, cw, seen, ring_at, ring_u, c,
+                    block, gen)
     else:
-        _word_round(wp, <const int64_t*> wp.word_tokens, nk, cw, ring_at, ring_u, c, block,
-                    gen)
+        _word_round(wp, <const int64_t*> wp.word_tokens, nk, cw, seen, ring_at, ring_u, c,
+                    block, gen)
 
 
 cdef void _workspace_free(Workspace* ws, Py_ssize_t C) noexcept nogil:
     """Free everything :func:`_workspace_init` allocated, whether it finished or not."""
     free_rows(<void**> ws.own_nk, C)
     free_rows(<void**> ws.count, ws.threads)
+    free_rows(<void**> ws.seen, ws.threads)
     free_rows(<void**> ws.ring_at, ws.threads)
     free_rows(<void**> ws.ring_u, ws.threads)
     free(ws.gens)
@@ -325,7 +336,8 @@ cdef int _workspace_init(Workspace* ws, Warp* wp, list doc_streams, list word_st
     """Streams (``gens`` holds the document chunks' then the word chunks') and every buffer
     (``ws`` zeroed by the caller, freed by :func:`_workspace_free` also when this raises);
     the alias table of alpha when it is asymmetric."""
-    cdef Py_ssize_t c, C = wp.C, K = wp.K, k
+    cdef Py_ssize_t c, C = wp.C, K = wp.K, k, V = wp.V
+    cdef int64_t longest = 1
     if len(doc_streams) != C or len(word_streams) != C:
         raise ValueError(f"{C} chunks need {C} streams per phase")
     ws.threads = 1 if threads < 1 else (<int> C if threads > C else threads)
@@ -340,8 +352,13 @@ cdef int _workspace_init(Workspace* ws, Warp* wp, list doc_streams, list word_st
     ws.count = <int32_t**> _alloc(ws.threads, sizeof(int32_t*), True)
     ws.ring_at = <int64_t**> _alloc(ws.threads, sizeof(int64_t*), True)
     ws.ring_u = <double**> _alloc(ws.threads, sizeof(double*), True)
+    ws.seen = <int32_t**> _alloc(ws.threads, sizeof(int32_t*), True)
+    for k in range(V):
+        if wp.word_ptr[k + 1] - wp.word_ptr[k] > longest:
+            longest = wp.word_ptr[k + 1] - wp.word_ptr[k]
     for c in range(ws.threads):
         ws.count[c] = <int32_t*> _alloc(K, sizeof(int32_t), True)
+        ws.seen[c] = <int32_t*> _alloc(longest, sizeof(int32_t))
         ws.ring_at[c] = <int64_t*> _alloc(RING * wp.M, sizeof(int64_t))
         ws.ring_u[c] = <double*> _alloc(RING * wp.M, sizeof(double))
     wp.alpha_sum = 0.0
@@ -369,7 +386,8 @@ cdef void _phase(const Warp* wp, Workspace* ws, int64_t* nk, bint words) noexcep
     cdef int tid
     if C == 1:
         if words:
-            _word_round_any(wp, nk, ws.count[0], ws.ring_at[0], ws.ring_u[0], 0, 0, ws.gens[1])
+            _word_round_any(wp, nk, ws.count[0], ws.seen[0], ws.ring_at[0], ws.ring_u[0], 0, 0,
+                            ws.gens[1])
         else:
             _doc_round_any(wp, nk, ws.count[0], ws.ring_at[0], ws.ring_u[0], 0, 0, ws.gens[0])
         return
@@ -381,8 +399,9 @@ cdef void _phase(const Warp* wp, Workspace* ws, int64_t* nk, bint words) noexcep
             tid = threadid()
             for c in prange(C, schedule="dynamic", chunksize=1):
                 if words:
-                    _word_round_any(wp, ws.own_nk[c], ws.count[tid], ws.ring_at[tid],
-                                    ws.ring_u[tid], c, (c + r) % C, ws.gens[C + c])
+                    _word_round_any(wp, ws.own_nk[c], ws.count[tid], ws.seen[tid],
+                                    ws.ring_at[tid], ws.ring_u[tid], c, (c + r) % C,
+                                    ws.gens[C + c])
                 else:
                     _doc_round_any(wp, ws.own_nk[c], ws.count[tid], ws.ring_at[tid],
                                    ws.ring_u[tid], c, <int32_t> ((c + r) % C), ws.gens[c])
@@ -444,10 +463,11 @@ def warp_sweep(const int64_t[::1] doc_ptr,      # IN  (D + 1) token offsets
     wp.beta = beta
     wp.vbeta = V * beta
     wp.K = alpha.shape[0]
+    wp.V = V
     wp.C = C
     wp.M = steps
-    ws = Workspace(threads=0, gens=NULL, start_nk=NULL, own_nk=NULL, count=NULL, ring_at=NULL,
-                   ring_u=NULL, alpha_prob=NULL, alpha_alias=NULL, alpha_scratch=NULL)
+    ws = Workspace(threads=0, gens=NULL, start_nk=NULL, own_nk=NULL, count=NULL, seen=NULL,
+                   ring_at=NULL, ring_u=NULL, alpha_prob=NULL, alpha_alias=NULL, alpha_scratch=NULL)
     try:
         _workspace_init(&ws, &wp, doc_streams, word_streams, threads)
         with nogil:
