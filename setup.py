@@ -35,6 +35,7 @@ KERNELS = [
     "topictk.inference._gibbs",
     "topictk.inference._mh",
     "topictk.inference._warp",
+    "topictk.inference._sparse_score",
     "topictk.inference._minibatch",
     "topictk.inference._vb",
     "topictk.inference._cvb",

@@ -7,6 +7,7 @@ import numpy as np
 import pytest
 
 from tests.integration._cli import (
+    EXAMPLE,
     assert_same_run,
     assert_same_arrays,
     fails,
@@ -141,7 +142,8 @@ def _driver(tmp_path, example_store):
 
 
 def test_sweeps_hold_no_dense_counts(tmp_path, example_store):
-    """The start and the sweeps make no n_dk or n_kw; reading them counts them from z."""
+    """The start, the sweeps and the log joint make no n_dk or n_kw; reading them counts them
+    from z."""
     driver = _driver(tmp_path, example_store)
     state = driver.init_state()
     assert state.ndk is None and state.nkw is None
@@ -149,7 +151,8 @@ def test_sweeps_hold_no_dense_counts(tmp_path, example_store):
         driver.step(state, t)
         assert state.ndk is None and state.nkw is None
     assert np.isfinite(driver.objective(state))
-    state.check_invariants(driver.doc_ptr, driver.words)
+    assert state.ndk is None and state.nkw is None      # the log joint needs no dense counts
+    driver.counted(state).check_invariants(driver.doc_ptr, driver.words)
     driver.step(state, 3)
     assert state.ndk is None and state.nkw is None
 
@@ -210,3 +213,58 @@ def test_dmr_sem_auto_never_picks_warp():
         assert gibbs.resolved_sampler(inference, topics, dmr.DMRSEMDriver.WARP) == "mh"
     for topics in (gibbs.WARP_FROM_K, gibbs.MH_FROM_K - 1):
         assert gibbs.resolved_sampler(inference, topics, dmr.DMRSEMDriver.WARP) is None
+
+
+@pytest.fixture(scope="module")
+def protocol_b_store(tmp_path_factory):
+    """The example corpus with 20 % of every training document held out (Protocol B)."""
+    out = tmp_path_factory.mktemp("warp-b") / "store"
+    ok("prepare", EXAMPLE, "--out", out, "--heldout-train-fraction", "0.2")
+    return out
+
+
+@pytest.mark.parametrize("saved", [False, True], ids=["current-state", "saved-samples"])
+def test_samples_score_as_the_dense_path_without_dense_counts(tmp_path, protocol_b_store,
+                                                               saved):
+    """A WarpLDA sample (non-zero counts) is scored with the numbers of the dense path, bit
+    for bit: the held-out perplexity of the test documents and Protocol B, for the current
+    state and for saved samples; the log joint equals the dense formula's to rounding. None
+    of it leaves dense counts on the state."""
+    from topictk.corpus.store import CorpusStore
+    from topictk.inference.base import EvaluationSet
+    from topictk.inference.gibbs import GibbsDriver
+    from topictk.inference.registry import load_config
+    from topictk.inference.sampled import SampledDriver
+    from topictk.state.counts import dense_counts
+
+    config = load_config(write_config(tmp_path, protocol_b_store, inference=WARP,
+                                      model={"topics": 12}))
+    store = CorpusStore.open(protocol_b_store)
+    driver = GibbsDriver(config, store)
+    state = driver.init_state()
+    kept = []
+    for t in range(6):
+        driver.step(state, t)
+        kept.append(driver.sample(state))
+    samples = kept[-3:] if saved else None
+    assert all("nkw_ptr" in s and "ndk_ptr" in s for s in kept)
+    test = EvaluationSet.from_store(store)
+    sparse = driver.heldout_probabilities(state, samples, test, 3)
+    protocol_b = driver.train_heldout_probabilities(state, samples, store.train_heldout())
+    objective = driver.objective(state)
+    assert state.ndk is None and state.nkw is None
+    dense = SampledDriver.averaged_fold_in(driver, state, samples, test, "test", 3)
+    assert np.array_equal(sparse, dense) and np.all(np.isfinite(sparse))
+    # the dense formulas: the driver of a count state, samples with dense n_dk
+    dense_samples = [{k: v for k, v in s.items() if not k.startswith("ndk")}
+                     | {"ndk": dense_counts(s, "ndk", driver.K)} for s in samples or []]
+    driver.counted(state)
+    warp, driver.warp = driver.warp, None
+    try:
+        want_b = driver.train_heldout_probabilities(state, dense_samples or None,
+                                                    store.train_heldout())
+        want_objective = driver.objective(state)
+    finally:
+        driver.warp = warp
+    assert np.array_equal(protocol_b, want_b) and np.all(np.isfinite(protocol_b))
+    assert objective == pytest.approx(want_objective, rel=1e-12)

@@ -79,6 +79,10 @@ READERS = "tests/unit/test_readers.py"
 # the WarpLDA-order chain against the exact posterior of a 7-token corpus (not the twin, which
 # any change of the kernel fails)
 WARP_POSTERIOR = "tests/kernels/test_warp.py::test_warp_chain_stays_close_to_the_posterior"
+# scoring a sample kept as non-zero counts against the dense path's numbers
+SPARSE_SCORE = "tests/kernels/test_sparse_score.py"
+WARP_SCORING = ("tests/integration/test_warp_sampler.py"
+                "::test_samples_score_as_the_dense_path_without_dense_counts")
 
 
 @dataclass(frozen=True)
@@ -123,6 +127,26 @@ MUTATIONS: list[Mutation] = [
     M("warp-count-keeps-token", "topictk/inference/_warp.pyx",
       "    row[s] -= 1\n    nk[s] -= 1\n", "    nk[s] -= 1\n",
       "stale count", (WARP_POSTERIOR,)),
+    M("sparse-score-weight-beta-dropped", "topictk/inference/_sparse_score.pyx",
+      "        return (r.count[lo] + r.beta) / r.den[k]",
+      "        return r.count[lo] / r.den[k]",
+      "dropped term", (SPARSE_SCORE,)),
+    M("sparse-score-zero-count-weight-of-topic-0", "topictk/inference/_sparse_score.pyx",
+      "        zero[k] = beta / den[k]", "        zero[k] = beta / den[0]",
+      "swapped index", (SPARSE_SCORE,)),
+    M("sparse-score-fold-in-count-keeps-token", "topictk/inference/_sparse_score.pyx",
+      "            k = s.zbuf[i]\n            s.nd[k] -= 1\n            if s.nd[k] == 0:",
+      "            k = s.zbuf[i]\n            if s.nd[k] == 1:\n                s.nd[k] -= 1\n"
+      "            if s.nd[k] == 0:",
+      "stale count", (SPARSE_SCORE,)),
+    M("sparse-score-protocol-b-prior-dropped", "topictk/inference/_sparse_score.pyx",
+      "                    theta[tid][k] = alpha[k] / denom",
+      "                    theta[tid][k] = 0.0",
+      "dropped term", (SPARSE_SCORE,)),
+    M("sparse-objective-prior-term-kept", "topictk/inference/gibbs.py",
+      "(gammaln(ndk[\"ndk_count\"][begin:begin + block] + a) - gammaln(a)).sum()",
+      "gammaln(ndk[\"ndk_count\"][begin:begin + block] + a).sum()",
+      "wrong term", (WARP_SCORING,)),
     M("gibbs-dense-beta-dropped", "topictk/inference/_gibbs.pyx",
       "p[kk] = coef[kk] * (nw[kk] + beta)", "p[kk] = coef[kk] * nw[kk]",
       "dropped term", (GIBBS_REF,)),

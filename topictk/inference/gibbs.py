@@ -30,8 +30,19 @@ from topictk.inference.mh import MAX_REBUILD, MH_FROM_K, MH_REBUILD, MH_STEPS, M
 from topictk.inference.mh import mh_fold_in
 from topictk.inference.perplexity import mixture_probabilities
 from topictk.inference.registry import register
-from topictk.inference.sampled import SampledDriver, resolve_alpha, resolve_sample_schedule
-from topictk.inference.warp import WarpSampler, initial_topics, sparse_counts
+from topictk.inference.sampled import (
+    SampledDriver,
+    evaluation_plan,
+    resolve_alpha,
+    resolve_sample_schedule,
+)
+from topictk.inference.warp import (
+    WarpSampler,
+    initial_topics,
+    sparse_counts,
+    sparse_fold_in,
+    sparse_mixture,
+)
 from topictk.state.counts import (
     CountState,
     WarpState,
@@ -573,7 +584,10 @@ class GibbsDriver(SampledDriver):
 
     def objective(self, state: CountState) -> float:
         """Collapsed log joint ln p(w, z | alpha, beta) per token (§1.3), summed in blocks of
-        rows so that no (D, K) or (V, K) float temporary is made."""
+        rows so that no (D, K) or (V, K) float temporary is made; a WarpLDA chain's from its
+        non-zero counts (:meth:`_sparse_objective`)."""
+        if self.warp is not None:
+            return self._sparse_objective(state)
         alpha, beta = state.alpha, state.beta
         self.synced(state)
         V = self.V
@@ -587,6 +601,25 @@ class GibbsDriver(SampledDriver):
             rows = state.nkw[begin:begin + 1024]
             nz = rows[rows > 0]
             topic_part += (gammaln(nz + beta) - gammaln(beta)).sum()
+        return float((doc_part + topic_part) / max(self.n_tokens, 1))
+
+    def _sparse_objective(self, state: CountState, block: int = 1 << 20) -> float:
+        """:meth:`objective` from the non-zero counts of z (§2.9): sum_dk ln Gamma(n_dk +
+        alpha_k) is D sum_k ln Gamma(alpha_k) plus, over the non-zero n_dk, ln Gamma(n_dk +
+        alpha_k) - ln Gamma(alpha_k); the same value up to rounding, in memory O(non-zeros)."""
+        alpha, beta = state.alpha, state.beta
+        lengths = np.diff(self.doc_ptr)
+        doc_part = self.n_docs * gammaln(alpha.sum()) - gammaln(alpha.sum() + lengths).sum()
+        ndk = sparse_counts(self.doc_ptr, None, state.z, self.K, "ndk")
+        for begin in range(0, ndk["ndk_count"].size, block):
+            a = alpha[ndk["ndk_topic"][begin:begin + block]]
+            doc_part += (gammaln(ndk["ndk_count"][begin:begin + block] + a) - gammaln(a)).sum()
+        del ndk
+        topic_part = self.K * gammaln(self.V * beta) - gammaln(self.V * beta + state.nk).sum()
+        nkw = sparse_counts(self.warp.word_ptr, self.warp.word_tokens, state.z, self.K, "nkw")
+        for begin in range(0, nkw["nkw_count"].size, block):
+            part = nkw["nkw_count"][begin:begin + block]
+            topic_part += (gammaln(part + beta) - gammaln(beta)).sum()
         return float((doc_part + topic_part) / max(self.n_tokens, 1))
 
     def sample(self, state: CountState) -> dict[str, np.ndarray]:
@@ -613,16 +646,36 @@ class GibbsDriver(SampledDriver):
     def sample_prior(self, state: CountState, sample: dict, documents: str) -> np.ndarray:
         return sample["alpha"]
 
+    def averaged_fold_in(self, state: CountState, samples: list[dict] | None, docs,
+                         documents: str, pass_index: int) -> np.ndarray:
+        """Samples kept as non-zero counts (a WarpLDA chain's, §2.9) are scored by the Gibbs
+        fold-in without forming phi-hat (:func:`topictk.inference.warp.sparse_fold_in`): the
+        numbers of the dense path, in memory O(non-zeros + K) instead of O(V K)."""
+        samples = self.scored_samples(state, samples)
+        if (self.warp is None or getattr(self.config.evaluation, "fold_in", "gibbs") != "gibbs"
+                or not all("nkw_ptr" in s for s in samples)):
+            return super().averaged_fold_in(state, samples, docs, documents, pass_index)
+        total = np.zeros(np.asarray(docs.heldout.indices).size)
+        for s in samples:
+            total += sparse_fold_in(s, state.beta, self.sample_prior(state, s, documents),
+                                    docs, evaluation_plan(self, docs, pass_index))
+        return total / len(samples)
+
     def train_heldout_probabilities(self, state: CountState, samples,
                                     heldout) -> np.ndarray:
         """Protocol B (§11.2): p-hat = (1/S) sum_s sum_k theta-hat^s_dk phi-hat^s_kw with
         theta-hat^s = (n_dk + alpha_d)/(N_d + alpha_d.) (TNW 2007 eq. 20), over the saved
-        samples that hold n_dk (the current state when there are none)."""
+        samples that hold n_dk (the current state when there are none); from a sample's
+        non-zero counts when it keeps those (§2.9)."""
         samples = [s for s in (samples or []) if "ndk" in s or "ndk_ptr" in s] or [
-            self.sample(state) | {"ndk": self.synced(state).ndk}]
+            self.sample(state) if self.warp is not None
+            else self.sample(state) | {"ndk": self.synced(state).ndk}]
         total = np.zeros(np.asarray(heldout.indices).size)
         for s in samples:
             alpha = self.sample_prior(state, s, "train")
+            if "ndk_ptr" in s and "nkw_ptr" in s and alpha.ndim == 1:
+                total += sparse_mixture(s, state.beta, alpha, heldout, self.threads)
+                continue
             ndk = dense_counts(s, "ndk", self.K).astype(np.float64)
             alpha_sum = alpha.sum() if alpha.ndim == 1 else alpha.sum(axis=1, keepdims=True)
             theta = (ndk + alpha) / (ndk.sum(axis=1, keepdims=True) + alpha_sum)

@@ -2,13 +2,14 @@
 
 The kernel is :mod:`topictk.inference._warp`; its NumPy twin is ``tests/reference/warp.py``.
 This module holds the word order of the word phase and the word chunks for
-:class:`topictk.inference.gibbs.GibbsDriver` (``inference.sampler: warp``).
+:class:`topictk.inference.gibbs.GibbsDriver` (``inference.sampler: warp``), and the scoring of
+its samples, which keep non-zero counts only (:mod:`topictk.inference._sparse_score`).
 """
 from __future__ import annotations
 
 import numpy as np
 
-from topictk.inference import _warp
+from topictk.inference import _sparse_score, _warp
 from topictk.inference.base import tokens_by_word
 
 
@@ -89,3 +90,46 @@ def sparse_counts(row_ptr: np.ndarray, order: np.ndarray | None, z: np.ndarray,
     topic, count = _warp.row_topic_counts(row_ptr, empty if order is None else order, z,
                                           n_topics, ptr)
     return {f"{name}_ptr": ptr, f"{name}_topic": topic, f"{name}_count": count}
+
+
+def sample_rows(sample: dict, name: str) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The CSR arrays of a sample's non-zero counts ``name`` (:func:`sparse_counts`)."""
+    return (np.ascontiguousarray(sample[f"{name}_ptr"], dtype=np.int64),
+            np.ascontiguousarray(sample[f"{name}_topic"], dtype=np.int32),
+            np.ascontiguousarray(sample[f"{name}_count"], dtype=np.int32))
+
+
+def sparse_fold_in(sample: dict, beta: float, alpha: np.ndarray, docs, plan) -> np.ndarray:
+    """p-hat of every held-out entry of ``docs`` (an EvaluationSet) under a sample kept as
+    non-zero counts: the Gibbs fold-in of :func:`topictk.inference.base.gibbs_fold_in` with
+    ``plan`` and the prior ``alpha`` (K,), mixed with phi-hat, the same numbers as with the
+    dense phi-hat without forming it (§2.9); entries of documents the plan skips are NaN."""
+    obs, held = docs.observed, docs.heldout
+    D = obs.n_docs
+    active = (np.ones(D, dtype=np.uint8) if plan.active is None
+              else np.ascontiguousarray(plan.active, dtype=np.uint8))
+    out = np.empty(np.asarray(held.indices).size)
+    _sparse_score.fold_in_probabilities(
+        np.ascontiguousarray(obs.doc_ptr, dtype=np.int64),
+        np.ascontiguousarray(obs.words, dtype=np.int32),
+        np.ascontiguousarray(held.indptr, dtype=np.int64),
+        np.ascontiguousarray(held.indices, dtype=np.int32), *sample_rows(sample, "nkw"),
+        np.ascontiguousarray(sample["nk"], dtype=np.int64), float(beta), _flat(alpha),
+        int(plan.sweeps), int(plan.burn_in), np.ascontiguousarray(plan.bounds, dtype=np.int64),
+        plan.streams, active, out, int(plan.threads))
+    return out
+
+
+def sparse_mixture(sample: dict, beta: float, alpha: np.ndarray, heldout,
+                   threads: int = 1) -> np.ndarray:
+    """p-hat of every entry of ``heldout`` (the training documents' held-out entries) with
+    theta-hat_dk = (n_dk + alpha_k) / (N_d + alpha.) from the sample's non-zero n_dk (Protocol
+    B, §11.2), the same numbers as with the dense theta-hat and phi-hat."""
+    alpha = _flat(alpha)
+    out = np.empty(np.asarray(heldout.indices).size)
+    _sparse_score.mixture_probabilities(
+        np.ascontiguousarray(heldout.indptr, dtype=np.int64),
+        np.ascontiguousarray(heldout.indices, dtype=np.int32), *sample_rows(sample, "ndk"),
+        alpha, float(alpha.sum()), *sample_rows(sample, "nkw"),
+        np.ascontiguousarray(sample["nk"], dtype=np.int64), float(beta), out, int(threads))
+    return out
