@@ -268,3 +268,23 @@ def test_samples_score_as_the_dense_path_without_dense_counts(tmp_path, protocol
         driver.warp = warp
     assert np.array_equal(protocol_b, want_b) and np.all(np.isfinite(protocol_b))
     assert objective == pytest.approx(want_objective, rel=1e-12)
+
+
+def test_top_words_and_topic_quality_without_dense_counts(tmp_path, example_store):
+    """A WarpLDA chain's top words come from its non-zero counts in the order of a stable
+    argsort of phi-hat (the words without a count last, by id), also when n reaches V; the
+    topic quality `topictk evaluate` reports from them equals the one from phi-hat."""
+    from topictk.evaluation.coherence import quality_of_top_words, top_words, topic_quality
+
+    driver = _driver(tmp_path, example_store)
+    state = driver.init_state()
+    for t in range(4):
+        driver.step(state, t)
+    got = {n: driver.top_words(state, n) for n in (10, 25, driver.V)}
+    assert state.ndk is None and state.nkw is None
+    for n, top in got.items():
+        np.testing.assert_array_equal(top, top_words(driver.topic_word(state), n))
+    train = driver.store.train()
+    top = got[25]
+    assert quality_of_top_words(top, train.indptr, train.indices, driver.V, 10, 25) == \
+        topic_quality(driver.topic_word(state), train.indptr, train.indices, 10, 25)

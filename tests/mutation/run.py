@@ -83,6 +83,8 @@ WARP_POSTERIOR = "tests/kernels/test_warp.py::test_warp_chain_stays_close_to_the
 SPARSE_SCORE = "tests/kernels/test_sparse_score.py"
 WARP_SCORING = ("tests/integration/test_warp_sampler.py"
                 "::test_samples_score_as_the_dense_path_without_dense_counts")
+WARP_TOP_WORDS = ("tests/integration/test_warp_sampler.py"
+                  "::test_top_words_and_topic_quality_without_dense_counts")
 
 
 @dataclass(frozen=True)
@@ -147,6 +149,10 @@ MUTATIONS: list[Mutation] = [
       "(gammaln(ndk[\"ndk_count\"][begin:begin + block] + a) - gammaln(a)).sum()",
       "gammaln(ndk[\"ndk_count\"][begin:begin + block] + a).sum()",
       "wrong term", (WARP_SCORING,)),
+    M("warp-top-words-repeat-counted", "topictk/inference/warp.py",
+      "top[k, have.size:] = candidates[~np.isin(candidates, counted)][:missing]",
+      "top[k, have.size:] = candidates[:missing]",
+      "wrong order", (WARP_TOP_WORDS,)),
     M("gibbs-dense-beta-dropped", "topictk/inference/_gibbs.pyx",
       "p[kk] = coef[kk] * (nw[kk] + beta)", "p[kk] = coef[kk] * nw[kk]",
       "dropped term", (GIBBS_REF,)),

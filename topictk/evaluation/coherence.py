@@ -83,8 +83,19 @@ def topic_quality(topic_word: np.ndarray, indptr: np.ndarray, indices: np.ndarra
                   coherence_top: int = 10, diversity_top: int = 25) -> dict:
     """Mean UMass, mean NPMI and topic diversity of ``topic_word`` (K, V)."""
     V = topic_word.shape[1]
-    incidence = incidence_matrix(indptr, indices, V)
-    top = top_words(topic_word, min(coherence_top, V))
-    return {"umass": float(np.mean(umass(top, incidence))),
-            "npmi": float(np.mean(npmi(top, incidence))),
-            "diversity": diversity(topic_word, min(diversity_top, V))}
+    top = top_words(topic_word, min(max(coherence_top, diversity_top), V))
+    return quality_of_top_words(top, indptr, indices, V, coherence_top, diversity_top)
+
+
+def quality_of_top_words(top: np.ndarray, indptr: np.ndarray, indices: np.ndarray,
+                         n_words: int, coherence_top: int = 10,
+                         diversity_top: int = 25) -> dict:
+    """:func:`topic_quality` from the topics' top words (K, n), n at least the larger of
+    ``coherence_top`` and ``diversity_top`` (or V): the first of a topic's top words are its
+    top words for a smaller n."""
+    incidence = incidence_matrix(indptr, indices, n_words)
+    coherent = np.ascontiguousarray(top[:, :min(coherence_top, n_words)])
+    diverse = top[:, :min(diversity_top, n_words)]
+    return {"umass": float(np.mean(umass(coherent, incidence))),
+            "npmi": float(np.mean(npmi(coherent, incidence))),
+            "diversity": float(np.unique(diverse).size / diverse.size)}

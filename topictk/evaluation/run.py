@@ -7,7 +7,7 @@ from pathlib import Path
 
 from topictk.corpus.store import CorpusStore
 from topictk.errors import CheckpointError, CheckpointUsageError, UsageError
-from topictk.evaluation.coherence import topic_quality
+from topictk.evaluation.coherence import quality_of_top_words, top_words
 from topictk.evaluation.left_to_right import left_to_right_perplexity
 from topictk.inference.base import EvaluationSet
 from topictk.inference.cluster import Cluster
@@ -167,6 +167,11 @@ def evaluate_loaded(run: LoadedRun, left_to_right: int | None = None) -> dict:
     result.update(train_heldout_perplexity(run.driver, run.state, run.store, samples))
     ev = run.config.evaluation
     train = run.store.train()
-    result.update(topic_quality(run.driver.topic_word(run.state), train.indptr, train.indices,
-                                ev.coherence_top, ev.diversity_top))
+    V = run.driver.V
+    n = min(max(ev.coherence_top, ev.diversity_top), V)
+    top = run.driver.top_words(run.state, n)
+    if top is None:
+        top = top_words(run.driver.topic_word(run.state), n)
+    result.update(quality_of_top_words(top, train.indptr, train.indices, V, ev.coherence_top,
+                                       ev.diversity_top))
     return result

@@ -397,6 +397,12 @@ class Driver(ABC):
         """The algorithm's own per-token objective (log joint, bound), if it has one."""
         return None
 
+    def top_words(self, state: Any, n: int) -> np.ndarray | None:
+        """(K, n) word ids of every topic by :meth:`topic_word` descending, ties by ascending
+        word id, when the driver finds them without forming topic_word; None: read them from
+        topic_word (the default)."""
+        return None
+
     def sample(self, state: Any) -> dict[str, np.ndarray]:
         """Arrays that make up one saved posterior sample (default: none)."""
         return {}

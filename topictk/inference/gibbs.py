@@ -42,6 +42,7 @@ from topictk.inference.warp import (
     sparse_counts,
     sparse_fold_in,
     sparse_mixture,
+    top_words_of_rows,
 )
 from topictk.state.counts import (
     CountState,
@@ -602,6 +603,14 @@ class GibbsDriver(SampledDriver):
             nz = rows[rows > 0]
             topic_part += (gammaln(nz + beta) - gammaln(beta)).sum()
         return float((doc_part + topic_part) / max(self.n_tokens, 1))
+
+    def top_words(self, state: CountState, n: int) -> np.ndarray | None:
+        """A WarpLDA chain's from the non-zero n_kw of z (phi-hat_kw grows with n_kw within a
+        topic), without the (V, K) counts; None for the other samplers."""
+        if self.warp is None:
+            return None
+        rows = sparse_counts(self.warp.word_ptr, self.warp.word_tokens, state.z, self.K, "nkw")
+        return top_words_of_rows(rows, self.K, n)
 
     def _sparse_objective(self, state: CountState, block: int = 1 << 20) -> float:
         """:meth:`objective` from the non-zero counts of z (§2.9): sum_dk ln Gamma(n_dk +
