@@ -18,7 +18,8 @@ Usage (from the repository root, with ``pip install -e . -r benchmarks/requireme
     python benchmarks/bench_mh.py --record                      # KOS, K = 1,000, 5,000, 10,000
     python benchmarks/bench_mh.py --corpora 20news_gan2015 uci_nips --topics 5000 10000
     python benchmarks/bench_mh.py --record --name mh_memory --corpora kos_x10 --topics 10000 \\
-        --memory-only                                           # peak memory on KOS x 10
+        --memory-only --memory-scored            # peak memory on KOS x 10, also when scoring
+    python benchmarks/bench_mh.py --record --redraw mh mh_nips  # the figure from saved results
     python benchmarks/bench_mh.py --topics 1000 --seconds 20    # quick check
 """
 from __future__ import annotations
@@ -168,6 +169,24 @@ def run_topictk_memory(store: Path, K: int, sampler: str, a, name: str) -> int:
     return res["maxrss"]
 
 
+def run_topictk_memory_scored(store: Path, K: int, sampler: str, a, name: str) -> dict:
+    """Peak RSS of a training run that evaluates once, after its last sweep (the curve's
+    documents and fold-in), and of ``topictk evaluate`` of it (every test document, coherence),
+    with the seconds each evaluation took."""
+    base = WORK / name / f"K{K}"
+    run = base / f"{sampler}-memory-scored"
+    cfg = topictk_config(store, K, sampler, run, seconds=None, iterations=a.memory_sweeps,
+                         eval_every=a.memory_sweeps, seed=a.seed)
+    res = _train(cfg, base, f"{sampler}-memory-scored")
+    scored, ev = h.evaluate(run, base / f"{sampler}-memory-evaluate.log")
+    if scored is None:
+        raise SystemExit(f"topictk evaluate failed:\n"
+                         f"{h.tail(base / f'{sampler}-memory-evaluate.log')}")
+    return {"peak_scored": res["maxrss"], "peak_evaluate": ev["maxrss"],
+            "eval_seconds": h.read_metrics(run)[-1]["eval_seconds"],
+            "evaluate_seconds": ev["wall"], "perplexity_all": scored["perplexity"]}
+
+
 def run_tomotopy(store: Path, facts: dict, K: int, a, name: str) -> dict:
     base = WORK / name / f"K{K}"
     base.mkdir(parents=True, exist_ok=True)
@@ -225,6 +244,11 @@ def memory_bound(facts: dict) -> int:
     return 3 * facts["bytes"] + 2 * 8 * facts["N"]
 
 
+def results_file(run_name: str, corpus: str) -> Path:
+    """Where the raw results of ``--name`` on a corpus are kept (for ``--redraw``)."""
+    return WORK / f"results-{run_name}-{corpus}.json"
+
+
 def run_corpus(name: str, a) -> dict:
     """Every sampler of ``a.samplers`` (and tomotopy) at every K on corpus ``name``: the
     first sampler is the reference; with ``--seconds`` every sampler trains that long,
@@ -246,10 +270,12 @@ def run_corpus(name: str, a) -> dict:
             else:
                 row[sampler] = {}
             row[sampler]["peak"] = run_topictk_memory(store, K, sampler, a, name)
+            if a.memory_only and a.memory_scored:
+                row[sampler].update(run_topictk_memory_scored(store, K, sampler, a, name))
         if a.tomotopy_sweeps > 0 and not a.memory_only:
             h.log(f"{name} K={K} tomotopy")
             row["tomotopy"] = run_tomotopy(store, facts, K, a, name)
-        (WORK / f"results-{name}.json").write_text(json.dumps(rows, indent=1))
+        results_file(a.name, name).write_text(json.dumps(rows, indent=1))
     return {"facts": facts, "command": command, "rows": rows}
 
 
@@ -260,6 +286,18 @@ def corpus_report(name: str, done: dict, a) -> list[str]:
            (f"`{done['command']}`: {facts['D']:,} training documents, {facts['N']:,} training "
             f"tokens, V = {facts['V']:,}; store {h.mib(facts['bytes'])} MiB on disk; memory "
             f"allowance 3 x store + 8 bytes x (N + N) = {h.mib(memory_bound(facts))} MiB."), ""]
+    if a.memory_only and a.memory_scored:
+        out += ["| K | sampler | training MiB | share of allowance | training that evaluates "
+                "MiB | its evaluation s | `topictk evaluate` MiB | its s | perplexity |",
+                "| ---: | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |"]
+        for K, row in rows.items():
+            for sampler in a.samplers:
+                r = row[sampler]
+                out.append(f"| {K:,} | {sampler} | {h.mib(r['peak'])} | "
+                           f"{r['peak'] / memory_bound(facts):.2f} | {h.mib(r['peak_scored'])} | "
+                           f"{r['eval_seconds']:.1f} | {h.mib(r['peak_evaluate'])} | "
+                           f"{r['evaluate_seconds']:.1f} | {r['perplexity_all']:.1f} |")
+        return out + [""]
     if a.memory_only:
         out += ["| K | sampler | peak RSS MiB | share of allowance |",
                 "| ---: | --- | ---: | ---: |"]
@@ -317,7 +355,14 @@ def report(done: dict, a, began) -> str:
                  "process: interpreter, store, chain, checkpoint)."),
                 ("- Allowance: 3 x the store on disk plus 8 bytes (an int32 topic and an int32 "
                  "count) per non-zero document-topic and word-topic count, the non-zeros "
-                 "bounded by the training tokens N each."), ""]
+                 "bounded by the training tokens N each.")]
+        if a.memory_scored:
+            out.append(f"- Training that evaluates: the same run evaluating once after its last "
+                       f"sweep ({CURVE_DOCS} test documents, {CURVE_FOLD_IN_SWEEPS}-sweep "
+                       "fold-in, log joint); `topictk evaluate`: of that run (every test "
+                       f"document, {FOLD_IN_SWEEPS}-sweep fold-in, coherence and diversity); "
+                       "seconds are the evaluation's (metrics) and the command's (wall).")
+        out.append("")
         for name, part in done.items():
             out += corpus_report(name, part, a)
         return "\n".join(out) + "\n"
@@ -407,17 +452,24 @@ def main(argv=None) -> None:
     parser.add_argument("--memory-sweeps", type=int, default=3)
     parser.add_argument("--memory-only", action="store_true",
                         help="peak memory of training runs only (e.g. kos_x10)")
+    parser.add_argument("--memory-scored", action="store_true",
+                        help="with --memory-only: also of a training run that evaluates and of "
+                             "topictk evaluate")
     parser.add_argument("--name", default=NAME, help="results file name (mh)")
     parser.add_argument("--seed", type=int, default=0)
-    parser.add_argument("--redraw", action="store_true",
-                        help="only draw the figure of --corpora from their saved results "
-                             "(benchmarks/work/mh/results-CORPUS.json)")
+    parser.add_argument("--redraw", nargs="+", metavar="NAME",
+                        help="only draw the figure from the saved results of these --name runs "
+                             "(benchmarks/work/mh/results-NAME-CORPUS.json), every corpus of "
+                             "each")
     h.add_common_options(parser)
     a = parser.parse_args(argv)
     figure = h.figure_path(f"{a.name}_ppl_vs_time.png", a.record)
     if a.redraw:
-        rows = {name: json.loads((WORK / f"results-{name}.json").read_text())
-                for name in a.corpora}
+        rows = {path.stem.split("-", 2)[2]: json.loads(path.read_text())
+                for run_name in a.redraw
+                for path in sorted(WORK.glob(f"results-{run_name}-*.json"))}
+        if not rows:
+            raise SystemExit(f"no saved results of {', '.join(a.redraw)} in {WORK}")
         print(draw_curves(rows, a.samplers, figure))
         return
     began = h.now_utc()
