@@ -19,8 +19,10 @@
 # to ``doc_grad`` (DMR-SGRLD averages it over the kept sweeps, §9.3); ``sample_document`` is the
 # same sampler without that output.
 from libc.stdint cimport int32_t, int64_t
+from libc.stdlib cimport free
 from numpy.random cimport bitgen_t
 
+from topictk._cy.alloc cimport checked_alloc
 from topictk._cy.rng cimport next_uniform, uniform_topic
 from topictk._cy.special cimport digamma
 
@@ -150,3 +152,47 @@ cdef inline int64_t sample_document(int64_t begin, int64_t end, const int32_t* w
     """
     return sample_document_acc(begin, end, words, weights, acum, alpha, K, n_sweeps, n_burn,
                                zbuf, nd, dt, dt_pos, buf, word_topic, doc_topic, NULL, gen)
+
+
+cdef struct DocScratch:
+    # the buffers one thread folds documents in with (the fold-in kernels)
+    int32_t* zbuf               # (longest observed document) topics
+    int32_t* nd                 # (K) n_dk
+    int32_t* dt                 # (K) topics present
+    int32_t* dt_pos             # (K)
+    double* buf                 # (K) draw weights, then theta-hat
+    int64_t* kept               # (K) n_dk summed over the kept sweeps
+
+
+cdef inline void doc_scratch_free(DocScratch* scratch, int threads) noexcept nogil:
+    """Free what :func:`doc_scratch` allocated, also when it did not finish; NULL is no-op."""
+    cdef int t
+    if scratch == NULL:
+        return
+    for t in range(threads):
+        free(scratch[t].zbuf)
+        free(scratch[t].nd)
+        free(scratch[t].dt)
+        free(scratch[t].dt_pos)
+        free(scratch[t].buf)
+        free(scratch[t].kept)
+    free(scratch)
+
+
+cdef inline DocScratch* doc_scratch(int threads, Py_ssize_t max_len,
+                                    Py_ssize_t K) except NULL:
+    """The buffers of every thread (all freed again when one allocation fails)."""
+    cdef DocScratch* scratch = <DocScratch*> checked_alloc(threads, sizeof(DocScratch), True)
+    cdef int t
+    try:
+        for t in range(threads):
+            scratch[t].zbuf = <int32_t*> checked_alloc(max_len, sizeof(int32_t))
+            scratch[t].nd = <int32_t*> checked_alloc(K, sizeof(int32_t))
+            scratch[t].dt = <int32_t*> checked_alloc(K, sizeof(int32_t))
+            scratch[t].dt_pos = <int32_t*> checked_alloc(K, sizeof(int32_t))
+            scratch[t].buf = <double*> checked_alloc(K, sizeof(double))
+            scratch[t].kept = <int64_t*> checked_alloc(K, sizeof(int64_t))
+    except MemoryError:
+        doc_scratch_free(scratch, threads)
+        raise
+    return scratch

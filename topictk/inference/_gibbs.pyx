@@ -42,7 +42,13 @@ from libc.string cimport memcmp, memcpy, memset
 from numpy.random cimport bitgen_t
 
 from topictk._cy.alloc cimport checked_alloc as _alloc
-from topictk._cy.docsampler cimport alpha_buckets, sample_document
+from topictk._cy.docsampler cimport (
+    DocScratch,
+    alpha_buckets,
+    doc_scratch,
+    doc_scratch_free,
+    sample_document,
+)
 
 cdef extern from *:
     """
@@ -1344,17 +1350,7 @@ cdef struct FoldIn:
     double* theta               # (D, K) theta-hat of every folded-in document
 
 
-cdef struct FoldScratch:
-    # the buffers of one thread
-    int32_t* zbuf               # (longest observed document) topics
-    int32_t* nd                 # (K) n_dk
-    int32_t* dt                 # (K) topics present
-    int32_t* dt_pos             # (K)
-    double* buf                 # (K) draw weights, then theta-hat
-    int64_t* kept               # (K) n_dk summed over the kept sweeps
-
-
-cdef void _fold_in_doc(const FoldIn* f, FoldScratch* s, Py_ssize_t d,
+cdef void _fold_in_doc(const FoldIn* f, DocScratch* s, Py_ssize_t d,
                        bitgen_t* gen) noexcept nogil:
     """Sample document d on its observed tokens; write its theta-hat."""
     cdef Py_ssize_t k, K = f.K
@@ -1376,38 +1372,6 @@ cdef void _fold_in_doc(const FoldIn* f, FoldScratch* s, Py_ssize_t d,
             theta[k] = (s.kept[k] / <double> n_kept + alpha[k]) / denom
         else:
             theta[k] = (s.nd[k] + alpha[k]) / denom
-
-
-cdef void _fold_scratch_free(FoldScratch* scratch, int threads) noexcept nogil:
-    cdef int t
-    if scratch == NULL:
-        return
-    for t in range(threads):
-        free(scratch[t].zbuf)
-        free(scratch[t].nd)
-        free(scratch[t].dt)
-        free(scratch[t].dt_pos)
-        free(scratch[t].buf)
-        free(scratch[t].kept)
-    free(scratch)
-
-
-cdef FoldScratch* _fold_scratch(int threads, Py_ssize_t max_len, Py_ssize_t K) except NULL:
-    """The buffers of every thread (all freed again when one allocation fails)."""
-    cdef FoldScratch* scratch = <FoldScratch*> _alloc(threads, sizeof(FoldScratch), True)
-    cdef int t
-    try:
-        for t in range(threads):
-            scratch[t].zbuf = <int32_t*> _alloc(max_len, sizeof(int32_t))
-            scratch[t].nd = <int32_t*> _alloc(K, sizeof(int32_t))
-            scratch[t].dt = <int32_t*> _alloc(K, sizeof(int32_t))
-            scratch[t].dt_pos = <int32_t*> _alloc(K, sizeof(int32_t))
-            scratch[t].buf = <double*> _alloc(K, sizeof(double))
-            scratch[t].kept = <int64_t*> _alloc(K, sizeof(int64_t))
-    except MemoryError:
-        _fold_scratch_free(scratch, threads)
-        raise
-    return scratch
 
 
 def fold_in_theta(const int64_t[::1] obs_ptr,     # IN  (D + 1) observed-token offsets
@@ -1434,7 +1398,7 @@ def fold_in_theta(const int64_t[::1] obs_ptr,     # IN  (D + 1) observed-token o
     cdef Py_ssize_t c, d, max_len = 1
     cdef FoldIn f
     cdef bitgen_t** gens = NULL
-    cdef FoldScratch* scratch = NULL
+    cdef DocScratch* scratch = NULL
     cdef double* acum = NULL
     cdef int tid
     if len(streams) != C:
@@ -1466,7 +1430,7 @@ def fold_in_theta(const int64_t[::1] obs_ptr,     # IN  (D + 1) observed-token o
         if not f.per_doc_alpha:
             acum = <double*> _alloc(V + 1, sizeof(double))
         f.acum = acum
-        scratch = _fold_scratch(threads, max_len, K)
+        scratch = doc_scratch(threads, max_len, K)
         with nogil:
             if acum != NULL:
                 alpha_buckets(f.weights, f.alpha, V, K, acum)
@@ -1477,6 +1441,6 @@ def fold_in_theta(const int64_t[::1] obs_ptr,     # IN  (D + 1) observed-token o
                         if f.active[d]:
                             _fold_in_doc(&f, &scratch[tid], d, gens[c])
     finally:
-        _fold_scratch_free(scratch, threads)
+        doc_scratch_free(scratch, threads)
         free(acum)
         free(gens)

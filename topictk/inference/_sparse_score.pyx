@@ -18,12 +18,13 @@ Memory: the sample's rows, O(K) per thread and O(V) for the alpha-bucket totals.
 is allocated and checked before the sampling and freed after it on every path.
 """
 from cython.parallel cimport parallel, prange, threadid
-from libc.math cimport NAN
+from libc.math cimport INFINITY, NAN
 from libc.stdint cimport int32_t, int64_t, uint8_t
 from libc.stdlib cimport free
 from numpy.random cimport bitgen_t
 
-from topictk._cy.alloc cimport checked_alloc as _alloc
+from topictk._cy.alloc cimport checked_alloc as _alloc, free_rows
+from topictk._cy.docsampler cimport DocScratch, doc_scratch, doc_scratch_free
 from topictk._cy.rng cimport bitgen_of, next_uniform, uniform_topic
 
 
@@ -75,29 +76,11 @@ cdef inline double _mix(const Rows* r, int32_t w, const double* theta) noexcept 
         j += 1
 
 
-cdef inline double _alpha_total(const Rows* r, const double* alpha, const double* az,
-                                int32_t w) noexcept nogil:
-    """sum_k alpha_k phi-hat_kw in ascending k (``az`` = alpha_k times the zero-count
-    weight, the same product)."""
-    cdef int64_t j = r.ptr[w], end = r.ptr[w + 1]
-    cdef Py_ssize_t k = 0, stop
-    cdef double c = 0.0
-    while True:
-        stop = r.topic[j] if j < end else r.K
-        while k < stop:
-            c = c + az[k]
-            k += 1
-        if j >= end:
-            return c
-        c = c + alpha[k] * _nonzero_weight(r, j)
-        k += 1
-        j += 1
-
-
-cdef inline Py_ssize_t _alpha_draw(const Rows* r, const double* alpha, const double* az,
-                                   int32_t w, double u) noexcept nogil:
-    """The first k with u < sum_{k' <= k} alpha_k' phi-hat_k'w (summed in ascending k as
-    :func:`_alpha_total`), K - 1 when rounding leaves none."""
+cdef inline Py_ssize_t _alpha_walk(const Rows* r, const double* alpha, const double* az,
+                                   int32_t w, double u, double* total) noexcept nogil:
+    """The first k with u < sum_{k' <= k} alpha_k' phi-hat_k'w, summed in ascending k (``az``
+    = alpha_k times the zero-count weight, the same product), or K - 1 when there is none
+    (u = inf: the whole sum, left in ``total``)."""
     cdef int64_t j = r.ptr[w], end = r.ptr[w + 1]
     cdef Py_ssize_t k = 0, stop
     cdef double c = 0.0
@@ -109,23 +92,13 @@ cdef inline Py_ssize_t _alpha_draw(const Rows* r, const double* alpha, const dou
                 return k
             k += 1
         if j >= end:
+            total[0] = c
             return r.K - 1
         c = c + alpha[k] * _nonzero_weight(r, j)
         if u < c:
             return k
         k += 1
         j += 1
-
-
-cdef struct Scratch:
-    # the buffers of one thread
-    int32_t* zbuf               # (longest observed document) topics
-    int32_t* nd                 # (K) n_dk
-    int32_t* dt                 # (K) topics present
-    int32_t* dt_pos             # (K)
-    double* buf                 # (K) cumulative document-bucket weights
-    int64_t* kept               # (K) n_dk summed over the kept sweeps
-    double* theta               # (K) theta-hat of the document
 
 
 cdef struct Fold:
@@ -144,16 +117,17 @@ cdef struct Fold:
     double* out
 
 
-cdef void _sample_doc(const Fold* f, Scratch* s, Py_ssize_t d, bitgen_t* gen) noexcept nogil:
+cdef void _sample_doc(const Fold* f, DocScratch* s, double* theta, Py_ssize_t d,
+                     bitgen_t* gen) noexcept nogil:
     """Document d on its observed tokens: the bucket path of ``sample_document`` with the
-    weights read from the rows; then its held-out entries' p-hat."""
+    weights read from the rows; then its held-out entries' p-hat (``theta`` a K row)."""
     cdef const Rows* r = &f.rows
     cdef Py_ssize_t K = r.K, k, j, n_dt = 0
     cdef int64_t begin = f.obs_ptr[d], n = f.obs_ptr[d + 1] - begin, i
     cdef const int32_t* words = f.obs_words + begin
     cdef int32_t w
     cdef int sweep, n_kept = f.n_sweeps - f.n_burn
-    cdef double u, rr, alpha_sum = 0.0, denom
+    cdef double u, rr, alpha_sum = 0.0, denom, unused
     cdef bint found
     for k in range(K):
         s.nd[k] = 0
@@ -193,7 +167,7 @@ cdef void _sample_doc(const Fold* f, Scratch* s, Py_ssize_t d, bitgen_t* gen) no
                 if not found:
                     k = s.dt[n_dt - 1]
             else:
-                k = _alpha_draw(r, f.alpha, f.az, w, u - rr)
+                k = _alpha_walk(r, f.alpha, f.az, w, u - rr, &unused)
             if s.nd[k] == 0:
                 s.dt_pos[k] = <int32_t> n_dt
                 s.dt[n_dt] = <int32_t> k
@@ -207,45 +181,11 @@ cdef void _sample_doc(const Fold* f, Scratch* s, Py_ssize_t d, bitgen_t* gen) no
     denom = n + alpha_sum
     for k in range(K):
         if n_kept > 0:
-            s.theta[k] = (s.kept[k] / <double> n_kept + f.alpha[k]) / denom
+            theta[k] = (s.kept[k] / <double> n_kept + f.alpha[k]) / denom
         else:
-            s.theta[k] = (s.nd[k] + f.alpha[k]) / denom
+            theta[k] = (s.nd[k] + f.alpha[k]) / denom
     for i in range(f.held_ptr[d], f.held_ptr[d + 1]):
-        f.out[i] = _mix(r, f.held_words[i], s.theta)
-
-
-cdef void _scratch_free(Scratch* sc, int threads) noexcept nogil:
-    cdef int t
-    if sc == NULL:
-        return
-    for t in range(threads):
-        free(sc[t].zbuf)
-        free(sc[t].nd)
-        free(sc[t].dt)
-        free(sc[t].dt_pos)
-        free(sc[t].buf)
-        free(sc[t].kept)
-        free(sc[t].theta)
-    free(sc)
-
-
-cdef Scratch* _scratch(int threads, Py_ssize_t max_len, Py_ssize_t K) except NULL:
-    """The buffers of every thread (all freed again when one allocation fails)."""
-    cdef Scratch* sc = <Scratch*> _alloc(threads, sizeof(Scratch), True)
-    cdef int t
-    try:
-        for t in range(threads):
-            sc[t].zbuf = <int32_t*> _alloc(max_len, sizeof(int32_t))
-            sc[t].nd = <int32_t*> _alloc(K, sizeof(int32_t))
-            sc[t].dt = <int32_t*> _alloc(K, sizeof(int32_t))
-            sc[t].dt_pos = <int32_t*> _alloc(K, sizeof(int32_t))
-            sc[t].buf = <double*> _alloc(K, sizeof(double))
-            sc[t].kept = <int64_t*> _alloc(K, sizeof(int64_t))
-            sc[t].theta = <double*> _alloc(K, sizeof(double))
-    except MemoryError:
-        _scratch_free(sc, threads)
-        raise
-    return sc
+        f.out[i] = _mix(r, f.held_words[i], theta)
 
 
 cdef int _rows_init(Rows* r, const int64_t[::1] ptr, const int32_t[::1] topic,
@@ -300,7 +240,8 @@ def fold_in_probabilities(const int64_t[::1] obs_ptr,    # IN  (D + 1) observed-
     cdef int64_t j
     cdef Fold f
     cdef bitgen_t** gens = NULL
-    cdef Scratch* sc = NULL
+    cdef DocScratch* sc = NULL
+    cdef double** theta = NULL
     cdef double* den = NULL
     cdef double* zero = NULL
     cdef double* acum = NULL
@@ -338,7 +279,10 @@ def fold_in_probabilities(const int64_t[::1] obs_ptr,    # IN  (D + 1) observed-
         _rows_init(&f.rows, ptr, topic, count, nk, beta, den, zero)
         for k in range(K):
             az[k] = alpha[k] * zero[k]
-        sc = _scratch(threads, max_len, K)
+        sc = doc_scratch(threads, max_len, K)
+        theta = <double**> _alloc(threads, sizeof(double*), True)
+        for c in range(threads):
+            theta[c] = <double*> _alloc(K, sizeof(double))
         f.obs_ptr = &obs_ptr[0]
         f.obs_words = &obs_words[0] if obs_words.shape[0] > 0 else NULL
         f.held_ptr = &held_ptr[0]
@@ -358,7 +302,7 @@ def fold_in_probabilities(const int64_t[::1] obs_ptr,    # IN  (D + 1) observed-
                         used[obs_words[j]] = 1
             for c in prange(V, schedule="static", num_threads=threads):
                 if used[c]:
-                    acum[c] = _alpha_total(&f.rows, f.alpha, az, <int32_t> c)
+                    _alpha_walk(&f.rows, f.alpha, az, <int32_t> c, INFINITY, &acum[c])
             for d in range(D):
                 if not f.active[d]:
                     for j in range(held_ptr[d], held_ptr[d + 1]):
@@ -368,9 +312,10 @@ def fold_in_probabilities(const int64_t[::1] obs_ptr,    # IN  (D + 1) observed-
                 for c in prange(C, schedule="dynamic", chunksize=1):
                     for d in range(chunk_bounds[c], chunk_bounds[c + 1]):
                         if f.active[d]:
-                            _sample_doc(&f, &sc[tid], d, gens[c])
+                            _sample_doc(&f, &sc[tid], theta[tid], d, gens[c])
     finally:
-        _scratch_free(sc, threads)
+        doc_scratch_free(sc, threads)
+        free_rows(<void**> theta, threads)
         free(den)
         free(zero)
         free(acum)
@@ -441,9 +386,6 @@ def mixture_probabilities(const int64_t[::1] held_ptr,   # IN  (D + 1) entry off
                 for j in range(held_ptr[d], held_ptr[d + 1]):
                     out[j] = _mix(&rows, held_words[j], theta[tid])
     finally:
-        if theta != NULL:
-            for t in range(threads):
-                free(theta[t])
-        free(theta)
+        free_rows(<void**> theta, threads)
         free(den)
         free(zero)
