@@ -67,8 +67,9 @@ def test_checkpoints_hold_the_chain_and_samples_its_counts(tmp_path, example_sto
 
 def test_a_checkpoint_of_the_earlier_kernel_is_refused(tmp_path, example_store):
     """A checkpoint holding the pending proposals of the earlier WarpLDA kernel cannot go on
-    with this chain: resuming it fails in one line naming the file and the fix, and the run
-    directory is left as it was."""
+    with this chain: resuming it fails in one line naming the file and the fix (not the
+    generic one of a damaged checkpoint), and the run directory is left as it was; its topics
+    are still evaluated."""
     from topictk.rundir.checkpoint import save_arrays
 
     config = write_config(tmp_path, example_store,
@@ -83,8 +84,10 @@ def test_a_checkpoint_of_the_earlier_kernel_is_refused(tmp_path, example_store):
     message = fails(1, "train", "--config", config, "--resume")
     assert "pending proposals of the earlier inference.sampler = warp kernel" in message
     assert "train the run again from the start" in message and "step-00000005" in message
-    assert len(message.strip().splitlines()) == 1
+    assert len(message.strip().splitlines()) == 1 and "delete it" not in message
     assert path.read_bytes() == before
+    # its topics are still read: evaluating the checkpoint works
+    assert "perplexity" in ok("evaluate", tmp_path / "run", "--checkpoint", "5").stdout
 
 
 @pytest.mark.parametrize("alpha", [0.1, "auto"])

@@ -429,6 +429,10 @@ class Driver(ABC):
         (``n_docs``, ``n_tokens``)."""
         return {"feistel": FEISTEL_ROUNDS, "epoch_state": FEISTEL_ROUNDS + 1}
 
+    def check_resumable(self, state: Any) -> None:
+        """Raise ValueError, with the fix, when a restored state can be read (evaluated,
+        inferred with) but not continued by this version's sampler (default: it can)."""
+
     def check_restored(self, state: Any) -> None:
         """Raise ValueError when a restored state contradicts the config in a way its array
         shapes do not show (a setting saved in the state)."""

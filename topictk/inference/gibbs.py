@@ -695,11 +695,14 @@ class GibbsDriver(SampledDriver):
     def state_sizes(self) -> dict:
         return {**super().state_sizes(), "M": self.mh_steps}
 
-    def check_restored(self, state: CountState) -> None:
+    def check_resumable(self, state: CountState) -> None:
         if self.warp is not None and state.prop is not None:
             raise ValueError(f"the state of step {state.step} holds the pending proposals of "
                              f"the earlier inference.sampler = warp kernel, whose chain this "
-                             f"version cannot continue; train the run again from the start")
+                             f"version cannot continue (its topics can still be evaluated); "
+                             f"train the run again from the start")
+
+    def check_restored(self, state: CountState) -> None:
         if (self.mh is not None and state.step % self.mh.rebuild != 0
                 and state.table_z is None):
             raise ValueError(f"the state of step {state.step} has no table_z, which "

@@ -20,7 +20,8 @@ class CountState(Saved):
     sample_steps: steps at which a sample of (nkw, nk) was saved for evaluation
     table_z (N,) int32  the MH sampler's word-proposal tables were built from these topics
                         (kept and saved only when they are rebuilt less often than every sweep)
-    prop (N, M) int32   the pending proposals of the earlier WarpLDA kernel (read to refuse them)
+    prop (N, M) int32   the pending proposals of the earlier WarpLDA kernel (read to refuse
+                        resuming them)
     """
 
     SCHEMA = {"z": Array("int32", ("N",)), "ndk": Array("int32", ("D", "K")),

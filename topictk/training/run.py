@@ -277,6 +277,10 @@ class RunSession:
                 raise CheckpointError(f"{path}: does not hold a complete {driver.name} state "
                                       f"({exc}); delete it to fall back to an earlier "
                                       f"one") from None
+            try:
+                driver.check_resumable(self.state)
+            except ValueError as exc:
+                raise CheckpointError(f"{path}: {exc}") from None
             check_sample_schedule(driver, self.state, int(header["state"]["step"]),
                                   run_dir / "config.yaml")
             self.clock = dict(header["clock"])
