@@ -122,7 +122,7 @@ def test_ctrl_c_exits_130_with_one_line(trained, monkeypatch):
     def interrupted(*args, **kwargs):
         raise KeyboardInterrupt
 
-    monkeypatch.setattr(evaluation, "topic_quality", interrupted)
+    monkeypatch.setattr(evaluation, "quality_of_top_words", interrupted)
     outcome = run("evaluate", trained)
     assert outcome.exit_code == 130
     assert _one_line(outcome) == "topictk: interrupted"
@@ -192,7 +192,7 @@ def test_a_defect_is_one_line_and_the_traceback_is_kept_for_debug(trained, monke
     def broken(*args, **kwargs):
         raise IndexError("index 7 is out of bounds")
 
-    monkeypatch.setattr(evaluation, "topic_quality", broken)
+    monkeypatch.setattr(evaluation, "quality_of_top_words", broken)
     outcome = run("evaluate", trained)
     assert outcome.exit_code == 1
     assert _one_line(outcome) == ("topictk: error: internal error (IndexError: index 7 is out "
