@@ -188,6 +188,15 @@ cdef void _sample_doc(const Fold* f, DocScratch* s, double* theta, Py_ssize_t d,
         f.out[i] = _mix(r, f.held_words[i], theta)
 
 
+cdef int _check_ids(const int32_t[::1] ids, Py_ssize_t limit, str message) except -1:
+    """ValueError(message) unless every id is in 0..limit-1."""
+    cdef Py_ssize_t j
+    for j in range(ids.shape[0]):
+        if ids[j] < 0 or ids[j] >= limit:
+            raise ValueError(message)
+    return 0
+
+
 cdef int _rows_init(Rows* r, const int64_t[::1] ptr, const int32_t[::1] topic,
                     const int32_t[::1] count, const int64_t[::1] nk, double beta,
                     double* den, double* zero) except -1:
@@ -197,9 +206,7 @@ cdef int _rows_init(Rows* r, const int64_t[::1] ptr, const int32_t[::1] topic,
     cdef double vbeta = V * beta
     if topic.shape[0] != count.shape[0] or ptr[V] != topic.shape[0] or ptr[0] != 0:
         raise ValueError("the rows' offsets, topics and counts do not fit together")
-    for k in range(topic.shape[0]):
-        if topic[k] < 0 or topic[k] >= K:
-            raise ValueError("a row holds a topic outside 0..K-1")
+    _check_ids(topic, K, "a row holds a topic outside 0..K-1")
     r.ptr = &ptr[0]
     r.topic = &topic[0] if topic.shape[0] > 0 else NULL
     r.count = &count[0] if count.shape[0] > 0 else NULL
@@ -256,12 +263,8 @@ def fold_in_probabilities(const int64_t[::1] obs_ptr,    # IN  (D + 1) observed-
         raise ValueError("documents, active, alpha and out do not fit together")
     if n_sweeps < 1 or n_burn < 0 or n_burn > n_sweeps:
         raise ValueError("0 <= n_burn <= n_sweeps >= 1 is needed")
-    for j in range(obs_words.shape[0]):
-        if obs_words[j] < 0 or obs_words[j] >= V:
-            raise ValueError("an observed token's word has no row")
-    for j in range(held_words.shape[0]):
-        if held_words[j] < 0 or held_words[j] >= V:
-            raise ValueError("a held-out entry's word has no row")
+    _check_ids(obs_words, V, "an observed token's word has no row")
+    _check_ids(held_words, V, "a held-out entry's word has no row")
     for d in range(D):
         if obs_ptr[d + 1] - obs_ptr[d] > max_len:
             max_len = obs_ptr[d + 1] - obs_ptr[d]
@@ -355,12 +358,8 @@ def mixture_probabilities(const int64_t[::1] held_ptr,   # IN  (D + 1) entry off
             or held_ptr[D] != held_words.shape[0] or doc_ptr[D] != doc_topic.shape[0]
             or doc_count.shape[0] != doc_topic.shape[0]):
         raise ValueError("entries, document rows, alpha and out do not fit together")
-    for j in range(held_words.shape[0]):
-        if held_words[j] < 0 or held_words[j] >= V:
-            raise ValueError("an entry's word has no row")
-    for j in range(doc_topic.shape[0]):
-        if doc_topic[j] < 0 or doc_topic[j] >= K:
-            raise ValueError("a document row holds a topic outside 0..K-1")
+    _check_ids(held_words, V, "an entry's word has no row")
+    _check_ids(doc_topic, K, "a document row holds a topic outside 0..K-1")
     if threads < 1:
         threads = 1
     try:

@@ -609,8 +609,11 @@ class GibbsDriver(SampledDriver):
         topic), without the (V, K) counts; None for the other samplers."""
         if self.warp is None:
             return None
-        rows = sparse_counts(self.warp.word_ptr, self.warp.word_tokens, state.z, self.K, "nkw")
-        return top_words_of_rows(rows, self.K, n)
+        return top_words_of_rows(self._word_rows(state), self.K, n)
+
+    def _word_rows(self, state: CountState) -> dict[str, np.ndarray]:
+        """A WarpLDA chain's non-zero n_kw, counted from z (``nkw_*``, §2.9)."""
+        return sparse_counts(self.warp.word_ptr, self.warp.word_tokens, state.z, self.K, "nkw")
 
     def _sparse_objective(self, state: CountState, block: int = 1 << 20) -> float:
         """:meth:`objective` from the non-zero counts of z (§2.9): sum_dk ln Gamma(n_dk +
@@ -625,7 +628,7 @@ class GibbsDriver(SampledDriver):
             doc_part += (gammaln(ndk["ndk_count"][begin:begin + block] + a) - gammaln(a)).sum()
         del ndk
         topic_part = self.K * gammaln(self.V * beta) - gammaln(self.V * beta + state.nk).sum()
-        nkw = sparse_counts(self.warp.word_ptr, self.warp.word_tokens, state.z, self.K, "nkw")
+        nkw = self._word_rows(state)
         for begin in range(0, nkw["nkw_count"].size, block):
             part = nkw["nkw_count"][begin:begin + block]
             topic_part += (gammaln(part + beta) - gammaln(beta)).sum()
@@ -637,8 +640,7 @@ class GibbsDriver(SampledDriver):
         counted from z, so that sampling adds no (V, K) or (D, K) array to its memory."""
         protocol_b = self.store.train_heldout() is not None
         if self.warp is not None:
-            arrays = {**sparse_counts(self.warp.word_ptr, self.warp.word_tokens, state.z,
-                                      self.K, "nkw"), "nk": state.nk, "alpha": state.alpha}
+            arrays = {**self._word_rows(state), "nk": state.nk, "alpha": state.alpha}
             if protocol_b:
                 arrays.update(sparse_counts(self.doc_ptr, None, state.z, self.K, "ndk"))
             return arrays
