@@ -52,8 +52,9 @@ ctypedef fused position_t:
     int64_t
 
 
-# tokens between the draw of a token's proposals and their use (a power of two); the
-# document phase looks up the drawn entries of the word order AHEAD tokens before that
+# tokens between the draw of a token's proposals and their use (a power of two, so that a
+# token's slot is its offset masked, without a division); the document phase looks up the
+# drawn entries of the word order AHEAD tokens before that
 cdef enum:
     AHEAD = 8
     RING = 16                   # 2 * AHEAD slots
@@ -230,12 +231,12 @@ cdef void _doc_round(const Warp* wp, const position_t* word_tokens, int64_t* nk,
         # tokens are drawn RING ahead of their use and looked up AHEAD ahead
         for i in range(begin, min(begin + RING, end)):
             if every or wp.word_block[wp.words[i]] == block:
-                slot = (i - begin) % RING
+                slot = (i - begin) & (RING - 1)
                 _doc_draw(wp, i, ring_at + slot * M, ring_u + slot * M, gen)
                 if i < begin + AHEAD:
                     _doc_lookup(wp, word_tokens, i, ring_at + slot * M)
         for i in range(begin, end):
-            slot = (i - begin) % RING
+            slot = (i - begin) & (RING - 1)
             if every or wp.word_block[wp.words[i]] == block:
                 z[i] = _resample(z[i], z, cd, nk, ring_at + slot * M, ring_u + slot * M, M,
                                  wp.alpha, 0.0, wp.vbeta)
@@ -244,7 +245,7 @@ cdef void _doc_round(const Warp* wp, const position_t* word_tokens, int64_t* nk,
                 _doc_draw(wp, ahead, ring_at + slot * M, ring_u + slot * M, gen)
             ahead = i + AHEAD
             if ahead < end and (every or wp.word_block[wp.words[ahead]] == block):
-                _doc_lookup(wp, word_tokens, ahead, ring_at + ((ahead - begin) % RING) * M)
+                _doc_lookup(wp, word_tokens, ahead, ring_at + ((ahead - begin) & (RING - 1)) * M)
         for i in range(begin, end):
             cd[z[i]] = 0
 
@@ -282,10 +283,10 @@ cdef void _word_round(const Warp* wp, const position_t* word_tokens, int64_t* nk
             seen[j] = t
             cw[t] += 1
         for j in range(lo, min(lo + AHEAD, hi)):
-            slot = (j - lo) % AHEAD
+            slot = (j - lo) & (AHEAD - 1)
             _word_draw(wp, tok[j], docs[j], ring_at + slot * M, ring_u + slot * M, gen)
         for j in range(lo, hi):
-            slot = (j - lo) % AHEAD
+            slot = (j - lo) & (AHEAD - 1)
             t = _resample(seen[j], z, cw, nk, ring_at + slot * M, ring_u + slot * M, M, NULL,
                           wp.beta, wp.vbeta)
             seen[j] = t
