@@ -1,17 +1,43 @@
 """Slow NumPy twin of the WarpLDA-order kernel (topictk/inference/_warp.pyx).
 
 docs/algorithms.md §2.9 written literally, one token at a time, with the same draw contracts
-and the same uniforms from ``numpy.random.Generator`` objects built on the same PCG64
-streams, so kernel and twin can be compared exactly. A token's proposals are drawn (two
-uniforms per MH step: the proposal, then the acceptance) just before it is sampled; the
-kernel draws them a few tokens ahead, which draws the same uniforms in the same order,
-because a draw reads no topic.
+and the same uniforms: every round seeds xoshiro256+ (:class:`Xoshiro`) from the next four
+64-bit outputs of the chunk's PCG64 stream (the ``numpy.random.Generator`` objects given) and
+draws the round's uniforms from it, so kernel and twin can be compared exactly. A token's
+proposals are drawn (two uniforms per MH step: the proposal, then the acceptance) just before
+it is sampled; the kernel draws them a few tokens ahead, which draws the same uniforms in the
+same order, because a draw reads no topic.
 """
 from __future__ import annotations
 
 import numpy as np
 
 from tests.reference.mh import alias_draw, alias_table
+
+
+MASK = (1 << 64) - 1
+
+
+class Xoshiro:
+    """xoshiro256+ as ``topictk/_cy/rng.pxd`` has it, seeded from ``gen``'s stream."""
+
+    def __init__(self, gen: np.random.Generator):
+        self.s = [int(v) for v in gen.bit_generator.random_raw(4)]
+        if not any(self.s):
+            self.s[0] = 1
+
+    def random(self) -> float:
+        s0, s1, s2, s3 = self.s
+        out = (s0 + s3) & MASK
+        t = (s1 << 17) & MASK
+        s2 ^= s0
+        s3 ^= s1
+        s1 ^= s2
+        s0 ^= s3
+        s2 ^= t
+        s3 = ((s3 << 45) | (s3 >> 19)) & MASK
+        self.s = [s0, s1, s2, s3]
+        return (out >> 11) * 2.0 ** -53
 
 
 def _prior(alpha: np.ndarray):
@@ -42,6 +68,7 @@ def _steps(s, draws, z, row, prior_of, nk, vbeta):
 
 def _word_round(words_of_chunk, word_tokens_of, block_of_doc, doc_of, doc_ptr, block, z, nk,
                 M, K, beta, vbeta, prior, alpha_sum, gen) -> None:
+    gen = Xoshiro(gen)
     for w in words_of_chunk:
         tokens = word_tokens_of[w]
         mine = [i for i in tokens if block_of_doc[doc_of[i]] == block]
@@ -71,6 +98,7 @@ def _word_round(words_of_chunk, word_tokens_of, block_of_doc, doc_of, doc_ptr, b
 
 def _doc_round(docs, doc_ptr, words, word_tokens_of, word_block, block, every, z, nk, alpha,
                M, K, beta, vbeta, gen) -> None:
+    gen = Xoshiro(gen)
     for d in docs:
         begin, end = int(doc_ptr[d]), int(doc_ptr[d + 1])
         cd = np.bincount(z[begin:end], minlength=K).astype(np.int64)

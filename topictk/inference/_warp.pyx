@@ -16,7 +16,9 @@ rounds; in round r, chunk c takes word block c and document block (c + r) mod C 
 document block c and word block (c + r) mod C (document phase), so no two chunks touch one
 document or one word at a time and every proposal reads topics no other thread writes. Each
 chunk works on its own copy of n_k from the start of the round, the copies' changes added in
-chunk order after it: the result depends on the chunks only, never on the threads. The
+chunk order after it: the result depends on the chunks only, never on the threads. A round
+draws its uniforms from xoshiro256+ seeded from the chunk's stream at its start
+(``topictk/_cy/rng.pxd``), inlined, instead of calling the bit generator per uniform. The
 positions a token's proposals read are drawn ``AHEAD`` tokens before it is sampled and the
 cache is asked for them (their topics are read when used). Every buffer is allocated and
 checked before the sampling and freed after it on every path.
@@ -31,7 +33,7 @@ from numpy.random cimport bitgen_t
 
 from topictk._cy.alias cimport alias_build, alias_draw
 from topictk._cy.alloc cimport checked_alloc as _alloc, free_rows
-from topictk._cy.rng cimport bitgen_of, next_uniform
+from topictk._cy.rng cimport Xoshiro, bitgen_of, xoshiro_seed, xoshiro_uniform
 
 
 cdef extern from *:
@@ -129,7 +131,7 @@ cdef inline int64_t _floor_below(double x, int64_t n) noexcept nogil:
 
 
 cdef inline void _word_draw(const Warp* wp, int64_t i, int32_t d, int64_t* at, double* u,
-                            bitgen_t* gen) noexcept nogil:
+                            Xoshiro* gen) noexcept nogil:
     """The M proposals of token i of document d for the word phase (§2.9), two uniforms each:
     x of [0, L_d - 1 + alpha_sum): x < L_d - 1 the other token floor(x) of the document (the
     token itself standing for the last), else a topic from alpha with r = (x - L_d + 1) /
@@ -138,7 +140,7 @@ cdef inline void _word_draw(const Warp* wp, int64_t i, int32_t d, int64_t* at, d
     cdef double x, total = others + wp.alpha_sum
     cdef int m
     for m in range(wp.M):
-        x = next_uniform(gen) * total
+        x = xoshiro_uniform(gen) * total
         if x < others:
             j = begin + _floor_below(x, others)
             if j == i:
@@ -147,11 +149,11 @@ cdef inline void _word_draw(const Warp* wp, int64_t i, int32_t d, int64_t* at, d
             prefetch(wp.z + j)
         else:
             at[m] = -1 - <int64_t> _prior_draw(wp, (x - others) / wp.alpha_sum)
-        u[m] = next_uniform(gen)
+        u[m] = xoshiro_uniform(gen)
 
 
 cdef inline void _doc_draw(const Warp* wp, int64_t i, int64_t* at, double* u,
-                           bitgen_t* gen) noexcept nogil:
+                           Xoshiro* gen) noexcept nogil:
     """The M proposals of token i for the document phase (§2.9), two uniforms each: x of
     [0, n_w - 1 + K beta): x < n_w - 1 the entry floor(x) of the word's other tokens (looked
     up by :func:`_doc_lookup`), else the topic min(floor((x - n_w + 1) / beta), K - 1); then
@@ -161,14 +163,14 @@ cdef inline void _doc_draw(const Warp* wp, int64_t i, int64_t* at, double* u,
     cdef double x, total = others + wp.K * wp.beta
     cdef int m
     for m in range(wp.M):
-        x = next_uniform(gen) * total
+        x = xoshiro_uniform(gen) * total
         if x < others:
             j = b + _floor_below(x, others)
             at[m] = j
             prefetch((<const char*> wp.word_tokens) + j * (4 if wp.narrow else 8))
         else:
             at[m] = -1 - _floor_below((x - others) / wp.beta, wp.K)
-        u[m] = next_uniform(gen)
+        u[m] = xoshiro_uniform(gen)
 
 
 cdef inline void _doc_lookup(const Warp* wp, const position_t* word_tokens, int64_t i,
@@ -223,6 +225,8 @@ cdef void _doc_round(const Warp* wp, const position_t* word_tokens, int64_t* nk,
     cdef int M = wp.M
     cdef bint every = wp.C == 1
     cdef int32_t* z = wp.z
+    cdef Xoshiro draws
+    xoshiro_seed(&draws, gen)
     for d in range(wp.dbounds[c], wp.dbounds[c + 1]):
         begin = wp.doc_ptr[d]
         end = wp.doc_ptr[d + 1]
@@ -232,7 +236,7 @@ cdef void _doc_round(const Warp* wp, const position_t* word_tokens, int64_t* nk,
         for i in range(begin, min(begin + RING, end)):
             if every or wp.word_block[wp.words[i]] == block:
                 slot = (i - begin) & (RING - 1)
-                _doc_draw(wp, i, ring_at + slot * M, ring_u + slot * M, gen)
+                _doc_draw(wp, i, ring_at + slot * M, ring_u + slot * M, &draws)
                 if i < begin + AHEAD:
                     _doc_lookup(wp, word_tokens, i, ring_at + slot * M)
         for i in range(begin, end):
@@ -242,7 +246,7 @@ cdef void _doc_round(const Warp* wp, const position_t* word_tokens, int64_t* nk,
                                  wp.alpha, 0.0, wp.vbeta)
             ahead = i + RING
             if ahead < end and (every or wp.word_block[wp.words[ahead]] == block):
-                _doc_draw(wp, ahead, ring_at + slot * M, ring_u + slot * M, gen)
+                _doc_draw(wp, ahead, ring_at + slot * M, ring_u + slot * M, &draws)
             ahead = i + AHEAD
             if ahead < end and (every or wp.word_block[wp.words[ahead]] == block):
                 _doc_lookup(wp, word_tokens, ahead, ring_at + ((ahead - begin) & (RING - 1)) * M)
@@ -264,6 +268,8 @@ cdef void _word_round(const Warp* wp, const position_t* word_tokens, int64_t* nk
     cdef const position_t* tok
     cdef const int32_t* docs
     cdef int32_t* z = wp.z
+    cdef Xoshiro draws
+    xoshiro_seed(&draws, gen)
     for q in range(wp.wbounds[c], wp.wbounds[c + 1]):
         w = wp.word_list[q]
         lo = wp.word_cuts[w * C1 + block]
@@ -284,7 +290,7 @@ cdef void _word_round(const Warp* wp, const position_t* word_tokens, int64_t* nk
             cw[t] += 1
         for j in range(lo, min(lo + AHEAD, hi)):
             slot = (j - lo) & (AHEAD - 1)
-            _word_draw(wp, tok[j], docs[j], ring_at + slot * M, ring_u + slot * M, gen)
+            _word_draw(wp, tok[j], docs[j], ring_at + slot * M, ring_u + slot * M, &draws)
         for j in range(lo, hi):
             slot = (j - lo) & (AHEAD - 1)
             t = _resample(seen[j], z, cw, nk, ring_at + slot * M, ring_u + slot * M, M, NULL,
@@ -293,7 +299,7 @@ cdef void _word_round(const Warp* wp, const position_t* word_tokens, int64_t* nk
             z[tok[j]] = t
             if j + AHEAD < hi:
                 _word_draw(wp, tok[j + AHEAD], docs[j + AHEAD], ring_at + slot * M,
-                           ring_u + slot * M, gen)
+                           ring_u + slot * M, &draws)
         for j in range(n):
             cw[seen[j]] = 0
 
