@@ -118,6 +118,12 @@ def topictk_config(store: Path, K: int, sampler: str, out: Path, *, seconds: flo
                            "curve_fold_in_sweeps": CURVE_FOLD_IN_SWEEPS}}
 
 
+def _base(a, corpus: str, K: int) -> Path:
+    """The runs of one cell, under the result's --name: two results measured at once never
+    share a run directory."""
+    return WORK / a.name / corpus / f"K{K}"
+
+
 def _train(cfg: dict, base: Path, stem: str) -> dict:
     """``topictk train`` of ``cfg`` as ``base/stem`` (its config and log beside the run);
     the measured process, or the end of the script with the log's tail when it fails."""
@@ -130,7 +136,7 @@ def _train(cfg: dict, base: Path, stem: str) -> dict:
 def probe_rate(store: Path, K: int, sampler: str, a, name: str) -> float:
     """Training seconds per sweep of ``sampler`` over its first ``--probe-sweeps`` sweeps
     (no evaluation), to space a timed run's evaluations."""
-    base = WORK / name / f"K{K}"
+    base = _base(a, name, K)
     cfg = topictk_config(store, K, sampler, base / f"{sampler}-probe", seconds=None,
                          iterations=a.probe_sweeps, eval_every=0, seed=a.seed)
     _train(cfg, base, f"{sampler}-probe")
@@ -142,7 +148,7 @@ def probe_rate(store: Path, K: int, sampler: str, a, name: str) -> float:
 
 def run_topictk_curve(store: Path, facts: dict, K: int, sampler: str, a, name: str, *,
                       seconds: float | None, iterations: int) -> dict:
-    base = WORK / name / f"K{K}"
+    base = _base(a, name, K)
     every = a.eval_every
     if seconds is not None and a.evaluations:
         # about --evaluations evaluations over the budget, whatever the sampler's speed
@@ -162,7 +168,7 @@ def run_topictk_curve(store: Path, facts: dict, K: int, sampler: str, a, name: s
 
 
 def run_topictk_memory(store: Path, K: int, sampler: str, a, name: str) -> int:
-    base = WORK / name / f"K{K}"
+    base = _base(a, name, K)
     cfg = topictk_config(store, K, sampler, base / f"{sampler}-memory", seconds=None,
                          iterations=a.memory_sweeps, eval_every=0, seed=a.seed)
     res = _train(cfg, base, f"{sampler}-memory")
@@ -173,7 +179,7 @@ def run_topictk_memory_scored(store: Path, K: int, sampler: str, a, name: str) -
     """Peak RSS of a training run that evaluates once, after its last sweep (the curve's
     documents and fold-in), and of ``topictk evaluate`` of it (every test document, coherence),
     with the seconds each evaluation took."""
-    base = WORK / name / f"K{K}"
+    base = _base(a, name, K)
     run = base / f"{sampler}-memory-scored"
     cfg = topictk_config(store, K, sampler, run, seconds=None, iterations=a.memory_sweeps,
                          eval_every=a.memory_sweeps, seed=a.seed)
@@ -188,7 +194,7 @@ def run_topictk_memory_scored(store: Path, K: int, sampler: str, a, name: str) -
 
 
 def run_tomotopy(store: Path, facts: dict, K: int, a, name: str) -> dict:
-    base = WORK / name / f"K{K}"
+    base = _base(a, name, K)
     base.mkdir(parents=True, exist_ok=True)
     spec = {"store": str(store), "K": K, "sweeps": a.tomotopy_sweeps, "seed": a.seed,
             "out": str(base / "tomotopy.npz"), "info": str(base / "tomotopy.json")}
