@@ -273,21 +273,37 @@ def test_samples_score_as_the_dense_path_without_dense_counts(tmp_path, protocol
     assert objective == pytest.approx(want_objective, rel=1e-12)
 
 
-def test_top_words_and_topic_quality_without_dense_counts(tmp_path, example_store):
+def test_top_words_and_topic_quality_without_dense_counts(tmp_path, example_store,
+                                                         monkeypatch):
     """A WarpLDA chain's top words come from its non-zero counts in the order of a stable
-    argsort of phi-hat (the words without a count last, by id), also when n reaches V; the
-    topic quality `topictk evaluate` reports from them equals the one from phi-hat."""
+    argsort of phi-hat (the words without a count last, by id), also when n reaches V, with
+    phi-hat's values; `topictk topics` prints the same as from phi-hat, and the topic
+    quality `topictk evaluate` reports from them equals the one from phi-hat."""
     from topictk.evaluation.coherence import quality_of_top_words, top_words, topic_quality
+    from topictk.evaluation.topics import render_topics
 
     driver = _driver(tmp_path, example_store)
     state = driver.init_state()
     for t in range(4):
         driver.step(state, t)
-    got = {n: driver.top_words(state, n) for n in (10, 25, driver.V)}
+    vocab = driver.store.vocab
+    with monkeypatch.context() as patch:
+        patch.setattr(driver, "counted", lambda state: pytest.fail("dense counts made"))
+        got = {n: driver.ranked_words(state, n) for n in (10, 25, driver.V)}
+        printed = {fmt: render_topics(driver, state, vocab, top=12, fmt=fmt)
+                   for fmt in ("json", "tsv")}
     assert state.ndk is None and state.nkw is None
-    for n, top in got.items():
-        np.testing.assert_array_equal(top, top_words(driver.topic_word(state), n))
+    phi = driver.topic_word(state)
+    for n, (top, probabilities) in got.items():
+        np.testing.assert_array_equal(top, top_words(phi, n))
+        np.testing.assert_array_equal(probabilities, np.take_along_axis(phi, top, axis=1))
+    driver.warp, warp = None, driver.warp         # the same state printed from phi-hat
+    try:
+        for fmt, text in printed.items():
+            assert text == render_topics(driver, driver.counted(state), vocab, top=12, fmt=fmt)
+    finally:
+        driver.warp = warp
     train = driver.store.train()
-    top = got[25]
+    top = got[25][0]
     assert quality_of_top_words(top, train.indptr, train.indices, driver.V, 10, 25) == \
         topic_quality(driver.topic_word(state), train.indptr, train.indices, 10, 25)

@@ -169,9 +169,8 @@ def evaluate_loaded(run: LoadedRun, left_to_right: int | None = None) -> dict:
     train = run.store.train()
     V = run.driver.V
     n = min(max(ev.coherence_top, ev.diversity_top), V)
-    top = run.driver.top_words(run.state, n)
-    if top is None:
-        top = top_words(run.driver.topic_word(run.state), n)
+    ranked = run.driver.ranked_words(run.state, n)
+    top = top_words(run.driver.topic_word(run.state), n) if ranked is None else ranked[0]
     result.update(quality_of_top_words(top, train.indptr, train.indices, V, ev.coherence_top,
                                        ev.diversity_top))
     return result

@@ -13,9 +13,14 @@ from topictk.evaluation.coherence import top_words
 def topic_table(topic_word: np.ndarray, vocab: list[str], n: int) -> list[dict]:
     """[{"topic": k, "words": [{"word", "probability"}...]}] for every topic."""
     top = top_words(topic_word, min(n, topic_word.shape[1]))
+    return ranked_table(top, np.take_along_axis(topic_word, top, axis=1), vocab)
+
+
+def ranked_table(top: np.ndarray, probabilities: np.ndarray, vocab: list[str]) -> list[dict]:
+    """:func:`topic_table` from the (K, n) top word ids and their probabilities."""
     return [{"topic": k,
-             "words": [{"word": vocab[w], "probability": float(topic_word[k, w])} for w in row]}
-            for k, row in enumerate(top)]
+             "words": [{"word": vocab[w], "probability": float(p)} for w, p in zip(row, probs)]}
+            for k, (row, probs) in enumerate(zip(top, probabilities))]
 
 
 def format_topics(table: list[dict], fmt: str) -> str:
@@ -166,7 +171,10 @@ def render_topics(driver, state, vocab: list[str], *, top: int, fmt: str,
         root = depth if layer is None else layer
         return format_tree(topic_tree(driver, state, vocab, top, children, root), fmt)
     if not deep:
-        table = topic_table(driver.topic_word(state), vocab, top)
+        # a driver that ranks the words without forming topic_word (a WarpLDA chain) does
+        ranked = driver.ranked_words(state, min(top, len(vocab)))
+        table = (topic_table(driver.topic_word(state), vocab, top) if ranked is None
+                 else ranked_table(*ranked, vocab))
         if hasattr(driver, "feature_table"):      # model.family: dmr
             for t, feats in zip(table, driver.feature_table(state, features)):
                 t["features"] = feats

@@ -397,10 +397,10 @@ class Driver(ABC):
         """The algorithm's own per-token objective (log joint, bound), if it has one."""
         return None
 
-    def top_words(self, state: Any, n: int) -> np.ndarray | None:
+    def ranked_words(self, state: Any, n: int) -> tuple[np.ndarray, np.ndarray] | None:
         """(K, n) word ids of every topic by :meth:`topic_word` descending, ties by ascending
-        word id, when the driver finds them without forming topic_word; None: read them from
-        topic_word (the default)."""
+        word id, and their (K, n) probabilities, when the driver finds them without forming
+        topic_word; None: read them from topic_word (the default)."""
         return None
 
     def sample(self, state: Any) -> dict[str, np.ndarray]:

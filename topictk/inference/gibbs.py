@@ -604,12 +604,18 @@ class GibbsDriver(SampledDriver):
             topic_part += (gammaln(nz + beta) - gammaln(beta)).sum()
         return float((doc_part + topic_part) / max(self.n_tokens, 1))
 
-    def top_words(self, state: CountState, n: int) -> np.ndarray | None:
+    def ranked_words(self, state: CountState,
+                     n: int) -> tuple[np.ndarray, np.ndarray] | None:
         """A WarpLDA chain's from the non-zero n_kw of z (phi-hat_kw grows with n_kw within a
-        topic), without the (V, K) counts; None for the other samplers."""
+        topic), with phi-hat_kw = (n_kw + beta) / (n_k + V beta) of each, without the (V, K)
+        counts; None for the other samplers."""
         if self.warp is None:
             return None
-        return top_words_of_rows(self._word_rows(state), self.K, n)
+        top, counts = top_words_of_rows(self._word_rows(state), self.K, n)
+        probabilities = counts.astype(np.float64)
+        probabilities += state.beta
+        probabilities /= (state.nk + self.V * state.beta)[:, None]
+        return top, probabilities
 
     def _word_rows(self, state: CountState) -> dict[str, np.ndarray]:
         """A WarpLDA chain's non-zero n_kw, counted from z (``nkw_*``, §2.9)."""

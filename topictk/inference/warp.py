@@ -135,11 +135,11 @@ def sparse_mixture(sample: dict, beta: float, alpha: np.ndarray, heldout,
     return out
 
 
-def top_words_of_rows(rows: dict, n_topics: int, n: int) -> np.ndarray:
+def top_words_of_rows(rows: dict, n_topics: int, n: int) -> tuple[np.ndarray, np.ndarray]:
     """(K, n) word ids of every topic by count descending, ties (the words without a count
-    among them) by ascending word id, from word-major non-zero counts ``nkw_*``: the order of
-    a stable argsort of -phi-hat, as phi-hat_kw grows with n_kw within a topic. Memory
-    O(non-zeros + K n)."""
+    among them) by ascending word id, and their (K, n) counts, from word-major non-zero counts
+    ``nkw_*``: the order of a stable argsort of -phi-hat, as phi-hat_kw grows with n_kw within
+    a topic. Memory O(non-zeros + K n)."""
     ptr, topic, count = sample_rows(rows, "nkw")
     V = ptr.size - 1
     n = min(n, V)
@@ -147,12 +147,15 @@ def top_words_of_rows(rows: dict, n_topics: int, n: int) -> np.ndarray:
     order = np.lexsort((word, -count.astype(np.int64), topic))    # topic, count desc, word
     starts = np.searchsorted(topic[order], np.arange(n_topics + 1))
     top = np.empty((n_topics, n), dtype=np.int64)
+    counts = np.zeros((n_topics, n), dtype=np.int64)
     for k in range(n_topics):
-        have = word[order[starts[k]:min(starts[k + 1], starts[k] + n)]]
+        ranked = order[starts[k]:min(starts[k + 1], starts[k] + n)]
+        have = word[ranked]
         top[k, :have.size] = have
+        counts[k, :have.size] = count[ranked]
         if have.size < n:          # then the words without a count, ascending
             counted = word[order[starts[k]:starts[k + 1]]]
             missing = n - have.size
             candidates = np.arange(min(V, missing + counted.size))
             top[k, have.size:] = candidates[~np.isin(candidates, counted)][:missing]
-    return top
+    return top, counts
