@@ -178,7 +178,7 @@ def run_topictk_memory(store: Path, K: int, sampler: str, a, name: str) -> int:
 def run_topictk_memory_scored(store: Path, K: int, sampler: str, a, name: str) -> dict:
     """Peak RSS of a training run that evaluates once, after its last sweep (the curve's
     documents and fold-in), and of ``topictk evaluate`` of it (every test document, coherence),
-    with the seconds each evaluation took."""
+    with the seconds each evaluation took, and of ``topictk topics`` of it."""
     base = _base(a, name, K)
     run = base / f"{sampler}-memory-scored"
     cfg = topictk_config(store, K, sampler, run, seconds=None, iterations=a.memory_sweeps,
@@ -188,7 +188,13 @@ def run_topictk_memory_scored(store: Path, K: int, sampler: str, a, name: str) -
     if scored is None:
         raise SystemExit(f"topictk evaluate failed:\n"
                          f"{h.tail(base / f'{sampler}-memory-evaluate.log')}")
+    shown = h.run_measured([*h.TOPICTK, "topics", str(run), "--top", "10"],
+                           base / f"{sampler}-memory-topics.log")
+    if shown["rc"] != 0:
+        raise SystemExit(f"topictk topics failed:\n"
+                         f"{h.tail(base / f'{sampler}-memory-topics.log')}")
     return {"peak_scored": res["maxrss"], "peak_evaluate": ev["maxrss"],
+            "peak_topics": shown["maxrss"], "topics_seconds": shown["wall"],
             "eval_seconds": h.read_metrics(run)[-1]["eval_seconds"],
             "evaluate_seconds": ev["wall"], "perplexity_all": scored["perplexity"]}
 
@@ -285,6 +291,14 @@ def run_corpus(name: str, a) -> dict:
     return {"facts": facts, "command": command, "rows": rows}
 
 
+def topics_cells(r: dict) -> str:
+    """The `topictk topics` cells (peak MiB | seconds); dashes for results saved before they
+    were measured."""
+    if "peak_topics" not in r:
+        return "– | –"
+    return f"{h.mib(r['peak_topics'])} | {r['topics_seconds']:.1f}"
+
+
 def corpus_report(name: str, done: dict, a) -> list[str]:
     facts, rows = done["facts"], done["rows"]
     ref = a.samplers[0]
@@ -294,15 +308,17 @@ def corpus_report(name: str, done: dict, a) -> list[str]:
             f"allowance 3 x store + 8 bytes x (N + N) = {h.mib(memory_bound(facts))} MiB."), ""]
     if a.memory_only and a.memory_scored:
         out += ["| K | sampler | training MiB | share of allowance | training that evaluates "
-                "MiB | its evaluation s | `topictk evaluate` MiB | its s | perplexity |",
-                "| ---: | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |"]
+                "MiB | its evaluation s | `topictk evaluate` MiB | its s | `topictk topics` MiB | "
+                "its s | perplexity |",
+                "| ---: | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |"]
         for K, row in rows.items():
             for sampler in a.samplers:
                 r = row[sampler]
                 out.append(f"| {K:,} | {sampler} | {h.mib(r['peak'])} | "
                            f"{r['peak'] / memory_bound(facts):.2f} | {h.mib(r['peak_scored'])} | "
                            f"{r['eval_seconds']:.1f} | {h.mib(r['peak_evaluate'])} | "
-                           f"{r['evaluate_seconds']:.1f} | {r['perplexity_all']:.1f} |")
+                           f"{r['evaluate_seconds']:.1f} | {topics_cells(r)} | "
+                           f"{r['perplexity_all']:.1f} |")
         return out + [""]
     if a.memory_only:
         out += ["| K | sampler | peak RSS MiB | share of allowance |",
