@@ -3,6 +3,8 @@ equals uninterrupted (z, n_k and both phases' streams come back from the checkpo
 thread equals two, the chain learns topics, and the settings and checkpoints it refuses."""
 from __future__ import annotations
 
+from types import SimpleNamespace
+
 import numpy as np
 import pytest
 
@@ -307,3 +309,38 @@ def test_top_words_and_topic_quality_without_dense_counts(tmp_path, example_stor
     top = got[25][0]
     assert quality_of_top_words(top, train.indptr, train.indices, driver.V, 10, 25) == \
         topic_quality(driver.topic_word(state), train.indptr, train.indices, 10, 25)
+
+
+def test_infer_without_dense_counts(tmp_path, example_store, monkeypatch):
+    """`topictk infer`'s fold-in of a WarpLDA chain, with its current topics or a saved
+    sample's, reads the non-zero counts and gives the dense path's proportions bit for bit."""
+    from topictk.inference.base import FoldInPlan
+
+    driver = _driver(tmp_path, example_store)
+    state = driver.init_state()
+    for t in range(4):
+        driver.step(state, t)
+    sample = driver.sample(state)
+    n_docs = 40
+    doc_ptr = driver.doc_ptr[:n_docs + 1].copy()
+    words = driver.words[:doc_ptr[-1]].copy()
+
+    def both():
+        documents = SimpleNamespace(doc_ptr=doc_ptr, words=words)
+        plan = FoldInPlan.for_infer(n_docs, sweeps=8, burn_in=4, seed=3, threads=2)
+        return (driver.infer_proportions(state, doc_ptr, words, None, sweeps=8, burn_in=4,
+                                         seed=3, threads=2),
+                driver.fold_in(state, documents, plan, prior=state.alpha, sample=sample))
+
+    with monkeypatch.context() as patch:
+        patch.setattr(driver, "counted", lambda state: pytest.fail("dense counts made"))
+        got = both()
+    driver.counted(state)
+    driver.warp, warp = None, driver.warp           # the dense path: phi-hat formed
+    try:
+        want = both()
+    finally:
+        driver.warp = warp
+    for g, w in zip(got, want):
+        assert np.all(np.isfinite(g))
+        np.testing.assert_array_equal(g, w)

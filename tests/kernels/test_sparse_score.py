@@ -13,7 +13,12 @@ from tests.reference.gibbs import fold_in_heldout
 from topictk.inference import _sparse_score
 from topictk.inference.base import FoldInPlan, gibbs_fold_in
 from topictk.inference.perplexity import mixture_probabilities
-from topictk.inference.warp import sparse_counts, sparse_fold_in, sparse_mixture
+from topictk.inference.warp import (
+    sparse_counts,
+    sparse_fold_in,
+    sparse_fold_in_theta,
+    sparse_mixture,
+)
 from topictk.state.counts import dense_counts, phi_hat
 
 V, K, BETA = 23, 9, 0.05
@@ -83,6 +88,26 @@ def test_fold_in_equals_the_dense_path(seed, n_chunks, threads, sweeps, burn_in,
         got, np.arange(docs.heldout.indptr[5], docs.heldout.indptr[6]))))
     for a_stream, b_stream in zip(sparse_plan.streams, dense_plan.streams):
         assert a_stream.state == b_stream.state
+
+
+@pytest.mark.parametrize("n_chunks,threads", [(1, 1), (3, 2)])
+@pytest.mark.parametrize("sweeps,burn_in", [(6, 3), (1, 0)])
+def test_fold_in_theta_equals_the_dense_path(seed, n_chunks, threads, sweeps, burn_in):
+    """theta-hat itself (what `topictk infer` reports) equals gibbs_fold_in's with the dense
+    phi-hat bit for bit, NaN rows where the plan skips a document."""
+    rng = np.random.default_rng(seed)
+    sample = _sample(rng, topics_used=K - 2)
+    a = rng.uniform(0.02, 0.8, K)
+    docs = _documents(rng, 17).observed
+    active = np.ones(17, dtype=np.uint8)
+    active[[4, 9]] = 0
+    got = sparse_fold_in_theta(sample, sample["nk"], BETA, a, docs,
+                               _plan(seed, 17, n_chunks, sweeps, burn_in, threads, active))
+    phi = phi_hat(dense_counts(sample, "nkw", K), sample["nk"], BETA)
+    want = gibbs_fold_in(phi, a, docs.doc_ptr, docs.words,
+                         _plan(seed, 17, n_chunks, sweeps, burn_in, threads, active))
+    np.testing.assert_array_equal(got, want)
+    assert np.all(np.isnan(got[[4, 9]])) and not np.any(np.isnan(np.delete(got, [4, 9], 0)))
 
 
 def test_fold_in_equals_the_twin(seed):

@@ -85,6 +85,7 @@ WARP_SCORING = ("tests/integration/test_warp_sampler.py"
                 "::test_samples_score_as_the_dense_path_without_dense_counts")
 WARP_TOP_WORDS = ("tests/integration/test_warp_sampler.py"
                   "::test_top_words_and_topic_quality_without_dense_counts")
+WARP_INFER = "tests/integration/test_warp_sampler.py::test_infer_without_dense_counts"
 
 
 @dataclass(frozen=True)
@@ -153,6 +154,9 @@ MUTATIONS: list[Mutation] = [
       "top[k, have.size:] = candidates[~np.isin(candidates, counted)][:missing]",
       "top[k, have.size:] = candidates[:missing]",
       "wrong order", (WARP_TOP_WORDS,)),
+    M("sparse-theta-out-reversed", "topictk/inference/_sparse_score.pyx",
+      "f.theta_out[d * K + k] = theta[k]", "f.theta_out[d * K + k] = theta[K - 1 - k]",
+      "wrong index", (SPARSE_SCORE, WARP_INFER)),
     M("warp-ranked-words-count-of-next", "topictk/inference/warp.py",
       "counts[k, :have.size] = count[ranked]",
       "counts[k, :have.size] = count[np.minimum(ranked + 1, count.size - 1)]",

@@ -10,7 +10,8 @@ n_k + V beta), so every number is the one the dense path gives, bit for bit:
 * :func:`fold_in_probabilities` -- the Gibbs fold-in of ``_gibbs.fold_in_theta`` (the document
   sampler of ``topictk/_cy/docsampler.pxd``, its bucket path: same draws, same walk order),
   then p-hat = sum_k theta-hat_dk phi-hat_kw of the document's held-out entries in ascending
-  k, as ``_vb.mixture_probabilities`` sums it; theta-hat is one K row per thread, never (D, K).
+  k, as ``_vb.mixture_probabilities`` sums it; theta-hat is one K row per thread, never (D, K),
+  unless the caller asks for it (``theta_out``: the proportions ``topictk infer`` reports).
 * :func:`mixture_probabilities` -- p-hat of entries with theta-hat_dk = (n_dk + alpha_k) /
   (N_d + alpha_sum) from a sample's non-zero n_dk (Protocol B).
 
@@ -115,12 +116,14 @@ cdef struct Fold:
     int n_sweeps
     int n_burn
     double* out
+    double* theta_out           # (D, K) theta-hat of every document, or NULL
 
 
 cdef void _sample_doc(const Fold* f, DocScratch* s, double* theta, Py_ssize_t d,
                      bitgen_t* gen) noexcept nogil:
     """Document d on its observed tokens: the bucket path of ``sample_document`` with the
-    weights read from the rows; then its held-out entries' p-hat (``theta`` a K row)."""
+    weights read from the rows; then its held-out entries' p-hat (``theta`` a K row), and its
+    theta-hat copied to row d of ``theta_out`` when there is one."""
     cdef const Rows* r = &f.rows
     cdef Py_ssize_t K = r.K, k, j, n_dt = 0
     cdef int64_t begin = f.obs_ptr[d], n = f.obs_ptr[d + 1] - begin, i
@@ -184,6 +187,9 @@ cdef void _sample_doc(const Fold* f, DocScratch* s, double* theta, Py_ssize_t d,
             theta[k] = (s.kept[k] / <double> n_kept + f.alpha[k]) / denom
         else:
             theta[k] = (s.nd[k] + f.alpha[k]) / denom
+    if f.theta_out != NULL:
+        for k in range(K):
+            f.theta_out[d * K + k] = theta[k]
     for i in range(f.held_ptr[d], f.held_ptr[d + 1]):
         f.out[i] = _mix(r, f.held_words[i], theta)
 
@@ -235,13 +241,15 @@ def fold_in_probabilities(const int64_t[::1] obs_ptr,    # IN  (D + 1) observed-
                           list streams,                  # IN  C bit generators, one per chunk
                           const uint8_t[::1] active,     # IN  (D) 0 = skip the document
                           double[::1] out,               # OUT p-hat of every held-out entry
-                          int threads):
+                          int threads,
+                          double[:, ::1] theta_out=None):  # OUT (D, K) theta-hat, if given
     """p-hat of the held-out entries of the documents: the Gibbs fold-in of
     ``_gibbs.fold_in_theta`` with the weights phi-hat of the rows and one prior for every
     document, then sum_k theta-hat_dk phi-hat_kw. Equal, bit for bit, to ``fold_in_theta``
     with the dense phi-hat followed by ``_vb.mixture_probabilities``; the entries of skipped
-    documents are NaN (their theta-hat is). One stream per chunk, so the result does not
-    depend on ``threads``."""
+    documents are NaN (their theta-hat is). With ``theta_out``, also theta-hat itself (NaN
+    rows for skipped documents), equal to ``fold_in_theta``'s. One stream per chunk, so the
+    result does not depend on ``threads``."""
     cdef Py_ssize_t D = obs_ptr.shape[0] - 1, K = nk.shape[0], V = ptr.shape[0] - 1
     cdef Py_ssize_t C = chunk_bounds.shape[0] - 1, c, d, max_len = 1, k
     cdef int64_t j
@@ -261,6 +269,8 @@ def fold_in_probabilities(const int64_t[::1] obs_ptr,    # IN  (D + 1) observed-
             or out.shape[0] != held_words.shape[0] or obs_ptr[D] != obs_words.shape[0]
             or held_ptr[D] != held_words.shape[0]):
         raise ValueError("documents, active, alpha and out do not fit together")
+    if theta_out is not None and (theta_out.shape[0] != D or theta_out.shape[1] != K):
+        raise ValueError(f"theta_out must be ({D}, {K})")
     if n_sweeps < 1 or n_burn < 0 or n_burn > n_sweeps:
         raise ValueError("0 <= n_burn <= n_sweeps >= 1 is needed")
     _check_ids(obs_words, V, "an observed token's word has no row")
@@ -297,6 +307,7 @@ def fold_in_probabilities(const int64_t[::1] obs_ptr,    # IN  (D + 1) observed-
         f.n_sweeps = n_sweeps
         f.n_burn = n_burn
         f.out = &out[0] if out.shape[0] > 0 else NULL
+        f.theta_out = &theta_out[0, 0] if theta_out is not None and D > 0 and K > 0 else NULL
         with nogil:
             # the alpha-bucket total of every word observed, in ascending k (alpha_buckets)
             for d in range(D):
@@ -310,6 +321,9 @@ def fold_in_probabilities(const int64_t[::1] obs_ptr,    # IN  (D + 1) observed-
                 if not f.active[d]:
                     for j in range(held_ptr[d], held_ptr[d + 1]):
                         f.out[j] = NAN
+                    if f.theta_out != NULL:
+                        for k in range(K):
+                            f.theta_out[d * K + k] = NAN
             with parallel(num_threads=threads):
                 tid = threadid()
                 for c in prange(C, schedule="dynamic", chunksize=1):

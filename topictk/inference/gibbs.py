@@ -41,6 +41,7 @@ from topictk.inference.warp import (
     initial_topics,
     sparse_counts,
     sparse_fold_in,
+    sparse_fold_in_theta,
     sparse_mixture,
     top_words_of_rows,
 )
@@ -571,17 +572,34 @@ class GibbsDriver(SampledDriver):
                 sample: dict | None = None) -> np.ndarray:
         """With ``evaluation.fold_in: mh``, by MH (§2.7): the word proposal's tables from the
         counts of ``sample`` (or of the state), O(mh_steps) per token; else by the Gibbs
-        fold-in."""
-        if getattr(self.config.evaluation, "fold_in", "gibbs") != "mh":
+        fold-in, for a WarpLDA chain from its non-zero counts (§2.9): the dense path's numbers
+        without the (V, K) phi-hat."""
+        mh = getattr(self.config.evaluation, "fold_in", "gibbs") == "mh"
+        rows = None if mh else self._fold_in_rows(state, sample, prior)
+        if not mh and rows is None:
             return super().fold_in(state, documents, plan, prior=prior, sample=sample)
         if prior is None:
             if sample is not None:
                 raise ValueError("a fold-in with a saved sample needs the documents' prior")
             prior = self.document_prior(state, None)
-        nkw, nk = ((self.counted(state).nkw, state.nk) if sample is None
-                   else (dense_counts(sample, "nkw", self.K), sample["nk"]))
+        nk = state.nk if sample is None else sample["nk"]
+        if rows is not None:
+            return sparse_fold_in_theta(rows, nk, state.beta, prior, documents, plan)
+        nkw = self.counted(state).nkw if sample is None else dense_counts(sample, "nkw", self.K)
         return mh_fold_in(nkw, nk, state.beta, prior, documents.doc_ptr, documents.words,
                           plan, self.mh_steps)
+
+    def _fold_in_rows(self, state: CountState, sample: dict | None,
+                      prior) -> dict[str, np.ndarray] | None:
+        """The non-zero n_kw a WarpLDA chain's Gibbs fold-in reads (of ``sample``, or of the
+        state); None when the dense path folds in: another sampler, a sample with dense
+        counts, or a prior per document."""
+        if self.warp is None or (prior is not None and np.ndim(prior) > 1
+                                 and np.shape(prior)[0] != 1):
+            return None
+        if sample is None:
+            return self._word_rows(state)
+        return sample if "nkw_ptr" in sample else None
 
     def objective(self, state: CountState) -> float:
         """Collapsed log joint ln p(w, z | alpha, beta) per token (§1.3), summed in blocks of

@@ -120,6 +120,26 @@ def sparse_fold_in(sample: dict, beta: float, alpha: np.ndarray, docs, plan) -> 
     return out
 
 
+def sparse_fold_in_theta(rows: dict, nk: np.ndarray, beta: float, alpha: np.ndarray,
+                         documents, plan) -> np.ndarray:
+    """theta-hat (D, K) of ``documents`` (doc_ptr, words) by the Gibbs fold-in of
+    :func:`topictk.inference.base.gibbs_fold_in` with ``plan`` and the prior ``alpha`` (K,)
+    under the topics of non-zero counts ``rows`` (``nkw_*``) and ``nk``: the same numbers as
+    with the dense phi-hat, without forming it (§2.9); rows of skipped documents are NaN."""
+    doc_ptr = np.ascontiguousarray(documents.doc_ptr, dtype=np.int64)
+    D, K = doc_ptr.size - 1, np.asarray(nk).size
+    active = (np.ones(D, dtype=np.uint8) if plan.active is None
+              else np.ascontiguousarray(plan.active, dtype=np.uint8))
+    theta = np.empty((D, K))
+    _sparse_score.fold_in_probabilities(
+        doc_ptr, np.ascontiguousarray(documents.words, dtype=np.int32),
+        np.zeros(D + 1, dtype=np.int64), np.zeros(0, dtype=np.int32), *sample_rows(rows, "nkw"),
+        np.ascontiguousarray(nk, dtype=np.int64), float(beta), _flat(alpha), int(plan.sweeps),
+        int(plan.burn_in), np.ascontiguousarray(plan.bounds, dtype=np.int64), plan.streams,
+        active, np.empty(0), int(plan.threads), theta)
+    return theta
+
+
 def sparse_mixture(sample: dict, beta: float, alpha: np.ndarray, heldout,
                    threads: int = 1) -> np.ndarray:
     """p-hat of every entry of ``heldout`` (the training documents' held-out entries) with
