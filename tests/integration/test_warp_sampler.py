@@ -344,3 +344,30 @@ def test_infer_without_dense_counts(tmp_path, example_store, monkeypatch):
     for g, w in zip(got, want):
         assert np.all(np.isfinite(g))
         np.testing.assert_array_equal(g, w)
+
+
+def test_learnt_alpha_without_dense_counts(tmp_path, example_store, monkeypatch):
+    """model.alpha: auto on a WarpLDA chain: Minka's update reads the non-zero n_dk of z and
+    gives the dense update's alpha bit for bit."""
+    from topictk.corpus.store import CorpusStore
+    from topictk.inference.gibbs import GibbsDriver
+    from topictk.inference.hyper import minka_alpha
+    from topictk.inference.registry import load_config
+
+    config = load_config(write_config(tmp_path, example_store,
+                                      model={"topics": 6, "alpha": "auto", "beta": 0.01},
+                                      inference={**WARP, "optimize_burn_in": 2,
+                                                 "optimize_interval": 2}))
+    driver = GibbsDriver(config, CorpusStore.open(example_store))
+    state = driver.init_state()
+    for t in range(3):
+        driver.step(state, t)
+    before = state.alpha.copy()
+    with monkeypatch.context() as patch:
+        patch.setattr(driver, "counted", lambda state: pytest.fail("dense counts made"))
+        patch.setattr(driver, "synced", lambda state: pytest.fail("dense counts made"))
+        driver.step(state, 3)                       # sweep 4: the update is due
+    assert state.ndk is None and not np.array_equal(state.alpha, before)
+    # the same z with alpha before the update: the dense update from counted n_dk
+    updated, state.alpha = state.alpha, before
+    np.testing.assert_array_equal(updated, minka_alpha(driver.counted(state).ndk, before))

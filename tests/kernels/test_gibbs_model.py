@@ -10,7 +10,7 @@ from scipy.stats import dirichlet_multinomial
 from tests.fixtures import gibbs_config, matched_l1, planted_corpus, write_token_store
 from topictk.corpus.store import CorpusStore
 from topictk.inference.gibbs import GibbsDriver
-from topictk.inference.hyper import minka_alpha
+from topictk.inference.hyper import minka_alpha, minka_alpha_of_rows
 from topictk.state.counts import CountState
 from topictk.streams import Streams
 
@@ -196,6 +196,23 @@ def test_minka_alpha_converges_to_the_fixed_point(seed):
     np.testing.assert_allclose(_minka_direct_step(ndk, got), got, rtol=2e-6)
     # and it learns the asymmetry of the generating alpha (ordering of the components)
     assert np.argsort(got).tolist() == np.argsort(true_alpha).tolist()
+
+
+@pytest.mark.parametrize("steps", [1, 200])
+def test_minka_alpha_of_rows_equals_the_dense_update(seed, steps):
+    """From the non-zero n_dk as compressed rows (a WarpLDA chain's form, empty documents and
+    an unused topic among them): the dense update's alpha bit for bit."""
+    rng = np.random.default_rng(seed)
+    ndk = _document_topic_counts(rng, 150, np.array([0.1, 0.5, 1.0, 0.05, 2.0, 0.3]))
+    ndk[:, 4] = 0
+    ndk[-1] = 0                                          # an empty last document
+    alpha = rng.uniform(0.05, 1.0, 6)
+    ptr = np.concatenate(([0], np.cumsum(np.count_nonzero(ndk, axis=1)))).astype(np.int64)
+    docs, topic = np.nonzero(ndk)
+    got = minka_alpha_of_rows(ptr, topic.astype(np.int32), ndk[docs, topic], alpha,
+                              max_iter=steps)
+    np.testing.assert_array_equal(got, minka_alpha(ndk, alpha, max_iter=steps))
+    assert not np.allclose(got, alpha)
 
 
 def test_minka_alpha_is_clamped_and_keeps_its_input():

@@ -86,6 +86,7 @@ WARP_SCORING = ("tests/integration/test_warp_sampler.py"
 WARP_TOP_WORDS = ("tests/integration/test_warp_sampler.py"
                   "::test_top_words_and_topic_quality_without_dense_counts")
 WARP_INFER = "tests/integration/test_warp_sampler.py::test_infer_without_dense_counts"
+WARP_ALPHA = "tests/integration/test_warp_sampler.py::test_learnt_alpha_without_dense_counts"
 
 
 @dataclass(frozen=True)
@@ -157,6 +158,9 @@ MUTATIONS: list[Mutation] = [
     M("sparse-theta-out-reversed", "topictk/inference/_sparse_score.pyx",
       "f.theta_out[d * K + k] = theta[k]", "f.theta_out[d * K + k] = theta[K - 1 - k]",
       "wrong index", (SPARSE_SCORE, WARP_INFER)),
+    M("minka-rows-count-off-by-one", "topictk/inference/hyper.py",
+      "hist = np.bincount(count * K + topic,", "hist = np.bincount((count - 1) * K + topic,",
+      "off by one", ("tests/kernels/test_gibbs_model.py", WARP_ALPHA)),
     M("warp-ranked-words-count-of-next", "topictk/inference/warp.py",
       "counts[k, :have.size] = count[ranked]",
       "counts[k, :have.size] = count[np.minimum(ranked + 1, count.size - 1)]",

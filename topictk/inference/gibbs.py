@@ -25,7 +25,7 @@ from topictk.inference.base import (
     warn_idle_threads,
     word_frequencies,
 )
-from topictk.inference.hyper import minka_alpha
+from topictk.inference.hyper import minka_alpha, minka_alpha_of_rows
 from topictk.inference.mh import MAX_REBUILD, MH_FROM_K, MH_REBUILD, MH_STEPS, MHSampler
 from topictk.inference.mh import mh_fold_in
 from topictk.inference.perplexity import mixture_probabilities
@@ -448,6 +448,11 @@ class GibbsDriver(SampledDriver):
         opts = self.config.inference
         if (self.config.model.alpha == "auto" and state.step > opts.optimize_burn_in
                 and state.step % opts.optimize_interval == 0):
+            if self.warp is not None:        # from the non-zero n_dk of z (§2.9)
+                rows = sparse_counts(self.doc_ptr, None, state.z, self.K, "ndk")
+                state.alpha = minka_alpha_of_rows(rows["ndk_ptr"], rows["ndk_topic"],
+                                                  rows["ndk_count"], state.alpha)
+                return
             # a worker lost while ndk is brought back: the sweeps redone stop short of this
             # update, which is made here (see _recover)
             previous, self._updating = self._updating, True

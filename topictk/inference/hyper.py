@@ -28,7 +28,30 @@ def minka_alpha(ndk: np.ndarray, alpha: np.ndarray, max_iter: int = 200,
     hist = np.zeros((n_max + 1, K), dtype=np.float64)
     for k in range(K):
         hist[:, k] = np.bincount(ndk[:, k], minlength=n_max + 1)
-    lengths = ndk.sum(axis=1)
+    return _minka(hist, ndk.sum(axis=1), alpha, max_iter, tol)
+
+
+def minka_alpha_of_rows(ptr: np.ndarray, topic: np.ndarray, count: np.ndarray,
+                        alpha: np.ndarray, max_iter: int = 200,
+                        tol: float = 1e-6) -> np.ndarray:
+    """:func:`minka_alpha` from the non-zero n_dk as compressed rows (row d: ``topic`` and
+    ``count`` from ``ptr[d]`` to ``ptr[d + 1]``, a WarpLDA chain's form, §2.9): the same
+    histograms, so the same alpha bit for bit, in memory O(non-zeros + K * longest count)."""
+    K = np.asarray(alpha).size
+    count = np.asarray(count, dtype=np.int64)
+    topic = np.asarray(topic, dtype=np.int64)
+    n_max = int(count.max(initial=0))
+    hist = np.bincount(count * K + topic, minlength=(n_max + 1) * K).reshape(n_max + 1, K)
+    hist = hist.astype(np.float64)          # row 0 (n_dk = 0) does not enter the update
+    total = np.concatenate(([0], np.cumsum(count)))
+    lengths = total[ptr[1:]] - total[ptr[:-1]]
+    return _minka(hist, lengths, alpha, max_iter, tol)
+
+
+def _minka(hist: np.ndarray, lengths: np.ndarray, alpha: np.ndarray, max_iter: int,
+           tol: float) -> np.ndarray:
+    """The fixed point of :func:`minka_alpha` from ``hist`` (n_max + 1, K), the number of
+    documents with n_dk = n, and the document lengths."""
     len_hist = np.bincount(lengths).astype(np.float64)[:, None]
     alpha = np.asarray(alpha, dtype=np.float64).copy()
     for _ in range(max_iter):
