@@ -383,7 +383,8 @@ def report(done: dict, a, began) -> str:
                        f"sweep ({CURVE_DOCS} test documents, {CURVE_FOLD_IN_SWEEPS}-sweep "
                        "fold-in, log joint); `topictk evaluate`: of that run (every test "
                        f"document, {FOLD_IN_SWEEPS}-sweep fold-in, coherence and diversity); "
-                       "seconds are the evaluation's (metrics) and the command's (wall).")
+                       "`topictk topics`: of that run, 10 words per topic; seconds are the "
+                       "evaluation's (metrics) and the commands' (wall).")
         out.append("")
         for name, part in done.items():
             out += corpus_report(name, part, a)
