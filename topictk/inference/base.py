@@ -146,6 +146,12 @@ class FoldInPlan:
                    [streams.derived(eval_key(pass_index, c)) for c in range(bounds.size - 1)],
                    int(threads), active)
 
+    def active_flags(self, n_docs: int) -> np.ndarray:
+        """(D,) uint8, 1 for the documents to fold in, as the kernels take them."""
+        if self.active is None:
+            return np.ones(n_docs, dtype=np.uint8)
+        return np.ascontiguousarray(self.active, dtype=np.uint8)
+
 
 def gibbs_fold_in(weights: np.ndarray, alpha: np.ndarray, doc_ptr: np.ndarray,
                   words: np.ndarray, plan: FoldInPlan) -> np.ndarray:
@@ -165,8 +171,7 @@ def gibbs_fold_in(weights: np.ndarray, alpha: np.ndarray, doc_ptr: np.ndarray,
     # the draws of a word depend on its own row of weights only, so local word ids give the
     # same chain
     vocab, local = np.unique(np.asarray(words), return_inverse=True)
-    active = (np.ones(D, dtype=np.uint8) if plan.active is None
-              else np.ascontiguousarray(plan.active, dtype=np.uint8))
+    active = plan.active_flags(D)
     theta = np.full((D, K), np.nan)
     _gibbs.fold_in_theta(np.ascontiguousarray(doc_ptr, dtype=np.int64),
                          local.reshape(-1).astype(np.int32),

@@ -154,8 +154,7 @@ def mh_fold_in(nkw: np.ndarray, nk: np.ndarray, beta: float, alpha: np.ndarray,
     D = doc_ptr.size - 1
     vocab, local = np.unique(np.asarray(words), return_inverse=True)
     tables = CountTables(nkw, nk, vocab, beta, plan.threads)
-    active = (np.ones(D, dtype=np.uint8) if plan.active is None
-              else np.ascontiguousarray(plan.active, dtype=np.uint8))
+    active = plan.active_flags(D)
     theta = np.full((D, K), np.nan)
     _mh.mh_fold_in(np.ascontiguousarray(doc_ptr, dtype=np.int64),
                    local.reshape(-1).astype(np.int32), alpha, int(steps), plan.sweeps, plan.burn_in,

@@ -106,8 +106,7 @@ def sparse_fold_in(sample: dict, beta: float, alpha: np.ndarray, docs, plan) -> 
     dense phi-hat without forming it (§2.9); entries of documents the plan skips are NaN."""
     obs, held = docs.observed, docs.heldout
     D = obs.n_docs
-    active = (np.ones(D, dtype=np.uint8) if plan.active is None
-              else np.ascontiguousarray(plan.active, dtype=np.uint8))
+    active = plan.active_flags(D)
     out = np.empty(np.asarray(held.indices).size)
     _sparse_score.fold_in_probabilities(
         np.ascontiguousarray(obs.doc_ptr, dtype=np.int64),
@@ -128,8 +127,7 @@ def sparse_fold_in_theta(rows: dict, nk: np.ndarray, beta: float, alpha: np.ndar
     with the dense phi-hat, without forming it (§2.9); rows of skipped documents are NaN."""
     doc_ptr = np.ascontiguousarray(documents.doc_ptr, dtype=np.int64)
     D, K = doc_ptr.size - 1, np.asarray(nk).size
-    active = (np.ones(D, dtype=np.uint8) if plan.active is None
-              else np.ascontiguousarray(plan.active, dtype=np.uint8))
+    active = plan.active_flags(D)
     theta = np.empty((D, K))
     _sparse_score.fold_in_probabilities(
         doc_ptr, np.ascontiguousarray(documents.words, dtype=np.int32),
