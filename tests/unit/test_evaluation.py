@@ -10,6 +10,7 @@ import pytest
 from tests.fixtures import gibbs_config, write_token_store
 from topictk.corpus.store import CorpusStore, ptr_to_csr, tokens_to_ptr
 from topictk.evaluation.coherence import (
+    co_document_counts,
     diversity,
     incidence_matrix,
     npmi,
@@ -166,6 +167,23 @@ def test_npmi_is_one_for_words_in_every_document():
     indptr, indices, _ = ptr_to_csr(ptr, words, 4)
     got = npmi(np.array([[0, 1]]), incidence_matrix(indptr, indices, 4))
     np.testing.assert_array_equal(got, [1.0])
+
+
+@pytest.mark.parametrize("group", [1, 12, 20, 1024])    # topics 1, 2, 4 or all 9 at a time
+def test_co_document_counts_equal_direct_counts_whatever_the_group(group):
+    """Counted a group of topics at a time, every (topic, word, word) entry is
+    the number of documents holding both words, counted here document by document."""
+    rng = np.random.default_rng(5)
+    docs = [rng.choice(30, rng.integers(1, 12), replace=False).astype(np.int32)
+            for _ in range(40)]
+    ptr, words = tokens_to_ptr(docs)
+    indptr, indices, _ = ptr_to_csr(ptr, words, 30)
+    top = np.stack([rng.choice(30, 5, replace=False) for _ in range(9)])
+    sets = [set(d.tolist()) for d in docs]
+    want = np.array([[[sum(a in s and b in s for s in sets) for b in t] for a in t]
+                     for t in top], dtype=np.float64)
+    got = co_document_counts(top, incidence_matrix(indptr, indices, 30), group=group)
+    np.testing.assert_array_equal(got, want)
 
 
 def test_topic_quality_reports_means_and_diversity():

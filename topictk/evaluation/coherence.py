@@ -20,19 +20,31 @@ def incidence_matrix(indptr: np.ndarray, indices: np.ndarray, n_words: int) -> "
     """Binary document x word incidence (D, V) as CSC, for column slicing."""
     import scipy.sparse as sp  # here: `train` does not pay SciPy's import (about 23 MiB)
 
-    data = np.ones(indices.size, dtype=np.float64)
+    data = np.ones(indices.size, dtype=np.int32)        # counts of documents: exact in int32
     return sp.csr_matrix((data, np.asarray(indices), np.asarray(indptr)),
                          shape=(indptr.size - 1, n_words)).tocsc()
 
 
-def co_document_counts(top: np.ndarray, incidence: "sp.csc_matrix") -> np.ndarray:
+#: top words (with repeats) of the topics whose co-document counts are taken in one product
+CO_GROUP = 1024
+
+
+def co_document_counts(top: np.ndarray, incidence: "sp.csc_matrix",
+                       group: int = CO_GROUP) -> np.ndarray:
     """(K, n, n): documents containing both of two top words of each topic (the diagonal:
-    documents containing the word), from one product over the union of all top words."""
-    union, position = np.unique(top, return_inverse=True)
-    position = position.reshape(top.shape)
-    sub = incidence[:, union]
-    co = np.asarray((sub.T @ sub).todense())
-    return co[position[:, :, None], position[:, None, :]]
+    documents containing the word), from one product over the union of the top words of
+    ``group // n`` topics at a time: memory O(group^2 + K n^2), not the square of the union of
+    all topics' top words (at K = 10,000 most of the vocabulary)."""
+    K, n = top.shape
+    counts = np.empty((K, n, n))
+    step = max(1, group // max(n, 1))
+    for begin in range(0, K, step):
+        union, position = np.unique(top[begin:begin + step], return_inverse=True)
+        position = position.reshape(-1, n)
+        sub = incidence[:, union]
+        co = (sub.T @ sub).toarray()
+        counts[begin:begin + step] = co[position[:, :, None], position[:, None, :]]
+    return counts
 
 
 def umass(top: np.ndarray, incidence: "sp.csc_matrix",
@@ -96,6 +108,7 @@ def quality_of_top_words(top: np.ndarray, indptr: np.ndarray, indices: np.ndarra
     incidence = incidence_matrix(indptr, indices, n_words)
     coherent = np.ascontiguousarray(top[:, :min(coherence_top, n_words)])
     diverse = top[:, :min(diversity_top, n_words)]
-    return {"umass": float(np.mean(umass(coherent, incidence))),
-            "npmi": float(np.mean(npmi(coherent, incidence))),
+    counts = co_document_counts(coherent, incidence)
+    return {"umass": float(np.mean(umass(coherent, incidence, counts))),
+            "npmi": float(np.mean(npmi(coherent, incidence, counts))),
             "diversity": float(np.unique(diverse).size / diverse.size)}
