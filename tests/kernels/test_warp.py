@@ -14,6 +14,7 @@ from tests.kernels._kernel import KernelState, even_bounds, random_corpus, strea
 from tests.kernels.test_mh import BETA, DOC_PTR, SALPHA, SK, SV, WORDS, _posterior
 from tests.reference import warp as ref
 from topictk.inference import _warp
+from topictk.inference.base import tokens_by_word
 from topictk.inference.gibbs import word_blocks
 from topictk.inference.warp import WarpSampler, initial_topics
 
@@ -28,6 +29,20 @@ def _chain(z, n_topics, steps, doc_ptr, words, n_words, bounds, beta):
     state = SimpleNamespace(z=z.copy(), beta=beta,
                             nk=np.bincount(z, minlength=n_topics).astype(np.int64))
     return state, WarpSampler(steps, doc_ptr, words, n_words, block, bounds), block
+
+
+@pytest.mark.parametrize("block", [1, 3, 64, 1 << 20])
+@pytest.mark.parametrize("positions", [np.int32, np.int64])
+def test_word_order_is_the_stable_argsort_of_the_words(seed, block, positions):
+    """Made a block of tokens at a time, the word order is the stable argsort of the words
+    (every word's tokens in corpus order), with the offsets of every word's tokens."""
+    rng = np.random.default_rng(seed)
+    words = rng.integers(0, 23, rng.integers(0, 300)).astype(np.int32)
+    words[words == 4] = 5                             # a word without tokens
+    word_ptr, word_tokens = tokens_by_word(words, 23, positions, block)
+    assert word_tokens.dtype == positions
+    np.testing.assert_array_equal(word_tokens, np.argsort(words, kind="stable"))
+    np.testing.assert_array_equal(np.diff(word_ptr), np.bincount(words, minlength=23))
 
 
 @pytest.mark.parametrize("n_chunks,threads,positions", [

@@ -181,15 +181,27 @@ def gibbs_fold_in(weights: np.ndarray, alpha: np.ndarray, doc_ptr: np.ndarray,
     return theta
 
 
-def tokens_by_word(words: np.ndarray, n_words: int,
-                   dtype=np.int64) -> tuple[np.ndarray, np.ndarray]:
+def tokens_by_word(words: np.ndarray, n_words: int, dtype=np.int64,
+                   block: int = 1 << 20) -> tuple[np.ndarray, np.ndarray]:
     """The tokens grouped by word, for the samplers that visit a word's tokens together (MH
     tables, WarpLDA's word phase): ``word_ptr`` (V + 1) int64 offsets and ``word_tokens`` (N)
     positions of ``dtype``, the tokens of word w being ``word_tokens[word_ptr[w]:word_ptr[w +
-    1]]`` in corpus order (a stable sort)."""
+    1]]`` in corpus order: the stable argsort of ``words``, made ``block`` tokens at a time
+    (a counting sort of the blocks), so that no N-sized int64 temporary is made."""
     word_ptr = np.zeros(n_words + 1, dtype=np.int64)
     np.cumsum(word_frequencies(words, n_words), out=word_ptr[1:])
-    return word_ptr, np.argsort(words, kind="stable").astype(dtype, copy=False)
+    word_tokens = np.empty(words.size, dtype=dtype)
+    filled = word_ptr[:-1].copy()          # the next free entry of every word
+    for begin in range(0, words.size, block):
+        part = words[begin:begin + block]
+        order = np.argsort(part, kind="stable")
+        ranked = part[order]
+        # entry of the i-th token of the sorted block: its word's next free entry plus its
+        # rank among the block's tokens of that word
+        rank = np.arange(ranked.size) - np.searchsorted(ranked, ranked, "left")
+        word_tokens[filled[ranked] + rank] = order + begin
+        filled += np.bincount(part, minlength=n_words)
+    return word_ptr, word_tokens
 
 
 def word_frequencies(words: np.ndarray, n_words: int, block: int = 1 << 20) -> np.ndarray:

@@ -7,10 +7,12 @@ its samples, which keep non-zero counts only (:mod:`topictk.inference._sparse_sc
 """
 from __future__ import annotations
 
+from functools import cached_property
+
 import numpy as np
 
 from topictk.inference import _sparse_score, _warp
-from topictk.inference.base import tokens_by_word
+from topictk.inference.base import tokens_by_word, word_frequencies
 
 
 # entries whose documents are looked up at a time when the word order is built
@@ -21,10 +23,12 @@ class WarpSampler:
     """The word order, the blocks and one sweep (§2.9).
 
     The tokens are grouped by word by a stable sort of the words (corpus order within a
-    word), each entry with its document; the words are cut into as many blocks as the
-    documents (:func:`topictk.inference.gibbs.word_blocks`), and ``word_cuts[w, b]`` is the
-    first entry of word w in document block b. All are functions of the corpus and the
-    document blocks alone, built once.
+    word); the words are cut into as many blocks as the documents
+    (:func:`topictk.inference.gibbs.word_blocks`). What only a sweep reads (the document of
+    every entry, the words of every block, ``word_cuts[w, b]`` the first entry of word w in
+    document block b) is built at the first sweep, so that a run that is only read (its
+    evaluation, its topics, inference) does not hold it. All are functions of the corpus and
+    the document blocks alone, built once.
     """
 
     def __init__(self, steps: int, doc_ptr: np.ndarray, words: np.ndarray, n_words: int,
@@ -33,29 +37,38 @@ class WarpSampler:
         position = np.int32 if words.size < 2**31 else np.int64
         # int32 positions below 2^31 tokens: half the memory of the word order
         self.word_ptr, self.word_tokens = tokens_by_word(words, n_words, position)
+        self.word_block = np.ascontiguousarray(word_block, dtype=np.int32)
+        self._corpus = (doc_ptr, words, n_words, bounds)
+
+    @cached_property
+    def layout(self) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+        """(word_docs, word_cuts, word_list, word_bounds): what a sweep reads besides the word
+        order, built when the first sweep asks for it."""
+        doc_ptr, words, n_words, bounds = self._corpus
         # the document of every entry, a block of entries at a time (no N-sized temporary)
-        self.word_docs = np.empty(words.size, dtype=np.int32)
+        word_docs = np.empty(words.size, dtype=np.int32)
         for begin in range(0, words.size, BLOCK):
             part = self.word_tokens[begin:begin + BLOCK]
-            self.word_docs[begin:begin + part.size] = np.searchsorted(doc_ptr, part, "right") - 1
-        self.word_block = np.ascontiguousarray(word_block, dtype=np.int32)
-        self.word_list = np.argsort(word_block, kind="stable").astype(np.int32)
+            word_docs[begin:begin + part.size] = np.searchsorted(doc_ptr, part, "right") - 1
+        word_list = np.argsort(self.word_block, kind="stable").astype(np.int32)
         n_blocks = bounds.size - 1
-        self.word_bounds = np.zeros(n_blocks + 1, dtype=np.int64)
-        np.cumsum(np.bincount(word_block, minlength=n_blocks), out=self.word_bounds[1:])
+        word_bounds = np.zeros(n_blocks + 1, dtype=np.int64)
+        np.cumsum(np.bincount(self.word_block, minlength=n_blocks), out=word_bounds[1:])
         # a word's entries are in corpus order and a document block is a stretch of tokens:
         # its entries before block b are its tokens before the block's first token
-        self.word_cuts = np.empty((n_words, n_blocks + 1), dtype=np.int64)
+        word_cuts = np.empty((n_words, n_blocks + 1), dtype=np.int64)
         for b in range(n_blocks + 1):
-            before = np.bincount(words[:doc_ptr[bounds[b]]], minlength=n_words)
-            self.word_cuts[:, b] = self.word_ptr[:-1] + before
+            before = word_frequencies(words[:doc_ptr[bounds[b]]], n_words)
+            word_cuts[:, b] = self.word_ptr[:-1] + before
+        return word_docs, word_cuts, word_list, word_bounds
 
     def sweep(self, state, alpha: np.ndarray, bounds: np.ndarray, doc_streams: list,
               word_streams: list, doc_ptr: np.ndarray, words: np.ndarray,
               threads: int) -> None:
         """One sweep on ``state``'s z and nk with the (K,) prior ``alpha``."""
-        _warp.warp_sweep(doc_ptr, words, self.word_ptr, self.word_tokens, self.word_docs,
-                         self.word_cuts, self.word_list, self.word_bounds, self.word_block,
+        word_docs, word_cuts, word_list, word_bounds = self.layout
+        _warp.warp_sweep(doc_ptr, words, self.word_ptr, self.word_tokens, word_docs,
+                         word_cuts, word_list, word_bounds, self.word_block,
                          state.z, state.nk, _flat(alpha), float(state.beta), self.steps,
                          bounds, doc_streams, word_streams, threads)
 
