@@ -20,6 +20,7 @@ from tests.integration._cli import (
     write_config,
 )
 from topictk.api import open_store
+from topictk.evaluation.coherence import top_words
 from topictk.rundir.checkpoint import load_arrays
 
 WARP = {"iterations": 40, "burn_in": 10, "thin": 10, "sampler": "warp"}
@@ -344,6 +345,32 @@ def test_infer_without_dense_counts(tmp_path, example_store, monkeypatch):
     for g, w in zip(got, want):
         assert np.all(np.isfinite(g))
         np.testing.assert_array_equal(g, w)
+
+
+def test_word_counts_are_counted_once_per_sweep(tmp_path, example_store, monkeypatch):
+    """The non-zero n_kw of z are counted once between two sweeps, whatever reads them
+    (`topictk infer`'s blocks, the top words, a sample, the log joint), and counted again
+    from the new z after a sweep."""
+    import topictk.inference.gibbs as gibbs
+
+    driver = _driver(tmp_path, example_store)
+    state = driver.init_state()
+    driver.step(state, 0)
+    counted = []
+    real = gibbs.sparse_counts
+    monkeypatch.setattr(gibbs, "sparse_counts", lambda *a: counted.append(a[-1]) or real(*a))
+    doc_ptr, words = driver.doc_ptr[:31].copy(), driver.words[:driver.doc_ptr[30]].copy()
+    for first in (0, 1):                          # two blocks of documents of topictk infer
+        driver.infer_proportions(state, doc_ptr, words, None, sweeps=4, burn_in=2, seed=1,
+                                 first_chunk=first)
+    driver.ranked_words(state, 5)
+    driver.sample(state)
+    driver.objective(state)
+    assert counted.count("nkw") == 1
+    driver.step(state, 1)
+    top, _ = driver.ranked_words(state, 5)
+    assert counted.count("nkw") == 2
+    np.testing.assert_array_equal(top, top_words(driver.topic_word(state), 5))
 
 
 def test_learnt_alpha_without_dense_counts(tmp_path, example_store, monkeypatch):

@@ -641,8 +641,12 @@ class GibbsDriver(SampledDriver):
         return top, probabilities
 
     def _word_rows(self, state: CountState) -> dict[str, np.ndarray]:
-        """A WarpLDA chain's non-zero n_kw, counted from z (``nkw_*``, §2.9)."""
-        return sparse_counts(self.warp.word_ptr, self.warp.word_tokens, state.z, self.K, "nkw")
+        """A WarpLDA chain's non-zero n_kw (``nkw_*``, §2.9), counted from z once per sweep
+        (kept in ``state.word_rows``, which a sweep clears)."""
+        if state.word_rows is None:
+            state.word_rows = sparse_counts(self.warp.word_ptr, self.warp.word_tokens, state.z,
+                                            self.K, "nkw")
+        return state.word_rows
 
     def _sparse_objective(self, state: CountState, block: int = 1 << 20) -> float:
         """:meth:`objective` from the non-zero counts of z (§2.9): sum_dk ln Gamma(n_dk +

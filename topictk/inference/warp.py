@@ -65,7 +65,9 @@ class WarpSampler:
     def sweep(self, state, alpha: np.ndarray, bounds: np.ndarray, doc_streams: list,
               word_streams: list, doc_ptr: np.ndarray, words: np.ndarray,
               threads: int) -> None:
-        """One sweep on ``state``'s z and nk with the (K,) prior ``alpha``."""
+        """One sweep on ``state``'s z and nk with the (K,) prior ``alpha``; the counts kept
+        from the earlier z (``state.word_rows``) are dropped."""
+        state.word_rows = None
         word_docs, word_cuts, word_list, word_bounds = self.layout
         _warp.warp_sweep(doc_ptr, words, self.word_ptr, self.word_tokens, word_docs,
                          word_cuts, word_list, word_bounds, self.word_block,

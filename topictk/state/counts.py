@@ -76,11 +76,16 @@ class WarpState(CountState):
     ``ndk`` and ``nkw`` are None while it samples and are counted from z by the driver when
     something reads them. Saved without them, so a checkpoint holds 4 N + 8 K bytes of topics
     and counts, not 4 (D + V) K. ``prop`` is only read from the checkpoints of the earlier
-    kernel, whose proposals waited a phase (refused on resume: that chain cannot go on)."""
+    kernel, whose proposals waited a phase (refused on resume: that chain cannot go on).
+    ``word_rows``, not saved, holds the non-zero n_kw of z once something has counted them
+    (scoring, the top words, the log joint, every block of ``topictk infer``), until the next
+    sweep."""
 
     SCHEMA = {"z": Array("int32", ("N",)), "nk": Array("int64", ("K",)),
               "alpha": Array("float64", ("K",)), "beta": Value(float),
               "prop": Array("int32", ("N", "M"), optional=True), **STEP}
+
+    word_rows: dict | None = field(default=None, repr=False, compare=False)
 
     @property
     def n_topics(self) -> int:
