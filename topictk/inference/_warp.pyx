@@ -56,7 +56,9 @@ ctypedef fused position_t:
 
 # tokens between the draw of a token's proposals and their use (a power of two, so that a
 # token's slot is its offset masked, without a division); the document phase looks up the
-# drawn entries of the word order AHEAD tokens before that
+# drawn entries of the word order AHEAD tokens before that. Counted in the tokens a round
+# samples: the draws are a function of the stream and the corpus alone (a proposal's topic is
+# read when it is used), so the distances change the speed, never the chain.
 cdef enum:
     AHEAD = 8
     RING = 16                   # 2 * AHEAD slots
@@ -98,6 +100,7 @@ cdef struct Workspace:
     int64_t** own_nk            # (C) each chunk's n_k (C > 1)
     int32_t** count             # (threads) a zeroed K scratch row
     int32_t** seen              # (threads) the topics of the longest word's tokens
+    int64_t** inblock           # (threads) the positions of a document's tokens a round samples
     int64_t** ring_at           # (threads) RING x M drawn proposals: >= 0 a position (an
                                 # entry of the word order in the document phase until looked
                                 # up), < 0 the prior's topic -1 - value
@@ -216,12 +219,15 @@ cdef inline int32_t _resample(int32_t s, const int32_t* z, int32_t* row, int64_t
 
 
 cdef void _doc_round(const Warp* wp, const position_t* word_tokens, int64_t* nk,
-                     int32_t* cd, int64_t* ring_at, double* ring_u, Py_ssize_t c,
-                     int32_t block, bitgen_t* gen) noexcept nogil:
+                     int32_t* cd, int64_t* inblock, int64_t* ring_at, double* ring_u,
+                     Py_ssize_t c, int32_t block, bitgen_t* gen) noexcept nogil:
     """Round of the document phase for chunk c: every token of document block c whose word
-    is in word block ``block`` (every token when C = 1), document by document. ``cd`` is a
-    zeroed K row, left zeroed."""
-    cdef int64_t d, i, begin, end, ahead, slot
+    is in word block ``block`` (every token when C = 1), document by document, in corpus
+    order. ``cd`` is a zeroed K row, left zeroed; ``inblock`` has room for the longest
+    document, and receives the positions of a document's tokens of the round (without a
+    branch per token: which word block a token's word is in is no pattern a branch
+    predictor learns)."""
+    cdef int64_t d, i, begin, end, n, q, slot
     cdef int M = wp.M
     cdef bint every = wp.C == 1
     cdef int32_t* z = wp.z
@@ -230,26 +236,27 @@ cdef void _doc_round(const Warp* wp, const position_t* word_tokens, int64_t* nk,
     for d in range(wp.dbounds[c], wp.dbounds[c + 1]):
         begin = wp.doc_ptr[d]
         end = wp.doc_ptr[d + 1]
+        n = 0
         for i in range(begin, end):
             cd[z[i]] += 1
-        # tokens are drawn RING ahead of their use and looked up AHEAD ahead
-        for i in range(begin, min(begin + RING, end)):
-            if every or wp.word_block[wp.words[i]] == block:
-                slot = (i - begin) & (RING - 1)
-                _doc_draw(wp, i, ring_at + slot * M, ring_u + slot * M, &draws)
-                if i < begin + AHEAD:
-                    _doc_lookup(wp, word_tokens, i, ring_at + slot * M)
-        for i in range(begin, end):
-            slot = (i - begin) & (RING - 1)
-            if every or wp.word_block[wp.words[i]] == block:
-                z[i] = _resample(z[i], z, cd, nk, ring_at + slot * M, ring_u + slot * M, M,
-                                 wp.alpha, 0.0, wp.vbeta)
-            ahead = i + RING
-            if ahead < end and (every or wp.word_block[wp.words[ahead]] == block):
-                _doc_draw(wp, ahead, ring_at + slot * M, ring_u + slot * M, &draws)
-            ahead = i + AHEAD
-            if ahead < end and (every or wp.word_block[wp.words[ahead]] == block):
-                _doc_lookup(wp, word_tokens, ahead, ring_at + ((ahead - begin) & (RING - 1)) * M)
+            inblock[n] = i
+            n += every or wp.word_block[wp.words[i]] == block
+        # the round's q-th token is drawn RING of them ahead of its use, looked up AHEAD ahead
+        for q in range(min(RING, n)):
+            slot = q & (RING - 1)
+            _doc_draw(wp, inblock[q], ring_at + slot * M, ring_u + slot * M, &draws)
+            if q < AHEAD:
+                _doc_lookup(wp, word_tokens, inblock[q], ring_at + slot * M)
+        for q in range(n):
+            i = inblock[q]
+            slot = q & (RING - 1)
+            z[i] = _resample(z[i], z, cd, nk, ring_at + slot * M, ring_u + slot * M, M,
+                             wp.alpha, 0.0, wp.vbeta)
+            if q + RING < n:
+                _doc_draw(wp, inblock[q + RING], ring_at + slot * M, ring_u + slot * M, &draws)
+            if q + AHEAD < n:
+                _doc_lookup(wp, word_tokens, inblock[q + AHEAD],
+                            ring_at + ((q + AHEAD) & (RING - 1)) * M)
         for i in range(begin, end):
             cd[z[i]] = 0
 
@@ -304,13 +311,15 @@ cdef void _word_round(const Warp* wp, const position_t* word_tokens, int64_t* nk
             cw[seen[j]] = 0
 
 
-cdef void _doc_round_any(const Warp* wp, int64_t* nk, int32_t* cd, int64_t* ring_at,
-                         double* ring_u, Py_ssize_t c, int32_t block,
+cdef void _doc_round_any(const Warp* wp, int64_t* nk, int32_t* cd, int64_t* inblock,
+                         int64_t* ring_at, double* ring_u, Py_ssize_t c, int32_t block,
                          bitgen_t* gen) noexcept nogil:
     if wp.narrow:
-        _doc_round(wp, <const int32_t*> wp.word_tokens, nk, cd, ring_at, ring_u, c, block, gen)
+        _doc_round(wp, <const int32_t*> wp.word_tokens, nk, cd, inblock, ring_at, ring_u, c,
+                   block, gen)
     else:
-        _doc_round(wp, <const int64_t*> wp.word_tokens, nk, cd, ring_at, ring_u, c, block, gen)
+        _doc_round(wp, <const int64_t*> wp.word_tokens, nk, cd, inblock, ring_at, ring_u, c,
+                   block, gen)
 
 
 cdef void _word_round_any(const Warp* wp, int64_t* nk, int32_t* cw, int32_t* seen,
@@ -329,6 +338,7 @@ cdef void _workspace_free(Workspace* ws, Py_ssize_t C) noexcept nogil:
     free_rows(<void**> ws.own_nk, C)
     free_rows(<void**> ws.count, ws.threads)
     free_rows(<void**> ws.seen, ws.threads)
+    free_rows(<void**> ws.inblock, ws.threads)
     free_rows(<void**> ws.ring_at, ws.threads)
     free_rows(<void**> ws.ring_u, ws.threads)
     free(ws.gens)
@@ -344,7 +354,7 @@ cdef int _workspace_init(Workspace* ws, Warp* wp, list doc_streams, list word_st
     (``ws`` zeroed by the caller, freed by :func:`_workspace_free` also when this raises);
     the alias table of alpha when it is asymmetric."""
     cdef Py_ssize_t c, C = wp.C, K = wp.K, k, V = wp.V
-    cdef int64_t longest = 1
+    cdef int64_t longest = 1, longest_doc = 1
     if len(doc_streams) != C or len(word_streams) != C:
         raise ValueError(f"{C} chunks need {C} streams per phase")
     ws.threads = 1 if threads < 1 else (<int> C if threads > C else threads)
@@ -360,12 +370,18 @@ cdef int _workspace_init(Workspace* ws, Warp* wp, list doc_streams, list word_st
     ws.ring_at = <int64_t**> _alloc(ws.threads, sizeof(int64_t*), True)
     ws.ring_u = <double**> _alloc(ws.threads, sizeof(double*), True)
     ws.seen = <int32_t**> _alloc(ws.threads, sizeof(int32_t*), True)
+    ws.inblock = <int64_t**> _alloc(ws.threads, sizeof(int64_t*), True)
     for k in range(V):
         if wp.word_ptr[k + 1] - wp.word_ptr[k] > longest:
             longest = wp.word_ptr[k + 1] - wp.word_ptr[k]
+    for c in range(C):
+        for k in range(wp.dbounds[c], wp.dbounds[c + 1]):
+            if wp.doc_ptr[k + 1] - wp.doc_ptr[k] > longest_doc:
+                longest_doc = wp.doc_ptr[k + 1] - wp.doc_ptr[k]
     for c in range(ws.threads):
         ws.count[c] = <int32_t*> _alloc(K, sizeof(int32_t), True)
         ws.seen[c] = <int32_t*> _alloc(longest, sizeof(int32_t))
+        ws.inblock[c] = <int64_t*> _alloc(longest_doc, sizeof(int64_t))
         ws.ring_at[c] = <int64_t*> _alloc(RING * wp.M, sizeof(int64_t))
         ws.ring_u[c] = <double*> _alloc(RING * wp.M, sizeof(double))
     wp.alpha_sum = 0.0
@@ -396,7 +412,8 @@ cdef void _phase(const Warp* wp, Workspace* ws, int64_t* nk, bint words) noexcep
             _word_round_any(wp, nk, ws.count[0], ws.seen[0], ws.ring_at[0], ws.ring_u[0], 0, 0,
                             ws.gens[1])
         else:
-            _doc_round_any(wp, nk, ws.count[0], ws.ring_at[0], ws.ring_u[0], 0, 0, ws.gens[0])
+            _doc_round_any(wp, nk, ws.count[0], ws.inblock[0], ws.ring_at[0], ws.ring_u[0], 0,
+                           0, ws.gens[0])
         return
     for r in range(C):
         memcpy(ws.start_nk, nk, K * sizeof(int64_t))
@@ -410,8 +427,9 @@ cdef void _phase(const Warp* wp, Workspace* ws, int64_t* nk, bint words) noexcep
                                     ws.ring_at[tid], ws.ring_u[tid], c, (c + r) % C,
                                     ws.gens[C + c])
                 else:
-                    _doc_round_any(wp, ws.own_nk[c], ws.count[tid], ws.ring_at[tid],
-                                   ws.ring_u[tid], c, <int32_t> ((c + r) % C), ws.gens[c])
+                    _doc_round_any(wp, ws.own_nk[c], ws.count[tid], ws.inblock[tid],
+                                   ws.ring_at[tid], ws.ring_u[tid], c, <int32_t> ((c + r) % C),
+                                   ws.gens[c])
         for c in range(C):
             for k in range(K):
                 nk[k] += ws.own_nk[c][k] - ws.start_nk[k]
@@ -474,7 +492,8 @@ def warp_sweep(const int64_t[::1] doc_ptr,      # IN  (D + 1) token offsets
     wp.C = C
     wp.M = steps
     ws = Workspace(threads=0, gens=NULL, start_nk=NULL, own_nk=NULL, count=NULL, seen=NULL,
-                   ring_at=NULL, ring_u=NULL, alpha_prob=NULL, alpha_alias=NULL, alpha_scratch=NULL)
+                   inblock=NULL, ring_at=NULL, ring_u=NULL, alpha_prob=NULL, alpha_alias=NULL,
+                   alpha_scratch=NULL)
     try:
         _workspace_init(&ws, &wp, doc_streams, word_streams, threads)
         with nogil:
