@@ -87,6 +87,11 @@ WARP_TOP_WORDS = ("tests/integration/test_warp_sampler.py"
                   "::test_top_words_and_topic_quality_without_dense_counts")
 WARP_INFER = "tests/integration/test_warp_sampler.py::test_infer_without_dense_counts"
 WARP_ALPHA = "tests/integration/test_warp_sampler.py::test_learnt_alpha_without_dense_counts"
+WARP_TWIN = "tests/kernels/test_warp.py::test_sweeps_equal_reference"
+WARP_ORDER = "tests/kernels/test_warp.py::test_word_order_is_the_stable_argsort_of_the_words"
+WARP_ROWS = "tests/integration/test_warp_sampler.py::test_word_counts_are_counted_once_per_sweep"
+CO_COUNTS = ("tests/unit/test_evaluation.py"
+             "::test_co_document_counts_equal_direct_counts_whatever_the_group")
 
 
 @dataclass(frozen=True)
@@ -131,6 +136,21 @@ MUTATIONS: list[Mutation] = [
     M("warp-count-keeps-token", "topictk/inference/_warp.pyx",
       "    row[s] -= 1\n    nk[s] -= 1\n", "    nk[s] -= 1\n",
       "stale count", (WARP_POSTERIOR,)),
+    M("warp-doc-round-other-word-block", "topictk/inference/_warp.pyx",
+      "n += every or wp.word_block[wp.words[i]] == block",
+      "n += every or wp.word_block[wp.words[i]] != block",
+      "wrong block", (WARP_TWIN,)),
+    M("word-order-rank-dropped", "topictk/inference/base.py",
+      "word_tokens[filled[ranked] + rank] = order + begin",
+      "word_tokens[filled[ranked]] = order + begin",
+      "dropped term", (WARP_ORDER,)),
+    M("warp-word-rows-kept-across-sweeps", "topictk/inference/warp.py",
+      "        state.word_rows = None\n", "",
+      "stale count", (WARP_ROWS,)),
+    M("co-document-counts-of-the-first-group", "topictk/evaluation/coherence.py",
+      "union, position = np.unique(top[begin:begin + step], return_inverse=True)",
+      "union, position = np.unique(top[:step], return_inverse=True)",
+      "wrong slice", (CO_COUNTS,)),
     M("sparse-score-weight-beta-dropped", "topictk/inference/_sparse_score.pyx",
       "        return (r.count[lo] + r.beta) / r.den[k]",
       "        return r.count[lo] / r.den[k]",
