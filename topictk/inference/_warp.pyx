@@ -374,10 +374,9 @@ cdef int _workspace_init(Workspace* ws, Warp* wp, list doc_streams, list word_st
     for k in range(V):
         if wp.word_ptr[k + 1] - wp.word_ptr[k] > longest:
             longest = wp.word_ptr[k + 1] - wp.word_ptr[k]
-    for c in range(C):
-        for k in range(wp.dbounds[c], wp.dbounds[c + 1]):
-            if wp.doc_ptr[k + 1] - wp.doc_ptr[k] > longest_doc:
-                longest_doc = wp.doc_ptr[k + 1] - wp.doc_ptr[k]
+    for k in range(wp.dbounds[C]):
+        if wp.doc_ptr[k + 1] - wp.doc_ptr[k] > longest_doc:
+            longest_doc = wp.doc_ptr[k + 1] - wp.doc_ptr[k]
     for c in range(ws.threads):
         ws.count[c] = <int32_t*> _alloc(K, sizeof(int32_t), True)
         ws.seen[c] = <int32_t*> _alloc(longest, sizeof(int32_t))

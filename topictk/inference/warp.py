@@ -57,8 +57,10 @@ class WarpSampler:
         # a word's entries are in corpus order and a document block is a stretch of tokens:
         # its entries before block b are its tokens before the block's first token
         word_cuts = np.empty((n_words, n_blocks + 1), dtype=np.int64)
-        for b in range(n_blocks + 1):
-            before = word_frequencies(words[:doc_ptr[bounds[b]]], n_words)
+        before, start = np.zeros(n_words, dtype=np.int64), 0
+        for b in range(n_blocks + 1):           # one pass over the tokens, block after block
+            before += word_frequencies(words[start:doc_ptr[bounds[b]]], n_words)
+            start = doc_ptr[bounds[b]]
             word_cuts[:, b] = self.word_ptr[:-1] + before
         return word_docs, word_cuts, word_list, word_bounds
 
