@@ -46,7 +46,9 @@ CURVE_DOCS = 1000
 CURVE_FOLD_IN_SWEEPS = 10
 
 
-def make_driver(store_path: Path, K: int, sampler: str, seed: int):
+def make_driver(store_path: Path, K: int, sampler: str, seed: int, **inference):
+    """A one-thread Gibbs driver of ``bench_mh.py``'s settings and its config; ``inference``:
+    further ``inference`` keys (e.g. ``mh_steps``)."""
     from topictk.corpus.store import CorpusStore
     from topictk.inference.gibbs import GibbsDriver
     from topictk.inference.registry import load_config
@@ -54,7 +56,8 @@ def make_driver(store_path: Path, K: int, sampler: str, seed: int):
     config = load_config(None, raw={
         "corpus": str(store_path), "output": str(WORK / "unused"),
         "model": {"topics": K, "alpha": ALPHA, "beta": BETA},
-        "inference": {"algorithm": "gibbs", "iterations": 100000, "sampler": sampler},
+        "inference": {"algorithm": "gibbs", "iterations": 100000, "sampler": sampler,
+                      **inference},
         "training": {"seed": seed, "threads": 1},
         "evaluation": {"curve_docs": CURVE_DOCS,
                        "curve_fold_in_sweeps": CURVE_FOLD_IN_SWEEPS}})

@@ -30,31 +30,20 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))   # benchmarks/: the harness
 
 import harness as h  # noqa: E402
+from studies.mh_curve_noise import ALPHA, BETA, make_driver  # noqa: E402
 
 NAME = "warp_steps"
 WORK = h.WORK / "warp_steps"
-ALPHA = 0.1          # bench_mh.py's settings
-BETA = 0.01
 
 
 def scored_run(store_path: Path, K: int, seed: int, steps: int, seconds: float,
                every: float, repeats: int) -> list[list[float]]:
     """(sweep, training s, mean, sd) of the scores of the states every ``every`` s."""
-    from topictk.corpus.store import CorpusStore
     from topictk.inference.base import EvaluationSet
-    from topictk.inference.gibbs import GibbsDriver
     from topictk.inference.perplexity import heldout_perplexity
-    from topictk.inference.registry import load_config
     from topictk.training.run import curve_set
 
-    config = load_config(None, raw={
-        "corpus": str(store_path), "output": str(WORK / "unused"),
-        "model": {"topics": K, "alpha": ALPHA, "beta": BETA},
-        "inference": {"algorithm": "gibbs", "iterations": 10**6, "sampler": "warp",
-                      "mh_steps": steps},
-        "training": {"seed": seed, "threads": 1},
-        "evaluation": {"curve_docs": 1000, "curve_fold_in_sweeps": 10}})
-    driver = GibbsDriver(config, CorpusStore.open(store_path))
+    driver, config = make_driver(store_path, K, "warp", seed, mh_steps=steps)
     test = curve_set(EvaluationSet.from_store(driver.store), config.evaluation)
     state = driver.init_state()
     spent, due, t, rows = 0.0, every, 0, []
