@@ -140,7 +140,7 @@ MUTATIONS: list[Mutation] = [
       "return (read & ~low) | ((<int32_t> (-1 - at)) & low)", "return read",
       "wrong proposal", (WARP_TWIN,)),
     M("warp-lookup-keeps-the-entry", "topictk/inference/_warp.pyx",
-      "at[m] = (pos & ~(e >> 63)) | (e & (e >> 63))", "at[m] = e",
+      "at[m] = _pick(e >= 0, pos, e)", "at[m] = e",
       "wrong proposal", (WARP_TWIN,)),
     M("warp-doc-round-other-word-block", "topictk/inference/_warp.pyx",
       "n += every or wp.word_block[wp.words[i]] == block",

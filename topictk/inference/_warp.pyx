@@ -145,9 +145,14 @@ cdef inline int64_t _entry(double x, int64_t n) noexcept nogil:
 
 
 # The draws below and _resample are written without a branch on what a uniform decides (a
-# token or the prior, accept or not): those are coins no branch predictor learns, and were a
-# fifth of a sweep's time. Both sides are computed and one is selected; the numbers are those
-# of the branching form.
+# token or the prior, accept or not): those are coins no branch predictor learns (§2.9). Both
+# sides are computed and one is selected; the numbers are those of the branching form.
+
+cdef inline int64_t _pick(bint first, int64_t a, int64_t b) noexcept nogil:
+    """a if first else b, by a mask instead of a branch."""
+    cdef int64_t mask = -(<int64_t> first)
+    return (a & mask) | (b & ~mask)
+
 
 cdef inline void _word_draw(const Warp* wp, int64_t i, int32_t d, int64_t* at, double* u,
                             Xoshiro* gen) noexcept nogil:
@@ -155,7 +160,7 @@ cdef inline void _word_draw(const Warp* wp, int64_t i, int32_t d, int64_t* at, d
     x of [0, L_d - 1 + alpha_sum): x < L_d - 1 the other token floor(x) of the document (the
     token itself standing for the last), else a topic from alpha with r = (x - L_d + 1) /
     alpha_sum; then the acceptance uniform."""
-    cdef int64_t begin = wp.doc_ptr[d], others = wp.doc_ptr[d + 1] - begin - 1, j, k, token
+    cdef int64_t begin = wp.doc_ptr[d], others = wp.doc_ptr[d + 1] - begin - 1, j, k
     cdef double x, r, total = others + wp.alpha_sum
     cdef int m
     for m in range(wp.M):
@@ -168,8 +173,7 @@ cdef inline void _word_draw(const Warp* wp, int64_t i, int32_t d, int64_t* at, d
             k = _prior_draw(wp, r * (r > 0))      # r, or 0 (dropped)
         else:
             k = 0
-        token = -(<int64_t> (x < others))       # -1: the token j, 0: the prior's topic
-        at[m] = (j & token) | ((-1 - k) & ~token)
+        at[m] = _pick(x < others, j, -1 - k)       # the token j, or the prior's topic
         prefetch(wp.z + j)
         u[m] = xoshiro_uniform(gen)
 
@@ -181,15 +185,14 @@ cdef inline void _doc_draw(const Warp* wp, int64_t i, int64_t* at, double* u,
     up by :func:`_doc_lookup`), else the topic min(floor((x - n_w + 1) / beta), K - 1); then
     the acceptance uniform."""
     cdef int32_t w = wp.words[i]
-    cdef int64_t b = wp.word_ptr[w], others = wp.word_ptr[w + 1] - b - 1, j, k, token
+    cdef int64_t b = wp.word_ptr[w], others = wp.word_ptr[w + 1] - b - 1, j, k
     cdef double x, total = others + wp.K * wp.beta
     cdef int m
     for m in range(wp.M):
         x = xoshiro_uniform(gen) * total
         j = b + _entry(x, others)
         k = _floor_below((x - others) / wp.beta, wp.K)
-        token = -(<int64_t> (x < others))
-        at[m] = (j & token) | ((-1 - k) & ~token)
+        at[m] = _pick(x < others, j, -1 - k)
         prefetch((<const char*> wp.word_tokens) + j * (4 if wp.narrow else 8))
         u[m] = xoshiro_uniform(gen)
 
@@ -206,7 +209,7 @@ cdef inline void _doc_lookup(const Warp* wp, const position_t* word_tokens, int6
         pos = word_tokens[e & ~(e >> 63)]
         if pos == i:
             pos = word_tokens[wp.word_ptr[wp.words[i] + 1] - 1]
-        at[m] = (pos & ~(e >> 63)) | (e & (e >> 63))
+        at[m] = _pick(e >= 0, pos, e)
         prefetch(wp.z + pos)
 
 
