@@ -14,6 +14,7 @@ from typing import Protocol
 
 import numpy as np
 
+from topictk.evaluation.htmljson import script_json
 from topictk.evaluation.infer import NewDocuments, infer_documents, training_documents
 from topictk.evaluation.ldavis import ldavis_data, term_frequencies
 from topictk.evaluation.run import LoadedRun
@@ -131,12 +132,14 @@ def topic_words(run: LoadedRun, fold_in: FoldIn) -> MatrixExport:
 
 @dataclass
 class JSONExport:
-    """An export that is one JSON object."""
+    """An export that is one JSON object, written so that it may also be pasted into an HTML
+    ``<script>`` element (as LDAvis pages do) whatever words it holds
+    (:func:`topictk.evaluation.htmljson.script_json`)."""
 
     data: dict
 
     def to_bytes(self, fmt: str) -> bytes:
-        return (json.dumps(self.data) + "\n").encode("utf-8")
+        return (script_json(self.data) + "\n").encode("utf-8")
 
 
 def ldavis(run: LoadedRun, fold_in: FoldIn) -> JSONExport:

@@ -134,7 +134,11 @@
       }
       head.textContent = "Metadata weights of topic " + state.topic + " (largest ν)";
       var table = document.createElement("table");
-      table.innerHTML = "<thead><tr><th>feature</th><th>weight ν</th><th>against the mean of the topics</th></tr></thead>";
+      var header = table.appendChild(document.createElement("thead")).appendChild(
+        document.createElement("tr"));
+      ["feature", "weight ν", "against the mean of the topics"].forEach(function (text) {
+        header.appendChild(document.createElement("th")).textContent = text;
+      });
       var body = document.createElement("tbody");
       run.features[state.topic].forEach(function (f) {
         var tr = document.createElement("tr");

@@ -4,11 +4,11 @@ selected or lambda moves. A Content-Security-Policy forbids the page any request
 from __future__ import annotations
 
 import html
-import json
 import math
 from importlib import resources
 from pathlib import PurePath
 
+from topictk.evaluation.htmljson import script_json
 from topictk.evaluation.report import RunReport
 
 COLOURS = ("#2b6cb0", "#c05621", "#2f855a", "#9b2c2c", "#6b46c1", "#b7791f", "#2c7a7b",
@@ -25,7 +25,7 @@ def render(reports: list[RunReport], version: str) -> str:
     script = resources.files("topictk.evaluation").joinpath("report.js").read_text("utf-8")
     data = {"runs": [r.topics and {k: v for k, v in r.topics.items() if k != "words"}
                      for r in reports]}
-    payload = json.dumps(data, separators=(",", ":"), allow_nan=False).replace("</", "<\\/")
+    payload = script_json(data, separators=(",", ":"), allow_nan=False)
     parts = [
         "<!DOCTYPE html>", '<html lang="en"><head><meta charset="utf-8">',
         f'<meta http-equiv="Content-Security-Policy" content="{CSP}">',
@@ -61,7 +61,7 @@ def _fmt(value, digits: int = 4) -> str:
         return "–"
     if isinstance(value, float):
         return f"{value:.{digits}g}" if abs(value) < 1e5 else f"{value:,.0f}"
-    return f"{value:,}" if isinstance(value, int) else str(value)
+    return f"{value:,}" if isinstance(value, int) else _e(value)    # e.g. a manifest's text
 
 
 def _seconds(value) -> str:
