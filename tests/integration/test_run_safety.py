@@ -16,6 +16,7 @@ import pytest
 import yaml
 
 from tests.integration._cli import EXAMPLE, fails, metrics, ok, snapshot, write_config
+from topictk.markers import write_partial_marker
 from topictk.rundir.metrics import append_metrics, read_metrics, truncate_metrics
 
 OLD_RUN = Path(__file__).resolve().parents[1] / "golden" / "runs_v1" / "gibbs"
@@ -325,6 +326,7 @@ def test_prepare_removes_what_a_killed_prepare_left(tmp_path):
     out = tmp_path / "store"
     left = tmp_path / ".store.tmp-abc123"           # as a prepare killed mid-write leaves it
     left.mkdir()
+    write_partial_marker(left, "prepare", "store")
     (left / "train_words.npy").write_bytes(b"partial")
     old = time.time() - 60
     os.utime(left, (old, old))

@@ -36,6 +36,7 @@ import numpy as np
 from topictk._fileio import new_dir_mode, replacement_mode
 from topictk.errors import CorpusError, CorpusUsageError
 from topictk.limits import json_loads
+from topictk.markers import PARTIAL_MARKER, has_store_manifest, is_partial_of, write_partial_marker
 
 FORMAT = "topictk-corpus"
 FORMAT_VERSION = 1
@@ -109,11 +110,34 @@ def _fsync_dir(path: Path) -> None:
         os.close(fd)
 
 
+# the files a store holds besides its arrays
+_STORE_TEXT_FILES = frozenset({"manifest.json", "vocab.txt", "train_ids.txt", "test_ids.txt",
+                               "train_meta.jsonl", "test_meta.jsonl"})
+
+
+def is_store_folder(path: Path) -> bool:
+    """Whether ``path`` is a corpus store: its manifest says so (format ``topictk-corpus``);
+    or, its manifest damaged, every file in it is one a store holds and every file a store
+    needs is there. Any other folder with a ``manifest.json`` is someone else's."""
+    path = Path(path)
+    if has_store_manifest(path):
+        return True
+    try:
+        entries = list(os.scandir(path))
+    except OSError:
+        return False
+    names = {e.name for e in entries}
+    needed = {f"{name}.npy" for name in ARRAYS} | {"manifest.json", "vocab.txt"}
+    allowed = needed | _STORE_TEXT_FILES | {f"{name}.npy" for name in OPTIONAL_ARRAYS}
+    return (needed <= names and names <= allowed
+            and all(e.is_file(follow_symlinks=False) for e in entries))
+
+
 def check_output(out: Path, force: bool, inputs: list[str] = ()) -> None:
     """Whether a store may be written at ``out``: refuse an existing path without ``force``;
-    with it, refuse to replace what is not a corpus store (a directory with a manifest.json,
-    even a damaged one, or an empty directory), the working directory or a folder above it,
-    or a folder holding one of the ``inputs``."""
+    with it, refuse to replace what is not a corpus store (:func:`is_store_folder`) or an
+    empty folder, the working directory or a folder above it, or a folder holding one of the
+    ``inputs``."""
     out = Path(out)
     target = out.resolve()
     for source in inputs:
@@ -128,9 +152,10 @@ def check_output(out: Path, force: bool, inputs: list[str] = ()) -> None:
     if not force:
         raise CorpusUsageError(f"{out}: output directory exists; choose another --out or add "
                                f"--force to replace it")
-    if not out.is_dir() or not ((out / "manifest.json").is_file() or not any(out.iterdir())):
-        raise CorpusUsageError(f"{out}: exists and is not a corpus store; --force replaces corpus "
-                               f"stores only: choose another --out, or remove it yourself")
+    if not out.is_dir() or not (is_store_folder(out) or not any(out.iterdir())):
+        raise CorpusUsageError(f"{out}: exists and is not a topictk corpus store; --force "
+                               f"replaces corpus stores only: choose another --out, or remove "
+                               f"it yourself")
     if target == target.parent or target == Path.home().resolve():
         raise CorpusUsageError(f"{out}: is the root or home folder; --force never replaces it: "
                                f"choose another --out")
@@ -168,6 +193,8 @@ def write_store(out: Path, arrays: dict[str, np.ndarray], vocab: list[str], mani
     held = os.open(tmp, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
     fcntl.flock(held, fcntl.LOCK_EX)    # marks it as being written (remove_stale_stores)
     try:
+        # what a later prepare of the same store may remove if this one is killed
+        write_partial_marker(tmp, _WRITING, out.name)
         hashes = {}
         names = dict(ARRAYS)
         names.update({k: v for k, v in OPTIONAL_ARRAYS.items() if k in arrays})
@@ -193,17 +220,15 @@ def write_store(out: Path, arrays: dict[str, np.ndarray], vocab: list[str], mani
         manifest["corpus_id"] = corpus_id
         (tmp / "manifest.json").write_text(json.dumps(manifest, indent=2, sort_keys=True) + "\n",
                                            encoding="utf-8")
+        # unmarked from here: killed before its rename, the folder stays for the user to see
+        (tmp / PARTIAL_MARKER).unlink()
         for path in tmp.iterdir():
             with open(path, "rb") as f:
                 os.fsync(f.fileno())
         os.chmod(tmp, mode)    # once filled: the mode replaced may lack write permission
         _fsync_dir(tmp)
         if out.exists():
-            old = Path(tempfile.mkdtemp(prefix=f".{out.name}.old-", dir=out.parent))
-            old.rmdir()
-            os.replace(out, old)
-            os.replace(tmp, out)
-            shutil.rmtree(old, ignore_errors=True)
+            _replace_store(out, tmp)
         else:
             os.replace(tmp, out)
         _fsync_dir(out.parent)
@@ -218,21 +243,47 @@ def write_store(out: Path, arrays: dict[str, np.ndarray], vocab: list[str], mani
         os.close(held)
 
 
+# the operations that leave marked folders beside a store: ".NAME.tmp-*" while it is written,
+# ".NAME.old-*" holding the store it replaces while that is deleted
+_WRITING, _REPLACING = "prepare", "replace-store"
+_KINDS = {"tmp-": _WRITING, "old-": _REPLACING}
+
+
+def _replace_store(out: Path, new: Path) -> None:
+    """Put the complete store ``new`` in place of the store ``out``: the old one is moved
+    into a marked, locked folder beside it, then deleted."""
+    old = Path(tempfile.mkdtemp(prefix=f".{out.name}.old-", dir=out.parent))
+    held = os.open(old, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+    try:
+        fcntl.flock(held, fcntl.LOCK_EX)
+        write_partial_marker(old, _REPLACING, out.name)
+        os.replace(out, old / "store")
+        os.replace(new, out)
+        shutil.rmtree(old, ignore_errors=True)
+    finally:
+        os.close(held)
+
+
 def remove_stale_stores(out: Path, min_age: float = 1.0) -> list[Path]:
-    """Remove what killed writes of the store ``out`` left beside it: ``.NAME.tmp-*``
-    folders no writer holds locked (and older than ``min_age`` seconds, the moment between a
-    folder's creation and its locking), and ``.NAME.old-*`` folders, replaced stores a writer
-    was deleting. Returns the folders removed."""
+    """Remove what killed writes of the store ``out`` left beside it: ``.NAME.tmp-*`` and
+    ``.NAME.old-*`` folders that carry topictk's marker of that operation on that store
+    (:mod:`topictk.markers`), no live writer holds locked, and are older than ``min_age``
+    seconds. A folder of that name without the marker is someone else's and stays. Returns
+    the folders removed."""
     out = Path(out)
     removed = []
     now = time.time()
     for folder in sorted(out.parent.glob(f".{glob.escape(out.name)}.*")):
-        kind = folder.name[len(out.name) + 2:]
-        if not kind.startswith(("tmp-", "old-")) or folder.is_symlink():
+        kind = folder.name[len(out.name) + 2:][:4]
+        if kind not in _KINDS or folder.is_symlink():
             continue
         try:
             if not folder.is_dir() or now - folder.stat().st_mtime < min_age:
                 continue
+            if not is_partial_of(folder, _KINDS[kind], out.name):
+                continue
+            if kind == "old-" and not is_store_folder(out):
+                continue        # killed before the new store took its place: kept to recover
             fd = os.open(folder, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
         except OSError:
             continue
