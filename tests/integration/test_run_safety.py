@@ -153,9 +153,14 @@ def test_a_run_that_stopped_before_its_first_checkpoint_says_so(tmp_path, exampl
         (run / name).unlink()
     shutil.rmtree(run / "checkpoints")
     message = fails(2, "train", "--config", cfg, "-q")
-    assert message == (f"{run}: holds a run that stopped before its first checkpoint, so it "
-                       f"cannot be resumed; add --force to replace it, or choose another output")
+    assert message == (f"{run}: holds a run that stopped before its first checkpoint; add "
+                       f"--resume to start it again from step 0, --force to replace it, or "
+                       f"choose another output")
+    # both fixes work, and --resume gives the chain of an uninterrupted run
+    ok("train", "--config", cfg, "-q", "--resume")
+    resumed = json.loads(ok("evaluate", run, "--json").stdout)
     ok("train", "--config", cfg, "-q", "--force")
+    assert json.loads(ok("evaluate", run, "--json").stdout) == resumed
 
 
 # --------------------------------------------------------------------------- one writer

@@ -9,6 +9,7 @@ import click
 
 from topictk.cli.options import cluster_options, cluster_overrides, quiet_option
 from topictk.inference.registry import load_config
+from topictk.rundir.guard import is_run
 from topictk.training.run import train as run_training
 from topictk.training.sweep import plan_sweep, train_sweep
 
@@ -49,8 +50,17 @@ def train(config_path, overrides, sweeps, out, resume, force, scheduler, dask_wo
         return
     if out:
         overrides.append(f"output={Path(out).resolve()}")
+    elif _is_run_config(config_path) and not any(o.startswith("output=") for o in overrides):
+        # a run's own config.yaml trains that run where it is now, also one of an earlier
+        # release, which saved the absolute path it was first written to
+        overrides.append(f"output={Path(config_path).parent.resolve()}")
     config = load_config(config_path, overrides)
     _report(run_training(config, resume=resume, force=force, quiet=quiet))
+
+
+def _is_run_config(config_path: str) -> bool:
+    path = Path(config_path)
+    return config_path != "-" and path.name == "config.yaml" and is_run(path.parent)
 
 
 def _report(result) -> None:

@@ -15,7 +15,8 @@ from topictk.inference.perplexity import heldout_perplexity, train_heldout_perpl
 from topictk.inference.registry import get_driver, load_config
 from topictk.rundir import checkpoint as ckpt
 from topictk.rundir.guard import check_run_store
-from topictk.rundir.layout import MODEL_FILE, check_compatible, load_samples, retrain_command
+from topictk.rundir.layout import (MODEL_FILE, check_compatible, check_store_present,
+                                   load_samples, retrain_command)
 from topictk.streams import Streams
 
 
@@ -85,6 +86,7 @@ class LoadedRun:
         self.path = path
         fix = _damaged_model_fix(run_dir, checkpoint)
         header, arrays = ckpt.load_arrays(path, fix)
+        check_store_present(run_dir, self.config.corpus)
         self.store = CorpusStore.open(self.config.corpus)
         check_compatible(header, self.config, self.store, path)
         check_run_store(run_dir, self.store)

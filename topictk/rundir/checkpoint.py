@@ -97,6 +97,23 @@ def load_arrays(path: Path, fix: str = RESUME_FIX) -> tuple[dict, dict[str, np.n
     return header, arrays
 
 
+def read_header(path: Path) -> dict | None:
+    """The header of a file written by :func:`save_arrays`, without reading its arrays, or
+    None when ``path`` is not one (missing, damaged, another format)."""
+    try:
+        with open(path, "rb") as f:
+            data = np.load(f, allow_pickle=False)
+            if not isinstance(data, np.lib.npyio.NpzFile):
+                return None
+            with data:
+                header = json_loads(bytes(data["header"]).decode("utf-8"))
+    except Exception:   # noqa: BLE001 - any damage means "not a checkpoint topictk can open"
+        return None
+    if not isinstance(header, dict) or header.get("format") != CHECKPOINT_FORMAT:
+        return None
+    return header
+
+
 def checkpoint_path(directory: Path, step: int) -> Path:
     return Path(directory) / f"step-{step:08d}.npz"
 

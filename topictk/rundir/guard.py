@@ -1,15 +1,15 @@
 """What a run directory is, what ``train`` may write over, and where ``--out FILE`` may go.
 
-A run directory is recognised, not guessed: ``train`` writes a marker (``topictk-run.json``:
-format version, run id, creation time, and the corpus it was trained on) when a run starts.
-Runs written by earlier releases have no marker; they are recognised by ``config.yaml`` beside
-``checkpoints/`` or ``model.npz``. ``train --force`` replaces a folder only when it is a run or
-empty (nothing in it but topictk's own lock file and leftovers), and then only the files
-training writes (:func:`topictk.rundir.layout.run_files`); it never replaces the root folder,
-the home folder, the working directory (or a folder above it) or a folder holding one of the
-command's inputs. A file written with ``--out FILE`` is never an input, never inside a run or a
-corpus store, never anything but a regular file, and replaces an existing file only with
-``--force``.
+A run directory is recognised, never guessed: ``train`` writes a marker (``topictk-run.json``:
+format version, run id, creation time, the corpus it was trained on) before anything else when
+a run starts. A run written by a release before the marker is recognised only when every file
+in it is one training writes and its model or a checkpoint opens as topictk's; any other
+folder is someone else's. ``train --force`` replaces a folder only when it is a run or empty
+(nothing in it but topictk's own lock file and leftovers), and then only the files training
+writes (:func:`topictk.rundir.layout.run_files`); it never replaces the root folder, the home
+folder, the working directory (or a folder above it) or a folder holding one of the command's
+inputs. A file written with ``--out FILE`` is never an input, never inside a run or a corpus
+store, never anything but a regular file, and replaces an existing file only with ``--force``.
 """
 from __future__ import annotations
 
@@ -24,7 +24,10 @@ from typing import TYPE_CHECKING
 
 from topictk._fileio import atomic_write_text, remove_stale_temps
 from topictk.errors import CheckpointError, CorpusUsageError, UsageError
-from topictk.rundir.layout import MARKER_FILE, MODEL_FILE, ReplacedRun
+from topictk.markers import RUN_FORMAT, has_run_marker, has_store_manifest
+from topictk.rundir import checkpoint as ckpt
+from topictk.rundir.layout import (MARKER_FILE, MODEL_FILE, RUN_TOP_FILES, STEP_FILE,
+                                   ReplacedRun)
 from topictk.rundir.lock import LOCK_FILE
 
 if TYPE_CHECKING:
@@ -33,34 +36,49 @@ if TYPE_CHECKING:
 
 log = logging.getLogger("topictk")
 
-MARKER_FORMAT = "topictk-run"
+MARKER_FORMAT = RUN_FORMAT
 MARKER_VERSION = 1
 
 
 # ----------------------------------------------------------------------------- recognising
 def is_run(path: Path) -> bool:
-    """A folder holding a run: the marker, or (an earlier release's run) ``config.yaml``
-    beside ``checkpoints/`` or ``model.npz``."""
+    """A folder holding a run: topictk's marker, or a run of an earlier release
+    (:func:`is_legacy_run`)."""
     path = Path(path)
-    if (path / MARKER_FILE).is_file():
-        return True
-    return (path / "config.yaml").is_file() and ((path / "checkpoints").is_dir()
-                                                 or (path / MODEL_FILE).is_file())
+    return has_run_marker(path) or is_legacy_run(path)
 
 
-def is_store(path: Path) -> bool:
-    """A folder holding a corpus store (recognised by its manifest, even a damaged one)."""
-    return (Path(path) / "manifest.json").is_file()
+def is_legacy_run(path: Path) -> bool:
+    """A run written before the marker existed: ``config.yaml``, nothing but the files
+    training writes (and topictk's own leftovers), and a model or checkpoint that opens as
+    topictk's. A machine-learning project's ``config.yaml`` beside its own ``checkpoints/``
+    is not one."""
+    path = Path(path)
+    if not (path / "config.yaml").is_file() or (path / MARKER_FILE).exists():
+        return False
+    try:
+        with os.scandir(path) as entries:
+            for entry in entries:
+                if entry.name in ("checkpoints", "samples"):
+                    if entry.is_symlink() or not entry.is_dir():
+                        return False
+                    with os.scandir(entry.path) as inner:
+                        if not all(STEP_FILE.match(p.name) or _own_leftover(p.name)
+                                   for p in inner):
+                            return False
+                elif entry.name not in RUN_TOP_FILES and not _own_leftover(entry.name):
+                    return False
+    except OSError:
+        return False
+    saved = [path / MODEL_FILE] + [p for _, p in
+                                   reversed(ckpt.list_checkpoints(path / "checkpoints"))]
+    return any(p.is_file() and ckpt.read_header(p) is not None for p in saved)
 
 
 def is_topictk_store(path: Path) -> bool:
     """A folder whose manifest.json says it is a topictk corpus store (the test for "inside a
     store": other projects keep files named manifest.json too)."""
-    try:
-        data = json.loads((Path(path) / "manifest.json").read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError):
-        return False
-    return isinstance(data, dict) and data.get("format") == "topictk-corpus"
+    return has_store_manifest(path)
 
 
 def enclosing_run(path: Path) -> Path | None:
@@ -68,7 +86,7 @@ def enclosing_run(path: Path) -> Path | None:
     release, recognised by their files) its own folder or the one above (``checkpoints/``)."""
     target = _resolved(path)
     for depth, folder in enumerate((target, *target.parents)):
-        if (folder / MARKER_FILE).is_file() or (depth < 2 and is_run(folder)):
+        if has_run_marker(folder) or (depth < 2 and is_legacy_run(folder)):
             return folder
     return None
 
@@ -129,20 +147,22 @@ def check_store_output(out: str | Path) -> None:
     if run is not None:
         raise UsageError(f"{target}: is inside the run directory {run}, whose files training "
                          f"writes and replaces; choose an --out outside it")
-    store = enclosing(target.parent, is_store) if target.parent != target else None
+    store = enclosing(target.parent, is_topictk_store) if target.parent != target else None
     if store is not None:
         raise UsageError(f"{target}: is inside the corpus store {store}; choose an --out "
                          f"outside it")
 
 
 # ----------------------------------------------------------------------------- run marker
-def write_marker(run_dir: Path, store: CorpusStore) -> dict:
-    """Mark ``run_dir`` as a run trained on ``store`` (its corpus id and vocabulary hash)."""
+def write_marker(run_dir: Path, store: CorpusStore, config_file: Path | None = None) -> dict:
+    """Mark ``run_dir`` as a run trained on ``store`` (its corpus id and vocabulary hash),
+    started from ``config_file`` (None: standard input), before any other file of the run."""
     marker = {"format": MARKER_FORMAT, "format_version": MARKER_VERSION,
               "run_id": uuid.uuid4().hex,
               "created": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
               "corpus_id": store.corpus_id,
-              "vocab_sha256": store.manifest.get("vocab_sha256")}
+              "vocab_sha256": store.manifest.get("vocab_sha256"),
+              "config_file": None if config_file is None else str(config_file)}
     atomic_write_text(Path(run_dir) / MARKER_FILE, json.dumps(marker, indent=1) + "\n")
     return marker
 
@@ -217,9 +237,9 @@ def check_run_output(run_dir: Path, *, resume: bool, force: bool, inputs: list[P
     if force or not locked:
         return True
     if not ((run_dir / MODEL_FILE).exists() or any((run_dir / "checkpoints").glob("step-*.npz"))):
-        raise UsageError(f"{run_dir}: holds a run that stopped before its first checkpoint, so "
-                         f"it cannot be resumed; add --force to replace it, or choose another "
-                         f"output")
+        raise UsageError(f"{run_dir}: holds a run that stopped before its first checkpoint; "
+                         f"add --resume to start it again from step 0, --force to replace it, "
+                         f"or choose another output")
     raise UsageError(f"{run_dir}: output directory already holds a run; add --resume to "
                      f"continue it, --force to replace it, or choose another output")
 

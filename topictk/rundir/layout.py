@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from topictk.errors import CorpusUsageError, UsageError
+from topictk.markers import RUN_MARKER
 from topictk.rundir import checkpoint as ckpt
 
 if TYPE_CHECKING:
@@ -55,6 +56,17 @@ def retrain_command(run_dir: Path) -> str:
     return f"'topictk train --config {Path(run_dir) / 'config.yaml'} --force'"
 
 
+def check_store_present(run_dir: Path, corpus: Path) -> None:
+    """Refuse, naming the run's ``config.yaml`` and how to point it at the store, a run whose
+    corpus store is no longer where the run's config says (moved or deleted)."""
+    if Path(corpus).exists():
+        return
+    saved = Path(run_dir) / "config.yaml"
+    raise CorpusUsageError(f"{saved}: corpus {corpus}: no corpus store there (moved or "
+                           f"deleted); set corpus in {saved} to the store's new place, or "
+                           f"prepare it there again with 'topictk prepare INPUT --out {corpus}'")
+
+
 def load_samples(run_dir: Path, steps: list[int]) -> list[dict]:
     # samples are saved only as training passes their steps: a damaged one needs a new run
     fix = (f"samples are only saved during training; train the run again with "
@@ -66,9 +78,9 @@ def load_samples(run_dir: Path, steps: list[int]) -> list[dict]:
     return samples
 
 
-MARKER_FILE = "topictk-run.json"
-_TOP_FILES = (MARKER_FILE, "config.yaml", "metrics.jsonl", MODEL_FILE)
-_STEP_FILE = re.compile(r"^step-\d+\.npz$")
+MARKER_FILE = RUN_MARKER
+RUN_TOP_FILES = (MARKER_FILE, "config.yaml", "metrics.jsonl", MODEL_FILE)
+STEP_FILE = re.compile(r"^step-\d+\.npz$")
 
 
 def run_files(run_dir: Path) -> list[str]:
@@ -77,13 +89,13 @@ def run_files(run_dir: Path) -> list[str]:
     and ``samples/``. Anything else in the folder is someone else's, and ``train --force``
     leaves it where it is."""
     run_dir = Path(run_dir)
-    found = [name for name in _TOP_FILES
+    found = [name for name in RUN_TOP_FILES
              if (run_dir / name).is_symlink() or (run_dir / name).is_file()]
     for sub in ("checkpoints", "samples"):
         folder = run_dir / sub
         if folder.is_dir() and not folder.is_symlink():
             found.extend(f"{sub}/{p.name}" for p in sorted(folder.iterdir())
-                         if _STEP_FILE.match(p.name) and (p.is_file() or p.is_symlink()))
+                         if STEP_FILE.match(p.name) and (p.is_file() or p.is_symlink()))
     return found
 
 

@@ -11,6 +11,7 @@ Run directory::
 from __future__ import annotations
 
 import logging
+import os
 import signal
 import time
 from contextlib import ExitStack
@@ -34,8 +35,10 @@ from topictk.inference.cluster import (
 from topictk.inference.perplexity import heldout_perplexity, train_heldout_perplexity
 from topictk.inference.registry import get_driver
 from topictk.rundir import checkpoint as ckpt
-from topictk.rundir.guard import check_run_output, prepare_run_dir, run_inputs, write_marker
-from topictk.rundir.layout import MODEL_FILE, ReplacedRun, check_compatible, save_sample
+from topictk.rundir.guard import (check_run_output, is_run, prepare_run_dir, run_inputs,
+                                  write_marker)
+from topictk.rundir.layout import (MODEL_FILE, ReplacedRun, check_compatible,
+                                   check_store_present, save_sample)
 from topictk.rundir.lock import RunLock
 from topictk.rundir.metrics import append_metrics, truncate_metrics
 from topictk.streams import Streams
@@ -165,6 +168,15 @@ def keep_saved_schedule(saved: Path, config: Config) -> Config:
     return Config(data, config.source)
 
 
+def saved_config_text(config: Config) -> str:
+    """The run's ``config.yaml``: the resolved config, with ``output: .`` (the folder the file
+    is in), so that a copied or moved run trains, resumes and is retrained where it is, never
+    where it was first written."""
+    data = config.to_dict()
+    data["output"] = "."
+    return yaml.safe_dump(data, sort_keys=False)
+
+
 def check_sample_schedule(driver: Driver, state, start: int, saved: Path) -> None:
     """Refuse to resume when the samples the config schedules up to ``start`` are not those
     the run saved (SG-MCMC spreads its samples over the second half of the iterations, so
@@ -187,6 +199,12 @@ def train(config: Config, *, resume: bool = False, force: bool = False,
     check_run_output(config.output, resume=resume, force=force, inputs=run_inputs(config),
                      locked=False)
     with RunLock(config.output), ExitStack() as stack:
+        if (resume and not ckpt.list_checkpoints(config.output / "checkpoints")
+                and not (config.output / MODEL_FILE).exists() and is_run(config.output)):
+            # stopped before its first checkpoint: nothing was kept, so it starts again from
+            # step 0, the chain an uninterrupted run of the same config follows
+            log.info("%s: no checkpoint yet; the run starts again from step 0", config.output)
+            resume, force = False, True
         cluster = (stack.enter_context(Cluster.from_config(config.training))
                    if cluster_requested(config.training) else None)
         return _train(config, resume=resume, force=force, quiet=quiet, cluster=cluster)
@@ -208,8 +226,11 @@ class RunSession:
         self.config, self.resume, self.quiet = config, resume, quiet
         self.training = config.training
         self.iterations = int(config.inference.iterations)
-        self.store = CorpusStore.open(config.corpus)
         self.run_dir = config.output
+        if config.source is not None and os.path.realpath(config.source) == os.path.realpath(
+                self.run_dir / "config.yaml"):
+            check_store_present(config.source.parent, config.corpus)
+        self.store = CorpusStore.open(config.corpus)
         self.ckpt_dir = self.run_dir / "checkpoints"
         self.metrics_path = self.run_dir / "metrics.jsonl"
         self.replace = prepare_run_dir(self.run_dir, config, self.store, resume=resume,
@@ -293,9 +314,8 @@ class RunSession:
             self.start = 0
         run_dir.mkdir(parents=True, exist_ok=True)
         if not self.resume:
-            write_marker(run_dir, self.store)
-        atomic_write_text(run_dir / "config.yaml",
-                          yaml.safe_dump(self.config.to_dict(), sort_keys=False))
+            write_marker(run_dir, self.store, self.config.source)
+        atomic_write_text(run_dir / "config.yaml", saved_config_text(self.config))
         self.test = curve_set(EvaluationSet.from_store(self.store), self.config.evaluation)
         self.has_test = self.test.n_heldout_tokens > 0
         train_held = self.store.train_heldout()
