@@ -36,7 +36,8 @@ import numpy as np
 from topictk._fileio import new_dir_mode, replacement_mode
 from topictk.errors import CorpusError, CorpusUsageError
 from topictk.limits import json_loads
-from topictk.markers import PARTIAL_MARKER, has_store_manifest, is_partial_of, write_partial_marker
+from topictk.markers import (PARTIAL_MARKER, has_run_marker, has_store_manifest, is_partial_of,
+                             write_partial_marker)
 
 FORMAT = "topictk-corpus"
 FORMAT_VERSION = 1
@@ -318,6 +319,62 @@ def verify_store(path: str | Path) -> dict:
             "seconds": time.perf_counter() - began}
 
 
+# what "set corpus to ..." advises when no store can be prepared at the path given
+_NEW_STORE = ("create one with 'topictk prepare INPUT --out NEW_FOLDER' (a folder that does "
+              "not exist yet) and set corpus to NEW_FOLDER")
+_MAX_CONFIG_BYTES = 1 << 20     # a run's config.yaml is a few kilobytes
+
+
+def _run_store(run_dir: Path) -> Path | None:
+    """The corpus store named by the saved ``config.yaml`` of the run ``run_dir``, or None
+    when it names none that can be read."""
+    import yaml
+
+    saved = run_dir / "config.yaml"
+    try:
+        if saved.stat().st_size > _MAX_CONFIG_BYTES:
+            return None
+        corpus = yaml.safe_load(saved.read_text(encoding="utf-8")).get("corpus")
+    except (OSError, UnicodeDecodeError, yaml.YAMLError, AttributeError, RecursionError):
+        return None
+    if isinstance(corpus, dict):
+        corpus = corpus.get("path")
+    return run_dir / corpus if isinstance(corpus, str) and corpus else None
+
+
+def _no_store_error(path: Path) -> CorpusUsageError:
+    """Why ``path`` (a corpus path holding no store) cannot be read, with a fix that works:
+    the prepare command only where prepare would write a store there; else what to point
+    corpus at instead (the store a file belongs to, a run's own store, any store)."""
+    if path.is_file() and has_store_manifest(path.parent):
+        return CorpusUsageError(f"{path}: is a file of the corpus store {path.parent}; set "
+                                f"corpus to the folder {path.parent}")
+    run = path if path.is_dir() else path.parent
+    if path.exists() and has_run_marker(run):
+        what = "is a run directory" if run == path else f"is a file of the run directory {run}"
+        store = _run_store(run)
+        if store is not None and has_store_manifest(store):
+            return CorpusUsageError(f"{path}: {what}, not a corpus store; the run was trained "
+                                    f"on the store {store}: set corpus to {store}")
+        return CorpusUsageError(f"{path}: {what}, not a corpus store; set corpus to a corpus "
+                                f"store, or {_NEW_STORE}")
+    if path.is_file():
+        return CorpusUsageError(f"{path}: is a file, not a corpus store; prepare it with "
+                                f"'topictk prepare {path} --out STORE' and point corpus at STORE")
+    if path.is_dir():
+        return CorpusUsageError(f"{path}: is a folder but not a corpus store (no "
+                                f"manifest.json); set corpus to a corpus store, or {_NEW_STORE}")
+    for folder in path.resolve().parents:
+        kind = ("run directory" if has_run_marker(folder)
+                else "corpus store" if has_store_manifest(folder) else None)
+        if kind is not None:
+            return CorpusUsageError(f"{path}: no corpus store here, and none can be prepared "
+                                    f"inside the {kind} {folder}; set corpus to a corpus "
+                                    f"store, or {_NEW_STORE}")
+    return CorpusUsageError(f"{path}: no corpus store here; create it with "
+                            f"'topictk prepare INPUT --out {path}'")
+
+
 @dataclass
 class Documents:
     """A set of documents in both representations (views into the store's arrays)."""
@@ -350,16 +407,8 @@ class CorpusStore:
     def open(cls, path: str | Path) -> "CorpusStore":
         path = Path(path)
         mpath = path / "manifest.json"
-        if path.is_file():
-            raise CorpusUsageError(f"{path}: is a file, not a corpus store; prepare it with "
-                                   f"'topictk prepare {path} --out STORE' and point corpus at "
-                                   f"STORE")
-        if not path.is_dir():
-            raise CorpusUsageError(f"{path}: no corpus store here; create it with "
-                                   f"'topictk prepare INPUT --out {path}'")
-        if not mpath.exists():
-            raise CorpusUsageError(f"{path}: not a corpus store (no manifest.json); create it "
-                                   f"with 'topictk prepare INPUT --out {path}'")
+        if not path.is_dir() or not mpath.exists():
+            raise _no_store_error(path)
         try:
             manifest = json_loads(mpath.read_text(encoding="utf-8"))
         except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:

@@ -13,6 +13,7 @@ from topictk.inference.base import EvaluationSet
 from topictk.inference.cluster import Cluster
 from topictk.inference.perplexity import heldout_perplexity, train_heldout_perplexity
 from topictk.inference.registry import get_driver, load_config
+from topictk.markers import has_store_manifest
 from topictk.rundir import checkpoint as ckpt
 from topictk.rundir.guard import check_run_store
 from topictk.rundir.layout import (MODEL_FILE, check_compatible, check_store_present,
@@ -38,6 +39,25 @@ def _damaged_model_fix(run_dir: Path, checkpoint: int | None) -> str:
     if (run_dir / MODEL_FILE).exists():
         choices.append("omit --checkpoint to use the final model")
     return " or ".join(choices) or f"train the run again with {retrain_command(run_dir)}"
+
+
+def _not_a_run_error(path: Path) -> UsageError:
+    """Why ``path``, which holds no ``config.yaml``, is not a run directory: it does not
+    exist, it is a file (of a run: then that run is named), a corpus store, or another
+    folder."""
+    train = "give the output directory of 'topictk train'"
+    if not path.exists():
+        return UsageError(f"{path}: does not exist; {train} (a folder holding config.yaml)")
+    if path.is_file():
+        if (path.parent / "config.yaml").is_file():
+            return UsageError(f"{path}: is a file of the run directory {path.parent}; give "
+                              f"the folder {path.parent}")
+        return UsageError(f"{path}: is a file, not a run directory; {train}")
+    if has_store_manifest(path):
+        return UsageError(f"{path}: is a corpus store, not a run directory; train a run on "
+                          f"it (corpus: {path} in the config of 'topictk train') and give "
+                          f"that run's output directory")
+    return UsageError(f"{path}: not a run directory (no config.yaml); {train}")
 
 
 class _NoWarnings(logging.Filter):
@@ -66,8 +86,7 @@ class LoadedRun:
         run_dir = Path(run_dir)
         config_path = run_dir / "config.yaml"
         if not config_path.exists():
-            raise UsageError(f"{run_dir}: not a run directory (no config.yaml); give the output "
-                             f"directory of 'topictk train'")
+            raise _not_a_run_error(run_dir)
         self.run_dir = run_dir
         with _training_warnings_shown_once():
             self.config = load_config(config_path)
