@@ -69,7 +69,8 @@ def atomic_write_bytes(path: Path, writer) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
     remove_stale_temps(path.parent, path.name)
     mode = replacement_mode(path, new_file_mode())
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.{TEMP_TAG}", suffix=".tmp",
+                               dir=path.parent)
     try:
         with os.fdopen(fd, "wb") as f:
             _lock_nowait(f.fileno())
@@ -100,9 +101,16 @@ def atomic_write_text(path: Path, text: str) -> None:
     atomic_write_bytes(path, lambda f: f.write(text.encode("utf-8")))
 
 
-# the temporary names of atomic_write_bytes: "." + target name + "." + 8 random characters
-# (tempfile's) + ".tmp"
-_TEMP = re.compile(r"^\.(?P<target>.+)\.[a-z0-9_]{8}\.tmp$")
+# the temporary names of atomic_write_bytes: "." + target name + ".topictk-" + 8 random
+# characters (tempfile's) + ".tmp"; clean-up takes only names with topictk's tag, so a file of
+# the user's named like another program's temporary file is never removed
+TEMP_TAG = "topictk-"
+_TEMP = re.compile(r"^\.(?P<target>.+)\." + TEMP_TAG + r"[a-z0-9_]{8}\.tmp$")
+
+
+def is_temp_name(name: str) -> bool:
+    """Whether ``name`` is the temporary name of an :func:`atomic_write_bytes` write."""
+    return _TEMP.match(name) is not None
 
 
 def _lock_nowait(fd: int) -> bool:

@@ -228,7 +228,7 @@ def test_a_writer_killed_by_sigkill_leaves_no_lock_behind(tmp_path, example_stor
     first.communicate(timeout=60)
     assert json.loads((run / ".topictk.lock").read_text())["pid"] == holder["pid"]   # stale note
     # a temporary file of a write the kill cut short, as the atomic writer leaves it
-    stale = run / "checkpoints" / ".step-00099999.npz.abcd_123.tmp"
+    stale = run / "checkpoints" / ".step-00099999.npz.topictk-abcd_123.tmp"
     stale.write_bytes(b"partial")
     out = ok("train", "--config", cfg, "-q", "--resume", "--set", "training.time_limit=0.5")
     assert "step" in out.stdout

@@ -150,14 +150,16 @@ def test_prepare_verify_reports_a_sound_store(example_store):
 
 def test_stale_temporary_files_are_removed_by_the_next_writer(tmp_path):
     target = tmp_path / "model.npz"
-    stale = tmp_path / ".model.npz.k2j4_x9a.tmp"       # a write killed before its rename
+    stale = tmp_path / ".model.npz.topictk-k2j4_x9a.tmp"       # a write killed before its rename
     stale.write_bytes(b"partial")
-    busy = tmp_path / ".model.npz.q1w2e3r4.tmp"        # a write going on in another process
+    busy = tmp_path / ".model.npz.topictk-q1w2e3r4.tmp"        # a write going on in another process
     busy.write_bytes(b"being written")
-    other = tmp_path / ".config.yaml.a1b2c3d4.tmp"     # another target's
+    other = tmp_path / ".config.yaml.topictk-a1b2c3d4.tmp"     # another target's
     other.write_bytes(b"x")
+    users = tmp_path / ".model.npz.k2j4_x9a.tmp"       # the user's, or another program's
+    users.write_bytes(b"keep me")
     old = time.time() - 60
-    for path in (stale, busy, other):
+    for path in (stale, busy, other, users):
         os.utime(path, (old, old))
     holder = os.open(busy, os.O_RDONLY)
     fcntl.flock(holder, fcntl.LOCK_EX)
@@ -167,7 +169,8 @@ def test_stale_temporary_files_are_removed_by_the_next_writer(tmp_path):
         assert not stale.exists() and busy.exists() and other.exists()
     finally:
         os.close(holder)
-    young = tmp_path / ".model.npz.zzzzzzzz.tmp"        # just created, not yet locked
+    young = tmp_path / ".model.npz.topictk-zzzzzzzz.tmp"        # just created, not yet locked
     young.write_bytes(b"")
     assert sorted(remove_stale_temps(tmp_path)) == sorted([busy, other])
     assert young.exists() and not busy.exists() and not other.exists()
+    assert users.read_bytes() == b"keep me"

@@ -22,7 +22,7 @@ import uuid
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from topictk._fileio import atomic_write_text, remove_stale_temps
+from topictk._fileio import atomic_write_text, is_temp_name, remove_stale_temps
 from topictk.errors import CheckpointError, CorpusUsageError, UsageError
 from topictk.markers import RUN_FORMAT, has_run_marker, has_store_manifest
 from topictk.rundir import checkpoint as ckpt
@@ -94,8 +94,7 @@ def enclosing_run(path: Path) -> Path | None:
 def _own_leftover(name: str) -> bool:
     """topictk's own files that do not make a folder a run: the lock, the folders of an
     interrupted replacement (never deleted here) and temporary files of killed writes."""
-    return (name == LOCK_FILE or name.startswith(".replaced-")
-            or (name.startswith(".") and name.endswith(".tmp")))
+    return name == LOCK_FILE or name.startswith(".replaced-") or is_temp_name(name)
 
 
 def is_empty_for_run(path: Path) -> bool:
