@@ -322,8 +322,8 @@ def test_force_replaces_corpus_stores_only(tmp_path, existing_store, monkeypatch
     shutil.copy(EXAMPLE, data)
     before = snapshot(victim)
     message = fails(2, "prepare", data, "--out", victim, "--force")
-    assert message == (f"{victim}: exists and is not a corpus store; --force replaces corpus "
-                       f"stores only: choose another --out, or remove it yourself")
+    assert message == (f"{victim}: exists and is not a topictk corpus store; --force replaces "
+                       f"corpus stores only: choose another --out, or remove it yourself")
     assert snapshot(victim) == before
     a_file = tmp_path / "afile"
     a_file.write_text("hi\n")
@@ -611,4 +611,5 @@ def test_evaluate_with_missing_store(trained, tmp_path):
     data["corpus"] = str(tmp_path / "gone")
     (run_dir / "config.yaml").write_text(yaml.safe_dump(data, sort_keys=False))
     message = fails(2, "evaluate", run_dir)
-    assert message.startswith(f"{tmp_path / 'gone'}: no corpus store here")
+    assert message.startswith(f"{run_dir / 'config.yaml'}: corpus {tmp_path / 'gone'}: no "
+                              f"corpus store there")
