@@ -372,3 +372,21 @@ def test_a_run_killed_while_starting_is_recognised_and_restarted(tmp_path, examp
     assert "holds a run that stopped before its first checkpoint" in message
     ok("train", "--config", cfg, "-q", "--resume")
     assert_same_run(tmp_path / "whole", run)
+
+
+def test_reading_a_run_killed_before_its_config_names_the_command_that_trains_it(
+        tmp_path, example_store):
+    cfg = _small(tmp_path, example_store)
+    ok("train", "--config", cfg, "-q", "--out", tmp_path / "whole")
+    run = tmp_path / "run"
+    run.mkdir()
+    shutil.copy(tmp_path / "whole" / "topictk-run.json", run)    # what a kill leaves
+    for command in (("evaluate",), ("topics",), ("compare",), ("export", "--what", "doc-topics"),
+                    ("infer", EXAMPLE), ("report", "--out", tmp_path / "r.html"),
+                    ("plot", "--out", tmp_path / "p.svg")):
+        message = fails(2, command[0], run, *command[1:])
+        fix = f"'topictk train --config {cfg} --out {run} --force'"
+        assert message == (f"{run}: a run stopped while starting, before it wrote config.yaml; "
+                           f"it has nothing to read: train it again with {fix}")
+    ok(*fix.strip("'").split()[1:], "-q")                         # the fix, followed
+    ok("evaluate", run)

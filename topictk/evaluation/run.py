@@ -13,7 +13,7 @@ from topictk.inference.base import EvaluationSet
 from topictk.inference.cluster import Cluster
 from topictk.inference.perplexity import heldout_perplexity, train_heldout_perplexity
 from topictk.inference.registry import get_driver, load_config
-from topictk.markers import has_store_manifest
+from topictk.markers import RUN_FORMAT, RUN_MARKER, has_store_manifest, read_marker_file
 from topictk.rundir import checkpoint as ckpt
 from topictk.rundir.guard import check_run_store
 from topictk.rundir.layout import (MODEL_FILE, check_compatible, check_store_present,
@@ -41,7 +41,7 @@ def _damaged_model_fix(run_dir: Path, checkpoint: int | None) -> str:
     return " or ".join(choices) or f"train the run again with {retrain_command(run_dir)}"
 
 
-def _not_a_run_error(path: Path) -> UsageError:
+def not_a_run_error(path: Path) -> UsageError:
     """Why ``path``, which holds no ``config.yaml``, is not a run directory: it does not
     exist, it is a file (of a run: then that run is named), a corpus store, or another
     folder."""
@@ -53,6 +53,13 @@ def _not_a_run_error(path: Path) -> UsageError:
             return UsageError(f"{path}: is a file of the run directory {path.parent}; give "
                               f"the folder {path.parent}")
         return UsageError(f"{path}: is a file, not a run directory; {train}")
+    marker = read_marker_file(path / RUN_MARKER, RUN_FORMAT)
+    if marker is not None:
+        # the marker is a run's first file: the run was stopped before it wrote its config
+        config = marker.get("config_file") or "YOUR_CONFIG.yaml"
+        return UsageError(f"{path}: a run stopped while starting, before it wrote config.yaml; "
+                          f"it has nothing to read: train it again with 'topictk train "
+                          f"--config {config} --out {path} --force'")
     if has_store_manifest(path):
         return UsageError(f"{path}: is a corpus store, not a run directory; train a run on "
                           f"it (corpus: {path} in the config of 'topictk train') and give "
@@ -86,7 +93,7 @@ class LoadedRun:
         run_dir = Path(run_dir)
         config_path = run_dir / "config.yaml"
         if not config_path.exists():
-            raise _not_a_run_error(run_dir)
+            raise not_a_run_error(run_dir)
         self.run_dir = run_dir
         with _training_warnings_shown_once():
             self.config = load_config(config_path)

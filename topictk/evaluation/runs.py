@@ -14,6 +14,7 @@ from pathlib import Path
 
 from topictk.config.loader import Config
 from topictk.errors import CorpusUsageError, UsageError
+from topictk.evaluation.run import not_a_run_error
 from topictk.inference.registry import load_config
 from topictk.limits import json_loads
 from topictk.rundir import checkpoint as ckpt
@@ -126,6 +127,9 @@ def discover_runs(paths: Sequence[str | Path]) -> list[RunRef]:
         if key not in seen:
             seen.add(key)
             unique.append(path)
+    for path in unique:
+        if not (path / "config.yaml").is_file():
+            raise not_a_run_error(path)
     names = [p.name for p in unique]
     return [RunRef(path=p, label=p.name if names.count(p.name) == 1 else str(p),
                    config=load_config(p / "config.yaml")) for p in unique]
