@@ -25,6 +25,7 @@ import glob
 import hashlib
 import json
 import os
+import re
 import shutil
 import tempfile
 import time
@@ -35,7 +36,7 @@ import numpy as np
 
 from topictk._fileio import new_dir_mode, replacement_mode
 from topictk.errors import CorpusError, CorpusUsageError
-from topictk.limits import json_loads
+from topictk.limits import json_loads, short
 from topictk.markers import (PARTIAL_MARKER, has_run_marker, has_store_manifest, is_partial_of,
                              write_partial_marker)
 
@@ -394,6 +395,11 @@ class Documents:
         return int(self.counts.sum(dtype=np.int64))
 
 
+# an array of the manifest is the file NAME.npy in the store itself: a name with a folder
+# part, "..", or a leading dot would read (and verify) a file outside it or hidden in it
+_ARRAY_NAME = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.-]*")
+
+
 class CorpusStore:
     """A prepared corpus, opened read-only; arrays are memory-mapped on first use."""
 
@@ -427,6 +433,11 @@ class CorpusStore:
             raise CorpusError(f"{mpath}: damaged manifest (arrays or counts missing or not "
                               f"mappings); prepare the corpus again with --force")
         for name in arrays:
+            if not _ARRAY_NAME.fullmatch(name) or ".." in name:
+                raise CorpusError(f"{mpath}: array name {short(name)} is not a plain file name "
+                                  f"inside the store (letters, digits, '_', '-' and '.', no "
+                                  f"folder, no leading dot); the manifest was modified: "
+                                  f"prepare the corpus again with --force")
             if not (path / f"{name}.npy").exists():
                 raise CorpusError(f"{path / (name + '.npy')}: missing from the corpus store; "
                                   f"prepare the corpus again with --force")
