@@ -17,6 +17,7 @@ from topictk.errors import UsageError
 from topictk.evaluation.coherence import top_words
 from topictk.evaluation.run import LoadedRun, evaluate_loaded
 from topictk.evaluation.runs import RunRef
+from topictk.evaluation.tsv import tsv_rows
 
 log = logging.getLogger("topictk")
 
@@ -92,10 +93,9 @@ def render_rows(rows: list[dict], fmt: str, *, comparable: bool,
         return json.dumps({"perplexity_comparable": comparable, "runs": rows},
                           sort_keys=True) + "\n"
     if fmt == "tsv":
-        lines = ["\t".join([*columns, "perplexity_comparable"])]
-        lines += ["\t".join([*(_cell(r.get(c), "") for c in columns),
-                             str(comparable).lower()]) for r in rows]
-        return "\n".join(lines) + "\n"
+        return tsv_rows([[*columns, "perplexity_comparable"],
+                         *([*(_cell(r.get(c), "") for c in columns), str(comparable).lower()]
+                           for r in rows)])
     mark = "" if comparable else "*"
     table = [[c.replace("perplexity_left_to_right", "ltr_perplexity") + (
         mark if c.startswith("perplexity") else "") for c in columns]]
@@ -170,14 +170,13 @@ def render_alignments(alignments: list[dict], fmt: str) -> str:
     """Alignments (:func:`align_runs`) as text, TSV (one line per matched pair) or JSON."""
     if fmt == "json":
         return json.dumps({"alignments": alignments}, sort_keys=True) + "\n"
-    lines = []
     if fmt == "tsv":
-        lines.append("a\tb\ttopic_a\ttopic_b\tdistance\twords_a\twords_b")
-        for al in alignments:
-            lines += [f"{al['a']}\t{al['b']}\t{p['topic_a']}\t{p['topic_b']}\t"
-                      f"{p['distance']:.6f}\t{' '.join(p['words_a'])}\t{' '.join(p['words_b'])}"
-                      for p in al["pairs"]]
-        return "\n".join(lines) + "\n"
+        return tsv_rows([("a", "b", "topic_a", "topic_b", "distance", "words_a", "words_b"),
+                         *((al["a"], al["b"], p["topic_a"], p["topic_b"],
+                            f"{p['distance']:.6f}", " ".join(p["words_a"]),
+                            " ".join(p["words_b"]))
+                           for al in alignments for p in al["pairs"])])
+    lines = []
     for al in alignments:
         lines.append(f"{al['b']} aligned to {al['a']} (Jensen-Shannon distance, 0 = the same "
                      f"topic, 1 = no word in common)")

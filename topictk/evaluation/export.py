@@ -18,6 +18,7 @@ from topictk.evaluation.htmljson import script_json
 from topictk.evaluation.infer import NewDocuments, infer_documents, training_documents
 from topictk.evaluation.ldavis import ldavis_data, term_frequencies
 from topictk.evaluation.run import LoadedRun
+from topictk.evaluation.tsv import tsv_rows
 
 
 class Export(Protocol):
@@ -54,12 +55,11 @@ class MatrixExport:
 
     def _tsv(self) -> bytes:
         n_topics = self.matrix.shape[1]
-        lines = ["\t".join([*self.labels, *(f"topic_{k}" for k in range(n_topics))])]
+        header = [*self.labels, *(f"topic_{k}" for k in range(n_topics))]
         columns = list(self.labels.values())
-        for i, row in enumerate(self.matrix):
-            lines.append("\t".join([*(str(c[i]) for c in columns),
-                                    *(f"{v:.6g}" for v in row)]))
-        return ("\n".join(lines) + "\n").encode("utf-8")
+        rows = ([*(c[i] for c in columns), *(f"{v:.6g}" for v in row)]
+                for i, row in enumerate(self.matrix))
+        return tsv_rows([header, *rows]).encode("utf-8")
 
     def _json(self) -> bytes:
         data = dict(self.meta)

@@ -37,6 +37,7 @@ from topictk.corpus.text import tokenize
 from topictk.errors import CorpusError, CorpusUsageError, UsageError
 from topictk.inference.base import INFER_CHUNK_DOCS
 from topictk.inference.cluster import cluster_infer_blocks
+from topictk.evaluation.tsv import tsv_rows
 from topictk.state.dmr import ETA_MAX, ETA_MIN
 
 log = logging.getLogger("topictk")
@@ -218,18 +219,15 @@ def render_jsonl(docs: NewDocuments, start: int, theta: np.ndarray, top: int) ->
 
 
 def tsv_header(n_topics: int) -> str:
-    return "\t".join(["id", "tokens", "unknown", *(f"topic_{k}" for k in range(n_topics))]) + "\n"
+    return tsv_rows([["id", "tokens", "unknown", *(f"topic_{k}" for k in range(n_topics))]])
 
 
 def render_tsv(docs: NewDocuments, start: int, theta: np.ndarray) -> str:
     """TSV rows of documents ``start``.. (one per row of ``theta``)."""
-    rows = []
-    for i, row in enumerate(theta):
-        d = start + i
-        doc_id = docs.ids[d].replace("\t", " ").replace("\n", " ")
-        rows.append("\t".join([doc_id, str(int(docs.doc_ptr[d + 1] - docs.doc_ptr[d])),
-                               str(int(docs.unknown[d])), *(repr(float(x)) for x in row)]) + "\n")
-    return "".join(rows)
+    ptr = docs.doc_ptr
+    return tsv_rows([docs.ids[d], int(ptr[d + 1] - ptr[d]), int(docs.unknown[d]),
+                     *(repr(float(x)) for x in row)]
+                    for d, row in enumerate(theta, start=start))
 
 
 def infer_run(run, inputs: list[str], *, fmt: str = "auto", meta_file: str | None = None,

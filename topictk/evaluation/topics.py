@@ -8,6 +8,7 @@ import numpy as np
 
 from topictk.errors import UsageError
 from topictk.evaluation.coherence import top_words
+from topictk.evaluation.tsv import tsv_rows
 
 
 def topic_table(topic_word: np.ndarray, vocab: list[str], n: int) -> list[dict]:
@@ -26,19 +27,17 @@ def ranked_table(top: np.ndarray, probabilities: np.ndarray, vocab: list[str]) -
 def format_topics(table: list[dict], fmt: str) -> str:
     if fmt == "json":
         return json.dumps({"topics": table}, indent=None) + "\n"
-    lines = []
     if fmt == "tsv":
-        lines.append("topic\trank\tword\tprobability")
-        for t in table:
-            for rank, w in enumerate(t["words"], start=1):
-                lines.append(f"{t['topic']}\t{rank}\t{w['word']}\t{w['probability']:.6g}")
-    else:
-        for t in table:
-            words = " ".join(f"{w['word']}({w['probability']:.3f})" for w in t["words"])
-            lines.append(f"{t['topic']:>3}  {words}")
-            if t.get("features"):   # DMR: the metadata features with the largest weights nu
-                feats = " ".join(f"{f['feature']}({f['weight']:+.3f})" for f in t["features"])
-                lines.append(f"     metadata: {feats}")
+        return tsv_rows([("topic", "rank", "word", "probability"),
+                         *((t["topic"], rank, w["word"], f"{w['probability']:.6g}")
+                           for t in table for rank, w in enumerate(t["words"], start=1))])
+    lines = []
+    for t in table:
+        words = " ".join(f"{w['word']}({w['probability']:.3f})" for w in t["words"])
+        lines.append(f"{t['topic']:>3}  {words}")
+        if t.get("features"):   # DMR: the metadata features with the largest weights nu
+            feats = " ".join(f"{f['feature']}({f['weight']:+.3f})" for f in t["features"])
+            lines.append(f"     metadata: {feats}")
     return "\n".join(lines) + "\n"
 
 
@@ -53,15 +52,13 @@ def layer_tables(driver, state, vocab: list[str], n: int, layers: list[int]) -> 
 def format_layers(tables: list[dict], fmt: str) -> str:
     if fmt == "json":
         return json.dumps({"layers": tables}) + "\n"
-    lines = []
     if fmt == "tsv":
-        lines.append("layer\ttopic\trank\tword\tprobability")
-        for table in tables:
-            for t in table["topics"]:
-                for rank, w in enumerate(t["words"], start=1):
-                    lines.append(f"{table['layer']}\t{t['topic']}\t{rank}\t{w['word']}\t"
-                                 f"{w['probability']:.6g}")
-        return "\n".join(lines) + "\n"
+        return tsv_rows([("layer", "topic", "rank", "word", "probability"),
+                         *((table["layer"], t["topic"], rank, w["word"],
+                            f"{w['probability']:.6g}")
+                           for table in tables for t in table["topics"]
+                           for rank, w in enumerate(t["words"], start=1))])
+    lines = []
     for i, table in enumerate(tables):
         if i:
             lines.append("")
@@ -114,12 +111,12 @@ def format_tree(tree: list[dict], fmt: str) -> str:
     if fmt == "json":
         return json.dumps({"tree": tree}) + "\n"
     if fmt == "tsv":
-        lines = ["depth\tlayer\ttopic\tparent_layer\tparent_topic\tweight\twords"]
+        rows = [("depth", "layer", "topic", "parent_layer", "parent_topic", "weight", "words")]
         for depth, parent, n in _walk(tree):
             pl, pt = (parent["layer"], parent["topic"]) if parent else ("", "")
-            lines.append(f"{depth}\t{n['layer']}\t{n['topic']}\t{pl}\t{pt}\t"
-                         f"{n['weight']:.6g}\t{' '.join(n['words'])}")
-        return "\n".join(lines) + "\n"
+            rows.append((depth, n["layer"], n["topic"], pl, pt, f"{n['weight']:.6g}",
+                         " ".join(n["words"])))
+        return tsv_rows(rows)
     if fmt == "dot":
         def ident(n):
             return f"L{n['layer']}_{n['topic']}"
