@@ -6,7 +6,7 @@ import click
 from topictk.cli.options import meta_file_option, single, table_from, table_options
 from topictk.corpus.prepare import DEFAULT_HELDOUT_FRACTION, DEFAULT_TEST_DOCS, PrepareOptions
 from topictk.corpus.prepare import prepare as prepare_corpus
-from topictk.corpus.readers import FORMATS
+from topictk.corpus.readers import DUPLICATE_IDS, FORMATS
 from topictk.corpus.store import verify_store
 from topictk.errors import UsageError
 from topictk.rundir.guard import check_store_output
@@ -97,6 +97,10 @@ def verify_command(verify: str | None, inputs: tuple, out: str | None) -> str:
               help="UCI docword of the test documents' observed parts (imports a published split).")
 @click.option("--test-heldout", type=click.Path(dir_okay=False, path_type=str),
               help="UCI docword of the test documents' held-out parts.")
+@click.option("--duplicate-ids", type=click.Choice(DUPLICATE_IDS), default="refuse",
+              show_default=True,
+              help="A document id given twice (an --id-column, a JSONL id): stop, or rename "
+                   "the repeats ID~2, ID~3, ... in input order.")
 @click.option("--encoding-errors", type=click.Choice(["strict", "skip"]), default="strict",
               show_default=True, help="On undecodable or binary input: stop, or count and skip.")
 @click.option("--split-field", default=None, metavar="FIELD",
@@ -115,8 +119,8 @@ def verify_command(verify: str | None, inputs: tuple, out: str | None) -> str:
               help="Replace an existing corpus store (nothing else is ever replaced).")
 def prepare(inputs, out, verify, fmt, vocab, text_columns, id_column, delimiter, min_length,
             stopwords, min_df, max_df, vocab_size, test_docs, heldout_fraction,
-            heldout_train_fraction, seed, test_observed, test_heldout, encoding_errors,
-            split_field, vocab_list, meta, meta_file, force):
+            heldout_train_fraction, seed, test_observed, test_heldout, duplicate_ids,
+            encoding_errors, split_field, vocab_list, meta, meta_file, force):
     """Turn text or bag-of-words INPUTS into a corpus store with a fixed held-out split.
 
     INPUTS are files with one document per line, a folder of .txt files, a .jsonl file,
@@ -133,7 +137,8 @@ def prepare(inputs, out, verify, fmt, vocab, text_columns, id_column, delimiter,
                           test_docs=test_docs, heldout_fraction=heldout_fraction,
                           heldout_train_fraction=heldout_train_fraction, seed=seed,
                           test_observed=test_observed, test_heldout=test_heldout,
-                          encoding_errors=encoding_errors, split_field=split_field,
+                          encoding_errors=encoding_errors, duplicate_ids=duplicate_ids,
+                          split_field=split_field,
                           vocab_list=vocab_list, meta=meta, meta_file=meta_file, force=force,
                           table=table_from(text_columns, id_column, delimiter))
     check_store_output(out)

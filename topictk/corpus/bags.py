@@ -7,8 +7,10 @@ line, line i is word id i):
   banner, ``%`` comments, a size line ``documents words entries``, then ``doc word count``
   lines with 1-based ids.
 
-Both are checked as UCI docword input is: a header or count that disagrees with the body, ids
-out of range and counts that are not positive integers are refused, naming the file and line.
+Both are checked as UCI docword input is: a header or count that disagrees with the body (a
+Matrix Market size line must count the entries exactly, and its documents as the entries name
+them, see ``readers.check_document_count``), ids out of range and counts that are not positive
+integers are refused, naming the file and line.
 """
 from __future__ import annotations
 
@@ -21,6 +23,7 @@ from topictk.corpus.readers import (
     BagOfWords,
     _check_entries,
     _check_memory,
+    check_document_count,
     _open_binary,
     _to_csr,
     read_vocab,
@@ -162,6 +165,8 @@ def read_mm(source: str, vocab_path: str | None) -> BagOfWords:
     counts = triples[:, 2].astype(np.int64)
     _check_entries(path, docs, words, counts, n_docs, n_words, first_line=first,
                   header="size line")
+    check_document_count(path, n_docs, int(docs.max()) if docs.size else 0, line=first - 1,
+                         header="size line")
     if len(vocab) != n_words:
         raise CorpusError(f"{path}:{first - 1}: the size line says {n_words} words but the "
                           f"vocabulary has {len(vocab)}; give the vocabulary that belongs to "

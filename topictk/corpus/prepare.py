@@ -56,6 +56,7 @@ class PrepareOptions:
     meta_file: str | None = None         # tab-separated metadata, one row per input document
     vocab_list: str | None = None        # a fixed vocabulary, one word per line
     table: TableOptions | None = None    # CSV/TSV columns and delimiter (None: the defaults)
+    duplicate_ids: str = "refuse"        # a document id given twice: refuse, or rename ID~2
 
     def check(self) -> None:
         """Refuse values out of range and options that would be ignored; then fill in the
@@ -101,6 +102,9 @@ class PrepareOptions:
         if self.heldout_train_fraction is not None and not 0 < self.heldout_train_fraction < 1:
             raise UsageError(f"--heldout-train-fraction must be in (0, 1); got "
                              f"{self.heldout_train_fraction}")
+        if self.duplicate_ids not in readers.DUPLICATE_IDS:
+            raise UsageError(f"--duplicate-ids must be {' or '.join(readers.DUPLICATE_IDS)}; "
+                             f"got {self.duplicate_ids}")
         if self.encoding_errors not in ("strict", "skip"):
             raise UsageError(f"--encoding-errors must be strict or skip; "
                              f"got {self.encoding_errors}")
@@ -126,11 +130,16 @@ def _stopword_set(option: str | None, default_on: bool) -> frozenset[str]:
     if option == "none":
         return frozenset()
     path = Path(option)
+    what = "'english', 'none' or a file with one word per line"
+    if path.is_dir():
+        raise CorpusUsageError(f"--stopwords {path}: is a folder; give {what}")
     if not path.is_file():
-        raise CorpusUsageError(f"{path}: stop-word file not found; give 'english', 'none' or a "
-                               f"file with one word per line")
+        raise CorpusUsageError(f"{path}: stop-word file not found; give {what}")
     try:
         text = path.read_text(encoding="utf-8")
+    except OSError as exc:
+        raise CorpusUsageError(f"{path}: stop-word file cannot be read "
+                               f"({exc.strerror or exc}); give {what}") from None
     except UnicodeDecodeError:
         raise CorpusError(f"{path}: stop-word file is not valid UTF-8; convert it to "
                           f"UTF-8") from None
@@ -140,10 +149,16 @@ def _stopword_set(option: str | None, default_on: bool) -> frozenset[str]:
 def read_vocab_list(path: str) -> list[str]:
     """A fixed vocabulary: one word per line, no empty lines, no duplicates."""
     file = Path(path)
+    if file.is_dir():
+        raise CorpusUsageError(f"--vocab-list {file}: is a folder; give a file with one word "
+                               f"per line")
     if not file.exists():
         raise CorpusUsageError(f"{file}: vocabulary list not found")
     try:
         words = [line.strip() for line in file.read_text(encoding="utf-8").splitlines()]
+    except OSError as exc:
+        raise CorpusUsageError(f"{file}: vocabulary list cannot be read "
+                               f"({exc.strerror or exc}); give a readable file") from None
     except UnicodeDecodeError:
         raise CorpusError(f"{file}: vocabulary list is not valid UTF-8") from None
     if not words:
@@ -216,7 +231,7 @@ def _read_text_documents(inputs: list[str], fmt: str, opts: PrepareOptions,
     """Tokenised documents as id arrays over an input type table (or over ``fixed_vocab``,
     whose out-of-vocabulary tokens are dropped as they are read), and that table's words."""
     type_ids: dict[str, int] = {w: i for i, w in enumerate(fixed_vocab)} if fixed_vocab else {}
-    docs, ids, metas = [], [], []
+    docs, ids, metas, origins = [], [], [], []
     for doc in input_formats.read_documents(inputs, fmt, opts.encoding_errors, stats,
                                             opts.table):
         tokens = tokenize(doc.text, opts.min_length)
@@ -228,6 +243,8 @@ def _read_text_documents(inputs: list[str], fmt: str, opts: PrepareOptions,
                                     dtype=np.int32, count=len(tokens)))
         ids.append(doc.id)
         metas.append(doc.meta)
+        origins.append(doc.origin)
+    ids = readers.distinct_ids(ids, origins, opts.duplicate_ids)
     names = [""] * len(type_ids)
     for name, i in type_ids.items():
         names[i] = name
@@ -236,6 +253,12 @@ def _read_text_documents(inputs: list[str], fmt: str, opts: PrepareOptions,
 
 def _bag_tokens(bag: readers.BagOfWords) -> list[np.ndarray]:
     return csr_to_tokens(bag.indptr, bag.indices, bag.counts)
+
+
+def _last_document(bag: readers.BagOfWords) -> int:
+    """The largest 1-based id of a document of ``bag`` that has an entry (0: none has)."""
+    nonempty = np.flatnonzero(np.diff(bag.indptr))
+    return int(nonempty[-1]) + 1 if nonempty.size else 0
 
 
 def _read_bag_input(inputs: list[str], fmt: str, opts: PrepareOptions) -> _Input:
@@ -248,12 +271,15 @@ def _read_bag_input(inputs: list[str], fmt: str, opts: PrepareOptions) -> _Input
                   _stopword_set(opts.stopwords, default_on=False))
     if opts.test_observed is not None:
         vocab = opts.vocab or str(readers.find_uci_vocab(Path(inputs[0])) or "")
-        obs_bag = readers.read_uci(opts.test_observed, vocab)
-        held_bag = readers.read_uci(opts.test_heldout, vocab)
+        obs_bag = readers.read_uci(opts.test_observed, vocab, check_documents=False)
+        held_bag = readers.read_uci(opts.test_heldout, vocab, check_documents=False)
         if obs_bag.indptr.size != held_bag.indptr.size:
             raise CorpusError(f"{opts.test_heldout}: has {held_bag.indptr.size - 1} documents "
                               f"but {opts.test_observed} has {obs_bag.indptr.size - 1}; the "
                               f"two parts of a split must list the same test documents")
+        # a test document may have entries in one part only: D is checked against both
+        last = max(_last_document(obs_bag), _last_document(held_bag))
+        readers.check_document_count(Path(opts.test_observed), obs_bag.indptr.size - 1, last)
         observed = _bag_tokens(obs_bag)
         read.imported_test = DocumentSet(observed, [str(i + 1) for i in range(len(observed))],
                                          held=_bag_tokens(held_bag))
@@ -357,6 +383,13 @@ def _check_formats(inputs: list[str], out: str | Path, opts: PrepareOptions) -> 
     if not inputs:
         raise CorpusUsageError("no input given; name files, a folder, a .jsonl file, a UCI "
                                "docword file, or - for standard input")
+    given: dict = {}
+    for source in inputs:
+        same = source if source == "-" else Path(source).resolve()
+        if same in given:
+            raise CorpusUsageError(f"{source}: given twice as input (also as {given[same]}); "
+                                   f"its documents would be read twice: give it once")
+        given[same] = source
     named = [*inputs, opts.vocab, opts.vocab_list, opts.test_observed, opts.test_heldout,
              opts.meta_file, opts.stopwords]
     check_output(Path(out), opts.force, [str(p) for p in named if p is not None])

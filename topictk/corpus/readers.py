@@ -19,7 +19,7 @@ from typing import IO
 import numpy as np
 
 from topictk.errors import CorpusError, CorpusUsageError
-from topictk.limits import json_loads
+from topictk.limits import json_loads, short
 
 FORMATS = ("auto", "text", "dir", "jsonl", "csv", "tsv", "uci", "ldac", "mm")
 BAG_FORMATS = ("uci", "ldac", "mm")        # bag-of-words input, each with its vocabulary file
@@ -27,6 +27,10 @@ BAG_FORMATS = ("uci", "ldac", "mm")        # bag-of-words input, each with its v
 SUFFIXES = {".jsonl": "jsonl", ".ndjson": "jsonl", ".csv": "csv", ".tsv": "tsv", ".tab": "tsv",
             ".lda-c": "ldac", ".ldac": "ldac", ".mm": "mm"}
 COUNT_MAX = 2**31 - 1      # tokens of one word in one document (int32 counts)
+# empty documents a bag-of-words header may count after the last document with an entry:
+# this many, or this share of the documents, whichever is more (see check_document_count)
+EMPTY_TAIL_MIN = 10
+EMPTY_TAIL_SHARE = 0.01
 BYTES_PER_TOKEN = 24       # what prepare holds per token at its peak (ids, split, CSR, copies)
 
 
@@ -41,11 +45,13 @@ def max_tokens() -> int:
 
 @dataclass
 class TextDocument:
-    """One raw document: where it came from, its text and any metadata fields."""
+    """One raw document: its id, text and any metadata fields, and where it came from
+    (``FILE:LINE``, or a file) for messages."""
 
     id: str
     text: str
     meta: dict = field(default_factory=dict)
+    origin: str = ""
 
 
 @dataclass
@@ -183,7 +189,7 @@ def read_lines(source: str, errors: str, stats: ReadStats) -> Iterator[TextDocum
         text = _decode(raw, f"{name}:{lineno}", errors, stats)
         if text is not None:
             stats.documents += 1
-            yield TextDocument(id=f"{name}:{lineno}", text=text)
+            yield TextDocument(id=f"{name}:{lineno}", text=text, origin=f"{name}:{lineno}")
 
 
 def read_directory(directory: str, errors: str, stats: ReadStats) -> Iterator[TextDocument]:
@@ -201,7 +207,7 @@ def read_directory(directory: str, errors: str, stats: ReadStats) -> Iterator[Te
         text = _decode(path.read_bytes(), str(path), errors, stats)
         if text is not None:
             stats.documents += 1
-            yield TextDocument(id=str(path.relative_to(root)), text=text)
+            yield TextDocument(id=str(path.relative_to(root)), text=text, origin=str(path))
 
 
 def read_jsonl(source: str, errors: str, stats: ReadStats,
@@ -227,7 +233,53 @@ def read_jsonl(source: str, errors: str, stats: ReadStats,
         default_id = f"{Path(name).name if source != '-' else name}:{lineno}"
         doc_id = str(record.get("id", record.get("doc_id", default_id)))
         stats.documents += 1
-        yield TextDocument(id=doc_id, text=text, meta=record)
+        yield TextDocument(id=doc_id, text=text, meta=record, origin=where)
+
+
+DUPLICATE_IDS = ("refuse", "rename")
+RENAMED = "{id}~{n}"          # the n-th document with one id, renamed (n >= 2)
+
+
+def distinct_ids(ids: list[str], origins: list[str], duplicates: str = "refuse") -> list[str]:
+    """``ids`` checked to name one document each, as the store's id files and every export
+    use them: an id given twice is refused (naming it and both places), or with
+    ``duplicates="rename"`` the second is renamed ``ID~2``, the third ``ID~3`` and so on, in
+    input order, skipping names another document has. An id holding a line break is refused:
+    the store writes ids one per line."""
+    seen: dict[str, int] = {}
+    for i, doc_id in enumerate(ids):
+        if "\n" in doc_id or "\r" in doc_id:
+            raise CorpusError(f"{origins[i]}: document id {short(doc_id)} holds a line break; "
+                              f"ids are written one per line: remove it from the id")
+        if doc_id in seen and duplicates != "rename":
+            first, second = origins[seen[doc_id]], origins[i]
+            file_a, _, line_a = first.rpartition(":")
+            file_b, _, line_b = second.rpartition(":")
+            where = (f"{file_a}: document id {short(doc_id)} appears twice (lines {line_a} and "
+                     f"{line_b})" if file_a == file_b and file_a else
+                     f"document id {short(doc_id)} appears twice ({first} and {second})")
+            raise CorpusError(f"{where}; give each document its own id, or --duplicate-ids "
+                              f"rename to number the repeats "
+                              f"({RENAMED.format(id=doc_id, n=2)}, ...)")
+        seen.setdefault(doc_id, i)
+    if len(seen) == len(ids):
+        return ids
+    taken = set(ids)
+    count: dict[str, int] = {}
+    renamed = []
+    for doc_id in ids:
+        n = count.get(doc_id, 0) + 1
+        if n == 1:
+            count[doc_id] = 1
+            renamed.append(doc_id)
+            continue
+        while RENAMED.format(id=doc_id, n=n) in taken:
+            n += 1
+        count[doc_id] = n
+        new = RENAMED.format(id=doc_id, n=n)
+        taken.add(new)
+        renamed.append(new)
+    return renamed
 
 
 def no_documents_message(inputs: list[str], stats: ReadStats) -> str:
@@ -296,7 +348,7 @@ def find_uci_vocab(docword: Path) -> Path | None:
             break
     stem = name[len("docword."):] if name.startswith("docword.") else name
     for candidate in (docword.with_name(f"vocab.{stem}.txt"), docword.with_name("vocab.txt")):
-        if candidate.exists():
+        if candidate.is_file():
             return candidate
     return None
 
@@ -357,6 +409,20 @@ def _check_entries(path: Path, docs: np.ndarray, word_ids: np.ndarray, counts: n
                           f"tokens of one word in one document; the file is damaged")
 
 
+def check_document_count(path: Path, n_docs: int, last: int, *, line: int = 1,
+                         header: str = "header") -> None:
+    """Refuse a header whose document count D runs far beyond ``last``, the largest document
+    id of the entries. Documents after it would be empty: a few are allowed (some writers
+    count the empty documents at the end of their corpus, gensim's MmCorpus among them), at
+    most EMPTY_TAIL_MIN or EMPTY_TAIL_SHARE of ``last``, whichever is more; more would be
+    phantom documents the split draws test documents from, then drops as empty."""
+    allowed = last + max(EMPTY_TAIL_MIN, int(last * EMPTY_TAIL_SHARE))
+    if n_docs > allowed:
+        raise CorpusError(f"{path}:{line}: the {header} says D = {n_docs:,} documents but the "
+                          f"entries name documents 1..{last:,} only, so {n_docs - last:,} would "
+                          f"be empty; write the real document count, {last}, on line {line}")
+
+
 def _check_memory(path: Path, counts: np.ndarray, *, first_line: int = 4,
                   lines: np.ndarray | None = None) -> None:
     """Refuse a file with more tokens than this machine can hold (entry i on line
@@ -388,8 +454,12 @@ def _to_csr(path: Path, docs: np.ndarray, word_ids: np.ndarray, counts: np.ndarr
     return indptr, word_ids.astype(np.int32), counts.astype(np.int32)
 
 
-def read_uci(docword: str, vocab_path: str | None) -> BagOfWords:
-    """Read a UCI ``docword`` file (three header lines D, W, NNZ, then ``doc word count``)."""
+def read_uci(docword: str, vocab_path: str | None, *,
+             check_documents: bool = True) -> BagOfWords:
+    """Read a UCI ``docword`` file (three header lines D, W, NNZ, then ``doc word count``).
+    The header's D may not run far beyond the documents of the entries
+    (:func:`check_document_count`); ``check_documents=False`` leaves that to the caller
+    (the two parts of an imported split are checked together)."""
     path = Path(docword)
     if not path.exists():
         raise CorpusUsageError(f"{path}: no such file; check the input path")
@@ -401,6 +471,8 @@ def read_uci(docword: str, vocab_path: str | None) -> BagOfWords:
     n_docs, n_words, triples = _parse_docword(path)
     docs, word_ids, counts = triples[:, 0], triples[:, 1], triples[:, 2]
     _check_entries(path, docs, word_ids, counts, n_docs, n_words)
+    if check_documents:
+        check_document_count(path, n_docs, int(docs.max()) if docs.size else 0)
     if len(vocab) != n_words:
         raise CorpusError(f"{vpath}: vocabulary has {len(vocab)} words but {path} says W = "
                           f"{n_words}; give the vocabulary that belongs to this file")

@@ -69,35 +69,59 @@ def _open_text(source: str) -> tuple[str, IO[str]]:
     return name, text
 
 
-def _delimiter(stream: IO[str], fmt: str, given: str | None) -> tuple[str, Iterable[str]]:
-    """The delimiter, and the lines of ``stream`` from its start (a sniffed sample is read
-    to the end of a line, then read again by the csv reader)."""
+def _delimiter(stream: IO[str], fmt: str,
+               given: str | None) -> tuple[str, bool, Iterable[str]]:
+    """The delimiter, whether it was guessed from the file, and the lines of ``stream`` from
+    its start (a sniffed sample is read to the end of a line, then read again by the csv
+    reader)."""
     if given is not None or fmt == "tsv":
-        return given or "\t", stream
+        return given or "\t", False, stream
     sample = stream.read(SNIFF_BYTES)
     sample += stream.readline()
     lines = itertools.chain(io.StringIO(sample, newline=""), stream)
     try:
-        return csv.Sniffer().sniff(sample, delimiters=SNIFF_DELIMITERS).delimiter, lines
+        return csv.Sniffer().sniff(sample, delimiters=SNIFF_DELIMITERS).delimiter, True, lines
     except csv.Error:
-        return ",", lines
+        return ",", False, lines
 
 
 def _undecodable(cells: list[str]) -> bool:
     return any(any("\udc80" <= ch <= "\udcff" for ch in cell) for cell in cells)
 
 
-def _columns(name: str, header: list[str], opts: TableOptions) -> tuple[list[int], int | None]:
-    """Indices of the text columns and of the id column, which must be in the header."""
+def _shown(delimiter: str) -> str:
+    return "tab" if delimiter == "\t" else repr(delimiter)
+
+
+def _columns(name: str, header: list[str], opts: TableOptions,
+             guessed: str | None = None) -> tuple[list[int], int | None]:
+    """Indices of the text columns and of the id column, which must be in the header.
+    ``guessed``: the delimiter, when it was sniffed; a column missing because the guess is
+    wrong (the header split on another delimiter has it) is told as such."""
     index = {column: i for i, column in enumerate(header)}
     wanted = [*opts.text_columns, *([opts.id_column] if opts.id_column else [])]
     missing = [column for column in wanted if column not in index]
+    if missing and guessed is not None:
+        line = guessed.join(header)
+        for other in SNIFF_DELIMITERS.replace(guessed, ""):
+            cells = {cell.strip() for cell in next(csv.reader([line], delimiter=other), [])}
+            if all(column in cells for column in wanted):
+                raise CorpusUsageError(
+                    f"{name}:1: no column {short(missing[0], 70)} when the rows are split on "
+                    f"{_shown(guessed)}, the delimiter guessed from the start of the file; the "
+                    f"header splits into its columns on {_shown(other)}: give --delimiter "
+                    f"{'tab' if other == chr(9) else repr(other)}")
     if missing:
         option = "--id-column" if missing[0] == opts.id_column else "--text-column"
         has = ", ".join(short(column, 70) for column in header[:MAX_LISTED])
         more = f" and {len(header) - MAX_LISTED} more" if len(header) > MAX_LISTED else ""
+        # one column: perhaps the guess split nothing; say what was guessed and what sets it
+        split = (f", split on {_shown(guessed)}, the delimiter guessed from the start of the "
+                 f"file (--delimiter sets it)" if guessed is not None and len(header) == 1
+                 else "")
         raise CorpusUsageError(f"{name}:1: no column {short(missing[0], 70)}; the header (the "
-                               f"first row) has {has}{more}; name the column with {option}")
+                               f"first row{split}) has {has}{more}; name the column with "
+                               f"{option}")
     return ([index[c] for c in opts.text_columns],
             index[opts.id_column] if opts.id_column else None)
 
@@ -140,9 +164,10 @@ def read_table(source: str, fmt: str, errors: str, stats: ReadStats,
     name, stream = _open_text(source)
     previous = csv.field_size_limit(FIELD_LIMIT)
     try:
-        delimiter, lines = _delimiter(stream, fmt, opts.delimiter)
+        delimiter, sniffed, lines = _delimiter(stream, fmt, opts.delimiter)
         reader = csv.reader(lines, delimiter=delimiter, strict=True)
-        yield from _rows(name, _records(name, reader), errors, stats, opts)
+        yield from _rows(name, _records(name, reader), errors, stats, opts,
+                         delimiter if sniffed else None)
     except OSError as exc:
         raise CorpusError(f"{name}: cannot be read ({exc}); check that the file is "
                           f"complete") from None
@@ -162,9 +187,9 @@ def _csv_error(name: str, line: int, exc: csv.Error) -> CorpusError:
 
 
 def _rows(name: str, records: Iterator[tuple[int, list[str]]], errors: str, stats: ReadStats,
-          opts: TableOptions) -> Iterator[TextDocument]:
+          opts: TableOptions, guessed: str | None = None) -> Iterator[TextDocument]:
     header = _header(name, records)
-    text_at, id_at = _columns(name, header, opts)
+    text_at, id_at = _columns(name, header, opts, guessed)
     skip = set(text_at) | ({id_at} if id_at is not None else set())
     for start, cells in records:
         if not cells:
@@ -183,4 +208,4 @@ def _rows(name: str, records: Iterator[tuple[int, list[str]]], errors: str, stat
         doc_id = cells[id_at] if id_at is not None else f"{Path(name).name}:{start}"
         meta = {header[i]: cell for i, cell in enumerate(cells) if i not in skip and cell}
         stats.documents += 1
-        yield TextDocument(id=doc_id, text=text, meta=meta)
+        yield TextDocument(id=doc_id, text=text, meta=meta, origin=f"{name}:{start}")
