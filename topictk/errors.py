@@ -45,3 +45,8 @@ class CheckpointUsageError(CheckpointError, UsageError):
 
 class NumericalError(TopictkError):
     """A global parameter became NaN or infinite; the message names the update."""
+
+
+class OutOfMemoryError(TopictkError):
+    """An allocation failed: the message names the run or output, the memory the work was
+    estimated to need and what was allowed, and what to change."""

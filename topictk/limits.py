@@ -150,22 +150,159 @@ def dense_bytes(arrays: Iterable[tuple[str, tuple[int, ...], int]]) -> int:
     return total
 
 
+# a documented knob: the most memory, in bytes (suffixes K, M, G, T allowed), a run may
+# count on, below whatever the system allows (e.g. on a machine shared with other work)
+MEMORY_LIMIT_ENV = "TOPICTK_MEMORY_LIMIT"
+
+
+def _read_int(path: str) -> int | None:
+    try:
+        with open(path, encoding="ascii", errors="replace") as f:
+            text = f.read().strip()
+        return int(text) if text.isdigit() else None
+    except (OSError, ValueError):
+        return None
+
+
+def _own_usage(field: str) -> int:
+    """A size of this process from /proc/self/status (``VmSize``, ``VmData``), bytes; 0 when
+    the system does not say."""
+    try:
+        with open("/proc/self/status", encoding="ascii", errors="replace") as f:
+            for line in f:
+                if line.startswith(field + ":"):
+                    return int(line.split()[1]) * 1024
+    except (OSError, ValueError, IndexError):
+        pass
+    return 0
+
+
+def _cgroup_room() -> int | None:
+    """What the memory cgroup of this process still allows (its limit less its usage), v2
+    or v1; None when there is no limit."""
+    for limit_file, usage_file in (("/sys/fs/cgroup/memory.max", "/sys/fs/cgroup/memory.current"),
+                                   ("/sys/fs/cgroup/memory/memory.limit_in_bytes",
+                                    "/sys/fs/cgroup/memory/memory.usage_in_bytes")):
+        limit = _read_int(limit_file)       # "max" (no limit) reads as None
+        if limit is not None and limit < 2**60:  # v1 writes "no limit" as a huge number
+            return max(limit - (_read_int(usage_file) or 0), 0)
+    return None
+
+
+def parse_size(text: str) -> int | None:
+    """Bytes of ``12345``, ``800M``, ``2G``, ``1.5T`` (powers of 1024), or None when ``text``
+    is not a size."""
+    text = text.strip().upper().removesuffix("B").removesuffix("I")
+    scale = {"K": 2**10, "M": 2**20, "G": 2**30, "T": 2**40}.get(text[-1:], 1)
+    number = text[:-1] if scale > 1 else text
+    try:
+        value = float(number)
+    except ValueError:
+        return None
+    return int(value * scale) if value >= 0 and value < 2**63 / scale else None
+
+
+def memory_limit() -> tuple[int, str] | None:
+    """The most memory a run can still allocate and where that bound comes from: the
+    smallest of the memory available (MemAvailable), the room left by the address-space and
+    data limits of this process (``ulimit -v``, ``ulimit -d``), the room left in its memory
+    cgroup, and TOPICTK_MEMORY_LIMIT; None when nothing is known."""
+    import resource
+
+    found: list[tuple[int, str]] = []
+    available = available_memory()
+    if available is not None:
+        found.append((available, "memory available"))
+    for name, option, field, what in (("RLIMIT_AS", "-v", "VmSize", "address space"),
+                                      ("RLIMIT_DATA", "-d", "VmData", "data segment")):
+        try:
+            soft, _ = resource.getrlimit(getattr(resource, name))
+        except (AttributeError, ValueError, OSError):
+            continue
+        if soft != resource.RLIM_INFINITY:
+            found.append((max(soft - _own_usage(field), 0),
+                          f"room left by the {what} limit of this process (ulimit {option})"))
+    room = _cgroup_room()
+    if room is not None:
+        found.append((room, "room left in this process's memory cgroup (memory.max)"))
+    knob = os.environ.get(MEMORY_LIMIT_ENV)
+    if knob:
+        size = parse_size(knob)
+        if size is not None:
+            found.append((size, f"{MEMORY_LIMIT_ENV}={knob} setting"))
+        else:
+            log.warning("%s=%s is not a size in bytes (e.g. 8G); ignored", MEMORY_LIMIT_ENV,
+                        short(knob))
+    return min(found, key=lambda item: item[0]) if found else None
+
+
+def describe_arrays(arrays: list[tuple[str, tuple[int, ...], int]], most: int = 3) -> str:
+    """The largest ``most`` arrays of an estimate, for a message: ``topic-word counts 1,000 x
+    50,000 x 4 B = 191 MiB``."""
+    ranked = sorted(arrays, key=lambda a: dense_bytes([a]), reverse=True)
+    parts = [f"{name} {' x '.join(f'{int(d):,}' for d in shape)} x {itemsize} B"
+             f" = {gib(dense_bytes([(name, shape, itemsize)]))}"
+             for name, shape, itemsize in ranked[:most]]
+    if len(ranked) > most:
+        parts.append(f"{len(ranked) - most} smaller")
+    return ", ".join(parts)
+
+
 def memory_shortfall(arrays: list[tuple[str, tuple[int, ...], int]],
-                     available: int | None = None) -> str | None:
-    """None when the arrays fit in the available memory, else the sentence that says how
-    much they need (each array's shape and element size) and how much there is.
+                     limit: tuple[int, str] | None = None) -> str | None:
+    """None when the arrays fit in what the machine allows, else the sentence that says how
+    much they need (the largest arrays with their shapes), the limit and where it comes from.
 
     ``arrays`` are (name, shape, bytes per element), e.g. ``("topic-word", (K, V), 8)``;
-    ``available`` defaults to :func:`available_memory` (no check when the system does not
-    report it)."""
-    if available is None:
-        available = available_memory()
-    if available is None:
+    ``limit`` is (bytes, its source) and defaults to :func:`memory_limit` (no check when
+    nothing is known)."""
+    if limit is None:
+        limit = memory_limit()
+    if limit is None:
         return None
     need = dense_bytes(arrays)
-    if need <= available:
+    room, source = limit
+    if need <= room:
         return None
-    parts = ", ".join(f"{name} {' x '.join(f'{int(d):,}' for d in shape)} x {itemsize} bytes"
-                      for name, shape, itemsize in arrays)
-    return f"needs about {gib(need)} for its dense arrays ({parts}), more than the " \
-           f"{gib(available)} of memory available"
+    return (f"needs about {gib(need)} of memory ({describe_arrays(arrays)}), more than the "
+            f"{gib(room)} allowed (the {source})")
+
+
+
+def out_of_memory(what: str, estimate: int | None, fix: str) -> str:
+    """The message of an allocation that failed while ``what`` (the run or output, named)
+    was being done: the estimate made beforehand when there is one, what is allowed now and
+    by what, and ``fix``."""
+    known = f"estimated at about {gib(estimate)}; " if estimate else ""
+    limit = memory_limit()
+    allowed = f"{gib(limit[0])} now allowed by the {limit[1]}" if limit else "no limit known"
+    return f"{what}: out of memory ({known}{allowed}); {fix}"
+
+# ------------------------------------------------------------- local Dask workers
+
+# memory of one local Dask worker before it holds any shard: its process with topictk and
+# NumPy loaded, and its nanny (about 80 MiB measured on Linux, rounded up)
+WORKER_BYTES = 100 * 2**20
+
+
+def max_local_workers() -> tuple[int, str]:
+    """The most worker processes a local Dask cluster may start here, and why: one thread
+    each, so no more than :func:`max_threads`, and no more than the memory allowed holds
+    (WORKER_BYTES each, before their shards)."""
+    cap = max_threads()
+    why = f"{cores()} cores x {THREADS_PER_CORE} single-thread workers"
+    limit = memory_limit()
+    if limit is not None and limit[0] // WORKER_BYTES < cap:
+        cap = max(int(limit[0] // WORKER_BYTES), 1)
+        why = f"{gib(limit[0])} of memory ({limit[1]}) at {gib(WORKER_BYTES)} a worker"
+    return cap, why
+
+
+def local_workers_problem(workers: int) -> str | None:
+    """None when this machine can run ``workers`` local Dask worker processes, else what is
+    wrong and the fix, for a message that names the option first."""
+    cap, why = max_local_workers()
+    if workers <= cap:
+        return None
+    return (f"{workers:,} worker processes are more than this machine can run (at most {cap}: "
+            f"{why}); give at most {cap}, or --scheduler to use a cluster of more machines")

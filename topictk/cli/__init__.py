@@ -11,7 +11,7 @@ import numpy as np
 
 from topictk import __version__
 from topictk.errors import TopictkError
-from topictk.limits import one_line
+from topictk.limits import one_line, out_of_memory
 
 # what to do about an OSError, by errno; the message names the path
 _OS_FIX = {
@@ -110,7 +110,9 @@ class TopictkGroup(click.Group):
         except MemoryError:
             if debug:
                 raise
-            _fail(ctx, "out of memory", 1)
+            _fail(ctx, out_of_memory(f"topictk {ctx.invoked_subcommand or ''}".strip(), None,
+                                     "free memory, or ask for less: a run of fewer topics, "
+                                     "fewer documents at a time"), 1)
         except OSError as exc:
             if debug:
                 raise

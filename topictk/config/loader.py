@@ -21,7 +21,15 @@ from topictk.config.schema import (
     Option,
 )
 from topictk.errors import ConfigError
-from topictk.limits import cap_threads, json_loads, memory_shortfall, one_line, short
+from topictk.limits import (
+    cap_threads,
+    dense_bytes,
+    json_loads,
+    local_workers_problem,
+    memory_shortfall,
+    one_line,
+    short,
+)
 
 # the implicit types of YAML 1.1 that surprise people: ``010`` is 8 (octal), ``0x10`` 16,
 # ``1:00`` 60 (sexagesimal), ``yes``/``no``/``on``/``off`` booleans and ``2024-01-01`` a date
@@ -158,6 +166,8 @@ class Config:
         self.inference = Section(data["inference"])
         self.training = Section(data["training"])
         self.evaluation = Section(data["evaluation"])
+        # bytes the run's large arrays were estimated to need (None: no store to count)
+        self.memory_estimate: int | None = None
 
     def to_dict(self) -> dict[str, Any]:
         """The resolved config, as written to the run directory's config.yaml."""
@@ -242,8 +252,9 @@ class Catalogue(Protocol):
     def algorithm_names(self) -> list[str]: ...
 
     def get_driver(self, name: str) -> Any:
-        """An object with ``family``, ``OPTIONS`` (key -> :class:`Option`) and
-        ``check_config(data, where)``."""
+        """An object with ``family``, ``OPTIONS`` (key -> :class:`Option`),
+        ``check_config(data, where)``, ``memory_arrays(data, counts)`` (the arrays a run
+        holds) and ``MEMORY_FIX`` (what else to do when they do not fit)."""
 
 
 def _model_schema(raw: dict, catalogue: Catalogue) -> dict:
@@ -351,8 +362,9 @@ def validate(raw: dict, where: str, base_dir: Path, catalogue: Catalogue) -> Con
     _check_cluster(training, algorithm, where, catalogue)
     driver_cls.check_config(data, where)
     _resolve_evaluation(data, driver_cls, where)
-    _check_memory(data, where)
-    return Config(data, None)
+    config = Config(data, None)
+    config.memory_estimate = _check_memory(data, where, driver_cls)
+    return config
 
 
 # the in-training curve scores this share of the documents trained on between two
@@ -403,8 +415,11 @@ def _store_counts(corpus: str) -> dict | None:
     try:
         manifest = json_loads((Path(corpus) / "manifest.json").read_bytes())
         counts = manifest["counts"]
-        return {key: int(counts[key])
-                for key in ("vocabulary", "train_documents", "test_documents")}
+        found = {key: int(counts[key])
+                 for key in ("vocabulary", "train_documents", "test_documents")}
+        for key in ("train_tokens", "test_observed_tokens"):    # for the memory estimate
+            found[key] = int(counts.get(key, 0))
+        return found
     except (OSError, ValueError, KeyError, TypeError, UnicodeDecodeError):
         return None
 
@@ -425,19 +440,55 @@ def dense_arrays(model: dict, counts: dict) -> list[tuple[str, tuple[int, ...], 
     return arrays
 
 
-def _check_memory(data: dict, where: str) -> None:
-    """Refuse a model whose dense arrays cannot fit in the memory available now."""
+def _check_memory(data: dict, where: str, driver_cls: Any) -> int | None:
+    """Refuse a run whose large arrays (as its driver counts them: ``memory_arrays``) cannot
+    fit in the memory this process is allowed (:func:`topictk.limits.memory_limit`), before
+    anything is written; returns the estimate in bytes (None without a store to count)."""
     counts = _store_counts(data["corpus"])
     if counts is None:
-        return
-    shortfall = memory_shortfall(dense_arrays(data["model"], counts))
+        return None
+    arrays = driver_cls.memory_arrays(data, counts)
+    shortfall = memory_shortfall(arrays)
     if shortfall is not None:
         key = "model.layers" if data["model"].get("layers") else "model.topics"
         value = data["model"].get("layers") or data["model"]["topics"]
-        raise ConfigError(f"{key} = {short(value)} {shortfall}; lower {key} or use a smaller "
-                          f"vocabulary ({where})")
+        raise ConfigError(f"{key} = {short(value)} {shortfall}; lower {key}, "
+                          f"{driver_cls.MEMORY_FIX}, or train where more memory is allowed "
+                          f"({where})")
+    return dense_bytes(arrays)
 
-_SCHEDULER = re.compile(r"^([a-z][a-z0-9+.-]*://)?(\[[0-9a-fA-F:.]+\]|[^\s/:\[\]]+):[0-9]+/?$")
+
+# the schemes a Dask client connects to a scheduler in another process by (``inproc``
+# reaches a scheduler in the same process only, which topictk never starts)
+SCHEDULER_SCHEMES = ("tcp", "tls", "ws", "wss", "ucx")
+_SCHEDULER = re.compile(r"^(?:(?P<scheme>[^/]*)://)?(?P<host>\[[^\]]*\]|[^\s/:\[\]]*)"
+                        r"(?::(?P<port>[^/]*))?/?$")
+
+
+def scheduler_problem(address: Any) -> str | None:
+    """None when ``address`` is a Dask scheduler address topictk can connect to (a scheme
+    Dask supports, a host, a port 1-65535), else what is wrong with it and the fix: checked
+    before any connection, so that a mistyped address fails at once instead of after the
+    timeout (or inside Dask)."""
+    example = "such as tcp://HOST:8786"
+    if not isinstance(address, str):
+        return f"must be a scheduler address {example}; got {short(address)}"
+    found = _SCHEDULER.match(address.strip())
+    if found is None:
+        return f"must be a scheduler address {example}; got {short(address)}"
+    scheme, host, port = found.group("scheme"), found.group("host"), found.group("port")
+    if scheme is not None and scheme.lower() not in SCHEDULER_SCHEMES:
+        return (f"{short(address)} has the scheme {short(scheme)}, which Dask does not connect "
+                f"by; use one of {', '.join(s + '://' for s in SCHEDULER_SCHEMES)}")
+    if not host or host == "[]":
+        return f"{short(address)} names no host; give an address {example}"
+    if not port:
+        return (f"{short(address)} names no port; add the scheduler's port (8786 unless "
+                f"'dask scheduler --port' set another), e.g. tcp://{host}:8786")
+    if not port.isdigit() or not 1 <= int(port) <= 65535:
+        return (f"{short(address)} has the port {short(port)}, which is not a port number "
+                f"from 1 to 65535; give the port 'dask scheduler' printed (8786 by default)")
+    return None
 
 
 def _check_cluster(training: dict, algorithm: str, where: str, catalogue: Catalogue) -> None:
@@ -447,9 +498,13 @@ def _check_cluster(training: dict, algorithm: str, where: str, catalogue: Catalo
         raise ConfigError(f"training.scheduler and training.dask_workers exclude each other: "
                           f"run on the scheduler's cluster or on a local one ({where})")
     address = training["scheduler"]
-    if address is not None and not _SCHEDULER.match(address):
-        raise ConfigError(f"training.scheduler must be a scheduler address such as "
-                          f"tcp://HOST:8786; got {address!r} ({where})")
+    problem = None if address is None else scheduler_problem(address)
+    if problem is not None:
+        raise ConfigError(f"training.scheduler {problem} ({where})")
+    if training["dask_workers"] is not None:
+        problem = local_workers_problem(training["dask_workers"])
+        if problem is not None:
+            raise ConfigError(f"training.dask_workers: {problem} ({where})")
     key = ("training.scheduler" if training["scheduler"] is not None
            else "training.dask_workers" if training["dask_workers"] is not None else None)
     if key is None or catalogue.get_driver(algorithm).cluster_support:

@@ -6,13 +6,15 @@ from contextlib import contextmanager
 from pathlib import Path
 
 from topictk.corpus.store import CorpusStore
-from topictk.errors import CheckpointError, CheckpointUsageError, UsageError
+from topictk.errors import (CheckpointError, CheckpointUsageError, OutOfMemoryError,
+                            UsageError)
 from topictk.evaluation.coherence import quality_of_top_words, top_words
 from topictk.evaluation.left_to_right import left_to_right_perplexity
 from topictk.inference.base import EvaluationSet
 from topictk.inference.cluster import Cluster
 from topictk.inference.perplexity import heldout_perplexity, train_heldout_perplexity
 from topictk.inference.registry import get_driver, load_config
+from topictk.limits import out_of_memory
 from topictk.markers import RUN_FORMAT, RUN_MARKER, has_store_manifest, read_marker_file
 from topictk.rundir import checkpoint as ckpt
 from topictk.rundir.guard import check_run_store
@@ -144,8 +146,13 @@ def evaluate_run(run_dir: str | Path, checkpoint: int | None = None,
     particles (§11.3). ``scheduler`` or ``dask_workers``: the fold-in of the test documents
     runs on that Dask cluster (same numbers)."""
     run = LoadedRun(run_dir, checkpoint, threads)
-    with run_on_cluster(run, scheduler, dask_workers, "evaluated"):
-        return evaluate_loaded(run, left_to_right)
+    try:
+        with run_on_cluster(run, scheduler, dask_workers, "evaluated"):
+            return evaluate_loaded(run, left_to_right)
+    except MemoryError:
+        raise OutOfMemoryError(out_of_memory(
+            f"{run.run_dir}: evaluating K = {run.config.model.topics}", None,
+            "free memory and evaluate again, or evaluate on a machine with more")) from None
 
 
 @contextmanager

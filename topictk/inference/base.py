@@ -25,6 +25,7 @@ from typing import Any, ClassVar, Mapping
 
 import numpy as np
 
+from topictk.config.loader import dense_arrays
 from topictk.config.schema import Option
 from topictk.corpus.batches import FEISTEL_ROUNDS
 from topictk.corpus.store import CorpusStore, Documents, ptr_to_csr
@@ -393,6 +394,17 @@ class Driver(ABC):
     @classmethod
     def check_config(cls, data: dict, where: str) -> None:
         """Cross-key checks after every key was validated on its own."""
+
+    # what to do when a run would not fit in memory, after "lower model.topics"
+    MEMORY_FIX: ClassVar[str] = "use a smaller vocabulary"
+
+    @classmethod
+    def memory_arrays(cls, data: dict, counts: dict) -> list[tuple[str, tuple[int, ...], int]]:
+        """The large arrays a run of this driver holds at its peak, as (name, shape, bytes per
+        element), from the resolved config ``data`` and the corpus store's ``counts``: what
+        the memory check before training adds up. Unless a driver says more, the dense
+        arrays every algorithm holds (:func:`topictk.config.loader.dense_arrays`)."""
+        return dense_arrays(data["model"], counts)
 
     @classmethod
     def resume_config(cls, config, arrays: dict) -> Any:

@@ -335,6 +335,55 @@ class GibbsDriver(SampledDriver):
         resolve_sample_schedule(data["inference"], where)
         check_schedule(data, where, cls.WARP)
 
+    MEMORY_FIX = ("choose inference.sampler: warp (no K x V or D x K arrays), set "
+                  "training.eval_every: 0 (no phi-hat during training)")
+
+    @classmethod
+    def memory_arrays(cls, data: dict, counts: dict) -> list[tuple[str, tuple[int, ...], int]]:
+        """The chain's arrays as the sampler the config picks allocates them: z, and either
+        WarpLDA's word order (§2.9) or the int32 counts n_kw and n_dk with SparseLDA's word
+        lists or MH's alias tables; and what an in-training evaluation adds at its peak:
+        phi-hat (V, K) float64 (WarpLDA scores from its non-zero counts instead), the rows of
+        phi-hat of the curve documents' words the fold-in copies, and their theta-hat.
+        Checkpoints and samples are written from the arrays themselves, without a copy."""
+        inference, model, evaluation = data["inference"], data["model"], data["evaluation"]
+        K, V = int(model["topics"]), counts["vocabulary"]
+        D, N = counts["train_documents"], counts["train_tokens"]
+        arrays = [("topic of every token", (N,), 4)]
+        sampler = resolved_sampler(inference, K, cls.WARP)
+        if sampler == "warp":
+            chunks = inference.get("chunks")
+            blocks = (resolve_chunks(chunks, N) if chunks is not None
+                      else resolve_blocks(inference.get("blocks"), N))
+            arrays += [("WarpLDA word order", (N,), 4), ("WarpLDA entry documents", (N,), 4),
+                       ("WarpLDA word cuts", (V, blocks + 1), 8),
+                       ("sample non-zero counts", (N,), 8)]
+        else:
+            arrays += [("topic-word counts", (V, K), 4), ("document-topic counts", (D, K), 4)]
+            # AD-LDA (inference.chunks, and always MH): with C chunks, chunk 1 samples on a
+            # snapshot of the counts of the start of the sweep, chunks 2.. on a copy of it
+            # that each thread (or chunk) has of its own
+            chunks = inference.get("chunks")
+            C = 1 if chunks is None and sampler != "mh" else resolve_chunks(chunks or "auto", N)
+            copies = 0 if C < 2 else 1 + min(C - 2, int(data["training"]["threads"]))
+            if sampler == "mh":
+                arrays += [("MH word order", (N,), 8),
+                           ("MH alias tables", (min(N, V * K),), 4 + 4 + 8 + 4)]
+            elif sampler == "sparse" or (sampler is None and inference.get("sparse") is not False):
+                arrays.append(("SparseLDA word-topic lists", (1 + copies, min(N, V * K)), 8))
+            elif copies:
+                arrays.append(("AD-LDA copies of the topic-word counts", (copies, V, K), 4))
+        test_docs = counts["test_documents"]
+        if data["training"].get("eval_every") and test_docs:
+            curve = evaluation.get("curve_docs")
+            docs = test_docs if curve is None else min(int(curve), test_docs)
+            tokens = counts["test_observed_tokens"] * docs // test_docs
+            if sampler != "warp":       # one the fold-in samples with, one mixed with theta
+                arrays.append(("phi-hat", (2, V, K), 8))
+                arrays.append(("phi-hat of the curve's words", (min(V, tokens), K), 8))
+            arrays.append(("theta-hat of the curve", (docs, K), 8))
+        return arrays
+
     @classmethod
     def resume_config(cls, config, arrays: dict):
         """A run trained with ``sampler: auto`` before auto could pick WarpLDA (its checkpoint

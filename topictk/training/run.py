@@ -23,7 +23,12 @@ import yaml
 from topictk._fileio import atomic_write_text
 from topictk.config.loader import Config
 from topictk.corpus.store import CorpusStore
-from topictk.errors import CheckpointError, CheckpointUsageError, UsageError
+from topictk.errors import (
+    CheckpointError,
+    CheckpointUsageError,
+    OutOfMemoryError,
+    UsageError,
+)
 from topictk.inference.base import Driver, EvaluationSet
 from topictk.inference.cluster import (
     Cluster,
@@ -34,6 +39,7 @@ from topictk.inference.cluster import (
 )
 from topictk.inference.perplexity import heldout_perplexity, train_heldout_perplexity
 from topictk.inference.registry import get_driver
+from topictk.limits import out_of_memory
 from topictk.rundir import checkpoint as ckpt
 from topictk.rundir.guard import (check_run_output, is_run, prepare_run_dir, run_inputs,
                                   write_marker)
@@ -212,7 +218,17 @@ def train(config: Config, *, resume: bool = False, force: bool = False,
 
 def _train(config: Config, *, resume: bool, force: bool, quiet: bool,
            cluster: Cluster | None = None) -> TrainResult:
-    return RunSession(config, resume=resume, force=force, quiet=quiet, cluster=cluster).run()
+    try:
+        return RunSession(config, resume=resume, force=force, quiet=quiet,
+                          cluster=cluster).run()
+    except MemoryError:
+        # the estimate passed (or could not be made) but an allocation failed: other programs
+        # took the memory meanwhile, or an array the estimate does not count was too large
+        fix = get_driver(config.inference.algorithm).MEMORY_FIX
+        raise OutOfMemoryError(out_of_memory(
+            f"{config.output}: training K = {config.model.topics}", config.memory_estimate,
+            f"lower model.topics, {fix}, or free memory and train again (with --resume from "
+            f"its last checkpoint, if it has one)")) from None
 
 
 class RunSession:
