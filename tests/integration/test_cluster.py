@@ -112,7 +112,7 @@ def test_unreachable_scheduler_fails_within_the_timeout(example_store, tmp_path)
 
 @pytest.mark.parametrize("args, expected", [
     (["--dask-workers", "2", "--scheduler", "tcp://h:1"], "exclude each other"),
-    (["--scheduler", "nonsense"], "training.scheduler must be a scheduler address"),
+    (["--scheduler", "nonsense"], "--scheduler 'nonsense' names no port"),
     (["--dask-workers", "2", "--set", "inference.algorithm=cvb"],
      "inference.algorithm cvb does not run on a Dask cluster; the algorithms that do: cvb0, "
      "gibbs, hsvg, ovb, sgrld, vb"),

@@ -3,9 +3,10 @@ from __future__ import annotations
 
 import click
 
+from topictk.config.loader import scheduler_problem
 from topictk.corpus.tables import DEFAULT_TEXT_COLUMN, TableOptions, parse_delimiter
 from topictk.errors import UsageError
-from topictk.limits import cap_threads
+from topictk.limits import cap_threads, local_workers_problem
 
 quiet_option = click.option("-q", "--quiet", is_flag=True, help="No progress bar or log lines.")
 
@@ -55,8 +56,14 @@ def cluster_overrides(scheduler: str | None, dask_workers: int | None) -> list[s
         raise UsageError("--scheduler and --dask-workers exclude each other: run on the "
                          "scheduler's cluster or on a local one")
     if scheduler is not None:
+        problem = scheduler_problem(scheduler)
+        if problem is not None:
+            raise UsageError(f"--scheduler {problem}")
         return [f"training.scheduler={scheduler}", "training.dask_workers=null"]
     if dask_workers is not None:
+        problem = local_workers_problem(dask_workers)
+        if problem is not None:
+            raise UsageError(f"--dask-workers: {problem}")
         return [f"training.dask_workers={dask_workers}", "training.scheduler=null"]
     return []
 

@@ -386,12 +386,13 @@ def _resolve_evaluation(data: dict, driver_cls: Any, where: str) -> None:
     if training["eval_every"] == "auto":
         training["eval_every"] = (PERSISTENT_EVAL_EVERY if driver_cls.persistent_evaluation
                                   else max(1, iterations // CURVE_POINTS))
-    whole = (driver_cls.persistent_evaluation or driver_cls.uses_features
-             or training["scheduler"] is not None or training["dask_workers"] is not None)
+    # resolved from the config and the store alone, never from where the run trains: a run
+    # on a Dask cluster scores the curve documents of the same run on one machine
+    whole = driver_cls.persistent_evaluation or driver_cls.uses_features
     if whole:
         if evaluation["curve_docs"] not in ("auto", None):
             raise ConfigError(f"evaluation.curve_docs must be null for this run (its curve "
-                              f"scores every test document: deep LDA, DMR and cluster runs); "
+                              f"scores every test document: deep LDA and DMR runs); "
                               f"got {evaluation['curve_docs']} ({where})")
         evaluation["curve_docs"] = None
         return

@@ -171,8 +171,11 @@ def run_on_cluster(run: LoadedRun, scheduler: str | None, dask_workers: int | No
         raise UsageError(f"{option}: {run.driver.name} runs are {what} on one machine; the "
                          f"algorithms whose runs are {what} on a Dask cluster: "
                          f"{', '.join(able)}")
+    # the messages name the command's work and options, not training's config keys
+    work = {"evaluated": "evaluating"}.get(what, "inferring")
     with Cluster(scheduler=scheduler, workers=dask_workers,
-                 timeout=run.config.training.cluster_timeout) as cluster:
+                 timeout=run.config.training.cluster_timeout, work=f"{work} {run.run_dir}",
+                 options=("--scheduler", "--dask-workers")) as cluster:
         cluster.check_store(run.store)
         run.driver.use_cluster(cluster)
         yield cluster

@@ -57,6 +57,9 @@ class EvaluationSet:
     observed: Documents
     heldout: Documents
     fold_in: tuple[int, int] | None = None
+    # the store's test documents these are (sorted), None = all of them: a fold-in on a Dask
+    # cluster, whose workers read the documents from the store, takes the same ones
+    rows: np.ndarray | None = None
 
     @classmethod
     def from_store(cls, store: CorpusStore) -> "EvaluationSet":
@@ -78,7 +81,7 @@ class EvaluationSet:
             return EvaluationSet(self.observed, self.heldout, fold_in)
         rows = (np.arange(n_docs, dtype=np.int64) * self.n_docs) // n_docs
         return EvaluationSet(take_documents(self.observed, rows),
-                             take_documents(self.heldout, rows), fold_in)
+                             take_documents(self.heldout, rows), fold_in, rows)
 
 
 def _take_rows(ptr: np.ndarray, rows: np.ndarray, *values: np.ndarray):

@@ -37,8 +37,10 @@ from typing import TypeVar
 import numpy as np
 
 from topictk.corpus.store import CorpusStore, Documents
+from topictk.config.loader import scheduler_problem
 from topictk.errors import TopictkError, UsageError
 from topictk.inference.base import chunk_bounds_by_tokens, word_frequencies
+from topictk.limits import local_workers_problem
 
 log = logging.getLogger("topictk")
 
@@ -112,9 +114,22 @@ class Cluster:
     ``workers`` single-thread worker processes started for the run and stopped with it."""
 
     def __init__(self, *, scheduler: str | None = None, workers: int | None = None,
-                 timeout: float = 30.0):
+                 timeout: float = 30.0, work: str = "training",
+                 options: tuple[str, str] = ("training.scheduler", "training.dask_workers")):
+        """``work`` says what the cluster is for (``training``, ``evaluating``...) and
+        ``options`` the names of the scheduler and local-workers settings, as the messages
+        name them: the config keys for ``train``, the command-line options for the others."""
         if (scheduler is None) == (workers is None):
             raise ValueError("give one of scheduler and workers")
+        self.work, self.options = work, options
+        option = options[0] if scheduler is not None else options[1]
+        # checked here too, for callers that bypass the config: a bad address would fail
+        # inside Dask (or only after the timeout), too many workers would start without end
+        problem = (scheduler_problem(scheduler) if scheduler is not None
+                   else local_workers_problem(workers))
+        if problem is not None:
+            raise UsageError(f"{option} {problem}" if scheduler is not None
+                             else f"{option}: {problem}")
         self.scheduler = scheduler
         self.n_local = workers
         self.timeout = float(timeout)
@@ -156,8 +171,8 @@ class Cluster:
         return f"a local Dask cluster of {self.n_local} worker process(es)"
 
     def __enter__(self) -> Cluster:
-        distributed = _distributed("training.scheduler" if self.scheduler is not None
-                                   else "training.dask_workers")
+        distributed = _distributed(self.options[0] if self.scheduler is not None
+                                   else self.options[1])
         try:
             if self.scheduler is not None:
                 self.client = distributed.Client(self.scheduler, timeout=self.timeout,
@@ -177,14 +192,16 @@ class Cluster:
             reason = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
             raise ClusterError(f"cannot reach {self.description} within {self.timeout:g} s "
                                f"({reason}); start it with 'dask scheduler' or correct "
-                               f"training.scheduler") from None
+                               f"{self.options[0]}") from None
         try:
             self.client.wait_for_workers(1, timeout=self.timeout)
         except (OSError, TimeoutError):
             self.close()
+            fix = (f"start one with 'dask worker {self.scheduler}'" if self.scheduler is not None
+                   else f"give fewer {self.options[1]} or free memory for them")
             raise ClusterError(f"{self.description} has no worker after {self.timeout:g} s; "
-                               f"start one with 'dask worker {self.scheduler}'") from None
-        log.info("training on %s: %d worker(s)", self.description, len(self.workers()))
+                               f"{fix}") from None
+        log.info("%s on %s: %d worker(s)", self.work, self.description, len(self.workers()))
         return self
 
     def __exit__(self, *exc) -> bool:
@@ -236,6 +253,19 @@ class Cluster:
         if self.client is None or self.client.status in ("closing", "closed"):
             raise ClusterLost(f"lost the connection to {self.description}")
 
+    def check_scheduler(self) -> None:
+        """After work was lost: raise :class:`ClusterLost` when the scheduler, not a worker,
+        is what went away (the client is reconnecting and does not get through within the
+        cluster timeout), so that the message names the real cause."""
+        deadline = time.monotonic() + self.timeout
+        while self.client is not None and self.client.status not in ("running", "closing",
+                                                                     "closed"):
+            if time.monotonic() > deadline:
+                raise ClusterLost(f"lost the connection to {self.description} while "
+                                  f"{self.work}")
+            time.sleep(0.1)
+        self.check_connected()
+
     def workers(self) -> list[str]:
         """The addresses of the cluster's workers, sorted; when none is connected (one that
         was lost and is being restarted), waits for one up to the cluster timeout."""
@@ -272,6 +302,7 @@ def with_recovery(cluster: Cluster, again: str | Callable[[WorkerLost], None],
         try:
             return attempt()
         except WorkerLost as exc:
+            cluster.check_scheduler()       # the scheduler gone is not a lost worker
             if tries == MAX_RECOVERIES:
                 raise
             if callable(again):
@@ -815,17 +846,23 @@ class ShardedCVB0(Shards):
 FOLD_IN_SHARDS_PER_WORKER = 2      # more pieces than workers: a slow one holds up less
 
 
-def _fold_in_documents(store: CorpusStore, part: str):
+def _fold_in_documents(store: CorpusStore, part: str, rows: np.ndarray | None = None):
     """(observed tokens, held-out entries) of the test documents or, for Protocol B, of the
-    training documents."""
+    training documents; only the documents ``rows`` when given (the in-training curve's)."""
+    from topictk.inference.base import take_documents
     if part == "test":
-        return store.test_observed(), store.test_heldout()
-    return store.train(), store.train_heldout()
+        observed, heldout = store.test_observed(), store.test_heldout()
+    else:
+        observed, heldout = store.train(), store.train_heldout()
+    if rows is None:
+        return observed, heldout
+    return take_documents(observed, rows), take_documents(heldout, rows)
 
 
 def fold_in_shard(path: str, corpus_id: str, part: str, weights: np.ndarray, phi: np.ndarray,
                   alpha: np.ndarray, sweeps: int, burn_in: int, bounds: np.ndarray,
-                  first_chunk: int, seed: int, pass_index: int) -> np.ndarray:
+                  first_chunk: int, seed: int, pass_index: int,
+                  rows: np.ndarray | None = None) -> np.ndarray:
     """The Gibbs fold-in of a block of chunks of documents (runs on a worker): p-hat of their
     held-out entries, each chunk with its own eval stream, as in the one-machine fold-in."""
     from topictk.inference.base import FoldInPlan, gibbs_fold_in
@@ -834,7 +871,7 @@ def fold_in_shard(path: str, corpus_id: str, part: str, weights: np.ndarray, phi
     store = CorpusStore.open(path)
     if store.corpus_id != corpus_id:
         raise ClusterError(f"{path}: another corpus than the driver's")
-    observed, heldout = _fold_in_documents(store, part)
+    observed, heldout = _fold_in_documents(store, part, rows)
     a, b = int(bounds[0]), int(bounds[-1])
     obs_ptr, held_ptr = np.asarray(observed.doc_ptr), np.asarray(heldout.indptr)
     o0, o1, h0, h1 = int(obs_ptr[a]), int(obs_ptr[b]), int(held_ptr[a]), int(held_ptr[b])
@@ -852,21 +889,22 @@ def fold_in_shard(path: str, corpus_id: str, part: str, weights: np.ndarray, phi
 
 def cluster_fold_in(cluster: Cluster, store: CorpusStore, part: str, weights: np.ndarray,
                     phi: np.ndarray, alpha: np.ndarray, evaluation, seed: int,
-                    pass_index: int) -> np.ndarray:
+                    pass_index: int, rows: np.ndarray | None = None) -> np.ndarray:
     """:func:`topictk.inference.sampled.fold_in_probabilities` on the cluster: the chunks of
-    ``evaluation.chunk_docs`` documents cut into contiguous blocks, one task each, with the
-    topics broadcast; the blocks' results put together in order. Every chunk is folded in with
-    its own stream, so the numbers are the one-machine ones."""
+    ``evaluation.chunk_docs`` documents (of the documents ``rows`` only, when given) cut
+    into contiguous blocks, one task each, with the topics broadcast; the blocks' results put
+    together in order. Every chunk is folded in with its own stream, so the numbers are the
+    one-machine ones."""
     return with_recovery(cluster, "folding in again",
                          lambda: _fold_in_once(cluster, store, part, weights, phi, alpha,
-                                               evaluation, seed, pass_index))
+                                               evaluation, seed, pass_index, rows))
 
 
 def _fold_in_once(cluster: Cluster, store: CorpusStore, part: str, weights: np.ndarray,
                   phi: np.ndarray, alpha: np.ndarray, evaluation, seed: int,
-                  pass_index: int) -> np.ndarray:
+                  pass_index: int, rows: np.ndarray | None) -> np.ndarray:
     from topictk.inference.base import chunk_bounds_by_docs
-    observed, heldout = _fold_in_documents(store, part)
+    observed, heldout = _fold_in_documents(store, part, rows)
     obs_ptr = np.asarray(observed.doc_ptr)
     bounds = chunk_bounds_by_docs(obs_ptr.size - 1, evaluation.chunk_docs)
     n_chunks = bounds.size - 1
@@ -888,7 +926,7 @@ def _fold_in_once(cluster: Cluster, store: CorpusStore, part: str, weights: np.n
         futures = [client.submit(fold_in_shard, str(store.path), store.corpus_id, part,
                                  weights_f[home], phi_f[home], alpha, evaluation.fold_in_sweeps,
                                  evaluation.fold_in_burn_in, bounds[a:b + 1], a, seed,
-                                 pass_index, workers=[home], allow_other_workers=True,
+                                 pass_index, rows, workers=[home], allow_other_workers=True,
                                  pure=False)
                    for (a, b), home in zip(blocks, homes)]
         parts = client.gather(futures, direct=True)

@@ -102,9 +102,12 @@ class HSVGDriver(OVBDriver):
         (§11.2); on a cluster, the fold-in of each block of chunks runs on a worker."""
         if self.cluster is not None:
             from topictk.inference.cluster import cluster_fold_in
+            from topictk.inference.sampled import _fold_in_settings
+            # the documents and sweeps of ``test`` (the curve's), as on one machine
             return cluster_fold_in(self.cluster, self.store, part, self.weights(state),
-                                   state.phi(), state.alpha, self.config.evaluation,
-                                   self.streams.seed, pass_index)
+                                   state.phi(), state.alpha,
+                                   _fold_in_settings(self.config.evaluation, test),
+                                   self.streams.seed, pass_index, test.rows)
         theta = self.fold_in(state, test.observed, evaluation_plan(self, test, pass_index),
                              prior=state.alpha)
         return mixture_probabilities(test.heldout, theta, state.phi(), self.threads)

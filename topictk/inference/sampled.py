@@ -52,7 +52,8 @@ def evaluation_plan(driver: Driver, docs: EvaluationSet, pass_index: int) -> Fol
 
 def _fold_in_settings(evaluation, docs: EvaluationSet) -> SimpleNamespace:
     """``evaluation``'s fold-in keys, with the sweeps of ``docs.fold_in`` when it has them (a
-    cluster reads every test document, so only the sweeps can differ)."""
+    cluster reads the documents ``docs.rows`` from the store, so only the sweeps can
+    differ)."""
     sweeps, burn_in = docs.fold_in or (evaluation.fold_in_sweeps, evaluation.fold_in_burn_in)
     return SimpleNamespace(chunk_docs=evaluation.chunk_docs, fold_in_sweeps=sweeps,
                            fold_in_burn_in=burn_in)
@@ -119,7 +120,7 @@ class SampledDriver(Driver):
                 from topictk.inference.cluster import cluster_fold_in
                 total += cluster_fold_in(self.cluster, self.store, documents, phi, phi, prior,
                                          _fold_in_settings(self.config.evaluation, docs),
-                                         self.streams.seed, pass_index)
+                                         self.streams.seed, pass_index, docs.rows)
             else:
                 theta = self.fold_in(state, docs.observed,
                                      evaluation_plan(self, docs, pass_index), prior=prior,
