@@ -302,7 +302,8 @@ def test_stopword_and_vocabulary_files_that_cannot_be_read(tmp_path, existing_st
     folder = tmp_path / "words"
     folder.mkdir()
     message = _prepare_fails(2, existing_store, EXAMPLE, "--stopwords", folder)
-    assert message.startswith(f"{folder}: stop-word file not found")
+    assert message.startswith(f"--stopwords {folder}: is a folder; give 'english', 'none' or "
+                              f"a file")
     latin1 = tmp_path / "stop.txt"
     latin1.write_bytes(b"caf\xe9\n")
     message = _prepare_fails(1, existing_store, EXAMPLE, "--stopwords", latin1)
@@ -385,19 +386,20 @@ def _train_fails(code: int, run_dir: Path, *args) -> str:
 
 
 @pytest.mark.parametrize("override,expected", [
-    ("model.topcs=5", "unknown key 'model.topcs' ({config}); did you mean 'topics'? allowed: "
+    ("model.topcs=5", "unknown key 'model.topcs' ({set}); did you mean 'topics'? allowed: "
                       "alpha, beta, family, topics"),
-    ("inference.burnin=5", "unknown key 'inference.burnin' ({config}); did you mean 'burn_in'?"),
-    ("model.alpha=-0.1", "model.alpha must be a number > 0 or auto; got -0.1 ({config})"),
-    ("model.topics=0", "model.topics must be an integer in [1, 1000000]; got 0 ({config})"),
+    ("inference.burnin=5", "unknown key 'inference.burnin' ({set}); did you mean 'burn_in'?"),
+    ("model.alpha=-0.1", "model.alpha must be a number > 0 or auto; got -0.1 ({set})"),
+    ("model.topics=0", "model.topics must be an integer in [1, 1000000]; got 0 ({set})"),
     ("inference.burn_in=20", "inference.burn_in must be < inference.iterations (20); got 20 "
-                             "({config})"),
-    ("training.threads=0", "training.threads must be an integer >= 1; got 0 ({config})"),
+                             "({config} with {set})"),
+    ("training.threads=0", "training.threads must be an integer >= 1; got 0 ({set})"),
 ])
 def test_config_errors_via_set(trained, override, expected):
     config, run_dir = trained
     message = _train_fails(2, run_dir, "--config", config, "--resume", "--set", override)
-    assert message.startswith(expected.format(config=config))
+    # a value from --set is blamed on it, not on the config file
+    assert message.startswith(expected.format(config=config, set=f"--set {override}"))
 
 
 def test_config_errors_in_the_file(tmp_path, trained):

@@ -96,8 +96,9 @@ def test_non_finite_numbers_are_refused_as_not_finite(tmp_path, value, shown):
     path = tmp_path / "exp.yaml"
     assert message == f"model.beta must be a finite number > 0; got {shown} ({path})"
     # through --set, as YAML spells infinity
-    message = _error(tmp_path, _edit(), ["training.time_limit=.inf"])
+    message = _error(tmp_path, _edit(), ["training.time_limit=.inf"], names_file=False)
     assert message.startswith("training.time_limit must be a finite number > 0 or null; got inf")
+    assert message.endswith("(--set training.time_limit=.inf)")
 
 
 def test_unknown_section_with_suggestion(tmp_path):
@@ -206,8 +207,8 @@ def test_set_can_add_a_section_absent_from_the_file(tmp_path):
 
 
 def test_set_unknown_key(tmp_path):
-    message = _error(tmp_path, BASE, ["inference.iteration=5"])
-    assert "unknown key 'inference.iteration'" in message
+    message = _error(tmp_path, BASE, ["inference.iteration=5"], names_file=False)
+    assert "unknown key 'inference.iteration' (--set inference.iteration=5)" in message
     assert "did you mean 'iterations'?" in message
 
 

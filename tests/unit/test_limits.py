@@ -58,7 +58,7 @@ def test_hex_octal_and_sexagesimal_numbers_are_refused(tmp_path, written, hint):
     message = _refused(tmp_path, overrides=[f"model.topics={written}"])
     assert message.startswith(f"model.topics must be an integer in [1, 1000000]; got "
                               f"'{written}'")
-    assert hint in message and "exp.yaml" in message
+    assert hint in message and f"(--set model.topics={written})" in message
     text = yaml.safe_dump(BASE).replace("topics: 4", f"topics: {written}")
     assert hint in _refused(tmp_path, text)
 

@@ -38,10 +38,11 @@ _EXIT = {"SIGINT": 130, "SIGTERM": 143}
 def train(config_path, overrides, sweeps, out, resume, force, scheduler, dask_workers, quiet):
     """Train the model of an experiment config, checkpointing and logging as it goes."""
     overrides = list(overrides) + cluster_overrides(scheduler, dask_workers)
+    labels = _option_labels(scheduler, dask_workers, out)
     if quiet:
         logging.getLogger("topictk").setLevel(logging.WARNING)
     if sweeps:
-        plans = plan_sweep(config_path, overrides, list(sweeps), out)
+        plans = plan_sweep(config_path, overrides, list(sweeps), out, labels)
         for plan, result in train_sweep(plans, resume=resume, force=force, quiet=quiet):
             if result is None:
                 click.echo(f"{plan.config.output}: finished; skipped")
@@ -54,13 +55,24 @@ def train(config_path, overrides, sweeps, out, resume, force, scheduler, dask_wo
         # a run's own config.yaml trains that run where it is now, also one of an earlier
         # release, which saved the absolute path it was first written to
         overrides.append(f"output={Path(config_path).parent.resolve()}")
-    config = load_config(config_path, overrides)
+    config = load_config(config_path, overrides, labels=labels)
     _report(run_training(config, resume=resume, force=force, quiet=quiet))
 
 
 def _is_run_config(config_path: str) -> bool:
     path = Path(config_path)
     return config_path != "-" and path.name == "config.yaml" and is_run(path.parent)
+
+
+def _option_labels(scheduler: str | None, dask_workers: int | None,
+                   out: str | None) -> dict[str, str]:
+    """The config overrides these options stand for, each with the option as typed: an
+    error about its value names the option, not a --set the user never gave."""
+    given = [(f"training.scheduler={scheduler}", f"--scheduler {scheduler}", scheduler),
+             (f"training.dask_workers={dask_workers}", f"--dask-workers {dask_workers}",
+              dask_workers),
+             (f"output={Path(out).resolve() if out else ''}", f"--out {out}", out)]
+    return {override: option for override, option, value in given if value is not None}
 
 
 def _report(result) -> None:

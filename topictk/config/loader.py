@@ -37,6 +37,7 @@ _INT = "tag:yaml.org,2002:int"
 _FLOAT = "tag:yaml.org,2002:float"
 _BOOL = "tag:yaml.org,2002:bool"
 _TIMESTAMP = "tag:yaml.org,2002:timestamp"
+_MERGE = "tag:yaml.org,2002:merge"
 
 # the most values a config may hold once its aliases are expanded (a real one holds under
 # a hundred); a "billion laughs" file of nine nested aliases expands to 10^9
@@ -54,7 +55,11 @@ class _Loader(yaml.SafeLoader):
     - dates stay strings.
 
     Aliases are expanded by reference; a document whose expansion holds more than
-    MAX_CONFIG_NODES values, or refers to itself, is refused before it is used."""
+    MAX_CONFIG_NODES values, or refers to itself, is refused before it is used. A mapping
+    that holds a key twice is refused (:class:`DuplicateKeyError`): YAML would keep the last
+    value without a word, and a config edited in two places would train another model than
+    the one its first lines describe. Keys a merge (``<<: *base``) brings in may still be
+    overridden, as YAML intends."""
 
     yaml_implicit_resolvers: ClassVar[dict] = {
         first: [(tag, regexp) for tag, regexp in resolvers
@@ -71,7 +76,48 @@ class _Loader(yaml.SafeLoader):
 
     def construct_document(self, node):
         _check_expansion(node)
+        self._check_duplicate_keys(node)
         return super().construct_document(node)
+
+    def _check_duplicate_keys(self, root: yaml.Node) -> None:
+        """Raise DuplicateKeyError for the first mapping, at any depth, that holds a key twice
+        (keys compared as loaded: ``1`` and ``01`` are one key, as YAML would merge them)."""
+        visited: set[int] = set()
+        stack: list[tuple[yaml.Node, str]] = [(root, "")]
+        while stack:
+            node, path = stack.pop()
+            if id(node) in visited:
+                continue
+            visited.add(id(node))
+            if isinstance(node, yaml.SequenceNode):
+                stack.extend((child, f"{path}[{i}]") for i, child in enumerate(node.value))
+                continue
+            if not isinstance(node, yaml.MappingNode):
+                continue
+            lines: dict[Any, int] = {}
+            for key_node, value_node in node.value:
+                if key_node.tag == _MERGE:
+                    stack.append((value_node, path))
+                    continue
+                if not isinstance(key_node, yaml.ScalarNode):
+                    continue        # a mapping or list as a key: the constructor refuses it
+                key = self.construct_object(key_node, deep=True)
+                label = key if isinstance(key, str) else short(key, 60)
+                name = f"{path}.{label}" if path else str(label)
+                line = key_node.start_mark.line + 1
+                if key in lines:
+                    raise DuplicateKeyError(name, lines[key], line, key_node.start_mark)
+                lines[key] = line
+                stack.append((value_node, name))
+
+
+class DuplicateKeyError(yaml.constructor.ConstructorError):
+    """A mapping of a YAML document holds one key twice; ``problem`` says which and where."""
+
+    def __init__(self, key: str, first: int, second: int, mark):
+        where = f"lines {first} and {second}" if first != second else f"line {first}"
+        super().__init__(None, None, f"key {key} appears twice ({where}); keep one", mark)
+        self.key = key
 
 
 _Loader.add_constructor(_INT, _Loader.construct_yaml_int)
@@ -199,6 +245,8 @@ def parse_override(text: str) -> tuple[list[str], Any]:
         return parts, raw.strip() or None     # a path as written: output=2024 is a folder name
     try:
         value = yaml.load(raw, Loader=_Loader) if raw.strip() else None
+    except DuplicateKeyError as exc:
+        raise ConfigError(f"--set {text}: key {exc.key} appears twice; keep one") from None
     except (yaml.YAMLError, ValueError, TypeError, OverflowError, RecursionError):
         value = raw     # not YAML: the text itself, which the key's check accepts or refuses
     return parts, value
@@ -220,24 +268,40 @@ def _apply_override(data: dict, parts: list[str], value: Any) -> None:
     node[parts[-1]] = value
 
 
-def _check_section(raw: Any, schema: dict, section: str, where: str) -> dict:
-    """Validate one mapping against ``schema`` (values are Options or nested schemas)."""
+def _origin(key: str, where: str, origins: Mapping[str, str]) -> str:
+    """Where the value of ``key`` (dotted) came from, for a message: the option that set it
+    or a section holding it (``--set model.topics=abc``), else ``where`` (the config)."""
+    parts = key.split(".")
+    for n in range(len(parts), 0, -1):
+        given = origins.get(".".join(parts[:n]))
+        if given is not None:
+            return given
+    return where
+
+
+def _check_section(raw: Any, schema: dict, section: str, where: str,
+                   origins: Mapping[str, str] = {}) -> dict:   # noqa: B006 (read only)
+    """Validate one mapping against ``schema`` (values are Options or nested schemas); an
+    error about one key names the option that set it (``origins``), else ``where``."""
     if raw is None:
         raw = {}
     if not isinstance(raw, dict):
         raise ConfigError(f"{section} must be a mapping of keys to values; got {short(raw)} "
-                          f"({where})")
+                          f"({_origin(section, where, origins)})")
     for key in raw:
         if key not in schema:
             name = short(key, 60)[1:-1] if isinstance(key, str) else short(key, 60)
-            raise ConfigError(f"unknown key '{section}.{name}' ({where})"
+            raise ConfigError(f"unknown key '{section}.{name}' "
+                              f"({_origin(f'{section}.{key}', where, origins)})"
                               f"{_suggest(name, list(schema))}")
     out = {}
     for key, option in schema.items():
         if isinstance(option, dict):
-            out[key] = _check_section(raw.get(key), option, f"{section}.{key}", where)
+            out[key] = _check_section(raw.get(key), option, f"{section}.{key}", where,
+                                      origins)
         elif key in raw:
-            out[key] = option.check(raw[key], f"{section}.{key}", where)
+            out[key] = option.check(raw[key], f"{section}.{key}",
+                                    _origin(f"{section}.{key}", where, origins))
         elif option.required:
             raise ConfigError(f"{section}.{key} is required: {option.describe()} ({where})")
         else:
@@ -290,9 +354,12 @@ def _check_family(family: str, algorithm: str, where: str, catalogue: Catalogue)
                       f"{trains} ({where})")
 
 
-def validate(raw: dict, where: str, base_dir: Path, catalogue: Catalogue) -> Config:
+def validate(raw: dict, where: str, base_dir: Path, catalogue: Catalogue,
+             origins: Mapping[str, str] = {}) -> Config:     # noqa: B006 (read only)
     """Check every key of a raw config mapping against ``catalogue`` and return the resolved
-    :class:`Config`."""
+    :class:`Config`. ``origins`` maps dotted keys set on the command line to the option that
+    set them (``--set model.topics=abc``): an error about such a key names the option, not
+    the config file ``where``."""
     algorithm_names, get_driver = catalogue.algorithm_names, catalogue.get_driver
 
     if not isinstance(raw, dict):
@@ -301,23 +368,24 @@ def validate(raw: dict, where: str, base_dir: Path, catalogue: Catalogue) -> Con
     for key in raw:
         if key not in TOP_LEVEL:
             name = short(key, 60)[1:-1] if isinstance(key, str) else short(key, 60)
-            raise ConfigError(f"unknown section '{name}' ({where})"
+            raise ConfigError(f"unknown section '{name}' ({_origin(str(key), where, origins)})"
                               f"{_suggest(name, list(TOP_LEVEL))}")
     for key in ("corpus", "output"):
         value = raw.get(key)
+        source = _origin(key, where, origins)
         if isinstance(value, dict) and set(value) == {"path"}:
             value = value["path"]
         if isinstance(value, (bool, int, float)):
             kind = "boolean" if isinstance(value, bool) else "number"
             raise ConfigError(f"{key} must be a path; got {short(value)}, which YAML reads as "
-                              f"a {kind}: put the path in quotes ({where})")
+                              f"a {kind}: put the path in quotes ({source})")
         if not isinstance(value, str) or not value:
             what = ("the corpus store, as written by topictk prepare --out STORE"
                     if key == "corpus" else "the run directory to write")
-            raise ConfigError(f"{key} is required: a path, {what} ({where})")
+            raise ConfigError(f"{key} is required: a path, {what} ({source})")
         if "\x00" in value:
             raise ConfigError(f"{key} must be a path; got {short(value)}, which holds a NUL "
-                              f"character ({where})")
+                              f"character ({source})")
         raw[key] = value
     # a family the algorithm does not train is reported before the keys of either section:
     # the keys of the intended family (inference.sigma2 of DMR with algorithm gibbs,
@@ -327,11 +395,12 @@ def validate(raw: dict, where: str, base_dir: Path, catalogue: Catalogue) -> Con
     algorithm = inf_raw.get("algorithm") if isinstance(inf_raw, dict) else None
     if family in MODEL["family"].choices and algorithm in algorithm_names():
         _check_family(family, algorithm, where, catalogue)
-    model = _check_section(model_raw, _model_schema(raw, catalogue), "model", where)
+    model = _check_section(model_raw, _model_schema(raw, catalogue), "model", where, origins)
 
     inf_raw = raw.get("inference") or {}
     if not isinstance(inf_raw, dict):
-        raise ConfigError(f"inference must be a mapping of keys to values ({where})")
+        raise ConfigError(f"inference must be a mapping of keys to values "
+                          f"({_origin('inference', where, origins)})")
     names = algorithm_names()
     algorithm = inf_raw.get("algorithm")
     if algorithm is None:
@@ -340,16 +409,18 @@ def validate(raw: dict, where: str, base_dir: Path, catalogue: Catalogue) -> Con
         close = difflib.get_close_matches(str(algorithm), names, n=1, cutoff=0.5)
         hint = f"; did you mean '{close[0]}'?" if close else ""
         raise ConfigError(f"inference.algorithm must be one of {', '.join(names)}; got "
-                          f"{short(algorithm)} ({where}){hint}")
+                          f"{short(algorithm)} ({_origin('inference.algorithm', where, origins)})"
+                          f"{hint}")
     driver_cls = get_driver(algorithm)
     _check_family(model["family"], algorithm, where, catalogue)  # also without model.family
     schema = dict(INFERENCE_COMMON)
     schema["algorithm"] = Option("choice", algorithm, choices=tuple(names))
     schema.update(driver_cls.OPTIONS)
-    inference = _check_section(inf_raw, schema, "inference", where)
-    training = _check_section(raw.get("training"), TRAINING, "training", where)
+    inference = _check_section(inf_raw, schema, "inference", where, origins)
+    training = _check_section(raw.get("training"), TRAINING, "training", where, origins)
     training["threads"] = cap_threads(training["threads"], "training.threads")
-    evaluation = _check_section(raw.get("evaluation"), EVALUATION, "evaluation", where)
+    evaluation = _check_section(raw.get("evaluation"), EVALUATION, "evaluation", where,
+                                origins)
     if evaluation["fold_in_burn_in"] >= evaluation["fold_in_sweeps"]:
         raise ConfigError(f"evaluation.fold_in_burn_in must be < evaluation.fold_in_sweeps "
                           f"({evaluation['fold_in_sweeps']}); got {evaluation['fold_in_burn_in']} "
@@ -544,6 +615,8 @@ def _read_yaml(path: Path) -> Any:
                           f"sections a few levels deep") from None
     except UnicodeDecodeError:
         raise ConfigError(f"{name}: not a UTF-8 text file; give a YAML config") from None
+    except DuplicateKeyError as exc:
+        raise ConfigError(f"{name}: {exc.problem}") from None
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         line = f" line {mark.line + 1}" if mark is not None else ""
@@ -558,11 +631,33 @@ def _read_yaml(path: Path) -> Any:
     return raw
 
 
+_KEY = re.compile(r"(?<![\w.])(?:model|inference|training|evaluation)(?:\.\w+)+")
+
+
+def _naming_overrides(exc: ConfigError, where: str, origins: Mapping[str, str]) -> ConfigError:
+    """``exc`` naming the options that set keys it mentions, beside the config ``where``
+    unless every key it mentions was set so: a check of several keys (inference.burn_in
+    against inference.iterations) would blame the config file alone although a value came
+    from the command line."""
+    message = str(exc)
+    if f"({where})" not in message:
+        return exc
+    given = {key: _origin(key, "", origins) for key in _KEY.findall(message)}
+    named = list(dict.fromkeys(option for option in given.values() if option))
+    if not named:
+        return exc
+    source = ", ".join(named) if all(given.values()) else f"{where} with {', '.join(named)}"
+    return ConfigError(message.replace(f"({where})", f"({source})", 1))
+
+
 def load_config(path: str | Path | None, overrides: list[str] = (),
-                raw: dict | None = None, *, catalogue: Catalogue) -> Config:
+                raw: dict | None = None, *, catalogue: Catalogue,
+                labels: Mapping[str, str] | None = None) -> Config:
     """Read a YAML config (``-``: standard input), apply ``--set`` overrides, validate against
     ``catalogue``. Paths in the config are relative to its file, or to the working directory
-    for standard input and a ``raw`` mapping. Raises :class:`ConfigError`."""
+    for standard input and a ``raw`` mapping. An error about an overridden key names the
+    option that set it: ``labels`` maps an override to the option the user gave (``--out
+    DIR`` for ``output=DIR``), by default ``--set OVERRIDE``. Raises :class:`ConfigError`."""
     stdin = raw is None and str(path) == STDIN
     if raw is None:
         path = Path(path)
@@ -575,9 +670,14 @@ def load_config(path: str | Path | None, overrides: list[str] = (),
     raw = copy.deepcopy(raw)
     if not isinstance(raw, dict):
         raise ConfigError(f"the config must be a YAML mapping ({where})")
+    origins: dict[str, str] = {}
     for text in overrides:
         parts, value = parse_override(text)
         _apply_override(raw, parts, value)
-    config = validate(raw, where, base_dir, catalogue)
+        origins[".".join(parts)] = (labels or {}).get(text) or f"--set {short(text, 100)[1:-1]}"
+    try:
+        config = validate(raw, where, base_dir, catalogue, origins)
+    except ConfigError as exc:
+        raise _naming_overrides(exc, where, origins) from None
     config.source = Path(path) if path is not None and not stdin else None
     return config

@@ -6,6 +6,7 @@ and start-up time) only for the algorithm it uses.
 from __future__ import annotations
 
 import importlib
+from collections.abc import Mapping
 from pathlib import Path
 
 from topictk.config import loader as config_loader
@@ -60,9 +61,9 @@ CATALOGUE = _Catalogue()
 
 
 def load_config(path: str | Path | None, overrides: list[str] = (),
-                raw: dict | None = None) -> Config:
+                raw: dict | None = None, labels: Mapping[str, str] | None = None) -> Config:
     """:func:`topictk.config.load_config` against the algorithms registered here."""
-    return config_loader.load_config(path, overrides, raw, catalogue=CATALOGUE)
+    return config_loader.load_config(path, overrides, raw, catalogue=CATALOGUE, labels=labels)
 
 
 def algorithm_table() -> list[str]:

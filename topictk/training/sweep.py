@@ -19,7 +19,7 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
-from topictk.config.loader import Config
+from topictk.config.loader import Config, parse_override
 from topictk.errors import ConfigError, UsageError
 from topictk.inference.registry import load_config
 from topictk.rundir import checkpoint as ckpt
@@ -81,9 +81,45 @@ def parse_sweep(specs: list[str]) -> list[tuple[str, list[str]]]:
                              f"--sweep {key}=v1,v2,...")
         if len(set(values)) != len(values):
             raise UsageError(f"--sweep {spec}: a value is given twice")
+        _refuse_equal_values(spec, key, values)
         keys.add(key)
         parsed.append((key, values))
     return parsed
+
+
+def _as_compared(value):
+    """A swept value as the config compares it: numbers by value (``5``, ``05``, ``5.0``
+    and ``1e1``/``10`` are one), booleans apart from numbers, lists and mappings item by
+    item."""
+    if isinstance(value, bool):
+        return ("bool", value)
+    if isinstance(value, (int, float)):
+        return ("number", value)      # 10 == 10.0, with one hash
+    if isinstance(value, list):
+        return ("list", tuple(_as_compared(v) for v in value))
+    if isinstance(value, dict):
+        return ("mapping", tuple(sorted((str(k), _as_compared(v)) for k, v in value.items())))
+    return ("text", str(value))
+
+
+def _refuse_equal_values(spec: str, key: str, values: list[str]) -> None:
+    """Refuse two spellings of one value (``5,05``, ``1e1,10``, ``0.10,0.1``): each would
+    train the same run again, into a folder of its own."""
+    seen: dict = {}
+    for text in values:
+        try:
+            parsed = parse_override(f"{key}={text}")[1]
+        except ConfigError:
+            continue            # the setting's config check says what is wrong with it
+        try:
+            compared = _as_compared(parsed)
+            first = seen.get(compared)
+        except TypeError:       # a value that cannot be compared is compared as written
+            continue
+        if first is not None:
+            raise UsageError(f"--sweep {spec}: {first} and {text} are the same value; give "
+                             f"each value once")
+        seen[compared] = text
 
 
 def folder_name(setting: tuple[tuple[str, str], ...]) -> str:
@@ -97,7 +133,8 @@ def folder_name(setting: tuple[tuple[str, str], ...]) -> str:
 
 
 def plan_sweep(config_path: str, overrides: list[str], specs: list[str],
-               output: str | None = None) -> list[SweepRun]:
+               output: str | None = None,
+               labels: dict[str, str] | None = None) -> list[SweepRun]:
     """Every setting of the sweep with its validated config, before anything is trained.
 
     Parameters
@@ -110,6 +147,8 @@ def plan_sweep(config_path: str, overrides: list[str], specs: list[str],
         The ``--sweep KEY=V1,V2,...`` options.
     output : str, optional
         The folder of the sweep's runs (default: the config's ``output``).
+    labels : dict of str to str, optional
+        The option each override stands for in messages (see ``load_config``).
 
     Raises
     ------
@@ -117,7 +156,7 @@ def plan_sweep(config_path: str, overrides: list[str], specs: list[str],
         A swept key that does not exist or a value it refuses, naming the ``--sweep`` option
         and the allowed values.
     """
-    base = load_config(config_path, overrides)
+    base = load_config(config_path, overrides, labels=labels)
     root = Path(output).resolve() if output else base.output
     swept = parse_sweep(specs)
     plans, folded = [], {}
@@ -134,8 +173,12 @@ def plan_sweep(config_path: str, overrides: list[str], specs: list[str],
         folded[name.casefold()] = name
         extra = [f"{key}={value}" for key, value in setting]
         try:
-            config = load_config(config_path, [*overrides, *extra, f"output={root / name}"])
+            swept_labels = {**(labels or {}), **{text: f"--sweep {text}" for text in extra}}
+            config = load_config(config_path, [*overrides, *extra, f"output={root / name}"],
+                                 labels=swept_labels)
         except ConfigError as exc:
+            if any(f"--sweep {text}" in str(exc) for text in extra):
+                raise
             raise ConfigError(f"--sweep {', '.join(extra)}: {exc}") from None
         plans.append(SweepRun(name=name, setting=setting, config=config))
     return plans
