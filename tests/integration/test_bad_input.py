@@ -615,3 +615,19 @@ def test_evaluate_with_missing_store(trained, tmp_path):
     message = fails(2, "evaluate", run_dir)
     assert message.startswith(f"{run_dir / 'config.yaml'}: corpus {tmp_path / 'gone'}: no "
                               f"corpus store there")
+
+
+@pytest.mark.parametrize("args, expected", [
+    (("train",), "Missing option '--config' / '-c'; see '"),
+    (("evaluate", "--nope", "x"), "No such option '--nope'"),
+    (("evaluate", "README.md"), "Invalid value for 'RUN_DIR': Directory 'README.md' is a file"),
+    (("prepare", "--vocab", "{tmp}", "x", "--out", "y"),
+     "Invalid value for '--vocab': File '{tmp}' is a directory; see '"),
+    (("topics", "x", "--top", "many"), "Invalid value for '--top'"),
+])
+def test_a_bad_option_or_argument_is_one_line(tmp_path, monkeypatch, args, expected):
+    monkeypatch.chdir(Path(__file__).resolve().parents[2])
+    args = [a.format(tmp=tmp_path) for a in args]
+    message = fails(2, *args)
+    assert message.startswith(expected.format(tmp=tmp_path))
+    assert message.endswith(f" {args[0]} --help'")

@@ -97,6 +97,12 @@ class TopictkGroup(click.Group):
                 return super().invoke(ctx)
             with np.errstate(all="ignore"):
                 return super().invoke(ctx)
+        except click.exceptions.UsageError as exc:
+            # a bad option or argument of a command: one line, like every other failure
+            if debug:
+                raise
+            command = exc.ctx.command_path if exc.ctx is not None else "topictk"
+            _fail(ctx, f"{one_line(exc.format_message()).rstrip('.')}; see '{command} --help'", 2)
         except (click.exceptions.Exit, click.exceptions.ClickException, click.Abort):
             raise
         except TopictkError as exc:
