@@ -77,6 +77,16 @@ def one_line(text: str, limit: int = 200) -> str:
     return text if len(text) <= limit else text[: limit - 3] + "..."
 
 
+def text_lines(text: str) -> list[str]:
+    """The lines of ``text``, split at ``\\n``, ``\\r\\n`` and ``\\r`` only: ``str.splitlines``
+    also splits at form feeds, U+0085, U+2028 and U+2029, which may stand inside a word of a
+    vocabulary file, and would shift every later word id by one."""
+    lines = text.replace("\r\n", "\n").replace("\r", "\n").split("\n")
+    if lines and lines[-1] == "":
+        lines.pop()
+    return lines
+
+
 def json_too_deep(text: str, limit: int = MAX_JSON_DEPTH) -> bool:
     """Whether ``text`` (one JSON document) nests arrays and objects more than ``limit``
     deep. Python's parser recurses once per level and fails with RecursionError near 1,000

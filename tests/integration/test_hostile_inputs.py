@@ -8,6 +8,8 @@ import json
 import random
 from pathlib import Path
 
+import pytest
+
 from tests.integration._cli import EXAMPLE, fails, ok, write_config
 
 SHORT = {"inference": {"iterations": 6, "burn_in": 2, "thin": 2},
@@ -181,3 +183,23 @@ def test_a_folder_given_as_stop_words_is_called_a_folder(tmp_path):
     words = folder / "words.txt"
     words.write_text("python\n")
     ok("prepare", EXAMPLE, "--stopwords", words, "--out", tmp_path / "store")
+
+
+@pytest.mark.parametrize("separator", ["\u2028", "\u2029", "\x0c", "\x85", "\x1e"])
+def test_a_word_holding_a_line_separator_keeps_every_word_id(tmp_path, separator):
+    """Vocabulary files are read line by line at '\\n' only: a word holding another character
+    that str.splitlines() splits at stays one word, and every later word keeps its id (or the
+    store would name wrong words, and infer would map new documents onto wrong ids)."""
+    words = [f"odd{separator}word", *(f"w{i}" for i in range(11))]
+    entries = [(d, w, 1 + (d * w) % 4) for d in range(1, 31) for w in range(1, 13)
+               if (d + w) % 3]
+    docword = tmp_path / "docword.sep.txt"
+    docword.write_text(f"30\n12\n{len(entries)}\n"
+                       + "".join(f"{d} {w} {c}\n" for d, w, c in entries), encoding="utf-8")
+    (tmp_path / "vocab.sep.txt").write_text("\n".join(words) + "\n", encoding="utf-8")
+    store = tmp_path / "store"
+    ok("prepare", docword, "--out", store, "--test-docs", "0.2")
+    ok("prepare", "--verify", store)
+    from topictk.corpus.store import CorpusStore
+    vocab = CorpusStore.open(store).vocab
+    assert words[0] in vocab and set(vocab) <= set(words)

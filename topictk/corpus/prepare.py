@@ -24,6 +24,7 @@ from topictk.corpus.store import check_output, csr_to_tokens, ptr_to_csr, tokens
 from topictk.corpus.text import tokenize
 from topictk.corpus.vocab import document_frequency, select_vocabulary, vocab_hash
 from topictk.errors import CorpusError, CorpusUsageError, UsageError
+from topictk.limits import text_lines
 
 log = logging.getLogger("topictk")
 
@@ -155,7 +156,7 @@ def read_vocab_list(path: str) -> list[str]:
     if not file.exists():
         raise CorpusUsageError(f"{file}: vocabulary list not found")
     try:
-        words = [line.strip() for line in file.read_text(encoding="utf-8").splitlines()]
+        words = [line.strip() for line in text_lines(file.read_text(encoding="utf-8"))]
     except OSError as exc:
         raise CorpusUsageError(f"{file}: vocabulary list cannot be read "
                                f"({exc.strerror or exc}); give a readable file") from None

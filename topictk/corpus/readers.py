@@ -19,7 +19,7 @@ from typing import IO
 import numpy as np
 
 from topictk.errors import CorpusError, CorpusUsageError
-from topictk.limits import json_loads, short
+from topictk.limits import json_loads, short, text_lines
 
 FORMATS = ("auto", "text", "dir", "jsonl", "csv", "tsv", "uci", "ldac", "mm")
 BAG_FORMATS = ("uci", "ldac", "mm")        # bag-of-words input, each with its vocabulary file
@@ -317,7 +317,7 @@ def read_vocab(path: Path) -> list[str]:
         text = raw.decode("utf-8")
     except UnicodeDecodeError:
         raise CorpusError(f"{path}: vocabulary is not valid UTF-8; convert it to UTF-8") from None
-    words = [line.strip() for line in text.splitlines()]
+    words = [line.strip() for line in text_lines(text)]
     while words and not words[-1]:
         words.pop()
     if not words:

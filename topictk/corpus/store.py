@@ -36,7 +36,7 @@ import numpy as np
 
 from topictk._fileio import new_dir_mode, replacement_mode
 from topictk.errors import CorpusError, CorpusUsageError
-from topictk.limits import json_loads, short
+from topictk.limits import json_loads, short, text_lines
 from topictk.markers import (PARTIAL_MARKER, has_run_marker, has_store_manifest, is_partial_of,
                              write_partial_marker)
 
@@ -549,7 +549,7 @@ class CorpusStore:
                               f"wrong words: restore the file, or prepare the corpus again with "
                               f"--force")
         try:
-            words = data.decode("utf-8").splitlines()
+            words = text_lines(data.decode("utf-8"))
         except UnicodeDecodeError:
             raise CorpusError(f"{path}: not UTF-8 text; prepare the corpus again with "
                               f"--force") from None
@@ -626,7 +626,7 @@ class CorpusStore:
         if self._vocab is None:
             path = self.path / "vocab.txt"
             try:
-                self._vocab = path.read_text(encoding="utf-8").splitlines()
+                self._vocab = text_lines(path.read_text(encoding="utf-8"))
             except (OSError, UnicodeDecodeError) as exc:
                 reason = exc.strerror if isinstance(exc, OSError) else "not valid UTF-8"
                 raise CorpusError(f"{path}: cannot be read ({reason}); prepare the corpus "
