@@ -9,7 +9,6 @@ import numpy as np
 import pytest
 
 from tests.fixtures import planted_corpus, write_token_store
-from topictk.errors import ConfigError
 from topictk.inference import base
 from topictk.inference.base import EvaluationSet, resolve_chunks, take_documents
 from topictk.inference.registry import get_driver, load_config
@@ -126,7 +125,8 @@ def test_curve_docs_auto_is_clamped(tmp_path, monkeypatch):
     from topictk.config import loader
     store = _store(tmp_path, n_docs=50, n_test=10)
     monkeypatch.setattr(loader, "_store_counts", lambda corpus: {
-        "vocabulary": 50, "train_documents": 100_000, "test_documents": 5_000})
+        "vocabulary": 50, "train_documents": 100_000, "test_documents": 5_000,
+        "train_tokens": 2_000_000, "test_observed_tokens": 100_000})
     # 2 % of 10 sweeps of 100,000 documents, in 10-sweep fold-ins: 2000 -> the cap
     assert _config(store, tmp_path, "gibbs", 100).evaluation.curve_docs == 1000
     assert _config(store, tmp_path, "ovb", 10,
@@ -136,14 +136,17 @@ def test_curve_docs_auto_is_clamped(tmp_path, monkeypatch):
                    inference={"batch_size": 512}).evaluation.curve_docs == 1000
 
 
-def test_curve_scores_every_document_where_it_must(tmp_path):
+def test_curve_docs_resolve_the_same_on_a_cluster(tmp_path):
+    """A run on a cluster scores the curve on the documents the same run scores in process
+    (its numbers may not depend on where it runs), an explicit number included."""
     store = _store(tmp_path, n_docs=50, n_test=10)
-    raw_cluster = _config(store, tmp_path, "gibbs", training={"dask_workers": 1},
-                          inference={"chunks": 2})
-    assert raw_cluster.evaluation.curve_docs is None
-    with pytest.raises(ConfigError, match="evaluation.curve_docs must be null"):
-        _config(store, tmp_path, "gibbs", training={"dask_workers": 1},
-                inference={"chunks": 2}, evaluation={"curve_docs": 5})
+    here = _config(store, tmp_path, "gibbs", inference={"chunks": 2})
+    there = _config(store, tmp_path, "gibbs", training={"dask_workers": 1},
+                    inference={"chunks": 2})
+    assert there.evaluation.curve_docs == here.evaluation.curve_docs
+    assert _config(store, tmp_path, "gibbs", training={"dask_workers": 1},
+                   inference={"chunks": 2},
+                   evaluation={"curve_docs": 5}).evaluation.curve_docs == 5
 
 
 def test_curve_subset_is_spread_evenly_and_exact(tmp_path):
