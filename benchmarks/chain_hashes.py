@@ -25,6 +25,9 @@ import numpy as np
 import yaml
 
 REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO))
+from tests.golden.runs import write_meta_corpus  # noqa: E402  (the DMR examples' covariates)
+
 EXAMPLE = REPO / "examples" / "python_reference.txt"
 
 # metrics fields that measure the machine, not the chain
@@ -90,11 +93,11 @@ def _topictk(*args) -> str:
     return done.stdout
 
 
-def run_case(work: Path, store: Path, name: str, config: str, extra: dict,
+def run_case(work: Path, stores: dict[str, Path], name: str, config: str, extra: dict,
              threads: int, cluster: bool) -> str | None:
     data = yaml.safe_load((REPO / "configs" / config).read_text())
     data = _merge(data, extra)
-    data["corpus"] = str(store)
+    data["corpus"] = str(stores["meta" if config.startswith("example_dmr") else "example"])
     tag = f"{name}-t{threads}{'-cluster' if cluster else ''}"
     data["output"] = str(work / tag)
     data.setdefault("training", {})["threads"] = threads
@@ -132,16 +135,18 @@ def main() -> int:
     got = {}
     with tempfile.TemporaryDirectory() as tmp:
         work = Path(tmp)
-        store = work / "store"
-        _topictk("prepare", EXAMPLE, "--out", store)
+        stores = {"example": work / "store", "meta": work / "meta-store"}
+        _topictk("prepare", EXAMPLE, "--out", stores["example"])
+        meta = write_meta_corpus(work / "example-meta.jsonl")
+        _topictk("prepare", meta, "--meta", "group,score", "--out", stores["meta"])
         for name, config, extra in cases():
             if args.only and args.only not in name:
                 continue
             for threads in (1, 2):
-                got[f"{name}/t{threads}"] = run_case(work, store, name, config, extra,
+                got[f"{name}/t{threads}"] = run_case(work, stores, name, config, extra,
                                                      threads, False)
             if args.cluster:
-                digest = run_case(work, store, name, config, extra, 1, True)
+                digest = run_case(work, stores, name, config, extra, 1, True)
                 if digest is not None:
                     got[f"{name}/cluster"] = digest
             print(name, file=sys.stderr)
