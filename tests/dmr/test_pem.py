@@ -630,3 +630,61 @@ def test_particles_that_do_not_fit_in_memory_are_refused_first(planted_store, tm
                                           r"available; lower inference\.particles"):
         train(_config(planted_store, tmp_path / "big", particles=1000), quiet=True)
     assert not (tmp_path / "big" / "metrics.jsonl").exists()
+
+
+def _alpha_newton_written_out(alpha, S, D):
+    """§3.4 with a dense K x K solve: Newton steps alpha - s H^-1 g on
+    L = D [lnG(alpha.) - sum lnG(alpha_k)] + sum (alpha_k - 1) S_k, s halved until alpha stays
+    positive and L does not fall, at most 50 steps, stopping when max |s Delta| / alpha < 1e-8,
+    clamped to [1e-10, 1e5]."""
+    from scipy.special import gammaln, polygamma
+
+    def L(a):
+        return D * (gammaln(a.sum()) - gammaln(a).sum()) + np.dot(a - 1.0, S)
+
+    alpha = np.array(alpha, dtype=np.float64)
+    K = alpha.size
+    for _ in range(50):
+        g = D * (digamma(alpha.sum()) - digamma(alpha)) + S
+        H = np.diag(-D * polygamma(1, alpha)) + D * polygamma(1, alpha.sum()) * np.ones((K, K))
+        delta = np.linalg.solve(H, g)
+        before, s = L(alpha), 1.0
+        for _halving in range(31):
+            new = alpha - s * delta
+            if np.all(new > 0) and L(new) >= before - 1e-13 * abs(before):
+                break
+            s *= 0.5
+        else:
+            raise AssertionError("no Newton step kept alpha positive")
+        change = np.max(np.abs(s * delta) / alpha)
+        alpha = np.clip(new, 1e-10, 1e5)
+        if change < 1e-8:
+            break
+    return alpha
+
+
+@pytest.mark.parametrize("T", [1.0, 0.5])
+def test_learnt_alpha_is_the_newton_step_on_the_particle_weighted_statistic(planted_store,
+                                                                            tmp_path, seed, T):
+    """With alpha learnt and three particles, every M-step's alpha is the §3.4 Newton
+    maximiser for S_k = sum_p sum_d omega_dp (psi(gamma_pdk) - psi(gamma_pd.)), the gammas and
+    weights of that iteration's E-step (§10.3), computed here in NumPy. The weights are not
+    one-hot on particle 0, so alpha from particle 0's statistic alone is measurably another
+    value."""
+    driver = PEMDriver(_config(planted_store, tmp_path / "r", particles=3, temperature=T, tol=0),
+                       CorpusStore.open(planted_store), streams=Streams(seed))
+    state = driver.init_state()
+    D = driver.n_docs
+    for t in range(3):
+        alpha_before = state.alpha.copy()
+        driver.step(state, t)
+        gamma, omega = state.gamma, state.omega                 # the E-step's, kept by the M-step
+        assert gamma.shape[0] == 3 and omega.shape == (D, 3)
+        elog = digamma(gamma) - digamma(gamma.sum(axis=2, keepdims=True))   # (P, D, K)
+        S = np.einsum("dp,pdk->k", omega, elog)
+        want = _alpha_newton_written_out(alpha_before, S, D)
+        np.testing.assert_allclose(state.alpha, want, rtol=1e-9, err_msg=f"iteration {t}")
+        # the statistic of particle 0 alone (weight 1 on every document) is another alpha
+        assert omega[:, 0].max() - omega[:, 0].min() > 0.1
+        first = _alpha_newton_written_out(alpha_before, elog[0].sum(axis=0), D)
+        assert np.max(np.abs(first / want - 1.0)) > 1e-3, t

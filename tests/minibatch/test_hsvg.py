@@ -129,3 +129,36 @@ def test_bad_values_rejected(planted_store, tmp_path):
         _config(path, tmp_path / "x", sweeps=4, local_burn_in=4)
     with pytest.raises(ConfigError, match="inference.tau0 must be a number >= 0"):
         _config(path, tmp_path / "x", tau0=-1)
+
+
+@pytest.mark.parametrize(("tau0", "delay"), [(2.0, 2.0), ("auto", 23.0)])
+def test_step_sizes_follow_the_schedule_from_the_first_update(planted_store, tmp_path, tau0,
+                                                              delay):
+    """rho_t = min(1, (tau0 + t)^-kappa) with t the updates done before this one (§5, §12.1),
+    written out for the first updates: update t uses rho_t, not rho_(t - 1) or rho_(t + 1).
+    ``tau0: auto`` is the batches of an epoch, 460 training documents / 20 = 23. The lambda of
+    every update is the dense reference step with the hand-written rho_t."""
+    path, _ = planted_store
+    config = _config(path, tmp_path / "r", batch_size=20, sweeps=4, tau0=tau0, kappa=0.6)
+    driver = HSVGDriver(config, CorpusStore.open(path), streams=Streams(9))
+    assert driver.n_docs == 460
+    # (delay + t)^-0.6 for t = 0..4, all below 1
+    want = [delay ** -0.6, (delay + 1) ** -0.6, (delay + 2) ** -0.6, (delay + 3) ** -0.6,
+            (delay + 4) ** -0.6]
+    assert want[0] < 1.0 and len(set(want)) == len(want)
+    state = driver.init_state()
+    lam = state.lam().copy()
+    from topictk.corpus.batches import gather_batch
+    for t, rho in enumerate(want):
+        docs = driver.batch_documents(state, t)
+        batch = gather_batch(driver.tokens.doc_ptr, driver.tokens.words, docs)
+        mass_before = float((state.lam() - state.beta).sum())
+        info = driver.step(state, t)
+        assert info.extra["rho"] == pytest.approx(rho, rel=1e-14), t
+        assert state.rho == pytest.approx(rho, rel=1e-14), t
+        lam, _ = _dense_reference_step(lam, state.alpha, state.beta, batch, driver.n_docs,
+                                       rho, t, 9, 16, 4, 2)
+        np.testing.assert_allclose(state.lam(), lam, rtol=1e-12, atol=1e-12)
+        mass_after = float((state.lam() - state.beta).sum())
+        expected = (1 - rho) * mass_before + rho * driver.n_docs / docs.size * batch.n_tokens
+        assert mass_after == pytest.approx(expected, rel=1e-10), t

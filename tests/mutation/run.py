@@ -92,6 +92,16 @@ WARP_ORDER = "tests/kernels/test_warp.py::test_word_order_is_the_stable_argsort_
 WARP_ROWS = "tests/integration/test_warp_sampler.py::test_word_counts_are_counted_once_per_sweep"
 CO_COUNTS = ("tests/unit/test_evaluation.py"
              "::test_co_document_counts_equal_direct_counts_whatever_the_group")
+# the first updates' step sizes written out; alpha by a dense Newton solve on the
+# particle-weighted statistic; UMass and NPMI counted directly on the coherence top words
+HSVG_SCHEDULE = ("tests/minibatch/test_hsvg.py"
+                 "::test_step_sizes_follow_the_schedule_from_the_first_update")
+PEM_ALPHA = ("tests/dmr/test_pem.py"
+             "::test_learnt_alpha_is_the_newton_step_on_the_particle_weighted_statistic")
+COHERENCE_TOP = ("tests/unit/test_evaluation.py"
+                 "::test_coherence_is_scored_on_the_coherence_top_words_not_the_diversity_top",
+                 "tests/unit/test_evaluation.py"
+                 "::test_evaluate_scores_coherence_on_the_configured_top_words")
 
 
 @dataclass(frozen=True)
@@ -285,6 +295,10 @@ MUTATIONS: list[Mutation] = [
     M("hsvg-rescaling-dropped", "topictk/inference/hsvg.py",
       "rho, self.n_docs / docs.size)", "rho, 1.0)",
       "dropped factor", (HSVG,), quick=True),
+    M("hsvg-step-size-one-step-late", "topictk/inference/hsvg.py",
+      "rho = step_size(t, self.tau0, self.kappa)",
+      "rho = step_size(t - 1, self.tau0, self.kappa)",
+      "off-by-one", (HSVG_SCHEDULE,)),
     M("ovb-rescaling-dropped", "topictk/inference/ovb.py",
       "ratio = self.n_docs / docs.size                         # R_B", "ratio = 1.0",
       "dropped factor", (OVB,)),
@@ -298,6 +312,10 @@ MUTATIONS: list[Mutation] = [
       "np.ascontiguousarray(state.omega), pair_z",
       "np.ones_like(state.omega), pair_z",
       "dropped factor", (PEM,)),
+    M("pem-alpha-from-particle-0", "topictk/inference/pem.py",
+      "else weighted_elog_theta_sum(state.gamma, state.omega))",
+      "else elog_theta_sum(state.gamma[0]))",
+      "swapped index", (PEM_ALPHA,)),
     M("pem-particle-weights-temperature", "topictk/inference/pem.py",
       "x = np.exp((bounds - bounds.max(axis=-1, keepdims=True)) / temperature)",
       "x = np.exp((bounds - bounds.max(axis=-1, keepdims=True)) * temperature)",
@@ -354,6 +372,10 @@ MUTATIONS: list[Mutation] = [
     M("npmi-normalisation-dropped", "topictk/evaluation/coherence.py",
       "values.append(pmi / -np.log(joint))", "values.append(pmi)",
       "dropped factor", (EVALUATION,)),
+    M("coherence-on-diversity-top", "topictk/evaluation/coherence.py",
+      "coherent = np.ascontiguousarray(top[:, :min(coherence_top, n_words)])",
+      "coherent = np.ascontiguousarray(top[:, :min(diversity_top, n_words)])",
+      "swapped argument", COHERENCE_TOP),
     M("top-words-order-sign", "topictk/evaluation/coherence.py",
       "np.argsort(-topic_word, axis=1, kind=\"stable\")",
       "np.argsort(topic_word, axis=1, kind=\"stable\")",
@@ -409,6 +431,14 @@ The first runs of this list left four survivors; the tests added for them:
 | `gibbs-sample-schedule-off-by-one` | no test looked at which sweeps give samples | `tests/kernels/test_gibbs_model.py::test_samples_are_collected_every_thin_sweeps_after_burn_in` |
 | `jsonl-blank-lines-not-skipped` | no test had a blank line inside a JSON-lines file | `tests/unit/test_readers.py::test_jsonl_skips_blank_lines_and_names_documents_by_line` |
 | `minibatch-thread-merge-index` | with two threads there is one private buffer, so its index is always 0 | `tests/minibatch/test_sgrld.py::test_local_gibbs_merges_every_thread_buffer` (three and four threads) |
+
+Three later mutations were noticed by the golden-output tests only; the tests added for them:
+
+| mutation | why it survived | killed by |
+| --- | --- | --- |
+| `hsvg-step-size-one-step-late` | the HSVG step test took rho_t from the driver's own state | `tests/minibatch/test_hsvg.py::test_step_sizes_follow_the_schedule_from_the_first_update` |
+| `pem-alpha-from-particle-0` | every document's weights sum to 1, so particle 0's statistic has the weighted one's scale and alpha stays plausible | `tests/dmr/test_pem.py::test_learnt_alpha_is_the_newton_step_on_the_particle_weighted_statistic` |
+| `coherence-on-diversity-top` | the only test of both settings gave them the same value | `tests/unit/test_evaluation.py::test_coherence_is_scored_on_the_coherence_top_words_not_the_diversity_top`, `::test_evaluate_scores_coherence_on_the_configured_top_words` |
 """
 
 BUILD_OUTPUTS = ("*.c", "*.so")

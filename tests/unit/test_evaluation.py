@@ -208,3 +208,96 @@ def test_diversity_of_identical_and_disjoint_topics(K):
         disjoint[k, 25 * k:25 * (k + 1)] = 1.0
     disjoint /= disjoint.sum(axis=1, keepdims=True)
     assert diversity(disjoint, 25) == 1.0
+
+
+def _coherence_written_out(topic_word, docs, n):
+    """(mean UMass, mean NPMI) of every topic's top ``n`` words as docs/evaluate.md defines
+    them, counted document by document from the documents' word sets: top words by descending
+    probability (ties by word id); UMass sum_{m>l} ln((D(v_m, v_l) + 1) / D(v_l)); NPMI the
+    mean over pairs of ln(P(v, v') / (P(v) P(v'))) / -ln P(v, v'), -1 for words that never
+    co-occur and 1 for a pair in every document."""
+    sets = [set(int(w) for w in doc) for doc in docs]
+    n_docs = len(sets)
+
+    def held_by(*words):
+        return sum(all(w in s for w in words) for s in sets)
+
+    umass_scores, npmi_scores = [], []
+    for row in topic_word:
+        top = sorted(range(row.size), key=lambda w: (-row[w], w))[:n]
+        total, pairs = 0.0, []
+        for m in range(1, n):
+            for l in range(m):
+                both = held_by(top[m], top[l])
+                total += math.log((both + 1) / held_by(top[l]))
+                if both == 0:
+                    pairs.append(-1.0)
+                elif both == n_docs:
+                    pairs.append(1.0)
+                else:
+                    joint = both / n_docs
+                    pmi = math.log(joint / (held_by(top[m]) / n_docs * held_by(top[l]) / n_docs))
+                    pairs.append(pmi / -math.log(joint))
+        umass_scores.append(total)
+        npmi_scores.append(sum(pairs) / len(pairs))
+    return sum(umass_scores) / len(umass_scores), sum(npmi_scores) / len(npmi_scores)
+
+
+def _blocky_documents(rng, n_words=40, n_docs=60):
+    """Documents drawing most words from one of four blocks of 10 words, every word in at
+    least one document, so coherence depends on how far down a topic's list it looks."""
+    docs = []
+    for i in range(n_docs):
+        block = rng.integers(4)
+        own = rng.choice(np.arange(10 * block, 10 * block + 10), rng.integers(2, 8),
+                         replace=False)
+        other = rng.choice(n_words, rng.integers(0, 4), replace=False)
+        docs.append(np.unique(np.concatenate([own, other, [i % n_words]])).astype(np.int32))
+    return docs
+
+
+def test_coherence_is_scored_on_the_coherence_top_words_not_the_diversity_top():
+    """topic_quality's UMass and NPMI equal the direct counts over the top
+    evaluation.coherence_top (10) words, while the diversity looks at the top
+    evaluation.diversity_top (25); over the top 25 the coherence is another value."""
+    from topictk.config.schema import EVALUATION
+    n_coherence = EVALUATION["coherence_top"].default
+    n_diversity = EVALUATION["diversity_top"].default
+    assert (n_coherence, n_diversity) == (10, 25)
+    rng = np.random.default_rng(11)
+    docs = _blocky_documents(rng)
+    ptr, words = tokens_to_ptr(docs)
+    indptr, indices, _ = ptr_to_csr(ptr, words, 40)
+    topic_word = rng.dirichlet(np.full(40, 0.4), size=4)
+    topic_word[:, :10] += 0.05                       # topics leaning on the first block
+    topic_word /= topic_word.sum(axis=1, keepdims=True)
+    want_umass, want_npmi = _coherence_written_out(topic_word, docs, n_coherence)
+    top25_umass, top25_npmi = _coherence_written_out(topic_word, docs, n_diversity)
+    assert abs(top25_umass - want_umass) > 1.0 and abs(top25_npmi - want_npmi) > 1e-3
+    top = [set(sorted(range(40), key=lambda w: (-row[w], w))[:n_diversity]) for row in topic_word]
+    for result in (topic_quality(topic_word, indptr, indices, coherence_top=n_coherence,
+                                 diversity_top=n_diversity),
+                   topic_quality(topic_word, indptr, indices)):     # the same defaults
+        assert result["umass"] == pytest.approx(want_umass, rel=1e-12)
+        assert result["npmi"] == pytest.approx(want_npmi, rel=1e-12)
+        assert result["diversity"] == pytest.approx(len(set().union(*top)) / (4 * n_diversity))
+
+
+def test_evaluate_scores_coherence_on_the_configured_top_words(tmp_path):
+    """`topictk evaluate` of a run with evaluation.coherence_top = 6 reports UMass and NPMI of
+    the run's topics' top 6 words, counted directly, not of its diversity_top (25)."""
+    from topictk.evaluation.run import LoadedRun, evaluate_run
+    from topictk.training.run import train
+    rng = np.random.default_rng(3)
+    docs = _blocky_documents(rng)
+    write_token_store(tmp_path / "store", docs, 40)
+    train(gibbs_config(tmp_path / "store", tmp_path / "run", topics=4, iterations=10,
+                       model={"alpha": 0.3, "beta": 0.05},
+                       evaluation={"coherence_top": 6, "diversity_top": 25}), quiet=True)
+    topic_word = LoadedRun(tmp_path / "run").topic_word()
+    want_umass, want_npmi = _coherence_written_out(topic_word, docs, 6)
+    top25_umass, top25_npmi = _coherence_written_out(topic_word, docs, 25)
+    assert abs(top25_umass - want_umass) > 1.0 and abs(top25_npmi - want_npmi) > 1e-3
+    result = evaluate_run(tmp_path / "run")
+    assert result["umass"] == pytest.approx(want_umass, rel=1e-12)
+    assert result["npmi"] == pytest.approx(want_npmi, rel=1e-12)
