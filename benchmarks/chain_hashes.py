@@ -39,7 +39,7 @@ def _gibbs_variants() -> list[tuple[str, str, dict]]:
     variants = {
         "sparse": {}, "dense": {"sparse": False}, "auto": {"sparse": "auto"},
         "warp": {"sampler": "warp"}, "mh": {"sampler": "mh"}, "chunks2": {"chunks": 2},
-        "blocks1": {"blocks": 1}, "blocks3": {"blocks": 3},
+        "blocks1": {"chunks": None, "blocks": 1}, "blocks3": {"chunks": None, "blocks": 3},
         "alpha-auto": {"optimize_interval": 5, "optimize_burn_in": 10},
     }
     cases = []
