@@ -323,10 +323,14 @@ def test_an_earlier_release_copy_resumes_where_it_is(tmp_path, example_store):
     assert snapshot(original) == before
 
 
-def test_reading_a_run_writes_nothing_into_it(trained, tmp_path):
-    """evaluate, topics, infer, export and compare only read a run, so a read-only copy (or
-    one on a read-only file system) works as well as the original."""
-    before = snapshot(trained)
+def test_reading_a_run_writes_nothing_into_it(trained, tmp_path, example_store):
+    """evaluate, topics, infer, export and compare only read a run, and every command only
+    reads a store, so read-only copies (or runs and stores on a read-only file system) work as
+    well as the originals."""
+    before, store = snapshot(trained), snapshot(example_store)
+    store_listing = sorted(p.name for p in example_store.iterdir())
+    ok("prepare", "--verify", example_store)
+    ok("train", "--config", trained / "config.yaml", "-q", "--out", tmp_path / "again")
     listing = sorted(str(p.relative_to(trained)) for p in trained.rglob("*"))
     ok("evaluate", trained)
     ok("topics", trained)
@@ -335,6 +339,8 @@ def test_reading_a_run_writes_nothing_into_it(trained, tmp_path):
     ok("compare", trained)
     assert snapshot(trained) == before
     assert sorted(str(p.relative_to(trained)) for p in trained.rglob("*")) == listing
+    assert snapshot(example_store) == store
+    assert sorted(p.name for p in example_store.iterdir()) == store_listing
 
 
 def test_a_moved_store_names_the_run_config_and_the_fix_works(trained, tmp_path, example_store):
