@@ -49,7 +49,7 @@ def _gibbs_variants() -> list[tuple[str, str, dict]]:
                       {"model": model, "inference": {**inference, **extra}}))
     cases.append(("gibbs-mh-fold-in", "example_gibbs.yaml",
                   {"inference": inference, "evaluation": {"fold_in": "mh"}}))
-    cases.append(("dmr-sem-warp", "example_dmr_sem.yaml", {"inference": {"sampler": "warp"}}))
+    cases.append(("dmr-sem-mh", "example_dmr_sem.yaml", {"inference": {"sampler": "mh"}}))
     return cases
 
 
@@ -156,13 +156,17 @@ def main() -> int:
         return 0
     expected = json.loads(args.check.read_text())
     differ = [k for k in got if k in expected and expected[k] != got[k]]
+    unknown = [k for k in got if k not in expected]
     missing = [k for k in expected if k not in got and not args.only]
     for key in differ:
         print(f"differs: {key}")
+    for key in unknown:
+        print(f"no recorded hash: {key}")
     for key in missing:
         print(f"not run: {key}")
-    print(f"{len(got) - len(differ)} of {len(got)} chains identical")
-    return 1 if differ or missing else 0
+    same = len(got) - len(differ) - len(unknown)
+    print(f"{same} of {len(got)} chains identical to {args.check}")
+    return 1 if differ or unknown or missing else 0
 
 
 if __name__ == "__main__":
