@@ -43,6 +43,7 @@ KERNELS = [
     "topictk.inference._pem",
     "topictk.inference._dmr",
     "topictk.evaluation._left_to_right",
+    "topictk.evaluation._coherence",
 ]
 
 

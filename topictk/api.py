@@ -21,7 +21,7 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["Run", "load_run", "open_store", "prepare", "score_topic_word"]
+__all__ = ["Run", "coherence", "load_run", "open_store", "prepare", "score_topic_word"]
 
 
 def load_run(path: str | Path, checkpoint: int | None = None, *,
@@ -181,7 +181,8 @@ class Run:
         return read_metrics(self.path / "metrics.jsonl")
 
     def evaluate(self, *, left_to_right: int | None = None,
-                 threads: int | None = None) -> dict:
+                 threads: int | None = None, coherence: str | Iterable[str] | None = None,
+                 reference: str | Path | None = None) -> dict:
         """Score the model as ``topictk evaluate --json`` does.
 
         Parameters
@@ -191,18 +192,30 @@ class Run:
             particles (``--left-to-right --particles N``).
         threads : int, optional
             Threads; the numbers do not depend on it.
+        coherence : str or iterable of str, optional
+            Also these coherence measures of gensim's ``CoherenceModel`` (``--coherence``):
+            ``"c_v"``, ``"c_npmi"``, ``"c_uci"``, ``"u_mass"``, a comma-separated string of
+            them, or ``"all"``; on the training texts of the run's store.
+        reference : str or Path, optional
+            Compute them on the training texts of this corpus store instead
+            (``--reference``); words are matched by their spelling.
 
         Returns
         -------
         dict
             The JSON object of ``topictk evaluate --json``: ``perplexity`` (held-out,
             averaged over the saved samples), ``heldout_tokens``, ``umass``, ``npmi``,
-            ``diversity``, ``step``, ... .
+            ``diversity``, ``step``, ... ; with ``coherence``, each measure's mean over the
+            topics under its name and ``coherence`` (per-topic values, the texts, the
+            windows, and the top words absent from the texts).
         """
         from topictk.evaluation.run import evaluate_run
 
         threads = self._threads if threads is None else threads
-        return evaluate_run(self.path, self.checkpoint, threads, left_to_right=left_to_right)
+        if coherence is not None and not isinstance(coherence, str):
+            coherence = list(coherence)
+        return evaluate_run(self.path, self.checkpoint, threads, left_to_right=left_to_right,
+                            coherence=coherence, reference=reference)
 
     def infer(self, documents: Iterable[str | Mapping[str, Any]], *, sweeps: int = 50,
               burn_in: int = 25, seed: int | None = None,
@@ -354,3 +367,42 @@ def score_topic_word(store, topic_word, alpha, *, sweeps: int = 50,
         store = open_store(store)
     return score(store, topic_word, alpha, sweeps=sweeps, burn_in=burn_in, seed=seed,
                  threads=threads, coherence=coherence)
+
+
+def coherence(store, topics: Iterable[Iterable[str]],
+              measures: str | Iterable[str] = "all", *, progress: bool | None = None) -> dict:
+    """Coherence of topics from anywhere, as gensim's ``CoherenceModel`` computes it, on the
+    training texts of a store (``topictk evaluate --coherence``, docs/evaluate.md).
+
+    Parameters
+    ----------
+    store : CorpusStore or str or Path
+        The store (see :func:`open_store`) whose training documents, in their token order,
+        are the texts.
+    topics : iterable of iterables of str
+        Each topic's top words, best first (gensim's ``topics`` given as words).
+    measures : str or iterable of str
+        ``"c_v"``, ``"c_npmi"``, ``"c_uci"``, ``"u_mass"``, a comma-separated string of
+        them, or ``"all"``.
+    progress : bool, optional
+        A progress bar on stderr (default: when stderr is a terminal).
+
+    Returns
+    -------
+    dict
+        ``mean`` (measure -> mean over the scored topics), ``per_topic`` (measure -> one
+        value per topic, None for a topic with fewer than two words in the texts),
+        ``absent`` (word -> the topics it was left out of: words that never occur in the
+        texts) and ``windows`` (measure -> windows counted; documents for u_mass).
+    """
+    from topictk.errors import UsageError
+    from topictk.evaluation.coherence import gensim_coherence, parse_measures
+
+    if isinstance(store, (str, Path)):
+        store = open_store(store)
+    try:
+        names = parse_measures(measures)
+    except ValueError as exc:
+        raise UsageError(f"coherence: {exc}") from None
+    topics = [[str(w) for w in topic] for topic in topics]
+    return gensim_coherence(topics, store.train(), store.vocab, names, progress=progress)

@@ -7,6 +7,7 @@ import click
 
 from topictk.cli.options import cluster_options, cluster_overrides, run_dir_argument, threads_option
 from topictk.errors import UsageError
+from topictk.evaluation.coherence import C_V_CAVEAT, GENSIM_MEASURES, WINDOW
 from topictk.evaluation.left_to_right import DEFAULT_PARTICLES
 from topictk.evaluation.run import evaluate_run
 
@@ -22,18 +23,27 @@ from topictk.evaluation.run import evaluate_run
                    "document.")
 @click.option("--particles", type=click.IntRange(min=1), default=None,
               help=f"Particles of the left-to-right estimator [default: {DEFAULT_PARTICLES}].")
+@click.option("--coherence", default=None, metavar="MEASURES",
+              help="Also these coherence measures of gensim's CoherenceModel, comma-separated: "
+                   "c_v, c_npmi, c_uci, u_mass, or all (on the training texts, the topics' "
+                   "top evaluation.coherence_top words).")
+@click.option("--reference", default=None, metavar="STORE",
+              help="Compute the --coherence measures on the training texts of this corpus "
+                   "store instead (words matched by their spelling).")
 @threads_option()
 @cluster_options
-def evaluate(run_dir, as_json, checkpoint, left_to_right, particles, threads, scheduler,
-             dask_workers):
-    """Held-out perplexity (document completion), UMass, NPMI and topic diversity of a run."""
+def evaluate(run_dir, as_json, checkpoint, left_to_right, particles, coherence, reference,
+             threads, scheduler, dask_workers):
+    """Held-out perplexity (document completion), UMass, NPMI and topic diversity of a run;
+    with --coherence, gensim's coherence measures too."""
     if particles is not None and not left_to_right:
         raise UsageError("--particles sets the left-to-right estimator's particles; add "
                          "--left-to-right")
     cluster_overrides(scheduler, dask_workers)      # they exclude each other
     result = evaluate_run(run_dir, checkpoint, threads,
                           left_to_right=(particles or DEFAULT_PARTICLES) if left_to_right
-                          else None, scheduler=scheduler, dask_workers=dask_workers)
+                          else None, scheduler=scheduler, dask_workers=dask_workers,
+                          coherence=coherence, reference=reference)
     if as_json:
         click.echo(json.dumps(result, sort_keys=True))
         return
@@ -52,3 +62,26 @@ def evaluate(run_dir, as_json, checkpoint, left_to_right, particles, threads, sc
     click.echo(f"umass:       {result['umass']:.4f}")
     click.echo(f"npmi:        {result['npmi']:.4f}")
     click.echo(f"diversity:   {result['diversity']:.4f}")
+    if "coherence" in result:
+        _echo_gensim_coherence(result)
+
+
+def _echo_gensim_coherence(result: dict) -> None:
+    """The gensim measures of ``result``, one line each, c_v followed by its caveat."""
+    info = result["coherence"]
+    texts = "training texts" if info["texts"] == "training" else info["texts"]
+    for name in GENSIM_MEASURES:
+        if name not in info["per_topic"]:
+            continue
+        value = result[name]
+        shown = "n/a" if value is None else f"{value:.4f}"
+        window = info["windows"][name]
+        unit = "documents" if WINDOW[name] == 0 else f"windows of {WINDOW[name]}"
+        click.echo(f"{name + ':':<13}{shown}  (top {info['top']}, {texts}, {window:,} {unit})")
+        if name == "c_v":
+            click.echo(f"             caveat: {C_V_CAVEAT}")
+    absent = info["absent_words"]
+    if absent:
+        listed = ", ".join(sorted(absent)[:10]) + (", ..." if len(absent) > 10 else "")
+        click.echo(f"absent:      {len(absent)} top word(s) never occur in the {texts}, left "
+                   f"out of their topics: {listed}")

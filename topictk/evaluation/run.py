@@ -2,13 +2,17 @@
 from __future__ import annotations
 
 import logging
+from collections.abc import Sequence
 from contextlib import contextmanager
 from pathlib import Path
+
+import numpy as np
 
 from topictk.corpus.store import CorpusStore
 from topictk.errors import (CheckpointError, CheckpointUsageError, OutOfMemoryError,
                             UsageError)
-from topictk.evaluation.coherence import quality_of_top_words, top_words
+from topictk.evaluation.coherence import (gensim_coherence, parse_measures,
+                                          quality_of_top_words, top_words)
 from topictk.evaluation.left_to_right import left_to_right_perplexity
 from topictk.inference.base import EvaluationSet
 from topictk.inference.cluster import Cluster
@@ -140,15 +144,23 @@ class LoadedRun:
 
 def evaluate_run(run_dir: str | Path, checkpoint: int | None = None,
                  threads: int | None = None, left_to_right: int | None = None, *,
-                 scheduler: str | None = None, dask_workers: int | None = None) -> dict:
+                 scheduler: str | None = None, dask_workers: int | None = None,
+                 coherence: Sequence[str] | str | None = None,
+                 reference: str | Path | None = None) -> dict:
     """Held-out perplexity averaged over the saved samples, coherence and diversity;
     ``left_to_right`` = R also scores the held-out tokens by the left-to-right estimator with R
     particles (§11.3). ``scheduler`` or ``dask_workers``: the fold-in of the test documents
-    runs on that Dask cluster (same numbers)."""
+    runs on that Dask cluster (same numbers). ``coherence``: also these of gensim's coherence
+    measures (:data:`~topictk.evaluation.coherence.GENSIM_MEASURES`), on the training texts or
+    on those of the store ``reference``."""
+    measures = _coherence_request(coherence, reference)
+    if reference is not None:
+        CorpusStore.open(reference)         # a wrong path fails before the scoring starts
     run = LoadedRun(run_dir, checkpoint, threads)
     try:
         with run_on_cluster(run, scheduler, dask_workers, "evaluated"):
-            return evaluate_loaded(run, left_to_right)
+            return evaluate_loaded(run, left_to_right, coherence=measures,
+                                   reference=reference)
     except MemoryError:
         raise OutOfMemoryError(out_of_memory(
             f"{run.run_dir}: evaluating K = {run.config.model.topics}", None,
@@ -181,7 +193,44 @@ def run_on_cluster(run: LoadedRun, scheduler: str | None, dask_workers: int | No
         yield cluster
 
 
-def evaluate_loaded(run: LoadedRun, left_to_right: int | None = None) -> dict:
+def _coherence_request(coherence: Sequence[str] | str | None,
+                       reference: str | Path | None) -> tuple[str, ...] | None:
+    """The gensim measures asked for (None: none); UsageError for an unknown name, or a
+    reference corpus without measures."""
+    if coherence is None:
+        if reference is not None:
+            raise UsageError("--reference names the texts of the coherence measures; add "
+                             "--coherence c_v,c_npmi,c_uci,u_mass (or some of them)")
+        return None
+    try:
+        return parse_measures(coherence)
+    except ValueError as exc:
+        raise UsageError(f"--coherence: {exc}") from None
+
+
+def gensim_coherence_of(run: LoadedRun, top: np.ndarray, measures: Sequence[str],
+                        reference: str | Path | None = None) -> dict:
+    """The result fields of gensim's ``measures`` for the topics' top words ``top`` (K, n):
+    the mean of each under its gensim name, and ``coherence`` (per topic values, the texts,
+    their windows, and the top words absent from them)."""
+    vocab = run.store.vocab
+    topics = [[vocab[w] for w in words] for words in top]
+    texts_store = run.store if reference is None else CorpusStore.open(reference)
+    texts = texts_store.train()
+    if texts.doc_ptr is None or texts.words is None:
+        raise UsageError(f"{texts_store.path}: keeps no token order of its training documents; "
+                         f"prepare it again with this version of topictk")
+    found = gensim_coherence(topics, texts, texts_store.vocab, measures)
+    result = dict(found["mean"])
+    result["coherence"] = {"texts": "training" if reference is None else str(reference),
+                           "top": int(top.shape[1]), "windows": found["windows"],
+                           "per_topic": found["per_topic"], "absent_words": found["absent"]}
+    return result
+
+
+def evaluate_loaded(run: LoadedRun, left_to_right: int | None = None, *,
+                    coherence: Sequence[str] | None = None,
+                    reference: str | Path | None = None) -> dict:
     """What :func:`evaluate_run` returns, for a run already loaded."""
     test = EvaluationSet.from_store(run.store)
     result = {"run": str(run.run_dir), "model": run.path.name,
@@ -211,4 +260,7 @@ def evaluate_loaded(run: LoadedRun, left_to_right: int | None = None) -> dict:
     top = top_words(run.driver.topic_word(run.state), n) if ranked is None else ranked[0]
     result.update(quality_of_top_words(top, train.indptr, train.indices, V, ev.coherence_top,
                                        ev.diversity_top))
+    if coherence:
+        result.update(gensim_coherence_of(run, top[:, :min(ev.coherence_top, V)], coherence,
+                                          reference))
     return result
