@@ -162,7 +162,7 @@ def test_a_worker_that_finds_another_store_is_named(example_store, tmp_path):
 
 
 def test_count_changes_travel_in_their_smaller_form():
-    from topictk.inference.cluster import add_change, encode_change
+    from topictk.inference.gibbs_shards import add_change, encode_change
     rng = np.random.default_rng(0)
     for density in (0.01, 0.9):
         change = (rng.random((50, 8)) < density) * rng.integers(-3, 4, (50, 8))
@@ -337,8 +337,8 @@ def test_a_lost_worker_at_any_point_changes_nothing(example_store, in_process, t
     or while ndk is brought back for the alpha update of step 12 (redone up to that update,
     which is then made once): the run is the one-machine run."""
     pytest.importorskip("distributed")
-    from topictk.inference import cluster
-    original = getattr(cluster.ShardedGibbs, method)
+    from topictk.inference import cluster, gibbs_shards
+    original = getattr(gibbs_shards.ShardedGibbs, method)
     calls = {"n": 0}
 
     def flaky(self, *args, **kwargs):
@@ -348,7 +348,7 @@ def test_a_lost_worker_at_any_point_changes_nothing(example_store, in_process, t
                 raise cluster.WorkerLost("a Dask worker was lost (simulated)")
         return original(self, *args, **kwargs)
 
-    monkeypatch.setattr(cluster.ShardedGibbs, method, flaky)
+    monkeypatch.setattr(gibbs_shards.ShardedGibbs, method, flaky)
     config = write_config(tmp_path, example_store, **RUN)
     ok("train", "--config", config, "--dask-workers", "2", "--quiet")
     assert calls["n"] > failing_call
@@ -417,17 +417,18 @@ def test_a_lost_worker_during_a_minibatch_update_changes_nothing(example_store, 
     """A worker reported lost in the fifth mini-batch update: its local statistics are
     computed again and the run is the one-machine run."""
     pytest.importorskip("distributed")
-    from topictk.inference import cluster
-    original = cluster._local_statistics_once
+    from topictk.inference import cluster, minibatch
+    original = cluster._map_once
     calls = {"n": 0}
 
-    def flaky(*args, **kwargs):
-        calls["n"] += 1
-        if calls["n"] == 5:
-            raise cluster.WorkerLost("a Dask worker was lost (simulated)")
-        return original(*args, **kwargs)
+    def flaky(on, task):
+        if task.piece is minibatch.local_statistics_piece:
+            calls["n"] += 1
+            if calls["n"] == 5:
+                raise cluster.WorkerLost("a Dask worker was lost (simulated)")
+        return original(on, task)
 
-    monkeypatch.setattr(cluster, "_local_statistics_once", flaky)
+    monkeypatch.setattr(cluster, "_map_once", flaky)
     (tmp_path / "a").mkdir()
     (tmp_path / "b").mkdir()
     ok("train", "--config", _minibatch_config(tmp_path / "a", example_store, "sgrld"), "--quiet")
@@ -475,8 +476,8 @@ def test_a_lost_worker_in_a_cvb0_run_changes_nothing(example_store, tmp_path, mo
     checkpoint): the steps since the driver last held the whole state are redone, and the run
     is the one-machine run."""
     pytest.importorskip("distributed")
-    from topictk.inference import cluster
-    original = getattr(cluster.ShardedCVB0, method)
+    from topictk.inference import cluster, cvb_shards
+    original = getattr(cvb_shards.ShardedCVB0, method)
     calls = {"n": 0}
 
     def flaky(self, *args, **kwargs):
@@ -486,7 +487,7 @@ def test_a_lost_worker_in_a_cvb0_run_changes_nothing(example_store, tmp_path, mo
                 raise cluster.WorkerLost("a Dask worker was lost (simulated)")
         return original(self, *args, **kwargs)
 
-    monkeypatch.setattr(cluster.ShardedCVB0, method, flaky)
+    monkeypatch.setattr(cvb_shards.ShardedCVB0, method, flaky)
     (tmp_path / "a").mkdir()
     (tmp_path / "b").mkdir()
     ok("train", "--config", _cvb0_config(tmp_path / "a", example_store), "--quiet")
@@ -502,8 +503,8 @@ def test_a_lost_worker_in_a_cvb0_run_changes_nothing(example_store, tmp_path, mo
 @pytest.mark.parametrize("algorithm, target, failing_call, step", [
     # ovb: the driver holds the whole state; the step that fails opens the second epoch (its
     # keys drawn from the main stream before the E-step)
-    ("ovb", "_batch_estep_once", 8, 7),
-    ("cvb0", "ShardedCVB0.sweep", 7, 6),        # mu and m_dk last gathered at step 6
+    ("ovb", "cluster._map_once", 8, 7),
+    ("cvb0", "cvb_shards.ShardedCVB0.sweep", 7, 6),     # mu and m_dk last gathered at step 6
 ])
 def test_a_cluster_lost_mid_step_leaves_a_checkpoint_to_resume(example_store, tmp_path,
                                                                monkeypatch, algorithm, target,
@@ -512,8 +513,11 @@ def test_a_cluster_lost_mid_step_leaves_a_checkpoint_to_resume(example_store, tm
     last step whose whole state the driver held; resumed on one machine, the run is the
     uninterrupted one."""
     pytest.importorskip("distributed")
-    from topictk.inference import cluster
-    owner, name = (cluster.ShardedCVB0, "sweep") if "." in target else (cluster, target)
+    from topictk.inference import cluster, cvb_shards
+    *path, name = target.split(".")
+    owner = {"cluster": cluster, "cvb_shards": cvb_shards}[path[0]]
+    for attribute in path[1:]:
+        owner = getattr(owner, attribute)
     original = getattr(owner, name)
     calls = {"n": 0}
 
@@ -539,3 +543,43 @@ def test_a_cluster_lost_mid_step_leaves_a_checkpoint_to_resume(example_store, tm
     assert_same_arrays(model_arrays(a)[1], model_arrays(b)[1])
     assert model_arrays(a)[0]["streams"] == model_arrays(b)[0]["streams"]
     assert comparable_metrics(a) == comparable_metrics(b)
+
+
+
+def test_a_merge_among_the_workers_gives_the_drivers_numbers():
+    """map_merge with on_workers merges the pieces' results on the workers: a float sum in a
+    chain in piece order, bit for bit the driver's sequential sum (which a pairwise grouping
+    of the same floats is not), and an integer sum in a pairwise tree, equal to the driver's;
+    the driver then receives the merged result only."""
+    pytest.importorskip("distributed")
+    from dataclasses import replace
+
+    from topictk.inference.cluster import Cluster, ClusterTask, map_merge
+
+    def noisy(seed: int, part: int) -> np.ndarray:
+        """Floats over 16 orders of magnitude: their sum depends on the order of the additions
+        (a function local to the test travels to the workers by value)."""
+        rng = np.random.default_rng([seed, part])
+        return rng.standard_normal(2000) * 10.0 ** rng.integers(-8, 8, 2000)
+
+    floats = ClusterTask(noisy, cut=lambda n: list(range(7)), context=3,
+                         merge=lambda a, b: a + b, exact=False)
+    counts = replace(floats, piece=lambda seed, part: (noisy(seed, part) * 1e3).astype(
+        np.int64), exact=True)
+    merged = {}
+    with Cluster(workers=2) as cluster:
+        for name, task in (("floats", floats), ("counts", counts)):
+            here = map_merge(cluster, task)
+            received = cluster.bytes_received
+            there = map_merge(cluster, replace(task, on_workers=True))
+            assert cluster.bytes_received - received == there.nbytes    # the total only
+            assert here.dtype == there.dtype and here.tobytes() == there.tobytes(), name
+            merged[name] = here
+    pieces = [noisy(3, part) for part in range(7)]
+    sequential = pieces[0]
+    for piece in pieces[1:]:
+        sequential = sequential + piece
+    pairwise = (((pieces[0] + pieces[1]) + (pieces[2] + pieces[3]))
+                + ((pieces[4] + pieces[5]) + pieces[6]))
+    assert merged["floats"].tobytes() == sequential.tobytes()
+    assert pairwise.tobytes() != sequential.tobytes()       # so the order was kept

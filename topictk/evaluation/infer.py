@@ -36,7 +36,7 @@ from topictk.corpus.tables import TableOptions, check_table_options
 from topictk.corpus.text import tokenize
 from topictk.errors import CorpusError, CorpusUsageError, UsageError
 from topictk.inference.base import INFER_CHUNK_DOCS
-from topictk.inference.cluster import cluster_infer_blocks
+from topictk.inference.sampled import cluster_infer_blocks
 from topictk.evaluation.tsv import tsv_rows
 from topictk.state.dmr import ETA_MAX, ETA_MIN
 

@@ -1,9 +1,9 @@
-"""Running the shards of a training step on a Dask cluster (docs/cluster.md).
+"""Running a family's work on a Dask cluster (docs/cluster.md): one map-and-merge for all.
 
 A :class:`Cluster` is a Dask client connected to a running scheduler (``training.scheduler``)
 or to a local cluster of worker processes started for one run (``training.dask_workers``).
-Dask is an optional extra: it is imported here only, when a cluster is asked for, so topictk
-works without it.
+Dask is an optional extra: it is imported here only, inside the functions that need it, so
+topictk works without it.
 
 The workers read the corpus from the store's path, memory-mapped as on one machine: only
 counts, assignments and random-stream states travel, never the corpus. Before the first step
@@ -11,15 +11,15 @@ every worker opens the store and compares its corpus id (a hash of the vocabular
 every array), its topictk version and its compiled kernels with the driver's; a worker that
 differs stops the run with a message naming it and the path.
 
-:class:`ShardedGibbs` runs AD-LDA sweeps (docs/algorithms.md §2.4) with each shard, a
-contiguous block of the ``inference.chunks`` chunks, on one worker: the shard's assignments
-z and document-topic counts stay in that worker's process between sweeps, and each sweep's
-one task per shard takes them out and puts the new ones in. Every sweep the driver
-broadcasts the word-topic counts; each shard sweeps its chunks against that snapshot with
-the chunks' own streams (whose states go out with the task and come back with its result)
-and returns its count changes, which the driver adds in shard order. Each chunk sees the
-snapshot and its own stream, exactly as in the one-machine sweep, so the run is that of
-``inference.chunks`` chunks on one machine, bit for bit, whatever the number of workers.
+A family's cluster code is a :class:`ClusterTask`: its *piece*, the function a worker runs on
+one part of the work, and its *merge*, which puts the results of consecutive pieces together.
+:func:`map_merge` runs the pieces on the workers and merges their results in piece order, on
+the driver or among the workers (a fixed-order tree: the same numbers either way), and does
+the work again when a worker is lost; :func:`map_in_order` streams the results of a long
+input. A chain whose state lives on the workers between steps (Gibbs and CVB0 shards) keeps
+it in :class:`Shards`, whose :meth:`Shards.step` runs a task on the shards in the same way.
+The families' pieces sit beside their drivers (``gibbs_shards``, ``cvb_shards``,
+``minibatch``, ``variational``, ``sampled``).
 """
 from __future__ import annotations
 
@@ -28,16 +28,18 @@ import signal
 import sys
 import time
 import uuid
-from collections.abc import Callable
+from collections import deque
+from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, fields, is_dataclass
+from functools import reduce
 from itertools import pairwise
-from typing import TypeVar
+from typing import Any, TypeVar
 
 import numpy as np
 
-from topictk.corpus.store import CorpusStore, Documents
 from topictk.config.loader import scheduler_problem
+from topictk.corpus.store import CorpusStore
 from topictk.errors import TopictkError, UsageError
 from topictk.inference.base import chunk_bounds_by_tokens, word_frequencies
 from topictk.limits import local_workers_problem
@@ -61,6 +63,10 @@ class WorkerLost(ClusterError):
     """A worker holding a shard (or working on one) is gone; the driver recovers."""
 
 
+class ShardMissing(ClusterError):
+    """A shard's state is not on the worker that was asked for it (lost with its worker)."""
+
+
 #: times one step recovers from lost workers before the run stops
 MAX_RECOVERIES = 3
 #: copies of an array the driver sends to workers at the same time
@@ -73,6 +79,16 @@ def _loss_errors() -> tuple[type[BaseException], ...]:
 
     import distributed
     return (concurrent.futures.CancelledError, distributed.KilledWorker, OSError, ShardMissing)
+
+
+@contextmanager
+def lost_as(doing: str):
+    """Dask's errors of a lost worker raised as :class:`WorkerLost`, the message saying what
+    was under way (``doing``: "during a sweep")."""
+    try:
+        yield
+    except _loss_errors() as exc:
+        raise WorkerLost(f"a Dask worker was lost {doing} ({type(exc).__name__})") from None
 
 
 def topictk_version() -> str:
@@ -291,6 +307,7 @@ class Cluster:
                                    f"the same topictk")
 
 
+# ------------------------------------------------------------------ recovery
 def with_recovery(cluster: Cluster, again: str | Callable[[WorkerLost], None],
                   attempt: Callable[[], T]) -> T:
     """``attempt()`` until it returns, at most MAX_RECOVERIES + 1 times: each try starts by
@@ -322,18 +339,53 @@ def warn_redo(exc: WorkerLost, since: int, upto: int, unit: str) -> None:
         log.warning("%s; sending the shards of step %d out again", exc, upto)
 
 
-def spread(workers: list[str], n_items: int) -> tuple[list[tuple[int, int]], list[str]]:
+def runs(n_items: int, n_workers: int) -> list[tuple[int, int]]:
     """``n_items`` items (chunks, blocks) cut into one contiguous run per worker (fewer when
-    there are fewer items): the runs' [begin, end) and the worker each goes to."""
-    n_runs = max(1, min(n_items, len(workers)))
+    there are fewer items): the runs' [begin, end)."""
+    n_runs = max(1, min(n_items, n_workers))
     cuts = np.linspace(0, n_items, n_runs + 1).round().astype(int)
-    runs = [(int(a), int(b)) for a, b in pairwise(cuts) if b > a]
-    return runs, [workers[i % len(workers)] for i in range(len(runs))]
+    return [(int(a), int(b)) for a, b in pairwise(cuts) if b > a]
 
 
 # ------------------------------------------------------------------ on the workers
-# Each worker process keeps the training documents of the stores it has opened, memory-mapped,
-# with their word frequencies (the SparseLDA pool sizes), keyed by path and corpus id.
+@dataclass(frozen=True)
+class StoreRef:
+    """The corpus store as the workers find it: its path (the same on every host) and the
+    driver's corpus id, which a worker's copy must have."""
+
+    path: str
+    corpus_id: str
+
+    @classmethod
+    def of(cls, store: CorpusStore) -> StoreRef:
+        return cls(str(store.path), store.corpus_id)
+
+    def open(self) -> CorpusStore:
+        """The store as this worker opened it (once), checked to be the driver's."""
+        key = (self.path, self.corpus_id)
+        if key not in _STORES:
+            store = CorpusStore.open(self.path)
+            if store.corpus_id != self.corpus_id:
+                raise ClusterError(f"{self.path}: another corpus than the driver's (corpus id "
+                                   f"{store.corpus_id[:12]}, expected {self.corpus_id[:12]})")
+            _STORES[key] = store
+        return _STORES[key]
+
+    def training_documents(self):
+        """(doc_ptr, words, word frequencies) of the store's training documents, kept by
+        this worker (the frequencies are the SparseLDA pool sizes)."""
+        key = (self.path, self.corpus_id)
+        if key not in _OPENED:
+            store = self.open()
+            train = store.train()
+            words = np.asarray(train.words)
+            _OPENED[key] = (np.asarray(train.doc_ptr), words,
+                            word_frequencies(words, store.n_words))
+        return _OPENED[key]
+
+
+# Each worker process keeps the stores it has opened, and their training documents, by path
+# and corpus id.
 _OPENED: dict[tuple[str, str], tuple[np.ndarray, np.ndarray, np.ndarray]] = {}
 _STORES: dict[tuple[str, str], CorpusStore] = {}
 
@@ -342,10 +394,6 @@ _STORES: dict[tuple[str, str], CorpusStore] = {}
 # (run id, shard, step): a step's task takes its shard's part out and puts the new one in, so
 # only the step's result travels, and one task per shard and step is scheduled.
 _RESIDENT: dict[str, object] = {}
-
-
-class ShardMissing(ClusterError):
-    """A shard's state is not on the worker that was asked for it (lost with its worker)."""
 
 
 def _keep(part, key: str) -> str:
@@ -363,8 +411,8 @@ def _fetch(key: str):
     return _held(key, take=False)
 
 
-def _forget_runs(runs: list[str]) -> None:
-    for key in [key for key in _RESIDENT if key.split("-", 1)[0] in runs]:
+def _forget_runs(runs_: list[str]) -> None:
+    for key in [key for key in _RESIDENT if key.split("-", 1)[0] in runs_]:
         del _RESIDENT[key]
 
 
@@ -395,36 +443,14 @@ def _check_worker(path: str, corpus_id: str, version: str) -> str | None:
     return None
 
 
-def _worker_store(path: str, corpus_id: str) -> CorpusStore:
-    """The store at ``path`` as this worker opened it (once), checked to be the driver's."""
-    key = (path, corpus_id)
-    if key not in _STORES:
-        store = CorpusStore.open(path)
-        if store.corpus_id != corpus_id:
-            raise ClusterError(f"{path}: another corpus than the driver's (corpus id "
-                               f"{store.corpus_id[:12]}, expected {corpus_id[:12]})")
-        _STORES[key] = store
-    return _STORES[key]
-
-
-def _training_documents(path: str, corpus_id: str):
-    """(doc_ptr, words, word frequencies) of the store's training documents."""
-    key = (path, corpus_id)
-    if key not in _OPENED:
-        store = _worker_store(path, corpus_id)
-        train = store.train()
-        words = np.asarray(train.words)
-        _OPENED[key] = (np.asarray(train.doc_ptr), words, word_frequencies(words, store.n_words))
-    return _OPENED[key]
-
-
-def _peak_rss() -> int:
+def peak_rss() -> int:
     """The peak resident memory of this (worker) process so far, bytes."""
     import resource
     return int(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss) * 1024
 
 
-def _worker_threads() -> int:
+def worker_threads() -> int:
+    """The threads of the worker this runs on (1 outside a worker)."""
     try:
         from distributed import get_worker
         return max(1, int(get_worker().state.nthreads))
@@ -432,18 +458,161 @@ def _worker_threads() -> int:
         return 1
 
 
-@dataclass
-class GibbsShard:
-    """A shard's part of the Gibbs state: the topics of its tokens and its documents' counts."""
+# ------------------------------------------------------------------ the cluster map
+@dataclass(frozen=True)
+class ClusterTask:
+    """A family's work on the cluster: its piece and its merge.
 
-    z: np.ndarray      # (tokens of the shard,) int32
-    ndk: np.ndarray    # (documents of the shard, K) int32
+    ``piece(context, *shared, part)`` runs on a worker for each part of ``cut(n)`` (n: the
+    workers, or the shards), the i-th part on worker i mod n; ``context`` goes with every
+    piece, each array of ``shared`` is sent once to each worker that runs one. ``merge(a, b)``
+    puts the results of two runs of consecutive pieces together (``a`` the earlier); without
+    it the result is the list of the pieces' results. ``exact``: the merge gives the same
+    numbers however the pieces are grouped (integer sums, concatenations), so among the
+    workers it may be a pairwise tree; else it runs in a chain, in piece order, as on the
+    driver. ``on_workers``: merge among the workers, the driver receives the merged result
+    only. ``doing`` and ``again`` say, in messages, what was under way when a worker was lost
+    and what is done about it."""
 
-    @property
-    def nbytes(self) -> int:
-        return self.z.nbytes + self.ndk.nbytes
+    piece: Callable
+    cut: Callable[[int], list]
+    context: Any = None
+    shared: tuple = ()
+    merge: Callable | None = None
+    exact: bool = True
+    on_workers: bool = False
+    doing: str = "during the work"
+    again: str = "doing it again"
 
 
+def nbytes(value) -> int:
+    """The bytes of the arrays in ``value`` (nested in tuples, lists, dicts, dataclasses or
+    objects with an ``nbytes``), what travels of it."""
+    if isinstance(value, (tuple, list)):
+        return sum(nbytes(v) for v in value)
+    if isinstance(value, dict):
+        return sum(nbytes(v) for v in value.values())
+    if is_dataclass(value) and not hasattr(value, "nbytes"):
+        return sum(nbytes(getattr(value, f.name)) for f in fields(value))
+    size = getattr(value, "nbytes", 0)
+    return size if isinstance(size, (int, np.integer)) else 0
+
+
+def concatenated(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """The merge of pieces that return the rows of consecutive documents."""
+    return np.concatenate([a, b])
+
+
+def merge_in_order(merge: Callable | None, results: list):
+    """The driver's merge: the results added one after the other in piece order, as the
+    one-machine code adds its blocks (or their list, without a merge)."""
+    if merge is None:
+        return list(results)
+    return reduce(merge, results)
+
+
+def merge_among_workers(client, task: ClusterTask, futures: list, homes: list[str]):
+    """The future of the pieces' results merged on the workers, each merge on the worker of
+    its earlier operand: a pairwise tree in piece order for an ``exact`` merge, a chain in
+    piece order (the driver's order, operation for operation) for any other."""
+    def merged(a, b, home):
+        return client.submit(task.merge, a, b, workers=[home], allow_other_workers=True,
+                             pure=False)
+
+    level = list(zip(futures, homes))
+    if not task.exact:
+        total = level[0][0]
+        for future, _ in level[1:]:
+            total = merged(total, future, level[0][1])
+        return total
+    while len(level) > 1:
+        paired = [(merged(a, b, home), home)
+                  for (a, home), (b, _) in zip(level[::2], level[1::2])]
+        level = paired + level[len(paired) * 2:]
+    return level[0][0]
+
+
+def _shared_copies(cluster: Cluster, shared: tuple, workers: list[str]) -> list[dict]:
+    """One {worker: future} per array of ``shared`` (an array given twice is sent once)."""
+    sent: dict[int, dict] = {}
+    for array in shared:
+        if id(array) not in sent:
+            sent[id(array)] = cluster.copy_to(array, workers)
+    return [sent[id(array)] for array in shared]
+
+
+def _submit(cluster: Cluster, task: ClusterTask, parts: list, homes: list[str]) -> list:
+    """The futures of ``task.piece`` on every part, each on its home worker."""
+    copies = _shared_copies(cluster, task.shared, sorted(set(homes)))
+    futures = []
+    for part, home in zip(parts, homes):
+        cluster.bytes_sent += nbytes(task.context) + nbytes(part)
+        futures.append(cluster.client.submit(task.piece, task.context,
+                                             *(copy[home] for copy in copies), part,
+                                             workers=[home], allow_other_workers=True,
+                                             pure=False))
+    return futures
+
+
+def map_merge(cluster: Cluster, task: ClusterTask):
+    """``task``'s pieces run on the workers and their results merged in piece order (on the
+    workers when ``task.on_workers``); lost work is done again from the same inputs, at most
+    MAX_RECOVERIES times (the driver holds them all, and the store the rest)."""
+    return with_recovery(cluster, task.again, lambda: _map_once(cluster, task))
+
+
+def _map_once(cluster: Cluster, task: ClusterTask):
+    client = cluster.client
+    with lost_as(task.doing):
+        workers = cluster.workers()
+        parts = list(task.cut(len(workers)))
+        homes = [workers[i % len(workers)] for i in range(len(parts))]
+        futures = _submit(cluster, task, parts, homes)
+        if task.on_workers and task.merge is not None and len(futures) > 1:
+            futures = [merge_among_workers(client, task, futures, homes)]
+        results = client.gather(futures, direct=True)
+    cluster.bytes_received += nbytes(results)
+    began = time.perf_counter()
+    merged = merge_in_order(task.merge, results)
+    cluster.merge_seconds += time.perf_counter() - began
+    return merged
+
+
+def map_in_order(cluster: Cluster, task: ClusterTask, parts: Iterable) -> Iterator[tuple]:
+    """(part, the result of ``task.piece`` on it) for each of ``parts`` (an iterable, read as
+    the work goes), in order, with two pieces per worker in flight; each part travels to its
+    worker directly. A piece whose worker is lost is run here instead (``task.again`` may
+    name the part as ``{part}``)."""
+    client = cluster.client
+    workers = cluster.workers()
+    copies = _shared_copies(cluster, task.shared, workers)
+    window: deque = deque()
+
+    def finish(part, future) -> tuple:
+        try:
+            result = future.result()
+        except _loss_errors() as exc:
+            log.warning("a Dask worker was lost %s (%s); %s", task.doing, type(exc).__name__,
+                        task.again.format(part=part))
+            result = task.piece(task.context, *task.shared, part)
+        cluster.bytes_received += nbytes(result)
+        return part, result
+
+    for i, part in enumerate(parts):
+        home = workers[i % len(workers)]
+        sent = client.scatter([part], workers=[home], hash=False, direct=True)[0]
+        cluster.bytes_sent += nbytes(part)
+        window.append((part, client.submit(task.piece, task.context,
+                                           *(copy[home] for copy in copies), sent,
+                                           workers=[home], allow_other_workers=True,
+                                           pure=False)))
+        if len(window) >= 2 * len(workers):
+            yield finish(*window.popleft())
+    while window:
+        yield finish(*window.popleft())
+
+
+# ------------------------------------------------------------------ state on the workers
 @dataclass(frozen=True)
 class ShardSpec:
     """Which documents a shard holds and how its chunks cut them."""
@@ -453,86 +622,23 @@ class ShardSpec:
     first_chunk: int
     bounds: np.ndarray   # chunk boundaries, in documents counted from first_doc
 
-
-def encode_change(change: np.ndarray) -> tuple:
-    """An integer count change as ("dense", array) or, when fewer bytes, ("sparse", flat
-    indices, values)."""
-    flat = change.reshape(-1)
-    where = np.flatnonzero(flat)
-    index = where.astype(np.int32) if flat.size < 2**31 else where
-    if index.nbytes + where.size * flat.itemsize < flat.nbytes:
-        return ("sparse", index, flat[where])
-    return ("dense", change)
+    @property
+    def chunks(self) -> range:
+        """The shard's chunks, numbered in the whole run."""
+        return range(self.first_chunk, self.first_chunk + self.bounds.size - 1)
 
 
-def add_change(target: np.ndarray, encoded: tuple) -> None:
-    """target += the change ``encoded`` by :func:`encode_change`."""
-    if encoded[0] == "dense":
-        target += encoded[1]
-    else:                       # the indices are distinct: no need for np.add.at
-        flat = target.reshape(-1)
-        flat[encoded[1]] += encoded[2]
-
-
-def encoded_bytes(encoded: tuple) -> int:
-    return sum(a.nbytes for a in encoded[1:])
-
-
-def gibbs_shard_sweep(shard: GibbsShard, snapshot: np.ndarray, nk: np.ndarray,
-                      alpha: np.ndarray, beta: float, sparse: bool, path: str, corpus_id: str,
-                      spec: ShardSpec, stream_states: list[dict]):
-    """One sweep of a shard's chunks against the word-topic counts ``snapshot`` (runs on a
-    worker). Returns the shard's new state and (its change of the word-topic counts, encoded;
-    its change of nk; its chunks' stream states after the sweep; rounding fallbacks)."""
-    from topictk.inference import _gibbs
-    doc_ptr_all, words_all, word_freq = _training_documents(path, corpus_id)
-    first = int(doc_ptr_all[spec.first_doc])
-    doc_ptr = np.ascontiguousarray(doc_ptr_all[spec.first_doc:spec.end_doc + 1] - first,
-                                   dtype=np.int64)
-    words = words_all[first:int(doc_ptr_all[spec.end_doc])]
-    z, ndk = shard.z.copy(), shard.ndk.copy()
-    nkw = np.array(snapshot, dtype=np.int32, order="C")
-    nk_after = np.array(nk, dtype=np.int64)
-    V, K = nkw.shape
-    streams = []
-    for state in stream_states:
-        bg = np.random.PCG64()
-        bg.state = state
-        streams.append(bg)
-    threads = _worker_threads()
-    began = time.perf_counter()
-    bits = _gibbs.topic_bits(K)
-    ptr = np.zeros(V + 1, dtype=np.int64)
-    np.cumsum(np.minimum(word_freq, K), out=ptr[1:])
-    entries = np.zeros(max(1, int(ptr[-1])) if sparse else 1, dtype=np.int64)
-    lengths = np.zeros(V, dtype=np.int32)
-    if sparse:      # the lists are a function of the counts: those of the driver's sweep
-        _gibbs.build_word_topic_lists(nkw, ptr, entries, lengths, bits, threads)
-    listed = time.perf_counter()
-    fallbacks = _gibbs.gibbs_sweep(doc_ptr, words, z, ndk, nkw, nk_after,
-                                   np.ascontiguousarray(alpha, dtype=np.float64), float(beta),
-                                   np.ascontiguousarray(spec.bounds, dtype=np.int64), streams,
-                                   bool(sparse), ptr, entries, lengths, bits, threads)
-    swept = time.perf_counter()
-    del entries, lengths
-    np.subtract(nkw, snapshot, out=nkw)
-    change = encode_change(nkw)
-    seconds = (listed - began, swept - listed, time.perf_counter() - swept)
-    return GibbsShard(z, ndk), (change, nk_after - nk, [bg.state for bg in streams],
-                                int(fallbacks), seconds, _peak_rss())
-
-
-# ------------------------------------------------------------------ on the driver
 class Shards:
     """The shards of a chain whose state lives on the workers between steps: the chunks cut
-    into one contiguous shard per worker, about equal in tokens, each with its home worker."""
+    into one contiguous shard per worker, about equal in tokens, each with its home worker.
+    A family gives :meth:`_part` (a shard's part of the state, as it travels) and runs its
+    steps with :meth:`step`."""
 
     def __init__(self, cluster: Cluster, store: CorpusStore, doc_ptr: np.ndarray,
                  bounds: np.ndarray):
         self.cluster = cluster
         self.client = cluster.client
-        self.path = str(store.path)
-        self.corpus_id = store.corpus_id
+        self.store = StoreRef.of(store)
         self.doc_ptr = doc_ptr          # (D + 1) token offsets of the documents
         self.bounds = bounds
         self.n_chunks = bounds.size - 1
@@ -568,19 +674,17 @@ class Shards:
         """Send each shard's part of the state ``arrays`` to its home worker, which keeps it."""
         self.release()
         try:
-            self.client.wait_for_workers(1, timeout=self.cluster.timeout)
-            self.homes = self._plan()
-            kept = []
-            for s, (spec, home) in enumerate(zip(self.specs, self.homes)):
-                part = self._part(spec, *arrays)
-                sent = self.client.scatter(part, workers=[home], hash=False, direct=True)
-                self.cluster.bytes_sent += part.nbytes
-                kept.append(self.client.submit(_keep, sent, self._key(s), workers=[home],
-                                               allow_other_workers=True, pure=False))
-            self.shards = self.client.gather(kept, direct=True)
-        except _loss_errors() as exc:
-            raise WorkerLost(f"a Dask worker was lost while the shards were sent out "
-                             f"({type(exc).__name__})") from None
+            with lost_as("while the shards were sent out"):
+                self.client.wait_for_workers(1, timeout=self.cluster.timeout)
+                self.homes = self._plan()
+                kept = []
+                for s, (spec, home) in enumerate(zip(self.specs, self.homes)):
+                    part = self._part(spec, *arrays)
+                    sent = self.client.scatter(part, workers=[home], hash=False, direct=True)
+                    self.cluster.bytes_sent += nbytes(part)
+                    kept.append(self.client.submit(_keep, sent, self._key(s), workers=[home],
+                                                   allow_other_workers=True, pure=False))
+                self.shards = self.client.gather(kept, direct=True)
         except TimeoutError:
             raise ClusterLost(f"{self.cluster.description} has had no worker for "
                               f"{self.cluster.timeout:g} s") from None
@@ -609,18 +713,50 @@ class Shards:
         self.stale = True
         return outs
 
+    def step(self, task: ClusterTask):
+        """One step of every shard: ``task.piece(shard's state, context, *shared, part)``
+        with the s-th part of ``task.cut(shards)``, which returns the shard's new state (kept
+        on its worker) and its result; the results merged in shard order on the driver."""
+        with lost_as(task.doing):
+            copies = _shared_copies(self.cluster, task.shared, sorted(set(self.homes)))
+            parts = task.cut(len(self.specs))
+            self.cluster.bytes_sent += nbytes(task.context) * len(parts)
+            outs = self.submit_step(task.piece, lambda s: (
+                task.context, *(copy[self.homes[s]] for copy in copies), parts[s]))
+            results = self.client.gather(outs, direct=True)
+        self.cluster.bytes_received += nbytes(results)
+        began = time.perf_counter()
+        merged = merge_in_order(task.merge, results)
+        self.cluster.merge_seconds += time.perf_counter() - began
+        return merged
+
     def _gathered(self) -> list:
         """The shards' parts of the state, brought back from their workers."""
-        try:
+        with lost_as("while the shards' state was brought back"):
             parts = self.client.gather(
                 [self.client.submit(_fetch, key, workers=[home], allow_other_workers=True,
                                     pure=False) for key, home in zip(self.shards, self.homes)],
                 direct=True)
-        except _loss_errors() as exc:
-            raise WorkerLost(f"a Dask worker holding a shard was lost ({type(exc).__name__})"
-                             ) from None
-        self.cluster.bytes_received += sum(part.nbytes for part in parts)
+        self.cluster.bytes_received += nbytes(parts)
         return parts
+
+    def recovering(self, again: Callable[[WorkerLost], None], attempt: Callable[[], T]) -> T:
+        """``attempt()`` with the recovery of :func:`with_recovery` on this cluster: after a
+        lost worker, ``again(exc)`` goes back to the restart point (:meth:`restart`)."""
+        return with_recovery(self.cluster, again, attempt)
+
+    def restart(self, exc: WorkerLost, since: int, upto: int, unit: str) -> None:
+        """Start a recovery from step ``since`` (whose whole state the driver holds, as the
+        caller puts back) up to ``upto``: warn, and forget the shards on the workers, to be
+        sent out again from that state."""
+        self.cluster.check_connected()
+        warn_redo(exc, since, upto, unit)
+        self.release()
+        self.stale = False
+
+    def abandon(self) -> None:
+        """The cluster is gone: its shards with it (the driver's state is what it holds)."""
+        self.shards, self.stale = None, False
 
     def release(self) -> None:
         """Forget the shards' states on every worker (the run's keys)."""
@@ -632,533 +768,9 @@ class Shards:
                 pass
 
 
-class ShardedGibbs(Shards):
-    """The shards of a Gibbs chain on a cluster; see the module docstring."""
-
-    def _part(self, spec: ShardSpec, z: np.ndarray, ndk: np.ndarray) -> GibbsShard:
-        t0, t1 = self._token_range(spec)
-        return GibbsShard(z[t0:t1].copy(), ndk[spec.first_doc:spec.end_doc].copy())
-
-    def sweep(self, nkw: np.ndarray, nk: np.ndarray, alpha: np.ndarray, beta: float,
-              sparse: bool, chunk_streams: list) -> int:
-        """One AD-LDA sweep of every shard against ``nkw``; the shards' changes are added to
-        ``nkw`` and ``nk`` in shard order and the chunk streams advanced. Returns the rounding
-        fallbacks."""
-        try:
-            return self._sweep(nkw, nk, alpha, beta, sparse, chunk_streams)
-        except _loss_errors() as exc:
-            raise WorkerLost(f"a Dask worker was lost during a sweep ({type(exc).__name__})"
-                             ) from None
-
-    def _sweep(self, nkw, nk, alpha, beta, sparse, chunk_streams) -> int:
-        client = self.client
-        snapshots = self.cluster.copy_to(nkw, sorted(set(self.homes)))
-
-        def args(s: int) -> tuple:
-            spec = self.specs[s]
-            chunks = range(spec.first_chunk, spec.first_chunk + spec.bounds.size - 1)
-            return (snapshots[self.homes[s]], nk, alpha, beta, sparse, self.path,
-                    self.corpus_id, spec, [chunk_streams[c].state for c in chunks])
-
-        outs = self.submit_step(gibbs_shard_sweep, args)
-        fallbacks = 0
-        results = client.gather(outs, direct=True)
-        began = time.perf_counter()
-        self.cluster.add_compute([out[4] for out in results])
-        for spec, out in zip(self.specs, results):
-            change, nk_change, states, shard_fallbacks, _, peak = out
-            self.cluster.worker_peak = max(self.cluster.worker_peak, peak)
-            self.cluster.bytes_received += encoded_bytes(change) + nk_change.nbytes
-            add_change(nkw, change)
-            nk += nk_change
-            for c, state in zip(range(spec.first_chunk, spec.first_chunk + len(states)), states):
-                chunk_streams[c].state = state
-            fallbacks += shard_fallbacks
-        self.cluster.merge_seconds += time.perf_counter() - began
-        del outs, results
-        return fallbacks
-
-    def gather(self, z: np.ndarray, ndk: np.ndarray) -> None:
-        """Copy the shards' assignments and document-topic counts into ``z`` and ``ndk``."""
-        if not self.stale:
-            return
-        for spec, part in zip(self.specs, self._gathered()):
-            t0, t1 = self._token_range(spec)
-            z[t0:t1] = part.z
-            ndk[spec.first_doc:spec.end_doc] = part.ndk
-        self.stale = False
-
-
-# ------------------------------------------------------------------ CVB0 on the workers
-@dataclass
-class CVBShard:
-    """A shard's part of the CVB0 state: q(z) of its pairs and its documents' fields."""
-
-    mu: np.ndarray     # (pairs of the shard, K) float64
-    m_dk: np.ndarray   # (documents of the shard, K) float64
-
-    @property
-    def nbytes(self) -> int:
-        return self.mu.nbytes + self.m_dk.nbytes
-
-
-def _shard_pairs(path: str, corpus_id: str, spec: ShardSpec):
-    """(indptr from 0, indices, counts) of the training pairs of the shard's documents."""
-    train = _worker_store(path, corpus_id).train()
-    indptr = np.asarray(train.indptr)
-    p0, p1 = int(indptr[spec.first_doc]), int(indptr[spec.end_doc])
-    return (np.ascontiguousarray(indptr[spec.first_doc:spec.end_doc + 1] - p0, dtype=np.int64),
-            np.ascontiguousarray(train.indices[p0:p1], dtype=np.int32),
-            np.ascontiguousarray(train.counts[p0:p1], dtype=np.int32))
-
-
-def encode_rows(change: np.ndarray) -> tuple:
-    """A (V, K) change as ("dense", array) or, when fewer bytes, ("rows", the rows that
-    changed, their values): a chunk changes only the rows of its words."""
-    rows = np.flatnonzero(change.any(axis=1)).astype(np.int32)
-    if rows.nbytes + rows.size * change.shape[1] * change.itemsize < change.nbytes:
-        return ("rows", rows, change[rows])
-    return ("dense", change)
-
-
-def add_rows(target: np.ndarray, encoded: tuple) -> None:
-    """target += the change ``encoded`` by :func:`encode_rows` (the other rows' change is 0:
-    adding it would leave them as they are)."""
-    if encoded[0] == "dense":
-        target += encoded[1]
-    else:
-        target[encoded[1]] += encoded[2]
-
-
-def cvb0_shard_sweep(shard: CVBShard, m_kw: np.ndarray, m_k: np.ndarray, alpha: np.ndarray,
-                     beta: float, path: str, corpus_id: str, spec: ShardSpec, whole: bool):
-    """One CVB0 iteration of a shard's chunks (runs on a worker), each chunk against its own
-    copy of the word and topic fields ``m_kw``, ``m_k`` as they stood at the start of the
-    iteration (docs/algorithms.md §4.4). Returns the shard's new state and, per chunk in order,
-    its change of m_kw (encoded) and of m_k: the changes the one-machine sweep adds in chunk
-    order. With ``whole`` (the run's only chunk) the chunk's fields come back instead."""
-    from topictk.inference import _cvb
-    indptr, indices, counts = _shard_pairs(path, corpus_id, spec)
-    mu, m_dk = shard.mu.copy(), shard.m_dk.copy()
-    alpha = np.ascontiguousarray(alpha, dtype=np.float64)
-    threads = _worker_threads()
-    began = time.perf_counter()
-    changes = []
-    for a, b in pairwise(spec.bounds):
-        local_kw, local_k = m_kw.copy(), m_k.copy()
-        _cvb.sweep(indptr, indices, counts, mu, m_dk, local_kw, local_k, None, None, None,
-                   alpha, float(beta), np.array([a, b], dtype=np.int64), threads)
-        if whole:
-            changes.append((("dense", local_kw), local_k))
-        else:
-            np.subtract(local_kw, m_kw, out=local_kw)
-            changes.append((encode_rows(local_kw), local_k - m_k))
-    return CVBShard(mu, m_dk), (changes, time.perf_counter() - began, _peak_rss())
-
-
-def cvb0_shard_fields(shard: CVBShard, m_kw: np.ndarray | None, shape: tuple[int, int],
-                      path: str, corpus_id: str, spec: ShardSpec):
-    """The fields recomputed from mu (runs on a worker): the shard's m_dk from scratch, and its
-    pairs added to the word fields ``m_kw`` of the shards before it (None: the first shard).
-    Returns the shard's new state and the word fields so far."""
-    from topictk.inference import _cvb
-    indptr, indices, counts = _shard_pairs(path, corpus_id, spec)
-    m_kw = np.zeros(shape) if m_kw is None else m_kw.copy()
-    m_dk = np.empty_like(shard.m_dk)
-    _cvb.add_fields(indptr, indices, counts, shard.mu, m_dk, m_kw, _worker_threads())
-    return CVBShard(shard.mu, m_dk), m_kw
-
-
-class ShardedCVB0(Shards):
-    """The shards of a CVB0 run on a cluster: each shard's mu and m_dk stay on its worker;
-    every iteration the driver sends the word and topic fields and adds the chunks' changes
-    back in chunk order, as the one-machine sweep merges them (docs/cluster.md)."""
-
-    def __init__(self, cluster: Cluster, store: CorpusStore, doc_ptr: np.ndarray,
-                 pair_ptr: np.ndarray, bounds: np.ndarray):
-        super().__init__(cluster, store, doc_ptr, bounds)
-        self.pair_ptr = pair_ptr        # (D + 1) pair offsets of the documents
-
-    def _part(self, spec: ShardSpec, mu: np.ndarray, m_dk: np.ndarray) -> CVBShard:
-        p0, p1 = int(self.pair_ptr[spec.first_doc]), int(self.pair_ptr[spec.end_doc])
-        return CVBShard(mu[p0:p1].copy(), m_dk[spec.first_doc:spec.end_doc].copy())
-
-    def sweep(self, m_kw: np.ndarray, m_k: np.ndarray, alpha: np.ndarray, beta: float) -> None:
-        """One CVB0 iteration of every shard; ``m_kw`` and ``m_k`` become the merged fields."""
-        try:
-            self._sweep(m_kw, m_k, alpha, beta)
-        except _loss_errors() as exc:
-            raise WorkerLost(f"a Dask worker was lost during an iteration "
-                             f"({type(exc).__name__})") from None
-
-    def _sweep(self, m_kw, m_k, alpha, beta) -> None:
-        copies = self.cluster.copy_to(m_kw, sorted(set(self.homes)))
-        self.cluster.bytes_sent += m_k.nbytes * len(self.specs)
-        whole = self.n_chunks == 1
-        outs = self.submit_step(cvb0_shard_sweep, lambda s: (
-            copies[self.homes[s]], m_k, alpha, beta, self.path, self.corpus_id, self.specs[s],
-            whole))
-        results = self.client.gather(outs, direct=True)
-        began = time.perf_counter()
-        if whole:
-            (change, k_fields), = results[0][0]
-            m_kw[...], m_k[...] = change[1], k_fields
-        else:
-            # start + the chunks' changes in chunk order (docs/algorithms.md §4.4)
-            for changes, _, _ in results:
-                for change, k_change in changes:
-                    add_rows(m_kw, change)
-                    m_k += k_change
-        for changes, seconds, peak in results:
-            self.cluster.bytes_received += sum(encoded_bytes(c) + k.nbytes for c, k in changes)
-            self.cluster.worker_peak = max(self.cluster.worker_peak, peak)
-        self.cluster.merge_seconds += time.perf_counter() - began
-        self.cluster.add_compute([(0.0, r[1], 0.0) for r in results])
-
-    def refresh(self, m_kw: np.ndarray, m_k: np.ndarray) -> None:
-        """The fields recomputed from mu, as on one machine: each shard its m_dk, and the word
-        fields summed shard after shard in pair order (worker to worker), m_k on the driver."""
-        from topictk.inference import _cvb
-        try:
-            partials: list = []      # each shard's task adds to the previous shard's sums
-            outs = self.submit_step(cvb0_shard_fields, lambda s: (
-                partials[-1] if partials else None, m_kw.shape, self.path, self.corpus_id,
-                self.specs[s]), on_each=partials.append)
-            m_kw[...] = outs[-1].result()
-        except _loss_errors() as exc:
-            raise WorkerLost(f"a Dask worker was lost while the fields were recomputed "
-                             f"({type(exc).__name__})") from None
-        self.cluster.bytes_received += m_kw.nbytes
-        _cvb.topic_fields(m_kw, m_k)
-
-    def gather(self, mu: np.ndarray, m_dk: np.ndarray) -> None:
-        """Copy the shards' mu and m_dk into ``mu`` and ``m_dk``."""
-        if not self.stale:
-            return
-        for spec, part in zip(self.specs, self._gathered()):
-            p0, p1 = int(self.pair_ptr[spec.first_doc]), int(self.pair_ptr[spec.end_doc])
-            mu[p0:p1] = part.mu
-            m_dk[spec.first_doc:spec.end_doc] = part.m_dk
-        self.stale = False
-
-
-# ------------------------------------------------------------------ fold-in of evaluation
-FOLD_IN_SHARDS_PER_WORKER = 2      # more pieces than workers: a slow one holds up less
-
-
-def _fold_in_documents(store: CorpusStore, part: str, rows: np.ndarray | None = None):
-    """(observed tokens, held-out entries) of the test documents or, for Protocol B, of the
-    training documents; only the documents ``rows`` when given (the in-training curve's)."""
-    from topictk.inference.base import take_documents
-    if part == "test":
-        observed, heldout = store.test_observed(), store.test_heldout()
-    else:
-        observed, heldout = store.train(), store.train_heldout()
-    if rows is None:
-        return observed, heldout
-    return take_documents(observed, rows), take_documents(heldout, rows)
-
-
-def fold_in_shard(path: str, corpus_id: str, part: str, weights: np.ndarray, phi: np.ndarray,
-                  alpha: np.ndarray, sweeps: int, burn_in: int, bounds: np.ndarray,
-                  first_chunk: int, seed: int, pass_index: int,
-                  rows: np.ndarray | None = None) -> np.ndarray:
-    """The Gibbs fold-in of a block of chunks of documents (runs on a worker): p-hat of their
-    held-out entries, each chunk with its own eval stream, as in the one-machine fold-in."""
-    from topictk.inference.base import FoldInPlan, gibbs_fold_in
-    from topictk.inference.perplexity import mixture_probabilities
-    from topictk.streams import Streams, eval_key
-    store = CorpusStore.open(path)
-    if store.corpus_id != corpus_id:
-        raise ClusterError(f"{path}: another corpus than the driver's")
-    observed, heldout = _fold_in_documents(store, part, rows)
-    a, b = int(bounds[0]), int(bounds[-1])
-    obs_ptr, held_ptr = np.asarray(observed.doc_ptr), np.asarray(heldout.indptr)
-    o0, o1, h0, h1 = int(obs_ptr[a]), int(obs_ptr[b]), int(held_ptr[a]), int(held_ptr[b])
-    streams = Streams(seed)
-    held_part = held_ptr[a:b + 1] - h0
-    plan = FoldInPlan(int(sweeps), int(burn_in), np.asarray(bounds - a, dtype=np.int64),
-                      [streams.derived(eval_key(pass_index, first_chunk + c))
-                       for c in range(bounds.size - 1)], _worker_threads(),
-                      np.diff(held_part) > 0)
-    theta = gibbs_fold_in(weights, alpha, obs_ptr[a:b + 1] - o0, observed.words[o0:o1], plan)
-    block = Documents(doc_ptr=None, words=None, indptr=held_part,
-                      indices=heldout.indices[h0:h1], counts=heldout.counts[h0:h1])
-    return mixture_probabilities(block, theta, phi, _worker_threads())
-
-
-def cluster_fold_in(cluster: Cluster, store: CorpusStore, part: str, weights: np.ndarray,
-                    phi: np.ndarray, alpha: np.ndarray, evaluation, seed: int,
-                    pass_index: int, rows: np.ndarray | None = None) -> np.ndarray:
-    """:func:`topictk.inference.sampled.fold_in_probabilities` on the cluster: the chunks of
-    ``evaluation.chunk_docs`` documents (of the documents ``rows`` only, when given) cut
-    into contiguous blocks, one task each, with the topics broadcast; the blocks' results put
-    together in order. Every chunk is folded in with its own stream, so the numbers are the
-    one-machine ones."""
-    return with_recovery(cluster, "folding in again",
-                         lambda: _fold_in_once(cluster, store, part, weights, phi, alpha,
-                                               evaluation, seed, pass_index, rows))
-
-
-def _fold_in_once(cluster: Cluster, store: CorpusStore, part: str, weights: np.ndarray,
-                  phi: np.ndarray, alpha: np.ndarray, evaluation, seed: int,
-                  pass_index: int, rows: np.ndarray | None) -> np.ndarray:
-    from topictk.inference.base import chunk_bounds_by_docs
-    observed, heldout = _fold_in_documents(store, part, rows)
-    obs_ptr = np.asarray(observed.doc_ptr)
-    bounds = chunk_bounds_by_docs(obs_ptr.size - 1, evaluation.chunk_docs)
-    n_chunks = bounds.size - 1
-    if n_chunks == 0 or int(np.asarray(heldout.indptr)[-1]) == 0:
-        return np.zeros(int(np.asarray(heldout.indptr)[-1]), dtype=np.float64)
-    client = cluster.client
-    try:
-        workers = cluster.workers()
-        n_blocks = min(n_chunks, FOLD_IN_SHARDS_PER_WORKER * len(workers))
-        cuts = chunk_bounds_by_tokens(np.ascontiguousarray(obs_ptr[bounds], dtype=np.int64),
-                                      n_blocks)
-        weights = np.ascontiguousarray(weights, dtype=np.float64)
-        phi = np.ascontiguousarray(phi, dtype=np.float64)
-        blocks = [(int(a), int(b)) for a, b in pairwise(cuts) if b > a]
-        homes = [workers[i % len(workers)] for i in range(len(blocks))]
-        used = sorted(set(homes))
-        weights_f = cluster.copy_to(weights, used)
-        phi_f = weights_f if phi is weights else cluster.copy_to(phi, used)
-        futures = [client.submit(fold_in_shard, str(store.path), store.corpus_id, part,
-                                 weights_f[home], phi_f[home], alpha, evaluation.fold_in_sweeps,
-                                 evaluation.fold_in_burn_in, bounds[a:b + 1], a, seed,
-                                 pass_index, rows, workers=[home], allow_other_workers=True,
-                                 pure=False)
-                   for (a, b), home in zip(blocks, homes)]
-        parts = client.gather(futures, direct=True)
-    except _loss_errors() as exc:
-        raise WorkerLost(f"a Dask worker was lost during the fold-in ({type(exc).__name__})"
-                         ) from None
-    cluster.bytes_received += sum(p.nbytes for p in parts)
-    return np.concatenate(parts)
-
-
-# ------------------------------------------------------------------ fold-in of infer
-def infer_block(topic_word: np.ndarray, alpha: np.ndarray, doc_ptr: np.ndarray,
-                words: np.ndarray, sweeps: int, burn_in: int, seed: int,
-                first_chunk: int) -> np.ndarray:
-    """Topic proportions of a block of new documents (runs on a worker)."""
-    from topictk.inference.base import FoldInPlan, gibbs_fold_in
-    plan = FoldInPlan.for_infer(doc_ptr.size - 1, sweeps=sweeps, burn_in=burn_in, seed=seed,
-                                threads=_worker_threads(), first_chunk=first_chunk)
-    return gibbs_fold_in(topic_word.T, alpha, doc_ptr, words, plan)
-
-
-def cluster_infer_blocks(cluster: Cluster, topic_word: np.ndarray, alpha: np.ndarray,
-                         pieces, *, sweeps: int, burn_in: int, seed: int):
-    """(first document, proportions) of every block of ``pieces`` (first document, doc_ptr,
-    words, first chunk), folded in on the workers, in input order, with a few blocks per
-    worker in flight. The streams are keyed by each block's first chunk, so the numbers are
-    those of one machine; a block whose worker is lost is folded in here instead."""
-    from collections import deque
-
-    client = cluster.client
-    workers = cluster.workers()
-    topic_word = np.ascontiguousarray(topic_word, dtype=np.float64)
-    copies = cluster.copy_to(topic_word, workers)
-    window: deque = deque()
-
-    def finish(item):
-        start, ptr, words, first_chunk, future = item
-        try:
-            theta = future.result()
-        except _loss_errors() as exc:
-            log.warning("a Dask worker was lost during infer (%s); folding the block of "
-                        "document %d in here", type(exc).__name__, start + 1)
-            theta = infer_block(topic_word, alpha, ptr, words, sweeps, burn_in, seed,
-                                first_chunk)
-        cluster.bytes_received += theta.nbytes
-        return start, theta
-
-    for i, (start, ptr, words, first_chunk) in enumerate(pieces):
-        home = workers[i % len(workers)]
-        ptr = np.ascontiguousarray(ptr, dtype=np.int64)
-        words = np.ascontiguousarray(words, dtype=np.int32)
-        data = client.scatter([ptr, words], workers=[home], hash=False, direct=True)
-        cluster.bytes_sent += ptr.nbytes + words.nbytes
-        future = client.submit(infer_block, copies[home], alpha, *data, sweeps, burn_in, seed,
-                               first_chunk, workers=[home], allow_other_workers=True,
-                               pure=False)
-        window.append((start, ptr, words, first_chunk, future))
-        if len(window) >= 2 * len(workers):
-            yield finish(window.popleft())
-    while window:
-        yield finish(window.popleft())
-
-
-# ------------------------------------------------------------- mini-batch local steps
-def local_statistics_piece(path: str, corpus_id: str, doc_ids: np.ndarray, weights: np.ndarray,
-                           alpha: np.ndarray, sweeps: int, burn_in: int, chunk_docs: int,
-                           chunks: tuple[int, int], seed: int, t: int):
-    """The local Gibbs chains of the chunks [c0, c1) of one mini-batch (runs on a worker):
-    the batch is read from this worker's memory-mapped store as the driver reads it, so the
-    batch's local word ids are the driver's; each chunk draws from its own local stream.
-    Returns the kept-sweep sums of n_kw (V_B, K) over those chunks, of n_dk for their
-    documents, and the rounding fallbacks."""
-    from topictk.corpus.batches import gather_batch
-    from topictk.inference import _minibatch
-    from topictk.inference.base import chunk_bounds_by_docs
-    from topictk.streams import Streams, local_key
-    doc_ptr, words, _ = _training_documents(path, corpus_id)
-    batch = gather_batch(doc_ptr, words, doc_ids)
-    bounds = chunk_bounds_by_docs(doc_ids.size, chunk_docs)
-    c0, c1 = chunks
-    d0, d1 = int(bounds[c0]), int(bounds[c1])
-    t0, t1 = int(batch.doc_ptr[d0]), int(batch.doc_ptr[d1])
-    alpha = np.atleast_2d(alpha)
-    streams = Streams(seed)
-    word_topic = np.zeros((batch.vocab.size, weights.shape[1]), dtype=np.int64)
-    doc_topic = np.zeros((d1 - d0, weights.shape[1]), dtype=np.int64)
-    fallbacks = _minibatch.local_gibbs(
-        np.ascontiguousarray(batch.doc_ptr[d0:d1 + 1] - t0), batch.words[t0:t1],
-        weights, np.ascontiguousarray(alpha if alpha.shape[0] == 1 else alpha[d0:d1]),
-        int(sweeps), int(burn_in), np.ascontiguousarray(bounds[c0:c1 + 1] - d0),
-        [streams.derived(local_key(t, c)) for c in range(c0, c1)], word_topic, doc_topic,
-        _worker_threads())
-    return word_topic, doc_topic, int(fallbacks)
-
-
-def cluster_local_statistics(cluster: Cluster, store: CorpusStore, doc_ids: np.ndarray,
-                             weights: np.ndarray, alpha: np.ndarray, inf, seed: int,
-                             t: int) -> tuple[np.ndarray, np.ndarray, int]:
-    """The kept-sweep sums of :func:`topictk.inference.minibatch.local_statistics` with the
-    chunks of the mini-batch cut into one contiguous piece per worker. The sums are of
-    integers, so adding the pieces gives the one-machine numbers exactly; a piece whose
-    worker is lost is computed again (its inputs are all here and in the store)."""
-    from topictk.inference.base import chunk_bounds_by_docs
-    n_chunks = chunk_bounds_by_docs(doc_ids.size, inf["chunk_docs"]).size - 1
-    return with_recovery(cluster, "computing the mini-batch's local statistics again",
-                         lambda: _local_statistics_once(
-                             cluster, store, doc_ids, weights, alpha, inf, seed, t, n_chunks))
-
-
-def _local_statistics_once(cluster: Cluster, store: CorpusStore, doc_ids, weights, alpha, inf,
-                           seed: int, t: int, n_chunks: int):
-    client = cluster.client
-    try:
-        pieces, homes = spread(cluster.workers(), n_chunks)
-        weights = np.ascontiguousarray(weights, dtype=np.float64)
-        copies = cluster.copy_to(weights, sorted(set(homes)))
-        doc_ids = np.ascontiguousarray(doc_ids, dtype=np.int64)
-        cluster.bytes_sent += doc_ids.nbytes * len(pieces)
-        futures = [client.submit(local_statistics_piece, str(store.path), store.corpus_id,
-                                 doc_ids, copies[home], alpha, inf["sweeps"],
-                                 inf["local_burn_in"], inf["chunk_docs"], piece, seed, t,
-                                 workers=[home], allow_other_workers=True, pure=False)
-                   for piece, home in zip(pieces, homes)]
-        parts = client.gather(futures, direct=True)
-    except _loss_errors() as exc:
-        raise WorkerLost(f"a Dask worker was lost during a mini-batch update "
-                         f"({type(exc).__name__})") from None
-    word_topic = parts[0][0]
-    for part in parts[1:]:
-        word_topic += part[0]
-    doc_topic = np.concatenate([part[1] for part in parts])
-    cluster.bytes_received += sum(p[0].nbytes + p[1].nbytes for p in parts)
-    kept = inf["sweeps"] - inf["local_burn_in"]
-    return word_topic / kept, doc_topic / kept, sum(p[2] for p in parts)
-
-
-# ------------------------------------------------------- online VB's mini-batch E-step
-def batch_estep_piece(path: str, corpus_id: str, doc_ids: np.ndarray, B: np.ndarray,
-                      shift: np.ndarray, alpha: np.ndarray, tol: float, max_iter: int,
-                      blocks: list[tuple[int, int]]) -> list:
-    """The cold E-steps of some blocks of one online-VB mini-batch (runs on a worker): the
-    batch is read from this worker's store as the driver reads it, so its local word ids are
-    the driver's. One (sstats, gamma, bound, iterations) per block, each block's statistics
-    summed on their own."""
-    from topictk.corpus.batches import gather_rows
-    from topictk.inference.variational import block_estep
-    indptr, indices, counts = gather_rows(_worker_store(path, corpus_id).train(), doc_ids)
-    _, local = np.unique(indices, return_inverse=True)
-    csr = (indptr, np.ascontiguousarray(local, dtype=np.int32), counts)
-    return [block_estep(csr, B, shift, alpha, block, tol, max_iter, True, _worker_threads())
-            for block in blocks]
-
-
-def cluster_batch_estep(cluster: Cluster, store: CorpusStore, doc_ids: np.ndarray,
-                        B: np.ndarray, shift: np.ndarray, alpha: np.ndarray, tol: float,
-                        max_iter: int, blocks: list[tuple[int, int]]) -> list:
-    """The E-step blocks of one online-VB mini-batch spread over the workers in contiguous
-    runs, their results returned block by block in order (the driver adds the blocks'
-    statistics in that order, as on one machine). Lost work is done again."""
-    return with_recovery(cluster, "computing the mini-batch's E-step again",
-                         lambda: _batch_estep_once(cluster, store, doc_ids, B, shift, alpha,
-                                                    tol, max_iter, blocks))
-
-
-def _batch_estep_once(cluster: Cluster, store: CorpusStore, doc_ids, B, shift, alpha, tol,
-                      max_iter, blocks):
-    client = cluster.client
-    try:
-        ranges, homes = spread(cluster.workers(), len(blocks))
-        runs = [blocks[a:b] for a, b in ranges]
-        B = np.ascontiguousarray(B, dtype=np.float64)
-        copies = cluster.copy_to(B, sorted(set(homes)))
-        doc_ids = np.ascontiguousarray(doc_ids, dtype=np.int64)
-        cluster.bytes_sent += (doc_ids.nbytes + shift.nbytes) * len(runs)
-        futures = [client.submit(batch_estep_piece, str(store.path), store.corpus_id, doc_ids,
-                                 copies[home], shift, alpha, float(tol), int(max_iter), run,
-                                 workers=[home], allow_other_workers=True, pure=False)
-                   for run, home in zip(runs, homes)]
-        parts = client.gather(futures, direct=True)
-    except _loss_errors() as exc:
-        raise WorkerLost(f"a Dask worker was lost during an online-VB E-step "
-                         f"({type(exc).__name__})") from None
-    results = [block for part in parts for block in part]
-    cluster.bytes_received += sum(r[0].nbytes + r[1].nbytes for r in results)
-    return results
-
-
-# -------------------------------------------------------------- batch VB's E-step
-def corpus_estep_piece(path: str, corpus_id: str, B: np.ndarray, shift: np.ndarray,
-                       alpha: np.ndarray, start: str, tol: float, max_iter: int,
-                       blocks: list[tuple[int, int]], gammas: list[np.ndarray]) -> list:
-    """The E-steps of some blocks of the training documents (runs on a worker), each block
-    from its rows of gamma (warm and best starts): one (sstats, gamma, bound, iterations)
-    per block."""
-    from topictk.inference.variational import block_estep
-    train = _worker_store(path, corpus_id).train()
-    csr = (train.indptr, train.indices, train.counts)
-    return [block_estep(csr, B, shift, alpha, block, tol, max_iter, True, _worker_threads(),
-                        start=start, gamma=np.array(gamma, dtype=np.float64))
-            for block, gamma in zip(blocks, gammas)]
-
-
-def cluster_corpus_estep(cluster: Cluster, store: CorpusStore, B: np.ndarray, shift: np.ndarray,
-                         alpha: np.ndarray, start: str, tol: float, max_iter: int,
-                         blocks: list[tuple[int, int]], gamma: np.ndarray) -> list:
-    """Batch VB's E-step blocks spread over the workers in contiguous runs; every block's
-    result comes back in block order (the driver adds the statistics in that order, as on
-    one machine). ``gamma`` is read, not written: lost work is simply done again."""
-    return with_recovery(cluster, "computing the E-step again",
-                         lambda: _corpus_estep_once(cluster, store, B, shift, alpha, start,
-                                                     tol, max_iter, blocks, gamma))
-
-
-def _corpus_estep_once(cluster: Cluster, store: CorpusStore, B, shift, alpha, start, tol,
-                       max_iter, blocks, gamma):
-    client = cluster.client
-    try:
-        ranges, homes = spread(cluster.workers(), len(blocks))
-        runs = [blocks[a:b] for a, b in ranges]
-        copies = cluster.copy_to(np.ascontiguousarray(B, dtype=np.float64), sorted(set(homes)))
-        futures = []
-        for run, home in zip(runs, homes):
-            rows = [gamma[d0:d1] for d0, d1 in run]
-            cluster.bytes_sent += shift.nbytes + sum(r.nbytes for r in rows)
-            futures.append(client.submit(corpus_estep_piece, str(store.path), store.corpus_id,
-                                         copies[home], shift, alpha, start, float(tol),
-                                         int(max_iter), run, rows, workers=[home],
-                                         allow_other_workers=True, pure=False))
-        parts = client.gather(futures, direct=True)
-    except _loss_errors() as exc:
-        raise WorkerLost(f"a Dask worker was lost during an E-step ({type(exc).__name__})"
-                         ) from None
-    results = [block for part in parts for block in part]
-    cluster.bytes_received += sum(r[0].nbytes + r[1].nbytes for r in results)
-    return results
+def __getattr__(name: str):
+    """The Gibbs shards, at their old place while the Gibbs driver moves to its own module."""
+    if name in ("ShardedGibbs", "GibbsShard"):
+        from topictk.inference import gibbs_shards
+        return getattr(gibbs_shards, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -33,6 +33,7 @@ from topictk.inference.base import (
     resolve_chunks,
     warn_idle_threads,
 )
+from topictk.inference.cvb_shards import ShardedCVB0
 from topictk.inference.perplexity import csr_arrays, mixture_probabilities
 from topictk.inference.registry import register
 from topictk.inference.variational import VariationalDriver, doc_lengths
@@ -198,7 +199,6 @@ class CVBDriver(VariationalDriver):
         brought back when something reads them (checkpoints, the convergence check, the
         objective, Protocol B scoring)."""
         super().use_cluster(cluster)
-        from topictk.inference.cluster import ShardedCVB0
         token_ptr = np.zeros(self.n_docs + 1, dtype=np.int64)
         np.cumsum(self.doc_lengths, out=token_ptr[1:])
         self.remote = ShardedCVB0(cluster, self.store, token_ptr, self.indptr, self.bounds)
@@ -206,8 +206,6 @@ class CVBDriver(VariationalDriver):
     def _remote_step(self, state: CVBState, t: int) -> dict | None:
         """:meth:`_step` on the cluster; a worker lost on the way is recovered from
         (:meth:`_recover`) and the step done again."""
-        from topictk.inference.cluster import with_recovery
-
         def attempt() -> dict | None:
             if self.remote.shards is None:
                 self.remote.distribute(state.mu, state.m_dk)
@@ -215,20 +213,16 @@ class CVBDriver(VariationalDriver):
                 self._restart = FieldsPoint.of(state)
             return self._step(state, t)
 
-        return with_recovery(self.cluster, lambda exc: self._recover(state, exc, t), attempt)
+        return self.remote.recovering(lambda exc: self._recover(state, exc, t), attempt)
 
     def _recover(self, state: CVBState, exc: Exception, upto: int) -> None:
         """After a worker was lost: go back to the last step at which the driver held the whole
         state (mu and m_dk as last gathered, the fields kept then), send the shards out again
         and redo the steps before ``upto``. The iterations are a function of that state, so the
         steps redone are the lost ones, bit for bit."""
-        from topictk.inference.cluster import warn_redo
-        self.cluster.check_connected()
         back = self._restart
-        warn_redo(exc, back.step, upto, "steps")
-        self.remote.release()
-        back.restore(state)
-        self.remote.stale = False       # state.mu and state.m_dk are those of back.step
+        self.remote.restart(exc, back.step, upto, "steps")
+        back.restore(state)             # state.mu and state.m_dk are those of back.step
         for t in range(back.step, upto):
             self._remote_step(state, t)
 
@@ -236,9 +230,8 @@ class CVBDriver(VariationalDriver):
         """``state`` with mu and m_dk brought back from the cluster when they are behind."""
         if self.remote is None or not self.remote.stale:
             return state
-        from topictk.inference.cluster import with_recovery
-        with_recovery(self.cluster, lambda exc: self._recover(state, exc, state.step),
-                      lambda: self.remote.gather(state.mu, state.m_dk))
+        self.remote.recovering(lambda exc: self._recover(state, exc, state.step),
+                               lambda: self.remote.gather(state.mu, state.m_dk))
         return state
 
     def mark_step(self, state: CVBState) -> None:
@@ -249,7 +242,7 @@ class CVBDriver(VariationalDriver):
         as last gathered, with the fields of that step); the shards are gone with it."""
         if self.remote.stale:
             self._restart.restore(state)
-        self.remote.shards, self.remote.stale = None, False
+        self.remote.abandon()
         return state.step
 
     def state_to_arrays(self, state: CVBState) -> tuple[dict, dict[str, np.ndarray]]:

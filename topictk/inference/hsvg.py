@@ -24,7 +24,7 @@ from topictk.inference.minibatch import (
 from topictk.inference.ovb import OVBDriver
 from topictk.inference.registry import register
 from topictk.inference.perplexity import mixture_probabilities
-from topictk.inference.sampled import TRAIN_HELDOUT_PASS, evaluation_plan
+from topictk.inference.sampled import TRAIN_HELDOUT_PASS, cluster_fold_in, evaluation_plan
 from topictk.inference.variational import ESTEP_OPTIONS, expected_log_topics
 from topictk.state.variational import OnlineState
 from topictk.streams import Streams
@@ -72,9 +72,8 @@ class HSVGDriver(OVBDriver):
     def step(self, state: OnlineState, t: int) -> StepInfo:
         docs = self.batch_documents(state, t)
         batch = gather_batch(self.tokens.doc_ptr, self.tokens.words, docs)
-        nbar, _, fallbacks = local_statistics(batch, self.weights(state, batch.vocab),
-                                              state.alpha, self.config.inference, self.streams,
-                                              t, self.threads, self.cluster, self.store)
+        nbar, _, fallbacks = local_statistics(self, batch, self.weights(state, batch.vocab),
+                                              state.alpha, t)
         rho = step_size(t, self.tau0, self.kappa)
         self.update_lambda(state, batch.vocab, nbar, rho, self.n_docs / docs.size)
         if self.learn_eta:
@@ -101,13 +100,9 @@ class HSVGDriver(OVBDriver):
         """:meth:`fold_in`, then the predictive p(w | doc) with phi-hat = lambda / lambda_k
         (§11.2); on a cluster, the fold-in of each block of chunks runs on a worker."""
         if self.cluster is not None:
-            from topictk.inference.cluster import cluster_fold_in
-            from topictk.inference.sampled import _fold_in_settings
             # the documents and sweeps of ``test`` (the curve's), as on one machine
-            return cluster_fold_in(self.cluster, self.store, part, self.weights(state),
-                                   state.phi(), state.alpha,
-                                   _fold_in_settings(self.config.evaluation, test),
-                                   self.streams.seed, pass_index, test.rows)
+            return cluster_fold_in(self, test, part, (self.weights(state), state.phi()),
+                                   state.alpha, pass_index)
         theta = self.fold_in(state, test.observed, evaluation_plan(self, test, pass_index),
                              prior=state.alpha)
         return mixture_probabilities(test.heldout, theta, state.phi(), self.threads)

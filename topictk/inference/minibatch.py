@@ -6,15 +6,17 @@ share: their common options and checks, the local Gibbs statistics of a mini-bat
 from __future__ import annotations
 
 import logging
+from dataclasses import dataclass
 
 import numpy as np
 
 from topictk import streams as keys
 from topictk.config.schema import Option
-from topictk.corpus.batches import EpochSchedule
+from topictk.corpus.batches import EpochSchedule, gather_batch
 from topictk.errors import ConfigError
 from topictk.inference import _minibatch
 from topictk.inference.base import chunk_bounds_by_docs
+from topictk.inference.cluster import ClusterTask, StoreRef, map_merge, runs, worker_threads
 from topictk.streams import Streams
 
 log = logging.getLogger("topictk")
@@ -43,27 +45,80 @@ def check_minibatch_config(inf: dict, where: str) -> None:
                           f"({inf['sweeps']}); got {inf['local_burn_in']} ({where})")
 
 
-def local_statistics(batch, weights: np.ndarray, alpha: np.ndarray, inf, streams: Streams,
-                     t: int, threads: int, cluster=None,
-                     store=None) -> tuple[np.ndarray, np.ndarray, int]:
+@dataclass(frozen=True)
+class LocalJob:
+    """One mini-batch's local step as each of its pieces reads it: the batch's documents (by
+    id, from the store on a worker), the documents' prior, the chains' sweeps, the chunks'
+    size, and the seed and update that key the chunks' streams."""
+
+    doc_ids: np.ndarray
+    alpha: np.ndarray
+    sweeps: int
+    burn_in: int
+    chunk_docs: int
+    seed: int
+    t: int
+    store: StoreRef | None = None
+
+    def chunk_sums(self, batch, weights: np.ndarray, chunks: tuple[int, int], threads: int):
+        """The kept-sweep sums of n_kw (V_B, K) and of n_dk (their documents, K) of the local
+        chains of the batch's chunks [c0, c1), each chunk with its own stream, and the
+        rounding fallbacks."""
+        bounds = chunk_bounds_by_docs(self.doc_ids.size, self.chunk_docs)
+        c0, c1 = chunks
+        d0, d1 = int(bounds[c0]), int(bounds[c1])
+        t0, t1 = int(batch.doc_ptr[d0]), int(batch.doc_ptr[d1])
+        alpha = np.atleast_2d(self.alpha)
+        streams = Streams(self.seed)
+        word_topic = np.zeros((batch.vocab.size, weights.shape[1]), dtype=np.int64)
+        doc_topic = np.zeros((d1 - d0, weights.shape[1]), dtype=np.int64)
+        fallbacks = _minibatch.local_gibbs(
+            np.ascontiguousarray(batch.doc_ptr[d0:d1 + 1] - t0), batch.words[t0:t1],
+            np.ascontiguousarray(weights),
+            np.ascontiguousarray(alpha if alpha.shape[0] == 1 else alpha[d0:d1]),
+            int(self.sweeps), int(self.burn_in), np.ascontiguousarray(bounds[c0:c1 + 1] - d0),
+            [streams.derived(keys.local_key(self.t, c)) for c in range(c0, c1)], word_topic,
+            doc_topic, threads)
+        return word_topic, doc_topic, int(fallbacks)
+
+
+def local_statistics_piece(job: LocalJob, weights: np.ndarray, chunks: tuple[int, int]):
+    """The cluster piece: the local chains of the chunks [c0, c1) of one mini-batch (runs on a
+    worker), the batch read from this worker's memory-mapped store as the driver reads it, so
+    its local word ids are the driver's."""
+    doc_ptr, words, _ = job.store.training_documents()
+    return job.chunk_sums(gather_batch(doc_ptr, words, job.doc_ids), weights, chunks,
+                          worker_threads())
+
+
+def add_local_statistics(a: tuple, b: tuple) -> tuple:
+    """The cluster merge: the sums of two runs of consecutive chunks together (integers, the
+    same numbers in any grouping; the documents' rows in chunk order)."""
+    return a[0] + b[0], np.concatenate([a[1], b[1]]), a[2] + b[2]
+
+
+def local_statistics(driver, batch, weights: np.ndarray, alpha: np.ndarray,
+                     t: int) -> tuple[np.ndarray, np.ndarray, int]:
     """E[n_kw] (V_B, K) and E[n_dk] (B, K) of one mini-batch from its local Gibbs chains, one
-    stream per chunk of ``chunk_docs`` documents; on ``cluster`` the chunks are cut into one
-    piece per worker, which reads the batch from ``store`` (the same numbers)."""
-    if cluster is not None:
-        from topictk.inference.cluster import cluster_local_statistics
-        return cluster_local_statistics(cluster, store, batch.doc_ids, weights, alpha, inf,
-                                        streams.seed, t)
-    K = weights.shape[1]
-    bounds = chunk_bounds_by_docs(batch.doc_ids.size, inf["chunk_docs"])
-    chunk_streams = [streams.derived(keys.local_key(t, c)) for c in range(bounds.size - 1)]
-    word_topic = np.zeros((batch.vocab.size, K), dtype=np.int64)
-    doc_topic = np.zeros((batch.doc_ids.size, K), dtype=np.int64)
-    fallbacks = _minibatch.local_gibbs(
-        batch.doc_ptr, batch.words, np.ascontiguousarray(weights),
-        np.ascontiguousarray(np.atleast_2d(alpha)), int(inf["sweeps"]),
-        int(inf["local_burn_in"]), bounds, chunk_streams, word_topic, doc_topic, threads)
+    stream per chunk of ``inference.chunk_docs`` documents; on the driver's cluster the
+    chunks are cut into one piece per worker and their integer sums added among the workers
+    (the same numbers)."""
+    inf = driver.config.inference
+    job = LocalJob(np.ascontiguousarray(batch.doc_ids, dtype=np.int64), alpha,
+                   inf["sweeps"], inf["local_burn_in"], inf["chunk_docs"], driver.streams.seed,
+                   t, StoreRef.of(driver.store) if driver.cluster is not None else None)
+    n_chunks = chunk_bounds_by_docs(job.doc_ids.size, job.chunk_docs).size - 1
+    if driver.cluster is not None:
+        word_topic, doc_topic, fallbacks = map_merge(driver.cluster, ClusterTask(
+            local_statistics_piece, cut=lambda n: runs(n_chunks, n), context=job,
+            shared=(np.ascontiguousarray(weights, dtype=np.float64),),
+            merge=add_local_statistics, on_workers=True, doing="during a mini-batch update",
+            again="computing the mini-batch's local statistics again"))
+    else:
+        word_topic, doc_topic, fallbacks = job.chunk_sums(batch, weights, (0, n_chunks),
+                                                          driver.threads)
     kept = inf["sweeps"] - inf["local_burn_in"]
-    return word_topic / kept, doc_topic / kept, int(fallbacks)
+    return word_topic / kept, doc_topic / kept, fallbacks
 
 
 def sample_steps_for(iterations: int, burn_in: int, n_samples: int | None,

@@ -46,10 +46,13 @@ from topictk.inference.variational import (
     ALPHA_MAX,
     ALPHA_MIN,
     ESTEP_OPTIONS,
+    EStepJob,
+    StoreRef,
     VariationalDriver,
     add_blocks,
     alpha_gradient,
     block_estep,
+    cluster_estep,
     e_step,
     estep_blocks,
     elog_theta_sum,
@@ -169,9 +172,10 @@ class OVBDriver(VariationalDriver):
         blocks = estep_blocks(docs.size, int(self.config.inference.chunks or 1))
         opts = self.config.inference
         if self.cluster is not None and with_sstats:
-            from topictk.inference.cluster import cluster_batch_estep
-            parts = cluster_batch_estep(self.cluster, self.store, docs, B, shift, state.alpha,
-                                        opts.estep_tol, opts.estep_max_iter, blocks)
+            job = EStepJob(shift, state.alpha, opts.estep_tol, opts.estep_max_iter,
+                           StoreRef.of(self.store),
+                           doc_ids=np.ascontiguousarray(docs, dtype=np.int64))
+            parts = cluster_estep(self.cluster, job, B, blocks)
         else:
             parts = [block_estep((indptr, local, counts), B, shift, state.alpha, block,
                                  opts.estep_tol, opts.estep_max_iter, with_sstats, self.threads)

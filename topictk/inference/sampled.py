@@ -6,14 +6,34 @@ scores by averaging over saved samples.
 """
 from __future__ import annotations
 
+from dataclasses import dataclass
+from itertools import pairwise
 from types import SimpleNamespace
 from typing import Any
 
 import numpy as np
 
+from topictk.corpus.store import Documents
 from topictk.errors import ConfigError
-from topictk.inference.base import Driver, EvaluationSet, FoldInPlan, gibbs_fold_in
+from topictk.inference.base import (
+    Driver,
+    EvaluationSet,
+    FoldInPlan,
+    chunk_bounds_by_docs,
+    chunk_bounds_by_tokens,
+    gibbs_fold_in,
+    take_documents,
+)
+from topictk.inference.cluster import (
+    ClusterTask,
+    StoreRef,
+    concatenated,
+    map_in_order,
+    map_merge,
+    worker_threads,
+)
 from topictk.inference.perplexity import mixture_probabilities
+from topictk.streams import Streams, eval_key
 
 DEFAULT_ALPHA = 0.1
 
@@ -57,6 +77,146 @@ def _fold_in_settings(evaluation, docs: EvaluationSet) -> SimpleNamespace:
     sweeps, burn_in = docs.fold_in or (evaluation.fold_in_sweeps, evaluation.fold_in_burn_in)
     return SimpleNamespace(chunk_docs=evaluation.chunk_docs, fold_in_sweeps=sweeps,
                            fold_in_burn_in=burn_in)
+
+
+# ------------------------------------------------------------------ fold-ins on a cluster
+FOLD_IN_SHARDS_PER_WORKER = 2      # more pieces than workers: a slow one holds up less
+
+
+def fold_in_documents(store, part: str, rows: np.ndarray | None = None):
+    """(observed tokens, held-out entries) of the test documents or, for Protocol B, of the
+    training documents; only the documents ``rows`` when given (the in-training curve's)."""
+    if part == "test":
+        observed, heldout = store.test_observed(), store.test_heldout()
+    else:
+        observed, heldout = store.train(), store.train_heldout()
+    if rows is None:
+        return observed, heldout
+    return take_documents(observed, rows), take_documents(heldout, rows)
+
+
+@dataclass(frozen=True)
+class FoldInJob:
+    """An evaluation fold-in on the cluster as each of its pieces reads it: the documents
+    (``part``: "test" or "train", only ``rows`` when given) in the store, the prior, the
+    sweeps, and the seed and pass that key the chunks' eval streams."""
+
+    store: StoreRef
+    part: str
+    alpha: np.ndarray
+    sweeps: int
+    burn_in: int
+    seed: int
+    pass_index: int
+    rows: np.ndarray | None = None
+
+
+def fold_in_piece(job: FoldInJob, weights: np.ndarray, phi: np.ndarray,
+                  block: tuple[np.ndarray, int]) -> np.ndarray:
+    """The cluster piece: the Gibbs fold-in of a block of chunks of documents (runs on a
+    worker; ``block``: the chunks' boundaries and the first chunk's index), p-hat of their
+    held-out entries, each chunk with its own eval stream, as in the one-machine fold-in."""
+    bounds, first_chunk = block
+    observed, heldout = fold_in_documents(job.store.open(), job.part, job.rows)
+    a, b = int(bounds[0]), int(bounds[-1])
+    obs_ptr, held_ptr = np.asarray(observed.doc_ptr), np.asarray(heldout.indptr)
+    o0, o1, h0, h1 = int(obs_ptr[a]), int(obs_ptr[b]), int(held_ptr[a]), int(held_ptr[b])
+    streams = Streams(job.seed)
+    held_part = held_ptr[a:b + 1] - h0
+    plan = FoldInPlan(int(job.sweeps), int(job.burn_in), np.asarray(bounds - a, dtype=np.int64),
+                      [streams.derived(eval_key(job.pass_index, first_chunk + c))
+                       for c in range(bounds.size - 1)], worker_threads(),
+                      np.diff(held_part) > 0)
+    theta = gibbs_fold_in(weights, job.alpha, obs_ptr[a:b + 1] - o0, observed.words[o0:o1],
+                          plan)
+    held = Documents(doc_ptr=None, words=None, indptr=held_part,
+                     indices=heldout.indices[h0:h1], counts=heldout.counts[h0:h1])
+    return mixture_probabilities(held, theta, phi, worker_threads())
+
+
+def cluster_fold_in(driver: Driver, docs: EvaluationSet, part: str, topics: tuple,
+                    alpha: np.ndarray, pass_index: int) -> np.ndarray:
+    """:func:`fold_in_probabilities` on the driver's cluster, ``topics`` the (weights, phi) of
+    the fold-in and of the mixture: the chunks of ``evaluation.chunk_docs`` documents (of the
+    documents ``docs.rows`` only, when given) cut into contiguous blocks, one piece each, with
+    the topics sent to each worker once; the blocks' results put together in order. Every
+    chunk is folded in with its own stream, so the numbers are the one-machine ones."""
+    settings = _fold_in_settings(driver.config.evaluation, docs)
+    observed, heldout = fold_in_documents(driver.store, part, docs.rows)
+    obs_ptr = np.asarray(observed.doc_ptr)
+    bounds = chunk_bounds_by_docs(obs_ptr.size - 1, settings.chunk_docs)
+    n_chunks = bounds.size - 1
+    if n_chunks == 0 or int(np.asarray(heldout.indptr)[-1]) == 0:
+        return np.zeros(int(np.asarray(heldout.indptr)[-1]), dtype=np.float64)
+
+    def cut(n_workers: int) -> list:
+        cuts = chunk_bounds_by_tokens(np.ascontiguousarray(obs_ptr[bounds], dtype=np.int64),
+                                      min(n_chunks, FOLD_IN_SHARDS_PER_WORKER * n_workers))
+        return [(bounds[a:b + 1], int(a)) for a, b in pairwise(cuts) if b > a]
+
+    job = FoldInJob(StoreRef.of(driver.store), part, alpha, settings.fold_in_sweeps,
+                    settings.fold_in_burn_in, driver.streams.seed, pass_index, docs.rows)
+    weights, phi = (np.ascontiguousarray(t, dtype=np.float64) for t in topics)
+    return map_merge(driver.cluster, ClusterTask(
+        fold_in_piece, cut, context=job, shared=(weights, phi), merge=concatenated,
+        doing="during the fold-in", again="folding in again"))
+
+
+@dataclass(frozen=True)
+class InferJob:
+    """``topictk infer``'s fold-in as each block reads it: the prior, the sweeps and the
+    seed that keys the chunks' streams."""
+
+    alpha: np.ndarray
+    sweeps: int
+    burn_in: int
+    seed: int
+
+
+@dataclass(frozen=True)
+class InferBlock:
+    """A block of new documents: the input's index of its first document, its tokens and the
+    input's index of its first chunk (which keys the chunks' streams)."""
+
+    start: int
+    doc_ptr: np.ndarray
+    words: np.ndarray
+    first_chunk: int
+
+    @property
+    def nbytes(self) -> int:
+        return self.doc_ptr.nbytes + self.words.nbytes
+
+    @property
+    def first_document(self) -> int:
+        """The input's number of its first document, counted from 1 (in messages)."""
+        return self.start + 1
+
+
+def infer_piece(job: InferJob, topic_word: np.ndarray, block: InferBlock) -> np.ndarray:
+    """The cluster piece of ``infer``: topic proportions of a block of new documents (on a
+    worker, or here when its worker was lost)."""
+    plan = FoldInPlan.for_infer(block.doc_ptr.size - 1, sweeps=job.sweeps,
+                                burn_in=job.burn_in, seed=job.seed, threads=worker_threads(),
+                                first_chunk=block.first_chunk)
+    return gibbs_fold_in(topic_word.T, job.alpha, block.doc_ptr, block.words, plan)
+
+
+def cluster_infer_blocks(cluster, topic_word: np.ndarray, alpha: np.ndarray, pieces, *,
+                         sweeps: int, burn_in: int, seed: int):
+    """(first document, proportions) of every block of ``pieces`` (first document, doc_ptr,
+    words, first chunk), folded in on the workers, in input order, with a few blocks per
+    worker in flight. The streams are keyed by each block's first chunk, so the numbers are
+    those of one machine; a block whose worker is lost is folded in here instead."""
+    blocks = (InferBlock(start, np.ascontiguousarray(ptr, dtype=np.int64),
+                         np.ascontiguousarray(words, dtype=np.int32), first_chunk)
+              for start, ptr, words, first_chunk in pieces)
+    task = ClusterTask(infer_piece, cut=None, context=InferJob(alpha, sweeps, burn_in, seed),
+                       shared=(np.ascontiguousarray(topic_word, dtype=np.float64),),
+                       doing="during infer",
+                       again="folding the block of document {part.first_document} in here")
+    for block, theta in map_in_order(cluster, task, blocks):
+        yield block.start, theta
 
 
 def resolve_sample_schedule(inf: dict, where: str) -> None:
@@ -117,10 +277,7 @@ class SampledDriver(Driver):
             phi = np.ascontiguousarray(self.sample_phi(state, s))
             prior = self.sample_prior(state, s, documents)
             if self.cluster is not None and np.ndim(prior) == 1:
-                from topictk.inference.cluster import cluster_fold_in
-                total += cluster_fold_in(self.cluster, self.store, documents, phi, phi, prior,
-                                         _fold_in_settings(self.config.evaluation, docs),
-                                         self.streams.seed, pass_index, docs.rows)
+                total += cluster_fold_in(self, docs, documents, (phi, phi), prior, pass_index)
             else:
                 theta = self.fold_in(state, docs.observed,
                                      evaluation_plan(self, docs, pass_index), prior=prior,

@@ -151,9 +151,8 @@ class SGRLDDriver(SampledDriver):
         ids, state.permutation = self.schedule.batch_ids(t, state.permutation, main)
         batch = gather_batch(self.doc_ptr, self.words, ids)
         phi = state.phi()
-        nbar_w, _, fallbacks = local_statistics(batch, phi[batch.vocab], state.alpha, inf,
-                                                self.streams, t, self.threads, self.cluster,
-                                                self.store)
+        nbar_w, _, fallbacks = local_statistics(self, batch, phi[batch.vocab], state.alpha,
+                                                t)
         eps = sgmcmc_step(inf.step["a"], inf.step["b"], inf.step["c"], t)
         noise = main.standard_normal(size=state.phi_hat.shape)
         state.phi_hat, n_floored = sgrld_update(state.phi_hat, nbar_w, batch.vocab, state.beta,

@@ -6,15 +6,19 @@ options of the E-step.
 from __future__ import annotations
 
 import logging
+import operator
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 from scipy.special import digamma, gammaln, polygamma
 
 from topictk.config.schema import Option
+from topictk.corpus.batches import gather_rows
 from topictk.corpus.store import Documents
 from topictk.inference import _vb
 from topictk.inference.base import Driver, EvaluationSet, FoldInPlan, StepInfo
+from topictk.inference.cluster import ClusterTask, StoreRef, map_merge, runs, worker_threads
 from topictk.inference.perplexity import csr_arrays, mixture_probabilities
 
 log = logging.getLogger("topictk")
@@ -214,6 +218,68 @@ def add_blocks(parts: list) -> tuple:
         for part in parts[1:]:
             sstats += part[0]
     return (sstats, *(np.concatenate([part[i] for part in parts]) for i in (1, 2, 3)))
+
+
+@dataclass(frozen=True)
+class EStepJob:
+    """An E-step on the cluster as each of its pieces reads it: the topics' shift, the
+    prior, the stopping rule, the start, where the documents are, and which: a mini-batch's
+    (``doc_ids``, whose words the rows of E[log beta] follow in sorted order) or, with None,
+    the training corpus."""
+
+    shift: np.ndarray
+    alpha: np.ndarray
+    tol: float
+    max_iter: int
+    store: StoreRef
+    start: str = "cold"
+    doc_ids: np.ndarray | None = None
+
+
+def estep_piece(job: EStepJob, B: np.ndarray, run: list) -> list:
+    """The cluster piece: the E-steps of a run of blocks (runs on a worker), each block
+    ((d0, d1), its rows of gamma or None for a cold start) on its own, the documents read
+    from this worker's store as the driver reads them: one (sstats, gamma, bound,
+    iterations) per block."""
+    train = job.store.open().train()
+    if job.doc_ids is None:
+        csr = (train.indptr, train.indices, train.counts)
+    else:
+        indptr, indices, counts = gather_rows(train, job.doc_ids)
+        _, local = np.unique(indices, return_inverse=True)
+        csr = (indptr, np.ascontiguousarray(local, dtype=np.int32), counts)
+    return [block_estep(csr, B, job.shift, job.alpha, block, job.tol, job.max_iter, True,
+                        worker_threads(), start=job.start,
+                        gamma=None if gamma is None else np.array(gamma, dtype=np.float64))
+            for block, gamma in run]
+
+
+def cluster_estep(cluster, job: EStepJob, B: np.ndarray, blocks: list[tuple[int, int]],
+                  gamma: np.ndarray | None = None) -> list:
+    """The E-step ``blocks`` spread over the workers in contiguous runs (with their rows of
+    ``gamma``, which is read, not written); every block's result comes back in block order,
+    for :func:`add_blocks` to add as on one machine. Lost work is simply done again."""
+    def cut(n_workers: int) -> list:
+        return [[(block, None if gamma is None else gamma[block[0]:block[1]])
+                 for block in blocks[a:b]] for a, b in runs(len(blocks), n_workers)]
+
+    batch = job.doc_ids is not None
+    return map_merge(cluster, ClusterTask(
+        estep_piece, cut, context=job, shared=(np.ascontiguousarray(B, dtype=np.float64),),
+        merge=operator.add, doing="during an online-VB E-step" if batch else "during an E-step",
+        again="computing the mini-batch's E-step again" if batch else "computing the E-step "
+                                                                       "again"))
+
+
+#: doubles the E-step kernel stages the statistics of a wave of documents in (WAVE_DOUBLES of
+#: topictk/_cy/estep.pxd): VB's terms, K per (document, word) pair, PEM's K per document
+ESTEP_WAVE = 1 << 21
+
+
+def estep_wave(per_wave: int) -> tuple[str, tuple[int, ...], int]:
+    """The E-step's staging buffer (when it adds statistics) for a block whose stages total
+    ``per_wave`` doubles."""
+    return ("E-step's staged statistics", (min(ESTEP_WAVE, per_wave),), 8)
 
 
 ESTEP_OPTIONS = {

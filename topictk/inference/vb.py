@@ -42,8 +42,11 @@ from topictk.inference.variational import (
     ESTEP_OPTIONS,
     PHI_FLOOR,
     BatchEMDriver,
+    EStepJob,
+    StoreRef,
     add_blocks,
     block_estep,
+    cluster_estep,
     doc_lengths,
     estep_blocks,
     elog_theta_sum,
@@ -133,10 +136,9 @@ class VBDriver(BatchEMDriver):
             start = "warm"
         blocks = estep_blocks(self.n_docs, int(opts.chunks or 1))
         if self.cluster is not None:
-            from topictk.inference.cluster import cluster_corpus_estep
-            parts = cluster_corpus_estep(self.cluster, self.store, B, shift, state.alpha, start,
-                                         opts.estep_tol, opts.estep_max_iter, blocks,
-                                         state.gamma)
+            job = EStepJob(shift, state.alpha, opts.estep_tol, opts.estep_max_iter,
+                           StoreRef.of(self.store), start)
+            parts = cluster_estep(self.cluster, job, B, blocks, state.gamma)
             for (d0, d1), part in zip(blocks, parts):
                 state.gamma[d0:d1] = part[1]
         else:   # each block updates its rows of gamma in place

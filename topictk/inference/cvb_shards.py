@@ -1,0 +1,182 @@
+"""CVB0 on a Dask cluster (docs/cluster.md): each shard, a contiguous block of the
+``inference.chunks`` chunks, keeps q(z) (mu) of its document-word pairs and its documents'
+expected counts m_dk on one worker between iterations
+(:class:`topictk.inference.cluster.Shards`).
+
+Every iteration the driver sends the word and topic fields; each chunk of a shard updates its
+documents against its own copy of them, exactly as a chunk does on one machine
+(docs/algorithms.md §4.4), and returns its change of the fields; the driver adds the chunks'
+changes in chunk order, the one-machine merge operation for operation.
+"""
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+from itertools import pairwise
+
+import numpy as np
+
+from topictk.inference.cluster import (
+    ClusterTask,
+    Shards,
+    ShardSpec,
+    StoreRef,
+    lost_as,
+    nbytes,
+    peak_rss,
+    worker_threads,
+)
+
+
+@dataclass
+class CVBShard:
+    """A shard's part of the CVB0 state: q(z) of its pairs and its documents' fields."""
+
+    mu: np.ndarray     # (pairs of the shard, K) float64
+    m_dk: np.ndarray   # (documents of the shard, K) float64
+
+
+@dataclass(frozen=True)
+class IterationSettings:
+    """What every shard's iteration reads besides the word fields: the topic fields, the
+    priors, where the documents are, and whether the run has one chunk only (whose fields
+    then come back whole)."""
+
+    m_k: np.ndarray
+    alpha: np.ndarray
+    beta: float
+    store: StoreRef
+    whole: bool
+
+
+def _shard_pairs(store: StoreRef, spec: ShardSpec):
+    """(indptr from 0, indices, counts) of the training pairs of the shard's documents."""
+    train = store.open().train()
+    indptr = np.asarray(train.indptr)
+    p0, p1 = int(indptr[spec.first_doc]), int(indptr[spec.end_doc])
+    return (np.ascontiguousarray(indptr[spec.first_doc:spec.end_doc + 1] - p0, dtype=np.int64),
+            np.ascontiguousarray(train.indices[p0:p1], dtype=np.int32),
+            np.ascontiguousarray(train.counts[p0:p1], dtype=np.int32))
+
+
+def encode_rows(change: np.ndarray) -> tuple:
+    """A (V, K) change as ("dense", array) or, when fewer bytes, ("rows", the rows that
+    changed, their values): a chunk changes only the rows of its words."""
+    rows = np.flatnonzero(change.any(axis=1)).astype(np.int32)
+    if rows.nbytes + rows.size * change.shape[1] * change.itemsize < change.nbytes:
+        return ("rows", rows, change[rows])
+    return ("dense", change)
+
+
+def add_rows(target: np.ndarray, encoded: tuple) -> None:
+    """target += the change ``encoded`` by :func:`encode_rows` (the other rows' change is 0:
+    adding it would leave them as they are)."""
+    if encoded[0] == "dense":
+        target += encoded[1]
+    else:
+        target[encoded[1]] += encoded[2]
+
+
+def merge_iterations(a: tuple, b: tuple) -> tuple:
+    """The iterations of two runs of consecutive shards together: their chunks' changes
+    listed in chunk order (the driver adds them in that order), the kernel seconds of each
+    shard, the largest peak memory."""
+    return a[0] + b[0], a[1] + b[1], max(a[2], b[2])
+
+
+def cvb0_shard_sweep(shard: CVBShard, settings: IterationSettings, m_kw: np.ndarray,
+                     spec: ShardSpec):
+    """The piece: one CVB0 iteration of a shard's chunks (runs on a worker), each chunk
+    against its own copy of the word and topic fields ``m_kw``, ``settings.m_k`` as they stood
+    at the start of the iteration (docs/algorithms.md §4.4). Returns the shard's new state and
+    (per chunk in order, its change of m_kw (encoded) and of m_k; [kernel seconds]; peak
+    memory). With ``settings.whole`` (the run's only chunk) the chunk's fields come back."""
+    from topictk.inference import _cvb
+    indptr, indices, counts = _shard_pairs(settings.store, spec)
+    mu, m_dk = shard.mu.copy(), shard.m_dk.copy()
+    m_k = settings.m_k
+    alpha = np.ascontiguousarray(settings.alpha, dtype=np.float64)
+    threads = worker_threads()
+    began = time.perf_counter()
+    changes = []
+    for a, b in pairwise(spec.bounds):
+        local_kw, local_k = m_kw.copy(), m_k.copy()
+        _cvb.sweep(indptr, indices, counts, mu, m_dk, local_kw, local_k, None, None, None,
+                   alpha, float(settings.beta), np.array([a, b], dtype=np.int64), threads)
+        if settings.whole:
+            changes.append((("dense", local_kw), local_k))
+        else:
+            np.subtract(local_kw, m_kw, out=local_kw)
+            changes.append((encode_rows(local_kw), local_k - m_k))
+    return CVBShard(mu, m_dk), (changes, [time.perf_counter() - began], peak_rss())
+
+
+def cvb0_shard_fields(shard: CVBShard, m_kw: np.ndarray | None, shape: tuple[int, int],
+                      store: StoreRef, spec: ShardSpec):
+    """The fields recomputed from mu (runs on a worker): the shard's m_dk from scratch, and its
+    pairs added to the word fields ``m_kw`` of the shards before it (None: the first shard).
+    Returns the shard's new state and the word fields so far."""
+    from topictk.inference import _cvb
+    indptr, indices, counts = _shard_pairs(store, spec)
+    m_kw = np.zeros(shape) if m_kw is None else m_kw.copy()
+    m_dk = np.empty_like(shard.m_dk)
+    _cvb.add_fields(indptr, indices, counts, shard.mu, m_dk, m_kw, worker_threads())
+    return CVBShard(shard.mu, m_dk), m_kw
+
+
+class ShardedCVB0(Shards):
+    """The shards of a CVB0 run on a cluster: each shard's mu and m_dk stay on its worker;
+    every iteration the driver sends the word and topic fields and adds the chunks' changes
+    back in chunk order, as the one-machine sweep merges them (docs/cluster.md)."""
+
+    def __init__(self, cluster, store, doc_ptr: np.ndarray, pair_ptr: np.ndarray,
+                 bounds: np.ndarray):
+        super().__init__(cluster, store, doc_ptr, bounds)
+        self.pair_ptr = pair_ptr        # (D + 1) pair offsets of the documents
+
+    def _part(self, spec: ShardSpec, mu: np.ndarray, m_dk: np.ndarray) -> CVBShard:
+        p0, p1 = int(self.pair_ptr[spec.first_doc]), int(self.pair_ptr[spec.end_doc])
+        return CVBShard(mu[p0:p1].copy(), m_dk[spec.first_doc:spec.end_doc].copy())
+
+    def sweep(self, m_kw: np.ndarray, m_k: np.ndarray, alpha: np.ndarray, beta: float) -> None:
+        """One CVB0 iteration of every shard; ``m_kw`` and ``m_k`` become the merged fields."""
+        whole = self.n_chunks == 1
+        changes, seconds, peak = self.step(ClusterTask(
+            cvb0_shard_sweep, context=IterationSettings(m_k, alpha, beta, self.store, whole),
+            shared=(m_kw,), merge=merge_iterations, doing="during an iteration",
+            cut=lambda n: self.specs))
+        began = time.perf_counter()
+        if whole:
+            (change, k_fields), = changes
+            m_kw[...], m_k[...] = change[1], k_fields
+        else:
+            # start + the chunks' changes in chunk order (docs/algorithms.md §4.4)
+            for change, k_change in changes:
+                add_rows(m_kw, change)
+                m_k += k_change
+        self.cluster.merge_seconds += time.perf_counter() - began
+        self.cluster.worker_peak = max(self.cluster.worker_peak, peak)
+        self.cluster.add_compute([(0.0, s, 0.0) for s in seconds])
+
+    def refresh(self, m_kw: np.ndarray, m_k: np.ndarray) -> None:
+        """The fields recomputed from mu, as on one machine: each shard its m_dk, and the word
+        fields summed shard after shard in pair order (worker to worker), m_k on the driver."""
+        from topictk.inference import _cvb
+        with lost_as("while the fields were recomputed"):
+            partials: list = []      # each shard's task adds to the previous shard's sums
+            outs = self.submit_step(cvb0_shard_fields, lambda s: (
+                partials[-1] if partials else None, m_kw.shape, self.store, self.specs[s]),
+                on_each=partials.append)
+            m_kw[...] = outs[-1].result()
+        self.cluster.bytes_received += nbytes(m_kw)
+        _cvb.topic_fields(m_kw, m_k)
+
+    def gather(self, mu: np.ndarray, m_dk: np.ndarray) -> None:
+        """Copy the shards' mu and m_dk into ``mu`` and ``m_dk``."""
+        if not self.stale:
+            return
+        for spec, part in zip(self.specs, self._gathered()):
+            p0, p1 = int(self.pair_ptr[spec.first_doc]), int(self.pair_ptr[spec.end_doc])
+            mu[p0:p1] = part.mu
+            m_dk[spec.first_doc:spec.end_doc] = part.m_dk
+        self.stale = False
