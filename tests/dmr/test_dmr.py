@@ -25,7 +25,7 @@ from topictk.corpus.store import CorpusStore
 from topictk.errors import ConfigError
 from topictk.evaluation.left_to_right import left_to_right_perplexity
 from topictk.inference import _minibatch, base
-from topictk.inference import gibbs as gibbs_module
+from topictk.inference import gibbs_counts
 from topictk.inference.dmr import (
     DMRSEMDriver,
     DMRSGRLDDriver,
@@ -687,7 +687,7 @@ def test_auto_sampler_choice_per_sweep_equals_reference(dmr_store, tmp_path, see
     schedule = [0.0] * 4 + [1.01] * 4 + [0.0] * 4 + [1.01] * 4 + [0.62] * 14
     chosen = []
     for t, share in enumerate(schedule):
-        monkeypatch.setattr(gibbs_module, "SPARSE_SHARE", share)
+        monkeypatch.setattr(gibbs_counts, "SPARSE_SHARE", share)
         sparse = gibbs_ref.mean_list_length(nkw, freq) < share * driver.K
         info = driver.step(state, t)
         assert info.extra["sampler"] == ("sparse" if sparse else "dense")
@@ -704,7 +704,7 @@ def test_auto_sampler_resumes_across_a_switch(dmr_store, tmp_path, monkeypatch):
     """A run whose auto choice turns from dense to sparse after the resume point: resumed and
     two-thread runs equal the uninterrupted one (the choice is a function of the counts)."""
     path, _ = dmr_store
-    monkeypatch.setattr(gibbs_module, "SPARSE_SHARE", 0.7)
+    monkeypatch.setattr(gibbs_counts, "SPARSE_SHARE", 0.7)
     extra = {"chunks": 2, "optimize_burn_in": 10, "optimize_interval": 5, "burn_in": 15,
              "thin": 5}
     train(_config(path, tmp_path / "full", **extra), quiet=True)

@@ -147,6 +147,24 @@ def _driver(tmp_path, example_store):
     return GibbsDriver(config, CorpusStore.open(example_store))
 
 
+def _dense_counts(driver):
+    """The dense counts' representation on the driver's corpus and schedule: the dense path
+    that a WarpLDA chain's numbers are compared with, on the same z."""
+    from topictk.inference.gibbs_counts import SparseLDACounts
+
+    return SparseLDACounts(driver.counts.layout, driver.config.inference, driver.counts.steps,
+                           driver.synced)
+
+
+def _no_dense_counts(patch, driver):
+    """Make any count of dense n_dk or n_kw fail the test."""
+    def fail(state):
+        pytest.fail("dense counts made")
+
+    patch.setattr(driver, "counted", fail)
+    patch.setattr(driver.counts, "dense", fail)
+
+
 def test_sweeps_hold_no_dense_counts(tmp_path, example_store):
     """The start, the sweeps and the log joint make no n_dk or n_kw; reading them counts them
     from z."""
@@ -265,13 +283,13 @@ def test_samples_score_as_the_dense_path_without_dense_counts(tmp_path, protocol
     dense_samples = [{k: v for k, v in s.items() if not k.startswith("ndk")}
                      | {"ndk": dense_counts(s, "ndk", driver.K)} for s in samples or []]
     driver.counted(state)
-    warp, driver.warp = driver.warp, None
+    warp, driver.counts = driver.counts, _dense_counts(driver)
     try:
         want_b = driver.train_heldout_probabilities(state, dense_samples or None,
                                                     store.train_heldout())
         want_objective = driver.objective(state)
     finally:
-        driver.warp = warp
+        driver.counts = warp
     assert np.array_equal(protocol_b, want_b) and np.all(np.isfinite(protocol_b))
     assert objective == pytest.approx(want_objective, rel=1e-12)
 
@@ -291,7 +309,7 @@ def test_top_words_and_topic_quality_without_dense_counts(tmp_path, example_stor
         driver.step(state, t)
     vocab = driver.store.vocab
     with monkeypatch.context() as patch:
-        patch.setattr(driver, "counted", lambda state: pytest.fail("dense counts made"))
+        _no_dense_counts(patch, driver)
         got = {n: driver.ranked_words(state, n) for n in (10, 25, driver.V)}
         printed = {fmt: render_topics(driver, state, vocab, top=12, fmt=fmt)
                    for fmt in ("json", "tsv")}
@@ -300,12 +318,12 @@ def test_top_words_and_topic_quality_without_dense_counts(tmp_path, example_stor
     for n, (top, probabilities) in got.items():
         np.testing.assert_array_equal(top, top_words(phi, n))
         np.testing.assert_array_equal(probabilities, np.take_along_axis(phi, top, axis=1))
-    driver.warp, warp = None, driver.warp         # the same state printed from phi-hat
+    driver.counts, warp = _dense_counts(driver), driver.counts   # the same state from phi-hat
     try:
         for fmt, text in printed.items():
             assert text == render_topics(driver, driver.counted(state), vocab, top=12, fmt=fmt)
     finally:
-        driver.warp = warp
+        driver.counts = warp
     train = driver.store.train()
     top = got[25][0]
     assert quality_of_top_words(top, train.indptr, train.indices, driver.V, 10, 25) == \
@@ -334,14 +352,14 @@ def test_infer_without_dense_counts(tmp_path, example_store, monkeypatch):
                 driver.fold_in(state, documents, plan, prior=state.alpha, sample=sample))
 
     with monkeypatch.context() as patch:
-        patch.setattr(driver, "counted", lambda state: pytest.fail("dense counts made"))
+        _no_dense_counts(patch, driver)
         got = both()
     driver.counted(state)
-    driver.warp, warp = None, driver.warp           # the dense path: phi-hat formed
+    driver.counts, warp = _dense_counts(driver), driver.counts   # the dense path: phi-hat
     try:
         want = both()
     finally:
-        driver.warp = warp
+        driver.counts = warp
     for g, w in zip(got, want):
         assert np.all(np.isfinite(g))
         np.testing.assert_array_equal(g, w)
@@ -351,14 +369,14 @@ def test_word_counts_are_counted_once_per_sweep(tmp_path, example_store, monkeyp
     """The non-zero n_kw of z are counted once between two sweeps, whatever reads them
     (`topictk infer`'s blocks, the top words, a sample, the log joint), and counted again
     from the new z after a sweep."""
-    import topictk.inference.gibbs as gibbs
+    import topictk.inference.warp as warp
 
     driver = _driver(tmp_path, example_store)
     state = driver.init_state()
     driver.step(state, 0)
     counted = []
-    real = gibbs.sparse_counts
-    monkeypatch.setattr(gibbs, "sparse_counts", lambda *a: counted.append(a[-1]) or real(*a))
+    real = warp.sparse_counts
+    monkeypatch.setattr(warp, "sparse_counts", lambda *a: counted.append(a[-1]) or real(*a))
     doc_ptr, words = driver.doc_ptr[:31].copy(), driver.words[:driver.doc_ptr[30]].copy()
     for first in (0, 1):                          # two blocks of documents of topictk infer
         driver.infer_proportions(state, doc_ptr, words, None, sweeps=4, burn_in=2, seed=1,
@@ -391,8 +409,8 @@ def test_learnt_alpha_without_dense_counts(tmp_path, example_store, monkeypatch)
         driver.step(state, t)
     before = state.alpha.copy()
     with monkeypatch.context() as patch:
-        patch.setattr(driver, "counted", lambda state: pytest.fail("dense counts made"))
-        patch.setattr(driver, "synced", lambda state: pytest.fail("dense counts made"))
+        _no_dense_counts(patch, driver)
+        patch.setattr(driver.counts, "sync", lambda state: pytest.fail("dense counts made"))
         driver.step(state, 3)                       # sweep 4: the update is due
     assert state.ndk is None and not np.array_equal(state.alpha, before)
     # the same z with alpha before the update: the dense update from counted n_dk

@@ -12,8 +12,8 @@ Two training algorithms:
   O(K) per token for the dense draw, so the sparse sweep is the faster one once the topics are
   sparse (NIPS, K = 50: 0.12 s against 0.20 s per sweep), but not while the words' topic lists
   are long (the first sweeps; about 225 of a 300-sweep run on poliblog at K = 20).
-  ``sparse: auto`` (the default) picks the sampler before each sweep
-  from the counts (:func:`topictk.inference.gibbs.sparse_sweep`); true or false fix it. Every
+  ``sparse: auto`` (the default) picks the sampler before each sweep from the counts
+  (:func:`topictk.inference.gibbs_counts.sparse_sweep`); true or false fix it. Every
   ``optimize_interval`` sweeps after ``optimize_burn_in`` the weights nu maximise the Polya log
   likelihood of the current topic counts plus the Gaussian prior, by L-BFGS (scipy, warm
   start, one BLAS thread). Each objective evaluation is one kernel call: per document

@@ -8,26 +8,22 @@ docs/algorithms.md §2. The kernel is :mod:`topictk.inference._gibbs`; its NumPy
 from __future__ import annotations
 
 import logging
-from dataclasses import dataclass
 
 import numpy as np
 
 from topictk import streams as keys
-from topictk._cy.special import gammaln
 from topictk.config.schema import Option
-from topictk.errors import ConfigError, NumericalError, UsageError
-from topictk.inference import _gibbs, _warp
-from topictk.inference.base import (
-    StepInfo,
-    chunk_bounds_by_tokens,
-    resolve_blocks,
-    resolve_chunks,
-    warn_idle_threads,
-    word_frequencies,
+from topictk.errors import ConfigError, NumericalError
+from topictk.inference.base import StepInfo
+from topictk.inference.gibbs_cluster import GibbsClusterMixin
+from topictk.inference.gibbs_counts import GibbsCounts, SparseLDACounts, SweepLayout
+from topictk.inference.gibbs_counts import (  # noqa: F401  (the sweep schedule, also named here)
+    BLOCK_GAP,
+    block_order,
+    list_offsets,
+    word_blocks,
 )
-from topictk.inference.hyper import minka_alpha, minka_alpha_of_rows
-from topictk.inference.mh import MAX_REBUILD, MH_FROM_K, MH_REBUILD, MH_STEPS, MHSampler
-from topictk.inference.mh import mh_fold_in
+from topictk.inference.mh import MAX_REBUILD, MH_FROM_K, MH_REBUILD, MH_STEPS, MHCounts, mh_fold_in
 from topictk.inference.perplexity import mixture_probabilities
 from topictk.inference.registry import register
 from topictk.inference.sampled import (
@@ -37,86 +33,15 @@ from topictk.inference.sampled import (
     resolve_sample_schedule,
 )
 from topictk.inference.warp import (
-    WarpSampler,
-    initial_topics,
-    sparse_counts,
+    WarpCounts,
     sparse_fold_in,
     sparse_fold_in_theta,
     sparse_mixture,
-    top_words_of_rows,
 )
-from topictk.state.counts import (
-    CountState,
-    WarpState,
-    dense_counts,
-    phi_hat,
-)
+from topictk.state.counts import CountState, dense_counts, phi_hat
 from topictk.streams import Streams
 
 log = logging.getLogger("topictk")
-
-#: ``sparse: auto`` runs a sweep with SparseLDA when the topic list of a token's word holds on
-#: average fewer than this share of the K topics, else with the dense sampler: the share at
-#: which the two cost the same per sweep on the poliblog corpus at K = 20 and 50.
-SPARSE_SHARE = 0.35
-
-
-def sparse_sweep(setting, nkw: np.ndarray, word_freq: np.ndarray,
-                 lengths: np.ndarray | None = None) -> bool:
-    """Whether the next sweep uses SparseLDA: ``setting`` true or false, or for ``auto`` the
-    mean list length of the current counts against SPARSE_SHARE * K (from the SparseLDA list
-    ``lengths`` when they are current for ``nkw``, else from a scan of ``nkw``). A function of
-    the state alone, so a resumed chain makes the same choices; both samplers draw from the
-    same conditional, so the choice changes the speed and the stream's mapping, not the
-    chain's distribution."""
-    if setting != "auto":
-        return bool(setting)
-    return _gibbs.mean_list_length(nkw, word_freq, lengths) < SPARSE_SHARE * nkw.shape[1]
-
-
-def word_blocks(word_freq: np.ndarray, n_blocks: int) -> np.ndarray:
-    """The word block (0..B-1) of every word for the partitioned schedule (§2.8): the words by
-    frequency descending (ties: the lower id first), each to the block with the fewest tokens
-    so far (ties: the lower block). A function of the corpus alone; no block holds more than
-    the others by more than the frequency of its most frequent word.
-
-    Parameters
-    ----------
-    word_freq : (V,) int64 tokens of every word.
-    n_blocks : B >= 1.
-
-    Returns
-    -------
-    (V,) int32 block of every word.
-    """
-    order = np.lexsort((np.arange(word_freq.size), -word_freq))
-    block = np.zeros(word_freq.size, dtype=np.int32)
-    load = [0] * n_blocks
-    for w in order.tolist():
-        b = load.index(min(load))
-        block[w] = b
-        load[b] += int(word_freq[w])
-    return block
-
-
-def block_order(doc_ptr: np.ndarray, words: np.ndarray, word_block: np.ndarray,
-                n_blocks: int) -> tuple[np.ndarray, np.ndarray]:
-    """The token order of the partitioned schedule: the token positions by word block, then
-    by document, canonical order within a document. Returns ``order`` (N,) int64 and
-    ``order_ptr`` (B * (D + 1),) int64: the tokens of document d in word block b are
-    ``order[order_ptr[b * (D + 1) + d]:order_ptr[b * (D + 1) + d + 1]]``, so that word block b
-    of a block of consecutive documents is one run of ``order`` (8 N + 8 B (D + 1) bytes,
-    built once per run)."""
-    n_docs = doc_ptr.size - 1
-    key = word_block[words].astype(np.int64) * n_docs
-    key += np.repeat(np.arange(n_docs, dtype=np.int64), np.diff(doc_ptr))
-    order = np.argsort(key, kind="stable").astype(np.int64, copy=False)
-    order_ptr = np.zeros((n_blocks, n_docs + 1), dtype=np.int64)
-    order_ptr[:, 1:] = np.cumsum(np.bincount(key, minlength=n_blocks * n_docs)).reshape(
-        n_blocks, n_docs)
-    order_ptr[1:, 0] = order_ptr[:-1, -1]
-    return order, order_ptr.reshape(-1)
-
 
 #: ``inference.sampler: auto`` runs the WarpLDA-order sampler (§2.9) from this many topics on
 #: in ``gibbs``. Measured side by side, one thread (benchmarks/results/mh.md): at K = 1,000
@@ -135,16 +60,6 @@ def resolved_sampler(inference, n_topics: int, warp: bool = True) -> str | None:
     if warp and n_topics >= WARP_FROM_K:
         return "warp"
     return "mh" if n_topics >= MH_FROM_K else None
-
-
-def uses_mh(inference, n_topics: int, warp: bool = True) -> bool:
-    """Whether ``inference.sampler`` picks the Metropolis-Hastings sampler for K topics."""
-    return resolved_sampler(inference, n_topics, warp) == "mh"
-
-
-def uses_warp(inference, n_topics: int, warp: bool = True) -> bool:
-    """Whether ``inference.sampler`` picks the WarpLDA sampler (§2.9) for K topics."""
-    return resolved_sampler(inference, n_topics, warp) == "warp"
 
 
 def check_schedule(data: dict, where: str, warp: bool = True) -> None:
@@ -172,99 +87,23 @@ def check_schedule(data: dict, where: str, warp: bool = True) -> None:
                           f"({where})")
 
 
-#: entries (of 8 bytes) left free between the SparseLDA lists of two word blocks: one cache line,
-#: so that the threads of a partitioned sweep never write to the same line
-BLOCK_GAP = 8
+def counts_class(inference, n_topics: int, warp: bool = True) -> type[GibbsCounts]:
+    """The count representation ``inference.sampler`` picks for K topics
+    (:func:`resolved_sampler`): WarpLDA's, MH's, else the dense counts of SparseLDA and the
+    dense sampler."""
+    return {"warp": WarpCounts, "mh": MHCounts}.get(resolved_sampler(inference, n_topics, warp),
+                                                   SparseLDACounts)
 
 
-def list_offsets(capacity: np.ndarray, word_block: np.ndarray | None) -> np.ndarray:
-    """Offsets (V + 1,) of every word's SparseLDA list in the pool, ``capacity[w]`` entries
-    each, in word order; with ``word_block``, the lists of a block together, block after block
-    with BLOCK_GAP entries between them (a layout only: the lists hold the same entries). The
-    last offset is the pool size."""
-    if word_block is None:
-        ptr = np.zeros(capacity.size + 1, dtype=np.int64)
-        np.cumsum(capacity, out=ptr[1:])
-        return ptr
-    order = np.argsort(word_block, kind="stable")
-    starts = np.cumsum(capacity[order]) - capacity[order]
-    starts += BLOCK_GAP * word_block[order].astype(np.int64)
-    ptr = np.empty(capacity.size + 1, dtype=np.int64)
-    ptr[order] = starts
-    ptr[-1] = int(capacity.sum()) + BLOCK_GAP * int(word_block.max(initial=0))
-    return ptr
-
-
-class SweepSampler:
-    """The sampler of each sweep and the SparseLDA word lists it needs, for the Gibbs drivers
-    (gibbs, dmr-sem): ``inference.sparse`` true, false or auto (:func:`sparse_sweep`); with
-    ``word_block`` (the partitioned schedule) each block's lists lie together
-    (:func:`list_offsets`)."""
-
-    def __init__(self, setting, words: np.ndarray, n_words: int, n_topics: int,
-                 word_block: np.ndarray | None = None):
-        self.setting = setting
-        self.word_freq = word_frequencies(words, n_words)
-        self.bits = _gibbs.topic_bits(n_topics)
-        # pool capacity: min(frequency of w, K) entries for word w (no pool for dense only)
-        self.ptr = list_offsets(np.minimum(self.word_freq, n_topics), word_block)
-        self.word_block = word_block
-        size = max(1, int(self.ptr[-1])) if setting is not False else 1
-        self.entries = np.zeros(size, dtype=np.int64)
-        self.lengths = np.zeros(n_words, dtype=np.int32)
-        self._lists_for = None
-        self.buffers = _gibbs.SweepBuffers()    # the sweeps' buffers, allocated once
-
-    def sweep(self, state, alpha: np.ndarray, bounds: np.ndarray, streams: list,
-              doc_ptr: np.ndarray, words: np.ndarray, threads: int,
-              order: tuple[np.ndarray, np.ndarray] | None = None) -> tuple[int, bool]:
-        """One Gibbs iteration on ``state``'s counts with the (1, K) or (D, K) prior ``alpha``;
-        returns (rounding fallbacks, whether SparseLDA ran). ``bounds`` are AD-LDA chunks, or
-        with ``order`` (:func:`block_order`) the doc blocks of the partitioned schedule. The
-        lists are rebuilt from the counts when they are not those the last sparse sweep left
-        (a pure function of the counts, so the chain does not depend on when that happens)."""
-        current = self.lengths if self._lists_for is state.nkw else None
-        sparse = sparse_sweep(self.setting, state.nkw, self.word_freq, current)
-        if sparse and self._lists_for is not state.nkw:
-            _gibbs.build_word_topic_lists(state.nkw, self.ptr, self.entries, self.lengths,
-                                          self.bits, threads)
-        self._lists_for = state.nkw if sparse else None
-        if order is not None:
-            return int(_gibbs.gibbs_block_sweep(
-                doc_ptr, words, state.z, state.ndk, state.nkw, state.nk, alpha, state.beta,
-                bounds, order[0], order[1], self.word_block, streams, sparse, self.ptr,
-                self.entries, self.lengths, self.bits, threads, self.buffers)), sparse
-        fallbacks = _gibbs.gibbs_sweep(doc_ptr, words, state.z, state.ndk, state.nkw, state.nk,
-                                       alpha, state.beta, bounds, streams, sparse, self.ptr,
-                                       self.entries, self.lengths, self.bits, threads,
-                                       self.buffers)
-        return int(fallbacks), sparse
-
-
-@dataclass
-class RestartPoint:
-    """What a Gibbs chain on a cluster goes back to when a worker is lost: the step, and the
-    counts, alpha and chunk-stream states of that step (z and ndk are the driver's copies,
-    which are not touched until the next gather, after which a newer point is taken)."""
-
-    step: int
-    nkw: np.ndarray
-    nk: np.ndarray
-    alpha: np.ndarray
-    streams: list
-
-    @classmethod
-    def of(cls, state: CountState, chunk_streams: list) -> RestartPoint:
-        return cls(state.step, state.nkw.copy(), state.nk.copy(), state.alpha.copy(),
-                   [bg.state for bg in chunk_streams])
-
-    def restore(self, state: CountState, chunk_streams: list) -> None:
-        state.nkw[...] = self.nkw
-        state.nk[...] = self.nk
-        state.alpha = self.alpha.copy()
-        state.step = self.step
-        for bg, saved in zip(chunk_streams, self.streams):
-            bg.state = saved
+def count_representation(config, doc_ptr: np.ndarray, words: np.ndarray, n_words: int,
+                         threads: int, warp: bool, sync) -> GibbsCounts:
+    """The counts of a Gibbs chain as ``config`` says, on its sweep schedule
+    (:meth:`SweepLayout.of`); ``sync`` brings z and n_dk back from a cluster."""
+    opts, K = config.inference, int(config.model.topics)
+    representation = counts_class(opts, K, warp)
+    layout = SweepLayout.of(opts, doc_ptr, words, n_words, K, threads, representation.ADLDA)
+    steps = MH_STEPS if getattr(opts, "mh_steps", None) is None else opts.mh_steps
+    return representation(layout, opts, steps, sync)
 
 
 #: ``inference.chunks`` and ``inference.blocks`` of the Gibbs drivers (gibbs, dmr-sem)
@@ -280,8 +119,42 @@ BLOCKS_OPTION = Option("int", None, low=1, auto=True, nullable=True,
                             "65,536 tokens), fixed by the corpus, never by the thread count")
 
 
+#: the options of ``gibbs`` (dmr-sem shares some)
+GIBBS_OPTIONS = {
+    "burn_in": Option("int", None, low=0, nullable=True,
+                      help="sweeps before samples are saved (default: half the iterations)"),
+    "thin": Option("int", None, low=1, nullable=True,
+                   help="sweeps between saved samples (default: 10 samples after burn-in)"),
+    "sparse": Option("bool", True, auto=True,
+                     help="SparseLDA sampler (exact); false = dense O(K); auto = chosen "
+                          "before every sweep from the counts (see sparse_sweep)"),
+    "sampler": Option("choice", None, choices=("sparse", "dense", "mh", "warp", "auto"),
+                      nullable=True,
+                      help="sparse = SparseLDA, dense = dense O(K), mh = Metropolis-Hastings "
+                           "O(1) per token (approximate per sweep), warp = Metropolis-"
+                           "Hastings in WarpLDA's order: O(1) per token reading one word's "
+                           "or one document's counts at a time, exact (docs/algorithms.md "
+                           "§2.9); auto = warp "
+                           f"from K = {WARP_FROM_K} (dmr-sem: mh from K = {MH_FROM_K}), "
+                           "else as inference.sparse; null = as inference.sparse"),
+    # null defaults, so that runs saved before these keys existed resume unchanged
+    "mh_steps": Option("int", None, low=1, nullable=True,
+                       help="mh, warp: cycles of a word and a document proposal per "
+                            f"token (null: {MH_STEPS})"),
+    "mh_rebuild": Option("int", None, low=1, high=MAX_REBUILD, nullable=True,
+                         help="mh: sweeps between rebuilds of the word proposal's tables "
+                              f"(null: {MH_REBUILD})"),
+    "chunks": CHUNKS_OPTION,
+    "blocks": BLOCKS_OPTION,
+    "optimize_interval": Option("int", 20, low=1,
+                                help="sweeps between alpha updates when model.alpha is auto"),
+    "optimize_burn_in": Option("int", 50, low=0,
+                               help="sweeps before the first alpha update"),
+}
+
+
 @register
-class GibbsDriver(SampledDriver):
+class GibbsDriver(GibbsClusterMixin, SampledDriver):
     """Collapsed Gibbs sampling; one step is one sweep over the training corpus.
 
     The template of the sweep-based samplers: a subclass with another document prior (DMR)
@@ -298,37 +171,7 @@ class GibbsDriver(SampledDriver):
     cluster_fold_in = True
     sweep_steps = True
     objective_name = "log_joint_per_token"
-    OPTIONS = {
-        "burn_in": Option("int", None, low=0, nullable=True,
-                          help="sweeps before samples are saved (default: half the iterations)"),
-        "thin": Option("int", None, low=1, nullable=True,
-                       help="sweeps between saved samples (default: 10 samples after burn-in)"),
-        "sparse": Option("bool", True, auto=True,
-                         help="SparseLDA sampler (exact); false = dense O(K); auto = chosen "
-                              "before every sweep from the counts (see sparse_sweep)"),
-        "sampler": Option("choice", None, choices=("sparse", "dense", "mh", "warp", "auto"),
-                          nullable=True,
-                          help="sparse = SparseLDA, dense = dense O(K), mh = Metropolis-Hastings "
-                               "O(1) per token (approximate per sweep), warp = Metropolis-"
-                               "Hastings in WarpLDA's order: O(1) per token reading one word's "
-                               "or one document's counts at a time, exact (docs/algorithms.md "
-                               "§2.9); auto = warp "
-                               f"from K = {WARP_FROM_K} (dmr-sem: mh from K = {MH_FROM_K}), "
-                               "else as inference.sparse; null = as inference.sparse"),
-        # null defaults, so that runs saved before these keys existed resume unchanged
-        "mh_steps": Option("int", None, low=1, nullable=True,
-                           help="mh, warp: cycles of a word and a document proposal per "
-                                f"token (null: {MH_STEPS})"),
-        "mh_rebuild": Option("int", None, low=1, high=MAX_REBUILD, nullable=True,
-                             help="mh: sweeps between rebuilds of the word proposal's tables "
-                                  f"(null: {MH_REBUILD})"),
-        "chunks": CHUNKS_OPTION,
-        "blocks": BLOCKS_OPTION,
-        "optimize_interval": Option("int", 20, low=1,
-                                    help="sweeps between alpha updates when model.alpha is auto"),
-        "optimize_burn_in": Option("int", 50, low=0,
-                                   help="sweeps before the first alpha update"),
-    }
+    OPTIONS = GIBBS_OPTIONS
 
     @classmethod
     def check_config(cls, data: dict, where: str) -> None:
@@ -340,45 +183,23 @@ class GibbsDriver(SampledDriver):
 
     @classmethod
     def memory_arrays(cls, data: dict, counts: dict) -> list[tuple[str, tuple[int, ...], int]]:
-        """The chain's arrays as the sampler the config picks allocates them: z, and either
-        WarpLDA's word order (§2.9) or the int32 counts n_kw and n_dk with SparseLDA's word
-        lists or MH's alias tables; and what an in-training evaluation adds at its peak:
-        phi-hat (V, K) float64 (WarpLDA scores from its non-zero counts instead), the rows of
-        phi-hat of the curve documents' words the fold-in copies, and their theta-hat.
+        """The chain's arrays as the representation the config picks allocates them: z and
+        its own (:meth:`GibbsCounts.chain_arrays`); and what an in-training evaluation adds
+        at its peak: phi-hat (V, K) float64 (unless it scores from non-zero counts), the rows
+        of phi-hat of the curve documents' words the fold-in copies, and their theta-hat.
         Checkpoints and samples are written from the arrays themselves, without a copy."""
         inference, model, evaluation = data["inference"], data["model"], data["evaluation"]
         K, V = int(model["topics"]), counts["vocabulary"]
         D, N = counts["train_documents"], counts["train_tokens"]
-        arrays = [("topic of every token", (N,), 4)]
-        sampler = resolved_sampler(inference, K, cls.WARP)
-        if sampler == "warp":
-            chunks = inference.get("chunks")
-            blocks = (resolve_chunks(chunks, N) if chunks is not None
-                      else resolve_blocks(inference.get("blocks"), N))
-            arrays += [("WarpLDA word order", (N,), 4), ("WarpLDA entry documents", (N,), 4),
-                       ("WarpLDA word cuts", (V, blocks + 1), 8),
-                       ("sample non-zero counts", (N,), 8)]
-        else:
-            arrays += [("topic-word counts", (V, K), 4), ("document-topic counts", (D, K), 4)]
-            # AD-LDA (inference.chunks, and always MH): with C chunks, chunk 1 samples on a
-            # snapshot of the counts of the start of the sweep, chunks 2.. on a copy of it
-            # that each thread (or chunk) has of its own
-            chunks = inference.get("chunks")
-            C = 1 if chunks is None and sampler != "mh" else resolve_chunks(chunks or "auto", N)
-            copies = 0 if C < 2 else 1 + min(C - 2, int(data["training"]["threads"]))
-            if sampler == "mh":
-                arrays += [("MH word order", (N,), 8),
-                           ("MH alias tables", (min(N, V * K),), 4 + 4 + 8 + 4)]
-            elif sampler == "sparse" or (sampler is None and inference.get("sparse") is not False):
-                arrays.append(("SparseLDA word-topic lists", (1 + copies, min(N, V * K)), 8))
-            elif copies:
-                arrays.append(("AD-LDA copies of the topic-word counts", (copies, V, K), 4))
+        representation = counts_class(inference, K, cls.WARP)
+        arrays = [("topic of every token", (N,), 4),
+                  *representation.chain_arrays(data, K, V, D, N)]
         test_docs = counts["test_documents"]
         if data["training"].get("eval_every") and test_docs:
             curve = evaluation.get("curve_docs")
             docs = test_docs if curve is None else min(int(curve), test_docs)
             tokens = counts["test_observed_tokens"] * docs // test_docs
-            if sampler != "warp":       # one the fold-in samples with, one mixed with theta
+            if representation.PHI_HAT:  # one the fold-in samples with, one mixed with theta
                 arrays.append(("phi-hat", (2, V, K), 8))
                 arrays.append(("phi-hat of the curve's words", (min(V, tokens), K), 8))
             arrays.append(("theta-hat of the curve", (docs, K), 8))
@@ -389,7 +210,7 @@ class GibbsDriver(SampledDriver):
         """A run trained with ``sampler: auto`` before auto could pick WarpLDA (its checkpoint
         holds dense counts) continues with the sampler auto picked then (§2.9)."""
         inference = config.inference
-        if not (uses_warp(inference, config.model.topics, cls.WARP) and "ndk" in arrays):
+        if counts_class(inference, config.model.topics, cls.WARP).reads(arrays):
             return config
         data = config.to_dict()
         data["inference"]["sampler"] = resolved_sampler(inference, config.model.topics, False)
@@ -401,81 +222,16 @@ class GibbsDriver(SampledDriver):
                  streams: Streams | None = None):
         super().__init__(config, store, threads, streams=streams)
         self.doc_ptr, self.words = self.token_view
-        opts = config.inference
-        choice = getattr(opts, "sampler", None)
-        use_mh = uses_mh(opts, self.K, self.WARP)
-        use_warp = uses_warp(opts, self.K, self.WARP)
-        self._schedule(opts, use_mh or use_warp)
-        self.mh = self.warp = None
-        steps = MH_STEPS if getattr(opts, "mh_steps", None) is None else opts.mh_steps
-        if (use_mh or use_warp) and self.K > self.n_tokens:
-            log.warning("model.n_topics = %d is more than the %d training tokens: most "
-                        "topics stay empty", self.K, self.n_tokens)
-        if use_mh:
-            rebuild = MH_REBUILD if opts.mh_rebuild is None else opts.mh_rebuild
-            self.mh = MHSampler(steps, rebuild, self.words, self.V, self.K)
-        if use_warp:
-            self.warp = WarpSampler(steps, self.doc_ptr, self.words, self.V, word_blocks(
-                word_frequencies(self.words, self.V), self.n_chunks), self.bounds)
-            self.STATE = WarpState
-        self.mh_steps = steps
-        sparse = {"sparse": True, "dense": False}.get(choice, opts.sparse)
-        self.sampler = SweepSampler(False if use_mh or use_warp else sparse, self.words, self.V,
-                                    self.K, self.word_block)
+        self.counts = count_representation(config, self.doc_ptr, self.words, self.V,
+                                           self.threads, self.WARP, self.synced)
+        self.bounds, self.n_chunks = self.counts.layout.bounds, self.counts.layout.n_chunks
+        self.STATE = self.counts.state_class(type(self).STATE)
         self.cluster = None         # the Dask cluster the shards sweep on (use_cluster)
-        self.remote = None
-        self._restart: RestartPoint | None = None
-        self._updating = False      # inside after_sweep's alpha update
-
-    def _schedule(self, opts, use_mh: bool) -> None:
-        """The documents' chunks (AD-LDA: ``inference.chunks`` given, or the MH sampler, which
-        has no partitioned sweep) or blocks (the partitioned schedule, §2.8, and the token
-        order it visits), each with its own stream."""
-        blocks = getattr(opts, "blocks", None)
-        self.order = self.word_block = None
-        if opts.chunks is not None or use_mh:
-            setting = "auto" if opts.chunks is None else opts.chunks
-            self.bounds = chunk_bounds_by_tokens(self.doc_ptr,
-                                                 resolve_chunks(setting, self.n_tokens))
-            self.n_chunks = self.bounds.size - 1
-            warn_idle_threads(setting, self.threads, self.n_chunks)
-            return
-        self.bounds = chunk_bounds_by_tokens(self.doc_ptr, resolve_blocks(blocks, self.n_tokens))
-        self.n_chunks = self.bounds.size - 1
-        warn_idle_threads(blocks, self.threads, self.n_chunks, "inference.blocks", "more blocks")
-        if self.n_chunks > 1:
-            self.word_block = word_blocks(word_frequencies(self.words, self.V), self.n_chunks)
-            self.order = block_order(self.doc_ptr, self.words, self.word_block, self.n_chunks)
-
-    def use_cluster(self, cluster) -> None:
-        """Sweep the shards on ``cluster``: z and ndk live on its workers between sweeps, and
-        the driver's copies are brought up to date when something reads them (checkpoints,
-        samples, alpha updates, the log joint)."""
-        if type(self).cluster_support is not True:
-            raise NotImplementedError(f"{self.name} does not run on a cluster")
-        if self.mh is not None or self.warp is not None:
-            name = "mh" if self.mh is not None else "warp"
-            raise UsageError(f"inference.sampler: {name} does not run on a Dask cluster; train "
-                             f"it on one machine or choose inference.sampler: sparse")
-        from topictk.inference.cluster import ShardedGibbs
-        self.cluster = cluster
-        self.remote = ShardedGibbs(cluster, self.store, self.doc_ptr, self.bounds)
 
     # ------------------------------------------------------------------ state
     def init_state(self) -> CountState:
-        """Every token's topic uniform from the init stream (§2.2), counts to match (for
-        WarpLDA n_k only, §2.9)."""
-        if self.warp is not None:
-            z = initial_topics(self.n_tokens, self.K, self.streams.persistent(keys.INIT))
-            return self.new_state(z, None, None,
-                                  word_frequencies(z, self.K))
-        z = np.zeros(self.n_tokens, dtype=np.int32)
-        ndk = np.zeros((self.n_docs, self.K), dtype=np.int32)
-        nkw = np.zeros((self.V, self.K), dtype=np.int32)
-        nk = np.zeros(self.K, dtype=np.int64)
-        _gibbs.init_topics(self.doc_ptr, self.words, z, ndk, nkw, nk,
-                           self.streams.persistent(keys.INIT))
-        return self.new_state(z, ndk, nkw, nk)
+        """Every token's topic uniform from the init stream (§2.2), counts to match."""
+        return self.new_state(*self.counts.initial(self.streams.persistent(keys.INIT)))
 
     def new_state(self, z, ndk, nkw, nk) -> CountState:
         alpha = resolve_alpha(self.config.model.alpha, self.K)
@@ -497,140 +253,63 @@ class GibbsDriver(SampledDriver):
         opts = self.config.inference
         if (self.config.model.alpha == "auto" and state.step > opts.optimize_burn_in
                 and state.step % opts.optimize_interval == 0):
-            if self.warp is not None:        # from the non-zero n_dk of z (§2.9)
-                rows = sparse_counts(self.doc_ptr, None, state.z, self.K, "ndk")
-                state.alpha = minka_alpha_of_rows(rows["ndk_ptr"], rows["ndk_topic"],
-                                                  rows["ndk_count"], state.alpha)
-                return
             # a worker lost while ndk is brought back: the sweeps redone stop short of this
             # update, which is made here (see _recover)
             previous, self._updating = self._updating, True
             try:
-                ndk = self.synced(state).ndk
+                alpha = self.counts.learnt_alpha(state)
             finally:
                 self._updating = previous
-            state.alpha = minka_alpha(ndk, state.alpha)
+            state.alpha = alpha
 
     def step(self, state: CountState, t: int) -> StepInfo:
         """Sweep t + 1: every shard (doc block, or AD-LDA chunk) samples its documents with
-        its own stream (§2.8, §2.4)."""
+        its own stream (§2.8, §2.4), here or on the cluster."""
         extra = self.before_sweep(state, t + 1)
         chunk_streams = self.streams.chunk_streams((3,), self.n_chunks, persistent=True)
-        if self.mh is not None:
-            self.mh.sweep(state, self.sweep_prior(state), self.bounds, chunk_streams,
-                          self.doc_ptr, self.words, self.threads)
-            fallbacks, sparse = 0, None
-        elif self.warp is not None:
-            word_streams = self.streams.chunk_streams(keys.WARP_WORDS, self.n_chunks,
-                                                      persistent=True)
-            state.ndk = state.nkw = None    # the chain is z and nk (§2.9)
-            self.warp.sweep(state, self.sweep_prior(state), self.bounds, chunk_streams,
-                            word_streams, self.doc_ptr, self.words, self.threads)
-            fallbacks, sparse = 0, None
-        elif self.remote is not None:
-            fallbacks, sparse = self._remote_sweep(state, chunk_streams)
+        if self.remote is not None:
+            fallbacks, ran = self._remote_sweep(state, chunk_streams)
         else:
-            fallbacks, sparse = self.sampler.sweep(state, self.sweep_prior(state), self.bounds,
-                                                   chunk_streams, self.doc_ptr, self.words,
-                                                   self.threads, self.order)
+            fallbacks, ran = self.counts.sweep(state, self.sweep_prior(state), chunk_streams,
+                                               self.streams, self.threads)
         state.step = t + 1
         self.after_sweep(state)
         opts = self.config.inference
         collect = (state.step > opts.burn_in and (state.step - opts.burn_in) % opts.thin == 0)
         extra["fallbacks"] = fallbacks
-        extra["sampler"] = (("warp" if self.warp is not None else "mh") if sparse is None
-                            else ("sparse" if sparse else "dense"))
+        extra["sampler"] = ran         # the sampler that ran the sweep
         return StepInfo(tokens=self.n_tokens, documents=self.n_docs, collect_sample=collect,
                         extra=extra)
 
-    def _remote_sweep(self, state: CountState, chunk_streams: list) -> tuple[int, bool]:
-        """The sweep of :meth:`step` on the cluster: the same sampler choice, made here from
-        the global counts, and the same chunks with the same streams. A worker lost on the way
-        is recovered from (:meth:`_recover`) and the sweep done again."""
-        from topictk.inference.cluster import with_recovery
-        sparse = sparse_sweep(self.sampler.setting, state.nkw, self.sampler.word_freq)
-
-        def attempt() -> tuple[int, bool]:
-            if self.remote.shards is None:
-                self.remote.distribute(state.z, state.ndk)
-            if not self.remote.stale:           # the driver holds the whole state: keep it
-                self._restart = RestartPoint.of(state, chunk_streams)
-            fallbacks = self.remote.sweep(state.nkw, state.nk, self.sweep_prior(state),
-                                          state.beta, sparse, chunk_streams)
-            return fallbacks, sparse
-
-        return with_recovery(self.cluster, lambda exc: self._recover(state, chunk_streams, exc),
-                             attempt)
-
-    def _recover(self, state: CountState, chunk_streams: list, exc: Exception) -> None:
-        """After a worker was lost: go back to the last step at which the driver held the whole
-        state (its z and ndk as last gathered, with the counts, alpha and chunk streams kept
-        then), send the shards out again and redo the sweeps since then. The chain is a
-        function of that state, so the sweeps redone are the ones lost, bit for bit."""
-        from topictk.inference.cluster import warn_redo
-        self.cluster.check_connected()
-        upto, back = state.step, self._restart
-        # lost in the middle of after_sweep of step upto: that update is the caller's to make
-        partial = self._updating
-        warn_redo(exc, back.step, upto, "sweeps")
-        self.remote.release()
-        back.restore(state, chunk_streams)
-        self.remote.stale = False       # state.z and state.ndk are those of back.step
-        for t in range(back.step, upto):
-            self._remote_sweep(state, chunk_streams)
-            state.step = t + 1
-            if not (partial and t + 1 == upto):
-                self.after_sweep(state)
-
-    def synced(self, state: CountState) -> CountState:
-        """``state`` with z and ndk brought back from the cluster when they are behind, or
-        with ndk and nkw counted when a WarpLDA state has none (:meth:`counted`)."""
-        self.counted(state)
-        if self.remote is None or not self.remote.stale:
-            return state
-        from topictk.inference.cluster import with_recovery
-        chunk_streams = self.streams.chunk_streams((3,), self.n_chunks, persistent=True)
-        with_recovery(self.cluster, lambda exc: self._recover(state, chunk_streams, exc),
-                      lambda: self.remote.gather(state.z, state.ndk))
-        return state
-
-    def counted(self, state: CountState) -> CountState:
-        """``state`` with ndk and nkw counted from z when it has none (a WarpLDA-order state
-        keeps z and nk only, §2.9)."""
-        if state.ndk is None:
-            state.ndk = np.zeros((self.n_docs, self.K), dtype=np.int32)
-            state.nkw = np.zeros((self.V, self.K), dtype=np.int32)
-            _warp.count_topics(self.doc_ptr, self.words, state.z, state.ndk, state.nkw)
-        return state
-
-    def mark_step(self, state: CountState) -> None:
-        """Nothing to copy: the restart point of the sweeps on the cluster is the mark."""
-
-    def roll_back(self, state: CountState) -> int:
-        """After the cluster was lost: the state as the driver last held it whole (the step
-        before the sweep under way, or an earlier one when z and ndk were last gathered then);
-        the shards are gone with the cluster."""
-        if self.remote.stale:
-            chunk_streams = self.streams.chunk_streams((3,), self.n_chunks, persistent=True)
-            self._restart.restore(state, chunk_streams)
-        self.remote.shards, self.remote.stale = None, False
-        return state.step
-
+    # ------------------------------------------------------------ what is read
     def state_to_arrays(self, state: CountState) -> tuple[dict, dict[str, np.ndarray]]:
-        return super().state_to_arrays(state if self.warp is not None else self.synced(state))
+        return super().state_to_arrays(self.synced(state))
 
     def topic_word(self, state: CountState) -> np.ndarray:
-        return self.counted(state).topic_word()
+        return self.counts.topic_word(state)
+
+    def ranked_words(self, state: CountState,
+                     n: int) -> tuple[np.ndarray, np.ndarray] | None:
+        return self.counts.ranked_words(state, n)
+
+    def objective(self, state: CountState) -> float:
+        """Collapsed log joint ln p(w, z | alpha, beta) per token (§1.3)."""
+        return self.counts.objective(state)
+
+    def sample(self, state: CountState) -> dict[str, np.ndarray]:
+        """The counts a sample keeps (:meth:`GibbsCounts.sample`): n_kw, n_k, alpha, and n_dk
+        for Protocol B."""
+        return self.counts.sample(state, self.store.train_heldout() is not None)
 
     def fold_in(self, state: CountState, documents, plan, *, prior=None,
                 sample: dict | None = None) -> np.ndarray:
         """With ``evaluation.fold_in: mh``, by MH (§2.7): the word proposal's tables from the
         counts of ``sample`` (or of the state), O(mh_steps) per token; else by the Gibbs
-        fold-in, for a WarpLDA chain from its non-zero counts (§2.9): the dense path's numbers
-        without the (V, K) phi-hat."""
-        mh = getattr(self.config.evaluation, "fold_in", "gibbs") == "mh"
-        rows = None if mh else self._fold_in_rows(state, sample, prior)
-        if not mh and rows is None:
+        fold-in, from the non-zero counts when the representation gives them (§2.9): the
+        dense path's numbers without the (V, K) phi-hat."""
+        by_mh = getattr(self.config.evaluation, "fold_in", "gibbs") == "mh"
+        rows = None if by_mh else self.counts.fold_in_rows(state, sample, prior)
+        if not by_mh and rows is None:
             return super().fold_in(state, documents, plan, prior=prior, sample=sample)
         if prior is None:
             if sample is not None:
@@ -641,96 +320,7 @@ class GibbsDriver(SampledDriver):
             return sparse_fold_in_theta(rows, nk, state.beta, prior, documents, plan)
         nkw = self.counted(state).nkw if sample is None else dense_counts(sample, "nkw", self.K)
         return mh_fold_in(nkw, nk, state.beta, prior, documents.doc_ptr, documents.words,
-                          plan, self.mh_steps)
-
-    def _fold_in_rows(self, state: CountState, sample: dict | None,
-                      prior) -> dict[str, np.ndarray] | None:
-        """The non-zero n_kw a WarpLDA chain's Gibbs fold-in reads (of ``sample``, or of the
-        state); None when the dense path folds in: another sampler, a sample with dense
-        counts, or a prior per document."""
-        if self.warp is None or (prior is not None and np.ndim(prior) > 1
-                                 and np.shape(prior)[0] != 1):
-            return None
-        if sample is None:
-            return self._word_rows(state)
-        return sample if "nkw_ptr" in sample else None
-
-    def objective(self, state: CountState) -> float:
-        """Collapsed log joint ln p(w, z | alpha, beta) per token (§1.3), summed in blocks of
-        rows so that no (D, K) or (V, K) float temporary is made; a WarpLDA chain's from its
-        non-zero counts (:meth:`_sparse_objective`)."""
-        if self.warp is not None:
-            return self._sparse_objective(state)
-        alpha, beta = state.alpha, state.beta
-        self.synced(state)
-        V = self.V
-        lengths = np.diff(self.doc_ptr)
-        doc_part = self.n_docs * (gammaln(alpha.sum()) - gammaln(alpha).sum())
-        doc_part -= gammaln(alpha.sum() + lengths).sum()
-        for begin in range(0, self.n_docs, 1024):
-            doc_part += gammaln(state.ndk[begin:begin + 1024] + alpha).sum()
-        topic_part = self.K * gammaln(V * beta) - gammaln(V * beta + state.nk).sum()
-        for begin in range(0, V, 1024):
-            rows = state.nkw[begin:begin + 1024]
-            nz = rows[rows > 0]
-            topic_part += (gammaln(nz + beta) - gammaln(beta)).sum()
-        return float((doc_part + topic_part) / max(self.n_tokens, 1))
-
-    def ranked_words(self, state: CountState,
-                     n: int) -> tuple[np.ndarray, np.ndarray] | None:
-        """A WarpLDA chain's from the non-zero n_kw of z (phi-hat_kw grows with n_kw within a
-        topic), with phi-hat_kw = (n_kw + beta) / (n_k + V beta) of each, without the (V, K)
-        counts; None for the other samplers."""
-        if self.warp is None:
-            return None
-        top, counts = top_words_of_rows(self._word_rows(state), self.K, n)
-        probabilities = counts.astype(np.float64)
-        probabilities += state.beta
-        probabilities /= (state.nk + self.V * state.beta)[:, None]
-        return top, probabilities
-
-    def _word_rows(self, state: CountState) -> dict[str, np.ndarray]:
-        """A WarpLDA chain's non-zero n_kw (``nkw_*``, §2.9), counted from z once per sweep
-        (kept in ``state.word_rows``, which a sweep clears)."""
-        if state.word_rows is None:
-            state.word_rows = sparse_counts(self.warp.word_ptr, self.warp.word_tokens, state.z,
-                                            self.K, "nkw")
-        return state.word_rows
-
-    def _sparse_objective(self, state: CountState, block: int = 1 << 20) -> float:
-        """:meth:`objective` from the non-zero counts of z (§2.9): sum_dk ln Gamma(n_dk +
-        alpha_k) is D sum_k ln Gamma(alpha_k) plus, over the non-zero n_dk, ln Gamma(n_dk +
-        alpha_k) - ln Gamma(alpha_k); the same value up to rounding, in memory O(non-zeros)."""
-        alpha, beta = state.alpha, state.beta
-        lengths = np.diff(self.doc_ptr)
-        doc_part = self.n_docs * gammaln(alpha.sum()) - gammaln(alpha.sum() + lengths).sum()
-        ndk = sparse_counts(self.doc_ptr, None, state.z, self.K, "ndk")
-        for begin in range(0, ndk["ndk_count"].size, block):
-            a = alpha[ndk["ndk_topic"][begin:begin + block]]
-            doc_part += (gammaln(ndk["ndk_count"][begin:begin + block] + a) - gammaln(a)).sum()
-        del ndk
-        topic_part = self.K * gammaln(self.V * beta) - gammaln(self.V * beta + state.nk).sum()
-        nkw = self._word_rows(state)
-        for begin in range(0, nkw["nkw_count"].size, block):
-            part = nkw["nkw_count"][begin:begin + block]
-            topic_part += (gammaln(part + beta) - gammaln(beta)).sum()
-        return float((doc_part + topic_part) / max(self.n_tokens, 1))
-
-    def sample(self, state: CountState) -> dict[str, np.ndarray]:
-        """The counts a sample keeps: n_kw, n_k, alpha, and n_dk for Protocol B. A WarpLDA
-        chain's are its non-zero counts (:func:`topictk.state.counts.sparse_counts`, §2.9),
-        counted from z, so that sampling adds no (V, K) or (D, K) array to its memory."""
-        protocol_b = self.store.train_heldout() is not None
-        if self.warp is not None:
-            arrays = {**self._word_rows(state), "nk": state.nk, "alpha": state.alpha}
-            if protocol_b:
-                arrays.update(sparse_counts(self.doc_ptr, None, state.z, self.K, "ndk"))
-            return arrays
-        # the arrays are written to disk (or used) at once: no copy of the counts is needed
-        arrays = {"nkw": state.nkw, "nk": state.nk, "alpha": state.alpha}
-        if protocol_b:                              # Protocol B scores with n_dk per sample
-            arrays["ndk"] = self.synced(state).ndk
-        return arrays
+                          plan, self.counts.steps)
 
     # ---------------------------------------------------------------- scoring
     def sample_phi(self, state: CountState, sample: dict) -> np.ndarray:
@@ -745,8 +335,8 @@ class GibbsDriver(SampledDriver):
         fold-in without forming phi-hat (:func:`topictk.inference.warp.sparse_fold_in`): the
         numbers of the dense path, in memory O(non-zeros + K) instead of O(V K)."""
         samples = self.scored_samples(state, samples)
-        if (self.warp is None or getattr(self.config.evaluation, "fold_in", "gibbs") != "gibbs"
-                or not all("nkw_ptr" in s for s in samples)):
+        if (getattr(self.config.evaluation, "fold_in", "gibbs") != "gibbs"
+                or not self.counts.scores_rows(samples)):
             return super().averaged_fold_in(state, samples, docs, documents, pass_index)
         total = np.zeros(np.asarray(docs.heldout.indices).size)
         for s in samples:
@@ -758,39 +348,34 @@ class GibbsDriver(SampledDriver):
                                     heldout) -> np.ndarray:
         """Protocol B (§11.2): p-hat = (1/S) sum_s sum_k theta-hat^s_dk phi-hat^s_kw with
         theta-hat^s = (n_dk + alpha_d)/(N_d + alpha_d.) (TNW 2007 eq. 20), over the saved
-        samples that hold n_dk (the current state when there are none); from a sample's
-        non-zero counts when it keeps those (§2.9)."""
+        samples that hold n_dk (else the current state's, which holds them on a store with
+        Protocol B); from a sample's non-zero counts when it keeps those (§2.9)."""
         samples = [s for s in (samples or []) if "ndk" in s or "ndk_ptr" in s] or [
-            self.sample(state) if self.warp is not None
-            else self.sample(state) | {"ndk": self.synced(state).ndk}]
+            self.sample(state)]
         total = np.zeros(np.asarray(heldout.indices).size)
         for s in samples:
-            alpha = self.sample_prior(state, s, "train")
-            if "ndk_ptr" in s and "nkw_ptr" in s and alpha.ndim == 1:
-                total += sparse_mixture(s, state.beta, alpha, heldout, self.threads)
-                continue
-            ndk = dense_counts(s, "ndk", self.K).astype(np.float64)
-            alpha_sum = alpha.sum() if alpha.ndim == 1 else alpha.sum(axis=1, keepdims=True)
-            theta = (ndk + alpha) / (ndk.sum(axis=1, keepdims=True) + alpha_sum)
-            total += mixture_probabilities(heldout, theta, self.sample_phi(state, s),
-                                           self.threads)
+            total += self._sample_mixture(state, s, heldout)
         return total / len(samples)
 
+    def _sample_mixture(self, state: CountState, sample: dict, heldout) -> np.ndarray:
+        """p-hat of Protocol B's held-out entries under one sample."""
+        alpha = self.sample_prior(state, sample, "train")
+        if "ndk_ptr" in sample and "nkw_ptr" in sample and alpha.ndim == 1:
+            return sparse_mixture(sample, state.beta, alpha, heldout, self.threads)
+        ndk = dense_counts(sample, "ndk", self.K).astype(np.float64)
+        alpha_sum = alpha.sum() if alpha.ndim == 1 else alpha.sum(axis=1, keepdims=True)
+        theta = (ndk + alpha) / (ndk.sum(axis=1, keepdims=True) + alpha_sum)
+        return mixture_probabilities(heldout, theta, self.sample_phi(state, sample),
+                                     self.threads)
+
     def state_sizes(self) -> dict:
-        return {**super().state_sizes(), "M": self.mh_steps}
+        return {**super().state_sizes(), "M": self.counts.steps}
 
     def check_resumable(self, state: CountState) -> None:
-        if self.warp is not None and state.prop is not None:
-            raise ValueError(f"the state of step {state.step} holds the pending proposals of "
-                             f"the earlier inference.sampler = warp kernel, whose chain this "
-                             f"version cannot continue (its topics can still be evaluated); "
-                             f"train the run again from the start")
+        self.counts.check_resumable(state)
 
     def check_restored(self, state: CountState) -> None:
-        if (self.mh is not None and state.step % self.mh.rebuild != 0
-                and state.table_z is None):
-            raise ValueError(f"the state of step {state.step} has no table_z, which "
-                             f"inference.mh_rebuild = {self.mh.rebuild} needs")
+        self.counts.check_restored(state)
 
     def check_state(self, state: CountState) -> None:
         if not np.all(np.isfinite(state.alpha)):

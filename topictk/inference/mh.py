@@ -2,8 +2,8 @@
 the alias-table word proposal of AliasLDA, Li et al. 2014): docs/algorithms.md §2.7.
 
 The kernel is :mod:`topictk.inference._mh`; its NumPy twin is ``tests/reference/mh.py``. This
-module holds the word proposal's tables and their rebuild schedule for
-:class:`topictk.inference.gibbs.GibbsDriver` (``inference.sampler: mh``, with one prior or a
+module holds the word proposal's tables and their rebuild schedule, the Gibbs drivers' count
+representation they sweep (:class:`MHCounts`, ``inference.sampler: mh``, with one prior or a
 prior per document as in dmr-sem), and the MH fold-in of documents with the topics fixed
 (:func:`mh_fold_in`) that runs trained with it are evaluated and inferred with.
 """
@@ -13,6 +13,7 @@ import numpy as np
 
 from topictk.inference import _mh
 from topictk.inference.base import FoldInPlan, tokens_by_word
+from topictk.inference.gibbs_counts import DenseCounts, SweepLayout, warn_empty_topics
 
 #: defaults of ``inference.mh_steps`` and ``inference.mh_rebuild``
 MH_STEPS = 2
@@ -95,6 +96,37 @@ class MHSampler:
         if self._bar is None or self._bar[0] is not alpha:
             self._bar = (alpha, proposal_prior(alpha))
         return self._bar[1]
+
+
+class MHCounts(DenseCounts):
+    """The dense counts of :class:`topictk.inference.gibbs_counts.DenseCounts` swept by
+    :class:`MHSampler` (§2.7) on AD-LDA chunks; ``inference.mh_rebuild`` sets how often the
+    word proposal's tables are rebuilt."""
+
+    name = "mh"
+    ADLDA = True
+
+    def __init__(self, layout: SweepLayout, opts, steps: int, sync=None):
+        super().__init__(layout, steps, sync)
+        warn_empty_topics(layout)
+        rebuild = MH_REBUILD if opts.mh_rebuild is None else opts.mh_rebuild
+        self.sampler = MHSampler(steps, rebuild, layout.words, layout.n_words, layout.n_topics)
+
+    @classmethod
+    def sweep_arrays(cls, inference, K, V, N, copies):
+        return [("MH word order", (N,), 8),
+                ("MH alias tables", (min(N, V * K),), 4 + 4 + 8 + 4)]
+
+    def sweep(self, state, prior, chunk_streams, streams, threads):
+        L = self.layout
+        self.sampler.sweep(state, prior, L.bounds, chunk_streams, L.doc_ptr, L.words, threads)
+        return 0, self.name
+
+    def check_restored(self, state) -> None:
+        rebuild = self.sampler.rebuild
+        if state.step % rebuild != 0 and state.table_z is None:
+            raise ValueError(f"the state of step {state.step} has no table_z, which "
+                             f"inference.mh_rebuild = {rebuild} needs")
 
 
 def proposal_prior(alpha: np.ndarray) -> np.ndarray:

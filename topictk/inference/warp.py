@@ -1,9 +1,10 @@
 """The WarpLDA sampler of collapsed Gibbs LDA (Chen et al. 2016): docs/algorithms.md §2.9.
 
 The kernel is :mod:`topictk.inference._warp`; its NumPy twin is ``tests/reference/warp.py``.
-This module holds the word order of the word phase and the word chunks for
-:class:`topictk.inference.gibbs.GibbsDriver` (``inference.sampler: warp``), and the scoring of
-its samples, which keep non-zero counts only (:mod:`topictk.inference._sparse_score`).
+This module holds the word order of the word phase and the word chunks, the Gibbs drivers'
+count representation of such a chain (:class:`WarpCounts`, ``inference.sampler: warp``: z and
+n_k, and the non-zero counts of z for what reads them), and the scoring of its samples, which
+keep non-zero counts only (:mod:`topictk.inference._sparse_score`).
 """
 from __future__ import annotations
 
@@ -11,8 +12,18 @@ from functools import cached_property
 
 import numpy as np
 
+from topictk import streams as keys
+from topictk._cy.special import gammaln
 from topictk.inference import _sparse_score, _warp
-from topictk.inference.base import tokens_by_word, word_frequencies
+from topictk.inference.base import resolve_blocks, resolve_chunks, tokens_by_word, word_frequencies
+from topictk.inference.gibbs_counts import (
+    GibbsCounts,
+    SweepLayout,
+    warn_empty_topics,
+    word_blocks,
+)
+from topictk.inference.hyper import minka_alpha_of_rows
+from topictk.state.counts import WarpState
 
 
 # entries whose documents are looked up at a time when the word order is built
@@ -24,7 +35,7 @@ class WarpSampler:
 
     The tokens are grouped by word by a stable sort of the words (corpus order within a
     word); the words are cut into as many blocks as the documents
-    (:func:`topictk.inference.gibbs.word_blocks`). What only a sweep reads (the document of
+    (:func:`topictk.inference.gibbs_counts.word_blocks`). What only a sweep reads (the document of
     every entry, the words of every block, ``word_cuts[w, b]`` the first entry of word w in
     document block b) is built at the first sweep, so that a run that is only read (its
     evaluation, its topics, inference) does not hold it. All are functions of the corpus and
@@ -75,6 +86,128 @@ class WarpSampler:
                          word_cuts, word_list, word_bounds, self.word_block,
                          state.z, state.nk, _flat(alpha), float(state.beta), self.steps,
                          bounds, doc_streams, word_streams, threads)
+
+
+class WarpCounts(GibbsCounts):
+    """A WarpLDA-order chain (§2.9): the chain is z and n_k (:class:`WarpState`), swept by
+    :class:`WarpSampler` on AD-LDA chunks and as many word blocks. Whatever reads n_kw (the
+    top words, the log joint, a sample, a fold-in) gets its non-zero entries, counted from z
+    once per sweep (``state.word_rows``), and n_dk's non-zero entries are counted when read
+    (alpha's update, Protocol B): no (V, K) or (D, K) array is made unless :meth:`dense` is
+    asked for."""
+
+    name = "warp"
+    ADLDA = True
+    PHI_HAT = False             # scored from the non-zero counts
+
+    def __init__(self, layout: SweepLayout, opts, steps: int, sync=None):
+        super().__init__(layout, steps, sync)
+        warn_empty_topics(layout)
+        self.sampler = WarpSampler(steps, layout.doc_ptr, layout.words, layout.n_words,
+                                   word_blocks(word_frequencies(layout.words, layout.n_words),
+                                               layout.n_chunks), layout.bounds)
+
+    @classmethod
+    def reads(cls, arrays: dict) -> bool:
+        return "ndk" not in arrays
+
+    @classmethod
+    def chain_arrays(cls, data, K, V, D, N):
+        inference = data["inference"]
+        chunks = inference.get("chunks")
+        blocks = (resolve_chunks(chunks, N) if chunks is not None
+                  else resolve_blocks(inference.get("blocks"), N))
+        return [("WarpLDA word order", (N,), 4), ("WarpLDA entry documents", (N,), 4),
+                ("WarpLDA word cuts", (V, blocks + 1), 8), ("sample non-zero counts", (N,), 8)]
+
+    def state_class(self, base: type) -> type:
+        return WarpState
+
+    def initial(self, stream) -> tuple:
+        """The z of §2.2 and n_k; no n_dk or n_kw."""
+        z = initial_topics(self.layout.n_tokens, self.layout.n_topics, stream)
+        return z, None, None, word_frequencies(z, self.layout.n_topics)
+
+    def sweep(self, state, prior, chunk_streams, streams, threads):
+        L = self.layout
+        word_streams = streams.chunk_streams(keys.WARP_WORDS, L.n_chunks, persistent=True)
+        state.ndk = state.nkw = None    # the chain is z and nk (§2.9)
+        self.sampler.sweep(state, prior, L.bounds, chunk_streams, word_streams, L.doc_ptr,
+                           L.words, threads)
+        return 0, self.name
+
+    def word_rows(self, state) -> dict[str, np.ndarray]:
+        """The non-zero n_kw of z (``nkw_*``), counted once per sweep (kept in
+        ``state.word_rows``, which a sweep clears)."""
+        if state.word_rows is None:
+            state.word_rows = sparse_counts(self.sampler.word_ptr, self.sampler.word_tokens,
+                                            state.z, self.layout.n_topics, "nkw")
+        return state.word_rows
+
+    def document_rows(self, state) -> dict[str, np.ndarray]:
+        """The non-zero n_dk of z (``ndk_*``)."""
+        return sparse_counts(self.layout.doc_ptr, None, state.z, self.layout.n_topics, "ndk")
+
+    def learnt_alpha(self, state) -> np.ndarray:
+        """From histograms of the non-zero n_dk."""
+        rows = self.document_rows(state)
+        return minka_alpha_of_rows(rows["ndk_ptr"], rows["ndk_topic"], rows["ndk_count"],
+                                   state.alpha)
+
+    def ranked_words(self, state, n: int) -> tuple[np.ndarray, np.ndarray]:
+        """From the non-zero n_kw (phi-hat_kw grows with n_kw within a topic), with
+        phi-hat_kw = (n_kw + beta) / (n_k + V beta) of each."""
+        top, counts = top_words_of_rows(self.word_rows(state), self.layout.n_topics, n)
+        probabilities = counts.astype(np.float64)
+        probabilities += state.beta
+        probabilities /= (state.nk + self.layout.n_words * state.beta)[:, None]
+        return top, probabilities
+
+    def objective(self, state, block: int = 1 << 20) -> float:
+        """From the non-zero counts of z: sum_dk ln Gamma(n_dk + alpha_k) is D sum_k ln
+        Gamma(alpha_k) plus, over the non-zero n_dk, ln Gamma(n_dk + alpha_k) - ln
+        Gamma(alpha_k); the dense formula's value up to rounding, in memory O(non-zeros)."""
+        alpha, beta = state.alpha, state.beta
+        L = self.layout
+        lengths = np.diff(L.doc_ptr)
+        doc_part = L.n_docs * gammaln(alpha.sum()) - gammaln(alpha.sum() + lengths).sum()
+        ndk = self.document_rows(state)
+        for begin in range(0, ndk["ndk_count"].size, block):
+            a = alpha[ndk["ndk_topic"][begin:begin + block]]
+            doc_part += (gammaln(ndk["ndk_count"][begin:begin + block] + a) - gammaln(a)).sum()
+        del ndk
+        topic_part = self.topic_part(state.nk, beta)
+        nkw = self.word_rows(state)
+        for begin in range(0, nkw["nkw_count"].size, block):
+            part = nkw["nkw_count"][begin:begin + block]
+            topic_part += (gammaln(part + beta) - gammaln(beta)).sum()
+        return float((doc_part + topic_part) / max(L.n_tokens, 1))
+
+    def sample(self, state, documents: bool) -> dict[str, np.ndarray]:
+        """Non-zero counts (:func:`sparse_counts`), so that sampling adds no (V, K) or (D, K)
+        array to the chain's memory."""
+        arrays = {**self.word_rows(state), "nk": state.nk, "alpha": state.alpha}
+        if documents:
+            arrays.update(self.document_rows(state))
+        return arrays
+
+    def fold_in_rows(self, state, sample, prior):
+        """None for a prior per document or a sample with dense counts."""
+        if prior is not None and np.ndim(prior) > 1 and np.shape(prior)[0] != 1:
+            return None
+        if sample is None:
+            return self.word_rows(state)
+        return sample if "nkw_ptr" in sample else None
+
+    def scores_rows(self, samples: list[dict]) -> bool:
+        return all("nkw_ptr" in s for s in samples)
+
+    def check_resumable(self, state) -> None:
+        if state.prop is not None:
+            raise ValueError(f"the state of step {state.step} holds the pending proposals of "
+                             f"the earlier inference.sampler = warp kernel, whose chain this "
+                             f"version cannot continue (its topics can still be evaluated); "
+                             f"train the run again from the start")
 
 
 def initial_topics(n_tokens: int, n_topics: int, stream: np.random.PCG64,

@@ -73,10 +73,11 @@ class CountState(Saved):
 @dataclass
 class WarpState(CountState):
     """The state of a WarpLDA-order chain (docs/algorithms.md §2.9): z and nk are the chain;
-    ``ndk`` and ``nkw`` are None while it samples and are counted from z by the driver when
-    something reads them. Saved without them, so a checkpoint holds 4 N + 8 K bytes of topics
-    and counts, not 4 (D + V) K. ``prop`` is only read from the checkpoints of the earlier
-    kernel, whose proposals waited a phase (refused on resume: that chain cannot go on).
+    ``ndk`` and ``nkw`` are None while it samples and are counted from z
+    (:class:`topictk.inference.warp.WarpCounts`) when something reads them. Saved without
+    them, so a checkpoint holds 4 N + 8 K bytes of topics and counts, not 4 (D + V) K.
+    ``prop`` is only read from the checkpoints of the earlier kernel, whose proposals waited a
+    phase (refused on resume: that chain cannot go on).
     ``word_rows``, not saved, holds the non-zero n_kw of z once something has counted them
     (scoring, the top words, the log joint, every block of ``topictk infer``), until the next
     sweep."""
