@@ -265,8 +265,8 @@ def test_every_algorithm_name_resolves_to_its_driver():
       "dmr-sem, dmr-sgrld or set model.family: lda")),
     ({"family": "lda"}, {"algorithm": "dmr-sem", "sigma2": 0.5},
      (f"inference.algorithm 'dmr-sem' trains model.family dmr, the config says lda; use one "
-      f"of {', '.join(n for n in algorithm_names() if get_driver(n).family == 'lda')} or set "
-      f"model.family: dmr")),
+      f"of {', '.join(n for n in algorithm_names() if get_driver(n).traits.family == 'lda')} "
+      f"or set model.family: dmr")),
     ({"family": "lda", "layers": [4, 2]}, {"algorithm": "tlasgr"},
      "inference.algorithm 'tlasgr' trains deep LDA: set model.family: dlda and model.layers"),
 ])

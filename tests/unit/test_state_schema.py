@@ -107,3 +107,45 @@ def test_lists_of_arrays_and_optional_arrays():
     del arrays["phi_2"]
     with pytest.raises(SchemaError, match="array phi_2 is missing"):
         from_arrays(DeepState, header, arrays, sizes)
+
+
+# ------------------------------------------------------------------------- migrations
+def test_a_particle_em_state_of_version_1_is_migrated_to_one_weight_per_document():
+    """PEM's version 1 kept one weight per particle (omega (P,)); the declared migration gives
+    every document those weights, and the state reads as version 2."""
+    from topictk.inference.pem import PEMState
+    from topictk.state.migrations import MIGRATIONS
+
+    assert ("PEMState", 1) in MIGRATIONS and PEMState.SCHEMA_VERSION == 2
+    sizes = {**SIZES, "P": 2}
+    header = {"schema": 1, "bound": None, "bound_prev": None, "converged": False, "step": 3,
+              "sample_steps": []}
+    arrays = {"phi": np.full((4, 3), 0.25), "gamma": np.ones((2, 2, 3)),
+              "alpha": np.full(3, 0.1), "omega": np.array([0.25, 0.75]),
+              "particle_bounds": np.zeros(2)}
+    state = from_arrays(PEMState, header, arrays, sizes)
+    assert np.array_equal(state.omega, [[0.25, 0.75], [0.25, 0.75]])
+    assert arrays["omega"].shape == (2,) and header["schema"] == 1     # inputs unchanged
+    # a version-2 state is read as it is
+    again = from_arrays(PEMState, {**header, "schema": 2}, {**arrays, "omega": state.omega},
+                        sizes)
+    assert np.array_equal(again.omega, state.omega)
+
+
+def test_a_version_step_without_a_declared_migration_is_refused_by_name(monkeypatch):
+    from topictk.state.migrations import MigrationError
+
+    monkeypatch.setattr(CountState, "SCHEMA_VERSION", 2)
+    header, arrays = to_arrays(count_state())
+    with pytest.raises(MigrationError, match="header field schema is 1: no migration of "
+                                             "CountState from version 1 to 2 is declared"):
+        from_arrays(CountState, {**header, "schema": 1}, arrays, SIZES)
+
+
+def test_migrations_go_one_version_up_and_are_declared_once():
+    from topictk.state.migrations import migration
+
+    with pytest.raises(ValueError, match="one version up"):
+        migration("CountState", 1, 3)
+    with pytest.raises(ValueError, match="two migrations from version 1"):
+        migration("PEMState", 1, 2)(lambda header, arrays, sizes: (header, arrays))

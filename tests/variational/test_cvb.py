@@ -207,5 +207,7 @@ def test_one_thread_equals_two(planted_store, tmp_path, algorithm):
 
 
 def test_auto_alpha_is_refused(planted_store, tmp_path):
-    with pytest.raises(ConfigError, match="model.alpha must be a number for inference.algorithm"):
+    with pytest.raises(ConfigError, match=r"model.alpha: auto is not available for cvb; give a "
+                                          r"number \(the algorithms that learn alpha: gibbs, ovb, "
+                                          r"pem, vb\)"):
         make_config(planted_store, tmp_path / "run", "cvb", model={"alpha": "auto"})

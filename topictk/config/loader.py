@@ -316,7 +316,8 @@ class Catalogue(Protocol):
     def algorithm_names(self) -> list[str]: ...
 
     def get_driver(self, name: str) -> Any:
-        """An object with ``family``, ``OPTIONS`` (key -> :class:`Option`),
+        """An object with ``traits`` (what it can do: ``family``, ``cluster``,
+        ``alpha_auto``, ...), ``OPTIONS`` (key -> :class:`Option`),
         ``check_config(data, where)``, ``memory_arrays(data, counts)`` (the arrays a run
         holds) and ``MEMORY_FIX`` (what else to do when they do not fit)."""
 
@@ -328,7 +329,7 @@ def _model_schema(raw: dict, catalogue: Catalogue) -> dict:
     family = model.get("family") if isinstance(model, dict) else None
     if (family is None and isinstance(inf, dict)
             and inf.get("algorithm") in catalogue.algorithm_names()):
-        family = catalogue.get_driver(inf["algorithm"]).family
+        family = catalogue.get_driver(inf["algorithm"]).traits.family
     # a family that is not a string (a list, a mapping) is refused by the family key's check
     return MODEL_FAMILIES.get(family, MODEL) if isinstance(family, str) else MODEL
 
@@ -337,7 +338,7 @@ def _check_family(family: str, algorithm: str, where: str, catalogue: Catalogue)
     """Refuse an algorithm that does not train ``model.family`` (model.family: dmr with
     inference.algorithm gibbs would silently train plain LDA)."""
     get_driver = catalogue.get_driver
-    trains = get_driver(algorithm).family
+    trains = get_driver(algorithm).traits.family
     if family == trains:
         return
     names = catalogue.algorithm_names()
@@ -345,13 +346,24 @@ def _check_family(family: str, algorithm: str, where: str, catalogue: Catalogue)
         if trains == "dlda":
             fix = "trains deep LDA: set model.family: dlda and model.layers"
         else:
-            deep = ", ".join(n for n in names if get_driver(n).family == "dlda")
+            deep = ", ".join(n for n in names if get_driver(n).traits.family == "dlda")
             fix = f"does not train deep LDA (model.family: dlda); use one of {deep}"
         raise ConfigError(f"inference.algorithm {short(algorithm)} {fix} ({where})")
-    fitting = ", ".join(n for n in names if get_driver(n).family == family)
+    fitting = ", ".join(n for n in names if get_driver(n).traits.family == family)
     raise ConfigError(f"inference.algorithm {short(algorithm)} trains model.family {trains}, the "
                       f"config says {family}; use one of {fitting} or set model.family: "
                       f"{trains} ({where})")
+
+
+def _check_alpha(model: dict, algorithm: str, where: str, catalogue: Catalogue) -> None:
+    """Refuse ``model.alpha: auto`` for an algorithm that does not learn alpha (its traits
+    say ``alpha_auto``), naming those that do."""
+    if model.get("alpha") != "auto" or catalogue.get_driver(algorithm).traits.alpha_auto:
+        return
+    able = [name for name in catalogue.algorithm_names()
+            if catalogue.get_driver(name).traits.alpha_auto]
+    raise ConfigError(f"model.alpha: auto is not available for {algorithm}; give a number "
+                      f"(the algorithms that learn alpha: {', '.join(able)}) ({where})")
 
 
 def validate(raw: dict, where: str, base_dir: Path, catalogue: Catalogue,
@@ -431,6 +443,7 @@ def validate(raw: dict, where: str, base_dir: Path, catalogue: Catalogue,
         "model": model, "inference": inference, "training": training, "evaluation": evaluation,
     }
     _check_cluster(training, algorithm, where, catalogue)
+    _check_alpha(model, algorithm, where, catalogue)
     driver_cls.check_config(data, where)
     _resolve_evaluation(data, driver_cls, where)
     config = Config(data, None)
@@ -455,11 +468,12 @@ def _resolve_evaluation(data: dict, driver_cls: Any, where: str) -> None:
     training, evaluation, inference = data["training"], data["evaluation"], data["inference"]
     iterations = int(inference["iterations"])
     if training["eval_every"] == "auto":
-        training["eval_every"] = (PERSISTENT_EVAL_EVERY if driver_cls.persistent_evaluation
+        training["eval_every"] = (PERSISTENT_EVAL_EVERY
+                                  if driver_cls.traits.persistent_evaluation
                                   else max(1, iterations // CURVE_POINTS))
     # resolved from the config and the store alone, never from where the run trains: a run
     # on a Dask cluster scores the curve documents of the same run on one machine
-    whole = driver_cls.persistent_evaluation or driver_cls.uses_features
+    whole = driver_cls.traits.persistent_evaluation or driver_cls.traits.features
     if whole:
         if evaluation["curve_docs"] not in ("auto", None):
             raise ConfigError(f"evaluation.curve_docs must be null for this run (its curve "
@@ -475,7 +489,7 @@ def _resolve_evaluation(data: dict, driver_cls: Any, where: str) -> None:
         return
     per_step = inference.get("batch_size") or counts["train_documents"]
     between = (training["eval_every"] or iterations) * min(per_step, counts["train_documents"])
-    if driver_cls.sweep_steps and evaluation["curve_fold_in_sweeps"]:
+    if driver_cls.traits.sweep_steps and evaluation["curve_fold_in_sweeps"]:
         between /= evaluation["curve_fold_in_sweeps"]
     wanted = min(CURVE_DOCS_MAX, max(CURVE_DOCS_MIN, int(CURVE_SHARE * between)))
     evaluation["curve_docs"] = max(1, min(wanted, counts["test_documents"]))
@@ -579,10 +593,10 @@ def _check_cluster(training: dict, algorithm: str, where: str, catalogue: Catalo
             raise ConfigError(f"training.dask_workers: {problem} ({where})")
     key = ("training.scheduler" if training["scheduler"] is not None
            else "training.dask_workers" if training["dask_workers"] is not None else None)
-    if key is None or catalogue.get_driver(algorithm).cluster_support:
+    if key is None or catalogue.get_driver(algorithm).traits.cluster:
         return
     able = [name for name in catalogue.algorithm_names()
-            if catalogue.get_driver(name).cluster_support]
+            if catalogue.get_driver(name).traits.cluster]
     raise ConfigError(f"{key}: inference.algorithm {algorithm} does not run on a Dask cluster; "
                       f"the algorithms that do: {', '.join(able)} ({where})")
 

@@ -70,10 +70,10 @@ def render_config(algorithm: str, catalogue: Catalogue, *, corpus: str | None = 
     lines += _entry("corpus", corpus, "the corpus store, as written by topictk prepare --out "
                                       "STORE (required)", "a path", 0)
     lines += _entry("output", f"runs/{algorithm}", "the run directory to write", "a path", 0)
-    model_schema = MODEL_FAMILIES.get(driver.family, MODEL)
-    model_values = {"family": driver.family, "topics": k}
+    model_schema = MODEL_FAMILIES.get(driver.traits.family, MODEL)
+    model_values = {"family": driver.traits.family, "topics": k}
     if "layers" in model_schema:
-        model_values = {"family": driver.family, "layers": [k], "topics": None}
+        model_values = {"family": driver.traits.family, "layers": [k], "topics": None}
     inference_schema = {**INFERENCE_COMMON, **driver.OPTIONS}
     inference_values = {"algorithm": algorithm, "iterations": DEFAULT_ITERATIONS}
     for name, schema, values in (("model", model_schema, model_values),

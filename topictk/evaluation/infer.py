@@ -240,8 +240,7 @@ def infer_run(run, inputs: list[str], *, fmt: str = "auto", meta_file: str | Non
     ``BLOCK_DOCS`` documents, so that neither the proportions nor the output of a large input
     are held whole."""
     check_sweeps(sweeps, burn_in)
-    uses_features = getattr(run.driver, "uses_features", False)
-    if meta_file is not None and not uses_features:
+    if meta_file is not None and not run.driver.traits.features:
         log.warning("%s: ignored: this run's model (%s) does not use metadata", meta_file,
                     run.driver.name)
         meta_file = None
@@ -259,7 +258,7 @@ def infer_documents(run, docs: NewDocuments, where: str, *, sweeps: int = 50,
     metadata are encoded (unless their (D, F) ``features`` are given) and the prior checked
     before the first block is returned."""
     check_sweeps(sweeps, burn_in)
-    uses_features = getattr(run.driver, "uses_features", False)
+    uses_features = run.driver.traits.features
     if not uses_features:
         features = None
     elif features is None:

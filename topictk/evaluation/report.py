@@ -181,9 +181,10 @@ def _add_model(report: RunReport, loaded: LoadedRun, n_terms: int, incidences: d
     freq = ldavis.term_frequencies(train.indices, train.counts, store.n_words)
     report.topics = topic_data(phi, freq, per_topic, n_terms)
     report.topics["vocab"] = [store.vocab[w] for w in report.topics["words"]]
-    if hasattr(loaded.driver, "feature_table"):           # model.family: dmr
+    traits = loaded.driver.traits
+    if traits.offers("features"):
         report.topics["features"] = loaded.driver.feature_table(loaded.state, DMR_FEATURES)
-    if getattr(loaded.driver, "family", "lda") == "dlda":
+    if traits.offers("tree"):
         report.tree = topic_tree(loaded.driver, loaded.state, store.vocab, TREE_WORDS,
                                  TREE_CHILDREN, len(loaded.state.layers))
 

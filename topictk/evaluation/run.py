@@ -176,9 +176,9 @@ def run_on_cluster(run: LoadedRun, scheduler: str | None, dask_workers: int | No
     if scheduler is None and dask_workers is None:
         yield None
         return
-    if not type(run.driver).cluster_fold_in:
+    if not run.driver.traits.cluster_fold_in:
         from topictk.inference.registry import algorithm_names
-        able = [n for n in algorithm_names() if get_driver(n).cluster_fold_in]
+        able = [n for n in algorithm_names() if get_driver(n).traits.cluster_fold_in]
         option = "--scheduler" if scheduler is not None else "--dask-workers"
         raise UsageError(f"{option}: {run.driver.name} runs are {what} on one machine; the "
                          f"algorithms whose runs are {what} on a Dask cluster: "
@@ -242,9 +242,8 @@ def evaluate_loaded(run: LoadedRun, left_to_right: int | None = None, *,
         result.update(ppl)
         result["samples"] = max(len(samples), 1)
         # deep LDA: the persistent test chain's sample count and the point perplexity (§8.11)
-        report = getattr(run.driver, "evaluation_report", None)
-        if report is not None:
-            result.update(report(run.state, test))
+        if run.driver.traits.offers("evaluation"):
+            result.update(run.driver.evaluation_report(run.state, test))
         if left_to_right is not None:
             result.update(left_to_right_perplexity(run.driver, run.state, test, samples,
                                                    left_to_right, run.streams,

@@ -153,14 +153,14 @@ def render_topics(driver, state, vocab: list[str], *, top: int, fmt: str,
     (``layer`` picks one) or, with ``tree`` (or ``fmt`` dot), the hierarchy rooted at
     ``layer`` (default: the top layer). For DMR, each topic also lists the ``features``
     metadata features with the largest weights nu (text and JSON)."""
-    deep = getattr(driver, "family", "lda") == "dlda"
+    deep = driver.traits.layered
     depth = len(state.layers) if deep else 1
     if fmt == "dot":
         tree = True
     if not deep and (tree or (layer is not None and layer != 1)):
         what = "--tree and --format dot need" if tree else "--layer > 1 needs"
         raise UsageError(f"{what} a deep model (model.family: dlda); this run is "
-                         f"{getattr(driver, 'name', 'flat')}")
+                         f"{driver.name}")
     if layer is not None and layer > depth:
         raise UsageError(f"--layer must be between 1 and {depth} (the model's layers); "
                          f"got {layer}")
@@ -172,7 +172,7 @@ def render_topics(driver, state, vocab: list[str], *, top: int, fmt: str,
         ranked = driver.ranked_words(state, min(top, len(vocab)))
         table = (topic_table(driver.topic_word(state), vocab, top) if ranked is None
                  else ranked_table(*ranked, vocab))
-        if hasattr(driver, "feature_table"):      # model.family: dmr
+        if driver.traits.offers("features"):
             for t, feats in zip(table, driver.feature_table(state, features)):
                 t["features"] = feats
         return format_topics(table, fmt)

@@ -1,7 +1,7 @@
-"""The interface every inference algorithm implements (DESIGN.md, "Inference driver").
+"""The interface every inference algorithm implements (docs/extending.md, docs/algorithms.md).
 
-The training loop and the evaluator call only these methods, so they know nothing
-algorithm-specific:
+The training loop and the evaluator call only these methods, and read what a driver can do
+from its one declared :class:`Traits` record, so they know nothing algorithm-specific:
 
 * ``init_state()``: the initial state (draws from the init stream of ``self.streams``,
   the keyed random streams the driver was constructed with).
@@ -19,7 +19,7 @@ from __future__ import annotations
 import copy
 import logging
 from abc import ABC, abstractmethod
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from functools import cached_property
 from typing import Any, ClassVar, Mapping
 
@@ -274,10 +274,59 @@ def warn_idle_threads(setting, threads: int, n_chunks: int, key: str = "inferenc
                     "threads", threads, key, n_chunks, n_chunks, key)
 
 
+@dataclass(frozen=True)
+class MemorySizes:
+    """The sizes a run's arrays are made of, for the memory check before training
+    (:meth:`Driver.memory_arrays`), from its resolved config and its store's counts: K, V,
+    D (training documents), N (training tokens), M (training (document, word) pairs), the
+    training threads, and what an in-training evaluation scores: ``curve_docs`` test
+    documents with ``curve_tokens`` observed tokens in ``curve_pairs`` pairs (0 when the run
+    evaluates nothing), and whether it also scores the training documents' held-out tokens
+    (Protocol B)."""
+
+    K: int
+    V: int
+    D: int
+    N: int
+    M: int
+    threads: int
+    test_docs: int
+    curve_docs: int
+    curve_tokens: int
+    curve_pairs: int
+    train_heldout: bool
+
+    @classmethod
+    def of(cls, data: dict, counts: dict) -> "MemorySizes":
+        model, training = data["model"], data["training"]
+        test_docs = counts["test_documents"]
+        docs = tokens = pairs = 0
+        if training.get("eval_every") and test_docs:
+            curve = data["evaluation"].get("curve_docs")
+            docs = test_docs if curve in (None, "auto") else min(int(curve), test_docs)
+            tokens = counts["test_observed_tokens"] * docs // test_docs
+            pairs = counts.get("test_observed_pairs", tokens) * docs // test_docs
+        N = counts["train_tokens"]
+        return cls(K=int(model["topics"]), V=counts["vocabulary"], D=counts["train_documents"],
+                   N=N, M=counts.get("train_pairs") or N, threads=int(training["threads"]),
+                   test_docs=test_docs, curve_docs=docs, curve_tokens=tokens,
+                   curve_pairs=pairs,
+                   train_heldout=bool(training.get("eval_every"))
+                   and counts.get("train_heldout_pairs", 0) > 0)
+
+    @property
+    def curve_words(self) -> int:
+        """The most distinct words the curve documents hold (a Gibbs fold-in copies the rows
+        of its weights for them)."""
+        return min(self.V, self.curve_pairs)
+
+
 class _StateSizes(Mapping):
     """The sizes of a driver's state-shape symbols, looked up when a shape asks for them."""
 
-    ATTRIBUTES = {"K": "K", "V": "V", "D": "n_docs", "N": "n_tokens"}
+    # looked up only when a shape asks for them: N reads the whole training corpus
+    BASIC = {"K": lambda d: d.K, "V": lambda d: d.V, "D": lambda d: d.n_docs,
+             "N": lambda d: d.n_tokens}
 
     def __init__(self, driver: "Driver"):
         self.driver = driver
@@ -286,7 +335,7 @@ class _StateSizes(Mapping):
     def __getitem__(self, symbol: str):
         if symbol in self.extra:
             return self.extra[symbol]
-        return getattr(self.driver, self.ATTRIBUTES.get(symbol, symbol))
+        return self.BASIC[symbol](self.driver)
 
     def __iter__(self):
         return iter(self.extra)
@@ -295,32 +344,75 @@ class _StateSizes(Mapping):
         return len(self.extra)
 
 
+#: the sections a driver may offer beyond what every run has, and the method each one reads:
+#: ``topics`` and the report list each topic's metadata features (``feature_table``), show
+#: the topic hierarchy (``layer_weights``, ``layer_topic_word``), and ``evaluate`` adds the
+#: driver's own numbers (``evaluation_report``)
+REPORT_SECTIONS = {"features": "feature_table", "tree": "layer_weights",
+                   "evaluation": "evaluation_report"}
+
+
+@dataclass(frozen=True)
+class Traits:
+    """What a driver can do, declared once on its class (``traits = Traits(...)``): the one
+    record that the config checks, training, evaluation and ``topictk algorithms`` read.
+
+    ``family``: the ``model.family`` it trains; ``kind``: its docs family page
+    (docs/family-KIND.md); ``paper``: the papers ``topictk algorithms`` cites; ``threads``:
+    its kernels use ``training.threads``; ``resume``: ``--resume`` continues its chain
+    exactly; ``cluster``: its shards run on a Dask cluster (``use_cluster``);
+    ``cluster_fold_in``: evaluate's and infer's fold-ins do too; ``alpha_auto``: it learns
+    an asymmetric alpha with ``model.alpha: auto`` (the others refuse it); ``features``: the
+    document prior depends on metadata (DMR); ``layered``: topics come in layers (deep LDA);
+    ``persistent_evaluation``: held-out evaluation advances a chain kept in the state, so the
+    loop evaluates on the ``eval_every`` schedule only and a resumed run may not change it;
+    ``sweep_steps``: a step is one Gibbs sweep of every training document (a curve document
+    then costs ``curve_fold_in_sweeps`` of a step's documents); ``objective``: the metrics
+    name of :meth:`Driver.objective`, None without one; ``report``: the sections of
+    REPORT_SECTIONS it offers."""
+
+    family: str = "lda"
+    kind: str = "sampled"
+    paper: str = ""
+    threads: bool = True
+    resume: bool = True
+    cluster: bool = False
+    cluster_fold_in: bool = False
+    alpha_auto: bool = False
+    features: bool = False
+    layered: bool = False
+    persistent_evaluation: bool = False
+    sweep_steps: bool = False
+    objective: str | None = None
+    report: frozenset[str] = frozenset()
+
+    def __post_init__(self):
+        unknown = set(self.report) - set(REPORT_SECTIONS)
+        if unknown:
+            raise ValueError(f"unknown report sections {sorted(unknown)}; known: "
+                             f"{', '.join(REPORT_SECTIONS)}")
+        object.__setattr__(self, "report", frozenset(self.report))
+
+    def but(self, **changes) -> "Traits":
+        """These traits with ``changes``: a driver that extends another declares only what
+        differs."""
+        return replace(self, **changes)
+
+    def offers(self, section: str) -> bool:
+        """Whether the driver offers report ``section`` (a key of REPORT_SECTIONS)."""
+        if section not in REPORT_SECTIONS:
+            raise ValueError(f"unknown report section {section!r}")
+        return section in self.report
+
+
 class Driver(ABC):
     """Base class of inference drivers; subclasses register with ``@register``."""
 
     name: ClassVar[str]
-    family: ClassVar[str] = "lda"
+    # what the driver can do (threads, resume, cluster, alpha: auto, report sections, ...)
+    traits: ClassVar[Traits] = Traits()
     STATE: ClassVar[type]           # the state class (declares its saved layout, SCHEMA)
-    # True when held-out evaluation during training advances a chain kept in the state (deep
-    # LDA's persistent test chain): the loop then evaluates on the eval_every schedule only,
-    # and a resumed run may not change that schedule
-    persistent_evaluation: ClassVar[bool] = False
     OPTIONS: ClassVar[dict[str, Option]] = {}
-    objective_name: ClassVar[str | None] = None
-    uses_features: ClassVar[bool] = False     # the document prior depends on metadata (DMR)
-    # the driver runs its shards on a Dask cluster when given one (use_cluster)
-    cluster_support: ClassVar[bool] = False
-    # what ``topictk algorithms`` lists: the docs family page (docs/family-KIND.md), the
-    # papers, and whether the kernels use training.threads and a run resumes exactly
-    kind: ClassVar[str] = "sampled"
-    paper: ClassVar[str] = ""
-    threads_support: ClassVar[bool] = True
-    resume_support: ClassVar[bool] = True
-    # evaluate's and infer's fold-ins run on a Dask cluster too (the Gibbs fold-in)
-    cluster_fold_in: ClassVar[bool] = False
-    # a step is one Gibbs sweep of every training document (gibbs, dmr-sem): a document of
-    # the in-training curve then costs curve_fold_in_sweeps of a step's documents
-    sweep_steps: ClassVar[bool] = False
     cluster: Any = None             # the cluster it was given
 
     def __init__(self, config, store: CorpusStore, threads: int = 1, *,
@@ -378,16 +470,17 @@ class Driver(ABC):
 
     def use_cluster(self, cluster) -> None:
         """Run the shards of every step on ``cluster``
-        (:class:`topictk.inference.cluster.Cluster`); only drivers with ``cluster_support``,
-        which pass ``self.cluster`` on to their shard work."""
-        if not type(self).cluster_support:
+        (:class:`topictk.inference.cluster.Cluster`); only drivers whose traits say
+        ``cluster``, which pass ``self.cluster`` on to their shard work."""
+        if not self.traits.cluster:
             raise NotImplementedError(f"{self.name} does not run on a cluster")
         self.cluster = cluster
 
     @property
     def fixed_on_resume(self) -> frozenset[str]:
         """Settings a resumed run of this driver may not change although others' may."""
-        return frozenset({"training.eval_every"}) if self.persistent_evaluation else frozenset()
+        return (frozenset({"training.eval_every"}) if self.traits.persistent_evaluation
+                else frozenset())
 
     def scheduled_samples(self, upto: int) -> list[int] | None:
         """The steps up to ``upto`` at which this config collects posterior samples, for
@@ -410,10 +503,14 @@ class Driver(ABC):
         return dense_arrays(data["model"], counts)
 
     @classmethod
-    def resume_config(cls, config, arrays: dict) -> Any:
-        """``config`` for continuing the chain whose checkpoint holds ``arrays``: a setting
-        whose meaning changed since the run was trained is put back to what it meant then,
-        so that a resumed run continues its own chain (here: nothing changed)."""
+    def resume_config(cls, config, arrays: dict, saved: dict) -> Any:
+        """The driver's resume rules: ``config`` for continuing the chain whose checkpoint
+        holds ``arrays`` and whose run saved the settings ``saved`` (its config.yaml as a
+        mapping, empty when unreadable). A setting whose meaning changed since the run was
+        trained is put back to what it meant then, so that a resumed run continues its own
+        chain; a setting put back to its saved value is not a change that resuming refuses
+        (here: nothing changed). How old saved *states* are read is declared apart, as
+        migrations (:mod:`topictk.state.migrations`)."""
         return config
 
     @abstractmethod
@@ -517,7 +614,7 @@ class Driver(ABC):
     def document_prior(self, state: Any, features: np.ndarray | None) -> np.ndarray:
         """The Dirichlet prior of theta for new documents (``topictk infer``): (1, K), or
         (D, K) from the documents' ``features`` when the prior depends on metadata
-        (``uses_features``). The default is the state's ``alpha``."""
+        (traits ``features``). The default is the state's ``alpha``."""
         alpha = getattr(state, "alpha", None)
         if alpha is None:
             raise UsageError(f"'{self.name}' runs have no Dirichlet document prior to fold new "
@@ -529,7 +626,7 @@ class Driver(ABC):
         """The (phi-hat (V, K), alpha (1 or D_test, K)) pairs that the left-to-right estimator
         (§11.3) scores the test documents with, one per sample. The default is one pair: the
         topics of ``topic_word`` and the test documents' ``document_prior``."""
-        features = self.store.features("test") if self.uses_features else None
+        features = self.store.features("test") if self.traits.features else None
         return [(self.topic_word(state).T, self.document_prior(state, features))]
 
     def mark_step(self, state: Any) -> None:
@@ -547,3 +644,25 @@ class Driver(ABC):
 
     def check_state(self, state: Any) -> None:
         """Raise :class:`topictk.errors.NumericalError` if global parameters are not finite."""
+
+    # ------------------------------------------------- report sections (traits.report)
+    # Called only when the driver's traits offer the section; a driver that declares one
+    # overrides its method (the registry checks that it does).
+    def feature_table(self, state: Any, n: int) -> list[list[dict]]:
+        """Section ``features``: per topic, the ``n`` metadata features that weigh most in its
+        document prior, [{"feature", "weight", "contrast"}]."""
+        raise NotImplementedError(f"{self.name} offers no feature table")
+
+    def layer_weights(self, state: Any, layer: int) -> np.ndarray:
+        """Section ``tree``: the (K_{l-1}, K_l) weights linking the topics of ``layer`` to
+        those below it (layer 1: the words)."""
+        raise NotImplementedError(f"{self.name} has no topic layers")
+
+    def layer_topic_word(self, state: Any, layer: int) -> np.ndarray:
+        """Section ``tree``: the topics of ``layer`` projected onto the words, (K_l, V)."""
+        raise NotImplementedError(f"{self.name} has no topic layers")
+
+    def evaluation_report(self, state: Any, test: EvaluationSet) -> dict:
+        """Section ``evaluation``: the driver's own numbers that ``evaluate`` adds to its
+        result (deep LDA: the persistent test chain's)."""
+        raise NotImplementedError(f"{self.name} adds nothing to evaluate")

@@ -25,10 +25,11 @@ from topictk import streams as keys
 from topictk._cy.special import psi1
 from topictk.config.schema import Option
 from topictk.corpus.store import Documents
-from topictk.errors import ConfigError, NumericalError
+from topictk.errors import NumericalError
 from topictk.inference import _cvb
 from topictk.inference.base import (
     StepInfo,
+    Traits,
     chunk_bounds_by_tokens,
     resolve_chunks,
     warn_idle_threads,
@@ -78,11 +79,10 @@ class CVBDriver(VariationalDriver):
     """CVB with the second-order (Gaussian) correction; one step is one sweep over all pairs."""
 
     name = "cvb"
-    kind = "variational"
-    paper = "Teh, Newman & Welling 2007"
+    traits = Traits(kind="variational", paper="Teh, Newman & Welling 2007",
+                    objective="train_bound_per_token")
     STATE = CVBState
     gaussian = True
-    objective_name = "train_bound_per_token"
     OPTIONS = {
         "chunks": Option("int", "auto", low=1, auto=True,
                          help="document chunks updated in parallel against private word "
@@ -103,13 +103,6 @@ class CVBDriver(VariationalDriver):
         "fold_in_max_passes": Option("int", 200, low=1,
                                      help="most fold-in passes per test document"),
     }
-
-    @classmethod
-    def check_config(cls, data: dict, where: str) -> None:
-        if data["model"]["alpha"] == "auto":
-            raise ConfigError(f"model.alpha must be a number for inference.algorithm = "
-                              f"{cls.name}; got 'auto' (alpha learning is available for vb and "
-                              f"ovb) ({where})")
 
     def __init__(self, config, store, threads: int = 1, *,
                  streams: Streams | None = None):
@@ -324,7 +317,6 @@ class CVB0Driver(CVBDriver):
     """CVB0: the zero-order update (no variance fields, no exponential)."""
 
     name = "cvb0"
-    kind = "variational"
-    paper = "Asuncion, Welling, Smyth & Teh 2009"
+    # the chunks of an iteration run on a cluster's workers
+    traits = CVBDriver.traits.but(paper="Asuncion, Welling, Smyth & Teh 2009", cluster=True)
     gaussian = False
-    cluster_support = True      # the chunks of an iteration run on the workers

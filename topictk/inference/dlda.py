@@ -38,6 +38,7 @@ from topictk.inference.base import (
     EvaluationSet,
     FoldInPlan,
     StepInfo,
+    Traits,
     chunk_bounds_by_docs,
     chunk_bounds_by_tokens,
 )
@@ -239,11 +240,13 @@ class DLDADriver(Driver):
     """What the four DLDA samplers share: layers, hyperparameters, initialisation, the test
     chains, persistence. Subclasses implement ``step``."""
 
-    family = "dlda"
+    # the objective is the persistent test chain's accumulated perplexity, and every
+    # evaluation advances that chain
+    traits = Traits(family="dlda", kind="mini-batch", layered=True,
+                    persistent_evaluation=True, objective="perplexity",
+                    report={"tree", "evaluation"})
     STATE = DeepState
-    objective_name = "perplexity"   # the persistent test chain's accumulated perplexity
     stochastic = True
-    persistent_evaluation = True    # every evaluation advances the persistent test chain
 
     @classmethod
     def check_config(cls, data: dict, where: str) -> None:
@@ -563,8 +566,7 @@ class TLASGRDriver(_StochasticDLDA):
     """TLASGR-MCMC (Cong 2017): one step is one mini-batch update of every layer and r."""
 
     name = "tlasgr"
-    kind = "mini-batch"
-    paper = "Cong, Chen, Liu & Zhou 2017"
+    traits = DLDADriver.traits.but(paper="Cong, Chen, Liu & Zhou 2017")
     OPTIONS = {**_StochasticDLDA.OPTIONS, "forgetting": FORGETTING}
     shared_scale = False      # TLFSGR: one M-bar for every topic
 
@@ -602,8 +604,6 @@ class TLFSGRDriver(TLASGRDriver):
     r keeps its own M^(L+1) (§8.9)."""
 
     name = "tlfsgr"
-    kind = "mini-batch"
-    paper = "Cong, Chen, Liu & Zhou 2017"
     shared_scale = True
 
 
@@ -613,8 +613,7 @@ class DLDASGRLDDriver(_StochasticDLDA):
     TLASGR (§8.9). The 20News preset step is a = 0.1, b = 21, c = 0.9."""
 
     name = "dlda-sgrld"
-    kind = "mini-batch"
-    paper = "Cong et al. 2017; Patterson & Teh 2013"
+    traits = DLDADriver.traits.but(paper="Cong et al. 2017; Patterson & Teh 2013")
     OPTIONS = {**COMMON_OPTIONS, **SG_OPTIONS, "step": _step_options(0.1, 21.0, 0.9)}
 
     def _init_extra(self, state: DeepState) -> None:
@@ -655,8 +654,7 @@ class DLDAGibbsDriver(DLDADriver):
     corpus; Phi^(l) ~ Dir, r ~ Gam between the upward and the downward pass."""
 
     name = "dlda-gibbs"
-    kind = "sampled"
-    paper = "Zhou, Cong & Chen 2016"
+    traits = DLDADriver.traits.but(kind="sampled", paper="Zhou, Cong & Chen 2016")
     stochastic = False
     OPTIONS = {
         **COMMON_OPTIONS,

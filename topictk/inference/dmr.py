@@ -49,6 +49,7 @@ from topictk.errors import ConfigError, CorpusError, CorpusUsageError, Numerical
 from topictk.inference import _dmr, _minibatch
 from topictk.inference.base import (
     StepInfo,
+    Traits,
     chunk_bounds_by_docs,
 )
 from topictk.inference.gibbs import BLOCKS_OPTION, CHUNKS_OPTION, GibbsDriver
@@ -310,15 +311,6 @@ def dmr_options() -> dict[str, Option]:
     }
 
 
-def check_dmr_config(cls, data: dict, where: str) -> None:
-    """model.alpha is alpha_init, so auto makes no sense (the config loader has checked that
-    model.family is dmr)."""
-    if data["model"]["alpha"] == "auto":
-        raise ConfigError(f"model.alpha: auto is not available for {cls.name}: DMR learns the "
-                          f"document priors through nu, and model.alpha is their starting "
-                          f"value alpha_init; give a number ({where})")
-
-
 def feature_table(nu: np.ndarray, names: list[str], n: int) -> list[list[dict]]:
     """Per topic, the ``n`` metadata features (intercept excluded) with the largest nu_kf:
     [{"feature", "weight", "contrast"}], contrast = nu_kf - mean_j nu_jf (the identifiable
@@ -339,7 +331,13 @@ def feature_table(nu: np.ndarray, names: list[str], n: int) -> list[list[dict]]:
 class DMRPriorMixin:
     """What both DMR drivers share: the per-document prior and nu's feature table."""
 
-    uses_features = True
+    @staticmethod
+    def dmr_traits(base: Traits, paper: str) -> Traits:
+        """The traits of a DMR driver extending ``base``: a prior per document from its
+        metadata, learnt through nu, so model.alpha is its start alpha_init, never auto; topics
+        list their features; no Dask cluster."""
+        return base.but(family="dmr", paper=paper, features=True, alpha_auto=False,
+                        cluster=False, cluster_fold_in=False, report={"features"})
 
     def document_prior(self, state, features: np.ndarray | None) -> np.ndarray:
         """alpha_d = exp(x_d^T nu) of new documents (``topictk infer``)."""
@@ -361,14 +359,10 @@ class DMRSEMDriver(DMRPriorMixin, GibbsDriver):
     """DMR by stochastic EM: collapsed Gibbs sweeps with each document's prior
     alpha_d = exp(x_d^T nu), and nu updated by L-BFGS before a sweep when due (§9.2)."""
 
-    cluster_support = False
-    cluster_fold_in = False
     name = "dmr-sem"
-    kind = "sampled"
-    paper = "Mimno & McCallum 2008"
+    traits = DMRPriorMixin.dmr_traits(GibbsDriver.traits, "Mimno & McCallum 2008")
     STATE = DMRCountState
     WARP = False            # a prior per document: auto never picks WarpLDA (§2.9)
-    family = "dmr"
     OPTIONS = {
         "burn_in": Option("int", None, low=0, nullable=True,
                           help="sweeps before samples are saved (default: half the iterations)"),
@@ -392,7 +386,6 @@ class DMRSEMDriver(DMRPriorMixin, GibbsDriver):
 
     @classmethod
     def check_config(cls, data: dict, where: str) -> None:
-        check_dmr_config(cls, data, where)
         inf = data["inference"]
         if inf.get("sampler") == "warp":
             raise ConfigError(f"inference.sampler: warp draws its document proposals from one "
@@ -498,12 +491,9 @@ class DMRSGRLDDriver(DMRPriorMixin, SGRLDDriver):
     """DMR by SGRLD for the topics and SGLD for nu; one step is one mini-batch update (§9.3)."""
 
     name = "dmr-sgrld"
-    kind = "mini-batch"
-    paper = "Mimno & McCallum 2008; Patterson & Teh 2013"
+    traits = DMRPriorMixin.dmr_traits(SGRLDDriver.traits,
+                                      "Mimno & McCallum 2008; Patterson & Teh 2013")
     STATE = DMRSimplexState
-    family = "dmr"
-    cluster_support = False
-    cluster_fold_in = False
     OPTIONS = {**SGRLDDriver.OPTIONS, "nu_step": _nu_step_options(), **dmr_options(),
                "nu_burn_in": Option("int", 0, low=0,
                                     help="updates with nu held at its start while the topics "
@@ -512,7 +502,6 @@ class DMRSGRLDDriver(DMRPriorMixin, SGRLDDriver):
 
     @classmethod
     def check_config(cls, data: dict, where: str) -> None:
-        check_dmr_config(cls, data, where)
         super().check_config(data, where)
         inf = data["inference"]
         if inf["nu_burn_in"] >= inf["iterations"]:

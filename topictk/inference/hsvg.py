@@ -13,7 +13,6 @@ import numpy as np
 
 from topictk.config.schema import Option
 from topictk.corpus.batches import gather_batch
-from topictk.errors import ConfigError
 from topictk.inference.base import Driver, EvaluationSet, FoldInPlan, StepInfo
 from topictk.inference.minibatch import (
     check_minibatch_config,
@@ -42,19 +41,14 @@ class HSVGDriver(OVBDriver):
     """HSVG; one step is one mini-batch update of lambda from Gibbs local statistics."""
 
     name = "hsvg"
-    kind = "mini-batch"
-    paper = "Mimno, Hoffman & Blei 2012"
-    objective_name = None
-    cluster_support = True      # the local chains of a mini-batch run on the workers
-    cluster_fold_in = True
+    # the local chains of a mini-batch, and the fold-ins, run on a cluster's workers
+    traits = OVBDriver.traits.but(paper="Mimno, Hoffman & Blei 2012", cluster_fold_in=True,
+                                  alpha_auto=False, objective=None)
     OPTIONS = _options()
 
     @classmethod
     def check_config(cls, data: dict, where: str) -> None:
         check_minibatch_config(data["inference"], where)
-        if data["model"]["alpha"] == "auto":
-            raise ConfigError(f"model.alpha: auto is not available for {cls.name}; give a "
-                              f"number ({where})")
 
     def __init__(self, config, store, threads: int = 1, *,
                  streams: Streams | None = None):

@@ -38,7 +38,7 @@ from topictk.corpus.batches import (  # noqa: F401
 )
 from topictk.corpus.store import Documents
 from topictk.errors import NumericalError
-from topictk.inference.base import StepInfo
+from topictk.inference.base import StepInfo, Traits
 from topictk.inference.minibatch import step_size
 from topictk.inference.perplexity import mixture_probabilities
 from topictk.inference.registry import register
@@ -88,10 +88,10 @@ class OVBDriver(VariationalDriver):
     """Online VB / SVI; one step is one mini-batch update."""
 
     name = "ovb"
-    kind = "mini-batch"
-    paper = "Hoffman, Blei & Bach 2010"
+    # the blocks of a mini-batch's E-step run on a cluster's workers
+    traits = Traits(kind="mini-batch", paper="Hoffman, Blei & Bach 2010", cluster=True,
+                    alpha_auto=True, objective="train_bound_per_token")
     STATE = OnlineState
-    objective_name = "train_bound_per_token"
     OPTIONS = {
         **ESTEP_OPTIONS,
         "batch_size": Option("int", 64, low=1,
@@ -110,7 +110,6 @@ class OVBDriver(VariationalDriver):
                               "the blocks over its workers; the numbers depend on this, "
                               "never on the cluster; default: one block)"),
     }
-    cluster_support = True      # the blocks of a mini-batch's E-step run on the workers
 
     def __init__(self, config, store, threads: int = 1, *,
                  streams: Streams | None = None):

@@ -54,7 +54,7 @@ from topictk import streams as keys
 from topictk.config.schema import Option
 from topictk.errors import ConfigError, NumericalError
 from topictk.inference import _pem
-from topictk.inference.base import EvaluationSet
+from topictk.inference.base import EvaluationSet, Traits
 from topictk.inference.perplexity import csr_arrays, mixture_probabilities
 from topictk.inference.registry import register
 from topictk.inference.variational import (
@@ -241,7 +241,8 @@ class PEMState(Saved):
               "alpha": Array("float64", ("K",)), "omega": Array("float64", ("D", "P")),
               "particle_bounds": Array("float64", ("P",)), "bound": Value("nan-float"),
               "bound_prev": Value("nan-float"), "converged": Value(bool), **STEP}
-    # 2: one weight per document and particle (version 1 had one per particle)
+    # 2: one weight per document and particle (version 1 had one per particle; its migration
+    # is declared in topictk.state.migrations)
     SCHEMA_VERSION = 2
 
     phi: np.ndarray
@@ -284,10 +285,9 @@ class PEMDriver(BatchEMDriver):
     """Particle EM; one step is one EM iteration of every particle (§10.3)."""
 
     name = "pem"
-    kind = "variational"
-    paper = "particle EM (docs/algorithms.md §10)"
+    traits = Traits(kind="variational", paper="particle EM (docs/algorithms.md §10)",
+                    alpha_auto=True, objective="train_bound_per_token")
     STATE = PEMState
-    objective_name = "train_bound_per_token"
     OPTIONS = {
         "particles": Option("int", 4, low=1, help="number of particles P"),
         "temperature": Option("float", 1.0, low=0, high=1e6,
@@ -528,14 +528,6 @@ class PEMDriver(BatchEMDriver):
 
     def state_sizes(self) -> dict:
         return {**super().state_sizes(), "P": self.P}
-
-    def state_from_arrays(self, header: dict, arrays: dict) -> PEMState:
-        """Schema 1 kept one weight per particle for the whole corpus: every document starts
-        from those weights (they enter no later update, and scoring uses phi and alpha)."""
-        omega = arrays.get("omega")
-        if header.get("schema", 1) == 1 and omega is not None and np.ndim(omega) == 1:
-            arrays = {**arrays, "omega": np.tile(omega, (self.n_docs, 1))}
-        return super().state_from_arrays(header, arrays)
 
     def check_state(self, state: PEMState) -> None:
         for name in ("phi", "gamma", "alpha", "omega"):

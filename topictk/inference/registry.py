@@ -11,7 +11,7 @@ from pathlib import Path
 
 from topictk.config import loader as config_loader
 from topictk.config.loader import Config
-from topictk.inference.base import Driver
+from topictk.inference.base import REPORT_SECTIONS, Driver
 
 # inference.algorithm -> the module whose @register class implements it
 ALGORITHMS: dict[str, str] = {
@@ -35,9 +35,28 @@ _DRIVERS: dict[str, type[Driver]] = {}
 
 
 def register(cls: type[Driver]) -> type[Driver]:
-    """Class decorator: make ``cls`` available as ``inference.algorithm: cls.name``."""
+    """Class decorator: make ``cls`` available as ``inference.algorithm: cls.name``, once its
+    declarations hold together (:func:`check_declarations`)."""
+    check_declarations(cls)
     _DRIVERS[cls.name] = cls
     return cls
+
+
+def check_declarations(cls: type[Driver]) -> None:
+    """Raise TypeError unless ``cls`` is a driver whose name is listed in ALGORITHMS and
+    whose traits (``cls.traits``) offer only report sections it implements (it overrides the
+    section's method of :class:`Driver`)."""
+    if not (isinstance(cls, type) and issubclass(cls, Driver)):
+        raise TypeError(f"{cls!r} is not a Driver subclass")
+    name = getattr(cls, "name", None)
+    if name not in ALGORITHMS:
+        raise TypeError(f"{cls.__name__}: name {name!r} is not listed in "
+                        f"topictk.inference.registry.ALGORITHMS")
+    for section in sorted(cls.traits.report):
+        method = REPORT_SECTIONS[section]
+        if getattr(cls, method) is getattr(Driver, method):
+            raise TypeError(f"{cls.__name__} offers the report section {section!r} but does "
+                            f"not implement {method}")
 
 
 def algorithm_names() -> list[str]:
@@ -48,6 +67,12 @@ def get_driver(name: str) -> type[Driver]:
     if name not in _DRIVERS:
         importlib.import_module(ALGORITHMS[name])
     return _DRIVERS[name]
+
+
+def driver_class(config: Config) -> type[Driver]:
+    """The driver class that trains ``config`` (its ``inference.algorithm``): the one place
+    above the config that reads that key to pick the algorithm."""
+    return get_driver(config.inference.algorithm)
 
 
 class _Catalogue:
@@ -75,9 +100,9 @@ def algorithm_table() -> list[str]:
 
     rows = [("algorithm", "model", "family", "threads", "resume", "cluster", "paper")]
     for name in algorithm_names():
-        d = get_driver(name)
-        rows.append((name, d.family, d.kind, yes(d.threads_support), yes(d.resume_support),
-                     yes(d.cluster_support), d.paper))
+        traits = get_driver(name).traits
+        rows.append((name, traits.family, traits.kind, yes(traits.threads),
+                     yes(traits.resume), yes(traits.cluster), traits.paper))
     widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]) - 1)]
     return ["  ".join(cell.ljust(w) for cell, w in zip(row, widths)) + "  " + row[-1]
             for row in rows]

@@ -16,7 +16,7 @@ from topictk import streams as keys
 from topictk.config.schema import Option
 from topictk.corpus.batches import gather_batch
 from topictk.errors import ConfigError, NumericalError
-from topictk.inference.base import StepInfo
+from topictk.inference.base import StepInfo, Traits
 from topictk.inference.minibatch import (
     FLOOR,
     check_minibatch_config,
@@ -66,11 +66,10 @@ class SGRLDDriver(SampledDriver):
     """SGRLD; one step is one mini-batch update of phi_hat."""
 
     name = "sgrld"
-    kind = "mini-batch"
-    paper = "Patterson & Teh 2013"
+    # the local chains of a mini-batch, and the fold-ins, run on a cluster's workers
+    traits = Traits(kind="mini-batch", paper="Patterson & Teh 2013", cluster=True,
+                    cluster_fold_in=True)
     STATE = SimplexState
-    cluster_support = True      # the local chains of a mini-batch run on the workers
-    cluster_fold_in = True
     OPTIONS = {
         **minibatch_options(),
         "step": {
@@ -119,9 +118,6 @@ class SGRLDDriver(SampledDriver):
                         "%d (inference.iterations = %d): keeping %d samples (%s)",
                         inf["samples"], after, inf["burn_in"], inf["iterations"], after, where)
             inf["samples"] = after     # the resolved config (run's config.yaml) says what is used
-        if data["model"]["alpha"] == "auto":
-            raise ConfigError(f"model.alpha: auto is not available for {cls.name}; give a "
-                              f"number ({where})")
 
     def __init__(self, config, store, threads: int = 1, *,
                  streams: Streams | None = None):

@@ -37,6 +37,7 @@ from topictk import streams as keys
 from topictk.config.schema import Option
 from topictk.corpus.store import Documents
 from topictk.errors import NumericalError
+from topictk.inference.base import Traits
 from topictk.inference.registry import register
 from topictk.inference.variational import (
     ESTEP_OPTIONS,
@@ -66,10 +67,10 @@ class VBDriver(BatchEMDriver):
     """Batch variational EM; one step is one EM iteration over the whole training corpus."""
 
     name = "vb"
-    kind = "variational"
-    paper = "Blei, Ng & Jordan 2003"
+    # the blocks of the E-step run on a cluster's workers
+    traits = Traits(kind="variational", paper="Blei, Ng & Jordan 2003", cluster=True,
+                    alpha_auto=True, objective="train_bound_per_token")
     STATE = VBState
-    objective_name = "train_bound_per_token"
     OPTIONS = {
         **ESTEP_OPTIONS,
         "tol": Option("float", 1e-5, low=0,
@@ -97,7 +98,6 @@ class VBDriver(BatchEMDriver):
                               "blocks over its workers; the numbers depend on this, never on "
                               "the cluster; default: one block)"),
     }
-    cluster_support = True      # the blocks of the E-step run on the workers
 
     def __init__(self, config, store, threads: int = 1, *,
                  streams: Streams | None = None):

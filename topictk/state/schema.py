@@ -5,7 +5,9 @@ A state class lists what it saves in ``SCHEMA``: its arrays (dtype, shape in sym
 that may be NaN, a list of ints). :func:`to_arrays` writes a state as a JSON header and named
 arrays, :func:`from_arrays` reads them back, checking every dtype and shape against the sizes of
 the corpus and the model, and a per-class ``SCHEMA_VERSION``: a checkpoint written by a newer
-layout, or one that lacks a field, fails with a message naming that field.
+layout, or one that lacks a field, fails with a message naming that field; one written by an
+older layout is first brought up to date by the migrations declared for its class
+(:mod:`topictk.state.migrations`).
 
 Lists of arrays (deep LDA's layers) are saved as ``name_1 ... name_L``; their shapes are given
 by a function of the sizes.
@@ -18,6 +20,8 @@ from dataclasses import dataclass
 from typing import Any, Callable, ClassVar, Mapping
 
 import numpy as np
+
+from topictk.state.migrations import migrate
 
 Shape = tuple  # of ints and size symbols
 
@@ -108,11 +112,13 @@ def _array(name: str, data: np.ndarray, dtype: str, expected: tuple[int, ...],
 def from_arrays(cls, header: Mapping[str, Any], arrays: Mapping[str, np.ndarray],
                 sizes: Mapping[str, Any]):
     """The ``cls`` state saved as ``header`` and ``arrays`` (see :func:`to_arrays`), its arrays
-    checked against ``sizes`` (symbol -> int). A header without ``schema`` is version 1."""
+    checked against ``sizes`` (symbol -> int). A header without ``schema`` is version 1; an
+    older version is migrated first (the migrations declared for the class's name)."""
     version = header.get("schema", 1)
     if not isinstance(version, int) or not 1 <= version <= cls.SCHEMA_VERSION:
         raise SchemaError(f"header field schema is {version!r}; this release reads "
                           f"{cls.__name__} versions 1 to {cls.SCHEMA_VERSION}")
+    header, arrays = migrate(cls.__name__, version, cls.SCHEMA_VERSION, header, arrays, sizes)
     fields: dict[str, Any] = {}
     for name, spec in cls.SCHEMA.items():
         if isinstance(spec, Value):

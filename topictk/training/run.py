@@ -38,7 +38,7 @@ from topictk.inference.cluster import (
     cluster_requested,
 )
 from topictk.inference.perplexity import heldout_perplexity, train_heldout_perplexity
-from topictk.inference.registry import get_driver
+from topictk.inference.registry import driver_class
 from topictk.limits import out_of_memory
 from topictk.rundir import checkpoint as ckpt
 from topictk.rundir.guard import (check_run_output, is_run, prepare_run_dir, run_inputs,
@@ -92,7 +92,7 @@ class _StopFlag:
 def _header(driver: Driver, store: CorpusStore, config: Config, state, streams: Streams,
             clock: dict, status: str) -> tuple[dict, dict]:
     state_header, arrays = driver.state_to_arrays(state)
-    header = {"algorithm": driver.name, "family": driver.family,
+    header = {"algorithm": driver.name, "family": driver.traits.family,
               "topics": int(config.model.topics), "vocabulary": store.n_words,
               "corpus_id": store.corpus_id, "state": state_header, "streams": streams.state(),
               "clock": clock, "status": status}
@@ -130,48 +130,39 @@ def _flatten(data, prefix: str = "") -> dict:
     return flat
 
 
-def check_resume_settings(saved: Path, config: Config, driver: Driver) -> None:
-    """Refuse to resume under settings that differ from the run's saved config, other than
-    those a resumed run may change (RESUMABLE_CHANGES, less the driver's own
-    ``fixed_on_resume``): the run would continue a chain that neither config gives from the
-    start, and some settings (priors, the seed) are part of the saved state and would not even
-    apply."""
+def saved_settings(saved: Path) -> dict | None:
+    """The settings a run saved in its config.yaml ``saved``, or None when the file cannot be
+    read as a mapping."""
     try:
-        before = _flatten(yaml.safe_load(saved.read_text(encoding="utf-8")) or {})
+        data = yaml.safe_load(saved.read_text(encoding="utf-8")) or {}
     except (OSError, yaml.YAMLError, UnicodeDecodeError):
+        return None
+    return data if isinstance(data, dict) else None
+
+
+def check_resume_settings(saved: Path, config: Config, driver: Driver,
+                          resumed: Config | None = None) -> None:
+    """Refuse to resume under settings ``config`` that differ from the run's saved config,
+    other than those a resumed run may change (RESUMABLE_CHANGES, less the driver's own
+    ``fixed_on_resume``) and those the driver's resume rules put back to their saved value in
+    ``resumed``: the run would continue a chain that neither config gives from the start, and
+    some settings (priors, the seed) are part of the saved state and would not even apply."""
+    before = saved_settings(saved)
+    if before is None:
         return
+    before = _flatten(before)
     after = _flatten(config.to_dict())
+    kept = _flatten((resumed or config).to_dict())
     free = (RESUMABLE_CHANGES - driver.fixed_on_resume) | _PATHS
     changed = [f"{key} {before.get(key)!r} -> {after.get(key)!r}"
                for key in sorted(set(before) | set(after))
-               if before.get(key) != after.get(key) and key not in free]
+               if before.get(key) != after.get(key) and before.get(key) != kept.get(key)
+               and key not in free]
     if changed:
         allowed = ", ".join(sorted(RESUMABLE_CHANGES - driver.fixed_on_resume))
         raise UsageError(f"{saved}: --resume continues the run as it was configured, but these "
                          f"settings differ from it: {'; '.join(changed)}; resume with the run's "
                          f"settings (only {allowed} may change), or train into a new output")
-
-
-def keep_saved_schedule(saved: Path, config: Config) -> Config:
-    """``config`` for resuming the run that saved ``saved``: when the run sampled by
-    ``inference.chunks: auto`` (AD-LDA, the default of runs trained before
-    ``inference.blocks``) and ``config`` sets neither key (which now means the partitioned
-    schedule), the run continues its own chain with ``chunks: auto``."""
-    inference = dict(config.inference)
-    if "blocks" not in inference or inference["chunks"] is not None \
-            or inference["blocks"] is not None:
-        return config
-    try:
-        before = yaml.safe_load(saved.read_text(encoding="utf-8")) or {}
-    except (OSError, yaml.YAMLError, UnicodeDecodeError):
-        return config
-    if not isinstance(before, dict) or (before.get("inference") or {}).get("chunks") != "auto":
-        return config
-    log.info("%s: the run samples by AD-LDA chunks (inference.chunks: auto); it continues so",
-             saved)
-    data = config.to_dict()
-    data["inference"]["chunks"] = "auto"
-    return Config(data, config.source)
 
 
 def saved_config_text(config: Config) -> str:
@@ -224,7 +215,7 @@ def _train(config: Config, *, resume: bool, force: bool, quiet: bool,
     except MemoryError:
         # the estimate passed (or could not be made) but an allocation failed: other programs
         # took the memory meanwhile, or an array the estimate does not count was too large
-        fix = get_driver(config.inference.algorithm).MEMORY_FIX
+        fix = driver_class(config).MEMORY_FIX
         raise OutOfMemoryError(out_of_memory(
             f"{config.output}: training K = {config.model.topics}", config.memory_estimate,
             f"lower model.topics, {fix}, or free memory and train again (with --resume from "
@@ -253,18 +244,16 @@ class RunSession:
                                        force=force)
         self.saved = self._latest_checkpoint() if resume else None
         if self.saved:
-            config = keep_saved_schedule(self.run_dir / "config.yaml", config)
-            # the settings the run was trained with, for check_resume_settings; the driver may
+            # the settings asked for, for check_resume_settings; the driver's resume rules may
             # put back what a setting meant when the run was trained (resume_config)
             self.resumed_settings = config
-            self.config = config = get_driver(config.inference.algorithm).resume_config(
-                config, self.saved[2])
+            self.config = config = driver_class(config).resume_config(
+                config, self.saved[2], saved_settings(self.run_dir / "config.yaml") or {})
         self.streams = (Streams.from_state(self.saved[1]["streams"]) if self.saved
                         else Streams(self.training.seed))
         # the driver first: a config or corpus it refuses leaves the run being replaced intact
-        self.driver = get_driver(config.inference.algorithm)(config, self.store,
-                                                             self.training.threads,
-                                                             streams=self.streams)
+        self.driver = driver_class(config)(config, self.store, self.training.threads,
+                                           streams=self.streams)
         self.store.verify()     # every array against its sha256: damage would train other topics
         if cluster is not None:     # every worker reads this store, before the first step
             cluster.check_store(self.store)
@@ -307,7 +296,8 @@ class RunSession:
         driver, run_dir = self.driver, self.run_dir
         if self.saved:
             path, header, arrays = self.saved
-            check_resume_settings(run_dir / "config.yaml", self.resumed_settings, driver)
+            check_resume_settings(run_dir / "config.yaml", self.resumed_settings, driver,
+                                  self.config)
             try:
                 self.state = driver.state_from_arrays(header["state"], arrays)
             except (KeyError, ValueError) as exc:
@@ -376,7 +366,7 @@ class RunSession:
         # a driver whose evaluation advances a chain of its own is evaluated on its
         # schedule only: an extra evaluation at the last step of a run that is later
         # extended (or stopped by the time limit) would move that chain
-        off_schedule_ok = not self.driver.persistent_evaluation
+        off_schedule_ok = not self.driver.traits.persistent_evaluation
         for record in train_steps(self.driver, self.state, self.start, self.iterations):
             step = record.step
             clock["train_seconds"] += record.seconds
@@ -438,8 +428,8 @@ class RunSession:
                 record["perplexity_train_heldout_point"] = result["perplexity_train_heldout"]
                 if not self.has_test:
                     self.last_ppl = result["perplexity_train_heldout"]
-        if driver.objective_name:
-            record[driver.objective_name] = driver.objective(state)
+        if driver.traits.objective:
+            record[driver.traits.objective] = driver.objective(state)
         record.update(info_extra)
         record["eval_seconds"] = round(time.perf_counter() - began, 6)
         append_metrics(self.metrics_path, record)
