@@ -1,7 +1,8 @@
 """The MH kernels (docs/algorithms.md §2.7) against their NumPy twin in tests/reference/mh.py
 (exactly, same PCG64 streams), the MH chain's stationary distribution against exact
 enumeration of the posterior (one prior, a prior per document), and the MH fold-in's theta-hat
-against its exact expectation."""
+against its exact expectation; each also with the word terms (an overlay of extra word prior,
+a given phi)."""
 from __future__ import annotations
 
 import itertools
@@ -11,7 +12,7 @@ import pytest
 from scipy.special import gammaln
 
 from tests.kernels._kernel import KernelState, even_bounds, random_corpus, stream
-from tests.kernels._mh import MHChain
+from tests.kernels._mh import MHChain, fold_in
 from tests.reference import gibbs as gibbs_ref
 from tests.reference import mh as ref
 from topictk.inference import mh
@@ -67,16 +68,64 @@ def test_tables_equal_reference(seed):
     np.testing.assert_allclose(got, weights / weights.sum(), rtol=1e-12)
 
 
+def random_overlay(rng, n_words=V, n_topics=K):
+    """An overlay of extra word prior (CSR triple) on about a third of the words: word 1 over
+    every topic, the last word always, the others at random."""
+    rows = []
+    for w in range(n_words):
+        if w == 1:
+            rows.append(np.arange(n_topics))
+        elif w == n_words - 1 or rng.random() < 0.3:
+            rows.append(np.sort(rng.choice(n_topics, rng.integers(1, 3), replace=False)))
+        else:
+            rows.append(np.zeros(0, np.int64))
+    ptr = np.zeros(n_words + 1, np.int64)
+    np.cumsum([r.size for r in rows], out=ptr[1:])
+    return ptr, np.concatenate(rows).astype(np.int32), rng.uniform(0.05, 3.0, int(ptr[-1]))
+
+
+def word_terms(seed, term, n_words=V, n_topics=K) -> dict:
+    """The keyword arguments of a word term: an overlay, or a phi (K x V, rows summing to 1)."""
+    rng = np.random.default_rng(seed + 50)
+    if term == "overlay":
+        return {"overlay": random_overlay(rng, n_words, n_topics)}
+    return {"phi": rng.dirichlet(np.full(n_words, 0.5), n_topics)}
+
+
+def _twin_terms(terms: dict) -> dict:
+    """The twin's form of the word terms."""
+    if "overlay" in terms:
+        return {"overlay": ref.Overlay.of_csr(*terms["overlay"])}
+    return dict(terms)
+
+
 @pytest.mark.parametrize("n_chunks,threads", [(1, 1), (2, 1), (2, 2), (3, 2)])
 @pytest.mark.parametrize("prior", PRIORS)
 @pytest.mark.parametrize("steps,rebuild", [(1, 1), (2, 3)])
 def test_sweep_equals_reference(seed, n_chunks, threads, prior, steps, rebuild):
-    alpha = PRIORS[prior]
+    _sweeps_equal_reference(seed, n_chunks, threads, PRIORS[prior], steps, rebuild, {})
+
+
+@pytest.mark.parametrize("term", ["overlay", "phi"])
+@pytest.mark.parametrize("n_chunks,threads", [(1, 1), (3, 2)])
+@pytest.mark.parametrize("prior", ["asymmetric", "per-document"])
+@pytest.mark.parametrize("steps,rebuild", [(1, 1), (2, 3)])
+def test_sweep_with_word_terms_equals_reference(seed, term, n_chunks, threads, prior, steps,
+                                                rebuild):
+    """With an overlay (words with and without one, one over every topic) or a given phi the
+    kernel draws what the twin draws and ends where it ends."""
+    _sweeps_equal_reference(seed, n_chunks, threads, PRIORS[prior], steps, rebuild,
+                            word_terms(seed, term))
+
+
+def _sweeps_equal_reference(seed, n_chunks, threads, alpha, steps, rebuild, terms):
     doc_ptr, words = random_corpus(np.random.default_rng(seed), D, V, 25)
     beta = 0.05
     bounds = even_bounds(D, n_chunks)
     state, (z, ndk, nkw, nk) = _start(seed, doc_ptr, words)
-    chain = MHChain(doc_ptr, words, *state.arrays(), beta=beta, steps=steps, rebuild=rebuild)
+    chain = MHChain(doc_ptr, words, *state.arrays(), beta=beta, steps=steps, rebuild=rebuild,
+                    **terms)
+    twin = _twin_terms(terms)
     kernel_streams = [stream(seed, 3, c) for c in range(n_chunks)]
     rngs = [np.random.Generator(stream(seed, 3, c)) for c in range(n_chunks)]
     start_z = z.copy()
@@ -84,10 +133,10 @@ def test_sweep_equals_reference(seed, n_chunks, threads, prior, steps, rebuild):
     for sweep in range(6):
         chain.sweep(alpha, bounds, kernel_streams, threads)
         if sweep % rebuild == 0:
-            tb = ref.build_tables(words, z, K, V, beta)
+            tb = ref.build_tables(words, z, K, V, beta, twin.get("overlay"))
             table_z = z.copy() if rebuild > 1 else None
         ref.sweep(doc_ptr, words, z, ndk, nkw, nk, alpha, beta, bounds, rngs, steps, tb,
-                  table_z)
+                  table_z, **twin)
         for name, got, want in zip(("z", "ndk", "nkw", "nk"), chain.arrays(), (z, ndk, nkw, nk)):
             assert np.array_equal(got, want), f"{name} differs after sweep {sweep + 1}"
     assert not np.array_equal(chain.z, start_z)
@@ -110,6 +159,44 @@ def test_threads_do_not_change_the_chain(seed, prior):
         results.append([a.copy() for a in chain.arrays()])
     for one, two in zip(*results):
         np.testing.assert_array_equal(one, two)
+
+
+def test_an_overlay_without_entries_is_the_symmetric_prior(seed):
+    """An overlay with no entry changes no number: o = 0 and beta-bar = V beta."""
+    doc_ptr, words = random_corpus(np.random.default_rng(seed), D, V, 25)
+    empty = (np.zeros(V + 1, np.int64), np.zeros(0, np.int32), np.zeros(0))
+    results = []
+    for overlay in (None, empty):
+        state, _ = _start(seed, doc_ptr, words)
+        chain = MHChain(doc_ptr, words, *state.arrays(), beta=0.05, overlay=overlay)
+        streams = [stream(seed, 3, c) for c in range(2)]
+        for _ in range(3):
+            chain.sweep(ASYMMETRIC, even_bounds(D, 2), streams, 2)
+        results.append([a.copy() for a in chain.arrays()])
+    for one, two in zip(*results):
+        np.testing.assert_array_equal(one, two)
+
+
+@pytest.mark.parametrize("terms,message", [
+    ({"overlay": (np.array([0] + [2] * V, np.int64), np.array([3, 1], np.int32),
+                  np.ones(2))}, "ascending topics"),
+    ({"overlay": (np.array([0] + [1] * V, np.int64), np.array([1], np.int32),
+                  np.array([-0.5]))}, "not >= 0"),
+    ({"overlay": (np.zeros(V, np.int64), np.zeros(0, np.int32), np.zeros(0))}, "row offsets"),
+    ({"phi": np.ones((K, V - 1))}, "topics x words"),
+    ({"phi": np.zeros((K, V))}, "no mass"),
+])
+def test_bad_word_terms_raise(terms, message):
+    doc_ptr, words = random_corpus(np.random.default_rng(0), D, V, 25)
+    state, _ = _start(0, doc_ptr, words)
+    chain = MHChain(doc_ptr, words, *state.arrays(), beta=0.05, **terms)
+    with pytest.raises(ValueError, match=message):
+        chain.sweep(SYMMETRIC, even_bounds(D, 1), [stream(0, 3, 0)])
+    chain = MHChain(doc_ptr, words, *state.arrays(), beta=0.05, phi=np.ones((K, V)))
+    chain.terms.update(prior_ptr=np.zeros(V + 1, np.int64), prior_topic=np.zeros(0, np.int32),
+                       prior_extra=np.zeros(0))
+    with pytest.raises(ValueError, match="replaces the word prior"):
+        chain.sweep(SYMMETRIC, even_bounds(D, 1), [stream(0, 3, 0)])
 
 
 def test_more_topics_than_tokens():
@@ -150,35 +237,60 @@ TOLERANCE_REBUILT = 0.08
 SALPHA_DOC = np.array([[0.1, 1.5, 0.3], [0.9, 0.15, 0.4], [0.25, 0.3, 2.0]])
 
 
-def _log_joint(z, alpha=SALPHA) -> float:
+# The word terms on the same corpus: an overlay of extra prior (word 0 on topic 0, word 2 on
+# topics 1 and 2; word 1 has none), and a given phi (K x V, rows summing to 1), with the
+# prior per document. Fixed tables, seeds 0 and 1: total variation 0.029 (overlay) and 0.025
+# (phi); with the overlay left out of the proposal's density in the word proposal's ratio
+# 0.09-0.20, with phi's ratio in the document proposal's inverted 0.56.
+SOVERLAY = (np.array([0, 1, 1, 3], np.int64), np.array([0, 1, 2], np.int32),
+            np.array([1.5, 0.8, 0.3]))
+SPHI = np.array([[0.6, 0.3, 0.1], [0.1, 0.5, 0.4], [0.25, 0.25, 0.5]])
+STERMS = {"overlay": {"overlay": SOVERLAY}, "phi": {"phi": SPHI}}
+
+
+def _dense_overlay(overlay, n_words, n_topics) -> np.ndarray:
+    """o as a (V, K) array."""
+    ptr, topic, extra = overlay
+    dense = np.zeros((n_words, n_topics))
+    for w in range(n_words):
+        dense[w, topic[ptr[w]:ptr[w + 1]]] = extra[ptr[w]:ptr[w + 1]]
+    return dense
+
+
+def _log_joint(z, alpha=SALPHA, overlay=None, phi=None) -> float:
     """ln p(w, z | alpha, beta) (§1.3) up to a constant; ``alpha`` (K,) or a row per
-    document."""
+    document. With an overlay the prior of phi_k is Dirichlet(beta + o[:, k]); with a given
+    phi the word factor is phi[z_i, w_i]."""
     alpha = np.broadcast_to(alpha, (3, SK))
     ndk = np.zeros((3, SK))
     nkw = np.zeros((SV, SK))
     np.add.at(ndk, (DOC_OF, z), 1)
     np.add.at(nkw, (WORDS, z), 1)
     nk = nkw.sum(axis=0)
-    return float(np.sum(gammaln(ndk + alpha)) - np.sum(gammaln(ndk.sum(1) + alpha.sum(1)))
-                 - np.sum(gammaln(nk + SV * BETA)) + np.sum(gammaln(nkw + BETA)))
+    doc = np.sum(gammaln(ndk + alpha)) - np.sum(gammaln(ndk.sum(1) + alpha.sum(1)))
+    if phi is not None:
+        return float(doc + np.sum(np.log(phi[z, WORDS])))
+    prior = BETA + (0.0 if overlay is None else _dense_overlay(overlay, SV, SK))
+    return float(doc - np.sum(gammaln(nk + np.sum(np.broadcast_to(prior, (SV, SK)), axis=0)))
+                 + np.sum(gammaln(nkw + prior)))
 
 
-def _posterior(alpha=SALPHA) -> np.ndarray:
+def _posterior(alpha=SALPHA, overlay=None, phi=None) -> np.ndarray:
     states = np.array(list(itertools.product(range(SK), repeat=WORDS.size)))
-    lj = np.array([_log_joint(z, alpha) for z in states])
+    lj = np.array([_log_joint(z, alpha, overlay, phi) for z in states])
     p = np.exp(lj - lj.max())
     return p / p.sum()
 
 
-def _mh_frequencies(seed: int, steps: int, rebuild: int | None,
-                    alpha=SALPHA) -> np.ndarray:
+def _mh_frequencies(seed: int, steps: int, rebuild: int | None, alpha=SALPHA,
+                    **terms) -> np.ndarray:
     """State frequencies of an MH chain over SWEEPS sweeps: tables rebuilt every ``rebuild``
     sweeps as in training, or (None) built once from the first state and kept."""
     state, _ = _start(seed, DOC_PTR, WORDS, n_topics=SK, n_words=SV)
     chain = MHChain(DOC_PTR, WORDS, *state.arrays(), beta=BETA, steps=steps,
-                    rebuild=rebuild or 2)
+                    rebuild=rebuild or 2, **terms)
     if rebuild is None:
-        chain.sampler.build(chain.z, BETA, 1)
+        chain.build(chain.z)
         chain.table_z = chain.z.copy()
         chain.step = 1          # never a multiple of 2 again: the tables stay
     bounds = np.array([0, 3], np.int64)
@@ -212,6 +324,16 @@ def test_mh_chain_with_a_prior_per_document_targets_the_posterior(seed):
     its ratio carries the document factors, so the chain is exact again."""
     tv = 0.5 * np.abs(_mh_frequencies(seed, 1, None, SALPHA_DOC)
                       - _posterior(SALPHA_DOC)).sum()
+    assert tv < TOLERANCE, f"total variation {tv:.4f}"
+
+
+@pytest.mark.parametrize("term", STERMS)
+def test_mh_chain_with_word_terms_targets_the_posterior(seed, term):
+    """Fixed tables with an overlay of the word prior, or a given phi: the acceptance ratios
+    hold the proposals' densities and the new target exactly, so the chain's frequencies are
+    within TOLERANCE of the exact posterior of that target."""
+    tv = 0.5 * np.abs(_mh_frequencies(seed, 1, None, SALPHA_DOC, **STERMS[term])
+                      - _posterior(SALPHA_DOC, **STERMS[term])).sum()
     assert tv < TOLERANCE, f"total variation {tv:.4f}"
 
 
@@ -258,6 +380,27 @@ def test_fold_in_equals_reference(seed, n_chunks, threads, prior, steps):
     np.testing.assert_array_equal(theta, want)
     assert np.isnan(theta[5]).all() and np.isfinite(np.delete(theta, 5, axis=0)).all()
     np.testing.assert_allclose(theta[active].sum(axis=1), 1.0, rtol=1e-12)
+    for bg, rng in zip(kernel_streams, rngs):
+        assert bg.state == rng.bit_generator.state
+
+
+@pytest.mark.parametrize("term", ["overlay", "phi"])
+@pytest.mark.parametrize("n_chunks,threads", [(1, 1), (3, 2)])
+@pytest.mark.parametrize("prior", FOLD_PRIORS)
+def test_fold_in_with_word_terms_equals_reference(seed, term, n_chunks, threads, prior):
+    nkw, nk = _model_counts(seed)
+    doc_ptr, words = _test_documents(seed)
+    terms = word_terms(seed, term)
+    active = np.ones(9, bool)
+    active[5] = False
+    bounds = even_bounds(9, n_chunks)
+    kernel_streams = [stream(seed, 4, 0, c) for c in range(n_chunks)]
+    rngs = [np.random.Generator(stream(seed, 4, 0, c)) for c in range(n_chunks)]
+    plan = FoldInPlan(6, 3, bounds, kernel_streams, threads, active)
+    theta = fold_in(nkw, nk, 0.05, FOLD_PRIORS[prior], doc_ptr, words, plan, 2, **terms)
+    want = ref.fold_in_theta(nkw, nk, 0.05, FOLD_PRIORS[prior], doc_ptr, words, 2, 6, 3,
+                             bounds, rngs, active, **_twin_terms(terms))
+    np.testing.assert_array_equal(theta, want)
     for bg, rng in zip(kernel_streams, rngs):
         assert bg.state == rng.bit_generator.state
 
@@ -309,9 +452,24 @@ FOLD_SWEEPS = 200_000
 FOLD_TOLERANCE = 0.01
 
 
-def _exact_theta(alpha: np.ndarray) -> np.ndarray:
+# The word terms of the fold-in: an overlay on words 0 and 2, a given phi (K x V). Measured
+# as above (prior per document), seeds 0-3: at most 0.0014 (overlay) and 0.0008 (phi); with
+# the overlay left out of phi-hat in the document proposal's ratio 0.05, with phi's ratio
+# there inverted 0.08.
+FOLD_OVERLAY = (np.array([0, 2, 2, 3, 3], np.int64), np.array([1, 2, 0], np.int32),
+                np.array([2.0, 0.5, 1.0]))
+FOLD_PHI = np.array([[0.5, 0.1, 0.3, 0.1], [0.05, 0.6, 0.15, 0.2], [0.3, 0.3, 0.1, 0.3]])
+FOLD_TERMS = {"overlay": {"overlay": FOLD_OVERLAY}, "phi": {"phi": FOLD_PHI}}
+
+
+def _exact_theta(alpha: np.ndarray, overlay=None, phi=None) -> np.ndarray:
     alpha = np.broadcast_to(alpha, (2, 3))
-    phi = (FOLD_NKW + FOLD_BETA) / (FOLD_NK + 4 * FOLD_BETA)
+    if phi is None:
+        prior = FOLD_BETA + (0.0 if overlay is None else _dense_overlay(overlay, 4, 3))
+        prior = np.broadcast_to(prior, (4, 3))
+        phi = (FOLD_NKW + prior) / (FOLD_NK + prior.sum(axis=0))
+    else:
+        phi = phi.T
     doc_ptr, words = FOLD_DOCS
     theta = np.zeros((2, 3))
     for d in range(2):
@@ -333,4 +491,16 @@ def test_mh_fold_in_theta_matches_exact_expectation(seed, prior):
                       [stream(seed, 4, 0, 0), stream(seed, 4, 0, 1)])
     theta = mh.mh_fold_in(FOLD_NKW, FOLD_NK, FOLD_BETA, alpha, *FOLD_DOCS, plan, steps=1)
     error = np.abs(theta - _exact_theta(alpha)).max()
+    assert error < FOLD_TOLERANCE, f"largest error {error:.4f}"
+
+
+@pytest.mark.parametrize("term", FOLD_TERMS)
+def test_mh_fold_in_with_word_terms_matches_exact_expectation(seed, term):
+    """phi-hat with an overlay of the word prior, or a given phi: theta-hat against its
+    exact expectation under that word factor."""
+    alpha = FOLD_ALPHA["per-document"]
+    plan = FoldInPlan(FOLD_SWEEPS, 100, np.array([0, 1, 2]),
+                      [stream(seed, 4, 0, 0), stream(seed, 4, 0, 1)])
+    theta = fold_in(FOLD_NKW, FOLD_NK, FOLD_BETA, alpha, *FOLD_DOCS, plan, 1, **FOLD_TERMS[term])
+    error = np.abs(theta - _exact_theta(alpha, **FOLD_TERMS[term])).max()
     assert error < FOLD_TOLERANCE, f"largest error {error:.4f}"

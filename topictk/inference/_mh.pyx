@@ -14,6 +14,12 @@
 * :func:`mh_fold_in` -- theta-hat of documents with the topics fixed by MH cycles against
   those tables (the fold-in of §11.2). Equivalent to ``tests/reference/mh.py::fold_in_theta``.
 
+Every kernel takes two optional word terms (docs/algorithms.md §2.7, "Word priors and given
+topics"): a sparse overlay o of extra word prior (``prior_ptr``, ``prior_topic``,
+``prior_extra``), so that the word factor is (n_kw + beta + o_wk) / (n_k + beta-bar_k), and a
+given topic-word matrix ``phi`` (K x V) whose entry phi_kw is the word factor itself. Without
+them (None) the kernels take the code of the symmetric beta, with the same numbers.
+
 A token costs O(steps) draws and count look-ups whatever K is (the look-up of a word's stale
 count is a binary search in its table, O(log min(n_w, K))). Tables are read-only during a
 sweep, so chunks share them; randomness is one bit generator per chunk (never per thread),
@@ -32,6 +38,8 @@ from numpy.random cimport bitgen_t
 from topictk._cy.alias cimport alias_build as _alias_build, alias_draw as _alias_draw
 from topictk._cy.alloc cimport checked_alloc as _alloc, free_rows
 from topictk._cy.rng cimport bitgen_of, next_uniform, uniform_topic
+from topictk._cy.wordprior cimport (attach_overlay, beta_bar, check_terms, find_topic,
+                                    overlay_value, phi_tables)
 
 
 # the low half of a table key (topic << 32) | count
@@ -49,16 +57,8 @@ cdef int _cmp_asc(const void* a, const void* b) noexcept nogil:
 cdef inline int32_t _stale_count(const int32_t* topic, const int32_t* count, Py_ssize_t n,
                                  int32_t k) noexcept nogil:
     """The count topic k had in a word's table (topics ascending), 0 when absent."""
-    cdef Py_ssize_t lo = 0, hi = n, mid
-    while lo < hi:
-        mid = (lo + hi) >> 1
-        if topic[mid] < k:
-            lo = mid + 1
-        else:
-            hi = mid
-    if lo < n and topic[lo] == k:
-        return count[lo]
-    return 0
+    cdef Py_ssize_t j = find_topic(topic, n, k)
+    return count[j] if j >= 0 else 0
 
 
 cdef struct Tables:
@@ -76,6 +76,148 @@ cdef struct Tables:
     double* dense_prob          # (K) alias table of beta / (stale n_k + V beta)
     int32_t* dense_alias        # (K)
     double dense_mass           # Q = sum_k beta / (stale n_k + V beta)
+    # the word prior's overlay o (o_ptr NULL: none), rows as the tables', with beta-bar_k
+    # (NULL: V beta; the denominators of rden hold it) and per row the alias table of
+    # o_wk / (stale n_k + beta-bar_k) with its mass O_w
+    const double* bbar          # (K)
+    const int64_t* o_ptr        # (rows + 1)
+    const int32_t* o_topic
+    const double* o_extra
+    double* o_prob              # (nnz)
+    int32_t* o_alias            # (nnz) positions within the row
+    double* o_mass              # (rows)
+    # a given topic-word matrix (phi NULL: none), K x phi_words, and its columns' alias
+    # tables, which replace every table above
+    const double* phi
+    Py_ssize_t phi_words
+    double* phi_prob            # (phi_words, K)
+    int32_t* phi_alias          # (phi_words, K)
+
+
+cdef struct WordTerm:
+    # what a call allocates for the word terms of its Tables (NULL: not used)
+    double* bbar
+    double* o_prob
+    int32_t* o_alias
+    double* o_mass
+    double* phi_prob
+    int32_t* phi_alias
+
+
+cdef inline double _extra(const Tables* tb, Py_ssize_t w, Py_ssize_t k) noexcept nogil:
+    """o_wk of row w, 0 without an overlay."""
+    return overlay_value(tb.o_ptr, tb.o_topic, tb.o_extra, w, k)
+
+
+cdef inline double _bbar(const Tables* tb, double vbeta, Py_ssize_t k) noexcept nogil:
+    """beta-bar_k: V beta without an overlay."""
+    return vbeta if tb.bbar == NULL else tb.bbar[k]
+
+
+cdef double _shared_table(const Tables* tb, const int64_t* nk, Py_ssize_t K, double beta,
+                          double vbeta, double* weight, int32_t* small,
+                          int32_t* large) noexcept nogil:
+    """rden_k = 1 / (n_k + beta-bar_k) and the alias table of beta rden_k over all K;
+    returns its mass Q."""
+    cdef Py_ssize_t k
+    cdef double q = 0.0
+    for k in range(K):
+        tb.rden[k] = 1.0 / (nk[k] + _bbar(tb, vbeta, k))
+        weight[k] = beta * tb.rden[k]
+        q = q + weight[k]
+    _alias_build(weight, K, q, tb.dense_prob, tb.dense_alias, small, large)
+    return q
+
+
+cdef void _overlay_tables(const Tables* tb, Py_ssize_t rows, double* weight, int32_t* small,
+                          int32_t* large) noexcept nogil:
+    """Per row w of the overlay the alias table of o_wk rden_k over its entries and the
+    mass O_w (a row whose mass is 0 gets no table and is never drawn); ``weight``, ``small``
+    and ``large`` hold a row's entries (at most K)."""
+    cdef Py_ssize_t w, n, j
+    cdef int64_t base
+    cdef double total
+    for w in range(rows):
+        base = tb.o_ptr[w]
+        n = tb.o_ptr[w + 1] - base
+        total = 0.0
+        for j in range(n):
+            weight[j] = tb.o_extra[base + j] * tb.rden[tb.o_topic[base + j]]
+            total = total + weight[j]
+        tb.o_mass[w] = total
+        if total > 0.0:
+            _alias_build(weight, n, total, tb.o_prob + base, tb.o_alias + base, small, large)
+
+
+cdef void _word_term_free(WordTerm* buf) noexcept nogil:
+    """Free what :func:`_word_term_init` allocated, whether it finished or not."""
+    free(buf.bbar)
+    free(buf.o_prob)
+    free(buf.o_alias)
+    free(buf.o_mass)
+    free(buf.phi_prob)
+    free(buf.phi_alias)
+
+
+cdef int _attach_overlay(Tables* tb, WordTerm* buf, Py_ssize_t rows, Py_ssize_t K,
+                         double beta, const int64_t[::1] prior_ptr,
+                         const int32_t[::1] prior_topic, const double[::1] prior_extra,
+                         bint totals) except -1:
+    """Check the overlay of ``rows`` rows (none: None) and point ``tb`` at it; with ``totals``
+    (its rows are every word's) also beta-bar_k, which rden and the target read."""
+    tb.bbar = NULL
+    if not attach_overlay(prior_ptr, prior_topic, prior_extra, rows, K, &tb.o_ptr, &tb.o_topic,
+                          &tb.o_extra):
+        return 0
+    if totals:
+        buf.bbar = <double*> _alloc(K, sizeof(double))
+        beta_bar(rows, K, beta, tb.o_ptr, tb.o_topic, tb.o_extra, buf.bbar)
+        tb.bbar = buf.bbar
+    return 0
+
+
+cdef int _overlay_init(Tables* tb, WordTerm* buf, Py_ssize_t rows, Py_ssize_t K) except -1:
+    """The overlay's alias tables from ``tb.rden``, O(nnz); nothing without an overlay."""
+    cdef double* weight = NULL
+    cdef int32_t* stacks = NULL
+    if tb.o_ptr == NULL:
+        return 0
+    buf.o_prob = <double*> _alloc(tb.o_ptr[rows], sizeof(double))
+    buf.o_alias = <int32_t*> _alloc(tb.o_ptr[rows], sizeof(int32_t))
+    buf.o_mass = <double*> _alloc(rows, sizeof(double))
+    tb.o_prob = buf.o_prob
+    tb.o_alias = buf.o_alias
+    tb.o_mass = buf.o_mass
+    try:
+        weight = <double*> _alloc(K, sizeof(double))
+        stacks = <int32_t*> _alloc(2 * K, sizeof(int32_t))
+        _overlay_tables(tb, rows, weight, stacks, stacks + K)
+    finally:
+        free(weight)
+        free(stacks)
+    return 0
+
+
+cdef int _word_term_init(Tables* tb, WordTerm* buf, Py_ssize_t rows, Py_ssize_t K,
+                         double beta, const int64_t[::1] prior_ptr,
+                         const int32_t[::1] prior_topic, const double[::1] prior_extra,
+                         const double[:, ::1] phi, bint totals, int threads) except -1:
+    """The word terms of a sweep or a fold-in over ``rows`` table rows: the overlay (with
+    beta-bar when ``totals``) and its tables from ``tb.rden``, phi's columns' tables (O(rows
+    K)). ``buf`` zeroed by the caller, freed by :func:`_word_term_free` also when this
+    raises."""
+    tb.phi = NULL
+    check_terms(prior_ptr, prior_topic, prior_extra, phi)
+    _attach_overlay(tb, buf, rows, K, beta, prior_ptr, prior_topic, prior_extra, totals)
+    _overlay_init(tb, buf, rows, K)
+    if phi is None:
+        return 0
+    phi_tables(phi, K, rows, threads, &buf.phi_prob, &buf.phi_alias)
+    tb.phi = &phi[0, 0]
+    tb.phi_words = rows
+    tb.phi_prob = buf.phi_prob
+    tb.phi_alias = buf.phi_alias
+    return 0
 
 
 cdef void _build_word(const Tables* tb, Py_ssize_t w, const int64_t* word_ptr,
@@ -109,6 +251,20 @@ cdef void _build_word(const Tables* tb, Py_ssize_t w, const int64_t* word_ptr,
         _alias_build(weight, n, total, tb.prob + base, tb.alias + base, small, large)
 
 
+cdef Py_ssize_t _longest_word(const int64_t[::1] word_ptr, const int64_t[::1] ptr,
+                              Py_ssize_t K) except -1:
+    """min(K, the most tokens of a word), at least 1; refuses a pool without min(n_w, K)
+    entries for every word."""
+    cdef Py_ssize_t w, n, longest = 1
+    for w in range(word_ptr.shape[0] - 1):
+        n = word_ptr[w + 1] - word_ptr[w]
+        if n > longest:
+            longest = n
+        if ptr[w + 1] - ptr[w] < min(n, K):
+            raise ValueError(f"word {w} has fewer table entries than min(n_w, K)")
+    return K if longest > K else longest
+
+
 def build_tables(const int64_t[::1] word_ptr,     # IN  (V + 1) offsets into word_tokens
                  const int64_t[::1] word_tokens,  # IN  (N) token positions grouped by word
                  const int32_t[::1] z,            # IN  (N) the topics the tables are built from
@@ -124,15 +280,20 @@ def build_tables(const int64_t[::1] word_ptr,     # IN  (V + 1) offsets into wor
                  double[::1] rden,                # OUT (K)
                  double[::1] dense_prob,          # OUT (K)
                  int32_t[::1] dense_alias,        # OUT (K)
-                 int threads=1):
+                 int threads=1,
+                 const int64_t[::1] prior_ptr=None,     # IN  (V + 1) overlay rows, or None
+                 const int32_t[::1] prior_topic=None,   # IN  (nnz) their topics, ascending
+                 const double[::1] prior_extra=None):   # IN  (nnz) their extra prior o_wk
     """The word proposal's tables from the topics ``z`` (§2.7); returns Q, the mass of the
-    shared part. A word's pool holds min(n_w, K) entries. O(N log + K), never O(V K).
-    Equivalent to ``tests/reference/mh.py::build_tables``."""
+    shared part. A word's pool holds min(n_w, K) entries. O(N log + K), never O(V K). With an
+    overlay of the word prior the denominators are stale n_k + beta-bar_k (its own tables
+    are the sweep's). Equivalent to ``tests/reference/mh.py::build_tables``."""
     cdef Py_ssize_t V = word_ptr.shape[0] - 1, K = rden.shape[0], N = z.shape[0]
-    cdef Py_ssize_t w, k, longest = 1
+    cdef Py_ssize_t w, k, longest
     cdef int64_t i
     cdef int tid
     cdef Tables tb
+    cdef WordTerm buf = WordTerm(NULL, NULL, NULL, NULL, NULL, NULL)
     cdef double* weight = NULL
     cdef int32_t** rows = NULL
     cdef int64_t** keys = NULL
@@ -150,13 +311,7 @@ def build_tables(const int64_t[::1] word_ptr,     # IN  (V + 1) offsets into wor
         raise ValueError("ptr, length and mass need one entry per word")
     if ptr[V] > topic.shape[0] or ptr[V] > prob.shape[0]:
         raise ValueError("the table pool is smaller than ptr says")
-    for w in range(V):
-        if word_ptr[w + 1] - word_ptr[w] > longest:
-            longest = word_ptr[w + 1] - word_ptr[w]
-        if ptr[w + 1] - ptr[w] < min(word_ptr[w + 1] - word_ptr[w], K):
-            raise ValueError(f"word {w} has fewer table entries than min(n_w, K)")
-    if longest > K:
-        longest = K
+    longest = _longest_word(word_ptr, ptr, K)
     tb.ptr = &ptr[0]
     tb.topic = &topic[0]
     tb.count = &count[0]
@@ -171,6 +326,8 @@ def build_tables(const int64_t[::1] word_ptr,     # IN  (V + 1) offsets into wor
     if nk.shape[0] != K:
         raise ValueError("nk needs one entry per topic")
     try:
+        check_terms(prior_ptr, prior_topic, prior_extra, None)
+        _attach_overlay(&tb, &buf, V, K, beta, prior_ptr, prior_topic, prior_extra, True)
         weight = <double*> _alloc(K, sizeof(double))
         rows = <int32_t**> _alloc(threads, sizeof(int32_t*), True)
         keys = <int64_t**> _alloc(threads, sizeof(int64_t*), True)
@@ -188,11 +345,7 @@ def build_tables(const int64_t[::1] word_ptr,     # IN  (V + 1) offsets into wor
                 nk[k] = 0
             for i in range(N):
                 nk[zp[i]] += 1
-            for k in range(K):
-                rden[k] = 1.0 / (nk[k] + vbeta)
-                weight[k] = beta * rden[k]
-                q = q + weight[k]
-            _alias_build(weight, K, q, tb.dense_prob, tb.dense_alias, smalls[0], larges[0])
+            q = _shared_table(&tb, tb.nk, K, beta, vbeta, weight, smalls[0], larges[0])
             with parallel(num_threads=threads):
                 tid = threadid()
                 for w in prange(V, schedule="guided"):
@@ -216,6 +369,7 @@ def build_tables(const int64_t[::1] word_ptr,     # IN  (V + 1) offsets into wor
         free(smalls)
         free(larges)
         free(weight)
+        _word_term_free(&buf)
     return q
 
 
@@ -258,23 +412,50 @@ cdef struct MHWorkspace:
     double* alpha_prob          # (K)
     int32_t* alpha_alias        # (K)
     int32_t* alpha_scratch      # (2 K) the stacks of its alias build
+    WordTerm term               # the word terms' tables (an overlay, a given phi)
 
 
-cdef inline double _target(const int32_t* nd, const double* a, const int32_t* nw,
-                           const int64_t* nk, Py_ssize_t k, double beta,
-                           double vbeta) noexcept nogil:
-    """pi(k), unnormalised: (n_dk + alpha_k)(n_kw + beta) / (n_k + V beta) (§2.1)."""
-    return (nd[k] + a[k]) * (nw[k] + beta) / (nk[k] + vbeta)
+cdef inline double _target(const MHSweep* sw, const int32_t* nd, const double* a,
+                           const int32_t* nw, const int64_t* nk, int32_t w,
+                           Py_ssize_t k) noexcept nogil:
+    """pi(k), unnormalised: (n_dk + alpha_k)(n_kw + beta + o_wk) / (n_k + beta-bar_k) (§2.1;
+    o = 0 and beta-bar = V beta without an overlay)."""
+    return ((nd[k] + a[k]) * (nw[k] + sw.beta + _extra(&sw.tb, w, k))
+            / (nk[k] + _bbar(&sw.tb, sw.vbeta, k)))
 
 
-cdef inline double _proposal(const Tables* tb, int64_t base, Py_ssize_t n, Py_ssize_t k,
-                             Py_ssize_t r, double beta, double vbeta) noexcept nogil:
-    """q_i(k), unnormalised: the table's weight (stale n_kw + beta) / (stale n_k + V beta)
-    with the token's own table entry (topic r) taken out."""
+cdef inline double _word_factor(const MHSweep* sw, const int32_t* nw, const int64_t* nk,
+                                int32_t w, Py_ssize_t k) noexcept nogil:
+    """The word factor of pi(k): (n_kw + beta + o_wk) / (n_k + beta-bar_k), or phi_t[k, w]
+    when a topic-word matrix is given."""
+    if sw.tb.phi != NULL:
+        return sw.tb.phi[k * sw.tb.phi_words + w]
+    return (nw[k] + sw.beta + _extra(&sw.tb, w, k)) / (nk[k] + _bbar(&sw.tb, sw.vbeta, k))
+
+
+cdef inline double _proposal(const Tables* tb, int64_t base, Py_ssize_t n, int32_t w,
+                             Py_ssize_t k, Py_ssize_t r, double beta,
+                             double vbeta) noexcept nogil:
+    """q_i(k), unnormalised: the tables' weight (stale n_kw + beta + o_wk) / (stale n_k +
+    beta-bar_k) with the token's own table entry (topic r) taken out."""
     cdef int32_t c = _stale_count(tb.topic + base, tb.count + base, n, <int32_t> k)
     if k == r:
-        return (c - 1 + beta) / (tb.nk[k] - 1 + vbeta)
-    return (c + beta) * tb.rden[k]
+        return (c - 1 + beta + _extra(tb, w, k)) / (tb.nk[k] - 1 + _bbar(tb, vbeta, k))
+    return (c + beta + _extra(tb, w, k)) * tb.rden[k]
+
+
+cdef inline Py_ssize_t _table_draw(const Tables* tb, Py_ssize_t K, int32_t w, double u,
+                                   double x) noexcept nogil:
+    """The part u of [0, S_w + Q + O_w) picks (the word's table, the shared one, the word's
+    overlay table: O_w = 0 without an overlay), x the entry."""
+    cdef int64_t base = tb.ptr[w], ob
+    if u < tb.mass[w]:
+        return tb.topic[base + _alias_draw(x, tb.prob + base, tb.alias + base, tb.length[w])]
+    if tb.o_ptr != NULL and tb.o_mass[w] > 0.0 and u >= tb.mass[w] + tb.dense_mass:
+        ob = tb.o_ptr[w]
+        return tb.o_topic[ob + _alias_draw(x, tb.o_prob + ob, tb.o_alias + ob,
+                                           tb.o_ptr[w + 1] - ob)]
+    return _alias_draw(x, tb.dense_prob, tb.dense_alias, K)
 
 
 cdef inline Py_ssize_t _word_draw(const Tables* tb, Py_ssize_t K, double beta, double vbeta,
@@ -285,38 +466,60 @@ cdef inline Py_ssize_t _word_draw(const Tables* tb, Py_ssize_t K, double beta, d
     cdef int64_t base = tb.ptr[w]
     cdef Py_ssize_t n = tb.length[w], t
     cdef double u, x
+    cdef double total = tb.mass[w] + tb.dense_mass
+    if tb.o_ptr != NULL:
+        total = total + tb.o_mass[w]
     while True:
-        u = next_uniform(gen) * (tb.mass[w] + tb.dense_mass)
+        u = next_uniform(gen) * total
         x = next_uniform(gen)
-        if u < tb.mass[w]:
-            t = tb.topic[base + _alias_draw(x, tb.prob + base, tb.alias + base, n)]
-        else:
-            t = _alias_draw(x, tb.dense_prob, tb.dense_alias, K)
+        t = _table_draw(tb, K, w, u, x)
         if t != r:
             return t
         if (next_uniform(gen) * ((_stale_count(tb.topic + base, tb.count + base, n,
-                                               <int32_t> r) + beta) * tb.rden[r])
-                < _proposal(tb, base, n, r, r, beta, vbeta)):
+                                               <int32_t> r) + beta + _extra(tb, w, r))
+                                 * tb.rden[r])
+                < _proposal(tb, base, n, w, r, r, beta, vbeta)):
             return t
+
+
+cdef inline Py_ssize_t _fixed_word_step(const Tables* tb, Py_ssize_t K, double beta, int32_t w,
+                                        Py_ssize_t s, const int32_t* nd, const double* a,
+                                        bitgen_t* gen) noexcept nogil:
+    """A word proposal whose draw is the target's word factor exactly (the tables of a
+    fold-in, two uniforms; the alias table of a given phi's column, one), so that t is
+    accepted with (n_dt + alpha_t) / (n_ds + alpha_s) (one more uniform)."""
+    cdef Py_ssize_t t
+    cdef double u
+    if tb.phi != NULL:
+        t = _alias_draw(next_uniform(gen), tb.phi_prob + w * K, tb.phi_alias + w * K, K)
+    else:
+        t = _word_draw(tb, K, beta, 0.0, w, -1, gen)
+    u = next_uniform(gen)
+    if t != s and u * (nd[s] + a[s]) < nd[t] + a[t]:
+        return t
+    return s
 
 
 cdef inline Py_ssize_t _word_step(const MHSweep* sw, Py_ssize_t s, Py_ssize_t r, int32_t w,
                                   const int32_t* nd, const double* a, const int32_t* nw,
                                   const int64_t* nk, bitgen_t* gen) noexcept nogil:
     """One word proposal (§2.7) from the tables, accepted with the ratio of the proposal
-    probabilities the tables give (``a``: the document's prior); returns the new topic."""
+    probabilities the tables give (``a``: the document's prior); returns the new topic. With
+    a given phi, a draw from its column's table."""
     cdef const Tables* tb = &sw.tb
     cdef int64_t base = tb.ptr[w]
-    cdef Py_ssize_t n = tb.length[w]
-    cdef Py_ssize_t t = _word_draw(tb, sw.K, sw.beta, sw.vbeta, w, r, gen)
-    cdef double u = next_uniform(gen)
-    cdef double qs, qt, ps, pt
+    cdef Py_ssize_t n = tb.length[w], t
+    cdef double u, qs, qt, ps, pt
+    if tb.phi != NULL:
+        return _fixed_word_step(tb, sw.K, sw.beta, w, s, nd, a, gen)
+    t = _word_draw(tb, sw.K, sw.beta, sw.vbeta, w, r, gen)
+    u = next_uniform(gen)
     if t == s:
         return s
-    qs = _proposal(tb, base, n, s, r, sw.beta, sw.vbeta)
-    qt = _proposal(tb, base, n, t, r, sw.beta, sw.vbeta)
-    pt = _target(nd, a, nw, nk, t, sw.beta, sw.vbeta)
-    ps = _target(nd, a, nw, nk, s, sw.beta, sw.vbeta)
+    qs = _proposal(tb, base, n, w, s, r, sw.beta, sw.vbeta)
+    qt = _proposal(tb, base, n, w, t, r, sw.beta, sw.vbeta)
+    pt = _target(sw, nd, a, nw, nk, w, t)
+    ps = _target(sw, nd, a, nw, nk, w, s)
     if u * (ps * qt) < pt * qs:
         return t
     return s
@@ -348,19 +551,20 @@ cdef inline double _doc_factor(const int32_t* nd, const double* a, const double*
 
 
 cdef inline Py_ssize_t _doc_step(const MHSweep* sw, Py_ssize_t s, int64_t i, int64_t begin,
-                                 int64_t end, const int32_t* nd, const double* a,
+                                 int64_t end, int32_t w, const int32_t* nd, const double* a,
                                  const int32_t* nw, const int64_t* nk,
                                  bitgen_t* gen) noexcept nogil:
-    """One document proposal (§2.7), accepted with the word-topic ratio, times the document
-    factors that no longer cancel when the document's prior ``a`` is not alpha-bar."""
+    """One document proposal (§2.7), accepted with the ratio of the word factors, times the
+    document factors that no longer cancel when the document's prior ``a`` is not
+    alpha-bar."""
     cdef Py_ssize_t t = _doc_draw(sw.z + begin, end - begin, i - begin, s, sw.alpha_sum,
                                   sw.alpha_prob, sw.alpha_alias, sw.K, gen)
     cdef double u = next_uniform(gen)
     cdef double ps, pt
     if t == s:
         return s
-    pt = (nw[t] + sw.beta) / (nk[t] + sw.vbeta)
-    ps = (nw[s] + sw.beta) / (nk[s] + sw.vbeta)
+    pt = _word_factor(sw, nw, nk, w, t)
+    ps = _word_factor(sw, nw, nk, w, s)
     if sw.per_doc:
         pt = pt * _doc_factor(nd, a, sw.alpha_bar, t, s)
         ps = ps * _doc_factor(nd, a, sw.alpha_bar, s, t)
@@ -395,7 +599,7 @@ cdef void _sweep_chunk(const MHSweep* sw, int32_t* nkw, int64_t* nk, int64_t d_b
             nk[s] -= 1
             for step in range(sw.steps):
                 s = _word_step(sw, s, r, w, nd, a, nw, nk, gen)
-                s = _doc_step(sw, s, i, begin, end, nd, a, nw, nk, gen)
+                s = _doc_step(sw, s, i, begin, end, w, nd, a, nw, nk, gen)
             sw.z[i] = <int32_t> s
             nd[s] += 1
             nw[s] += 1
@@ -413,6 +617,7 @@ cdef void _mh_workspace_free(MHWorkspace* ws) noexcept nogil:
     free(ws.alpha_prob)
     free(ws.alpha_alias)
     free(ws.alpha_scratch)
+    _word_term_free(&ws.term)
 
 
 cdef int _mh_workspace_init(MHWorkspace* ws, const MHSweep* sw,
@@ -515,14 +720,21 @@ def mh_sweep(const int64_t[::1] doc_ptr,       # IN  (D + 1) token offsets
              int32_t[::1] dense_alias,
              double dense_mass,
              const int32_t[::1] table_z,       # IN  (N) or None: the tables are of z itself
-             int threads):
+             int threads,
+             const int64_t[::1] prior_ptr=None,    # IN  (V + 1) word prior overlay, or None
+             const int32_t[::1] prior_topic=None,  # IN  (nnz) its topics, ascending per word
+             const double[::1] prior_extra=None,   # IN  (nnz) its extra prior o_wk >= 0
+             const double[:, ::1] phi=None):       # IN  (K, V) a given phi_t, or None
     """One MH iteration over every chunk (§2.7, AD-LDA §2.4 for C > 1 chunks).
 
     Every token takes ``steps`` cycles of a word proposal (from the tables, built by
     :func:`build_tables` from an earlier state) and a document proposal, each accepted with
     its Metropolis-Hastings ratio. With one prior row, ``alpha_bar`` must be that row; with a
     row per document, the document proposal draws from ``alpha_bar`` and its ratio carries the
-    document factors. Equivalent to ``tests/reference/mh.py::sweep``.
+    document factors. With an overlay o of the word prior (the one the tables were built
+    with) the target is (n_dk + alpha_k)(n_kw + beta + o_wk) / (n_k + beta-bar_k); with a given
+    ``phi`` it is (n_dk + alpha_k) phi[k, w] and the word proposal the alias table of phi's
+    column, built at every call (O(V K)). Equivalent to ``tests/reference/mh.py::sweep``.
     """
     cdef MHSweep sw
     cdef MHWorkspace ws
@@ -567,8 +779,10 @@ def mh_sweep(const int64_t[::1] doc_ptr,       # IN  (D + 1) token offsets
     sw.tb.dense_mass = dense_mass
     ws = MHWorkspace(C=0, threads=0, bounds=NULL, gens=NULL, snap_nkw=NULL, snap_nk=NULL,
                      own_nkw=NULL, own_nk=NULL, z_old=NULL, alpha_prob=NULL, alpha_alias=NULL,
-                     alpha_scratch=NULL)
+                     alpha_scratch=NULL, term=WordTerm(NULL, NULL, NULL, NULL, NULL, NULL))
     try:
+        _word_term_init(&sw.tb, &ws.term, V, K, beta, prior_ptr, prior_topic, prior_extra, phi,
+                        True, threads)
         _mh_workspace_init(&ws, &sw, chunk_bounds, streams, threads)
         sw.alpha_prob = ws.alpha_prob
         sw.alpha_alias = ws.alpha_alias
@@ -635,14 +849,20 @@ def build_count_tables(const int32_t[:, ::1] nkw,  # IN  (V, K) a model's word-t
                        double[::1] rden,           # OUT (K) 1 / (n_k + V beta)
                        double[::1] dense_prob,     # OUT (K)
                        int32_t[::1] dense_alias,   # OUT (K)
-                       int threads=1):
+                       int threads=1,
+                       const int64_t[::1] prior_ptr=None,    # IN  (V + 1) overlay, or None
+                       const int32_t[::1] prior_topic=None,  # IN  (nnz) topics, ascending
+                       const double[::1] prior_extra=None):  # IN  (nnz) extra prior o_wk
     """The word proposal's tables of §2.7 from counts rather than from topic assignments:
     table j is word vocab[j]'s, over the topics with n_kw > 0, weights n_kw / (n_k + V beta);
     the shared table beta / (n_k + V beta) over all K. Returns Q, the shared mass; with the
     word's mass S_w the proposal is phi-hat_kw = (n_kw + beta) / (n_k + V beta) exactly.
-    O(V_f K). Equivalent to ``tests/reference/mh.py::count_tables``."""
-    cdef Py_ssize_t V = nkw.shape[0], K = nkw.shape[1], F = vocab.shape[0], j, k
+    With an overlay of the word prior (rows of every word) the denominators are
+    n_k + beta-bar_k; its own tables are the fold-in's. O(V_f K). Equivalent to
+    ``tests/reference/mh.py::count_tables``."""
+    cdef Py_ssize_t V = nkw.shape[0], K = nkw.shape[1], F = vocab.shape[0], j
     cdef Tables tb
+    cdef WordTerm buf = WordTerm(NULL, NULL, NULL, NULL, NULL, NULL)
     cdef double q = 0.0
     cdef double** weights = NULL
     cdef int32_t** smalls = NULL
@@ -667,7 +887,11 @@ def build_count_tables(const int32_t[:, ::1] nkw,  # IN  (V, K) a model's word-t
     tb.length = &length[0] if F > 0 else NULL
     tb.mass = &mass[0] if F > 0 else NULL
     tb.rden = &rden[0]
+    tb.dense_prob = &dense_prob[0]
+    tb.dense_alias = &dense_alias[0]
     try:
+        check_terms(prior_ptr, prior_topic, prior_extra, None)
+        _attach_overlay(&tb, &buf, V, K, beta, prior_ptr, prior_topic, prior_extra, True)
         weights = <double**> _alloc(threads, sizeof(double*), True)
         smalls = <int32_t**> _alloc(threads, sizeof(int32_t*), True)
         larges = <int32_t**> _alloc(threads, sizeof(int32_t*), True)
@@ -676,12 +900,7 @@ def build_count_tables(const int32_t[:, ::1] nkw,  # IN  (V, K) a model's word-t
             smalls[tid] = <int32_t*> _alloc(K, sizeof(int32_t))
             larges[tid] = <int32_t*> _alloc(K, sizeof(int32_t))
         with nogil:
-            for k in range(K):
-                rden[k] = 1.0 / (nk[k] + V * beta)
-                weights[0][k] = beta * rden[k]
-                q = q + weights[0][k]
-            _alias_build(weights[0], K, q, &dense_prob[0], &dense_alias[0], smalls[0],
-                         larges[0])
+            q = _shared_table(&tb, &nk[0], K, beta, V * beta, weights[0], smalls[0], larges[0])
             with parallel(num_threads=threads):
                 tid = threadid()
                 for j in prange(F, schedule="guided"):
@@ -698,6 +917,7 @@ def build_count_tables(const int32_t[:, ::1] nkw,  # IN  (V, K) a model's word-t
         free(weights)
         free(smalls)
         free(larges)
+        _word_term_free(&buf)
     return q
 
 
@@ -722,10 +942,13 @@ cdef struct MHFold:
 
 cdef inline double _fixed_phi(const Tables* tb, int32_t w, Py_ssize_t k,
                               double beta) noexcept nogil:
-    """phi-hat_kw = (n_kw + beta) / (n_k + V beta) from word w's table."""
+    """phi-hat_kw = (n_kw + beta + o_wk) / (n_k + beta-bar_k) from word w's table, or the
+    given phi[k, w]."""
     cdef int64_t base = tb.ptr[w]
+    if tb.phi != NULL:
+        return tb.phi[k * tb.phi_words + w]
     return (_stale_count(tb.topic + base, tb.count + base, tb.length[w], <int32_t> k)
-            + beta) * tb.rden[k]
+            + beta + _extra(tb, w, k)) * tb.rden[k]
 
 
 cdef inline Py_ssize_t _fold_step(const MHFold* f, const int32_t* zd, int64_t n, int64_t i,
@@ -736,10 +959,9 @@ cdef inline Py_ssize_t _fold_step(const MHFold* f, const int32_t* zd, int64_t n,
     ``a`` with its alias table): the word proposal phi-hat_.w, accepted with
     (n_dt + alpha_dt) / (n_ds + alpha_ds); then the document proposal from the document's own
     prior, accepted with phi-hat_tw / phi-hat_sw."""
-    cdef Py_ssize_t t = _word_draw(&f.tb, f.K, f.beta, 0.0, w, -1, gen)
-    cdef double u = next_uniform(gen)
-    if t != s and u * (nd[s] + a[s]) < nd[t] + a[t]:
-        s = t
+    cdef Py_ssize_t t
+    cdef double u
+    s = _fixed_word_step(&f.tb, f.K, f.beta, w, s, nd, a, gen)
     t = _doc_draw(zd, n, i, s, alpha_sum, alpha_prob, alpha_alias, f.K, gen)
     u = next_uniform(gen)
     if t != s and u * _fixed_phi(&f.tb, w, s, f.beta) < _fixed_phi(&f.tb, w, t, f.beta):
@@ -748,7 +970,8 @@ cdef inline Py_ssize_t _fold_step(const MHFold* f, const int32_t* zd, int64_t n,
 
 
 cdef struct FoldScratch:
-    # the buffers of one thread
+    # the buffers of one thread, carved from one allocation (``block``)
+    void* block
     int32_t* zd                 # (longest document) topics
     int32_t* nd                 # (K) n_dk
     int64_t* kept               # (K) n_dk summed over the kept sweeps
@@ -806,6 +1029,48 @@ cdef void _mh_fold_doc(const MHFold* f, Py_ssize_t d, FoldScratch* sc,
             theta[k] = (nd[k] + a[k]) / denom
 
 
+cdef Py_ssize_t _longest_document(const int64_t[::1] obs_ptr, const int32_t[::1] obs_words,
+                                  Py_ssize_t n_tables) except -1:
+    """The most observed tokens of a document (at least 1); refuses a token without a
+    table."""
+    cdef Py_ssize_t d, longest = 1
+    for d in range(obs_ptr.shape[0] - 1):
+        if obs_ptr[d + 1] - obs_ptr[d] > longest:
+            longest = obs_ptr[d + 1] - obs_ptr[d]
+    for d in range(obs_words.shape[0]):
+        if obs_words[d] < 0 or obs_words[d] >= n_tables:
+            raise ValueError("an observed token has no table")
+    return longest
+
+
+cdef int _fold_scratch_init(FoldScratch* sc, int threads, Py_ssize_t max_len,
+                            Py_ssize_t K) except -1:
+    """Every thread's buffers, one allocation each, the 8-byte arrays first (``sc`` zeroed;
+    freed by :func:`_fold_scratch_free` also when this raises). The alias table of a
+    document's prior is used only with a prior per document."""
+    cdef int tid
+    cdef char* at
+    for tid in range(threads):
+        sc[tid].block = _alloc(32 * K + 4 * max_len, 1)
+        at = <char*> sc[tid].block
+        sc[tid].kept = <int64_t*> at
+        sc[tid].alpha_prob = <double*> (at + 8 * K)
+        sc[tid].nd = <int32_t*> (at + 16 * K)
+        sc[tid].alpha_alias = <int32_t*> (at + 20 * K)
+        sc[tid].stacks = <int32_t*> (at + 24 * K)
+        sc[tid].zd = <int32_t*> (at + 32 * K)
+    return 0
+
+
+cdef void _fold_scratch_free(FoldScratch* sc, int threads) noexcept nogil:
+    """Free what :func:`_fold_scratch_init` allocated; NULL is no-op."""
+    cdef int tid
+    if sc != NULL:
+        for tid in range(threads):
+            free(sc[tid].block)
+    free(sc)
+
+
 def mh_fold_in(const int64_t[::1] obs_ptr,      # IN  (D + 1) observed-token offsets
                const int32_t[::1] obs_words,    # IN  observed tokens as table ids
                const double[:, ::1] alpha,      # IN  (1 or D, K) document prior
@@ -826,7 +1091,11 @@ def mh_fold_in(const int64_t[::1] obs_ptr,      # IN  (D + 1) observed-token off
                double[::1] dense_prob,
                int32_t[::1] dense_alias,
                double dense_mass,
-               int threads):
+               int threads,
+               const int64_t[::1] prior_ptr=None,    # IN  (tables + 1) overlay rows, or None
+               const int32_t[::1] prior_topic=None,  # IN  (nnz) topics, ascending per row
+               const double[::1] prior_extra=None,   # IN  (nnz) extra prior o_wk >= 0
+               const double[:, ::1] phi=None):       # IN  (K, tables) a given phi_t, or None
     """Fold-in of documents with the topics fixed (§2.7, §11.2) by Metropolis-Hastings.
 
     Each active document starts from uniform topics and every token takes ``steps`` cycles
@@ -835,29 +1104,29 @@ def mh_fold_in(const int64_t[::1] obs_ptr,      # IN  (D + 1) observed-token off
     change, so the chain is an exact MH
     chain for p(z | w, phi-hat, alpha_d). theta-hat = mean over the sweeps after burn-in of
     (n_dk + alpha_dk) / (N_obs + alpha_d.), as ``_gibbs.fold_in_theta``. One stream per chunk,
-    so the result does not depend on ``threads``. Equivalent to
-    ``tests/reference/mh.py::fold_in_theta``.
+    so the result does not depend on ``threads``. An overlay of the word prior (its rows
+    those of the tables, built by :func:`build_count_tables` with the same overlay) makes
+    phi-hat (n_kw + beta + o_wk) / (n_k + beta-bar_k); a given ``phi`` (its columns those of
+    the tables) replaces phi-hat, and its columns' alias tables the word proposal.
+    Equivalent to ``tests/reference/mh.py::fold_in_theta``.
     """
     cdef Py_ssize_t D = obs_ptr.shape[0] - 1, K = theta.shape[1], C = chunk_bounds.shape[0] - 1
-    cdef Py_ssize_t c, d, k, max_len = 1
+    cdef Py_ssize_t c, d, k, max_len
     cdef MHFold f
     cdef bitgen_t** gens = NULL
     cdef FoldScratch* sc = NULL
     cdef int32_t* stacks = NULL
+    cdef WordTerm term = WordTerm(NULL, NULL, NULL, NULL, NULL, NULL)
     cdef int tid
     if steps < 1 or n_sweeps < 1 or n_burn < 0 or n_burn > n_sweeps:
         raise ValueError("steps >= 1 and 0 <= n_burn <= n_sweeps >= 1 are needed")
     if len(streams) != C:
         raise ValueError(f"{C} chunks need {C} streams, got {len(streams)}")
     if (active.shape[0] != D or theta.shape[0] != D or alpha.shape[1] != K
-            or rden.shape[0] != K or (alpha.shape[0] != 1 and alpha.shape[0] != D)):
-        raise ValueError("documents, active, alpha and theta do not fit together")
-    for d in range(D):
-        if obs_ptr[d + 1] - obs_ptr[d] > max_len:
-            max_len = obs_ptr[d + 1] - obs_ptr[d]
-    for d in range(obs_words.shape[0]):
-        if obs_words[d] < 0 or obs_words[d] >= length.shape[0]:
-            raise ValueError("an observed token has no table")
+            or rden.shape[0] != K or (alpha.shape[0] != 1 and alpha.shape[0] != D)
+            or mass.shape[0] != length.shape[0]):
+        raise ValueError("documents, active, alpha, theta and the tables do not fit together")
+    max_len = _longest_document(obs_ptr, obs_words, length.shape[0])
     if D == 0:
         return
     threads = 1 if threads < 1 else (<int> C if threads > C else threads)
@@ -869,18 +1138,13 @@ def mh_fold_in(const int64_t[::1] obs_ptr,      # IN  (D + 1) observed-token off
     f.alpha_sum = 0.0
     for k in range(K):
         f.alpha_sum = f.alpha_sum + alpha[0, k]
-    f.tb.ptr = &ptr[0]
-    f.tb.topic = &topic[0]
-    f.tb.count = &count[0]
-    f.tb.prob = &prob[0]
-    f.tb.alias = &alias[0]
-    f.tb.length = &length[0] if length.shape[0] > 0 else NULL
-    f.tb.mass = &mass[0] if mass.shape[0] > 0 else NULL
-    f.tb.nk = NULL
-    f.tb.rden = &rden[0]
-    f.tb.dense_prob = &dense_prob[0]
-    f.tb.dense_alias = &dense_alias[0]
-    f.tb.dense_mass = dense_mass
+    f.tb = Tables(ptr=&ptr[0], topic=&topic[0], count=&count[0], prob=&prob[0],
+                  alias=&alias[0], length=NULL, mass=NULL, nk=NULL, rden=&rden[0],
+                  dense_prob=&dense_prob[0], dense_alias=&dense_alias[0],
+                  dense_mass=dense_mass)
+    if length.shape[0] > 0:
+        f.tb.length = &length[0]
+        f.tb.mass = &mass[0]
     f.beta = beta
     f.K = K
     f.steps = steps
@@ -890,6 +1154,8 @@ def mh_fold_in(const int64_t[::1] obs_ptr,      # IN  (D + 1) observed-token off
     f.alpha_prob = NULL
     f.alpha_alias = NULL
     try:
+        _word_term_init(&f.tb, &term, length.shape[0], K, beta, prior_ptr, prior_topic,
+                        prior_extra, phi, False, threads)
         gens = <bitgen_t**> _alloc(C, sizeof(bitgen_t*))
         for c in range(C):
             gens[c] = bitgen_of(streams[c])
@@ -897,14 +1163,7 @@ def mh_fold_in(const int64_t[::1] obs_ptr,      # IN  (D + 1) observed-token off
         f.alpha_alias = <int32_t*> _alloc(K, sizeof(int32_t))
         stacks = <int32_t*> _alloc(2 * K, sizeof(int32_t))
         sc = <FoldScratch*> _alloc(threads, sizeof(FoldScratch), True)
-        for tid in range(threads):
-            sc[tid].zd = <int32_t*> _alloc(max_len, sizeof(int32_t))
-            sc[tid].nd = <int32_t*> _alloc(K, sizeof(int32_t))
-            sc[tid].kept = <int64_t*> _alloc(K, sizeof(int64_t))
-            if f.per_doc:
-                sc[tid].alpha_prob = <double*> _alloc(K, sizeof(double))
-                sc[tid].alpha_alias = <int32_t*> _alloc(K, sizeof(int32_t))
-                sc[tid].stacks = <int32_t*> _alloc(2 * K, sizeof(int32_t))
+        _fold_scratch_init(sc, threads, max_len, K)
         with nogil:
             _alias_build(f.alpha, K, f.alpha_sum, f.alpha_prob, f.alpha_alias, stacks,
                          stacks + K)
@@ -915,16 +1174,9 @@ def mh_fold_in(const int64_t[::1] obs_ptr,      # IN  (D + 1) observed-token off
                         if f.active[d]:
                             _mh_fold_doc(&f, d, &sc[tid], gens[c])
     finally:
-        if sc != NULL:
-            for tid in range(threads):
-                free(sc[tid].zd)
-                free(sc[tid].nd)
-                free(sc[tid].kept)
-                free(sc[tid].alpha_prob)
-                free(sc[tid].alpha_alias)
-                free(sc[tid].stacks)
-        free(sc)
+        _fold_scratch_free(sc, threads)
         free(stacks)
         free(f.alpha_prob)
         free(f.alpha_alias)
         free(gens)
+        _word_term_free(&term)
