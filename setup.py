@@ -1,6 +1,7 @@
 """Build the Cython kernels.
 
-Everything declarative lives in pyproject.toml; this file only lists the extension modules.
+Everything declarative lives in pyproject.toml; this file only makes the extension modules,
+one per ``.pyx`` file found under ``topictk/``.
 Set ``TOPICTK_DEBUG=1`` to build with bounds checks and without optimisation.
 OpenMP is used when a compile probe finds it, otherwise the kernels run single-threaded.
 """
@@ -29,22 +30,18 @@ COMPILER_DIRECTIVES = {
     "embedsignature": True,
 }
 
-# One module per kernel; setup.py is the only list of them.
-KERNELS = [
-    "topictk._cy.special",
-    "topictk.inference._gibbs",
-    "topictk.inference._mh",
-    "topictk.inference._warp",
-    "topictk.inference._sparse_score",
-    "topictk.inference._minibatch",
-    "topictk.inference._vb",
-    "topictk.inference._cvb",
-    "topictk.inference._dlda",
-    "topictk.inference._pem",
-    "topictk.inference._dmr",
-    "topictk.evaluation._left_to_right",
-    "topictk.evaluation._coherence",
-]
+ROOT = Path(__file__).resolve().parent
+
+
+def _kernels() -> list[str]:
+    """One extension module per kernel: every ``.pyx`` file under ``topictk/``, named by its
+    path (``topictk/inference/_gibbs.pyx`` -> ``topictk.inference._gibbs``), so that a new
+    kernel needs no line here."""
+    return sorted(".".join(path.relative_to(ROOT).with_suffix("").parts)
+                  for path in (ROOT / "topictk").rglob("*.pyx"))
+
+
+KERNELS = _kernels()
 
 
 def _openmp_flags() -> tuple[list[str], list[str]]:
@@ -78,7 +75,7 @@ def _extensions() -> list[Extension]:
     random_lib = os.path.join(np.get_include(), "..", "..", "random", "lib")
     extensions = []
     for name in KERNELS:
-        source = name.replace(".", "/") + ".pyx"
+        source = str(Path(*name.split(".")).with_suffix(".pyx"))
         extensions.append(
             Extension(
                 name,

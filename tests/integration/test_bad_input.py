@@ -1,4 +1,4 @@
-"""Bad input through the command line (DESIGN.md "Command line"): exit code 2 for usage and
+"""Bad input through the command line (docs/index.md, "Commands"): exit code 2 for usage and
 config errors, 1 for data errors, always one ``topictk: error:`` line naming the file or key and
 the fix, never a traceback, and an existing output directory left exactly as it was."""
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Resume equals uninterrupted (DESIGN.md "Run directory", docs/algorithms.md §12 oracle (c)); runs
+"""Resume equals uninterrupted (docs/train.md, "Resume"; docs/algorithms.md §12 oracle (c)); runs
 stopped by a signal or by training.time_limit leave a checkpoint that resumes exactly; threads
 never change the numbers; old checkpoints are pruned."""
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Threads never change the numbers (DESIGN.md "Kernel"; docs/algorithms.md §12.3), and the counts
+"""Threads never change the numbers (docs/algorithms.md §12.3), and the counts
 equal the counts of z after every sweep and every AD-LDA merge (§2 oracle (d))."""
 from __future__ import annotations
 

@@ -12,7 +12,7 @@ import json
 import pytest
 
 from topictk.inference.minibatch import step_size
-from topictk.inference.schedules import sgmcmc_step, svi_rate
+from topictk.inference.schedules import sgmcmc_step
 
 # (a, b, c, t, eps_t) with eps_t worked out by hand
 SGMCMC_CASES = [
@@ -53,7 +53,6 @@ SVI_CASES = [
 
 @pytest.mark.parametrize("tau0, kappa, t, want", SVI_CASES)
 def test_svi_rates_match_hand_computed_values(tau0, kappa, t, want):
-    assert svi_rate(tau0, kappa, t) == pytest.approx(want, rel=1e-14, abs=0)
     assert step_size(t, tau0, kappa) == pytest.approx(want, rel=1e-14, abs=0)
 
 

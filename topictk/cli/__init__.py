@@ -10,6 +10,7 @@ import click
 import numpy as np
 
 from topictk import __version__
+from topictk.cli.options import STDOUT
 from topictk.errors import TopictkError
 from topictk.limits import one_line, out_of_memory
 
@@ -66,9 +67,6 @@ class _NamedStdout:
 
     def __getattr__(self, name):
         return getattr(self._stream, name)
-
-
-STDOUT = "<stdout>"
 
 
 def _silence_stdout() -> None:

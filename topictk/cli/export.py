@@ -6,8 +6,7 @@ import sys
 import click
 
 from topictk._fileio import atomic_write_bytes
-from topictk.cli import STDOUT
-from topictk.cli.options import run_dir_argument, threads_option
+from topictk.cli.options import STDOUT, run_dir_argument, threads_option
 from topictk.errors import UsageError
 from topictk.evaluation.export import EXPORTS, FoldIn
 from topictk.evaluation.infer import check_sweeps

@@ -8,6 +8,9 @@ from topictk.corpus.tables import DEFAULT_TEXT_COLUMN, TableOptions, parse_delim
 from topictk.errors import UsageError
 from topictk.limits import cap_threads, local_workers_problem
 
+# the name of standard output in messages about writing it
+STDOUT = "<stdout>"
+
 quiet_option = click.option("-q", "--quiet", is_flag=True, help="No progress bar or log lines.")
 
 

@@ -188,7 +188,9 @@ TRAINING = {
     "eval_every": Option("int", "auto", low=0, auto=True,
                          help="point perplexity every N steps (0 = never); auto = a tenth of "
                               "inference.iterations (10 for deep LDA)"),
-    "checkpoint_every": Option("int", 50, low=0, help="checkpoint every N steps (0 = never)"),
+    "checkpoint_every": Option("int", 50, low=0,
+                               help="checkpoint every N steps; the last step, a signal and the "
+                                    "time limit always write one (0 = only those)"),
     "keep_checkpoints": Option("int", 3, low=1, help="newest checkpoints kept"),
     "time_limit": Option("float", None, low=0, low_open=True, nullable=True,
                          help="stop gracefully after this many seconds of training "

@@ -140,11 +140,6 @@ def _examples() -> dict[str, Path]:
             for path in sorted(EXAMPLES.glob("*.yaml"))}
 
 
-def example_names() -> list[str]:
-    """The names of the bundled example configs."""
-    return list(_examples())
-
-
 def example_text(name: str) -> str:
     """The text of the bundled example config ``name`` (``dmr-sem`` finds ``dmr_sem``)."""
     examples = _examples()

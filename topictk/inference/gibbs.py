@@ -16,6 +16,7 @@ from topictk.config.schema import Option
 from topictk.errors import ConfigError, NumericalError
 from topictk.inference.base import StepInfo, Traits
 from topictk.inference.gibbs_cluster import GibbsClusterMixin
+from topictk.inference.hyper import resolve_alpha
 from topictk.inference.gibbs_counts import GibbsCounts, SparseLDACounts, SweepLayout
 from topictk.inference.gibbs_counts import (  # noqa: F401  (the sweep schedule, also named here)
     BLOCK_GAP,
@@ -29,7 +30,6 @@ from topictk.inference.registry import register
 from topictk.inference.sampled import (
     SampledDriver,
     evaluation_plan,
-    resolve_alpha,
     resolve_sample_schedule,
 )
 from topictk.inference.warp import (

@@ -65,3 +65,14 @@ def _minka(hist: np.ndarray, lengths: np.ndarray, alpha: np.ndarray, max_iter: i
         if change < tol:
             break
     return alpha
+
+
+#: the start of a learnt alpha (``model.alpha: auto``)
+DEFAULT_ALPHA = 0.1
+
+
+def resolve_alpha(value, n_topics: int) -> np.ndarray:
+    """model.alpha -> (K,) float64, the prior every family starts from; ``auto`` starts from
+    DEFAULT_ALPHA and is learnt."""
+    start = DEFAULT_ALPHA if value == "auto" else float(value)
+    return np.full(n_topics, start, dtype=np.float64)

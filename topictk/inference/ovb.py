@@ -41,6 +41,7 @@ from topictk.errors import NumericalError
 from topictk.inference.base import StepInfo, Traits
 from topictk.inference.minibatch import step_size
 from topictk.inference.perplexity import mixture_probabilities
+from topictk.inference.hyper import resolve_alpha
 from topictk.inference.registry import register
 from topictk.inference.variational import (
     ALPHA_MAX,
@@ -59,7 +60,6 @@ from topictk.inference.variational import (
     expected_log_topics,
     fold_in_theta,
     newton_direction,
-    resolve_alpha,
 )
 from topictk.state.variational import OnlineState
 from topictk.streams import Streams

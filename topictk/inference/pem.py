@@ -53,8 +53,10 @@ from scipy.special import digamma
 from topictk import streams as keys
 from topictk.config.schema import Option
 from topictk.errors import ConfigError, NumericalError
+from topictk.limits import available_memory
 from topictk.inference import _pem
 from topictk.inference.base import EvaluationSet, Traits
+from topictk.inference.hyper import resolve_alpha
 from topictk.inference.perplexity import csr_arrays, mixture_probabilities
 from topictk.inference.registry import register
 from topictk.inference.variational import (
@@ -67,7 +69,6 @@ from topictk.inference.variational import (
     elog_theta_sum,
     expected_log_topics,
     optimize_alpha,
-    resolve_alpha,
 )
 from topictk.state.schema import STEP, Array, Saved, Value
 from topictk.streams import Streams
@@ -170,19 +171,6 @@ def state_bytes(P: int, D: int, K: int, V: int, M: int = 0) -> int:
     return 8 * (P * D * K + 3 * P * D + 2 * V * K + extra)
 
 
-def available_memory() -> int | None:
-    """Bytes of memory available to a new allocation (MemAvailable of /proc/meminfo), or None
-    where that is unknown."""
-    try:
-        with open("/proc/meminfo") as f:
-            for line in f:
-                if line.startswith("MemAvailable:"):
-                    return int(line.split()[1]) * 1024
-    except OSError:
-        return None
-    return None
-
-
 def tempered_weights(phi: np.ndarray, temperature: float) -> tuple[np.ndarray, np.ndarray]:
     """(LW, m) for the tempered kernel: m_w = max_k ln phi_wk and LW = (ln phi - m) / T
     (T = 0: ln phi - m). ``phi`` is word-major (V, K)."""
@@ -255,10 +243,6 @@ class PEMState(Saved):
     converged: bool = False
     sample_steps: list[int] = field(default_factory=list)
     step: int = 0
-
-    @property
-    def n_particles(self) -> int:
-        return self.gamma.shape[0]
 
     def topic_word(self) -> np.ndarray:
         return self.phi.T.copy()

@@ -35,14 +35,6 @@ from topictk.inference.cluster import (
 from topictk.inference.perplexity import mixture_probabilities
 from topictk.streams import Streams, eval_key
 
-DEFAULT_ALPHA = 0.1
-
-
-def resolve_alpha(value, n_topics: int) -> np.ndarray:
-    """model.alpha -> (K,) float64; ``auto`` starts from 0.1 and is learnt."""
-    start = DEFAULT_ALPHA if value == "auto" else float(value)
-    return np.full(n_topics, start, dtype=np.float64)
-
 
 def heldout_documents(docs: EvaluationSet) -> np.ndarray:
     """(D,) True for the documents of ``docs`` with held-out entries: the only ones a scoring

@@ -5,11 +5,3 @@ from __future__ import annotations
 def sgmcmc_step(a: float, b: float, c: float, t: int) -> float:
     """SG-MCMC step epsilon_t = a (1 + t / b)^(-c) (Patterson & Teh 2013, as in their code)."""
     return a * (1.0 + t / b) ** (-c)
-
-
-def svi_rate(tau0: float, kappa: float, t: int) -> float:
-    """SVI learning rate rho_t = min(1, (tau0 + t)^(-kappa)) (Hoffman, Blei & Bach 2010)."""
-    base = tau0 + t
-    if base <= 0:
-        return 1.0
-    return min(1.0, base ** (-kappa))

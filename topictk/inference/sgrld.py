@@ -17,6 +17,7 @@ from topictk.config.schema import Option
 from topictk.corpus.batches import gather_batch
 from topictk.errors import ConfigError, NumericalError
 from topictk.inference.base import StepInfo, Traits
+from topictk.inference.hyper import resolve_alpha
 from topictk.inference.minibatch import (
     FLOOR,
     check_minibatch_config,
@@ -26,7 +27,7 @@ from topictk.inference.minibatch import (
     sample_steps_for,
 )
 from topictk.inference.registry import register
-from topictk.inference.sampled import SampledDriver, resolve_alpha
+from topictk.inference.sampled import SampledDriver
 from topictk.inference.schedules import sgmcmc_step
 from topictk.state.simplex import SimplexState
 from topictk.streams import Streams

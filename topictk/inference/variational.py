@@ -24,9 +24,6 @@ from topictk.inference.perplexity import csr_arrays, mixture_probabilities
 log = logging.getLogger("topictk")
 
 
-DEFAULT_ALPHA = 0.1
-
-
 ALPHA_MIN, ALPHA_MAX = 1e-10, 1e5
 
 
@@ -34,13 +31,7 @@ PHI_FLOOR = 1e-100
 
 
 # ---------------------------------------------------------------------------------------------
-# Dirichlet alpha (§3.4)
-def resolve_alpha(value, n_topics: int) -> np.ndarray:
-    """model.alpha -> (K,) float64; ``auto`` starts from 0.1 and is learnt."""
-    start = DEFAULT_ALPHA if value == "auto" else float(value)
-    return np.full(n_topics, start, dtype=np.float64)
-
-
+# Dirichlet alpha (§3.4; its start: topictk.inference.hyper.resolve_alpha)
 def alpha_objective(alpha: np.ndarray, S: np.ndarray, n_docs: float) -> float:
     """L(alpha) = D [lnGamma(alpha_sum) - sum_k lnGamma(alpha_k)] + sum_k (alpha_k - 1) S_k."""
     return float(n_docs * (gammaln(alpha.sum()) - gammaln(alpha).sum()) + np.dot(alpha - 1.0, S))

@@ -38,6 +38,7 @@ from topictk.config.schema import Option
 from topictk.corpus.store import Documents
 from topictk.errors import NumericalError
 from topictk.inference.base import Traits
+from topictk.inference.hyper import resolve_alpha
 from topictk.inference.registry import register
 from topictk.inference.variational import (
     ESTEP_OPTIONS,
@@ -54,7 +55,6 @@ from topictk.inference.variational import (
     expected_log_topics,
     fold_in_theta,
     optimize_alpha,
-    resolve_alpha,
 )
 from topictk.state.variational import VBState
 from topictk.streams import Streams
