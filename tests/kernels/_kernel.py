@@ -72,12 +72,12 @@ class KernelState:
 
     def sweep(self, alpha: np.ndarray, beta: float, bounds: np.ndarray,
               streams: list[np.random.PCG64], sparse: bool, threads: int = 1,
-              buffers: _gibbs.SweepBuffers | None = None) -> int:
+              buffers: _gibbs.SweepBuffers | None = None, **word_term) -> int:
         return _gibbs.gibbs_sweep(self.doc_ptr, self.words, self.z, self.ndk, self.nkw, self.nk,
                                   np.ascontiguousarray(np.atleast_2d(alpha), np.float64),
                                   float(beta), bounds,
                                   streams, sparse, self.wt_ptr, self.wt_entries, self.wt_len,
-                                  self.bits, threads, buffers)
+                                  self.bits, threads, buffers, **word_term)
 
     def arrays(self) -> tuple[np.ndarray, ...]:
         return self.z, self.ndk, self.nkw, self.nk

@@ -92,14 +92,53 @@ def _canonical(doc_ptr):
     return lambda d: range(doc_ptr[d], doc_ptr[d + 1])
 
 
-def _sweep_dense(docs, doc_ptr, words, z, ndk, nkw, nk, alpha, beta, rng, tokens=None):
+class WordTerm:
+    """The word term of the conditional (§2.10): (n_kw + beta + o[w, k]) / (n_k + beta-bar_k)
+    with the sparse overlay o of ``prior_ptr``, ``prior_topic``, ``prior_extra`` (CSR by word;
+    None: o = 0), beta-bar_k = V beta plus o[w, k] added in CSR order; or phi[k, w] of a given
+    (K, V) matrix ``phi``."""
+
+    def __init__(self, beta, n_words, n_topics, prior_ptr=None, prior_topic=None,
+                 prior_extra=None, phi=None):
+        self.beta = beta
+        self.phi = phi
+        self.extra = [[] for _ in range(n_words)]       # (k, o[w, k]) of every word
+        self.bbar = [n_words * beta] * n_topics
+        if prior_ptr is not None:
+            for w in range(n_words):
+                for j in range(prior_ptr[w], prior_ptr[w + 1]):
+                    k, o = int(prior_topic[j]), float(prior_extra[j])
+                    self.extra[w].append((k, o))
+                    self.bbar[k] += o
+
+
+def _term(term, nkw, beta):
+    return term if term is not None else WordTerm(beta, nkw.shape[0], nkw.shape[1])
+
+
+def _dense_weights(term, coef, nd, a, nkw, w):
+    """The dense sampler's K weights of word w: coef[k] (n_kw + beta), then for the overlay's
+    topics of w coef[k] (n_kw + (beta + o)); or (n_dk + alpha_k) phi[k, w]."""
+    K = len(coef)
+    if term.phi is not None:
+        return [(float(nd[k]) + a[k]) * float(term.phi[k, w]) for k in range(K)]
+    p = [coef[k] * (float(nkw[w, k]) + term.beta) for k in range(K)]
+    for k, o in term.extra[w]:
+        p[k] = coef[k] * (float(nkw[w, k]) + (term.beta + o))
+    return p
+
+
+def _sweep_dense(docs, doc_ptr, words, z, ndk, nkw, nk, alpha, beta, rng, tokens=None,
+                 term=None):
     """Dense sampler; ``alpha`` is (K,) or (D, K), one prior per document. ``tokens(d)``: the
-    positions of document d to visit, in order (None: all of them, canonical order)."""
+    positions of document d to visit, in order (None: all of them, canonical order); ``term``
+    a :class:`WordTerm` (None: the symmetric beta)."""
     K = ndk.shape[1]
     alpha = np.atleast_2d(alpha)
-    vbeta = nkw.shape[0] * beta
+    term = _term(term, nkw, beta)
+    bbar = term.bbar
     tokens = tokens or _canonical(doc_ptr)
-    rden = [1.0 / (float(nk[k]) + vbeta) for k in range(K)]
+    rden = [1.0 / (float(nk[k]) + bbar[k]) for k in range(K)]
     for d in docs:
         if len(tokens(d)) == 0:
             continue
@@ -110,30 +149,83 @@ def _sweep_dense(docs, doc_ptr, words, z, ndk, nkw, nk, alpha, beta, rng, tokens
             ndk[d, k] -= 1
             nkw[w, k] -= 1
             nk[k] -= 1
-            rden[k] = 1.0 / (float(nk[k]) + vbeta)
+            rden[k] = 1.0 / (float(nk[k]) + bbar[k])
             coef[k] = (float(ndk[d, k]) + a[k]) * rden[k]
-            p = [coef[kk] * (float(nkw[w, kk]) + beta) for kk in range(K)]
+            p = _dense_weights(term, coef, ndk[d], a, nkw, w)
             k = _draw_blocked(rng.random(), p)
             z[i] = k
             ndk[d, k] += 1
             nkw[w, k] += 1
             nk[k] += 1
-            rden[k] = 1.0 / (float(nk[k]) + vbeta)
+            rden[k] = 1.0 / (float(nk[k]) + bbar[k])
             coef[k] = (float(ndk[d, k]) + a[k]) * rden[k]
 
 
+def _sparse_pick(u, lst, extra, coef, rden, nd, dt, a, s, r, beta, bits):
+    """SparseLDA's draw for a token of a word with list ``lst`` and overlay entries ``extra``
+    ((k, o) pairs): q (the list's c_k n_kw, then the overlay's c_k o), r, s, one uniform u."""
+    mask = (1 << bits) - 1
+    q, qcum = 0.0, []
+    topics = [e & mask for e in lst] + [k for k, _ in extra]
+    for e in lst:
+        q = q + coef[e & mask] * float(e >> bits)
+        qcum.append(q)
+    for k, o in extra:
+        q = q + coef[k] * o
+        qcum.append(q)
+    u = u * (s + r + q)
+    if u < q:
+        return topics[_draw(u, qcum)]
+    if u < q + r and dt:
+        u = u - q
+        acc, cum = 0.0, []
+        for kk in dt:
+            acc = acc + float(nd[kk]) * beta * rden[kk]
+            cum.append(acc)
+        return dt[_draw(u, cum)]
+    u = u - q - r
+    acc, cum = 0.0, []
+    for kk in range(len(coef)):
+        acc = acc + a[kk] * beta * rden[kk]
+        cum.append(acc)
+    return _draw(u, cum)
+
+
+def _phi_pick(u, phi_w, nd, dt, a):
+    """The draw with a given word term phi_w = phi[:, w]: the document's topics (``dt`` order)
+    with n_dk phi_kw, then every topic with alpha_k phi_kw, one uniform u."""
+    r, rcum = 0.0, []
+    for kk in dt:
+        r = r + float(nd[kk]) * float(phi_w[kk])
+        rcum.append(r)
+    s = 0.0
+    for kk in range(len(a)):
+        s = s + a[kk] * float(phi_w[kk])
+    u = u * (r + s)
+    if u < r:
+        return dt[_draw(u, rcum)]
+    u = u - r
+    acc, cum = 0.0, []
+    for kk in range(len(a)):
+        acc = acc + a[kk] * float(phi_w[kk])
+        cum.append(acc)
+    return _draw(u, cum)
+
+
 def _sweep_sparse(docs, doc_ptr, words, z, ndk, nkw, nk, alpha, beta, rng, lists, bits,
-                  tokens=None, saved=None):
+                  tokens=None, saved=None, term=None):
     """SparseLDA with the s, r, q buckets maintained incrementally as the kernel does:
     rden[k] = 1 / (V beta + n_k) and coef[k] = (alpha_k + n_dk) rden[k] are cached. With a
     (D, K) alpha (DMR) s_d and every coefficient are computed afresh at each document start.
     ``tokens(d)`` as in :func:`_sweep_dense`; ``saved`` (one prior; a dict kept through a
     partitioned sweep): a document's topic list as its last visit left it, which its next visit
-    starts from, in that order, instead of ascending k."""
+    starts from, in that order, instead of ascending k. ``term`` a :class:`WordTerm` (None: the
+    symmetric beta): rden[k] = 1 / (beta-bar_k + n_k) and the draw of :func:`_sparse_pick`, or
+    of :func:`_phi_pick` with a given word term."""
     K = ndk.shape[1]
     tokens = tokens or _canonical(doc_ptr)
-    vbeta = nkw.shape[0] * beta
-    mask = (1 << bits) - 1
+    term = _term(term, nkw, beta)
+    bbar = term.bbar
     per_doc = np.ndim(alpha) == 2 and np.shape(alpha)[0] > 1
     alpha_rows = alpha
     a = None if per_doc else [float(x) for x in np.ravel(alpha)]
@@ -141,7 +233,7 @@ def _sweep_sparse(docs, doc_ptr, words, z, ndk, nkw, nk, alpha, beta, rng, lists
     rden = [0.0] * K
     coef = [0.0] * K
     for k in range(K):
-        rden[k] = 1.0 / (vbeta + float(nk[k]))
+        rden[k] = 1.0 / (bbar[k] + float(nk[k]))
         if not per_doc:
             s += a[k] * beta * rden[k]
             coef[k] = a[k] * rden[k]
@@ -189,33 +281,17 @@ def _sweep_sparse(docs, doc_ptr, words, z, ndk, nkw, nk, alpha, beta, rng, lists
                 last = dt.pop()
                 if j < len(dt):
                     dt[j] = last
-            inv = 1.0 / (vbeta + float(nk[k]))
+            inv = 1.0 / (bbar[k] + float(nk[k]))
             rden[k] = inv
             s += a[k] * beta * inv
             r += float(nd[k]) * beta * inv
             coef[k] = (a[k] + float(nd[k])) * inv
 
-            q, qcum = 0.0, []
-            for e in lst:
-                q = q + coef[e & mask] * float(e >> bits)
-                qcum.append(q)
-            u = rng.random() * (s + r + q)
-            if u < q:
-                k = lst[_draw(u, qcum)] & mask
-            elif u < q + r and dt:
-                u = u - q
-                acc, cum = 0.0, []
-                for kk in dt:
-                    acc = acc + float(nd[kk]) * beta * rden[kk]
-                    cum.append(acc)
-                k = dt[_draw(u, cum)]
+            if term.phi is not None:
+                k = _phi_pick(rng.random(), term.phi[:, w], nd, dt, a)
             else:
-                u = u - q - r
-                acc, cum = 0.0, []
-                for kk in range(K):
-                    acc = acc + a[kk] * beta * rden[kk]
-                    cum.append(acc)
-                k = _draw(u, cum)
+                k = _sparse_pick(rng.random(), lst, term.extra[w], coef, rden, nd, dt, a, s, r,
+                                 beta, bits)
 
             z[i] = k
             inv = rden[k]
@@ -230,7 +306,7 @@ def _sweep_sparse(docs, doc_ptr, words, z, ndk, nkw, nk, alpha, beta, rng, lists
             nd[k] += 1
             nkw[w, k] += 1
             nk[k] += 1
-            inv = 1.0 / (vbeta + float(nk[k]))
+            inv = 1.0 / (bbar[k] + float(nk[k]))
             rden[k] = inv
             s += a[k] * beta * inv
             r += float(nd[k]) * beta * inv
@@ -242,29 +318,34 @@ def _sweep_sparse(docs, doc_ptr, words, z, ndk, nkw, nk, alpha, beta, rng, lists
                 saved[d] = list(dt)
 
 
-def sweep(doc_ptr, words, z, ndk, nkw, nk, alpha, beta, chunk_bounds, rngs, sparse):
-    """One AD-LDA iteration (one chunk: the exact sampler), updating the arrays in place."""
-    bits = topic_bits(ndk.shape[1])
+def _sweep_part(sparse, docs, doc_ptr, words, z, ndk, nkw, nk, alpha, beta, rng, term,
+                tokens=None, saved=None):
+    """The documents ``docs`` by SparseLDA (its lists built from ``nkw``) or the dense sampler."""
+    if sparse:
+        bits = topic_bits(ndk.shape[1])
+        _sweep_sparse(docs, doc_ptr, words, z, ndk, nkw, nk, alpha, beta, rng,
+                      word_topic_lists(nkw, bits), bits, tokens, saved, term)
+    else:
+        _sweep_dense(docs, doc_ptr, words, z, ndk, nkw, nk, alpha, beta, rng, tokens, term)
+
+
+def sweep(doc_ptr, words, z, ndk, nkw, nk, alpha, beta, chunk_bounds, rngs, sparse,
+          **word_term):
+    """One AD-LDA iteration (one chunk: the exact sampler), updating the arrays in place; the
+    word term of :class:`WordTerm` (``word_term`` its keywords; none: the symmetric beta)."""
+    term = WordTerm(beta, nkw.shape[0], nkw.shape[1], **word_term)
     n_chunks = len(chunk_bounds) - 1
     if n_chunks == 1:
-        docs = range(chunk_bounds[0], chunk_bounds[1])
-        if sparse:
-            _sweep_sparse(docs, doc_ptr, words, z, ndk, nkw, nk, alpha, beta, rngs[0],
-                          word_topic_lists(nkw, bits), bits)
-        else:
-            _sweep_dense(docs, doc_ptr, words, z, ndk, nkw, nk, alpha, beta, rngs[0])
+        _sweep_part(sparse, range(chunk_bounds[0], chunk_bounds[1]), doc_ptr, words, z, ndk,
+                    nkw, nk, alpha, beta, rngs[0], term)
         return
     start_nkw, start_nk = nkw.copy(), nk.copy()
     delta_nkw = np.zeros_like(nkw)
     delta_nk = np.zeros_like(nk)
     for c in range(n_chunks):
         local_nkw, local_nk = start_nkw.copy(), start_nk.copy()
-        docs = range(chunk_bounds[c], chunk_bounds[c + 1])
-        if sparse:
-            _sweep_sparse(docs, doc_ptr, words, z, ndk, local_nkw, local_nk, alpha, beta,
-                          rngs[c], word_topic_lists(local_nkw, bits), bits)
-        else:
-            _sweep_dense(docs, doc_ptr, words, z, ndk, local_nkw, local_nk, alpha, beta, rngs[c])
+        _sweep_part(sparse, range(chunk_bounds[c], chunk_bounds[c + 1]), doc_ptr, words, z,
+                    ndk, local_nkw, local_nk, alpha, beta, rngs[c], term)
         delta_nkw += local_nkw - start_nkw
         delta_nk += local_nk - start_nk
     nkw[...] = start_nkw + delta_nkw
@@ -284,18 +365,19 @@ def word_blocks(word_freq, n_blocks):
 
 
 def block_sweep(doc_ptr, words, z, ndk, nkw, nk, alpha, beta, block_bounds, word_block, rngs,
-                sparse):
+                sparse, **word_term):
     """One iteration of the partitioned schedule (§2.8): B epochs; in epoch e doc block i
     samples its documents' tokens of word block (i + e) mod B in canonical order with rngs[i],
     against the shared word counts and its own copy of n_k at the epoch start; the changes of
     n_k are added after the epoch. SparseLDA with one prior lists a document's topics at its
     first visit of the sweep in ascending k and at a later one as the earlier left them. One
-    block: the exact sampler."""
+    block: the exact sampler. ``word_term``: the word term of :func:`sweep`."""
     n_blocks = len(block_bounds) - 1
     if n_blocks == 1:
-        sweep(doc_ptr, words, z, ndk, nkw, nk, alpha, beta, block_bounds, rngs, sparse)
+        sweep(doc_ptr, words, z, ndk, nkw, nk, alpha, beta, block_bounds, rngs, sparse,
+              **word_term)
         return
-    bits = topic_bits(ndk.shape[1])
+    term = WordTerm(beta, nkw.shape[0], nkw.shape[1], **word_term)
     saved: dict[int, list[int]] = {}
     for e in range(n_blocks):
         start_nk = nk.copy()
@@ -307,13 +389,8 @@ def block_sweep(doc_ptr, words, z, ndk, nkw, nk, alpha, beta, block_bounds, word
                 return [t for t in range(doc_ptr[d], doc_ptr[d + 1]) if word_block[words[t]] == b]
 
             local_nk = start_nk.copy()
-            docs = range(block_bounds[i], block_bounds[i + 1])
-            if sparse:
-                _sweep_sparse(docs, doc_ptr, words, z, ndk, nkw, local_nk, alpha, beta, rngs[i],
-                              word_topic_lists(nkw, bits), bits, tokens, saved)
-            else:
-                _sweep_dense(docs, doc_ptr, words, z, ndk, nkw, local_nk, alpha, beta, rngs[i],
-                             tokens)
+            _sweep_part(sparse, range(block_bounds[i], block_bounds[i + 1]), doc_ptr, words, z,
+                        ndk, nkw, local_nk, alpha, beta, rngs[i], term, tokens, saved)
             delta += local_nk - start_nk
         nk[...] = start_nk + delta
 

@@ -60,6 +60,7 @@ cdef extern from *:
     """
     void TOPICTK_PREFETCH(const void* p) noexcept nogil
 from topictk._cy.rng cimport bitgen_of, next_uniform, uniform_topic
+from topictk._cy.wordprior cimport attach_overlay, beta_bar, check_phi, check_terms
 
 # topics per block of the dense sampler's draw (its block sums are written for four)
 cdef enum:
@@ -165,7 +166,11 @@ cdef struct Sweep:
     const double* alpha         # (1, K), or (D, K) with per_doc_alpha
     bint per_doc_alpha
     double beta
-    double vbeta                # V beta
+    const double* bbar          # (K) the topics' total prior beta-bar_k (V beta: no overlay)
+    const int64_t* ov_ptr       # (V + 1) the word prior's overlay o[w, k] by word, or NULL
+    const int32_t* ov_topic     # its topics, ascending within a word
+    const double* ov_extra      # its extra prior o[w, k] >= 0
+    const double* phi           # (K, V) a given word term, or NULL: the counts'
     Py_ssize_t K
     Py_ssize_t V
     bint sparse                 # SparseLDA (§2.3) rather than the dense sampler (§2.2)
@@ -241,6 +246,7 @@ cdef struct Workspace:
     int32_t* len_blocks         # (C V) blocks: each block's copy of the list lengths of its
                                 # epoch's words (the threads write no shared cache line)
     const int32_t* word_block   # (V) blocks: the word block of every word
+    double* bbar                # (K) the topics' total prior of this sweep (Sweep.bbar)
 
 
 cdef inline Py_ssize_t _collect_positive(const int64_t* lst, Py_ssize_t n_lst, int64_t* row,
@@ -386,44 +392,62 @@ def build_word_topic_lists(const int32_t[:, ::1] nkw,   # IN  (V, K) word-major 
 # ---------------------------------------------------------------- the dense sampler (§2.2)
 
 cdef inline void _dense_refresh(const Walk* wk, Scratch* sc, const int64_t* nk, Py_ssize_t k,
-                                double vbeta) noexcept nogil:
+                                const double* bbar) noexcept nogil:
     """Caches of topic k after one of its counts changed."""
-    sc.rden[k] = 1.0 / (nk[k] + vbeta)
+    sc.rden[k] = 1.0 / (nk[k] + bbar[k])
     sc.coef[k] = (wk.nd[k] + wk.a[k]) * sc.rden[k]
 
 
 cdef inline void _dense_remove(const Walk* wk, Scratch* sc, int32_t* nw, int64_t* nk,
-                               Py_ssize_t k, double vbeta) noexcept nogil:
+                               Py_ssize_t k, const double* bbar) noexcept nogil:
     """Take a token of topic k (word row ``nw``) out of every count."""
     wk.nd[k] -= 1
     nw[k] -= 1
     nk[k] -= 1
-    _dense_refresh(wk, sc, nk, k, vbeta)
+    _dense_refresh(wk, sc, nk, k, bbar)
 
 
 cdef inline void _dense_add(const Walk* wk, Scratch* sc, int32_t* nw, int64_t* nk,
-                            Py_ssize_t k, double vbeta) noexcept nogil:
+                            Py_ssize_t k, const double* bbar) noexcept nogil:
     """Put a token of topic k (word row ``nw``) into every count."""
     wk.nd[k] += 1
     nw[k] += 1
     nk[k] += 1
-    _dense_refresh(wk, sc, nk, k, vbeta)
+    _dense_refresh(wk, sc, nk, k, bbar)
 
 
-cdef inline Py_ssize_t _dense_draw(Walk* wk, const double* coef, const int32_t* nw,
-                                   double beta, Py_ssize_t K, double* work,
+cdef inline void _count_weights(const Sweep* sw, const double* coef, const int32_t* nw,
+                                int32_t w, double* p) noexcept nogil:
+    """p_k = coef[k] (n_kw + beta_wk) of word w: beta for every topic, then beta + o[w, k] for
+    the overlay's topics of w (none without an overlay)."""
+    cdef Py_ssize_t kk
+    cdef int64_t j
+    cdef double beta = sw.beta
+    for kk in range(sw.K):
+        p[kk] = coef[kk] * (nw[kk] + beta)
+    if sw.ov_ptr != NULL:
+        for j in range(sw.ov_ptr[w], sw.ov_ptr[w + 1]):
+            kk = sw.ov_topic[j]
+            p[kk] = coef[kk] * (nw[kk] + (beta + sw.ov_extra[j]))
+
+
+cdef inline void _phi_weights(const Sweep* sw, const Walk* wk, int32_t w,
+                              double* p) noexcept nogil:
+    """p_k = (n_dk + alpha_k) phi[k, w] of a given word term."""
+    cdef Py_ssize_t kk
+    cdef const double* col = sw.phi + w
+    for kk in range(sw.K):
+        p[kk] = (wk.nd[kk] + wk.a[kk]) * col[kk * sw.V]
+
+
+cdef inline Py_ssize_t _block_draw(Walk* wk, const double* p, Py_ssize_t K, double* bs,
                                    bitgen_t* gen) noexcept nogil:
-    """One topic from p_k = coef[k] (n_kw + beta), the uniform mapped by blocks of
-    ``DENSE_BLOCK`` topics (see :func:`_sweep_chunk_dense`); ``work`` holds the weights (K) and
-    the block sums."""
+    """One topic from the weights p (K), the uniform mapped by blocks of ``DENSE_BLOCK``
+    topics (see :func:`_sweep_chunk_dense`); ``bs`` receives the block sums."""
     cdef Py_ssize_t n_full = K // DENSE_BLOCK
     cdef Py_ssize_t nb = (K + DENSE_BLOCK - 1) // DENSE_BLOCK
     cdef Py_ssize_t k, kk, b, k_last
-    cdef double* p = work
-    cdef double* bs = work + K
     cdef double u, total, t
-    for kk in range(K):
-        p[kk] = coef[kk] * (nw[kk] + beta)
     total = 0.0
     for b in range(n_full):
         kk = b * DENSE_BLOCK
@@ -462,10 +486,13 @@ cdef int64_t _sweep_chunk_dense(const Sweep* sw, const Counts* cn, Scratch* scra
 
     ``alpha`` is one prior (K,) or, with ``per_doc_alpha``, a (D, K) prior per document
     (DMR, §9.2). Caches, refreshed whenever a count of topic k changes: ``rden[k]`` =
-    1 / (n_k + V beta) and, within a document, ``coef[k]`` = (n_dk + alpha_k) rden[k].
+    1 / (n_k + beta-bar_k) and, within a document, ``coef[k]`` = (n_dk + alpha_k) rden[k].
+    The weights are coef[k] (n_kw + beta_wk) (§2.10: the overlay's topics of the word take
+    their own prior), or (n_dk + alpha_k) phi[k, w] with a given word term (the counts are
+    still kept, for the state).
 
-    The draw maps one uniform onto the K weights p_k = coef[k] (n_kw + beta) by blocks of
-    ``DENSE_BLOCK`` topics: block sums S_b (pairwise within a block), u = U sum_b S_b, then
+    The draw maps one uniform onto the K weights p_k by blocks of ``DENSE_BLOCK`` topics:
+    block sums S_b (pairwise within a block), u = U sum_b S_b, then
     the first block with u < S_b (subtracting the blocks passed) and within it the first
     topic with u < p_k. Same conditional as one cumulative sum over k (the mapping of the
     uniform differs), but the weights are independent of each other (vectorised) and the
@@ -476,7 +503,8 @@ cdef int64_t _sweep_chunk_dense(const Sweep* sw, const Counts* cn, Scratch* scra
     cdef Scratch sc = scratch[0]
     cdef Walk wk
     cdef Py_ssize_t K = sw.K, k
-    cdef double beta = sw.beta, vbeta = sw.vbeta
+    cdef const double* bbar = sw.bbar
+    cdef bint given = sw.phi != NULL
     cdef const int64_t* doc_ptr = sw.doc_ptr
     cdef const int32_t* words = sw.words
     cdef int32_t* z = sw.z
@@ -490,7 +518,7 @@ cdef int64_t _sweep_chunk_dense(const Sweep* sw, const Counts* cn, Scratch* scra
     wk.fallbacks = 0
     wk.a = sw.alpha
     for k in range(K):
-        sc.rden[k] = 1.0 / (nk[k] + vbeta)
+        sc.rden[k] = 1.0 / (nk[k] + bbar[k])
     for d in range(d_begin, d_end):
         if optr[d * stride] == optr[d * stride + 1]:
             continue
@@ -502,10 +530,14 @@ cdef int64_t _sweep_chunk_dense(const Sweep* sw, const Counts* cn, Scratch* scra
         for j in range(optr[d * stride], optr[d * stride + 1]):
             i = j if pos == NULL else pos[j]
             nw = nkw + words[i] * K
-            _dense_remove(&wk, &sc, nw, nk, z[i], vbeta)
-            k = _dense_draw(&wk, sc.coef, nw, beta, K, sc.work, gen)
+            _dense_remove(&wk, &sc, nw, nk, z[i], bbar)
+            if given:
+                _phi_weights(sw, &wk, words[i], sc.work)
+            else:
+                _count_weights(sw, sc.coef, nw, words[i], sc.work)
+            k = _block_draw(&wk, sc.work, K, sc.work + K, gen)
             z[i] = <int32_t> k
-            _dense_add(&wk, &sc, nw, nk, k, vbeta)
+            _dense_add(&wk, &sc, nw, nk, k, bbar)
     return wk.fallbacks
 
 
@@ -528,8 +560,9 @@ cdef inline void _dt_drop(Walk* wk, Scratch* sc, Py_ssize_t k) noexcept nogil:
 
 cdef inline void _sparse_chunk_start(Walk* wk, Scratch* sc, const Sweep* sw,
                                      const int64_t* nk) noexcept nogil:
-    """rden from the chunk's n_k; with one prior also s and the coefficients alpha_k rden[k]
-    (with a prior per document they are set at each document start)."""
+    """rden = 1 / (beta-bar_k + n_k) from the chunk's n_k; with one prior also s and the
+    coefficients alpha_k rden[k] (with a prior per document they are set at each document
+    start)."""
     cdef Py_ssize_t k
     cdef const double* alpha = sw.alpha
     cdef double beta = sw.beta
@@ -537,7 +570,7 @@ cdef inline void _sparse_chunk_start(Walk* wk, Scratch* sc, const Sweep* sw,
     wk.a = alpha
     wk.s = 0.0
     for k in range(sw.K):
-        sc.rden[k] = 1.0 / (sw.vbeta + nk[k])
+        sc.rden[k] = 1.0 / (sw.bbar[k] + nk[k])
         if not sw.per_doc_alpha:
             wk.s += alpha[k] * beta * sc.rden[k]
             sc.coef[k] = alpha[k] * sc.rden[k]
@@ -607,9 +640,9 @@ cdef inline void _sparse_take_terms(Walk* wk, const Scratch* sc, Py_ssize_t k,
 
 
 cdef inline void _sparse_put_terms(Walk* wk, Scratch* sc, const int64_t* nk, Py_ssize_t k,
-                                   double beta, double vbeta) noexcept nogil:
+                                   double beta, const double* bbar) noexcept nogil:
     """Topic k's caches and its terms of s and r, after one of its counts changed."""
-    cdef double inv = 1.0 / (vbeta + nk[k])
+    cdef double inv = 1.0 / (bbar[k] + nk[k])
     sc.rden[k] = inv
     wk.s += wk.a[k] * beta * inv
     wk.r += wk.nd[k] * beta * inv
@@ -617,8 +650,8 @@ cdef inline void _sparse_put_terms(Walk* wk, Scratch* sc, const int64_t* nk, Py_
 
 
 cdef inline void _sparse_remove(Walk* wk, Scratch* sc, int64_t* nk, int64_t* lst,
-                                int32_t* lst_len, Py_ssize_t k, double beta, double vbeta,
-                                int64_t one, int64_t mask) noexcept nogil:
+                                int32_t* lst_len, Py_ssize_t k, double beta,
+                                const double* bbar, int64_t one, int64_t mask) noexcept nogil:
     """Take a token of topic k (its word's list ``lst``) out of every count."""
     _sparse_take_terms(wk, sc, k, beta)
     _wt_decrement_at(lst, lst_len, _find_topic(lst, lst_len[0], k, mask), one)
@@ -626,12 +659,12 @@ cdef inline void _sparse_remove(Walk* wk, Scratch* sc, int64_t* nk, int64_t* lst
     nk[k] -= 1
     if wk.nd[k] == 0:
         _dt_drop(wk, sc, k)
-    _sparse_put_terms(wk, sc, nk, k, beta, vbeta)
+    _sparse_put_terms(wk, sc, nk, k, beta, bbar)
 
 
 cdef inline void _sparse_add(Walk* wk, Scratch* sc, int64_t* nk, int64_t* lst,
                              int32_t* lst_len, Py_ssize_t k, Py_ssize_t pos, double beta,
-                             double vbeta, int64_t one, int64_t mask) noexcept nogil:
+                             const double* bbar, int64_t one, int64_t mask) noexcept nogil:
     """Put a token of topic k into every count; ``pos`` is k's place in ``lst`` when the draw
     found it (else -2: looked up here)."""
     _sparse_take_terms(wk, sc, k, beta)
@@ -642,36 +675,47 @@ cdef inline void _sparse_add(Walk* wk, Scratch* sc, int64_t* nk, int64_t* lst,
         _dt_push(wk, sc, k)
     wk.nd[k] += 1
     nk[k] += 1
-    _sparse_put_terms(wk, sc, nk, k, beta, vbeta)
+    _sparse_put_terms(wk, sc, nk, k, beta, bbar)
 
 
 cdef inline Py_ssize_t _sparse_draw(Walk* wk, const Scratch* sc, const int64_t* lst,
-                                    Py_ssize_t n_wt, Py_ssize_t K, double beta, int bits,
-                                    int64_t mask, bitgen_t* gen,
+                                    Py_ssize_t n_wt, const Sweep* sw, int32_t w, bitgen_t* gen,
                                     Py_ssize_t* pos) noexcept nogil:
-    """One topic from the three buckets: topic-word q (the word's list, in list order),
-    document r (the document's topics in ``dt`` order), alpha s (ascending k). ``pos``
-    receives the topic's place in the list when q was chosen, else -2."""
+    """One topic of word w from the three buckets: topic-word q (the word's list, in list
+    order, then the overlay's topics of w with c_k o[w, k], §2.10), document r (the
+    document's topics in ``dt`` order), alpha s (ascending k). ``pos`` receives the topic's
+    place in the list when a list entry was chosen, else -2."""
     cdef double* qbuf = sc.work
-    cdef double q = 0.0, u, acc
-    cdef Py_ssize_t j, k = 0, kk, n_dt = wk.n_dt
-    cdef int64_t e
+    cdef double q = 0.0, u, acc, beta = sw.beta
+    cdef Py_ssize_t j, k = 0, kk, n_dt = wk.n_dt, K = sw.K, n_q = n_wt
+    cdef int64_t e, ov = 0
+    cdef int64_t mask = sw.mask
+    cdef int bits = sw.bits
     cdef bint found = False
     for j in range(n_wt):
         e = lst[j]
         q = q + sc.coef[e & mask] * (e >> bits)
         qbuf[j] = q
+    if sw.ov_ptr != NULL:
+        ov = sw.ov_ptr[w]
+        n_q = n_wt + (sw.ov_ptr[w + 1] - ov)
+        for j in range(n_wt, n_q):
+            q = q + sc.coef[sw.ov_topic[ov + j - n_wt]] * sw.ov_extra[ov + j - n_wt]
+            qbuf[j] = q
     u = next_uniform(gen) * (wk.s + wk.r + q)
     pos[0] = -2
     if u < q:
-        for j in range(n_wt):
-            if u < qbuf[j]:
-                pos[0] = j
+        j = n_q - 1
+        for kk in range(n_q):
+            if u < qbuf[kk]:
+                j = kk
                 found = True
                 break
-        if not found:
-            pos[0] = n_wt - 1
-        k = lst[pos[0]] & mask
+        if j < n_wt:
+            pos[0] = j
+            k = lst[j] & mask
+        else:
+            k = sw.ov_topic[ov + j - n_wt]
     elif u < q + wk.r and n_dt > 0:
         u = u - q
         acc = 0.0
@@ -700,6 +744,38 @@ cdef inline Py_ssize_t _sparse_draw(Walk* wk, const Scratch* sc, const int64_t* 
     return k
 
 
+cdef inline Py_ssize_t _phi_draw(Walk* wk, const Scratch* sc, const Sweep* sw, int32_t w,
+                                 bitgen_t* gen) noexcept nogil:
+    """One topic of word w from the buckets of a given word term (§2.10): document
+    r = sum n_dk phi[k, w] over the document's topics (``dt`` order, prefix sums in ``work``)
+    and smoothing s = sum_k alpha_k phi[k, w] (ascending k, dense: formed for every token)."""
+    cdef const double* col = sw.phi + w
+    cdef double* rbuf = sc.work
+    cdef double r = 0.0, s = 0.0, u, acc
+    cdef Py_ssize_t j, kk, K = sw.K, V = sw.V, n_dt = wk.n_dt
+    for j in range(n_dt):
+        kk = sc.dt[j]
+        r = r + wk.nd[kk] * col[kk * V]
+        rbuf[j] = r
+    for kk in range(K):
+        s = s + wk.a[kk] * col[kk * V]
+    u = next_uniform(gen) * (r + s)
+    if u < r:
+        for j in range(n_dt):
+            if u < rbuf[j]:
+                return sc.dt[j]
+        wk.fallbacks += 1
+        return sc.dt[n_dt - 1]
+    u = u - r
+    acc = 0.0
+    for kk in range(K):
+        acc = acc + wk.a[kk] * col[kk * V]
+        if u < acc:
+            return kk
+    wk.fallbacks += 1
+    return K - 1
+
+
 cdef int64_t _sweep_chunk_sparse(const Sweep* sw, const Counts* cn, Scratch* scratch,
                                  int64_t d_begin, int64_t d_end, bitgen_t* gen,
                                  const Order* od) noexcept nogil:
@@ -708,7 +784,7 @@ cdef int64_t _sweep_chunk_sparse(const Sweep* sw, const Counts* cn, Scratch* scr
     number of rounding fallbacks. A document with no token to visit is skipped (entering and
     leaving it would leave every cache as it was).
 
-    Caches: ``rden[k]`` = 1 / (V beta + n_k) and ``coef[k]`` = (alpha_k + n_dk) rden[k], both
+    Caches: ``rden[k]`` = 1 / (beta-bar_k + n_k) and ``coef[k]`` = (alpha_k + n_dk) rden[k], both
     refreshed whenever a count of topic k changes; s and r are maintained incrementally and
     recomputed from scratch at every chunk (s) and document (r) start. Topic-word counts live
     in the lists only (the caller refreshes the dense n_kw from them), so a token touches its
@@ -717,13 +793,18 @@ cdef int64_t _sweep_chunk_sparse(const Sweep* sw, const Counts* cn, Scratch* scr
     With ``per_doc_alpha`` ``alpha`` is (D, K), a prior per document (DMR, §9.2 with the buckets
     of §2.3, alpha_k replaced by alpha_dk): s_d and every coefficient are then computed from
     scratch at each document start.
+
+    The word prior's overlay adds its topics of the word to the q bucket (§2.10); with a given
+    word term the draw is :func:`_phi_draw`, and the counts, lists and caches are kept as
+    without it (the state stays that of z).
     """
     # local copies: the compiler keeps the pointers in registers through the token loop
     cdef Scratch sc = scratch[0]
     cdef Walk wk
     cdef Py_ssize_t K = sw.K, k, pos
-    cdef double beta = sw.beta, vbeta = sw.vbeta
-    cdef int bits = sw.bits
+    cdef double beta = sw.beta
+    cdef const double* bbar = sw.bbar
+    cdef bint given = sw.phi != NULL
     cdef int64_t one = sw.one, mask = sw.mask
     cdef const int64_t* doc_ptr = sw.doc_ptr
     cdef const int64_t* wt_ptr = sw.wt_ptr
@@ -761,10 +842,14 @@ cdef int64_t _sweep_chunk_sparse(const Sweep* sw, const Counts* cn, Scratch* scr
                 else:
                     TOPICTK_PREFETCH(pool + wt_ptr[words[order[j + 2]]])
                     TOPICTK_PREFETCH(z + order[j + 2])
-            _sparse_remove(&wk, &sc, nk, lst, &wt_len[w], z[i], beta, vbeta, one, mask)
-            k = _sparse_draw(&wk, &sc, lst, wt_len[w], K, beta, bits, mask, gen, &pos)
+            _sparse_remove(&wk, &sc, nk, lst, &wt_len[w], z[i], beta, bbar, one, mask)
+            if given:
+                k = _phi_draw(&wk, &sc, sw, w, gen)
+                pos = -2
+            else:
+                k = _sparse_draw(&wk, &sc, lst, wt_len[w], sw, w, gen, &pos)
             z[i] = <int32_t> k
-            _sparse_add(&wk, &sc, nk, lst, &wt_len[w], k, pos, beta, vbeta, one, mask)
+            _sparse_add(&wk, &sc, nk, lst, &wt_len[w], k, pos, beta, bbar, one, mask)
         _sparse_doc_end(&wk, &sc, sw, d, od)
     return wk.fallbacks
 
@@ -813,6 +898,7 @@ cdef void _workspace_free(Workspace* ws) noexcept nogil:
     free(ws.dt_saved)
     free(ws.dt_saved_n)
     free(ws.len_blocks)
+    free(ws.bbar)
 
 
 cdef int _copy_alloc(Counts* cn, const Sweep* sw) except -1:
@@ -863,6 +949,7 @@ cdef int _workspace_init(Workspace* ws, const Sweep* sw, Py_ssize_t C, int64_t s
     ws.per_chunk = sw.sparse and C - 1 <= ws.threads and not ws.blocks
     ws.private = C > 2
     ws.gens = <bitgen_t**> _alloc(C, sizeof(bitgen_t*))
+    ws.bbar = <double*> _alloc(sw.K, sizeof(double))
     ws.scratch = <Scratch*> _alloc(ws.threads, sizeof(Scratch), True)
     for c in range(ws.threads):
         _scratch_init(&ws.scratch[c], sw, ws)
@@ -1085,8 +1172,12 @@ cdef int _fill_sweep(Sweep* sw, Counts* shared, const int64_t[::1] doc_ptr,
                      const int32_t[::1] words, int32_t[::1] z, int32_t[:, ::1] ndk,
                      int32_t[:, ::1] nkw, int64_t[::1] nk, const double[:, ::1] alpha,
                      double beta, Py_ssize_t C, bint sparse, const int64_t[::1] wt_ptr,
-                     int64_t[::1] wt_entries, int32_t[::1] wt_len, int bits) except -1:
-    """What a sweep reads and the shared counts it changes, from the caller's arrays."""
+                     int64_t[::1] wt_entries, int32_t[::1] wt_len, int bits,
+                     const int64_t[::1] prior_ptr, const int32_t[::1] prior_topic,
+                     const double[::1] prior_extra, const double[:, ::1] phi) except -1:
+    """What a sweep reads and the shared counts it changes, from the caller's arrays; the
+    word prior's overlay or the given word term (§2.10), checked (their beta-bar is filled in
+    by :func:`_sweep_workspace`)."""
     cdef Py_ssize_t K = ndk.shape[1], V = nkw.shape[0]
     if alpha.shape[0] > 1 and alpha.shape[0] != ndk.shape[0]:
         raise ValueError(f"alpha has {alpha.shape[0]} rows for {ndk.shape[0]} documents")
@@ -1101,7 +1192,6 @@ cdef int _fill_sweep(Sweep* sw, Counts* shared, const int64_t[::1] doc_ptr,
     sw.alpha = &alpha[0, 0]
     sw.per_doc_alpha = alpha.shape[0] > 1
     sw.beta = beta
-    sw.vbeta = V * beta
     sw.K = K
     sw.V = V
     sw.sparse = sparse
@@ -1114,17 +1204,33 @@ cdef int _fill_sweep(Sweep* sw, Counts* shared, const int64_t[::1] doc_ptr,
     shared.nk = &nk[0]
     shared.wt_entries = &wt_entries[0] if sw.pool > 0 else NULL
     shared.wt_len = &wt_len[0]
+    _word_term(sw, prior_ptr, prior_topic, prior_extra, phi)
     return 0
 
 
-cdef Workspace* _sweep_workspace(Workspace* own, SweepBuffers buffers, const Sweep* sw,
+cdef int _word_term(Sweep* sw, const int64_t[::1] prior_ptr, const int32_t[::1] prior_topic,
+                    const double[::1] prior_extra, const double[:, ::1] phi) except -1:
+    """Point the sweep at the word prior's overlay (all three arrays, or none) or at a given
+    word term phi (K, V), never both (phi replaces the prior); checked."""
+    check_terms(prior_ptr, prior_topic, prior_extra, phi)
+    attach_overlay(prior_ptr, prior_topic, prior_extra, sw.V, sw.K, &sw.ov_ptr, &sw.ov_topic,
+                   &sw.ov_extra)
+    sw.phi = NULL
+    if phi is not None:
+        check_phi(phi, sw.K, sw.V)
+        sw.phi = &phi[0, 0]
+    return 0
+
+
+cdef Workspace* _sweep_workspace(Workspace* own, SweepBuffers buffers, Sweep* sw,
                                  const int64_t[::1] bounds, list streams, int threads,
                                  bint blocks) except NULL:
     """The workspace of one sweep over ``bounds`` (chunks, or the doc blocks of the partitioned
     schedule): ``own`` (zeroed by the caller, freed by it afterwards) when ``buffers`` is None,
-    else the buffers kept between sweeps; bound to the sweep's streams."""
+    else the buffers kept between sweeps; bound to the sweep's streams, and holding the
+    sweep's beta-bar (``sw.bbar``)."""
     cdef Workspace* ws
-    cdef Py_ssize_t C = bounds.shape[0] - 1
+    cdef Py_ssize_t C = bounds.shape[0] - 1, k
     if buffers is None:
         ws = own
         _workspace_init(ws, sw, C, sw.doc_ptr[bounds[1]] if C > 1 and not blocks else 0,
@@ -1132,6 +1238,12 @@ cdef Workspace* _sweep_workspace(Workspace* own, SweepBuffers buffers, const Swe
     else:
         ws = buffers.ready(sw, bounds, threads, blocks)
     _workspace_bind(ws, bounds, streams)
+    if sw.ov_ptr != NULL:
+        beta_bar(sw.V, sw.K, sw.beta, sw.ov_ptr, sw.ov_topic, sw.ov_extra, ws.bbar)
+    else:
+        for k in range(sw.K):
+            ws.bbar[k] = sw.V * sw.beta
+    sw.bbar = ws.bbar
     return ws
 
 
@@ -1151,7 +1263,11 @@ def gibbs_sweep(const int64_t[::1] doc_ptr,      # IN  (D + 1) token offsets
                 int32_t[::1] wt_len,             # IN/OUT (V)
                 int bits,
                 int threads,
-                SweepBuffers buffers=None):      # kept between sweeps (None: this sweep's own)
+                SweepBuffers buffers=None,       # kept between sweeps (None: this sweep's own)
+                const int64_t[::1] prior_ptr=None,    # IN  (V + 1) word prior's overlay, by word
+                const int32_t[::1] prior_topic=None,  # IN  its topics, ascending in a word
+                const double[::1] prior_extra=None,   # IN  its extra prior o[w, k] >= 0
+                const double[:, ::1] phi=None):       # IN  (K, V) a given word term instead
     """One Gibbs iteration over every chunk; returns the number of rounding fallbacks.
 
     With one chunk this is the exact sequential sampler, in place. With C > 1 chunks it is
@@ -1159,6 +1275,11 @@ def gibbs_sweep(const int64_t[::1] doc_ptr,      # IN  (D + 1) token offsets
     at the start of the iteration, and the changes are merged afterwards (integer sums, so
     the merge order does not matter). Equivalent to ``tests/reference/gibbs.py::sweep``.
     ``buffers`` changes where the sweep's buffers live, never its result.
+
+    The word term (§2.10) is (n_kw + beta + o[w, k]) / (n_k + beta-bar_k) with the overlay o
+    of ``prior_ptr``, ``prior_topic``, ``prior_extra`` (CSR by word), or ``phi[k, w]`` of a
+    given (K, V) matrix; neither (the default) is the symmetric beta, bit for bit the chain
+    without these inputs.
     """
     cdef Sweep sw
     cdef Counts shared
@@ -1167,7 +1288,7 @@ def gibbs_sweep(const int64_t[::1] doc_ptr,      # IN  (D + 1) token offsets
     cdef int64_t fallbacks = 0
     cdef Py_ssize_t C = chunk_bounds.shape[0] - 1
     _fill_sweep(&sw, &shared, doc_ptr, words, z, ndk, nkw, nk, alpha, beta, C, sparse, wt_ptr,
-                wt_entries, wt_len, bits)
+                wt_entries, wt_len, bits, prior_ptr, prior_topic, prior_extra, phi)
     memset(&own, 0, sizeof(Workspace))
     try:
         ws = _sweep_workspace(&own, buffers, &sw, chunk_bounds, streams, threads, False)
@@ -1270,7 +1391,11 @@ def gibbs_block_sweep(const int64_t[::1] doc_ptr,      # IN  (D + 1) token offse
                       int32_t[::1] wt_len,             # IN/OUT (V)
                       int bits,
                       int threads,
-                      SweepBuffers buffers=None):
+                      SweepBuffers buffers=None,
+                      const int64_t[::1] prior_ptr=None,    # IN  the word prior's overlay and
+                      const int32_t[::1] prior_topic=None,  #     a given word term, as
+                      const double[::1] prior_extra=None,   #     gibbs_sweep takes them
+                      const double[:, ::1] phi=None):
     """One Gibbs iteration by the partitioned schedule of B blocks (§2.8); returns the number
     of rounding fallbacks.
 
@@ -1281,7 +1406,8 @@ def gibbs_block_sweep(const int64_t[::1] doc_ptr,      # IN  (D + 1) token offse
     epoch in parallel: they share no document and no word, so only n_k is stale (each block's
     copy of the epoch start). With one block this is the exact sequential sampler of
     :func:`gibbs_sweep` with one chunk, bit for bit. Equivalent to
-    ``tests/reference/gibbs.py::block_sweep``.
+    ``tests/reference/gibbs.py::block_sweep``. ``prior_*`` and ``phi``: the word term of
+    :func:`gibbs_sweep` (§2.10).
     """
     cdef Sweep sw
     cdef Counts shared
@@ -1291,7 +1417,7 @@ def gibbs_block_sweep(const int64_t[::1] doc_ptr,      # IN  (D + 1) token offse
     cdef Py_ssize_t B = block_bounds.shape[0] - 1
     cdef Py_ssize_t D = doc_ptr.shape[0] - 1
     _fill_sweep(&sw, &shared, doc_ptr, words, z, ndk, nkw, nk, alpha, beta, B, sparse, wt_ptr,
-                wt_entries, wt_len, bits)
+                wt_entries, wt_len, bits, prior_ptr, prior_topic, prior_extra, phi)
     if (order.shape[0] != words.shape[0] or order_ptr.shape[0] != B * (D + 1)
             or word_block.shape[0] != nkw.shape[0]):
         raise ValueError(f"order needs {words.shape[0]} positions, order_ptr {B * (D + 1)} "
