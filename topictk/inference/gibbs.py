@@ -14,9 +14,8 @@ import numpy as np
 from topictk import streams as keys
 from topictk.config.schema import Option
 from topictk.errors import ConfigError, NumericalError
-from topictk.inference.base import StepInfo, Traits
+from topictk.inference.base import StepInfo
 from topictk.inference.gibbs_cluster import GibbsClusterMixin
-from topictk.inference.hyper import resolve_alpha
 from topictk.inference.gibbs_counts import GibbsCounts, SparseLDACounts, SweepLayout
 from topictk.inference.gibbs_counts import (  # noqa: F401  (the sweep schedule, also named here)
     BLOCK_GAP,
@@ -30,14 +29,10 @@ from topictk.inference.registry import register
 from topictk.inference.sampled import (
     SampledDriver,
     evaluation_plan,
+    resolve_alpha,
     resolve_sample_schedule,
 )
-from topictk.inference.warp import (
-    WarpCounts,
-    sparse_fold_in,
-    sparse_fold_in_theta,
-    sparse_mixture,
-)
+from topictk.inference.warp import WarpCounts, sparse_mixture
 from topictk.state.counts import CountState, dense_counts, phi_hat
 from topictk.streams import Streams
 
@@ -163,11 +158,14 @@ class GibbsDriver(GibbsClusterMixin, SampledDriver):
     (:meth:`new_state`)."""
 
     name = "gibbs"
-    traits = Traits(kind="sampled", paper="Griffiths & Steyvers 2004; Yao, Mimno & McCallum "
-                    "2009; Newman et al. 2009", cluster=True, cluster_fold_in=True,
-                    alpha_auto=True, sweep_steps=True, objective="log_joint_per_token")
+    kind = "sampled"
+    paper = "Griffiths & Steyvers 2004; Yao, Mimno & McCallum 2009; Newman et al. 2009"
     STATE = CountState
     WARP = True                 # inference.sampler: auto may pick WarpLDA (one prior only)
+    cluster_support = True
+    cluster_fold_in = True
+    sweep_steps = True
+    objective_name = "log_joint_per_token"
     OPTIONS = GIBBS_OPTIONS
 
     @classmethod
@@ -203,30 +201,7 @@ class GibbsDriver(GibbsClusterMixin, SampledDriver):
         return arrays
 
     @classmethod
-    def resume_config(cls, config, arrays: dict, saved: dict):
-        """The Gibbs samplers' resume rules, for runs trained before a default changed: the
-        schedule the run sampled by (:meth:`keep_saved_chunks`), then the sampler
-        (:meth:`keep_saved_sampler`)."""
-        return cls.keep_saved_sampler(cls.keep_saved_chunks(config, saved), arrays)
-
-    @classmethod
-    def keep_saved_chunks(cls, config, saved: dict):
-        """A run whose saved settings ``saved`` sample by ``inference.chunks: auto`` (AD-LDA,
-        the default of runs trained before ``inference.blocks``) continues so when ``config``
-        sets neither key (which now means the partitioned schedule)."""
-        inference = config.inference
-        if inference.chunks is not None or inference.blocks is not None:
-            return config
-        before = saved.get("inference")
-        if not isinstance(before, dict) or before.get("chunks") != "auto":
-            return config
-        log.info("the run samples by AD-LDA chunks (inference.chunks: auto); it continues so")
-        data = config.to_dict()
-        data["inference"]["chunks"] = "auto"
-        return type(config)(data, config.source)
-
-    @classmethod
-    def keep_saved_sampler(cls, config, arrays: dict):
+    def resume_config(cls, config, arrays: dict):
         """A run trained with ``sampler: auto`` before auto could pick WarpLDA (its checkpoint
         holds dense counts) continues with the sampler auto picked then (§2.9)."""
         inference = config.inference
@@ -325,22 +300,22 @@ class GibbsDriver(GibbsClusterMixin, SampledDriver):
                 sample: dict | None = None) -> np.ndarray:
         """With ``evaluation.fold_in: mh``, by MH (§2.7): the word proposal's tables from the
         counts of ``sample`` (or of the state), O(mh_steps) per token; else by the Gibbs
-        fold-in, from the non-zero counts when the representation gives them (§2.9): the
-        dense path's numbers without the (V, K) phi-hat."""
-        by_mh = getattr(self.config.evaluation, "fold_in", "gibbs") == "mh"
-        rows = None if by_mh else self.counts.fold_in_rows(state, sample, prior)
-        if not by_mh and rows is None:
-            return super().fold_in(state, documents, plan, prior=prior, sample=sample)
+        fold-in, from the representation's own counts when it folds in without phi-hat
+        (:meth:`GibbsCounts.fold_in`), else with phi-hat."""
         if prior is None:
             if sample is not None:
                 raise ValueError("a fold-in with a saved sample needs the documents' prior")
             prior = self.document_prior(state, None)
-        nk = state.nk if sample is None else sample["nk"]
-        if rows is not None:
-            return sparse_fold_in_theta(rows, nk, state.beta, prior, documents, plan)
-        nkw = self.counted(state).nkw if sample is None else dense_counts(sample, "nkw", self.K)
-        return mh_fold_in(nkw, nk, state.beta, prior, documents.doc_ptr, documents.words,
-                          plan, self.counts.steps)
+        if getattr(self.config.evaluation, "fold_in", "gibbs") == "mh":
+            nk = state.nk if sample is None else sample["nk"]
+            nkw = (self.counted(state).nkw if sample is None
+                   else dense_counts(sample, "nkw", self.K))
+            return mh_fold_in(nkw, nk, state.beta, prior, documents.doc_ptr, documents.words,
+                              plan, self.counts.steps)
+        theta = self.counts.fold_in(state, sample, prior, documents, plan)
+        if theta is None:
+            theta = super().fold_in(state, documents, plan, prior=prior, sample=sample)
+        return theta
 
     # ---------------------------------------------------------------- scoring
     def sample_phi(self, state: CountState, sample: dict) -> np.ndarray:
@@ -355,14 +330,14 @@ class GibbsDriver(GibbsClusterMixin, SampledDriver):
         fold-in without forming phi-hat (:func:`topictk.inference.warp.sparse_fold_in`): the
         numbers of the dense path, in memory O(non-zeros + K) instead of O(V K)."""
         samples = self.scored_samples(state, samples)
-        if (getattr(self.config.evaluation, "fold_in", "gibbs") != "gibbs"
-                or not self.counts.scores_rows(samples)):
-            return super().averaged_fold_in(state, samples, docs, documents, pass_index)
-        total = np.zeros(np.asarray(docs.heldout.indices).size)
-        for s in samples:
-            total += sparse_fold_in(s, state.beta, self.sample_prior(state, s, documents),
-                                    docs, evaluation_plan(self, docs, pass_index))
-        return total / len(samples)
+        scored = None
+        if getattr(self.config.evaluation, "fold_in", "gibbs") == "gibbs":
+            scored = self.counts.averaged_fold_in(
+                samples, state.beta, lambda s: self.sample_prior(state, s, documents), docs,
+                lambda: evaluation_plan(self, docs, pass_index))
+        if scored is None:
+            scored = super().averaged_fold_in(state, samples, docs, documents, pass_index)
+        return scored
 
     def train_heldout_probabilities(self, state: CountState, samples,
                                     heldout) -> np.ndarray:

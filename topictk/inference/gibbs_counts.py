@@ -13,7 +13,8 @@ A run holds one representation (:class:`GibbsCounts`), chosen from the config
   (§2.9); what reads n_kw or n_dk gets their non-zero entries, counted from z.
 
 Each one sweeps, gives phi-hat and the ranked words, the collapsed log joint, alpha's
-fixed-point update (§2.5), a sample and the non-zero counts a fold-in may read. The sweep
+fixed-point update (§2.5), a sample, and the fold-in of documents and the scoring of samples
+when it does them from its own counts (else the driver's, with phi-hat). The sweep
 schedule they share (AD-LDA chunks or the partitioned blocks of §2.8) is a
 :class:`SweepLayout`.
 """
@@ -236,14 +237,21 @@ class GibbsCounts(ABC):
         """The counts a posterior sample keeps: n_kw, n_k, alpha, and n_dk with
         ``documents`` (Protocol B)."""
 
-    def fold_in_rows(self, state, sample: dict | None, prior) -> dict | None:
-        """The non-zero n_kw (of ``sample``, or of the state) a Gibbs fold-in with ``prior``
-        reads instead of phi-hat; None: the fold-in forms phi-hat."""
+    def fold_in(self, state, sample: dict | None, prior: np.ndarray, documents,
+                plan) -> np.ndarray | None:
+        """theta-hat (D, K) of ``documents`` (doc_ptr, words) by the Gibbs fold-in with
+        ``plan`` and ``prior``, under the topics of ``sample`` (or of the state), when this
+        representation folds in from its own counts; None: the driver's fold-in with phi-hat,
+        whose numbers these equal."""
         return None
 
-    def scores_rows(self, samples: list[dict]) -> bool:
-        """Whether ``samples`` are scored from their non-zero counts."""
-        return False
+    def averaged_fold_in(self, samples: list[dict], beta: float, prior_of: Callable,
+                         docs, plan_of: Callable) -> np.ndarray | None:
+        """p-hat of every held-out entry of ``docs`` (an EvaluationSet) averaged over
+        ``samples``, each folded in with its prior ``prior_of(sample)`` and a fresh plan
+        ``plan_of()``, when this representation scores its samples from their own counts;
+        None: the driver's scoring with phi-hat, whose numbers these equal."""
+        return None
 
     def topic_part(self, nk: np.ndarray, beta: float) -> float:
         """K ln Gamma(V beta) - sum_k ln Gamma(V beta + n_k): the part of the log joint's

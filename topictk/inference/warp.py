@@ -191,16 +191,27 @@ class WarpCounts(GibbsCounts):
             arrays.update(self.document_rows(state))
         return arrays
 
-    def fold_in_rows(self, state, sample, prior):
-        """None for a prior per document or a sample with dense counts."""
-        if prior is not None and np.ndim(prior) > 1 and np.shape(prior)[0] != 1:
+    def fold_in(self, state, sample, prior, documents, plan):
+        """From the non-zero n_kw of the state or of ``sample`` (:func:`sparse_fold_in_theta`)
+        with a prior shared by the documents; None for a prior per document or a sample with
+        dense counts."""
+        if np.ndim(prior) > 1 and np.shape(prior)[0] != 1:
             return None
-        if sample is None:
-            return self.word_rows(state)
-        return sample if "nkw_ptr" in sample else None
+        rows = self.word_rows(state) if sample is None else sample
+        if "nkw_ptr" not in rows:
+            return None
+        nk = state.nk if sample is None else sample["nk"]
+        return sparse_fold_in_theta(rows, nk, state.beta, prior, documents, plan)
 
-    def scores_rows(self, samples: list[dict]) -> bool:
-        return all("nkw_ptr" in s for s in samples)
+    def averaged_fold_in(self, samples, beta, prior_of, docs, plan_of):
+        """From samples kept as non-zero counts (:func:`sparse_fold_in`): the numbers of the
+        dense path, in memory O(non-zeros + K) instead of O(V K)."""
+        if not all("nkw_ptr" in s for s in samples):
+            return None
+        total = np.zeros(np.asarray(docs.heldout.indices).size)
+        for s in samples:
+            total += sparse_fold_in(s, beta, prior_of(s), docs, plan_of())
+        return total / len(samples)
 
     def check_resumable(self, state) -> None:
         if state.prop is not None:
