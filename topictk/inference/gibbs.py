@@ -14,8 +14,9 @@ import numpy as np
 from topictk import streams as keys
 from topictk.config.schema import Option
 from topictk.errors import ConfigError, NumericalError
-from topictk.inference.base import StepInfo
+from topictk.inference.base import StepInfo, Traits
 from topictk.inference.gibbs_cluster import GibbsClusterMixin
+from topictk.inference.hyper import resolve_alpha
 from topictk.inference.gibbs_counts import GibbsCounts, SparseLDACounts, SweepLayout
 from topictk.inference.gibbs_counts import (  # noqa: F401  (the sweep schedule, also named here)
     BLOCK_GAP,
@@ -29,7 +30,6 @@ from topictk.inference.registry import register
 from topictk.inference.sampled import (
     SampledDriver,
     evaluation_plan,
-    resolve_alpha,
     resolve_sample_schedule,
 )
 from topictk.inference.warp import WarpCounts, sparse_mixture
@@ -158,14 +158,11 @@ class GibbsDriver(GibbsClusterMixin, SampledDriver):
     (:meth:`new_state`)."""
 
     name = "gibbs"
-    kind = "sampled"
-    paper = "Griffiths & Steyvers 2004; Yao, Mimno & McCallum 2009; Newman et al. 2009"
+    traits = Traits(kind="sampled", paper="Griffiths & Steyvers 2004; Yao, Mimno & McCallum "
+                    "2009; Newman et al. 2009", cluster=True, cluster_fold_in=True,
+                    alpha_auto=True, sweep_steps=True, objective="log_joint_per_token")
     STATE = CountState
     WARP = True                 # inference.sampler: auto may pick WarpLDA (one prior only)
-    cluster_support = True
-    cluster_fold_in = True
-    sweep_steps = True
-    objective_name = "log_joint_per_token"
     OPTIONS = GIBBS_OPTIONS
 
     @classmethod
@@ -201,7 +198,30 @@ class GibbsDriver(GibbsClusterMixin, SampledDriver):
         return arrays
 
     @classmethod
-    def resume_config(cls, config, arrays: dict):
+    def resume_config(cls, config, arrays: dict, saved: dict):
+        """The Gibbs samplers' resume rules, for runs trained before a default changed: the
+        schedule the run sampled by (:meth:`keep_saved_chunks`), then the sampler
+        (:meth:`keep_saved_sampler`)."""
+        return cls.keep_saved_sampler(cls.keep_saved_chunks(config, saved), arrays)
+
+    @classmethod
+    def keep_saved_chunks(cls, config, saved: dict):
+        """A run whose saved settings ``saved`` sample by ``inference.chunks: auto`` (AD-LDA,
+        the default of runs trained before ``inference.blocks``) continues so when ``config``
+        sets neither key (which now means the partitioned schedule)."""
+        inference = config.inference
+        if inference.chunks is not None or inference.blocks is not None:
+            return config
+        before = saved.get("inference")
+        if not isinstance(before, dict) or before.get("chunks") != "auto":
+            return config
+        log.info("the run samples by AD-LDA chunks (inference.chunks: auto); it continues so")
+        data = config.to_dict()
+        data["inference"]["chunks"] = "auto"
+        return type(config)(data, config.source)
+
+    @classmethod
+    def keep_saved_sampler(cls, config, arrays: dict):
         """A run trained with ``sampler: auto`` before auto could pick WarpLDA (its checkpoint
         holds dense counts) continues with the sampler auto picked then (§2.9)."""
         inference = config.inference
