@@ -1,7 +1,8 @@
 """The WarpLDA-order kernel (docs/algorithms.md §2.9) against its NumPy twin in
 tests/reference/warp.py (exactly, same PCG64 streams); threads do not change the chain; the
 chain's stationary distribution on a tiny corpus against exact enumeration, and topics
-recovered from a corpus generated from known topics."""
+recovered from a corpus generated from known topics; the word terms (an overlay of extra word
+prior, a given phi) against the twin and the exact posterior of their targets."""
 from __future__ import annotations
 
 from types import SimpleNamespace
@@ -11,7 +12,9 @@ import pytest
 from scipy.optimize import linear_sum_assignment
 
 from tests.kernels._kernel import KernelState, even_bounds, random_corpus, stream
-from tests.kernels.test_mh import BETA, DOC_PTR, SALPHA, SK, SV, WORDS, _posterior
+from tests.kernels.test_mh import (BETA, DOC_PTR, SALPHA, SK, STERMS, SV, WORDS, _posterior,
+                                   _twin_terms, word_terms)
+from tests.kernels._mh import overlay_arguments
 from tests.reference import warp as ref
 from topictk.inference import _warp
 from topictk.inference.base import tokens_by_word
@@ -75,6 +78,62 @@ def test_sweeps_equal_reference(seed, n_chunks, threads, positions, steps, alpha
         assert bg.state == gen.bit_generator.state
 
 
+def _sweep(sampler, state, alpha, bounds, doc_streams, word_streams, doc_ptr, words, threads,
+           overlay=None, phi=None):
+    """One sweep as ``WarpSampler.sweep`` runs it, with the word terms given."""
+    word_docs, word_cuts, word_list, word_bounds = sampler.layout
+    terms = dict(overlay_arguments(overlay), **({} if phi is None else {"phi": phi}))
+    _warp.warp_sweep(doc_ptr, words, sampler.word_ptr, sampler.word_tokens, word_docs,
+                     word_cuts, word_list, word_bounds, sampler.word_block, state.z, state.nk,
+                     alpha, float(state.beta), sampler.steps, bounds, doc_streams,
+                     word_streams, threads, **terms)
+
+
+@pytest.mark.parametrize("term", ["overlay", "phi"])
+@pytest.mark.parametrize("n_chunks,threads", [(1, 1), (3, 2)])
+@pytest.mark.parametrize("steps", [1, 2])
+def test_sweeps_with_word_terms_equal_reference(seed, term, n_chunks, threads, steps):
+    """An overlay (words with and without one, one over every topic) or a given phi: z, n_k
+    and every stream's state equal the twin's after four sweeps."""
+    rng = np.random.default_rng(seed)
+    doc_ptr, words = random_corpus(rng, D, V, 9)
+    z = rng.integers(0, K, words.size).astype(np.int32)
+    bounds = even_bounds(D, n_chunks)
+    terms = word_terms(seed, term)
+    state, sampler, block = _chain(z, K, steps, doc_ptr, words, V, bounds, 0.2)
+    doc_streams = [stream(seed, 3, c) for c in range(n_chunks)]
+    word_streams = [stream(seed, 7, c) for c in range(n_chunks)]
+    twin_z, twin_nk = z.copy(), state.nk.copy()
+    doc_gens = [np.random.Generator(stream(seed, 3, c)) for c in range(n_chunks)]
+    word_gens = [np.random.Generator(stream(seed, 7, c)) for c in range(n_chunks)]
+    for _ in range(4):
+        _sweep(sampler, state, ASYMMETRIC, bounds, doc_streams, word_streams, doc_ptr, words,
+               threads, **terms)
+        ref.sweep(doc_ptr, words, twin_z, twin_nk, ASYMMETRIC, 0.2, steps, bounds, block,
+                  doc_gens, word_gens, **_twin_terms(terms))
+        np.testing.assert_array_equal(state.z, twin_z)
+        np.testing.assert_array_equal(state.nk, twin_nk)
+    for bg, gen in zip(doc_streams + word_streams, doc_gens + word_gens):
+        assert bg.state == gen.bit_generator.state
+
+
+def test_an_overlay_without_entries_is_the_symmetric_prior(seed):
+    rng = np.random.default_rng(seed)
+    doc_ptr, words = random_corpus(rng, D, V, 9)
+    z = rng.integers(0, K, words.size).astype(np.int32)
+    bounds = even_bounds(D, 2)
+    empty = (np.zeros(V + 1, np.int64), np.zeros(0, np.int32), np.zeros(0))
+    results = []
+    for overlay in (None, empty):
+        state, sampler, _ = _chain(z, K, 2, doc_ptr, words, V, bounds, 0.2)
+        streams = [stream(seed, 3, c) for c in range(2)], [stream(seed, 7, c) for c in range(2)]
+        for _ in range(3):
+            _sweep(sampler, state, ASYMMETRIC, bounds, *streams, doc_ptr, words, 2,
+                   overlay=overlay)
+        results.append(state.z)
+    np.testing.assert_array_equal(*results)
+
+
 def test_threads_do_not_change_the_chain(seed):
     """Four chunks on 1, 2 and 3 threads, bit for bit."""
     rng = np.random.default_rng(seed)
@@ -120,6 +179,17 @@ def test_bad_arguments_raise():
     with pytest.raises(ValueError, match="one entry per token"):
         sampler.sweep(state, SYMMETRIC, bounds, [stream(0, 3, 0)], [stream(0, 7, 0)], doc_ptr,
                       words[:4], 1)
+    streams = [stream(0, 3, 0)], [stream(0, 7, 0)]
+    with pytest.raises(ValueError, match="replaces the word prior"):
+        _sweep(sampler, state, SYMMETRIC, bounds, *streams, doc_ptr, words, 1,
+               overlay=(np.zeros(4, np.int64), np.zeros(0, np.int32), np.zeros(0)),
+               phi=np.ones((K, 3)))
+    with pytest.raises(ValueError, match="ascending topics"):
+        _sweep(sampler, state, SYMMETRIC, bounds, *streams, doc_ptr, words, 1,
+               overlay=(np.array([0, 2, 2, 2]), np.array([1, 1], np.int32), np.ones(2)))
+    with pytest.raises(ValueError, match="topics x words"):
+        _sweep(sampler, state, SYMMETRIC, bounds, *streams, doc_ptr, words, 1,
+               phi=np.ones((K, 4)))
     sampler.steps = 0
     with pytest.raises(ValueError, match="one step"):
         sampler.sweep(state, SYMMETRIC, bounds, [stream(0, 3, 0)], [stream(0, 7, 0)], doc_ptr,
@@ -158,14 +228,15 @@ def test_count_topics_counts_z():
 SWEEPS = 150_000
 # Measured on the 7-token corpus of tests/kernels/test_mh.py over SWEEPS sweeps (seeds 0, 1):
 # total variation from the exact posterior 0.029-0.031 with one or two MH steps, the Monte
-# Carlo error of an exact sampler (the exact Gibbs sampler: 0.030). The WarpLDA kernel of the published algorithm,
-# whose proposals were drawn one phase before their use, was 0.096-0.128 here. With the n_k
+# Carlo error of an exact sampler (the exact Gibbs sampler: 0.030). The WarpLDA kernel of the
+# published algorithm, whose proposals were drawn one phase before their use, was 0.096-0.128
+# here. With the n_k
 # factor left out of both acceptance ratios, or a proposal that may read the token's own
 # topic, the distance is several times the tolerance (tests/mutation).
 TOLERANCE = 0.045
 
 
-def _warp_frequencies(seed: int, steps: int) -> np.ndarray:
+def _warp_frequencies(seed: int, steps: int, **terms) -> np.ndarray:
     rng = np.random.Generator(stream(seed, 0))
     z = rng.integers(0, SK, WORDS.size).astype(np.int32)
     bounds = np.array([0, 3], np.int64)
@@ -174,7 +245,8 @@ def _warp_frequencies(seed: int, steps: int) -> np.ndarray:
     place = SK ** np.arange(WORDS.size - 1, -1, -1)
     codes = np.empty(SWEEPS, np.int64)
     for t in range(SWEEPS):
-        sampler.sweep(state, SALPHA, bounds, doc_streams, word_streams, DOC_PTR, WORDS, 1)
+        _sweep(sampler, state, SALPHA, bounds, doc_streams, word_streams, DOC_PTR, WORDS, 1,
+               **terms)
         codes[t] = state.z @ place
     return np.bincount(codes, minlength=SK ** WORDS.size) / SWEEPS
 
@@ -182,6 +254,17 @@ def _warp_frequencies(seed: int, steps: int) -> np.ndarray:
 @pytest.mark.parametrize("steps", [1, 2])
 def test_warp_chain_stays_close_to_the_posterior(seed, steps):
     tv = 0.5 * np.abs(_warp_frequencies(seed, steps) - _posterior()).sum()
+    assert tv < TOLERANCE, f"total variation {tv:.4f}"
+
+
+# The word terms of tests/kernels/test_mh.py on the same corpus (one prior for every
+# document), seeds 0 and 1, M = 1: total variation 0.028-0.030 (overlay) and 0.029-0.030
+# (phi); with the overlay left out of the word phase's ratio 0.22, with phi's ratio there
+# inverted 0.52.
+@pytest.mark.parametrize("term", STERMS)
+def test_warp_chain_with_word_terms_targets_the_posterior(seed, term):
+    tv = 0.5 * np.abs(_warp_frequencies(seed, 1, **STERMS[term])
+                      - _posterior(SALPHA, **STERMS[term])).sum()
     assert tv < TOLERANCE, f"total variation {tv:.4f}"
 
 

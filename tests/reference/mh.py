@@ -121,7 +121,7 @@ class Tables:
         return (int(nw[k]) + beta + self.extra(w, k)) / (int(nk[k]) + self.total(k, vbeta))
 
 
-def _sum(values) -> float:
+def ordered_sum(values) -> float:
     total = 0.0
     for x in values:
         total = total + x
@@ -132,7 +132,7 @@ def shared_table(nk, beta: float, vbeta: float, bbar) -> tuple[list[float], tupl
     """rden_k = 1 / (n_k + beta-bar_k) and the alias table of beta rden_k with its mass."""
     rden = [1.0 / (int(nk[k]) + (vbeta if bbar is None else bbar[k])) for k in range(len(nk))]
     weights = [beta * r for r in rden]
-    q = _sum(weights)
+    q = ordered_sum(weights)
     return rden, alias_table(weights, q), q
 
 
@@ -143,12 +143,12 @@ def with_terms(tb: Tables, overlay: Overlay | None = None, phi=None) -> Tables:
         tables, masses = [], []
         for ks, xs in zip(overlay.topics, overlay.extra):
             weights = [x * tb.rden[k] for k, x in zip(ks, xs)]
-            masses.append(_sum(weights))
+            masses.append(ordered_sum(weights))
             tables.append(alias_table(weights, masses[-1]) if masses[-1] > 0.0 else ([], []))
         tb = replace(tb, overlay=overlay, o_tables=tables, o_mass=masses)
     if phi is not None:
         cols = [[float(x) for x in phi[:, w]] for w in range(phi.shape[1])]
-        tb = replace(tb, phi=phi, phi_tables=[alias_table(c, _sum(c)) for c in cols])
+        tb = replace(tb, phi=phi, phi_tables=[alias_table(c, ordered_sum(c)) for c in cols])
     return tb
 
 

@@ -6,13 +6,14 @@ and the same uniforms: every round seeds xoshiro256+ (:class:`Xoshiro`) from the
 draws the round's uniforms from it, so kernel and twin can be compared exactly. A token's
 proposals are drawn (two uniforms per MH step: the proposal, then the acceptance) just before
 it is sampled; the kernel draws them a few tokens ahead, which draws the same uniforms in the
-same order, because a draw reads no topic.
+same order, because a draw reads no topic. The word terms: an overlay of extra word prior
+(:class:`tests.reference.mh.Overlay`) or a given topic-word matrix ``phi`` (K x V).
 """
 from __future__ import annotations
 
 import numpy as np
 
-from tests.reference.mh import alias_draw, alias_table
+from tests.reference.mh import Overlay, alias_draw, alias_table, ordered_sum
 
 
 MASK = (1 << 64) - 1
@@ -56,18 +57,61 @@ def _alpha_sum(alpha: np.ndarray) -> float:
     return total
 
 
-def _steps(s, draws, z, row, prior_of, nk, vbeta):
+class Terms:
+    """What a sweep reads of the word terms: beta-bar_k and per word the alias table of o_w.
+    with its mass O_w (an overlay), or the alias tables of phi's columns."""
+
+    def __init__(self, K: int, beta: float, overlay: Overlay | None, phi):
+        self.overlay, self.phi = overlay, phi
+        self.bbar = None if overlay is None else overlay.beta_bar(K, beta)
+        if overlay is not None:
+            self.o_mass = [ordered_sum(xs) for xs in overlay.extra]
+            self.o_tables = [alias_table(xs, m) if m > 0.0 else None
+                             for xs, m in zip(overlay.extra, self.o_mass)]
+        if phi is not None:
+            cols = [[float(x) for x in phi[:, w]] for w in range(phi.shape[1])]
+            self.phi_tables = [alias_table(c, ordered_sum(c)) for c in cols]
+
+    def total_of(self, vbeta: float):
+        """k -> beta-bar_k (V beta without an overlay)."""
+        return (lambda k: vbeta) if self.bbar is None else (lambda k: self.bbar[k])
+
+    def word_prior(self, w: int, beta: float):
+        """k -> beta + o_wk, as the kernel's row of the word holds it."""
+        if self.overlay is None:
+            return lambda k: beta
+        return lambda k: beta + self.overlay.value(w, k)
+
+    def doc_topic(self, w: int, x: float, others: int, K: int, beta: float) -> int:
+        """The topic of the document phase's proposal x past the word's other tokens."""
+        below = others + K * beta
+        if self.overlay is not None and x >= below and self.o_mass[w] > 0.0:
+            return self.overlay.topics[w][alias_draw((x - below) / self.o_mass[w],
+                                                     *self.o_tables[w])]
+        return min(int((x - others) / beta), K - 1)
+
+
+def _steps(s, draws, z, row, prior_of, nk, total_of):
     """M MH steps from s; draws are (position or None, prior topic, acceptance uniform)."""
     for at, topic, u in draws:
         t = int(z[at]) if at is not None else topic
-        if t != s and (u * (int(row[s]) + prior_of(s)) * (int(nk[t]) + vbeta)
-                       < (int(row[t]) + prior_of(t)) * (int(nk[s]) + vbeta)):
+        if t != s and (u * (int(row[s]) + prior_of(s)) * (int(nk[t]) + total_of(t))
+                       < (int(row[t]) + prior_of(t)) * (int(nk[s]) + total_of(s))):
+            s = t
+    return s
+
+
+def _steps_given(s, draws, z, weight_of):
+    """M MH steps from s for a given phi: t accepted when u weight(s) < weight(t)."""
+    for at, topic, u in draws:
+        t = int(z[at]) if at is not None else topic
+        if t != s and u * weight_of(s) < weight_of(t):
             s = t
     return s
 
 
 def _word_round(words_of_chunk, word_tokens_of, block_of_doc, doc_of, doc_ptr, block, z, nk,
-                M, K, beta, vbeta, prior, alpha_sum, gen) -> None:
+                M, K, beta, vbeta, prior, alpha_sum, gen, terms: Terms) -> None:
     gen = Xoshiro(gen)
     for w in words_of_chunk:
         tokens = word_tokens_of[w]
@@ -90,14 +134,18 @@ def _word_round(words_of_chunk, word_tokens_of, block_of_doc, doc_of, doc_ptr, b
             s = int(z[i])
             cw[s] -= 1
             nk[s] -= 1
-            s = _steps(s, draws, z, cw, lambda k: beta, nk, vbeta)
+            if terms.phi is not None:
+                s = _steps_given(s, draws, z, lambda k: float(terms.phi[k, w]))
+            else:
+                s = _steps(s, draws, z, cw, terms.word_prior(w, beta), nk,
+                           terms.total_of(vbeta))
             cw[s] += 1
             nk[s] += 1
             z[i] = s
 
 
 def _doc_round(docs, doc_ptr, words, word_tokens_of, word_block, block, every, z, nk, alpha,
-               M, K, beta, vbeta, gen) -> None:
+               M, K, beta, vbeta, gen, terms: Terms) -> None:
     gen = Xoshiro(gen)
     for d in docs:
         begin, end = int(doc_ptr[d]), int(doc_ptr[d + 1])
@@ -108,19 +156,30 @@ def _doc_round(docs, doc_ptr, words, word_tokens_of, word_block, block, every, z
                 continue
             tokens = word_tokens_of[w]
             others = len(tokens) - 1
+            total = others + K * beta
+            if terms.overlay is not None:
+                total = total + terms.o_mass[w]
             draws = []
             for _ in range(M):
-                x = gen.random() * (others + K * beta)
+                if terms.phi is not None:
+                    draws.append((None, alias_draw(gen.random(), *terms.phi_tables[w]),
+                                  gen.random()))
+                    continue
+                x = gen.random() * total
                 if x < others:
                     pos = tokens[min(int(x), others - 1)]
                     at, topic = (tokens[-1] if pos == i else pos), None
                 else:
-                    at, topic = None, min(int((x - others) / beta), K - 1)
+                    at, topic = None, terms.doc_topic(w, x, others, K, beta)
                 draws.append((at, topic, gen.random()))
             s = int(z[i])
             cd[s] -= 1
             nk[s] -= 1
-            s = _steps(s, draws, z, cd, lambda k: float(alpha[k]), nk, vbeta)
+            if terms.phi is not None:
+                s = _steps_given(s, draws, z, lambda k: int(cd[k]) + float(alpha[k]))
+            else:
+                s = _steps(s, draws, z, cd, lambda k: float(alpha[k]), nk,
+                           terms.total_of(vbeta))
             cd[s] += 1
             nk[s] += 1
             z[i] = s
@@ -143,20 +202,21 @@ def _rounds(nk, run_chunk, C) -> None:
 
 
 def sweep(doc_ptr, words, z, nk, alpha, beta, steps, bounds, word_block, doc_gens,
-          word_gens) -> None:
+          word_gens, overlay: Overlay | None = None, phi=None) -> None:
     """One sweep: the word phase (round r: word chunk c = the words of block c, ascending,
     their tokens in document block (c + r) mod C), then the document phase (round r:
     document chunk c = documents bounds[c]..bounds[c + 1], their tokens of word block
-    (c + r) mod C)."""
+    (c + r) mod C). ``overlay`` or ``phi`` (K, V): the word terms."""
     V, K, C = word_block.size, alpha.size, len(doc_gens)
     vbeta = V * beta
+    terms = Terms(K, beta, overlay, phi)
     word_tokens_of = [np.flatnonzero(words == w).tolist() for w in range(V)]
     doc_of = np.repeat(np.arange(doc_ptr.size - 1), np.diff(doc_ptr))
     block_of_doc = np.repeat(np.arange(C), np.diff(bounds))
     prior, alpha_sum = _prior(alpha), _alpha_sum(alpha)
     _rounds(nk, lambda c, block, own: _word_round(
         np.flatnonzero(word_block == c).tolist(), word_tokens_of, block_of_doc, doc_of,
-        doc_ptr, block, z, own, steps, K, beta, vbeta, prior, alpha_sum, word_gens[c]), C)
+        doc_ptr, block, z, own, steps, K, beta, vbeta, prior, alpha_sum, word_gens[c], terms), C)
     _rounds(nk, lambda c, block, own: _doc_round(
         range(bounds[c], bounds[c + 1]), doc_ptr, words, word_tokens_of, word_block, block,
-        C == 1, z, own, alpha, steps, K, beta, vbeta, doc_gens[c]), C)
+        C == 1, z, own, alpha, steps, K, beta, vbeta, doc_gens[c], terms), C)

@@ -16,6 +16,24 @@ from topictk._cy.alias cimport alias_build
 from topictk._cy.alloc cimport checked_alloc
 
 
+# The word term a kernel's functions are compiled for (a fused argument, always NULL): the
+# symmetric beta, an overlay, a given phi. A sweep picks one before its loops, so the code of
+# the symmetric beta tests no term.
+cdef struct PlainTerm:
+    char unused
+cdef struct OverlayTerm:
+    char unused
+cdef struct GivenTerm:
+    char unused
+ctypedef PlainTerm* plain_term
+ctypedef OverlayTerm* overlay_term
+ctypedef GivenTerm* given_term
+ctypedef fused term_t:
+    plain_term
+    overlay_term
+    given_term
+
+
 cdef inline Py_ssize_t find_topic(const int32_t* topic, Py_ssize_t n,
                                   Py_ssize_t k) noexcept nogil:
     """The position of topic k among the ``n`` ascending ``topic`` (a binary search), -1 when

@@ -39,7 +39,8 @@ from topictk._cy.alias cimport alias_build as _alias_build, alias_draw as _alias
 from topictk._cy.alloc cimport checked_alloc as _alloc, free_rows
 from topictk._cy.rng cimport bitgen_of, next_uniform, uniform_topic
 from topictk._cy.wordprior cimport (attach_overlay, beta_bar, check_terms, find_topic,
-                                    overlay_value, phi_tables)
+                                    given_term, overlay_term, overlay_value, phi_tables,
+                                    plain_term, term_t)
 
 
 # the low half of a table key (topic << 32) | count
@@ -104,14 +105,21 @@ cdef struct WordTerm:
     int32_t* phi_alias
 
 
-cdef inline double _extra(const Tables* tb, Py_ssize_t w, Py_ssize_t k) noexcept nogil:
-    """o_wk of row w, 0 without an overlay."""
-    return overlay_value(tb.o_ptr, tb.o_topic, tb.o_extra, w, k)
+cdef inline double _extra(const Tables* tb, Py_ssize_t w, Py_ssize_t k,
+                          term_t mode) noexcept nogil:
+    """o_wk of row w, 0 without an overlay (``mode``, the word term, is known at compile
+    time, as in every function that takes it)."""
+    if term_t is overlay_term:
+        return overlay_value(tb.o_ptr, tb.o_topic, tb.o_extra, w, k)
+    return 0.0
 
 
-cdef inline double _bbar(const Tables* tb, double vbeta, Py_ssize_t k) noexcept nogil:
+cdef inline double _bbar(const Tables* tb, double vbeta, Py_ssize_t k,
+                         term_t mode) noexcept nogil:
     """beta-bar_k: V beta without an overlay."""
-    return vbeta if tb.bbar == NULL else tb.bbar[k]
+    if term_t is overlay_term:
+        return vbeta if tb.bbar == NULL else tb.bbar[k]
+    return vbeta
 
 
 cdef double _shared_table(const Tables* tb, const int64_t* nk, Py_ssize_t K, double beta,
@@ -122,7 +130,7 @@ cdef double _shared_table(const Tables* tb, const int64_t* nk, Py_ssize_t K, dou
     cdef Py_ssize_t k
     cdef double q = 0.0
     for k in range(K):
-        tb.rden[k] = 1.0 / (nk[k] + _bbar(tb, vbeta, k))
+        tb.rden[k] = 1.0 / (nk[k] + _bbar(tb, vbeta, k, <overlay_term> NULL))
         weight[k] = beta * tb.rden[k]
         q = q + weight[k]
     _alias_build(weight, K, q, tb.dense_prob, tb.dense_alias, small, large)
@@ -416,50 +424,54 @@ cdef struct MHWorkspace:
 
 
 cdef inline double _target(const MHSweep* sw, const int32_t* nd, const double* a,
-                           const int32_t* nw, const int64_t* nk, int32_t w,
-                           Py_ssize_t k) noexcept nogil:
+                           const int32_t* nw, const int64_t* nk, int32_t w, Py_ssize_t k,
+                           term_t mode) noexcept nogil:
     """pi(k), unnormalised: (n_dk + alpha_k)(n_kw + beta + o_wk) / (n_k + beta-bar_k) (§2.1;
     o = 0 and beta-bar = V beta without an overlay)."""
-    return ((nd[k] + a[k]) * (nw[k] + sw.beta + _extra(&sw.tb, w, k))
-            / (nk[k] + _bbar(&sw.tb, sw.vbeta, k)))
+    return ((nd[k] + a[k]) * (nw[k] + sw.beta + _extra(&sw.tb, w, k, mode))
+            / (nk[k] + _bbar(&sw.tb, sw.vbeta, k, mode)))
 
 
 cdef inline double _word_factor(const MHSweep* sw, const int32_t* nw, const int64_t* nk,
-                                int32_t w, Py_ssize_t k) noexcept nogil:
+                                int32_t w, Py_ssize_t k, term_t mode) noexcept nogil:
     """The word factor of pi(k): (n_kw + beta + o_wk) / (n_k + beta-bar_k), or phi_t[k, w]
     when a topic-word matrix is given."""
-    if sw.tb.phi != NULL:
+    if term_t is given_term:
         return sw.tb.phi[k * sw.tb.phi_words + w]
-    return (nw[k] + sw.beta + _extra(&sw.tb, w, k)) / (nk[k] + _bbar(&sw.tb, sw.vbeta, k))
+    return ((nw[k] + sw.beta + _extra(&sw.tb, w, k, mode))
+            / (nk[k] + _bbar(&sw.tb, sw.vbeta, k, mode)))
 
 
 cdef inline double _proposal(const Tables* tb, int64_t base, Py_ssize_t n, int32_t w,
-                             Py_ssize_t k, Py_ssize_t r, double beta,
-                             double vbeta) noexcept nogil:
+                             Py_ssize_t k, Py_ssize_t r, double beta, double vbeta,
+                             term_t mode) noexcept nogil:
     """q_i(k), unnormalised: the tables' weight (stale n_kw + beta + o_wk) / (stale n_k +
     beta-bar_k) with the token's own table entry (topic r) taken out."""
     cdef int32_t c = _stale_count(tb.topic + base, tb.count + base, n, <int32_t> k)
     if k == r:
-        return (c - 1 + beta + _extra(tb, w, k)) / (tb.nk[k] - 1 + _bbar(tb, vbeta, k))
-    return (c + beta + _extra(tb, w, k)) * tb.rden[k]
+        return ((c - 1 + beta + _extra(tb, w, k, mode))
+                / (tb.nk[k] - 1 + _bbar(tb, vbeta, k, mode)))
+    return (c + beta + _extra(tb, w, k, mode)) * tb.rden[k]
 
 
 cdef inline Py_ssize_t _table_draw(const Tables* tb, Py_ssize_t K, int32_t w, double u,
-                                   double x) noexcept nogil:
+                                   double x, term_t mode) noexcept nogil:
     """The part u of [0, S_w + Q + O_w) picks (the word's table, the shared one, the word's
     overlay table: O_w = 0 without an overlay), x the entry."""
     cdef int64_t base = tb.ptr[w], ob
     if u < tb.mass[w]:
         return tb.topic[base + _alias_draw(x, tb.prob + base, tb.alias + base, tb.length[w])]
-    if tb.o_ptr != NULL and tb.o_mass[w] > 0.0 and u >= tb.mass[w] + tb.dense_mass:
-        ob = tb.o_ptr[w]
-        return tb.o_topic[ob + _alias_draw(x, tb.o_prob + ob, tb.o_alias + ob,
-                                           tb.o_ptr[w + 1] - ob)]
+    if term_t is overlay_term:
+        if tb.o_mass[w] > 0.0 and u >= tb.mass[w] + tb.dense_mass:
+            ob = tb.o_ptr[w]
+            return tb.o_topic[ob + _alias_draw(x, tb.o_prob + ob, tb.o_alias + ob,
+                                               tb.o_ptr[w + 1] - ob)]
     return _alias_draw(x, tb.dense_prob, tb.dense_alias, K)
 
 
 cdef inline Py_ssize_t _word_draw(const Tables* tb, Py_ssize_t K, double beta, double vbeta,
-                                  int32_t w, Py_ssize_t r, bitgen_t* gen) noexcept nogil:
+                                  int32_t w, Py_ssize_t r, bitgen_t* gen,
+                                  term_t mode) noexcept nogil:
     """A topic from q_i: from the tables (two uniforms), the token's own table topic r kept
     with probability q_i(r) / q(r) (one more uniform) and drawn again otherwise; r < 0: the
     token is in no table (fold-in), so the first draw is kept."""
@@ -467,33 +479,33 @@ cdef inline Py_ssize_t _word_draw(const Tables* tb, Py_ssize_t K, double beta, d
     cdef Py_ssize_t n = tb.length[w], t
     cdef double u, x
     cdef double total = tb.mass[w] + tb.dense_mass
-    if tb.o_ptr != NULL:
+    if term_t is overlay_term:
         total = total + tb.o_mass[w]
     while True:
         u = next_uniform(gen) * total
         x = next_uniform(gen)
-        t = _table_draw(tb, K, w, u, x)
+        t = _table_draw(tb, K, w, u, x, mode)
         if t != r:
             return t
         if (next_uniform(gen) * ((_stale_count(tb.topic + base, tb.count + base, n,
-                                               <int32_t> r) + beta + _extra(tb, w, r))
+                                               <int32_t> r) + beta + _extra(tb, w, r, mode))
                                  * tb.rden[r])
-                < _proposal(tb, base, n, w, r, r, beta, vbeta)):
+                < _proposal(tb, base, n, w, r, r, beta, vbeta, mode)):
             return t
 
 
 cdef inline Py_ssize_t _fixed_word_step(const Tables* tb, Py_ssize_t K, double beta, int32_t w,
                                         Py_ssize_t s, const int32_t* nd, const double* a,
-                                        bitgen_t* gen) noexcept nogil:
+                                        bitgen_t* gen, term_t mode) noexcept nogil:
     """A word proposal whose draw is the target's word factor exactly (the tables of a
     fold-in, two uniforms; the alias table of a given phi's column, one), so that t is
     accepted with (n_dt + alpha_t) / (n_ds + alpha_s) (one more uniform)."""
     cdef Py_ssize_t t
     cdef double u
-    if tb.phi != NULL:
+    if term_t is given_term:
         t = _alias_draw(next_uniform(gen), tb.phi_prob + w * K, tb.phi_alias + w * K, K)
     else:
-        t = _word_draw(tb, K, beta, 0.0, w, -1, gen)
+        t = _word_draw(tb, K, beta, 0.0, w, -1, gen, mode)
     u = next_uniform(gen)
     if t != s and u * (nd[s] + a[s]) < nd[t] + a[t]:
         return t
@@ -502,7 +514,7 @@ cdef inline Py_ssize_t _fixed_word_step(const Tables* tb, Py_ssize_t K, double b
 
 cdef inline Py_ssize_t _word_step(const MHSweep* sw, Py_ssize_t s, Py_ssize_t r, int32_t w,
                                   const int32_t* nd, const double* a, const int32_t* nw,
-                                  const int64_t* nk, bitgen_t* gen) noexcept nogil:
+                                  const int64_t* nk, bitgen_t* gen, term_t mode) noexcept nogil:
     """One word proposal (§2.7) from the tables, accepted with the ratio of the proposal
     probabilities the tables give (``a``: the document's prior); returns the new topic. With
     a given phi, a draw from its column's table."""
@@ -510,16 +522,16 @@ cdef inline Py_ssize_t _word_step(const MHSweep* sw, Py_ssize_t s, Py_ssize_t r,
     cdef int64_t base = tb.ptr[w]
     cdef Py_ssize_t n = tb.length[w], t
     cdef double u, qs, qt, ps, pt
-    if tb.phi != NULL:
-        return _fixed_word_step(tb, sw.K, sw.beta, w, s, nd, a, gen)
-    t = _word_draw(tb, sw.K, sw.beta, sw.vbeta, w, r, gen)
+    if term_t is given_term:
+        return _fixed_word_step(tb, sw.K, sw.beta, w, s, nd, a, gen, mode)
+    t = _word_draw(tb, sw.K, sw.beta, sw.vbeta, w, r, gen, mode)
     u = next_uniform(gen)
     if t == s:
         return s
-    qs = _proposal(tb, base, n, w, s, r, sw.beta, sw.vbeta)
-    qt = _proposal(tb, base, n, w, t, r, sw.beta, sw.vbeta)
-    pt = _target(sw, nd, a, nw, nk, w, t)
-    ps = _target(sw, nd, a, nw, nk, w, s)
+    qs = _proposal(tb, base, n, w, s, r, sw.beta, sw.vbeta, mode)
+    qt = _proposal(tb, base, n, w, t, r, sw.beta, sw.vbeta, mode)
+    pt = _target(sw, nd, a, nw, nk, w, t, mode)
+    ps = _target(sw, nd, a, nw, nk, w, s, mode)
     if u * (ps * qt) < pt * qs:
         return t
     return s
@@ -552,8 +564,8 @@ cdef inline double _doc_factor(const int32_t* nd, const double* a, const double*
 
 cdef inline Py_ssize_t _doc_step(const MHSweep* sw, Py_ssize_t s, int64_t i, int64_t begin,
                                  int64_t end, int32_t w, const int32_t* nd, const double* a,
-                                 const int32_t* nw, const int64_t* nk,
-                                 bitgen_t* gen) noexcept nogil:
+                                 const int32_t* nw, const int64_t* nk, bitgen_t* gen,
+                                 term_t mode) noexcept nogil:
     """One document proposal (§2.7), accepted with the ratio of the word factors, times the
     document factors that no longer cancel when the document's prior ``a`` is not
     alpha-bar."""
@@ -563,8 +575,8 @@ cdef inline Py_ssize_t _doc_step(const MHSweep* sw, Py_ssize_t s, int64_t i, int
     cdef double ps, pt
     if t == s:
         return s
-    pt = _word_factor(sw, nw, nk, w, t)
-    ps = _word_factor(sw, nw, nk, w, s)
+    pt = _word_factor(sw, nw, nk, w, t, mode)
+    ps = _word_factor(sw, nw, nk, w, s, mode)
     if sw.per_doc:
         pt = pt * _doc_factor(nd, a, sw.alpha_bar, t, s)
         ps = ps * _doc_factor(nd, a, sw.alpha_bar, s, t)
@@ -574,7 +586,7 @@ cdef inline Py_ssize_t _doc_step(const MHSweep* sw, Py_ssize_t s, int64_t i, int
 
 
 cdef void _sweep_chunk(const MHSweep* sw, int32_t* nkw, int64_t* nk, int64_t d_begin,
-                       int64_t d_end, bitgen_t* gen) noexcept nogil:
+                       int64_t d_end, bitgen_t* gen, term_t mode) noexcept nogil:
     """Documents [d_begin, d_end) against the counts ``nkw``, ``nk``: every token out of the
     counts, ``steps`` cycles of a word and a document proposal, back in."""
     cdef Py_ssize_t K = sw.K, s, r
@@ -598,8 +610,8 @@ cdef void _sweep_chunk(const MHSweep* sw, int32_t* nkw, int64_t* nk, int64_t d_b
             nw[s] -= 1
             nk[s] -= 1
             for step in range(sw.steps):
-                s = _word_step(sw, s, r, w, nd, a, nw, nk, gen)
-                s = _doc_step(sw, s, i, begin, end, w, nd, a, nw, nk, gen)
+                s = _word_step(sw, s, r, w, nd, a, nw, nk, gen, mode)
+                s = _doc_step(sw, s, i, begin, end, w, nd, a, nw, nk, gen, mode)
             sw.z[i] = <int32_t> s
             nd[s] += 1
             nw[s] += 1
@@ -653,20 +665,20 @@ cdef int _mh_workspace_init(MHWorkspace* ws, const MHSweep* sw,
 
 
 cdef void _sample_chunk(const MHSweep* sw, MHWorkspace* ws, int32_t* nkw, int64_t* nk,
-                        Py_ssize_t c, int tid) noexcept nogil:
+                        Py_ssize_t c, int tid, term_t mode) noexcept nogil:
     """Chunk c by thread ``tid``: chunk 0 in place on the shared counts, a chunk c >= 1 on its
     thread's fresh copy of the counts of the start of the iteration."""
     if c == 0:
-        _sweep_chunk(sw, nkw, nk, ws.bounds[0], ws.bounds[1], ws.gens[0])
+        _sweep_chunk(sw, nkw, nk, ws.bounds[0], ws.bounds[1], ws.gens[0], mode)
         return
     memcpy(ws.own_nkw[tid], ws.snap_nkw, sw.V * sw.K * sizeof(int32_t))
     memcpy(ws.own_nk[tid], ws.snap_nk, sw.K * sizeof(int64_t))
     _sweep_chunk(sw, ws.own_nkw[tid], ws.own_nk[tid], ws.bounds[c], ws.bounds[c + 1],
-                 ws.gens[c])
+                 ws.gens[c], mode)
 
 
-cdef void _sweep_chunks(const MHSweep* sw, MHWorkspace* ws, int32_t* nkw,
-                        int64_t* nk) noexcept nogil:
+cdef void _sweep_chunks(const MHSweep* sw, MHWorkspace* ws, int32_t* nkw, int64_t* nk,
+                        term_t mode) noexcept nogil:
     """All chunks of one AD-LDA iteration (§2.4), then the changes of chunks >= 1 replayed on
     the shared counts (integer sums: the order does not matter)."""
     cdef Py_ssize_t c, K = sw.K
@@ -674,7 +686,7 @@ cdef void _sweep_chunks(const MHSweep* sw, MHWorkspace* ws, int32_t* nkw,
     cdef int64_t start1, i
     cdef int32_t w, k_old, k_new
     if ws.C == 1:
-        _sweep_chunk(sw, nkw, nk, ws.bounds[0], ws.bounds[1], ws.gens[0])
+        _sweep_chunk(sw, nkw, nk, ws.bounds[0], ws.bounds[1], ws.gens[0], mode)
         return
     start1 = sw.doc_ptr[ws.bounds[1]]
     memcpy(ws.snap_nkw, nkw, sw.V * K * sizeof(int32_t))
@@ -683,7 +695,7 @@ cdef void _sweep_chunks(const MHSweep* sw, MHWorkspace* ws, int32_t* nkw,
     with parallel(num_threads=ws.threads):
         tid = threadid()
         for c in prange(ws.C, schedule="dynamic", chunksize=1):
-            _sample_chunk(sw, ws, nkw, nk, c, tid)
+            _sample_chunk(sw, ws, nkw, nk, c, tid, mode)
     for i in range(sw.n_tokens - start1):
         k_old = ws.z_old[i]
         k_new = sw.z[start1 + i]
@@ -792,7 +804,12 @@ def mh_sweep(const int64_t[::1] doc_ptr,       # IN  (D + 1) token offsets
             sw.alpha_sum = total
             _alias_build(sw.alpha_bar, K, total, ws.alpha_prob, ws.alpha_alias,
                          ws.alpha_scratch, ws.alpha_scratch + K)
-            _sweep_chunks(&sw, &ws, &nkw[0, 0], &nk[0])
+            if sw.tb.phi != NULL:
+                _sweep_chunks(&sw, &ws, &nkw[0, 0], &nk[0], <given_term> NULL)
+            elif sw.tb.o_ptr != NULL:
+                _sweep_chunks(&sw, &ws, &nkw[0, 0], &nk[0], <overlay_term> NULL)
+            else:
+                _sweep_chunks(&sw, &ws, &nkw[0, 0], &nk[0], <plain_term> NULL)
     finally:
         _mh_workspace_free(&ws)
 
@@ -940,31 +957,33 @@ cdef struct MHFold:
     double* theta               # (D, K)
 
 
-cdef inline double _fixed_phi(const Tables* tb, int32_t w, Py_ssize_t k,
-                              double beta) noexcept nogil:
+cdef inline double _fixed_phi(const Tables* tb, int32_t w, Py_ssize_t k, double beta,
+                              term_t mode) noexcept nogil:
     """phi-hat_kw = (n_kw + beta + o_wk) / (n_k + beta-bar_k) from word w's table, or the
     given phi[k, w]."""
     cdef int64_t base = tb.ptr[w]
-    if tb.phi != NULL:
+    if term_t is given_term:
         return tb.phi[k * tb.phi_words + w]
     return (_stale_count(tb.topic + base, tb.count + base, tb.length[w], <int32_t> k)
-            + beta + _extra(tb, w, k)) * tb.rden[k]
+            + beta + _extra(tb, w, k, mode)) * tb.rden[k]
 
 
 cdef inline Py_ssize_t _fold_step(const MHFold* f, const int32_t* zd, int64_t n, int64_t i,
                                   Py_ssize_t s, int32_t w, const int32_t* nd, const double* a,
                                   double alpha_sum, const double* alpha_prob,
-                                  const int32_t* alpha_alias, bitgen_t* gen) noexcept nogil:
+                                  const int32_t* alpha_alias, bitgen_t* gen,
+                                  term_t mode) noexcept nogil:
     """One cycle for token i of a document being folded in (counts ``nd`` without it, prior
     ``a`` with its alias table): the word proposal phi-hat_.w, accepted with
     (n_dt + alpha_dt) / (n_ds + alpha_ds); then the document proposal from the document's own
     prior, accepted with phi-hat_tw / phi-hat_sw."""
     cdef Py_ssize_t t
     cdef double u
-    s = _fixed_word_step(&f.tb, f.K, f.beta, w, s, nd, a, gen)
+    s = _fixed_word_step(&f.tb, f.K, f.beta, w, s, nd, a, gen, mode)
     t = _doc_draw(zd, n, i, s, alpha_sum, alpha_prob, alpha_alias, f.K, gen)
     u = next_uniform(gen)
-    if t != s and u * _fixed_phi(&f.tb, w, s, f.beta) < _fixed_phi(&f.tb, w, t, f.beta):
+    if (t != s and u * _fixed_phi(&f.tb, w, s, f.beta, mode)
+            < _fixed_phi(&f.tb, w, t, f.beta, mode)):
         return t
     return s
 
@@ -980,8 +999,8 @@ cdef struct FoldScratch:
     int32_t* stacks             # (2 K) its build's stacks
 
 
-cdef void _mh_fold_doc(const MHFold* f, Py_ssize_t d, FoldScratch* sc,
-                       bitgen_t* gen) noexcept nogil:
+cdef void _mh_fold_doc(const MHFold* f, Py_ssize_t d, FoldScratch* sc, bitgen_t* gen,
+                       term_t mode) noexcept nogil:
     """Document d: uniform start (one uniform per token, as the Gibbs fold-in), ``n_sweeps``
     sweeps of ``steps`` cycles per token, theta-hat from the kept sweeps as
     ``_gibbs.fold_in_theta`` forms it. A prior per document gets its alias table here: O(K)
@@ -1014,7 +1033,8 @@ cdef void _mh_fold_doc(const MHFold* f, Py_ssize_t d, FoldScratch* sc,
             s = zd[i]
             nd[s] -= 1
             for step in range(f.steps):
-                s = _fold_step(f, zd, n, i, s, words[i], nd, a, alpha_sum, prob, alias, gen)
+                s = _fold_step(f, zd, n, i, s, words[i], nd, a, alpha_sum, prob, alias, gen,
+                               mode)
             zd[i] = <int32_t> s
             nd[s] += 1
         if sweep >= f.n_burn:
@@ -1069,6 +1089,20 @@ cdef void _fold_scratch_free(FoldScratch* sc, int threads) noexcept nogil:
         for tid in range(threads):
             free(sc[tid].block)
     free(sc)
+
+
+cdef void _fold_chunks(const MHFold* f, const int64_t* bounds, Py_ssize_t C, bitgen_t** gens,
+                       FoldScratch* sc, int threads, term_t mode) noexcept nogil:
+    """The active documents of every chunk, chunk c from its own stream, on ``threads``
+    threads, compiled for the word term ``mode``."""
+    cdef Py_ssize_t c, d
+    cdef int tid
+    with parallel(num_threads=threads):
+        tid = threadid()
+        for c in prange(C, schedule="dynamic", chunksize=1):
+            for d in range(bounds[c], bounds[c + 1]):
+                if f.active[d]:
+                    _mh_fold_doc(f, d, &sc[tid], gens[c], mode)
 
 
 def mh_fold_in(const int64_t[::1] obs_ptr,      # IN  (D + 1) observed-token offsets
@@ -1167,12 +1201,12 @@ def mh_fold_in(const int64_t[::1] obs_ptr,      # IN  (D + 1) observed-token off
         with nogil:
             _alias_build(f.alpha, K, f.alpha_sum, f.alpha_prob, f.alpha_alias, stacks,
                          stacks + K)
-            with parallel(num_threads=threads):
-                tid = threadid()
-                for c in prange(C, schedule="dynamic", chunksize=1):
-                    for d in range(chunk_bounds[c], chunk_bounds[c + 1]):
-                        if f.active[d]:
-                            _mh_fold_doc(&f, d, &sc[tid], gens[c])
+            if f.tb.phi != NULL:
+                _fold_chunks(&f, &chunk_bounds[0], C, gens, sc, threads, <given_term> NULL)
+            elif f.tb.o_ptr != NULL:
+                _fold_chunks(&f, &chunk_bounds[0], C, gens, sc, threads, <overlay_term> NULL)
+            else:
+                _fold_chunks(&f, &chunk_bounds[0], C, gens, sc, threads, <plain_term> NULL)
     finally:
         _fold_scratch_free(sc, threads)
         free(stacks)

@@ -22,8 +22,16 @@ draws its uniforms from xoshiro256+ seeded from the chunk's stream at its start
 positions a token's proposals read are drawn ``AHEAD`` tokens before it is sampled and the
 cache is asked for them (their topics are read when used). Every buffer is allocated and
 checked before the sampling and freed after it on every path.
+
+Two optional word terms (docs/algorithms.md §2.9, "Word priors and given topics"): a sparse
+overlay o of extra word prior, so that the word factor is (n_kw + beta + o_wk) / (n_k +
+beta-bar_k) and the document phase's proposal holds o too, and a given topic-word matrix
+``phi`` (K x V) whose entry phi_kw is the word factor itself, its columns' alias tables the
+document phase's proposal. Without them (None) a sweep takes the code of the symmetric beta,
+with the same numbers.
 """
 from cython.parallel cimport parallel, prange, threadid
+from libc.math cimport NAN
 from libc.stdint cimport int32_t, int64_t
 from libc.stdlib cimport free, qsort
 from libc.string cimport memcpy
@@ -34,6 +42,8 @@ from numpy.random cimport bitgen_t
 from topictk._cy.alias cimport alias_build, alias_draw
 from topictk._cy.alloc cimport checked_alloc as _alloc, free_rows
 from topictk._cy.rng cimport Xoshiro, bitgen_of, xoshiro_seed, xoshiro_uniform
+from topictk._cy.wordprior cimport (attach_overlay, beta_bar, check_terms, given_term,
+                                    overlay_term, phi_tables, plain_term, term_t)
 
 
 cdef extern from *:
@@ -90,6 +100,18 @@ cdef struct Warp:
     Py_ssize_t V
     Py_ssize_t C
     int M
+    # the word terms: an overlay o (o_ptr NULL: none) with beta-bar_k and per word the alias
+    # table of o_w. and its mass O_w; a given phi (NULL: none) with its columns' tables
+    const double* bbar          # (K)
+    const int64_t* o_ptr        # (V + 1)
+    const int32_t* o_topic
+    const double* o_extra
+    double* o_prob              # (nnz)
+    int32_t* o_alias            # (nnz) positions within the word's entries
+    double* o_mass              # (V)
+    const double* phi           # (K, V)
+    double* phi_prob            # (V, K)
+    int32_t* phi_alias          # (V, K)
 
 
 cdef struct Workspace:
@@ -108,6 +130,12 @@ cdef struct Workspace:
     double* alpha_prob          # (K)
     int32_t* alpha_alias        # (K)
     int32_t* alpha_scratch      # (2 K)
+    double** word_prior         # (threads) with an overlay: a K row of beta + o_wk, filled
+                                # for the word a thread samples, else beta
+    double* terms               # bbar (K), o_mass (V), o_prob (nnz) of an overlay
+    int32_t* o_alias            # (nnz)
+    double* phi_prob            # (V K) of a given phi
+    int32_t* phi_alias          # (V K)
 
 
 cdef inline int32_t _prior_draw(const Warp* wp, double r) noexcept nogil:
@@ -178,20 +206,41 @@ cdef inline void _word_draw(const Warp* wp, int64_t i, int32_t d, int64_t* at, d
         u[m] = xoshiro_uniform(gen)
 
 
-cdef inline void _doc_draw(const Warp* wp, int64_t i, int64_t* at, double* u,
-                           Xoshiro* gen) noexcept nogil:
+cdef inline int64_t _overlay_draw(const Warp* wp, int32_t w, double x,
+                                  double below) noexcept nogil:
+    """The topic of word w's overlay part for x in [below, below + O_w): the alias draw of
+    o_w. with r = (x - below) / O_w."""
+    cdef int64_t ob = wp.o_ptr[w]
+    return wp.o_topic[ob + alias_draw((x - below) / wp.o_mass[w], wp.o_prob + ob,
+                                      wp.o_alias + ob, wp.o_ptr[w + 1] - ob)]
+
+
+cdef inline void _doc_draw(const Warp* wp, int64_t i, int64_t* at, double* u, Xoshiro* gen,
+                           term_t mode) noexcept nogil:
     """The M proposals of token i for the document phase (§2.9), two uniforms each: x of
-    [0, n_w - 1 + K beta): x < n_w - 1 the entry floor(x) of the word's other tokens (looked
-    up by :func:`_doc_lookup`), else the topic min(floor((x - n_w + 1) / beta), K - 1); then
-    the acceptance uniform."""
+    [0, n_w - 1 + K beta + O_w): x < n_w - 1 the entry floor(x) of the word's other tokens
+    (looked up by :func:`_doc_lookup`), below n_w - 1 + K beta the topic
+    min(floor((x - n_w + 1) / beta), K - 1), else a topic of the word's overlay (O_w = 0
+    without one); with a given phi the alias draw of its column with x in [0, 1). Then the
+    acceptance uniform. ``mode`` says which word term there is, at compile time."""
     cdef int32_t w = wp.words[i]
     cdef int64_t b = wp.word_ptr[w], others = wp.word_ptr[w + 1] - b - 1, j, k
-    cdef double x, total = others + wp.K * wp.beta
+    cdef double x, below = others + wp.K * wp.beta, total = below
     cdef int m
+    if term_t is overlay_term:
+        total = total + wp.o_mass[w]
     for m in range(wp.M):
+        if term_t is given_term:
+            at[m] = -1 - alias_draw(xoshiro_uniform(gen), wp.phi_prob + w * wp.K,
+                                    wp.phi_alias + w * wp.K, wp.K)
+            u[m] = xoshiro_uniform(gen)
+            continue
         x = xoshiro_uniform(gen) * total
         j = b + _entry(x, others)
         k = _floor_below((x - others) / wp.beta, wp.K)
+        if term_t is overlay_term:
+            if x >= below and wp.o_mass[w] > 0.0:
+                k = _overlay_draw(wp, w, x, below)
         at[m] = _pick(x < others, j, -1 - k)
         prefetch((<const char*> wp.word_tokens) + j * (4 if wp.narrow else 8))
         u[m] = xoshiro_uniform(gen)
@@ -215,22 +264,50 @@ cdef inline void _doc_lookup(const Warp* wp, const position_t* word_tokens, int6
 
 cdef inline int32_t _resample(int32_t s, const int32_t* z, int32_t* row, int64_t* nk,
                               const int64_t* at, const double* u, int M, const double* prior,
-                              double prior_one, double vbeta) noexcept nogil:
+                              double prior_one, double vbeta,
+                              const double* bbar) noexcept nogil:
     """The topic after M MH steps (§2.9) of a token of topic s against ``row``, the counts of
     its word (word phase) or its document (document phase): taken out of row and n_k,
-    proposal t accepted when u (row[s] + a_s)(n_s + V beta) < (row[t] + a_t)(n_t + V beta),
-    a_k = prior[k] (or ``prior_one`` when prior is NULL), then put back; the caller writes it
-    to z. A proposal t = s is tested too: accepted or not, s stays."""
+    proposal t accepted when u (row[s] + a_s)(n_t + b_t) < (row[t] + a_t)(n_s + b_s),
+    a_k = prior[k] (or ``prior_one`` when prior is NULL), b_k = beta-bar_k (``vbeta`` when
+    bbar is NULL), then put back; the caller writes it to z. A proposal t = s is tested too:
+    accepted or not, s stays."""
     cdef int32_t t, accept
     cdef int m
-    cdef double a_s, a_t
+    cdef double a_s, a_t, b_s, b_t
     row[s] -= 1
     nk[s] -= 1
     for m in range(M):
         t = _proposal(z, at[m])
         a_s = prior_one if prior == NULL else prior[s]
         a_t = prior_one if prior == NULL else prior[t]
-        accept = u[m] * (row[s] + a_s) * (nk[t] + vbeta) < (row[t] + a_t) * (nk[s] + vbeta)
+        b_s = vbeta if bbar == NULL else bbar[s]
+        b_t = vbeta if bbar == NULL else bbar[t]
+        accept = u[m] * (row[s] + a_s) * (nk[t] + b_t) < (row[t] + a_t) * (nk[s] + b_s)
+        s ^= (s ^ t) & -accept
+    row[s] += 1
+    nk[s] += 1
+    return s
+
+
+cdef inline int32_t _resample_given(int32_t s, const int32_t* z, int32_t* row, int64_t* nk,
+                                    const int64_t* at, const double* u, int M,
+                                    const double* weight, Py_ssize_t stride,
+                                    const double* prior) noexcept nogil:
+    """:func:`_resample` for a given phi, whose target (n_dk + alpha_k) phi[k, w] has no n_k
+    factor: the word phase (``weight`` phi's column of the word, entries ``stride`` apart)
+    accepts t when u phi_s < phi_t, the document phase (``weight`` NULL) when
+    u (row[s] + prior[s]) < row[t] + prior[t]. Row and n_k are kept as in :func:`_resample`."""
+    cdef int32_t t, accept
+    cdef int m
+    row[s] -= 1
+    nk[s] -= 1
+    for m in range(M):
+        t = _proposal(z, at[m])
+        if weight != NULL:
+            accept = u[m] * weight[s * stride] < weight[t * stride]
+        else:
+            accept = u[m] * (row[s] + prior[s]) < row[t] + prior[t]
         s ^= (s ^ t) & -accept
     row[s] += 1
     nk[s] += 1
@@ -239,7 +316,7 @@ cdef inline int32_t _resample(int32_t s, const int32_t* z, int32_t* row, int64_t
 
 cdef void _doc_round(const Warp* wp, const position_t* word_tokens, int64_t* nk,
                      int32_t* cd, int64_t* inblock, int64_t* ring_at, double* ring_u,
-                     Py_ssize_t c, int32_t block, bitgen_t* gen) noexcept nogil:
+                     Py_ssize_t c, int32_t block, bitgen_t* gen, term_t mode) noexcept nogil:
     """Round of the document phase for chunk c: every token of document block c whose word
     is in word block ``block`` (every token when C = 1), document by document, in corpus
     order. ``cd`` is a zeroed K row, left zeroed; ``inblock`` has room for the longest
@@ -263,16 +340,24 @@ cdef void _doc_round(const Warp* wp, const position_t* word_tokens, int64_t* nk,
         # the round's q-th token is drawn RING of them ahead of its use, looked up AHEAD ahead
         for q in range(min(RING, n)):
             slot = q & (RING - 1)
-            _doc_draw(wp, inblock[q], ring_at + slot * M, ring_u + slot * M, &draws)
+            _doc_draw(wp, inblock[q], ring_at + slot * M, ring_u + slot * M, &draws, mode)
             if q < AHEAD:
                 _doc_lookup(wp, word_tokens, inblock[q], ring_at + slot * M)
         for q in range(n):
             i = inblock[q]
             slot = q & (RING - 1)
-            z[i] = _resample(z[i], z, cd, nk, ring_at + slot * M, ring_u + slot * M, M,
-                             wp.alpha, 0.0, wp.vbeta)
+            if term_t is given_term:
+                z[i] = _resample_given(z[i], z, cd, nk, ring_at + slot * M,
+                                       ring_u + slot * M, M, NULL, 0, wp.alpha)
+            elif term_t is overlay_term:
+                z[i] = _resample(z[i], z, cd, nk, ring_at + slot * M, ring_u + slot * M, M,
+                                 wp.alpha, 0.0, wp.vbeta, wp.bbar)
+            else:
+                z[i] = _resample(z[i], z, cd, nk, ring_at + slot * M, ring_u + slot * M, M,
+                                 wp.alpha, 0.0, wp.vbeta, NULL)
             if q + RING < n:
-                _doc_draw(wp, inblock[q + RING], ring_at + slot * M, ring_u + slot * M, &draws)
+                _doc_draw(wp, inblock[q + RING], ring_at + slot * M, ring_u + slot * M, &draws,
+                          mode)
             if q + AHEAD < n:
                 _doc_lookup(wp, word_tokens, inblock[q + AHEAD],
                             ring_at + ((q + AHEAD) & (RING - 1)) * M)
@@ -280,19 +365,34 @@ cdef void _doc_round(const Warp* wp, const position_t* word_tokens, int64_t* nk,
             cd[z[i]] = 0
 
 
+cdef inline const double* _word_prior(const Warp* wp, double* bw, int32_t w,
+                                     double value) noexcept nogil:
+    """With an overlay: row ``bw`` (beta everywhere) given beta + o_wk at word w's entries
+    (``value`` NaN) or beta again (``value`` beta), and returned; without one NULL."""
+    cdef int64_t j
+    if wp.o_ptr == NULL:
+        return NULL
+    for j in range(wp.o_ptr[w], wp.o_ptr[w + 1]):
+        bw[wp.o_topic[j]] = value if value == value else wp.beta + wp.o_extra[j]
+    return bw
+
+
 cdef void _word_round(const Warp* wp, const position_t* word_tokens, int64_t* nk,
-                      int32_t* cw, int32_t* seen, int64_t* ring_at, double* ring_u,
-                      Py_ssize_t c, Py_ssize_t block, bitgen_t* gen) noexcept nogil:
+                      int32_t* cw, int32_t* seen, double* bw, int64_t* ring_at,
+                      double* ring_u, Py_ssize_t c, Py_ssize_t block, bitgen_t* gen,
+                      term_t mode) noexcept nogil:
     """Round of the word phase for chunk c: the tokens of document block ``block`` of every
     word of word block c, word by word. ``cw`` is a zeroed K row, left zeroed; ``seen`` has
     room for the longest word's topics, which it holds in word order while the word is
-    sampled (so that neither sampling a token nor clearing the row reads z at random)."""
+    sampled (so that neither sampling a token nor clearing the row reads z at random); ``bw``
+    the word prior's row (an overlay: beta everywhere, left so)."""
     cdef Py_ssize_t q, C1 = wp.C + 1
     cdef int64_t b, n, j, lo, hi, slot
     cdef int32_t w, t
     cdef int M = wp.M
     cdef const position_t* tok
     cdef const int32_t* docs
+    cdef const double* prior = NULL
     cdef int32_t* z = wp.z
     cdef Xoshiro draws
     xoshiro_seed(&draws, gen)
@@ -317,10 +417,19 @@ cdef void _word_round(const Warp* wp, const position_t* word_tokens, int64_t* nk
         for j in range(lo, min(lo + AHEAD, hi)):
             slot = (j - lo) & (AHEAD - 1)
             _word_draw(wp, tok[j], docs[j], ring_at + slot * M, ring_u + slot * M, &draws)
+        if term_t is overlay_term:
+            prior = _word_prior(wp, bw, w, NAN)
         for j in range(lo, hi):
             slot = (j - lo) & (AHEAD - 1)
-            t = _resample(seen[j], z, cw, nk, ring_at + slot * M, ring_u + slot * M, M, NULL,
-                          wp.beta, wp.vbeta)
+            if term_t is given_term:
+                t = _resample_given(seen[j], z, cw, nk, ring_at + slot * M, ring_u + slot * M,
+                                    M, wp.phi + w, wp.V, NULL)
+            elif term_t is overlay_term:
+                t = _resample(seen[j], z, cw, nk, ring_at + slot * M, ring_u + slot * M, M,
+                              prior, wp.beta, wp.vbeta, wp.bbar)
+            else:
+                t = _resample(seen[j], z, cw, nk, ring_at + slot * M, ring_u + slot * M, M,
+                              NULL, wp.beta, wp.vbeta, NULL)
             seen[j] = t
             z[tok[j]] = t
             if j + AHEAD < hi:
@@ -328,28 +437,30 @@ cdef void _word_round(const Warp* wp, const position_t* word_tokens, int64_t* nk
                            ring_u + slot * M, &draws)
         for j in range(n):
             cw[seen[j]] = 0
+        if term_t is overlay_term:
+            _word_prior(wp, bw, w, wp.beta)
 
 
 cdef void _doc_round_any(const Warp* wp, int64_t* nk, int32_t* cd, int64_t* inblock,
                          int64_t* ring_at, double* ring_u, Py_ssize_t c, int32_t block,
-                         bitgen_t* gen) noexcept nogil:
+                         bitgen_t* gen, term_t mode) noexcept nogil:
     if wp.narrow:
         _doc_round(wp, <const int32_t*> wp.word_tokens, nk, cd, inblock, ring_at, ring_u, c,
-                   block, gen)
+                   block, gen, mode)
     else:
         _doc_round(wp, <const int64_t*> wp.word_tokens, nk, cd, inblock, ring_at, ring_u, c,
-                   block, gen)
+                   block, gen, mode)
 
 
 cdef void _word_round_any(const Warp* wp, int64_t* nk, int32_t* cw, int32_t* seen,
-                          int64_t* ring_at, double* ring_u, Py_ssize_t c, Py_ssize_t block,
-                          bitgen_t* gen) noexcept nogil:
+                          double* bw, int64_t* ring_at, double* ring_u, Py_ssize_t c,
+                          Py_ssize_t block, bitgen_t* gen, term_t mode) noexcept nogil:
     if wp.narrow:
-        _word_round(wp, <const int32_t*> wp.word_tokens, nk, cw, seen, ring_at, ring_u, c,
-                    block, gen)
+        _word_round(wp, <const int32_t*> wp.word_tokens, nk, cw, seen, bw, ring_at, ring_u, c,
+                    block, gen, mode)
     else:
-        _word_round(wp, <const int64_t*> wp.word_tokens, nk, cw, seen, ring_at, ring_u, c,
-                    block, gen)
+        _word_round(wp, <const int64_t*> wp.word_tokens, nk, cw, seen, bw, ring_at, ring_u, c,
+                    block, gen, mode)
 
 
 cdef void _workspace_free(Workspace* ws, Py_ssize_t C) noexcept nogil:
@@ -360,6 +471,11 @@ cdef void _workspace_free(Workspace* ws, Py_ssize_t C) noexcept nogil:
     free_rows(<void**> ws.inblock, ws.threads)
     free_rows(<void**> ws.ring_at, ws.threads)
     free_rows(<void**> ws.ring_u, ws.threads)
+    free_rows(<void**> ws.word_prior, ws.threads)
+    free(ws.terms)
+    free(ws.o_alias)
+    free(ws.phi_prob)
+    free(ws.phi_alias)
     free(ws.gens)
     free(ws.start_nk)
     free(ws.alpha_prob)
@@ -390,6 +506,7 @@ cdef int _workspace_init(Workspace* ws, Warp* wp, list doc_streams, list word_st
     ws.ring_u = <double**> _alloc(ws.threads, sizeof(double*), True)
     ws.seen = <int32_t**> _alloc(ws.threads, sizeof(int32_t*), True)
     ws.inblock = <int64_t**> _alloc(ws.threads, sizeof(int64_t*), True)
+    ws.word_prior = <double**> _alloc(ws.threads, sizeof(double*), True)
     for k in range(V):
         if wp.word_ptr[k + 1] - wp.word_ptr[k] > longest:
             longest = wp.word_ptr[k + 1] - wp.word_ptr[k]
@@ -419,7 +536,63 @@ cdef int _workspace_init(Workspace* ws, Warp* wp, list doc_streams, list word_st
     return 0
 
 
-cdef void _phase(const Warp* wp, Workspace* ws, int64_t* nk, bint words) noexcept nogil:
+cdef int _overlay_tables(Warp* wp) except -1:
+    """Per word the alias table of o_w. over its entries and its mass O_w (summed in order;
+    a word whose mass is 0 gets no table and is never drawn)."""
+    cdef int32_t* stacks = <int32_t*> _alloc(2 * wp.K, sizeof(int32_t))
+    cdef Py_ssize_t w
+    cdef int64_t j, ob, n
+    cdef double total
+    for w in range(wp.V):
+        ob = wp.o_ptr[w]
+        n = wp.o_ptr[w + 1] - ob
+        total = 0.0
+        for j in range(ob, ob + n):
+            total = total + wp.o_extra[j]
+        wp.o_mass[w] = total
+        if total > 0.0:
+            alias_build(wp.o_extra + ob, n, total, wp.o_prob + ob, wp.o_alias + ob, stacks,
+                        stacks + n)
+    free(stacks)
+    return 0
+
+
+cdef int _word_terms_init(Warp* wp, Workspace* ws, const int64_t[::1] prior_ptr,
+                          const int32_t[::1] prior_topic, const double[::1] prior_extra,
+                          const double[:, ::1] phi) except -1:
+    """Check the word terms and build what the sweep reads of them: an overlay's beta-bar,
+    the alias tables of o_w. with their masses O_w and every thread's word prior row (beta);
+    a given phi's columns' alias tables. Buffers in ``ws``, freed by
+    :func:`_workspace_free` also when this raises."""
+    cdef Py_ssize_t K = wp.K, V = wp.V, nnz, k
+    cdef int tid
+    check_terms(prior_ptr, prior_topic, prior_extra, phi)
+    if phi is not None:
+        phi_tables(phi, K, V, ws.threads, &ws.phi_prob, &ws.phi_alias)
+        wp.phi = &phi[0, 0]
+        wp.phi_prob = ws.phi_prob
+        wp.phi_alias = ws.phi_alias
+    if not attach_overlay(prior_ptr, prior_topic, prior_extra, V, K, &wp.o_ptr, &wp.o_topic,
+                          &wp.o_extra):
+        return 0
+    nnz = prior_topic.shape[0]
+    ws.terms = <double*> _alloc(K + V + nnz, sizeof(double))
+    ws.o_alias = <int32_t*> _alloc(nnz, sizeof(int32_t))
+    beta_bar(V, K, wp.beta, wp.o_ptr, wp.o_topic, wp.o_extra, ws.terms)
+    wp.bbar = ws.terms
+    wp.o_mass = ws.terms + K
+    wp.o_prob = ws.terms + K + V
+    wp.o_alias = ws.o_alias
+    _overlay_tables(wp)
+    for tid in range(ws.threads):
+        ws.word_prior[tid] = <double*> _alloc(K, sizeof(double))
+        for k in range(K):
+            ws.word_prior[tid][k] = wp.beta
+    return 0
+
+
+cdef void _phase(const Warp* wp, Workspace* ws, int64_t* nk, bint words,
+                 term_t mode) noexcept nogil:
     """One phase in C rounds: with C = 1 chunk 0 on ``nk`` itself; else in round r chunk c
     takes block (c + r) mod C of the other kind on its own copy of n_k from the start of the
     round, the copies' changes added to ``nk`` after the round in chunk order."""
@@ -427,11 +600,11 @@ cdef void _phase(const Warp* wp, Workspace* ws, int64_t* nk, bint words) noexcep
     cdef int tid
     if C == 1:
         if words:
-            _word_round_any(wp, nk, ws.count[0], ws.seen[0], ws.ring_at[0], ws.ring_u[0], 0, 0,
-                            ws.gens[1])
+            _word_round_any(wp, nk, ws.count[0], ws.seen[0], ws.word_prior[0], ws.ring_at[0],
+                            ws.ring_u[0], 0, 0, ws.gens[1], mode)
         else:
             _doc_round_any(wp, nk, ws.count[0], ws.inblock[0], ws.ring_at[0], ws.ring_u[0], 0,
-                           0, ws.gens[0])
+                           0, ws.gens[0], mode)
         return
     for r in range(C):
         memcpy(ws.start_nk, nk, K * sizeof(int64_t))
@@ -442,15 +615,23 @@ cdef void _phase(const Warp* wp, Workspace* ws, int64_t* nk, bint words) noexcep
             for c in prange(C, schedule="dynamic", chunksize=1):
                 if words:
                     _word_round_any(wp, ws.own_nk[c], ws.count[tid], ws.seen[tid],
-                                    ws.ring_at[tid], ws.ring_u[tid], c, (c + r) % C,
-                                    ws.gens[C + c])
+                                    ws.word_prior[tid], ws.ring_at[tid], ws.ring_u[tid], c,
+                                    (c + r) % C, ws.gens[C + c], mode)
                 else:
                     _doc_round_any(wp, ws.own_nk[c], ws.count[tid], ws.inblock[tid],
                                    ws.ring_at[tid], ws.ring_u[tid], c, <int32_t> ((c + r) % C),
-                                   ws.gens[c])
+                                   ws.gens[c], mode)
         for c in range(C):
             for k in range(K):
                 nk[k] += ws.own_nk[c][k] - ws.start_nk[k]
+
+
+cdef void _sweep_phases(const Warp* wp, Workspace* ws, int64_t* nk,
+                        term_t mode) noexcept nogil:
+    """The word phase, then the document phase, compiled for the word term ``mode``: the
+    symmetric beta's code has no test of the terms."""
+    _phase(wp, ws, nk, True, mode)
+    _phase(wp, ws, nk, False, mode)
 
 
 def warp_sweep(const int64_t[::1] doc_ptr,      # IN  (D + 1) token offsets
@@ -470,8 +651,15 @@ def warp_sweep(const int64_t[::1] doc_ptr,      # IN  (D + 1) token offsets
                const int64_t[::1] doc_bounds,   # IN  (C + 1) document boundaries of blocks
                list doc_streams,                # IN  C PCG64 bit generators (document phase)
                list word_streams,               # IN  C PCG64 bit generators (word phase)
-               int threads=1):
-    """One sweep (§2.9): the word phase, then the document phase. Equivalent to
+               int threads=1,
+               const int64_t[::1] prior_ptr=None,    # IN  (V + 1) word prior overlay, or None
+               const int32_t[::1] prior_topic=None,  # IN  (nnz) its topics, ascending per word
+               const double[::1] prior_extra=None,   # IN  (nnz) its extra prior o_wk >= 0
+               const double[:, ::1] phi=None):       # IN  (K, V) a given phi_t, or None
+    """One sweep (§2.9): the word phase, then the document phase. With an overlay o of the
+    word prior the target is (n_dk + alpha_k)(n_kw + beta + o_wk) / (n_k + beta-bar_k); with a
+    given ``phi`` it is (n_dk + alpha_k) phi[k, w], the document phase proposing from the
+    alias tables of phi's columns, built at every call (O(V K)). Equivalent to
     ``tests/reference/warp.py::sweep``."""
     cdef Warp wp
     cdef Workspace ws
@@ -509,14 +697,23 @@ def warp_sweep(const int64_t[::1] doc_ptr,      # IN  (D + 1) token offsets
     wp.V = V
     wp.C = C
     wp.M = steps
+    wp.bbar = NULL
+    wp.o_ptr = NULL
+    wp.phi = NULL
     ws = Workspace(threads=0, gens=NULL, start_nk=NULL, own_nk=NULL, count=NULL, seen=NULL,
                    inblock=NULL, ring_at=NULL, ring_u=NULL, alpha_prob=NULL, alpha_alias=NULL,
-                   alpha_scratch=NULL)
+                   alpha_scratch=NULL, word_prior=NULL, terms=NULL, o_alias=NULL,
+                   phi_prob=NULL, phi_alias=NULL)
     try:
         _workspace_init(&ws, &wp, doc_streams, word_streams, threads)
+        _word_terms_init(&wp, &ws, prior_ptr, prior_topic, prior_extra, phi)
         with nogil:
-            _phase(&wp, &ws, &nk[0], True)
-            _phase(&wp, &ws, &nk[0], False)
+            if wp.phi != NULL:
+                _sweep_phases(&wp, &ws, &nk[0], <given_term> NULL)
+            elif wp.o_ptr != NULL:
+                _sweep_phases(&wp, &ws, &nk[0], <overlay_term> NULL)
+            else:
+                _sweep_phases(&wp, &ws, &nk[0], <plain_term> NULL)
     finally:
         _workspace_free(&ws, C)
 
