@@ -160,6 +160,16 @@ def dense_bytes(arrays: Iterable[tuple[str, tuple[int, ...], int]]) -> int:
     return total
 
 
+def at_peak(held: Iterable[tuple[str, tuple[int, ...], int]],
+            *phases: Iterable[tuple[str, tuple[int, ...], int]]
+            ) -> list[tuple[str, tuple[int, ...], int]]:
+    """The arrays a run holds at its peak: ``held``, kept from start to end (the state), and
+    the largest of ``phases``, the arrays of the parts of a step that never overlap (an
+    E-step, an M-step, an update, an evaluation), made and freed in turn."""
+    largest = max((list(phase) for phase in phases), key=dense_bytes, default=[])
+    return list(held) + largest
+
+
 # a documented knob: the most memory, in bytes (suffixes K, M, G, T allowed), a run may
 # count on, below whatever the system allows (e.g. on a machine shared with other work)
 MEMORY_LIMIT_ENV = "TOPICTK_MEMORY_LIMIT"

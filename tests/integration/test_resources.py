@@ -104,7 +104,7 @@ def test_running_out_of_memory_names_the_run_its_estimate_and_the_fix(
     monkeypatch.undo()
     ok("train", "--config", config, "--quiet", "--force")
     monkeypatch.setattr("topictk.evaluation.run.evaluate_loaded",
-                        lambda run, left_to_right: np.empty((2**36, 2**10)))
+                        lambda run, left_to_right, **options: np.empty((2**36, 2**10)))
     message = fails(1, "evaluate", tmp_path / "run")
     assert message.startswith(f"{tmp_path / 'run'}: evaluating K = 6: out of memory (")
     assert message.endswith("; free memory and evaluate again, or evaluate on a machine with "

@@ -505,8 +505,15 @@ def _store_counts(corpus: str) -> dict | None:
                  for key in ("vocabulary", "train_documents", "test_documents")}
         for key in ("train_tokens", "test_observed_tokens"):    # for the memory estimate
             found[key] = int(counts.get(key, 0))
+        # and the stored (document, word) pairs: CVB keeps K values for each training pair
+        arrays = manifest.get("arrays", {})
+        for key, name in (("train_pairs", "train_indices"),
+                          ("test_observed_pairs", "test_obs_indices"),
+                          ("train_heldout_pairs", "train_held_indices")):
+            found[key] = int((arrays.get(name) or {}).get("shape", [0])[0])
         return found
-    except (OSError, ValueError, KeyError, TypeError, UnicodeDecodeError):
+    except (OSError, ValueError, KeyError, TypeError, AttributeError, IndexError,
+            UnicodeDecodeError):
         return None
 
 

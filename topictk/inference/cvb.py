@@ -104,6 +104,51 @@ class CVBDriver(VariationalDriver):
                                      help="most fold-in passes per test document"),
     }
 
+    MEMORY_FIX = ("train with inference.algorithm: cvb0 (no variance fields) and "
+                  "inference.chunks: 1 (no private copies of the word fields), or with vb or "
+                  "ovb, which keep no K values per (document, word) pair")
+
+    @classmethod
+    def memory_held(cls, data: dict, s) -> list:
+        """mu, K values for each training (document, word) pair, and the fields: m_dk, m_kw
+        and, for CVB, their variances v_dk, v_kw."""
+        fields = 2 if cls.gaussian else 1
+        return [("mu of every (document, word) pair", (s.M, s.K), 8),
+                ("document-topic fields", (fields, s.D, s.K), 8),
+                ("topic-word fields", (fields, s.V, s.K), 8)]
+
+    @classmethod
+    def memory_phases(cls, data: dict, s) -> list[list]:
+        """A sweep with C > 1 chunks: each chunk's private word fields (m_kw, and v_kw for
+        CVB); the approximate bound (the objective; CVB's convergence check): the terms of its
+        larger part, four arrays of the fields' size (CVB0 first recomputes m and v of the
+        documents and words) and the pairs' entropies; CVB0's convergence check: theta-hat,
+        phi-hat and the pairs' probabilities."""
+        inference = data["inference"]
+        fields = 2 if cls.gaussian else 1
+        chunks = resolve_chunks(inference.get("chunks", "auto"), s.N)
+        phases = []
+        if chunks > 1:
+            phases.append([("chunks' private word fields", (chunks, fields, s.V, s.K), 8)])
+        bound = [("terms of the approximate bound", (4, max(s.D, s.V), s.K), 8),
+                 ("entropies of the pairs", (s.M,), 8)]
+        if not cls.gaussian:
+            bound += [("document fields for the bound", (2, s.D, s.K), 8),
+                      ("word fields for the bound", (2, s.V, s.K), 8)]
+        checks = inference.get("tol", 0) > 0
+        if s.curve_docs or s.train_heldout or (checks and cls.gaussian):
+            phases.append(bound)
+        if checks and not cls.gaussian:
+            phases.append([("theta-hat", (s.D, s.K), 8), ("phi-hat", (s.V, s.K), 8),
+                           ("probabilities of the pairs", (s.M,), 8)])
+        return phases
+
+    @classmethod
+    def memory_evaluation(cls, data: dict, s) -> list:
+        """CVB0 updates of the curve documents with phi-hat (V, K) frozen: their theta-hat."""
+        return [("phi-hat", (s.V, s.K), 8),
+                ("theta-hat of the curve", (s.curve_docs, s.K), 8)]
+
     def __init__(self, config, store, threads: int = 1, *,
                  streams: Streams | None = None):
         super().__init__(config, store, threads, streams=streams)

@@ -37,15 +37,17 @@ from topictk.inference.base import (
     Driver,
     EvaluationSet,
     FoldInPlan,
+    MemorySizes,
     StepInfo,
     Traits,
     chunk_bounds_by_docs,
     chunk_bounds_by_tokens,
 )
-from topictk.inference.minibatch import epoch_schedule
+from topictk.inference.minibatch import batch_sizes, epoch_schedule
 from topictk.inference.perplexity import perplexity_from_probabilities
 from topictk.inference.registry import register
 from topictk.inference.schedules import sgmcmc_step
+from topictk.limits import at_peak
 from topictk.state.deep import DeepState
 from topictk.streams import Streams
 
@@ -282,6 +284,56 @@ class DLDADriver(Driver):
                 for key in ("a", "b", "c"):
                     if inf["forgetting"][key] is None:
                         inf["forgetting"][key] = inf["step"][key]
+
+    MEMORY_FIX = ("use a smaller vocabulary (topictk prepare --vocab-size): the first "
+                  "layer's V x K_1 arrays dominate")
+    #: (V, K_1) arrays a global update makes beside Phi^(1) and the batch's statistics
+    #: spread to (V, K_1): TLASGR's normals, a, its drift terms, y, the noise's scale and
+    #: its square root, and the columns projected and normalised (tlasgr_columns)
+    UPDATE_ARRAYS = 8
+
+    @classmethod
+    def memory_arrays(cls, data: dict, counts: dict) -> list[tuple[str, tuple[int, ...], int]]:
+        """The family's template: the layers' Phi^(l) (and what the sampler keeps beside
+        them, :meth:`memory_held`), the persistent test chain (theta, c and the accumulated
+        rates of the test documents), and the largest of the step's parts
+        (:meth:`memory_phases`) and of an evaluation: the networks flattened for the kernel
+        beside a fresh test chain."""
+        s = MemorySizes.of(data, counts)
+        layers = [int(k) for k in data["model"]["layers"]]
+        rows = [s.V] + layers
+        network = sum(a * b for a, b in zip(rows, layers)) + layers[-1]
+        held = [("Phi of every layer", (network,), 8)] + cls.memory_held(data, s, layers)
+        if s.test_docs:
+            held.append(("persistent test chain", (s.test_docs, sum(layers) + len(layers)), 8))
+        phases = cls.memory_phases(data, s, layers, network)
+        if s.curve_docs:
+            phases.append([("networks for the kernel", (network,), 8),
+                           ("fresh test chain", (s.curve_docs, sum(layers) + len(layers)), 8)])
+        return at_peak(held, *phases)
+
+    @classmethod
+    def memory_held(cls, data: dict, s, layers: list[int]) -> list:
+        """Arrays the sampler keeps beside Phi (none)."""
+        return []
+
+    @classmethod
+    def memory_phases(cls, data: dict, s, layers: list[int], network: int) -> list[list]:
+        """A mini-batch's local chains: Phi with the batch's rows of Phi^(1) (and those rows
+        alone), the statistics (int64) with a private copy for every thread but the first, the
+        documents' chains; the global update: the batch's statistics spread to (V, K_1) and
+        UPDATE_ARRAYS more (V, K_1) arrays for the first layer."""
+        docs, _, _, words = batch_sizes(data, s)
+        batch_network = network - (s.V - words) * layers[0]
+        chunks = -(-docs // int(data["inference"]["chunk_docs"]))
+        copies = min(s.threads, max(chunks, 1))
+        return [[("batch's rows of Phi^(1)", (words, layers[0]), 8),
+                 ("networks of the batch's words", (batch_network,), 8),
+                 ("batch statistics", (copies, batch_network), 8),
+                 ("batch statistics averaged", (batch_network,), 8),
+                 ("batch chains", (docs, sum(layers) + len(layers)), 8)],
+                [("global update of the first layer", (1 + cls.UPDATE_ARRAYS, s.V, layers[0]),
+                  8)]]
 
     def __init__(self, config, store, threads: int = 1, *,
                  streams: Streams | None = None):
@@ -616,6 +668,16 @@ class DLDASGRLDDriver(_StochasticDLDA):
     traits = DLDADriver.traits.but(paper="Cong et al. 2017; Patterson & Teh 2013")
     OPTIONS = {**COMMON_OPTIONS, **SG_OPTIONS, "step": _step_options(0.1, 21.0, 0.9)}
 
+    # sgrld_columns: the normals, phi, the drift, the new phi_hat, the noise's scale and its
+    # square root
+    UPDATE_ARRAYS = 6
+
+    @classmethod
+    def memory_held(cls, data: dict, s, layers: list[int]) -> list:
+        """The expanded means phi_hat of every layer."""
+        rows = [s.V] + layers
+        return [("expanded means", (sum(a * b for a, b in zip(rows, layers)),), 8)]
+
     def _init_extra(self, state: DeepState) -> None:
         state.phi_hat = [p.copy() for p in state.phi]
 
@@ -664,6 +726,27 @@ class DLDAGibbsDriver(DLDADriver):
                               "threads); documents are independent given the globals, so this "
                               "changes the random numbers, not the algorithm"),
     }
+
+    MEMORY_FIX = ("train with inference.algorithm: tlasgr (mini-batches: no state of the "
+                  "training documents), or use a smaller vocabulary")
+
+    @classmethod
+    def memory_held(cls, data: dict, s, layers: list[int]) -> list:
+        """Every training document's chain: theta and c (float64) and the upward pass's
+        counts m (int32)."""
+        return [("training documents' chains", (s.D, sum(layers) + len(layers)), 8),
+                ("training documents' upward counts", (s.D, sum(layers)), 4)]
+
+    @classmethod
+    def memory_phases(cls, data: dict, s, layers: list[int], network: int) -> list[list]:
+        """The upward pass: Phi flattened, the statistics (int64) with a private copy for
+        every thread but the first; the global draws: the statistics beside the new Phi and
+        each layer's Dirichlet shape, gamma draws and their normalisations (V, K_1 each)."""
+        copies = min(s.threads, int(data["inference"].get("chunks") or 1))
+        return [[("networks for the kernel", (network,), 8),
+                 ("statistics", (copies, network), 8)],
+                [("statistics", (network,), 8),
+                 ("new Phi^(1), its Dirichlet shape and draws", (4, s.V, layers[0]), 8)]]
 
     def __init__(self, config, store, threads: int = 1, *,
                  streams: Streams | None = None):

@@ -500,6 +500,14 @@ class DMRSGRLDDriver(DMRPriorMixin, SGRLDDriver):
                                          "form, as dmr-sem's optimize_burn_in (0 = from the "
                                          "first update, §9.3)")}
 
+    # sgrld_update normalises phi_hat again beside the step's phi
+    UPDATE_ARRAYS = SGRLDDriver.UPDATE_ARRAYS + 1
+
+    @classmethod
+    def memory_priors(cls, docs: int, K: int) -> list:
+        """alpha_d = exp(x_d^T nu) of every document, and a batch's gradient terms."""
+        return [("document priors and gradient terms", (2, docs, K), 8)]
+
     @classmethod
     def check_config(cls, data: dict, where: str) -> None:
         super().check_config(data, where)

@@ -15,6 +15,8 @@ from topictk.config.schema import Option
 from topictk.corpus.batches import gather_batch
 from topictk.inference.base import Driver, EvaluationSet, FoldInPlan, StepInfo
 from topictk.inference.minibatch import (
+    batch_sizes,
+    local_step_arrays,
     check_minibatch_config,
     local_statistics,
     minibatch_options,
@@ -49,6 +51,32 @@ class HSVGDriver(OVBDriver):
     @classmethod
     def check_config(cls, data: dict, where: str) -> None:
         check_minibatch_config(data["inference"], where)
+
+    @classmethod
+    def memory_phases(cls, data: dict, s) -> list[list]:
+        """A mini-batch's local Gibbs chains with exp(E[log phi]) of its words; the update:
+        the expected counts, their scaled copy and the rows of lambda they are added to;
+        learning eta: the dense lambda and its digamma."""
+        _, _, _, words = batch_sizes(data, s)
+        phases = [local_step_arrays(data, s, "exp(E[log phi]) of the batch's words"),
+                  [("batch expected counts, scaled, and their rows of lambda",
+                    (3, words, s.K), 8)]]
+        if data["inference"].get("learn_eta"):
+            phases.append([("dense lambda and its digamma", (2, s.V, s.K), 8)])
+        return phases
+
+    @classmethod
+    def memory_evaluation(cls, data: dict, s) -> list:
+        """The curve's Gibbs fold-in with exp(E[log phi]) of every word (and the rows of its
+        words), then the dense lambda and phi-hat for the mixture, and the theta-hat."""
+        return [("exp(E[log phi]), or lambda and phi-hat", (2, s.V, s.K), 8),
+                ("theta-hat of the curve", (s.curve_docs, s.K), 8)]
+
+    @classmethod
+    def memory_train_heldout(cls, data: dict, s) -> list:
+        """Protocol B: the fold-in of every training document."""
+        return [("exp(E[log phi]), or lambda and phi-hat", (2, s.V, s.K), 8),
+                ("theta-hat of the training documents", (s.D, s.K), 8)]
 
     def __init__(self, config, store, threads: int = 1, *,
                  streams: Streams | None = None):

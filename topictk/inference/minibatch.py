@@ -6,6 +6,7 @@ share: their common options and checks, the local Gibbs statistics of a mini-bat
 from __future__ import annotations
 
 import logging
+import math
 from dataclasses import dataclass
 
 import numpy as np
@@ -148,3 +149,31 @@ def epoch_schedule(n_docs: int, batch_size: int) -> EpochSchedule:
         log.warning("inference.batch_size = %d is larger than the corpus (%d documents); "
                     "using the whole corpus in every update", batch_size, n_docs)
     return EpochSchedule(n_docs, batch_size)
+
+
+# ------------------------------------------------------------------ memory (the family's)
+def batch_sizes(data: dict, s) -> tuple[int, int, int, int]:
+    """(documents, tokens, (document, word) pairs, distinct words) of one mini-batch of
+    ``inference.batch_size`` documents (at most D) of the corpus's mean length, for the
+    memory estimate (``s``: :class:`topictk.inference.base.MemorySizes`); the distinct words
+    are those that many pairs' words drawn evenly from the V (V (1 - (1 - 1/V)^pairs))."""
+    docs = min(int(data["inference"]["batch_size"]), s.D)
+    share = docs / max(s.D, 1)
+    tokens, pairs = -(-s.N * docs // max(s.D, 1)), int(s.M * share + 0.5)
+    words = s.V * -math.expm1(pairs * math.log1p(-1 / s.V)) if s.V > 1 else s.V
+    return docs, tokens, pairs, min(s.V, pairs, math.ceil(words))
+
+
+def local_step_arrays(data: dict, s, weights: str = "weights of the batch's words"
+                      ) -> list[tuple[str, tuple[int, ...], int]]:
+    """The arrays of one mini-batch's local Gibbs chains (:func:`local_statistics`): the
+    weights of the batch's words (V_B, K), their kept-sweep counts n_kw (V_B, K) int64 with a
+    private copy for every thread but the first (threads up to the batch's chunks), the
+    documents' n_dk (B, K) int64, and both divided by the kept sweeps (float64)."""
+    docs, _, _, words = batch_sizes(data, s)
+    chunks = -(-docs // int(data["inference"]["chunk_docs"]))
+    copies = min(s.threads, max(chunks, 1))
+    return [(weights, (words, s.K), 8),
+            ("batch words' topic counts", (copies, words, s.K), 8),
+            ("batch words' expected counts", (words, s.K), 8),
+            ("batch documents' topic counts", (2, docs, s.K), 8)]

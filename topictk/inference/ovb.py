@@ -39,7 +39,7 @@ from topictk.corpus.batches import (  # noqa: F401
 from topictk.corpus.store import Documents
 from topictk.errors import NumericalError
 from topictk.inference.base import StepInfo, Traits
-from topictk.inference.minibatch import step_size
+from topictk.inference.minibatch import batch_sizes, step_size
 from topictk.inference.perplexity import mixture_probabilities
 from topictk.inference.hyper import resolve_alpha
 from topictk.inference.registry import register
@@ -56,6 +56,7 @@ from topictk.inference.variational import (
     cluster_estep,
     e_step,
     estep_blocks,
+    estep_wave,
     elog_theta_sum,
     expected_log_topics,
     fold_in_theta,
@@ -110,6 +111,49 @@ class OVBDriver(VariationalDriver):
                               "the blocks over its workers; the numbers depend on this, "
                               "never on the cluster; default: one block)"),
     }
+
+    MEMORY_FIX = ("set training.eval_every: 0 (no dense lambda beside E[log phi] or "
+                  "phi-hat during training)")
+
+    @classmethod
+    def memory_held(cls, data: dict, s) -> list:
+        """lam_tilde (V, K); no per-document state."""
+        return [("lambda", (s.V, s.K), 8)]
+
+    @classmethod
+    def memory_phases(cls, data: dict, s) -> list[list]:
+        """A mini-batch's E-step: E[log phi] of its words, each block's statistics of them,
+        the documents' gamma and the kernel's staged terms; the update: the statistics, their
+        scaled copy and the rows of lambda they are added to; learning eta: the dense lambda
+        and its digamma (V, K each); the objective (evaluated with the curve): E[log phi] of
+        every word."""
+        inference = data["inference"]
+        docs, _, pairs, words = batch_sizes(data, s)
+        blocks = min(int(inference.get("chunks") or 1), max(docs, 1))
+        phases = [[("E[log phi] of the batch's words", (words, s.K), 8),
+                   ("E-step statistics of every block", (blocks, words, s.K), 8),
+                   ("gamma of the batch", (docs, s.K), 8), estep_wave(pairs * s.K)],
+                  [("batch statistics, scaled, and their rows of lambda", (3, words, s.K),
+                    8)]]
+        if inference.get("learn_eta"):
+            phases.append([("dense lambda and its digamma", (2, s.V, s.K), 8)])
+        if s.curve_docs or s.train_heldout:
+            phases.append([("E[log phi] of every word (the bound)", (s.V, s.K), 8)])
+        return phases
+
+    @classmethod
+    def memory_evaluation(cls, data: dict, s) -> list:
+        """The curve's cold E-step with the dense lambda and its E[log phi] (then lambda
+        and phi-hat for the mixture), and the documents' gamma and theta-hat."""
+        return [("dense lambda and E[log phi] of the fold-in", (2, s.V, s.K), 8),
+                ("gamma and theta-hat of the curve", (2, s.curve_docs, s.K), 8)]
+
+    @classmethod
+    def memory_train_heldout(cls, data: dict, s) -> list:
+        """Protocol B: the dense lambda, phi-hat and E[log phi], and the cold E-step of
+        blocks of 4,096 training documents."""
+        return [("dense lambda, phi-hat and E[log phi]", (3, s.V, s.K), 8),
+                ("gamma and theta-hat of a block", (2, min(s.D, 4096), s.K), 8)]
 
     def __init__(self, config, store, threads: int = 1, *,
                  streams: Streams | None = None):

@@ -67,6 +67,7 @@ from topictk.inference.variational import (
     doc_lengths,
     e_step,
     elog_theta_sum,
+    estep_wave,
     expected_log_topics,
     optimize_alpha,
 )
@@ -305,6 +306,72 @@ class PEMDriver(BatchEMDriver):
                                    "warm and cold per document, cold = alpha + N_d/K (every "
                                    "particle then follows the same path after one iteration)"),
     }
+
+    MEMORY_FIX = ("lower inference.particles (each holds a D x K gamma, and with more than "
+                  "one the weighted pass keeps another)")
+
+    @classmethod
+    def memory_held(cls, data: dict, s) -> list:
+        """phi (V, K), every particle's gamma (P, D, K) and the documents' weights; with P > 1
+        what the E-steps leave for the weighted pass: Z of every pair and A of every document
+        (P, D, K) of each particle."""
+        P = int(data["inference"]["particles"])
+        held = [("phi", (s.V, s.K), 8), ("gamma of every particle", (P, s.D, s.K), 8),
+                ("particle weights and bounds", (3, P, s.D), 8)]
+        if P > 1:
+            held += [("Z of every pair and particle", (P, s.M), 8),
+                     ("A of every document and particle", (P, s.D, s.K), 8)]
+        return held
+
+    @classmethod
+    def memory_phases(cls, data: dict, s) -> list[list]:
+        """The E-steps: the word weights (V, K; away from T = 1 the tempered log weights and
+        their exponentials, two) and, with one particle, its statistics and staged terms; the
+        weighted pass (P > 1): the weights, its tempered table and the statistics (V, K each);
+        the particle report (P > 1): the weights and statistics beside every particle's
+        theta-hat (P, D, K) and two differences (D, K); the M-step: the statistics,
+        max(SS, 1e-100) and the new phi; alpha's update: the statistics beside E[ln theta]
+        (2 x D x K)."""
+        inference = data["inference"]
+        P = int(inference["particles"])
+        weights = ("E-step word weights", (cls._weight_tables(inference), s.V, s.K), 8)
+        statistics = ("statistics", (s.V, s.K), 8)
+        if P == 1:
+            phases = [[weights, statistics, estep_wave(s.D * s.K)]]
+        else:
+            phases = [[weights],
+                      [("E-step weights, tempered table and statistics", (3, s.V, s.K), 8)],
+                      [("E-step weights and statistics", (2, s.V, s.K), 8),
+                       ("theta-hat of every particle", (P, s.D, s.K), 8),
+                       ("differences of two particles' theta-hat", (2, s.D, s.K), 8)]]
+        phases.append([("statistics, max(SS, 1e-100) and the new phi", (3, s.V, s.K), 8)])
+        if data["model"].get("alpha") == "auto":
+            phases.append([statistics, ("E[ln theta] of every document", (2, s.D, s.K), 8)])
+        return phases
+
+    @staticmethod
+    def _weight_tables(inference) -> int:
+        """(V, K) tables of an E-step's word weights: one at T = 1, two at any other
+        temperature the run reaches (the tempered log weights and their exponentials)."""
+        tempered = float(inference.get("temperature", 1.0)) != 1.0 or (
+            int(inference.get("anneal_steps", 0)) > 0
+            and float(inference.get("anneal_from", 1.0)) != 1.0)
+        return 2 if tempered else 1
+
+    @classmethod
+    def memory_evaluation(cls, data: dict, s) -> list:
+        """The curve's fold-in: the E-step's word weights at the final temperature and the
+        documents' gamma and theta-hat."""
+        final = float(data["inference"].get("temperature", 1.0))
+        return [("E-step word weights of the fold-in", (1 if final == 1.0 else 2, s.V, s.K), 8),
+                ("gamma and theta-hat of the curve", (2, s.curve_docs, s.K), 8)]
+
+    @classmethod
+    def memory_train_heldout(cls, data: dict, s) -> list:
+        """Protocol B: phi-hat and the training documents' theta-hat, summed over the
+        particles (one more D x K term)."""
+        return [("phi-hat", (s.V, s.K), 8),
+                ("theta-hat of the training documents", (2, s.D, s.K), 8)]
 
     @classmethod
     def check_config(cls, data: dict, where: str) -> None:

@@ -16,9 +16,11 @@ from topictk import streams as keys
 from topictk.config.schema import Option
 from topictk.corpus.batches import gather_batch
 from topictk.errors import ConfigError, NumericalError
-from topictk.inference.base import StepInfo, Traits
+from topictk.inference.base import MemorySizes, StepInfo, Traits
 from topictk.inference.hyper import resolve_alpha
 from topictk.inference.minibatch import (
+    batch_sizes,
+    local_step_arrays,
     FLOOR,
     check_minibatch_config,
     epoch_schedule,
@@ -29,6 +31,7 @@ from topictk.inference.minibatch import (
 from topictk.inference.registry import register
 from topictk.inference.sampled import SampledDriver
 from topictk.inference.schedules import sgmcmc_step
+from topictk.limits import at_peak
 from topictk.state.simplex import SimplexState
 from topictk.streams import Streams
 
@@ -119,6 +122,41 @@ class SGRLDDriver(SampledDriver):
                         "%d (inference.iterations = %d): keeping %d samples (%s)",
                         inf["samples"], after, inf["burn_in"], inf["iterations"], after, where)
             inf["samples"] = after     # the resolved config (run's config.yaml) says what is used
+
+    MEMORY_FIX = ("use a smaller vocabulary (topictk prepare --vocab-size): every update "
+                  "makes several dense V x K arrays")
+    #: (V, K) arrays an update makes beside phi_hat: phi, the normals, the new phi_hat and two
+    #: terms of the noise's scale (sgrld_update)
+    UPDATE_ARRAYS = 5
+
+    @classmethod
+    def memory_arrays(cls, data: dict, counts: dict) -> list[tuple[str, tuple[int, ...], int]]:
+        """phi_hat (V, K), and the largest of: a mini-batch's local chains beside phi (V, K);
+        the update (UPDATE_ARRAYS of (V, K), the batch's expected counts); a saved sample's
+        phi; the curve's Gibbs fold-in with phi (the rows of its words, its theta-hat, and
+        per-document priors where there are); Protocol B's fold-in of the training
+        documents."""
+        s = MemorySizes.of(data, counts)
+        docs, _, _, words = batch_sizes(data, s)
+        phi = ("phi", (s.V, s.K), 8)
+        phases = [[phi] + local_step_arrays(data, s),
+                  [("phi, the normals, the new phi_hat and the update's terms",
+                    (cls.UPDATE_ARRAYS, s.V, s.K), 8),
+                   ("batch words' expected counts", (words, s.K), 8),
+                   ("batch documents' expected counts", (docs, s.K), 8)]
+                  + cls.memory_priors(docs, s.K)]
+        for what, n_docs, pairs in (("curve", s.curve_docs, s.curve_pairs),
+                                    ("training documents", s.D if s.train_heldout else 0, s.M)):
+            if n_docs:
+                phases.append([phi, (f"phi rows of the {what}' words", (min(s.V, pairs), s.K),
+                                     8), (f"theta-hat of the {what}", (n_docs, s.K), 8)]
+                              + cls.memory_priors(n_docs, s.K))
+        return at_peak([("phi_hat", (s.V, s.K), 8)], *phases)
+
+    @classmethod
+    def memory_priors(cls, docs: int, K: int) -> list:
+        """Arrays of a prior per document for ``docs`` documents (none: one alpha)."""
+        return []
 
     def __init__(self, config, store, threads: int = 1, *,
                  streams: Streams | None = None):

@@ -17,9 +17,10 @@ from topictk.config.schema import Option
 from topictk.corpus.batches import gather_rows
 from topictk.corpus.store import Documents
 from topictk.inference import _vb
-from topictk.inference.base import Driver, EvaluationSet, FoldInPlan, StepInfo
+from topictk.inference.base import Driver, EvaluationSet, FoldInPlan, MemorySizes, StepInfo
 from topictk.inference.cluster import ClusterTask, StoreRef, map_merge, runs, worker_threads
 from topictk.inference.perplexity import csr_arrays, mixture_probabilities
+from topictk.limits import at_peak
 
 log = logging.getLogger("topictk")
 
@@ -286,6 +287,50 @@ class VariationalDriver(Driver):
     pem): a test document is scored by folding it in (:meth:`fold_in`, the algorithm's own
     local update with the topics frozen) and mixing, p-hat(w | d) = sum_k theta-hat_dk phi_wk
     (§11.2); Protocol B mixes the training documents' own theta-hat."""
+
+    MEMORY_FIX = ("leave inference.chunks out (one V x K block of E-step statistics), or "
+                  "train with inference.algorithm: ovb (a mini-batch's statistics, no D x K "
+                  "arrays)")
+
+    @classmethod
+    def memory_arrays(cls, data: dict, counts: dict) -> list[tuple[str, tuple[int, ...], int]]:
+        """The family's template: the state's arrays (:meth:`memory_held`) and the largest of
+        what the parts of a step make and free in turn (:meth:`memory_phases`) and of an
+        in-training evaluation (:meth:`memory_evaluation`, Protocol B's
+        :meth:`memory_train_heldout`), float64 as NumPy and the kernels allocate them.
+        Checkpoints are written from the state's own arrays."""
+        sizes = MemorySizes.of(data, counts)
+        phases = list(cls.memory_phases(data, sizes))
+        if sizes.curve_docs:
+            phases.append(cls.memory_evaluation(data, sizes))
+        if sizes.train_heldout:
+            phases.append(cls.memory_train_heldout(data, sizes))
+        return at_peak(cls.memory_held(data, sizes), *phases)
+
+    @classmethod
+    def memory_held(cls, data: dict, s: MemorySizes) -> list:
+        """The arrays of the state, held throughout."""
+        raise NotImplementedError
+
+    @classmethod
+    def memory_phases(cls, data: dict, s: MemorySizes) -> list[list]:
+        """The arrays of each part of a step (E-step, M-step, sweep, update), made and freed
+        in turn."""
+        raise NotImplementedError
+
+    @classmethod
+    def memory_evaluation(cls, data: dict, s: MemorySizes) -> list:
+        """The in-training curve: a cold E-step of its documents with lambda frozen, which
+        holds E[log phi] (V, K) and their gamma and theta-hat; the mixture then reads phi-hat
+        (V, K) once E[log phi] is freed."""
+        return [("E[log phi] of the fold-in", (s.V, s.K), 8),
+                ("gamma and theta-hat of the curve", (2, s.curve_docs, s.K), 8)]
+
+    @classmethod
+    def memory_train_heldout(cls, data: dict, s: MemorySizes) -> list:
+        """Protocol B: phi-hat mixed with the training documents' theta-hat."""
+        return [("phi-hat", (s.V, s.K), 8),
+                ("theta-hat of the training documents", (s.D, s.K), 8)]
 
     def fold_in(self, state: Any, documents: Documents, plan: FoldInPlan | None = None, *,
                 prior: np.ndarray | None = None, sample: dict | None = None) -> np.ndarray:

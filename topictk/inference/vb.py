@@ -51,6 +51,7 @@ from topictk.inference.variational import (
     cluster_estep,
     doc_lengths,
     estep_blocks,
+    estep_wave,
     elog_theta_sum,
     expected_log_topics,
     fold_in_theta,
@@ -98,6 +99,30 @@ class VBDriver(BatchEMDriver):
                               "blocks over its workers; the numbers depend on this, never on "
                               "the cluster; default: one block)"),
     }
+
+    @classmethod
+    def memory_held(cls, data: dict, s) -> list:
+        """lambda (V, K) and every training document's gamma (D, K)."""
+        return [("lambda", (s.V, s.K), 8), ("gamma", (s.D, s.K), 8)]
+
+    @classmethod
+    def memory_phases(cls, data: dict, s) -> list[list]:
+        """The E-step: E[log phi] (V, K), each block's statistics (V, K) and the kernel's
+        staged terms; the M-step: the statistics beside the new lambda (unsmoothed: and
+        max(SS, 1e-100) before it is normalised); alpha's update: the statistics beside
+        E[ln theta] of every document (digamma(gamma) and the difference, 2 x D x K)."""
+        inference = data["inference"]
+        blocks = min(int(inference.get("chunks") or 1), max(s.D, 1))
+        smoothed = inference.get("smoothed", True)
+        phases = [[("E[log phi]", (s.V, s.K), 8),
+                   ("E-step statistics of every block", (blocks, s.V, s.K), 8),
+                   estep_wave(s.M * s.K)],
+                  [("E-step statistics", (s.V, s.K), 8),
+                   ("new lambda", (1 if smoothed else 2, s.V, s.K), 8)]]
+        if data["model"].get("alpha") == "auto":
+            phases.append([("E-step statistics", (s.V, s.K), 8),
+                           ("E[ln theta] of every document", (2, s.D, s.K), 8)])
+        return phases
 
     def __init__(self, config, store, threads: int = 1, *,
                  streams: Streams | None = None):
