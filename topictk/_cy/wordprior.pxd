@@ -1,5 +1,5 @@
-# The word term of the Metropolis-Hastings kernels (docs/algorithms.md §2.7, §2.9, "Word
-# priors and given topics"), shared by the kernels that cimport it:
+# The word term of the Metropolis-Hastings kernels (docs/algorithms.md §2.11), shared by the
+# kernels that cimport it:
 #
 # * the word prior beta + o[w, k]: the symmetric beta plus a sparse overlay of extra prior
 #   (seed words), CSR by word -- ``ptr`` (rows + 1) int64, ``topic`` int32 strictly ascending

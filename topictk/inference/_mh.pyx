@@ -14,11 +14,11 @@
 * :func:`mh_fold_in` -- theta-hat of documents with the topics fixed by MH cycles against
   those tables (the fold-in of §11.2). Equivalent to ``tests/reference/mh.py::fold_in_theta``.
 
-Every kernel takes two optional word terms (docs/algorithms.md §2.7, "Word priors and given
-topics"): a sparse overlay o of extra word prior (``prior_ptr``, ``prior_topic``,
-``prior_extra``), so that the word factor is (n_kw + beta + o_wk) / (n_k + beta-bar_k), and a
-given topic-word matrix ``phi`` (K x V) whose entry phi_kw is the word factor itself. Without
-them (None) the kernels take the code of the symmetric beta, with the same numbers.
+Every kernel takes two optional word terms (docs/algorithms.md §2.11): a sparse overlay o of
+extra word prior (``prior_ptr``, ``prior_topic``, ``prior_extra``), so that the word factor is
+(n_kw + beta + o_wk) / (n_k + beta-bar_k), and a given topic-word matrix ``phi`` (K x V) whose
+entry phi_kw is the word factor itself. Without them (None) the kernels take the code of the
+symmetric beta, with the same numbers.
 
 A token costs O(steps) draws and count look-ups whatever K is (the look-up of a word's stale
 count is a binary search in its table, O(log min(n_w, K))). Tables are read-only during a

@@ -23,12 +23,11 @@ positions a token's proposals read are drawn ``AHEAD`` tokens before it is sampl
 cache is asked for them (their topics are read when used). Every buffer is allocated and
 checked before the sampling and freed after it on every path.
 
-Two optional word terms (docs/algorithms.md §2.9, "Word priors and given topics"): a sparse
-overlay o of extra word prior, so that the word factor is (n_kw + beta + o_wk) / (n_k +
-beta-bar_k) and the document phase's proposal holds o too, and a given topic-word matrix
-``phi`` (K x V) whose entry phi_kw is the word factor itself, its columns' alias tables the
-document phase's proposal. Without them (None) a sweep takes the code of the symmetric beta,
-with the same numbers.
+Two optional word terms (docs/algorithms.md §2.11): a sparse overlay o of extra word prior, so
+that the word factor is (n_kw + beta + o_wk) / (n_k + beta-bar_k) and the document phase's
+proposal holds o too, and a given topic-word matrix ``phi`` (K x V) whose entry phi_kw is the
+word factor itself, its columns' alias tables the document phase's proposal. Without them
+(None) a sweep takes the code of the symmetric beta, with the same numbers.
 """
 from cython.parallel cimport parallel, prange, threadid
 from libc.math cimport NAN
