@@ -766,11 +766,3 @@ class Shards:
                 self.client.run(_forget_runs, [self.run], on_error="ignore")
             except _loss_errors():
                 pass
-
-
-def __getattr__(name: str):
-    """The Gibbs shards, at their old place while the Gibbs driver moves to its own module."""
-    if name in ("ShardedGibbs", "GibbsShard"):
-        from topictk.inference import gibbs_shards
-        return getattr(gibbs_shards, name)
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
