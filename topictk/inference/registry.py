@@ -32,6 +32,9 @@ ALGORITHMS: dict[str, str] = {
 }
 
 _DRIVERS: dict[str, type[Driver]] = {}
+# the algorithms of this package (register_algorithm adds others, unregister_algorithm
+# withdraws only those)
+_BUILT_IN = frozenset(ALGORITHMS)
 
 
 def register(cls: type[Driver]) -> type[Driver]:
@@ -40,6 +43,33 @@ def register(cls: type[Driver]) -> type[Driver]:
     check_declarations(cls)
     _DRIVERS[cls.name] = cls
     return cls
+
+
+def register_algorithm(name: str, driver_class: type[Driver]) -> type[Driver]:
+    """Make ``driver_class``, defined outside this package (a plug-in module, a test), available
+    as ``inference.algorithm: name``, as ``@register`` does for the drivers listed in
+    ALGORITHMS: its ``name`` must be ``name`` and its declarations must hold together
+    (:func:`check_declarations`). Raises ValueError when ``name`` is another driver's
+    (docs/extending.md, "Registering")."""
+    if getattr(driver_class, "name", None) != name:
+        raise TypeError(f"{driver_class!r} is named {getattr(driver_class, 'name', None)!r}, "
+                        f"not {name!r}")
+    if name in _BUILT_IN or _DRIVERS.get(name, driver_class) is not driver_class:
+        raise ValueError(f"inference.algorithm {name!r} is already registered")
+    ALGORITHMS[name] = driver_class.__module__
+    try:
+        return register(driver_class)
+    except TypeError:
+        del ALGORITHMS[name]
+        raise
+
+
+def unregister_algorithm(name: str) -> None:
+    """Withdraw an algorithm added by :func:`register_algorithm` (the built-in ones stay)."""
+    if name in _BUILT_IN:
+        raise ValueError(f"inference.algorithm {name!r} is built in")
+    ALGORITHMS.pop(name, None)
+    _DRIVERS.pop(name, None)
 
 
 def check_declarations(cls: type[Driver]) -> None:
