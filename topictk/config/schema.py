@@ -143,17 +143,22 @@ def _fmt(x: float) -> str:
 # the kernels' packed topic ids
 MAX_TOPICS = 1_000_000
 
+# model.family: its default is the family of the algorithm (validation picks the family's keys)
+FAMILY_HELP = "model family; left out, the family the algorithm trains"
+
 MODEL = {
-    "family": Option("choice", "lda", choices=("lda", "dmr", "dlda"), help="model family"),
+    "family": Option("choice", "lda", choices=("lda", "dmr", "dlda"), help=FAMILY_HELP),
     "topics": Option("int", _REQUIRED, low=1, high=MAX_TOPICS, help="number of topics K"),
     "alpha": Option("float", 0.1, low=0, low_open=True, auto=True,
-                    help="symmetric document-topic prior; auto learns an asymmetric alpha"),
+                    help="symmetric document-topic prior (DMR: its starting value); auto "
+                         "learns an asymmetric alpha, for the algorithms that can (docs/train.md "
+                         "lists them)"),
     "beta": Option("float", 0.01, low=0, low_open=True, help="symmetric topic-word prior"),
 }
 
 # Deep LDA / Poisson gamma belief network (docs/algorithms.md §8.10; defaults of Cong et al. 2017).
 MODEL_DLDA = {
-    "family": Option("choice", "dlda", choices=("lda", "dmr", "dlda"), help="model family"),
+    "family": Option("choice", "dlda", choices=("lda", "dmr", "dlda"), help=FAMILY_HELP),
     "layers": Option("int_list", _REQUIRED, low=1, high=MAX_TOPICS,
                      help="topics per layer K_1, ..., K_L, bottom (word) layer first"),
     "topics": Option("int", None, low=1, high=MAX_TOPICS, nullable=True,
@@ -171,7 +176,7 @@ MODEL_DLDA = {
 # DMR (docs/algorithms.md §9): the LDA keys (model.alpha is alpha_init); inference.algorithm
 # dmr-sem / dmr-sgrld implies model.family: dmr
 MODEL_DMR = {**MODEL, "family": Option("choice", "dmr", choices=("lda", "dmr", "dlda"),
-                                       help="model family")}
+                                       help=FAMILY_HELP)}
 
 # model.family -> the keys of the model section (families not listed use MODEL)
 MODEL_FAMILIES = {"dlda": MODEL_DLDA, "dmr": MODEL_DMR}
@@ -186,7 +191,8 @@ TRAINING = {
     "seed": Option("int", 0, low=0, help="the one seed every random stream derives from"),
     "threads": Option("int", 1, low=1, help="OpenMP threads; never changes the numbers"),
     "eval_every": Option("int", "auto", low=0, auto=True,
-                         help="point perplexity every N steps (0 = never); auto = a tenth of "
+                         help="point perplexity every N steps into metrics.jsonl (0 = never); "
+                              "auto = a tenth of "
                               "inference.iterations (10 for deep LDA)"),
     "checkpoint_every": Option("int", 50, low=0,
                                help="checkpoint every N steps; the last step, a signal and the "
@@ -197,7 +203,9 @@ TRAINING = {
                               "(evaluation excluded)"),
     "scheduler": Option("str", None, nullable=True,
                         help="address of a running Dask scheduler (tcp://HOST:PORT): the "
-                             "shards of every step run on its workers; never changes the numbers"),
+                             "shards of every step run on its workers, for the algorithms that "
+                             "run on a cluster (topictk algorithms); never changes the numbers "
+                             "(docs/cluster.md)"),
     "dask_workers": Option("int", None, low=1, nullable=True,
                            help="start a local Dask cluster of N worker processes for the run"),
     "cluster_timeout": Option("float", 30.0, low=0, low_open=True,
@@ -221,8 +229,9 @@ EVALUATION = {
     "fold_in": Option("choice", "gibbs", choices=("gibbs", "mh"),
                       help="fold-in of collapsed Gibbs runs (gibbs, dmr-sem): gibbs = the Gibbs "
                            "fold-in; mh = Metropolis-Hastings with tables from the counts, "
-                           "O(1) per token whatever K is but slower to converge per sweep (it "
-                           "overestimates perplexity with few sweeps, docs/algorithms.md §2.7)"),
+                           "O(1) per token whatever K is, for large K, but slower to converge "
+                           "per sweep, so give it more sweeps (it overestimates perplexity with "
+                           "few, docs/algorithms.md §2.7)"),
     "coherence_top": Option("int", 10, low=2, help="top words for UMass and NPMI"),
     "diversity_top": Option("int", 25, low=1, help="top words for topic diversity"),
 }
