@@ -181,6 +181,11 @@ def test_stopped_and_resumed_equals_uninterrupted_and_evaluates(registered, stor
     assert scores[0]["perplexity"] == scores[1]["perplexity"]
     assert np.isfinite(scores[0]["perplexity"]) and scores[0]["perplexity"] > 1
     assert ok("topics", straight).stdout == ok("topics", stopped).stdout
+    new = tmp_path / "new.txt"
+    new.write_text("def loop over a list\nimport the module and call it\n", encoding="utf-8")
+    inferred = [ok("infer", path, new, "--sweeps", "6", "--burn-in", "2").stdout
+                for path in (straight, stopped)]
+    assert inferred[0] == inferred[1] and len(inferred[0].splitlines()) == 2
 
 
 def test_a_check_of_the_toy_refuses_a_config(registered, store, tmp_path):
