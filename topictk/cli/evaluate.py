@@ -5,7 +5,8 @@ import json
 
 import click
 
-from topictk.cli.options import cluster_options, cluster_overrides, run_dir_argument, threads_option
+from topictk.cli.options import (cluster_options, cluster_overrides, quiet_option,
+                                 run_dir_argument, threads_option)
 from topictk.errors import UsageError
 from topictk.evaluation.coherence import C_V_CAVEAT, GENSIM_MEASURES, WINDOW
 from topictk.evaluation.left_to_right import DEFAULT_PARTICLES
@@ -32,8 +33,9 @@ from topictk.evaluation.run import evaluate_run
                    "store instead (words matched by their spelling).")
 @threads_option()
 @cluster_options
+@quiet_option
 def evaluate(run_dir, as_json, checkpoint, left_to_right, particles, coherence, reference,
-             threads, scheduler, dask_workers):
+             threads, scheduler, dask_workers, quiet):
     """Held-out perplexity (document completion), UMass, NPMI and topic diversity of a run;
     with --coherence, gensim's coherence measures too."""
     if particles is not None and not left_to_right:

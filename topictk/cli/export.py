@@ -6,7 +6,7 @@ import sys
 import click
 
 from topictk._fileio import atomic_write_bytes
-from topictk.cli.options import STDOUT, run_dir_argument, threads_option
+from topictk.cli.options import STDOUT, quiet_option, run_dir_argument, threads_option
 from topictk.errors import UsageError
 from topictk.evaluation.export import EXPORTS, FoldIn
 from topictk.evaluation.infer import check_sweeps
@@ -36,7 +36,8 @@ from topictk.rundir.guard import check_output_file
 @click.option("--seed", type=int, default=None,
               help="doc-topics: seed of the fold-in (default: the run's training.seed).")
 @threads_option("Threads for the fold-in; the result does not depend on it.")
-def export(run_dir, what, fmt, out, force, checkpoint, sweeps, burn_in, seed, threads):
+@quiet_option
+def export(run_dir, what, fmt, out, force, checkpoint, sweeps, burn_in, seed, threads, quiet):
     """A run's topic proportions (theta) or topics (phi) as TSV, JSON or NumPy npz."""
     check_sweeps(sweeps, burn_in)
     kind = EXPORTS[what]

@@ -3,11 +3,13 @@ from __future__ import annotations
 
 import click
 
+from topictk import progress
 from topictk._fileio import atomic_write_bytes
 from topictk.cli.options import (
     cluster_options,
     cluster_overrides,
     meta_file_option,
+    quiet_option,
     run_dir_argument,
     single,
     table_from,
@@ -59,9 +61,10 @@ from topictk.rundir.guard import check_output_file
 @threads_option("Threads for the fold-in (default: the run's training.threads); the "
                 "result does not depend on it.")
 @cluster_options
+@quiet_option
 def infer(run_dir, inputs, fmt, vocab, text_columns, id_column, delimiter, meta_file, out, force,
           output_format, top, sweeps, burn_in, seed, checkpoint, encoding_errors, threads,
-          scheduler, dask_workers):
+          scheduler, dask_workers, quiet):
     """Topic proportions of new documents under a trained run.
 
     INPUTS are read like 'topictk prepare' input and mapped onto the run's vocabulary; words
@@ -83,9 +86,11 @@ def infer(run_dir, inputs, fmt, vocab, text_columns, id_column, delimiter, meta_
         def texts():
             if output_format == "tsv":
                 yield tsv_header(int(run.config.model.topics))
-            for start, theta in blocks:
-                yield (render_tsv(docs, start, theta) if output_format == "tsv"
-                       else render_jsonl(docs, start, theta, top))
+            with progress.bar(docs.n_docs, desc="infer", unit="doc") as shown:
+                for start, theta in blocks:     # a block of BLOCK_DOCS documents at a time
+                    shown.update(theta.shape[0])
+                    yield (render_tsv(docs, start, theta) if output_format == "tsv"
+                           else render_jsonl(docs, start, theta, top))
 
         if out_path is None:
             for text in texts():

@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import click
 
+from topictk import progress
 from topictk.config.loader import scheduler_problem
 from topictk.corpus.tables import DEFAULT_TEXT_COLUMN, TableOptions, parse_delimiter
 from topictk.errors import UsageError
@@ -11,7 +12,16 @@ from topictk.limits import cap_threads, local_workers_problem
 # the name of standard output in messages about writing it
 STDOUT = "<stdout>"
 
-quiet_option = click.option("-q", "--quiet", is_flag=True, help="No progress bar or log lines.")
+
+def _quiet_progress(ctx: click.Context, param: click.Parameter, value: bool) -> bool:
+    """With -q, no progress bar of the command (:mod:`topictk.progress`) until it ends."""
+    if value:
+        ctx.with_resource(progress.quiet())
+    return value
+
+
+quiet_option = click.option("-q", "--quiet", is_flag=True, callback=_quiet_progress,
+                            help="No progress bar or log lines.")
 
 
 def _capped_threads(ctx: click.Context, param: click.Parameter, value: int | None) -> int | None:

@@ -4,11 +4,12 @@ the training corpus) and topic diversity; and the coherence measures of gensim's
 (docs/evaluate.md)."""
 from __future__ import annotations
 
-import sys
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 import numpy as np
+
+from topictk.progress import bar as progress_bar
 
 if TYPE_CHECKING:
     import scipy.sparse as sp
@@ -258,19 +259,12 @@ def measure_topics(measure: str, counts: np.ndarray, n_windows: int,
 
 
 def _progress_bar(total: int, enabled: bool | None):
-    """A tqdm bar over ``total`` texts on stderr when it is a terminal (or ``enabled``);
-    None otherwise."""
-    if enabled is None:
-        try:
-            enabled = sys.stderr.isatty()
-        except (AttributeError, ValueError):
-            enabled = False
-    if not enabled or total <= 0:
+    """A tqdm bar over ``total`` texts on stderr when ``enabled``, or (None) as the command
+    shows bars (:func:`topictk.progress.bar`: on a terminal, not with -q); None otherwise."""
+    if total <= 0:
         return None
-    from tqdm import tqdm
-
-    return tqdm(total=total, unit="text", desc="coherence", file=sys.stderr,
-                dynamic_ncols=True, leave=False)
+    shown = progress_bar(total, desc="coherence", unit="text", show=enabled)
+    return None if shown.disable else shown
 
 
 def gensim_coherence(topics: Sequence[Sequence[str]], texts: "Documents", vocab: Sequence[str],

@@ -14,6 +14,7 @@ from typing import Protocol
 
 import numpy as np
 
+from topictk import progress
 from topictk.evaluation.htmljson import script_json
 from topictk.evaluation.infer import NewDocuments, infer_documents, training_documents
 from topictk.evaluation.ldavis import ldavis_data, term_frequencies
@@ -108,16 +109,21 @@ def doc_topics(run: LoadedRun, fold_in: FoldIn) -> MatrixExport:
     The documents are folded in with the topics fixed, as ``topictk infer`` does."""
     ids, splits, parts = [], [], []
     n_topics = int(run.config.model.topics)
-    for split, (docs, features) in (("train", training_documents(run.store)),
-                                    ("test", store_test_documents(run.store))):
-        if not len(docs.ids):
-            continue
-        blocks = infer_documents(run, docs, str(run.store.path), sweeps=fold_in.sweeps,
-                                 burn_in=fold_in.burn_in, seed=fold_in.seed,
-                                 threads=fold_in.threads, features=features)
-        parts += [theta for _, theta in blocks]
-        ids += docs.ids
-        splits += [split] * len(docs.ids)
+    splits_docs = (("train", training_documents(run.store)),
+                   ("test", store_test_documents(run.store)))
+    with progress.bar(sum(len(docs.ids) for _, (docs, _) in splits_docs), desc="doc-topics",
+                      unit="doc") as shown:
+        for split, (docs, features) in splits_docs:
+            if not len(docs.ids):
+                continue
+            blocks = infer_documents(run, docs, str(run.store.path), sweeps=fold_in.sweeps,
+                                     burn_in=fold_in.burn_in, seed=fold_in.seed,
+                                     threads=fold_in.threads, features=features)
+            for _, theta in blocks:         # a block of BLOCK_DOCS documents at a time
+                parts.append(theta)
+                shown.update(theta.shape[0])
+            ids += docs.ids
+            splits += [split] * len(docs.ids)
     theta = np.concatenate(parts) if parts else np.zeros((0, n_topics))
     return MatrixExport("doc_topic", {"id": ids, "split": splits}, theta, _meta(run))
 

@@ -19,6 +19,7 @@ from __future__ import annotations
 import numpy as np
 from scipy.special import logsumexp
 
+from topictk import progress
 from topictk.evaluation._left_to_right import left_to_right
 from topictk.inference.base import EvaluationSet, chunk_bounds_by_docs
 from topictk.streams import Streams, left_to_right_key
@@ -36,14 +37,22 @@ def document_log_likelihoods(test: EvaluationSet, phi: np.ndarray, alpha: np.nda
     bounds = chunk_bounds_by_docs(obs.n_docs, chunk_docs)
     chunk_streams = [streams.derived(left_to_right_key(c)) for c in range(bounds.size - 1)]
     out = np.zeros(obs.n_docs, dtype=np.float64)
-    left_to_right(np.ascontiguousarray(obs.doc_ptr, dtype=np.int64),
-                  np.ascontiguousarray(obs.words, dtype=np.int32),
-                  np.ascontiguousarray(held.indptr, dtype=np.int64),
-                  np.ascontiguousarray(held.indices, dtype=np.int32),
-                  np.ascontiguousarray(held.counts, dtype=np.int32),
-                  np.ascontiguousarray(phi, dtype=np.float64),
-                  np.ascontiguousarray(np.atleast_2d(alpha), dtype=np.float64),
-                  int(particles), bounds, chunk_streams, out, int(threads))
+    obs_ptr = np.ascontiguousarray(obs.doc_ptr, dtype=np.int64)
+    held_ptr = np.ascontiguousarray(held.indptr, dtype=np.int64)
+    alpha = np.ascontiguousarray(np.atleast_2d(alpha), dtype=np.float64)
+    words, held_words, held_counts, phi = (
+        np.ascontiguousarray(obs.words, dtype=np.int32),
+        np.ascontiguousarray(held.indices, dtype=np.int32),
+        np.ascontiguousarray(held.counts, dtype=np.int32),
+        np.ascontiguousarray(phi, dtype=np.float64))
+    # a few chunks per call when a bar counts the documents: each chunk keeps its stream
+    for c0, c1 in progress.chunk_groups(bounds.size - 1, threads):
+        first, end = int(bounds[c0]), int(bounds[c1])
+        left_to_right(obs_ptr[first:end + 1], words, held_ptr[first:end + 1], held_words,
+                      held_counts, phi, alpha[first:end] if alpha.shape[0] > 1 else alpha,
+                      int(particles), bounds[c0:c1 + 1] - first, chunk_streams[c0:c1],
+                      out[first:end], int(threads))
+        progress.count(end - first)
     return out
 
 
@@ -52,8 +61,10 @@ def left_to_right_perplexity(driver, state, test: EvaluationSet, samples, partic
     """The run's held-out perplexity by the left-to-right estimator, over its samples."""
     pairs = driver.predictive_topics(state, samples, test)
     chunk_docs = int(driver.config.evaluation.chunk_docs)
-    lls = np.stack([document_log_likelihoods(test, phi, alpha, particles, streams, chunk_docs,
-                                             threads) for phi, alpha in pairs])
+    with progress.bar(len(pairs) * test.n_docs, desc="left-to-right",
+                      unit="doc") as shown, progress.counting(shown):
+        lls = np.stack([document_log_likelihoods(test, phi, alpha, particles, streams,
+                                                 chunk_docs, threads) for phi, alpha in pairs])
     per_doc = logsumexp(lls, axis=0) - np.log(len(pairs))
     n_held = test.n_heldout_tokens
     return {"perplexity_left_to_right": float(np.exp(-per_doc.sum() / n_held)),

@@ -8,6 +8,7 @@ from pathlib import Path
 
 import numpy as np
 
+from topictk import progress
 from topictk.corpus.store import CorpusStore
 from topictk.errors import (CheckpointError, CheckpointUsageError, OutOfMemoryError,
                             UsageError)
@@ -193,6 +194,18 @@ def run_on_cluster(run: LoadedRun, scheduler: str | None, dask_workers: int | No
         yield cluster
 
 
+def counted_perplexity(run: LoadedRun, test: EvaluationSet, samples: list[dict]) -> dict:
+    """The held-out perplexity of the test documents (``heldout_perplexity``, pass 0), its
+    fold-in counted on a progress bar: chunks of ``evaluation.chunk_docs`` documents, once
+    per sample. A fold-in that counts no chunks (variational, deep LDA) fills it at the end."""
+    chunks = -(-test.n_docs // int(run.config.evaluation.chunk_docs))
+    with progress.bar(max(len(samples), 1) * chunks, desc="fold-in",
+                      unit="chunk") as shown, progress.counting(shown):
+        ppl = heldout_perplexity(run.driver, run.state, test, samples, pass_index=0)
+        shown.update(max(shown.total - shown.n, 0))
+    return ppl
+
+
 def _coherence_request(coherence: Sequence[str] | str | None,
                        reference: str | Path | None) -> tuple[str, ...] | None:
     """The gensim measures asked for (None: none); UsageError for an unknown name, or a
@@ -238,7 +251,7 @@ def evaluate_loaded(run: LoadedRun, left_to_right: int | None = None, *,
               "step": run.state.step}
     samples = run.samples()
     if test.n_heldout_tokens:
-        ppl = heldout_perplexity(run.driver, run.state, test, samples, pass_index=0)
+        ppl = counted_perplexity(run, test, samples)
         result.update(ppl)
         result["samples"] = max(len(samples), 1)
         # deep LDA: the persistent test chain's sample count and the point perplexity (§8.11)

@@ -13,6 +13,7 @@ from typing import Any
 
 import numpy as np
 
+from topictk import progress
 from topictk.corpus.store import Documents
 from topictk.errors import ConfigError
 from topictk.inference.base import (
@@ -60,6 +61,47 @@ def evaluation_plan(driver: Driver, docs: EvaluationSet, pass_index: int) -> Fol
                                      _fold_in_settings(driver.config.evaluation, docs),
                                      driver.streams, pass_index, driver.threads,
                                      heldout_documents(docs))
+
+
+def document_range(docs: Documents, first: int, end: int) -> Documents:
+    """Documents ``first``..``end - 1`` of ``docs``, as views with offsets from 0."""
+    def rows(ptr, *values):
+        ptr = np.asarray(ptr)
+        lo, hi = int(ptr[first]), int(ptr[end])
+        return (ptr[first:end + 1] - lo, *(np.asarray(v)[lo:hi] for v in values))
+
+    doc_ptr = words = None
+    if docs.doc_ptr is not None:
+        doc_ptr, words = rows(docs.doc_ptr, docs.words)
+    indptr, indices, counts = rows(docs.indptr, docs.indices, docs.counts)
+    return Documents(doc_ptr=doc_ptr, words=words, indptr=indptr, indices=indices,
+                     counts=counts)
+
+
+def counted_fold_in(driver: Driver, state: Any, documents: Documents, plan: FoldInPlan, *,
+                    prior: np.ndarray, sample: dict | None) -> np.ndarray:
+    """``driver.fold_in`` of ``documents`` by ``plan``, counted on the progress bar of the
+    caller (:func:`topictk.progress.counting`): then a few chunks at a time, each chunk with
+    its own stream as in one call, so theta-hat is the same."""
+    n_chunks = plan.bounds.size - 1
+    groups = progress.chunk_groups(n_chunks, plan.threads)
+    if len(groups) == 1:
+        theta = driver.fold_in(state, documents, plan, prior=prior, sample=sample)
+        progress.count(n_chunks)
+        return theta
+    per_doc = np.ndim(prior) == 2 and np.shape(prior)[0] > 1
+    parts = []
+    for c0, c1 in groups:
+        first, end = int(plan.bounds[c0]), int(plan.bounds[c1])
+        part = FoldInPlan(plan.sweeps, plan.burn_in, plan.bounds[c0:c1 + 1] - first,
+                          plan.streams[c0:c1], plan.threads,
+                          None if plan.active is None else plan.active[first:end])
+        with progress.counting(None):
+            parts.append(driver.fold_in(state, document_range(documents, first, end), part,
+                                        prior=prior[first:end] if per_doc else prior,
+                                        sample=sample))
+        progress.count(c1 - c0)
+    return np.concatenate(parts)
 
 
 def _fold_in_settings(evaluation, docs: EvaluationSet) -> SimpleNamespace:
@@ -271,9 +313,9 @@ class SampledDriver(Driver):
             if self.cluster is not None and np.ndim(prior) == 1:
                 total += cluster_fold_in(self, docs, documents, (phi, phi), prior, pass_index)
             else:
-                theta = self.fold_in(state, docs.observed,
-                                     evaluation_plan(self, docs, pass_index), prior=prior,
-                                     sample=s)
+                theta = counted_fold_in(self, state, docs.observed,
+                                        evaluation_plan(self, docs, pass_index), prior=prior,
+                                        sample=s)
                 total += mixture_probabilities(docs.heldout, theta, phi, self.threads)
         return total / len(samples)
 

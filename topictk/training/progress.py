@@ -14,16 +14,11 @@ import time
 
 from tqdm import tqdm
 
+from topictk.progress import bar, is_terminal
+
 log = logging.getLogger("topictk")
 
 UNKNOWN = "—"
-
-
-def _is_terminal(stream) -> bool:
-    try:
-        return bool(stream.isatty())
-    except (AttributeError, ValueError):
-        return False
 
 
 class Progress:
@@ -36,10 +31,10 @@ class Progress:
         self.perplexity: float | None = None
         self.began = time.perf_counter()
         self.bar = None
-        self.lines = not quiet and not _is_terminal(stream)
+        self.lines = not quiet and not is_terminal(stream)
         if not quiet and not self.lines:
-            self.bar = tqdm(total=total, initial=initial, file=stream, unit="step",
-                            dynamic_ncols=True, leave=False)
+            self.bar = bar(total, initial=initial, desc=None, unit="step", show=True,
+                           stream=stream)
             self.bar.set_postfix_str(self._postfix(), refresh=False)
 
     def _postfix(self) -> str:
