@@ -7,7 +7,7 @@ import pytest
 
 from tests.kernels._kernel import KernelState, even_bounds, random_corpus, stream
 from tests.reference import gibbs as ref
-from topictk.inference import _gibbs, _vb
+from topictk.inference import _gibbs, _heldout
 
 D, V, K = 14, 17, 5
 SYMMETRIC = np.full(K, 0.1)
@@ -161,10 +161,10 @@ def _kernel_fold_in(obs_ptr, obs_words, held_ptr, held_words, weights, phi, alph
     then the mixture with phi."""
     active = (np.diff(held_ptr) > 0).astype(np.uint8)
     theta = np.full((obs_ptr.size - 1, weights.shape[1]), np.nan)
-    _gibbs.fold_in_theta(obs_ptr, obs_words, weights, np.atleast_2d(alpha), n_sweeps, n_burn,
-                         bounds, streams, active, theta, threads)
+    _heldout.fold_in_theta(obs_ptr, obs_words, weights, np.atleast_2d(alpha), n_sweeps,
+                           n_burn, bounds, streams, active, theta, threads)
     out = np.zeros(held_words.size)
-    _vb.mixture_probabilities(held_ptr, held_words, theta, phi, out, threads)
+    _heldout.mixture_probabilities(held_ptr, held_words, theta, phi, out, threads)
     return theta, out
 
 

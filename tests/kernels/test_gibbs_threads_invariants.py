@@ -7,7 +7,7 @@ import pytest
 
 from tests.kernels._kernel import KernelState, random_corpus, stream
 from tests.reference import gibbs as ref
-from topictk.inference import _gibbs
+from topictk.inference import _heldout
 from topictk.inference.base import chunk_bounds_by_docs, chunk_bounds_by_tokens
 from topictk.state.counts import CountState
 
@@ -55,9 +55,9 @@ def test_fold_in_one_thread_equals_two_threads(seed):
     outs = []
     for threads in (1, 2):
         theta = np.full((70, K), np.nan)
-        _gibbs.fold_in_theta(obs_ptr, obs_words, phi, ALPHA[None, :].copy(), 20, 10, bounds,
-                             [stream(seed, 4, 7, c) for c in range(bounds.size - 1)],
-                             np.ones(70, np.uint8), theta, threads)
+        _heldout.fold_in_theta(obs_ptr, obs_words, phi, ALPHA[None, :].copy(), 20, 10,
+                               bounds, [stream(seed, 4, 7, c) for c in range(bounds.size - 1)],
+                               np.ones(70, np.uint8), theta, threads)
         outs.append(theta)
     np.testing.assert_array_equal(outs[0], outs[1])
     assert np.all(outs[0] > 0)

@@ -1,6 +1,6 @@
 """Scoring a sample kept as non-zero counts (topictk.inference._sparse_score, §2.9, §11.2):
 the same numbers, bit for bit, as the dense path (phi-hat formed, the Gibbs fold-in of
-_gibbs.fold_in_theta, _vb.mixture_probabilities), and as its NumPy twin."""
+_heldout.fold_in_theta, _heldout.mixture_probabilities), and as its NumPy twin."""
 from __future__ import annotations
 
 from types import SimpleNamespace

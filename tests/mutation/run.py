@@ -216,7 +216,7 @@ MUTATIONS: list[Mutation] = [
       "    wk.s -= wk.a[k] * beta * inv\n    wk.r -= wk.nd[k] * beta * inv",
       "    wk.s += wk.a[k] * beta * inv\n    wk.r -= wk.nd[k] * beta * inv",
       "sign flip", (GIBBS_REF,)),
-    M("fold-in-alpha-dropped", "topictk/inference/_gibbs.pyx",
+    M("fold-in-alpha-dropped", "topictk/inference/_heldout.pyx",
       "theta[k] = (s.kept[k] / <double> n_kept + alpha[k]) / denom",
       "theta[k] = (s.kept[k] / <double> n_kept) / denom",
       "dropped term", (GIBBS_REF, GIBBS_MODEL, EVALUATION)),
@@ -482,7 +482,7 @@ def make_copy(root: Path, where: Path, timeout: float) -> Path:
                          "environment: pip install 'cython>=3,<4'") from None
     copy = where / "repo"
     shutil.copytree(root, copy, ignore=IGNORE, symlinks=True)
-    where_from = "import topictk.inference._gibbs as g; print(g.__file__)"
+    where_from = "import topictk.inference._heldout as g; print(g.__file__)"
     code, out = _run([sys.executable, "-c", where_from], copy, 60)
     if code != 0 or not out.startswith(str(copy)):
         print("building the kernels in the copy ...", flush=True)

@@ -15,7 +15,7 @@ from tests.variational.conftest import (
     random_docs,
     run_driver,
 )
-from topictk.inference import _vb
+from topictk.inference import _heldout, _vb
 from topictk.inference.variational import (
     fixed_point_alpha,
     inverse_digamma,
@@ -163,7 +163,7 @@ def test_mixture_probabilities_matches_twin(seed):
     theta = rng.dirichlet(np.ones(4), size=10)
     phi = rng.dirichlet(np.ones(25), size=4).T.copy()
     out = np.zeros(indices.size)
-    _vb.mixture_probabilities(indptr, indices, theta, phi, out, 2)
+    _heldout.mixture_probabilities(indptr, indices, theta, phi, out, 2)
     _close(out, ref.mixture_probabilities(indptr, indices, theta, phi))
 
 

@@ -1003,7 +1003,7 @@ cdef void _mh_fold_doc(const MHFold* f, Py_ssize_t d, FoldScratch* sc, bitgen_t*
                        term_t mode) noexcept nogil:
     """Document d: uniform start (one uniform per token, as the Gibbs fold-in), ``n_sweeps``
     sweeps of ``steps`` cycles per token, theta-hat from the kept sweeps as
-    ``_gibbs.fold_in_theta`` forms it. A prior per document gets its alias table here: O(K)
+    ``_heldout.fold_in_theta`` forms it. A prior per document gets its alias table here: O(K)
     per document, as its theta-hat row."""
     cdef Py_ssize_t k, K = f.K, s
     cdef int64_t begin = f.obs_ptr[d], n = f.obs_ptr[d + 1] - begin, i
@@ -1137,7 +1137,7 @@ def mh_fold_in(const int64_t[::1] obs_ptr,      # IN  (D + 1) observed-token off
     (with the document's own prior), O(steps) per token whatever K is; the tables never
     change, so the chain is an exact MH
     chain for p(z | w, phi-hat, alpha_d). theta-hat = mean over the sweeps after burn-in of
-    (n_dk + alpha_dk) / (N_obs + alpha_d.), as ``_gibbs.fold_in_theta``. One stream per chunk,
+    (n_dk + alpha_dk) / (N_obs + alpha_d.), as ``_heldout.fold_in_theta``. One stream per chunk,
     so the result does not depend on ``threads``. An overlay of the word prior (its rows
     those of the tables, built by :func:`build_count_tables` with the same overlay) makes
     phi-hat (n_kw + beta + o_wk) / (n_k + beta-bar_k); a given ``phi`` (its columns those of

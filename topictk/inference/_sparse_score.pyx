@@ -7,10 +7,10 @@ phi-hat_kw = (n_kw + beta) / (n_k + V beta) is computed when it is read, with th
 operations NumPy uses to form phi-hat (an int count made float, beta added, divided by
 n_k + V beta), so every number is the one the dense path gives, bit for bit:
 
-* :func:`fold_in_probabilities` -- the Gibbs fold-in of ``_gibbs.fold_in_theta`` (the document
+* :func:`fold_in_probabilities` -- the Gibbs fold-in of ``_heldout.fold_in_theta`` (the document
   sampler of ``topictk/_cy/docsampler.pxd``, its bucket path: same draws, same walk order),
   then p-hat = sum_k theta-hat_dk phi-hat_kw of the document's held-out entries in ascending
-  k, as ``_vb.mixture_probabilities`` sums it; theta-hat is one K row per thread, never (D, K),
+  k, as ``_heldout.mixture_probabilities`` sums it; theta-hat is one K row per thread, never (D, K),
   unless the caller asks for it (``theta_out``: the proportions ``topictk infer`` reports).
 * :func:`mixture_probabilities` -- p-hat of entries with theta-hat_dk = (n_dk + alpha_k) /
   (N_d + alpha_sum) from a sample's non-zero n_dk (Protocol B).
@@ -180,7 +180,7 @@ cdef void _sample_doc(const Fold* f, DocScratch* s, double* theta, Py_ssize_t d,
         if sweep >= f.n_burn:
             for k in range(K):
                 s.kept[k] += s.nd[k]
-    # theta-hat as _gibbs.fold_in_theta forms it, then the mixture as _vb sums it
+    # theta-hat as _heldout.fold_in_theta forms it, then the mixture as _heldout sums it
     denom = n + alpha_sum
     for k in range(K):
         if n_kept > 0:
@@ -244,9 +244,9 @@ def fold_in_probabilities(const int64_t[::1] obs_ptr,    # IN  (D + 1) observed-
                           int threads,
                           double[:, ::1] theta_out=None):  # OUT (D, K) theta-hat, if given
     """p-hat of the held-out entries of the documents: the Gibbs fold-in of
-    ``_gibbs.fold_in_theta`` with the weights phi-hat of the rows and one prior for every
+    ``_heldout.fold_in_theta`` with the weights phi-hat of the rows and one prior for every
     document, then sum_k theta-hat_dk phi-hat_kw. Equal, bit for bit, to ``fold_in_theta``
-    with the dense phi-hat followed by ``_vb.mixture_probabilities``; the entries of skipped
+    with the dense phi-hat followed by ``_heldout.mixture_probabilities``; the entries of skipped
     documents are NaN (their theta-hat is). With ``theta_out``, also theta-hat itself (NaN
     rows for skipped documents), equal to ``fold_in_theta``'s. One stream per chunk, so the
     result does not depend on ``threads``."""
@@ -358,7 +358,7 @@ def mixture_probabilities(const int64_t[::1] held_ptr,   # IN  (D + 1) entry off
     """p-hat = sum_k theta-hat_dk phi-hat_kw of every entry, theta-hat_dk = (n_dk + alpha_k) /
     (N_d + alpha_sum) from document d's non-zero counts (N_d their sum), in ascending k:
     equal, bit for bit, to forming the dense theta-hat and phi-hat and calling
-    ``_vb.mixture_probabilities``."""
+    ``_heldout.mixture_probabilities``."""
     cdef Py_ssize_t D = held_ptr.shape[0] - 1, K = nk.shape[0], V = ptr.shape[0] - 1
     cdef Py_ssize_t d, k, t
     cdef int64_t j, n_d

@@ -8,8 +8,6 @@
   an online mini-batch, or test documents), whole documents under ``nogil`` with OpenMP over
   documents; sufficient statistics reduced in document order so the result does not depend on
   the number of threads. Equivalent to ``tests/reference/vb.py::e_step``.
-* :func:`mixture_probabilities` -- sum_k theta_dk phi_wk for every entry of a CSR block
-  (held-out scoring). Equivalent to ``tests/reference/vb.py::mixture_probabilities``.
 
 The E-step has no randomness: documents are conditionally independent given the topics, so
 threads only change who computes a document, never the numbers.
@@ -318,28 +316,3 @@ def e_step(const int64_t[::1] indptr,      # IN  (D_b + 1) CSR row offsets
     model.K = K
     model.tol = tol
     run_e_step(&run, _doc_estep, _doc_stats, &model)
-
-
-def mixture_probabilities(const int64_t[::1] indptr,    # IN  (D + 1) CSR offsets
-                          const int32_t[::1] indices,   # IN  (M) word ids
-                          const double[:, ::1] theta,   # IN  (D, K) document proportions
-                          const double[:, ::1] phi,     # IN  (V, K) word-major topics
-                          double[::1] out,              # OUT (M) sum_k theta_dk phi_wk
-                          int threads):
-    """p-hat(w | d) = sum_k theta_dk phi_wk of every CSR entry (§11.2).
-    Equivalent to ``tests/reference/vb.py::mixture_probabilities``."""
-    cdef Py_ssize_t D = indptr.shape[0] - 1, K = theta.shape[1]
-    cdef Py_ssize_t d, k
-    cdef int64_t j
-    cdef double s
-    if theta.shape[0] != D or phi.shape[1] != K or out.shape[0] != indices.shape[0]:
-        raise ValueError("theta, phi, indices and out do not fit together")
-    if threads < 1:
-        threads = 1
-    with nogil:
-        for d in prange(D, schedule="dynamic", chunksize=16, num_threads=threads):
-            for j in range(indptr[d], indptr[d + 1]):
-                s = 0.0
-                for k in range(K):
-                    s = s + theta[d, k] * phi[indices[j], k]
-                out[j] = s

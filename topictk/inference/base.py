@@ -163,10 +163,10 @@ def gibbs_fold_in(weights: np.ndarray, alpha: np.ndarray, doc_ptr: np.ndarray,
     for collapsed Gibbs) and a Dirichlet prior (1 or D, K): collapsed Gibbs over each
     document's assignments as ``plan`` says, theta_d = (n-bar_dk + alpha_dk) / (N_d +
     alpha_d.) from the kept sweeps' average counts (kernel
-    :func:`topictk.inference._gibbs.fold_in_theta`). Rows of documents the plan skips are NaN.
+    :func:`topictk.inference._heldout.fold_in_theta`). Rows of documents the plan skips are NaN.
     Only the weights of the words that occur are copied, so new documents cost memory by
     their vocabulary, not by V."""
-    from topictk.inference import _gibbs
+    from topictk.inference import _heldout
 
     weights = np.asarray(weights, dtype=np.float64)
     K = weights.shape[1]
@@ -177,11 +177,11 @@ def gibbs_fold_in(weights: np.ndarray, alpha: np.ndarray, doc_ptr: np.ndarray,
     vocab, local = np.unique(np.asarray(words), return_inverse=True)
     active = plan.active_flags(D)
     theta = np.full((D, K), np.nan)
-    _gibbs.fold_in_theta(np.ascontiguousarray(doc_ptr, dtype=np.int64),
-                         local.reshape(-1).astype(np.int32),
-                         np.ascontiguousarray(weights[vocab]), alpha, plan.sweeps,
-                         plan.burn_in, np.ascontiguousarray(plan.bounds, dtype=np.int64),
-                         plan.streams, active, theta, plan.threads)
+    _heldout.fold_in_theta(np.ascontiguousarray(doc_ptr, dtype=np.int64),
+                           local.reshape(-1).astype(np.int32),
+                           np.ascontiguousarray(weights[vocab]), alpha, plan.sweeps,
+                           plan.burn_in, np.ascontiguousarray(plan.bounds, dtype=np.int64),
+                           plan.streams, active, theta, plan.threads)
     return theta
 
 

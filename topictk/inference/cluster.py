@@ -428,7 +428,7 @@ def _step_task(work: Callable, key_in: str, key_out: str, *args):
 def _check_worker(path: str, corpus_id: str, version: str) -> str | None:
     """What keeps this worker from training on the store at ``path``, or None."""
     try:
-        from topictk.inference import _gibbs  # noqa: F401  (the compiled kernels)
+        from topictk.inference import _heldout  # noqa: F401  (the compiled kernels)
     except ImportError as exc:
         return f"cannot import topictk's compiled kernels ({exc})"
     if topictk_version() != version:

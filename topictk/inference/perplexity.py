@@ -4,7 +4,7 @@ from __future__ import annotations
 import numpy as np
 
 from topictk.corpus.store import Documents
-from topictk.inference import _vb
+from topictk.inference import _heldout
 
 FLOOR = 1e-300
 
@@ -57,6 +57,7 @@ def mixture_probabilities(docs: Documents, theta: np.ndarray, phi: np.ndarray,
     """sum_k theta_dk phi_wk for every entry of ``docs`` (``phi`` word-major (V, K))."""
     indptr, indices, _ = csr_arrays(docs)
     out = np.zeros(indices.size)
-    _vb.mixture_probabilities(indptr, indices, np.ascontiguousarray(theta, dtype=np.float64),
-                              np.ascontiguousarray(phi, dtype=np.float64), out, threads)
+    _heldout.mixture_probabilities(indptr, indices,
+                                   np.ascontiguousarray(theta, dtype=np.float64),
+                                   np.ascontiguousarray(phi, dtype=np.float64), out, threads)
     return out
