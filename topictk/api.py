@@ -182,8 +182,11 @@ class Run:
 
     def evaluate(self, *, left_to_right: int | None = None,
                  threads: int | None = None, coherence: str | Iterable[str] | None = None,
-                 reference: str | Path | None = None) -> dict:
-        """Score the model as ``topictk evaluate --json`` does.
+                 reference: str | Path | None = None, recompute: bool = False) -> dict:
+        """Score the model as ``topictk evaluate --json`` does: the number ``compare``,
+        ``report`` and ``plot`` show for the run, read from the run's ``scores.json`` when it
+        holds it for this model, store and evaluation settings, else computed and cached
+        there (a read-only run directory is scored every time).
 
         Parameters
         ----------
@@ -199,6 +202,8 @@ class Run:
         reference : str or Path, optional
             Compute them on the training texts of this corpus store instead
             (``--reference``); words are matched by their spelling.
+        recompute : bool
+            Score again instead of reading the cache (``--recompute``).
 
         Returns
         -------
@@ -215,7 +220,7 @@ class Run:
         if coherence is not None and not isinstance(coherence, str):
             coherence = list(coherence)
         return evaluate_run(self.path, self.checkpoint, threads, left_to_right=left_to_right,
-                            coherence=coherence, reference=reference)
+                            coherence=coherence, reference=reference, recompute=recompute)
 
     def infer(self, documents: Iterable[str | Mapping[str, Any]], *, sweeps: int = 50,
               burn_in: int = 25, seed: int | None = None,

@@ -54,12 +54,16 @@ def test_summary_numbers_are_those_of_evaluate(tmp_path, report_runs):
 
     page = _report(tmp_path, report_runs["gibbs"])
     scored = topictk.load_run(report_runs["gibbs"]).evaluate()
-    row = re.search(r"<tbody><tr>(.*?)</tr>", page, re.DOTALL).group(1)
+    row = re.search(r'<tbody><tr data-run="0">(.*?)</tr>', page, re.DOTALL).group(1)
     cells = re.findall(r"<td>(.*?)</td>", row, re.DOTALL)
     assert cells[7:10] == [f"{scored['umass']:.4g}", f"{scored['npmi']:.4g}",
                            f"{scored['diversity']:.4g}"]
+    # the run's score is evaluate's held-out perplexity, not the curve's last in-training
+    # estimate
+    assert cells[6] == f"{scored['perplexity']:.5g}"
+    assert _data(page)["scores"][0]["perplexity"] == scored["perplexity"]
     last = json.loads((report_runs["gibbs"] / "metrics.jsonl").read_text().splitlines()[-1])
-    assert cells[6] == f"{last['perplexity_point']:.5g}"
+    assert last["perplexity_point"] != scored["perplexity"]
     assert cells[4] == "40 of 40" and cells[3] == "K = 6"
 
 

@@ -72,8 +72,30 @@ def test_charts_and_maps_render(page_of, report_runs):
     bars = _size(page, "#run-0 svg.bars rect.bar-total:not(.key)")
     assert len(bars) == 30 and all(w > 0 and h > 0 for w, h in bars)
     assert page.locator("#run-1 .tree details").count() == 4        # the top layer's topics
+    # the score column says what it is: evaluate's protocol on every test document; the
+    # curves say they are in-training estimates on some of them
+    heading = page.locator("section.summary thead th").nth(6).inner_text()
+    assert heading.startswith("held-out perplexity")
+    assert "evaluate: document completion on each run's full held-out set" in heading
+    notes = page.locator("section.summary p.note").all_inner_texts()
+    assert any(n.endswith("held-out perplexity by evaluate: document completion on all 34 "
+                          "test documents, gibbs fold-in 10 sweeps (5 burn-in)") for n in notes)
+    assert any("These runs are scored differently" in n and "evaluation.fold_in_sweeps" in n
+               and "corpus store" in n for n in notes)
+    label = page.locator("section.curves .curve-label").inner_text()
+    assert "in-training estimate on 34 of 34 test documents" in label
+    assert "not the runs' scores" in label
     assert seen["errors"] == []
     assert seen["requests"] == [seen["url"]]
+
+
+def test_the_score_column_of_runs_of_one_store_names_the_protocol(page_of, report_runs):
+    page, seen = page_of(report_runs["gibbs"], report_runs["gibbs8"])
+    heading = page.locator("section.summary thead th").nth(6).inner_text()
+    assert heading == ("held-out perplexity\nevaluate: document completion on all 34 test "
+                       "documents, gibbs fold-in 10 sweeps (5 burn-in)")
+    assert page.locator("section.curves h2").inner_text() == "In-training perplexity estimates"
+    assert seen["errors"] == []
 
 
 def test_selecting_a_topic_and_moving_lambda_change_the_bars(page_of, report_runs):

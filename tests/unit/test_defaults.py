@@ -105,18 +105,16 @@ def test_eval_every_auto_is_a_tenth_of_the_iterations(tmp_path):
     assert explicit.training.eval_every == 3
 
 
-def test_curve_docs_auto_follows_the_documents_between_evaluations(big_store, tmp_path):
-    # a Gibbs step sweeps 900 documents, 10 steps between evaluations, a curve document
-    # takes 10 fold-in sweeps: 2 % of 900 = 18, raised to the floor of 50
-    assert _config(big_store, tmp_path, "gibbs", 100).evaluation.curve_docs == 50
-    # vb: 900 documents a step (an E-step each, like a curve document): 2 % of 9000 = 180,
-    # but there are only 60 test documents
-    assert _config(big_store, tmp_path, "vb", 100).evaluation.curve_docs == 60
-    # online: 64 documents a step, 5 steps: 2 % of 320 is below the floor
-    assert _config(big_store, tmp_path, "ovb", 50).evaluation.curve_docs == 50
-    # the full fold-in for the curve: no division by its sweeps
-    full = _config(big_store, tmp_path, "gibbs", 100, evaluation={"curve_fold_in_sweeps": None})
-    assert full.evaluation.curve_docs == 60
+def test_curve_docs_auto_depends_on_the_store_alone(big_store, tmp_path):
+    # 900 training documents: 2 % is 18, raised to the floor of 50, whatever the algorithm,
+    # the iterations, the evaluation schedule or the curve's fold-in: every run of the store
+    # is estimated on the same test documents
+    runs = [("gibbs", 100, {}), ("gibbs", 10, {}), ("vb", 100, {}), ("ovb", 50, {}),
+            ("gibbs", 100, {"evaluation": {"curve_fold_in_sweeps": None}}),
+            ("gibbs", 300, {"training": {"eval_every": 7}})]
+    assert {_config(big_store, tmp_path, algorithm, iterations, **sections)
+            .evaluation.curve_docs for algorithm, iterations, sections in runs} == {50}
+    # an explicit value is kept
     assert _config(big_store, tmp_path, "gibbs", 100,
                    evaluation={"curve_docs": 7}).evaluation.curve_docs == 7
 
@@ -124,16 +122,22 @@ def test_curve_docs_auto_follows_the_documents_between_evaluations(big_store, tm
 def test_curve_docs_auto_is_clamped(tmp_path, monkeypatch):
     from topictk.config import loader
     store = _store(tmp_path, n_docs=50, n_test=10)
-    monkeypatch.setattr(loader, "_store_counts", lambda corpus: {
-        "vocabulary": 50, "train_documents": 100_000, "test_documents": 5_000,
-        "train_tokens": 2_000_000, "test_observed_tokens": 100_000})
-    # 2 % of 10 sweeps of 100,000 documents, in 10-sweep fold-ins: 2000 -> the cap
+    counts = {"vocabulary": 50, "train_documents": 100_000, "test_documents": 5_000,
+              "train_tokens": 2_000_000, "test_observed_tokens": 100_000}
+    monkeypatch.setattr(loader, "_store_counts", lambda corpus: counts)
+    # 2 % of 100,000 training documents: 2000 -> the cap, for every run
     assert _config(store, tmp_path, "gibbs", 100).evaluation.curve_docs == 1000
     assert _config(store, tmp_path, "ovb", 10,
-                   inference={"batch_size": 8}).evaluation.curve_docs == 50
-    # 2 % of 1000 steps of 512 documents = 10,240 -> the cap
-    assert _config(store, tmp_path, "ovb", 10_000,
-                   inference={"batch_size": 512}).evaluation.curve_docs == 1000
+                   inference={"batch_size": 8}).evaluation.curve_docs == 1000
+    # 2 % of 11,314 (20 Newsgroups' training documents): 226 of its 7,532 test documents
+    counts.update(train_documents=11_314, test_documents=7_532)
+    assert _config(store, tmp_path, "gibbs", 30).evaluation.curve_docs == 226
+    assert _config(store, tmp_path, "gibbs", 300).evaluation.curve_docs == 226
+    # never more than the test documents, never fewer than 50 unless there are fewer
+    counts.update(train_documents=200, test_documents=30)
+    assert _config(store, tmp_path, "gibbs", 100).evaluation.curve_docs == 30
+    counts.update(test_documents=500)
+    assert _config(store, tmp_path, "gibbs", 100).evaluation.curve_docs == 50
 
 
 def test_curve_docs_resolve_the_same_on_a_cluster(tmp_path):

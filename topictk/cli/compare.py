@@ -1,9 +1,11 @@
 """``topictk compare``."""
 from __future__ import annotations
 
+import logging
+
 import click
 
-from topictk.cli.options import allow_different_option, threads_option
+from topictk.cli.options import allow_different_option, quiet_option, threads_option
 from topictk.errors import UsageError
 from topictk.evaluation.compare import (
     align_runs,
@@ -12,7 +14,10 @@ from topictk.evaluation.compare import (
     render_rows,
 )
 from topictk.evaluation.left_to_right import DEFAULT_PARTICLES
-from topictk.evaluation.runs import check_same_store, discover_runs
+from topictk.evaluation.runs import check_same_store, discover_runs, protocol_differences
+from topictk.evaluation.scores import protocol_line
+
+log = logging.getLogger("topictk")
 
 
 @click.command()
@@ -28,12 +33,19 @@ from topictk.evaluation.runs import check_same_store, discover_runs
                    "Jensen-Shannon distance; print the pairs and the median distance.")
 @click.option("--top", "-n", type=click.IntRange(min=1), default=5, show_default=True,
               help="--align: top words shown per topic.")
+@click.option("--recompute", is_flag=True,
+              help="Score every run again instead of reading the scores cached in its "
+                   "scores.json (they are written again).")
 @allow_different_option
 @threads_option()
-def compare(runs, fmt, left_to_right, particles, align, top, allow_different_corpora, threads):
+@quiet_option
+def compare(runs, fmt, left_to_right, particles, align, top, allow_different_corpora, threads,
+            recompute, quiet):
     """Scores of several runs side by side, lowest held-out perplexity first.
 
     Each RUN is a run directory or a folder of runs (such as the output of 'train --sweep').
+    The perplexity is that of 'topictk evaluate', computed once per run and model and cached
+    in the run's scores.json.
     """
     if particles is not None and not left_to_right:
         raise UsageError("--particles sets the left-to-right estimator's particles; add "
@@ -50,8 +62,12 @@ def compare(runs, fmt, left_to_right, particles, align, top, allow_different_cor
         click.echo(render_alignments([align_runs(found[0], other, top)
                                       for other in found[1:]], fmt), nl=False)
         return
-    rows = compare_runs(found, comparable=comparable, threads=threads,
-                        left_to_right=(particles or DEFAULT_PARTICLES) if left_to_right
-                        else None)
-    click.echo(render_rows(rows, fmt, comparable=comparable, left_to_right=left_to_right),
-               nl=False)
+    particles = (particles or DEFAULT_PARTICLES) if left_to_right else None
+    differences = protocol_differences(found, particles)
+    for line in differences:
+        log.warning("the runs are scored differently: %s", line)
+    rows = compare_runs(found, comparable=comparable, threads=threads, left_to_right=particles,
+                        recompute=recompute, quiet=quiet)
+    click.echo(render_rows(rows, fmt, comparable=comparable, left_to_right=left_to_right,
+                           protocol=protocol_line(found[0].config, particles),
+                           differences=differences), nl=False)

@@ -31,13 +31,19 @@ from topictk.evaluation.run import evaluate_run
 @click.option("--reference", default=None, metavar="STORE",
               help="Compute the --coherence measures on the training texts of this corpus "
                    "store instead (words matched by their spelling).")
+@click.option("--recompute", is_flag=True,
+              help="Score again instead of reading the scores cached in the run's "
+                   "scores.json (they are written again).")
 @threads_option()
 @cluster_options
 @quiet_option
 def evaluate(run_dir, as_json, checkpoint, left_to_right, particles, coherence, reference,
-             threads, scheduler, dask_workers, quiet):
+             recompute, threads, scheduler, dask_workers, quiet):
     """Held-out perplexity (document completion), UMass, NPMI and topic diversity of a run;
-    with --coherence, gensim's coherence measures too."""
+    with --coherence, gensim's coherence measures too.
+
+    The scores are computed once per model, store and evaluation settings and cached in the
+    run's scores.json, which compare, report and plot read too."""
     if particles is not None and not left_to_right:
         raise UsageError("--particles sets the left-to-right estimator's particles; add "
                          "--left-to-right")
@@ -45,7 +51,7 @@ def evaluate(run_dir, as_json, checkpoint, left_to_right, particles, coherence, 
     result = evaluate_run(run_dir, checkpoint, threads,
                           left_to_right=(particles or DEFAULT_PARTICLES) if left_to_right
                           else None, scheduler=scheduler, dask_workers=dask_workers,
-                          coherence=coherence, reference=reference)
+                          coherence=coherence, reference=reference, recompute=recompute)
     if as_json:
         click.echo(json.dumps(result, sort_keys=True))
         return

@@ -1,14 +1,19 @@
 """``topictk report``."""
 from __future__ import annotations
 
+import logging
+
 import click
 
 from topictk import __version__
 from topictk._fileio import atomic_write_text
 from topictk.evaluation.ldavis import DEFAULT_TERMS
-from topictk.evaluation.report import check_runs, gather
+from topictk.cli.options import quiet_option
+from topictk.evaluation.report import check_runs, gather, protocol_differences
 from topictk.evaluation.report_html import render
 from topictk.rundir.guard import check_output_file
+
+log = logging.getLogger("topictk")
 
 
 @click.command()
@@ -22,14 +27,23 @@ from topictk.rundir.guard import check_output_file
                    "comparable (they are measured on different held-out tokens).")
 @click.option("--terms", type=click.IntRange(min=1, max=100), default=DEFAULT_TERMS,
               show_default=True, help="Terms in a topic's bar chart.")
-def report(runs, out, force, allow_different_corpora, terms):
+@click.option("--recompute", is_flag=True,
+              help="Score every run again instead of reading the scores cached in its "
+                   "scores.json (they are written again).")
+@quiet_option
+def report(runs, out, force, allow_different_corpora, terms, recompute, quiet):
     """One self-contained HTML page about RUNS: summary, perplexity curves, topic maps.
 
-    The page works offline (every script and style inlined) and is opened from the file
-    system without a server.
+    Each run's perplexity is that of 'topictk evaluate' (computed once and cached in the
+    run's scores.json); the curves are the in-training estimates. The page works offline
+    (every script and style inlined) and is opened from the file system without a server.
     """
     paths = check_runs(list(runs))
     out_path = check_output_file(out, force=force, inputs=paths)
-    reports = gather(paths, allow_different_corpora=allow_different_corpora, n_terms=terms)
+    reports = gather(paths, allow_different_corpora=allow_different_corpora, n_terms=terms,
+                     quiet=quiet, recompute=recompute)
+    for line in protocol_differences(reports):
+        log.warning("the runs are scored differently: %s", line)
     atomic_write_text(out_path, render(reports, __version__))
-    click.echo(f"{out_path}: report of {len(reports)} run(s)", err=True)
+    if not quiet:
+        click.echo(f"{out_path}: report of {len(reports)} run(s)", err=True)

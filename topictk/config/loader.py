@@ -451,9 +451,10 @@ def validate(raw: dict, where: str, base_dir: Path, catalogue: Catalogue,
     return config
 
 
-# the in-training curve scores this share of the documents trained on between two
-# evaluations (counted in fold-in sweeps for the sweep-based samplers), and at least / at
-# most this many test documents (docs/algorithms.md §11.2)
+# the in-training curve scores this many test documents, evenly spread: a share of the
+# store's training documents, at least / at most these many, never more than the store's test
+# documents. It depends on the store alone, so every run of a store is estimated on the same
+# documents and its curves can be laid side by side (docs/algorithms.md §11.2)
 CURVE_SHARE = 0.02
 CURVE_DOCS_MIN, CURVE_DOCS_MAX = 50, 1000
 # evaluations of a run with training.eval_every: auto (deep LDA: every 10 steps, a schedule
@@ -463,8 +464,8 @@ PERSISTENT_EVAL_EVERY = 10
 
 
 def _resolve_evaluation(data: dict, driver_cls: Any, where: str) -> None:
-    """``training.eval_every: auto`` and ``evaluation.curve_docs: auto`` as numbers, from the
-    iterations, the documents of a step and the store's counts."""
+    """``training.eval_every: auto`` and ``evaluation.curve_docs: auto`` as numbers: the first
+    from the iterations, the second from the store's counts alone."""
     training, evaluation, inference = data["training"], data["evaluation"], data["inference"]
     iterations = int(inference["iterations"])
     if training["eval_every"] == "auto":
@@ -487,12 +488,15 @@ def _resolve_evaluation(data: dict, driver_cls: Any, where: str) -> None:
     if counts is None:          # no store: opening it will say so
         evaluation["curve_docs"] = CURVE_DOCS_MAX
         return
-    per_step = inference.get("batch_size") or counts["train_documents"]
-    between = (training["eval_every"] or iterations) * min(per_step, counts["train_documents"])
-    if driver_cls.traits.sweep_steps and evaluation["curve_fold_in_sweeps"]:
-        between /= evaluation["curve_fold_in_sweeps"]
-    wanted = min(CURVE_DOCS_MAX, max(CURVE_DOCS_MIN, int(CURVE_SHARE * between)))
-    evaluation["curve_docs"] = max(1, min(wanted, counts["test_documents"]))
+    evaluation["curve_docs"] = curve_docs_of_store(counts)
+
+
+def curve_docs_of_store(counts: dict) -> int:
+    """``evaluation.curve_docs: auto`` for a store with these manifest ``counts``: the same for
+    every run of the store, whatever its algorithm, iterations or evaluation schedule."""
+    wanted = min(CURVE_DOCS_MAX, max(CURVE_DOCS_MIN,
+                                     int(CURVE_SHARE * int(counts["train_documents"]))))
+    return max(1, min(wanted, int(counts["test_documents"])))
 
 
 def _store_counts(corpus: str) -> dict | None:

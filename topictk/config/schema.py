@@ -220,9 +220,9 @@ EVALUATION = {
     "chunk_docs": Option("int", 16, low=1, help="test documents per random-stream chunk"),
     "curve_docs": Option("int", "auto", low=1, auto=True, nullable=True,
                          help="test documents, evenly spread, that the in-training curve "
-                              "scores (evaluate scores all); auto = 2 % of the documents "
-                              "trained on between evaluations (in fold-in sweeps for gibbs "
-                              "and dmr-sem), in [50, 1000]; null = all"),
+                              "scores (evaluate scores all); auto = 2 % of the store's "
+                              "training documents, in [50, 1000]: the same documents for "
+                              "every run of the store; null = all"),
     "curve_fold_in_sweeps": Option("int", 10, low=2, nullable=True,
                                    help="Gibbs fold-in sweeps of the in-training curve, the "
                                         "first half discarded; null = fold_in_sweeps"),

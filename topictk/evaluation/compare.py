@@ -15,8 +15,9 @@ import numpy as np
 
 from topictk.errors import UsageError
 from topictk.evaluation.coherence import top_words
-from topictk.evaluation.run import LoadedRun, evaluate_loaded
+from topictk.evaluation.run import LoadedRun
 from topictk.evaluation.runs import RunRef
+from topictk.evaluation.scores import progress_bar, run_scores, scored_already
 from topictk.evaluation.tsv import tsv_rows
 
 log = logging.getLogger("topictk")
@@ -32,9 +33,11 @@ def model_size(config) -> str:
 
 
 def compare_row(run: RunRef, left_to_right: int | None = None,
-                threads: int | None = None) -> dict:
-    """The scores of one run; a run without its final model gets what its metrics log holds
-    (steps and seconds so far) and ``missing``, saying what it lacks and the fix."""
+                threads: int | None = None, recompute: bool = False) -> dict:
+    """The scores of one run, those of ``topictk evaluate`` (from the run's scores cache when
+    it holds them, :func:`topictk.evaluation.scores.run_scores`); a run without its final
+    model gets what its metrics log holds (steps and seconds so far) and ``missing``, saying
+    what it lacks and the fix."""
     row = {"run": run.label, "path": str(run.path),
            "algorithm": run.config.inference.algorithm, "topics": model_size(run.config)}
     missing = run.missing()
@@ -44,30 +47,37 @@ def compare_row(run: RunRef, left_to_right: int | None = None,
         row.update({"iterations": last.get("step"), "train_seconds": last.get("train_seconds"),
                     "missing": missing})
         return row
-    loaded = LoadedRun(run.path, None, threads)
-    scores = evaluate_loaded(loaded, left_to_right)
-    row.update({"iterations": int(loaded.state.step),
-                "train_seconds": float(loaded.header.get("clock", {}).get("train_seconds", 0.0)),
+    scores = run_scores(run.path, run.config, None, left_to_right, threads,
+                        recompute=recompute)
+    row.update({"iterations": int(scores["step"]),
+                "train_seconds": scores.get("train_seconds"),
                 # a Protocol B store has no test documents: its held-out tokens are the
                 # training documents' (§11.1), the same for every run of the store
                 "perplexity": (scores["perplexity"] if scores.get("perplexity") is not None
                                else scores.get("perplexity_train_heldout")),
                 "umass": scores["umass"], "npmi": scores["npmi"],
-                "diversity": scores["diversity"]})
+                "diversity": scores["diversity"], "cached": scores.get("cached", False)})
     if left_to_right is not None:
         row["perplexity_left_to_right"] = scores.get("perplexity_left_to_right")
     return row
 
 
 def compare_runs(runs: Sequence[RunRef], *, comparable: bool, left_to_right: int | None = None,
-                 threads: int | None = None) -> list[dict]:
+                 threads: int | None = None, recompute: bool = False,
+                 quiet: bool = False) -> list[dict]:
     """One row per run (:func:`compare_row`), lowest perplexity first when the perplexities
-    are ``comparable`` (runs without one last), in the order given otherwise."""
+    are ``comparable`` (runs without one last), in the order given otherwise. The runs not yet
+    scored are counted by a progress bar on stderr (a terminal, not ``quiet``)."""
     rows = []
-    for run in runs:
-        rows.append(compare_row(run, left_to_right, threads))
-        if "missing" in rows[-1]:
-            log.warning("%s", rows[-1]["missing"])
+    to_score = sum(1 for run in runs if run.complete and (
+        recompute or not scored_already(run.path, run.config, left_to_right)))
+    with progress_bar(to_score, quiet, "scoring runs") as bar:
+        for run in runs:
+            rows.append(compare_row(run, left_to_right, threads, recompute))
+            if "missing" in rows[-1]:
+                log.warning("%s", rows[-1]["missing"])
+            elif not rows[-1].pop("cached", False):
+                bar.update(1)
     if comparable:
         rows.sort(key=lambda r: (r.get("perplexity") is None, r.get("perplexity") or 0.0))
     return rows
@@ -84,19 +94,24 @@ _FORMATS = {"train_seconds": ".1f", "perplexity": ".2f", "perplexity_left_to_rig
 
 
 def render_rows(rows: list[dict], fmt: str, *, comparable: bool,
-                left_to_right: bool = False) -> str:
+                left_to_right: bool = False, protocol: str | None = None,
+                differences: Sequence[str] = ()) -> str:
     """The rows as an aligned text table, TSV (a header, one line per run) or one JSON
     object; runs of different stores have their perplexities marked (text: ``*`` and a note;
-    TSV and JSON: ``perplexity_comparable``)."""
+    TSV and JSON: ``perplexity_comparable``). ``protocol``: how the perplexities were
+    measured (text: a line under the table; JSON: ``protocol``); ``differences``: what differs
+    between the runs' protocols (:func:`topictk.evaluation.runs.protocol_differences`; text:
+    a warning line each; JSON: ``protocol_differences``)."""
     columns = [c for c in COLUMNS if left_to_right or c != "perplexity_left_to_right"]
     if fmt == "json":
-        return json.dumps({"perplexity_comparable": comparable, "runs": rows},
-                          sort_keys=True) + "\n"
+        return json.dumps({"perplexity_comparable": comparable and not differences,
+                           "protocol": protocol, "protocol_differences": list(differences),
+                           "runs": rows}, sort_keys=True) + "\n"
     if fmt == "tsv":
+        same = str(comparable and not differences).lower()
         return tsv_rows([[*columns, "perplexity_comparable"],
-                         *([*(_cell(r.get(c), "") for c in columns), str(comparable).lower()]
-                           for r in rows)])
-    mark = "" if comparable else "*"
+                         *([*(_cell(r.get(c), "") for c in columns), same] for r in rows)])
+    mark = "" if comparable and not differences else "*"
     table = [[c.replace("perplexity_left_to_right", "ltr_perplexity") + (
         mark if c.startswith("perplexity") else "") for c in columns]]
     table += [[_cell(r.get(c), _FORMATS.get(c, "")) for c in columns] for r in rows]
@@ -104,9 +119,14 @@ def render_rows(rows: list[dict], fmt: str, *, comparable: bool,
     lines = ["  ".join(cell.ljust(w) if i == 0 else cell.rjust(w)
                        for i, (cell, w) in enumerate(zip(line, widths))).rstrip()
              for line in table]
+    if protocol:
+        lines.append(f"perplexity: {protocol}")
     if not comparable:
         lines.append("* trained on different corpus stores: these perplexities are computed on "
                      "different held-out tokens and are not comparable")
+    if differences:
+        lines.append("* scored differently, so not ranked on equal terms; differing: "
+                     + " | ".join(differences))
     if any("missing" in r for r in rows):
         lines.append("- : not available (a run without its final model; see the warnings)")
     return "\n".join(lines) + "\n"

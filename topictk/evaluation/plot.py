@@ -77,17 +77,72 @@ def curves(runs: Sequence[RunRef], x: str, metric: str) -> list[tuple[str, list,
     return out
 
 
+def curve_label(runs: Sequence[RunRef]) -> str | None:
+    """What the runs' perplexity curves estimate: "in-training estimate on 565 of 7,532 test
+    documents", or None when the runs' curves are on different test documents (or stores)."""
+    from topictk.evaluation.scores import store_counts
+
+    labels = set()
+    for run in runs:
+        total = store_counts(run.config.corpus).get("test_documents")
+        docs = run.config.evaluation.curve_docs
+        if not total:
+            labels.add("in-training estimate")
+            continue
+        shown = total if docs is None else min(int(docs), int(total))
+        labels.add(f"in-training estimate on {shown:,} of {int(total):,} test documents")
+    return labels.pop() if len(labels) == 1 else None
+
+
+def held_out_scores(runs: Sequence[RunRef], quiet: bool = False) -> dict[str, float]:
+    """Each finished run's evaluate perplexity (its score, from the scores cache or computed
+    and cached), by run label."""
+    from topictk.evaluation.scores import progress_bar, run_scores, scored_already
+
+    done = [run for run in runs if run.complete]
+    out = {}
+    with progress_bar(sum(not scored_already(r.path, r.config) for r in done), quiet,
+                      "scoring runs") as bar:
+        for run in done:
+            scores = run_scores(run.path, run.config)
+            value = scores.get("perplexity")
+            value = value if value is not None else scores.get("perplexity_train_heldout")
+            if value is not None:
+                out[run.label] = float(value)
+            if not scores.get("cached"):
+                bar.update(1)
+    return out
+
+
 def draw(lines: list[tuple[str, list, list]], x: str, metric: str, fmt: str, *,
-         comparable: bool = True) -> bytes:
+         comparable: bool = True, ylabel: str | None = None,
+         scores: dict[str, float] | None = None, warning: str | None = None) -> bytes:
     """The figure of ``lines`` (:func:`curves`) as ``fmt`` bytes: one line per run, a legend;
-    a logarithmic x axis for tokens."""
+    a logarithmic x axis for tokens. ``ylabel``: the axis' label (default: ``metric``);
+    ``scores``: each run's held-out score, a star at the end of its line; ``warning``: a line
+    above the axes saying what differs between the runs."""
     Figure = require_matplotlib()
-    fig = Figure(figsize=(6.4, 4.2), layout="constrained")
+    fig = Figure(figsize=(6.4, 4.6 if warning else 4.2), layout="constrained")
     ax = fig.add_subplot()
+    scored = False
     for label, xs, ys in lines:
-        ax.plot(xs, ys, marker="o", markersize=3, linewidth=1.4, label=label)
+        (line,) = ax.plot(xs, ys, marker="o", markersize=3, linewidth=1.4, label=label)
+        if scores and label in scores and xs:
+            ax.plot([xs[-1]], [scores[label]], marker="*", markersize=11, linestyle="none",
+                    color=line.get_color(), markeredgecolor="black", markeredgewidth=0.5)
+            ax.annotate(f"{scores[label]:.5g}", (xs[-1], scores[label]), fontsize="x-small",
+                        xytext=(5, -3), textcoords="offset points")
+            scored = True
+    if scored:
+        ax.plot([], [], marker="*", markersize=9, linestyle="none", color="grey",
+                markeredgecolor="black", markeredgewidth=0.5,
+                label="held-out perplexity (evaluate, all test documents)")
     ax.set_xlabel(X_AXES[x][1])
-    ax.set_ylabel(metric + ("" if comparable else " (different stores: not comparable)"))
+    ax.set_ylabel((ylabel or metric)
+                  + ("" if comparable else " (different stores: not comparable)"),
+                  fontsize="small" if ylabel else None)
+    if warning:
+        fig.suptitle(warning, fontsize="x-small", color="#9b2c2c", wrap=True)
     if x == "tokens" and all(v > 0 for _, xs, _ in lines for v in xs):
         ax.set_xscale("log")
     ax.grid(True, alpha=0.3)

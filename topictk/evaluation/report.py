@@ -22,6 +22,8 @@ from topictk.evaluation.coherence import (
 )
 from topictk.evaluation.runs import discover_runs
 from topictk.evaluation.run import LoadedRun
+from topictk.evaluation.scores import (describe_protocol, progress_bar, protocol, run_scores,
+                                       scored_already)
 from topictk.evaluation.topics import topic_tree
 from topictk.inference.registry import load_config
 from topictk.rundir import checkpoint as ckpt
@@ -52,6 +54,21 @@ class RunReport:
     topics: dict | None = None  # the map and bars (see _topic_data)
     tree: list[dict] | None = None
     comparable: bool = True
+    # the held-out score's protocol (scores.protocol) and its one-line description; the
+    # in-training curve's documents: curve_docs of test_documents (None: all of them)
+    protocol: dict = field(default_factory=dict)
+    protocol_text: str = ""
+    curve_docs: int | None = None
+    test_documents: int | None = None
+
+    @property
+    def curve_label(self) -> str:
+        """What the curve is: "in-training estimate on 565 of 7,532 test documents"."""
+        total = self.test_documents
+        if not total:
+            return "in-training estimate"
+        shown = total if self.curve_docs is None else min(self.curve_docs, total)
+        return f"in-training estimate on {shown:,} of {total:,} test documents"
 
 
 def check_runs(paths: list[str]) -> list[Path]:
@@ -62,14 +79,51 @@ def check_runs(paths: list[str]) -> list[Path]:
 
 
 def gather(paths: list[Path], *, allow_different_corpora: bool = False,
-           n_terms: int = ldavis.DEFAULT_TERMS) -> list[RunReport]:
+           n_terms: int = ldavis.DEFAULT_TERMS, quiet: bool = False,
+           recompute: bool = False) -> list[RunReport]:
     """Read every run; runs of different corpus stores are refused unless
     ``allow_different_corpora``, which marks the perplexities of runs on another store than
-    the first run's as not comparable."""
+    the first run's as not comparable. Each run's perplexity is its ``evaluate`` score, read
+    from its scores cache or computed (and cached); a progress bar on stderr counts the runs
+    scored (a terminal, not ``quiet``)."""
     incidences: dict[str, object] = {}
-    reports = [_read_run(path, n_terms, incidences) for path in paths]
+    configs = [load_config(path / "config.yaml") for path in paths]
+    to_score = sum(1 for path, config in zip(paths, configs)
+                   if (path / MODEL_FILE).is_file()
+                   and (recompute or not scored_already(path, config)))
+    reports = []
+    with progress_bar(to_score, quiet, "scoring runs") as bar:
+        for path, config in zip(paths, configs):
+            reports.append(_read_run(path, n_terms, incidences, config, recompute, bar))
     _check_same_store(reports, allow_different_corpora)
     return reports
+
+
+def protocol_differences(reports: list[RunReport]) -> list[str]:
+    """What differs between the runs' held-out scores and curves, one line each: the corpus
+    store, an evaluate setting, the in-training curve's documents."""
+    def listed(values: dict) -> str:
+        return "; ".join(f"{value} ({', '.join(names)})" for value, names in values.items())
+
+    out = []
+    stores: dict[str, list[str]] = {}
+    for r in reports:
+        stores.setdefault(f"{r.corpus} [{(r.corpus_id or '?')[:12]}]", []).append(r.name)
+    if len(stores) > 1:
+        out.append(f"corpus store: {listed(stores)}")
+    settings: dict[str, dict[str, list[str]]] = {}
+    for r in reports:
+        for key, value in r.protocol.items():
+            settings.setdefault(key, {}).setdefault(str(value), []).append(r.name)
+    out += [f"evaluation.{key}: {listed(values)}" for key, values in settings.items()
+            if len(values) > 1]
+    curves: dict[str, list[str]] = {}
+    for r in reports:
+        if r.curve:
+            curves.setdefault(r.curve_label, []).append(r.name)
+    if len(curves) > 1:
+        out.append(f"in-training curves: {listed(curves)}")
+    return out
 
 
 def _check_same_store(reports: list[RunReport], allow: bool) -> None:
@@ -86,8 +140,9 @@ def _check_same_store(reports: list[RunReport], allow: bool) -> None:
         other.comparable = False
 
 
-def _read_run(path: Path, n_terms: int, incidences: dict) -> RunReport:
-    config = load_config(path / "config.yaml")
+def _read_run(path: Path, n_terms: int, incidences: dict, config=None,
+              recompute: bool = False, bar=None) -> RunReport:
+    config = config if config is not None else load_config(path / "config.yaml")
     loaded, notes = _load_model(path)
     store = loaded.store if loaded else CorpusStore.open(config.corpus)
     marker = read_marker(path)
@@ -100,9 +155,34 @@ def _read_run(path: Path, n_terms: int, incidences: dict) -> RunReport:
                        corpus_counts=dict(store.manifest.get("counts", {})),
                        shape=_shape(config), iterations=_iterations(config, loaded, metrics),
                        summary=_summary(loaded, metrics), curve=_curve(metrics), notes=notes)
+    counts = report.corpus_counts
+    report.test_documents = counts.get("test_documents")
+    report.curve_docs = config.evaluation.curve_docs
+    report.protocol = protocol(config)
+    report.protocol_text = describe_protocol(report.protocol, report.test_documents)
     if loaded is not None:
+        _add_score(report, loaded, recompute, bar)
         _add_model(report, loaded, n_terms, incidences)
     return report
+
+
+def _add_score(report: RunReport, loaded: LoadedRun, recompute: bool, bar) -> None:
+    """The run's held-out perplexity as ``evaluate`` gives it (of the model the page shows:
+    the final model, else the latest checkpoint), from the scores cache or computed."""
+    scores = run_scores(loaded.run_dir, loaded.config, loaded.checkpoint, loaded=loaded,
+                        recompute=recompute)
+    if not scores.get("cached") and bar is not None and loaded.checkpoint is None:
+        bar.update(1)
+    # a Protocol B store has no test documents: its held-out tokens are the training
+    # documents' (as compare and evaluate say)
+    ppl = scores.get("perplexity")
+    report.summary["perplexity"] = (ppl if ppl is not None
+                                    else scores.get("perplexity_train_heldout"))
+    report.summary["heldout_tokens"] = scores.get("heldout_tokens",
+                                                  scores.get("train_heldout_tokens"))
+    report.summary["scored_step"] = scores.get("step")
+    if loaded.checkpoint is not None:
+        report.protocol_text += f" (checkpoint at step {loaded.checkpoint})"
 
 
 def _display_name(path: Path) -> str:
@@ -157,12 +237,12 @@ def _curve(metrics: list[dict]) -> list[dict]:
 
 
 def _summary(loaded: LoadedRun | None, metrics: list[dict]) -> dict:
+    """Training time and status; ``perplexity`` is the evaluate score (:func:`_add_score`),
+    None without a model: the curve's last in-training estimate is not the run's score."""
     clock = loaded.header.get("clock", {}) if loaded else {}
     seconds = clock.get("train_seconds", metrics[-1].get("train_seconds") if metrics else None)
-    scored = [p for p in map(_perplexity, metrics) if p is not None]
     status = loaded.header.get("status", "completed") if loaded else "no model"
-    return {"train_seconds": seconds, "perplexity": scored[-1] if scored else None,
-            "status": status}
+    return {"train_seconds": seconds, "perplexity": None, "status": status}
 
 
 def _add_model(report: RunReport, loaded: LoadedRun, n_terms: int, incidences: dict) -> None:

@@ -9,7 +9,7 @@ from importlib import resources
 from pathlib import PurePath
 
 from topictk.evaluation.htmljson import script_json
-from topictk.evaluation.report import RunReport
+from topictk.evaluation.report import RunReport, protocol_differences
 
 COLOURS = ("#2b6cb0", "#c05621", "#2f855a", "#9b2c2c", "#6b46c1", "#b7791f", "#2c7a7b",
            "#97266d", "#4a5568", "#276749")
@@ -23,8 +23,19 @@ def render(reports: list[RunReport], version: str) -> str:
     """The whole page for ``reports``."""
     style = resources.files("topictk.evaluation").joinpath("report.css").read_text("utf-8")
     script = resources.files("topictk.evaluation").joinpath("report.js").read_text("utf-8")
+    order = ranking(reports)
+    differences = protocol_differences(reports)
     data = {"runs": [r.topics and {k: v for k, v in r.topics.items() if k != "words"}
-                     for r in reports]}
+                     for r in reports],
+            # the summary table's rows: the evaluate scores, best first when ranked
+            "scores": [{"run": reports[i].name, "index": i,
+                        "rank": (rank + 1) if _ranked(reports) else None,
+                        "perplexity": _finite(reports[i].summary.get("perplexity")),
+                        "heldout_tokens": reports[i].summary.get("heldout_tokens"),
+                        "protocol": reports[i].protocol_text,
+                        "curve": reports[i].curve_label}
+                       for rank, i in enumerate(order)],
+            "protocol_differences": differences}
     payload = script_json(data, separators=(",", ":"), allow_nan=False)
     parts = [
         "<!DOCTYPE html>", '<html lang="en"><head><meta charset="utf-8">',
@@ -34,7 +45,7 @@ def render(reports: list[RunReport], version: str) -> str:
         f"<style>{style}</style></head><body>",
         (f"<header><h1>topictk report</h1><p class=\"sub\">{_subtitle(reports, version)}</p>"
         "</header>"),
-        _summary_table(reports), _curves(reports),
+        _summary_table(reports, order, differences), _curves(reports),
         *(_run_section(i, r) for i, r in enumerate(reports)),
         f'<script type="application/json" id="report-data">{payload}</script>',
         f"<script>{script}</script></body></html>",
@@ -100,12 +111,41 @@ def nice_ticks(low: float, high: float, count: int = 5) -> list[float]:
     return ticks
 
 
+def _finite(value):
+    return float(value) if isinstance(value, (int, float)) and math.isfinite(value) else None
+
+
+def _ranked(reports: list[RunReport]) -> bool:
+    return all(r.comparable for r in reports)
+
+
+def ranking(reports: list[RunReport]) -> list[int]:
+    """The order of the summary table: by held-out perplexity, lowest first (runs without
+    one last), when the runs share a store; the order given otherwise."""
+    indices = list(range(len(reports)))
+    if not _ranked(reports):
+        return indices
+    value = [_finite(r.summary.get("perplexity")) for r in reports]
+    return sorted(indices, key=lambda i: (value[i] is None, value[i] or 0.0))
+
+
 # ----------------------------------------------------------------------------- summary
-def _summary_table(reports: list[RunReport]) -> str:
+def _score_heading(reports: list[RunReport]) -> str:
+    texts = sorted({r.protocol_text for r in reports if r.protocol_text})
+    label = (texts[0] if len(texts) == 1 else
+             "evaluate: document completion on each run's full held-out set; the settings "
+             "differ, see the notes below")
+    return (f'held-out perplexity<br><span class="dim protocol" title="{_e(label)}">'
+            f"{_e(label)}</span>")
+
+
+def _summary_table(reports: list[RunReport], order: list[int] | None = None,
+                   differences: list[str] | None = None) -> str:
     head = ("run", "algorithm", "corpus", "topics", "iterations", "training time",
-            "perplexity", "UMass", "NPMI", "diversity", "status")
+            _score_heading(reports), "UMass", "NPMI", "diversity", "status")
     rows = []
-    for i, r in enumerate(reports):
+    for i in (order if order is not None else range(len(reports))):
+        r = reports[i]
         s, c = r.summary, r.corpus_counts
         corpus = (f"<span title=\"{_e(r.corpus)}\">{_e(PurePath(r.corpus).name)}</span>"
                   f"<br><span class=\"dim\">{_fmt(c.get('train_documents'))} "
@@ -117,8 +157,19 @@ def _summary_table(reports: list[RunReport]) -> str:
                  _e(r.iterations), _seconds(s.get("train_seconds")), ppl,
                  _fmt(s.get("umass")), _fmt(s.get("npmi")), _fmt(s.get("diversity")),
                  _e(s.get("status")))
-        rows.append("<tr>" + "".join(f"<td>{c}</td>" for c in cells) + "</tr>")
+        rows.append(f'<tr data-run="{i}">' + "".join(f"<td>{c}</td>" for c in cells)
+                    + "</tr>")
     notes = [f'<p class="note">{_e(r.name)}: {_e(n)}</p>' for r in reports for n in r.notes]
+    if len({r.protocol_text for r in reports}) > 1:
+        notes += [f'<p class="note">{_e(r.name)}: held-out perplexity by {_e(r.protocol_text)}'
+                  f"</p>" for r in reports]
+    if differences:
+        notes.append('<p class="note warning">These runs are scored differently, so their '
+                     "numbers are not ranked on equal terms; differing: "
+                     + "; ".join(f"<b>{_e(d)}</b>" for d in differences) + "</p>")
+    if _ranked(reports) and len(reports) > 1:
+        notes.append('<p class="note">Rows are ranked by held-out perplexity, lowest first, '
+                     "as <code>topictk compare</code> ranks them.</p>")
     if not all(r.comparable for r in reports):
         notes.append('<p class="note">† trained on another corpus store than the first run: '
                      "its perplexity is measured on other held-out tokens and is not "
@@ -139,14 +190,28 @@ def _curves(reports: list[RunReport]) -> str:
     legend = "".join(
         f'<li><span class="swatch{"" if r.comparable else " dashed"}" '
         f'style="background:{_colour(i)}"></span>{_e(r.name)} ({_e(r.algorithm)}, '
-        f"{_e(r.shape)}){'' if r.curve else ' – no evaluations yet'}</li>"
+        f"{_e(r.shape)}){'' if r.curve else ' – no evaluations yet'}"
+        f"{_legend_score(r)}</li>"
         for i, r in enumerate(reports))
     caveat = ("" if all(r.comparable for r in reports) else
               '<p class="note">Dashed: runs on another corpus store than the first run; their '
               "perplexities are not comparable with the others.</p>")
-    return ('<section class="curves"><h2>Held-out perplexity during training</h2>'
-            f'<div class="charts">{"".join(charts)}</div><ul class="legend">{legend}</ul>'
-            f"{caveat}</section>")
+    labels = sorted({r.curve_label for r in reports if r.curve})
+    what = (f"{labels[0]}" if len(labels) == 1 else
+            "in-training estimates on different test documents: "
+            + "; ".join(f"{r.name}: {r.curve_label}" for r in reports if r.curve))
+    explain = (f'<p class="note curve-label">Perplexity along training, an {_e(what)} with a '
+               "short fold-in (metrics.jsonl's perplexity_point); not the runs' scores, which "
+               "are the held-out perplexities of the table above, by "
+               "<code>topictk evaluate</code> on every test document.</p>")
+    return ('<section class="curves"><h2>In-training perplexity estimates</h2>'
+            f'{explain}<div class="charts">{"".join(charts)}</div>'
+            f'<ul class="legend">{legend}</ul>{caveat}</section>')
+
+
+def _legend_score(r: RunReport) -> str:
+    value = _finite(r.summary.get("perplexity"))
+    return "" if value is None else f" · held-out perplexity {_fmt(value, 5)}"
 
 
 def _curve_chart(reports: list[RunReport], key: str, label: str, ticks_fmt) -> str:
@@ -168,7 +233,7 @@ def _curve_chart(reports: list[RunReport], key: str, label: str, ticks_fmt) -> s
     svg.append(f'<text class="axis-label" x="{(left + width - right) / 2}" y="{height - 8}" '
                f'text-anchor="middle">{_e(label)}</text>')
     svg.append(f'<text class="axis-label" transform="translate(14,{(top + height - bottom) / 2})'
-               f' rotate(-90)" text-anchor="middle">perplexity</text>')
+               f' rotate(-90)" text-anchor="middle">perplexity (in-training estimate)</text>')
     for i, r in enumerate(reports):
         if not r.curve:
             continue

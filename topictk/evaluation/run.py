@@ -117,6 +117,7 @@ class LoadedRun:
                 raise CheckpointUsageError(f"{path}: no checkpoint at step {checkpoint}; "
                                            f"available: {', '.join(map(str, have)) or 'none'}")
         self.path = path
+        self.checkpoint = checkpoint
         fix = _damaged_model_fix(run_dir, checkpoint)
         header, arrays = ckpt.load_arrays(path, fix)
         check_store_present(run_dir, self.config.corpus)
@@ -147,13 +148,15 @@ def evaluate_run(run_dir: str | Path, checkpoint: int | None = None,
                  threads: int | None = None, left_to_right: int | None = None, *,
                  scheduler: str | None = None, dask_workers: int | None = None,
                  coherence: Sequence[str] | str | None = None,
-                 reference: str | Path | None = None) -> dict:
+                 reference: str | Path | None = None, recompute: bool = False) -> dict:
     """Held-out perplexity averaged over the saved samples, coherence and diversity;
     ``left_to_right`` = R also scores the held-out tokens by the left-to-right estimator with R
     particles (§11.3). ``scheduler`` or ``dask_workers``: the fold-in of the test documents
     runs on that Dask cluster (same numbers). ``coherence``: also these of gensim's coherence
     measures (:data:`~topictk.evaluation.coherence.GENSIM_MEASURES`), on the training texts or
-    on those of the store ``reference``."""
+    on those of the store ``reference``. The scores are read from the run's ``scores.json``
+    when it holds them for this model, store and protocol, and written there when computed
+    (:mod:`topictk.evaluation.scores`); ``recompute`` scores again all the same."""
     measures = _coherence_request(coherence, reference)
     if reference is not None:
         CorpusStore.open(reference)         # a wrong path fails before the scoring starts
@@ -161,7 +164,7 @@ def evaluate_run(run_dir: str | Path, checkpoint: int | None = None,
     try:
         with run_on_cluster(run, scheduler, dask_workers, "evaluated"):
             return evaluate_loaded(run, left_to_right, coherence=measures,
-                                   reference=reference)
+                                   reference=reference, recompute=recompute)
     except MemoryError:
         raise OutOfMemoryError(out_of_memory(
             f"{run.run_dir}: evaluating K = {run.config.model.topics}", None,
@@ -243,8 +246,35 @@ def gensim_coherence_of(run: LoadedRun, top: np.ndarray, measures: Sequence[str]
 
 def evaluate_loaded(run: LoadedRun, left_to_right: int | None = None, *,
                     coherence: Sequence[str] | None = None,
-                    reference: str | Path | None = None) -> dict:
-    """What :func:`evaluate_run` returns, for a run already loaded."""
+                    reference: str | Path | None = None, recompute: bool = False,
+                    cache: bool = True) -> dict:
+    """What :func:`evaluate_run` returns, for a run already loaded: :func:`score_loaded`, from
+    the run's scores cache unless ``cache`` is False or ``recompute``, and gensim's coherence
+    ``coherence`` measures."""
+    from topictk.evaluation.scores import run_scores
+
+    if cache:
+        result = run_scores(run.run_dir, run.config, run.checkpoint, left_to_right, loaded=run,
+                            recompute=recompute)
+        for extra in ("cached", "train_seconds", "status"):
+            result.pop(extra, None)
+    else:
+        result = score_loaded(run, left_to_right)
+    if coherence:
+        ev, V = run.config.evaluation, run.driver.V
+        n = min(max(ev.coherence_top, ev.diversity_top), V)
+        ranked = run.driver.ranked_words(run.state, n)
+        top = top_words(run.driver.topic_word(run.state), n) if ranked is None else ranked[0]
+        result.update(gensim_coherence_of(run, top[:, :min(ev.coherence_top, V)], coherence,
+                                          reference))
+    return result
+
+
+def score_loaded(run: LoadedRun, left_to_right: int | None = None) -> dict:
+    """The evaluate protocol on the store's full held-out set, for a run already loaded:
+    held-out perplexity averaged over the saved samples (left-to-right too with
+    ``left_to_right`` particles), UMass, NPMI and diversity. Every command that shows a
+    run's score gets it from here, through the cache of :mod:`topictk.evaluation.scores`."""
     test = EvaluationSet.from_store(run.store)
     result = {"run": str(run.run_dir), "model": run.path.name,
               "algorithm": run.config.inference.algorithm, "topics": run.config.model.topics,
@@ -272,7 +302,4 @@ def evaluate_loaded(run: LoadedRun, left_to_right: int | None = None, *,
     top = top_words(run.driver.topic_word(run.state), n) if ranked is None else ranked[0]
     result.update(quality_of_top_words(top, train.indptr, train.indices, V, ev.coherence_top,
                                        ev.diversity_top))
-    if coherence:
-        result.update(gensim_coherence_of(run, top[:, :min(ev.coherence_top, V)], coherence,
-                                          reference))
     return result

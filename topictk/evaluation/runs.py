@@ -168,3 +168,29 @@ def check_same_store(runs: Sequence[RunRef], allow_different: bool = False) -> b
                 f"one store, or add --allow-different-corpora to show them with the perplexity "
                 f"marked as not comparable")
     return True
+
+
+def protocol_differences(runs: Sequence[RunRef], left_to_right: int | None = None) -> list[str]:
+    """What differs between the runs' held-out scores, one line each: the corpus store (other
+    held-out tokens) and every evaluate setting (fold-in, its sweeps, ...) whose value is not
+    the same for all, with the runs of each value. Empty when their scores can be ranked."""
+    from topictk.evaluation.scores import protocol
+
+    def listed(values: dict) -> str:
+        return "; ".join(f"{value} ({', '.join(names)})" for value, names in values.items())
+
+    out = []
+    stores: dict[str, list[str]] = {}
+    for run in runs:
+        stores.setdefault(f"{run.config.corpus} [{(run.corpus_id or '?')[:12]}]",
+                          []).append(run.label)
+    if len(stores) > 1:
+        out.append(f"corpus store: {listed(stores)}")
+    settings: dict[str, dict[str, list[str]]] = {}
+    for run in runs:
+        for key, value in protocol(run.config, left_to_right).items():
+            settings.setdefault(key, {}).setdefault(str(value), []).append(run.label)
+    for key, values in settings.items():
+        if len(values) > 1:
+            out.append(f"evaluation.{key}: {listed(values)}")
+    return out

@@ -2,7 +2,8 @@
 
 A run directory holds the marker ``topictk-run.json`` (see :mod:`topictk.rundir.guard`),
 ``config.yaml``, ``metrics.jsonl``, ``checkpoints/step-*.npz``, ``samples/step-*.npz`` (the
-SG-MCMC and Gibbs samples scoring averages over), ``model.npz`` and the writer's lock
+SG-MCMC and Gibbs samples scoring averages over), ``model.npz``, ``scores.json`` (the held-out
+scores ``evaluate`` computed, a cache: :mod:`topictk.evaluation.scores`) and the writer's lock
 ``.topictk.lock`` (:mod:`topictk.rundir.lock`). Training writes them; evaluation, inference and
 the topic listings read them.
 """
@@ -27,6 +28,7 @@ if TYPE_CHECKING:
 log = logging.getLogger("topictk")
 
 MODEL_FILE = "model.npz"
+SCORES_FILE = "scores.json"
 
 
 def sample_path(run_dir: Path, step: int) -> Path:
@@ -79,14 +81,14 @@ def load_samples(run_dir: Path, steps: list[int]) -> list[dict]:
 
 
 MARKER_FILE = RUN_MARKER
-RUN_TOP_FILES = (MARKER_FILE, "config.yaml", "metrics.jsonl", MODEL_FILE)
+RUN_TOP_FILES = (MARKER_FILE, "config.yaml", "metrics.jsonl", MODEL_FILE, SCORES_FILE)
 STEP_FILE = re.compile(r"^step-\d+\.npz$")
 
 
 def run_files(run_dir: Path) -> list[str]:
     """The files of ``run_dir`` that training writes (paths relative to it): the marker,
-    ``config.yaml``, ``metrics.jsonl``, ``model.npz`` and ``step-*.npz`` in ``checkpoints/``
-    and ``samples/``. Anything else in the folder is someone else's, and ``train --force``
+    ``config.yaml``, ``metrics.jsonl``, ``model.npz``, the scores cache ``scores.json`` (which
+    evaluation writes) and ``step-*.npz`` in ``checkpoints/`` and ``samples/``. Anything else in the folder is someone else's, and ``train --force``
     leaves it where it is."""
     run_dir = Path(run_dir)
     found = [name for name in RUN_TOP_FILES
