@@ -41,6 +41,7 @@ def test_train_md_holds_every_table_once():
 
 
 def test_a_changed_declaration_changes_its_table(monkeypatch):
+    page = rewrite(TRAIN_MD.read_text(encoding="utf-8"), CATALOGUE)
     monkeypatch.setitem(TRAINING, "seed", Option("int", 7, low=0, help="the seed | all"))
     assert "| `seed` | an integer >= 0 | `7` | the seed \\| all |" in render("training",
                                                                          CATALOGUE)
@@ -48,8 +49,7 @@ def test_a_changed_declaration_changes_its_table(monkeypatch):
     monkeypatch.setattr(get_driver("ovb"), "OPTIONS", options)
     keys = render("algorithm-keys", CATALOGUE)
     assert "| `tau0` | a number >= 0 | `17.5` | delay |" in keys
-    assert stale_tables(TRAIN_MD.read_text(encoding="utf-8"), CATALOGUE) == [
-        "training", "algorithm-keys"]
+    assert stale_tables(page, CATALOGUE) == ["training", "algorithm-keys"]
 
 
 def test_cells_keys_and_defaults():
