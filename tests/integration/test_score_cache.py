@@ -218,9 +218,9 @@ def test_scoring_shows_a_bar_on_a_terminal_only_and_not_with_quiet(example_store
     runs = [_train(tmp_path, example_store, n) for n in (6, 7)]
     monkeypatch.setattr(progress, "is_terminal", lambda stream: True)
     first = ok("compare", *runs).stderr
-    assert "scoring runs" in first and "2/2" in first
-    # scored already: nothing left to count
-    assert "scoring runs: 100%" not in ok("compare", *runs).stderr
+    assert "scoring runs:" in first and "/2 [" in first and "fold-in:" in first
+    # scored already: no bar
+    assert "scoring runs" not in ok("compare", *runs).stderr
     assert "scoring runs" not in ok("compare", *runs, "--recompute", "-q").stderr
     assert "scoring runs" in ok("report", *runs, "--out", tmp_path / "p.html",
                                 "--recompute").stderr

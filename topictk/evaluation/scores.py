@@ -212,7 +212,8 @@ def progress_bar(total: int, quiet: bool = False, desc: str = "scoring runs"):
     bar below it."""
     from topictk import progress
 
-    return progress.bar(total, desc=desc, unit="run", show=False if quiet else None)
+    return progress.bar(total, desc=desc, unit="run",
+                        show=False if quiet or total == 0 else None)
 
 
 def scored_already(run_dir: Path, config, left_to_right: int | None = None) -> bool:
