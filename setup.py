@@ -35,8 +35,8 @@ ROOT = Path(__file__).resolve().parent
 
 def _kernels() -> list[str]:
     """One extension module per kernel: every ``.pyx`` file under ``topictk/``, named by its
-    path (``topictk/inference/_gibbs.pyx`` -> ``topictk.inference._gibbs``), so that a new
-    kernel needs no line here."""
+    path (``topictk/inference/gibbs/_gibbs.pyx`` -> ``topictk.inference.gibbs._gibbs``), so
+    that a new kernel needs no line here."""
     return sorted(".".join(path.relative_to(ROOT).with_suffix("").parts)
                   for path in (ROOT / "topictk").rglob("*.pyx"))
 

@@ -27,7 +27,7 @@ def speed(args) -> dict:
     import numpy as np
 
     from topictk.corpus.store import CorpusStore
-    from topictk.inference.dlda import TLASGRDriver
+    from topictk.inference.dlda.driver import TLASGRDriver
     from topictk.inference.registry import load_config
     from topictk.streams import Streams
 

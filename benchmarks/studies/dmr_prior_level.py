@@ -150,7 +150,7 @@ def likelihood_level(path: Path, sweeps: list[int], seed: int) -> dict:
 
 def train_held_level(corpus: str, K: int, seed: int, target: float) -> dict:
     """dmr-sgrld from the benchmark's config with the level held at ``target``."""
-    import topictk.inference.dmr as dmr
+    import topictk.inference.dmr.driver as dmr
     from topictk.evaluation.run import evaluate_run
     from topictk.inference.registry import load_config
     from topictk.training.run import train

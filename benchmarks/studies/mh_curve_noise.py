@@ -50,7 +50,7 @@ def make_driver(store_path: Path, K: int, sampler: str, seed: int, **inference):
     """A one-thread Gibbs driver of ``bench_mh.py``'s settings and its config; ``inference``:
     further ``inference`` keys (e.g. ``mh_steps``)."""
     from topictk.corpus.store import CorpusStore
-    from topictk.inference.gibbs import GibbsDriver
+    from topictk.inference.gibbs.driver import GibbsDriver
     from topictk.inference.registry import load_config
 
     config = load_config(None, raw={

@@ -57,7 +57,7 @@ def measure(args) -> dict:
     from topictk.inference import _minibatch
     from topictk.inference.base import chunk_bounds_by_docs
     from topictk.inference.minibatch import local_statistics
-    from topictk.inference.sgrld import sgrld_update
+    from topictk.inference.sgrld.driver import sgrld_update
     from topictk.rundir.checkpoint import load_arrays
     from topictk.streams import Streams
 
@@ -163,7 +163,7 @@ def report(t: dict) -> str:
              f"Measured {h.now_utc():%Y-%m-%d %H:%M} UTC by `{h.command_line()}`", "",
              *h.machine_info(), "",
               f"`topictk.inference._minibatch.local_gibbs` (and the Python wrapper "
-              f"`topictk.inference.sgrld.local_statistics`) on {t['batches']} random 20 "
+              f"`topictk.inference.sgrld.driver.local_statistics`) on {t['batches']} random 20 "
               f"Newsgroups mini-batches of {t['batch_docs']} documents (mean "
               f"{t['mean_tokens_per_batch']:.0f} tokens), K = {t['K']}, {t['sweeps']} sweeps "
               f"({t['burn_in']} burn-in), α = 0.1, chunk_docs 16, φ from `{t['phi_source']}` "

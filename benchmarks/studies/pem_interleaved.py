@@ -40,7 +40,7 @@ PHASES = ((1, 10), (11, 25), (26, 50))
 
 def drivers(store, particles: list[int], args) -> dict:
     """One particle-EM driver and its initial state per P, as ``topictk train`` builds them."""
-    from topictk.inference import pem
+    from topictk.inference.variational import pem
     from topictk.inference.registry import load_config
     from topictk.streams import Streams
 

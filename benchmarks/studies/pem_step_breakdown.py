@@ -50,7 +50,7 @@ def measure(P: int, store, args) -> list[dict]:
     gamma updates per document (plain and word-weighted means)."""
     import numpy as np
 
-    from topictk.inference import pem
+    from topictk.inference.variational import pem
     from topictk.inference.registry import load_config
     from topictk.streams import Streams
 

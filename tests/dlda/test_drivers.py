@@ -17,7 +17,7 @@ from tests.reference import dlda as ref
 from topictk.cli import cli
 from topictk.corpus.store import CorpusStore
 from topictk.errors import ConfigError
-from topictk.inference import dlda as dlda_module
+from topictk.inference.dlda import driver as dlda_module
 from topictk.inference.perplexity import perplexity_from_probabilities
 from topictk.inference.registry import get_driver, load_config
 from topictk.rundir.checkpoint import list_checkpoints, load_arrays

@@ -18,7 +18,7 @@ from tests.dlda._helpers import (
     sizes_of,
 )
 from tests.reference import dlda as ref
-from topictk.inference import _dlda
+from topictk.inference.dlda import _dlda
 
 HYPER = np.array([0.5, 0.7, 1.0, 1.3])
 

@@ -9,7 +9,7 @@ import pytest
 
 from tests.dlda._helpers import dlda_config, write_split_store
 from topictk.corpus.store import CorpusStore
-from topictk.inference.dlda import (
+from topictk.inference.dlda.driver import (
     TLASGRDriver,
     TLFSGRDriver,
     condition_on_simplex,

@@ -25,8 +25,8 @@ from topictk.corpus.store import CorpusStore
 from topictk.errors import ConfigError
 from topictk.evaluation.left_to_right import left_to_right_perplexity
 from topictk.inference import _minibatch, base
-from topictk.inference import gibbs_counts
-from topictk.inference.dmr import (
+from topictk.inference.gibbs import counts as gibbs_counts
+from topictk.inference.dmr.driver import (
     DMRSEMDriver,
     DMRSGRLDDriver,
     PolyaObjective,
@@ -35,7 +35,7 @@ from topictk.inference.dmr import (
     polya_log_likelihood,
     prior_variances,
 )
-from topictk.inference.gibbs import GibbsDriver
+from topictk.inference.gibbs.driver import GibbsDriver
 from topictk.inference.hyper import minka_alpha
 from topictk.inference.registry import load_config
 from topictk.rundir.checkpoint import load_arrays
@@ -540,7 +540,7 @@ def test_topics_lists_metadata_weights(dmr_store, tmp_path):
 @pytest.mark.parametrize("n_chunks,threads", [(1, 1), (2, 1), (2, 2), (3, 2)])
 def test_sparse_sweep_equals_reference(seed, n_chunks, threads):
     """The SparseLDA sweep with a prior per document equals its NumPy twin (counts and z)."""
-    from topictk.inference import _gibbs
+    from topictk.inference.gibbs import _gibbs
 
     rng = np.random.default_rng(seed)
     D, V, K = 24, 12, 5
@@ -604,7 +604,7 @@ def _exact_posterior(docs, V, K, alpha, beta):
 def test_exact_enumeration_with_document_priors(sampler):
     """§2 oracle (a) with a prior per document: the chain's state frequencies over 200 000
     sweeps are within total variation 0.01 of the exact posterior (both DMR samplers)."""
-    from topictk.inference import _gibbs
+    from topictk.inference.gibbs import _gibbs
 
     docs, V, K, beta = [[0, 1], [1, 2]], 3, 2, 0.3
     alpha = np.array([[0.5, 1.2], [2.0, 0.3]])

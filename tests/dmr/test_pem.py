@@ -14,12 +14,17 @@ from tests.reference import pem as ref
 from tests.reference import vb as vb_ref
 from topictk.corpus.store import CorpusStore
 from topictk.errors import ConfigError
-from topictk.inference import _pem, _vb
+from topictk.inference.variational import _pem, _vb
 from topictk.inference.base import EvaluationSet as HeldOut
-from topictk.inference.pem import PEMDriver, particle_weights, tempered_objective, tempered_weights
+from topictk.inference.variational.pem import (
+    PEMDriver,
+    particle_weights,
+    tempered_objective,
+    tempered_weights,
+)
 from topictk.inference.registry import load_config
-from topictk.inference.variational import newton_direction
-from topictk.inference.vb import VBDriver
+from topictk.inference.variational.template import newton_direction
+from topictk.inference.variational.vb import VBDriver
 from topictk.rundir.checkpoint import load_arrays
 from topictk.streams import Streams
 from topictk.training.run import train
@@ -385,7 +390,7 @@ def _estep_outputs(indptr, indices, counts, phi, gammas, T, threads=1, start=1):
     VB kernel at T = 1, the tempered one otherwise): (pair_z (P, M), bounds (P, D), sstats of
     each particle (P, V, K), the word weights (table, shift), gammas after the call, doc_a
     (P, D, K))."""
-    from topictk.inference.pem import particle_estep_weights
+    from topictk.inference.variational.pem import particle_estep_weights
     P, D, K = gammas.shape
     alpha = np.full(K, 0.2)
     weights = particle_estep_weights(phi, T)
@@ -480,7 +485,7 @@ def test_estep_pair_z_is_the_final_normaliser(seed, T, start):
         b = np.zeros(D)
         LW, shift = tempered_weights(phi, T)
         if T == 1.0:
-            from topictk.inference.pem import particle_estep_weights
+            from topictk.inference.variational.pem import particle_estep_weights
             B, sh = particle_estep_weights(phi, 1.0)
             _vb.e_step(indptr, indices, counts, B, sh, alpha, g, start, 0.0, 0, ss, b, None, 1)
         else:
@@ -542,7 +547,7 @@ def test_weighted_statistics_checks_its_shapes():
 
 
 def test_annealed_temperature_schedule():
-    from topictk.inference.pem import annealed_temperature
+    from topictk.inference.variational.pem import annealed_temperature
     for t in range(12):
         assert annealed_temperature(t, 8.0, 1.0, 6) == pytest.approx(
             ref.annealed_temperature(t, 8.0, 1.0, 6), rel=1e-13)
@@ -568,7 +573,7 @@ def test_particle_distances_and_collapse_report(planted_store, tmp_path, seed):
     """Particles that meet are reported: the distance twin, and with cold E-step starts every
     particle follows particle 0 after one iteration, so P - 1 of them are logged as
     collapsed; warm starts keep them apart."""
-    from topictk.inference.pem import collapsed_particles, particle_distances
+    from topictk.inference.variational.pem import collapsed_particles, particle_distances
     rng = np.random.default_rng(seed)
     gammas = rng.random((4, 20, 5)) + 0.1
     gammas[3] = gammas[1] * 2.0                     # same theta-hat as particle 1
@@ -599,7 +604,7 @@ def test_particle_offset_starts_from_that_particle(planted_store, tmp_path):
 def test_weighted_alpha_statistic(seed):
     from scipy.special import digamma
 
-    from topictk.inference.pem import weighted_elog_theta_sum
+    from topictk.inference.variational.pem import weighted_elog_theta_sum
     rng = np.random.default_rng(seed)
     gammas = rng.random((3, 15, 4)) * 5 + 0.1
     omega = rng.dirichlet(np.ones(3), size=15)
@@ -621,7 +626,7 @@ def test_annealing_must_end_at_a_positive_temperature(planted_store, tmp_path):
 def test_particles_that_do_not_fit_in_memory_are_refused_first(planted_store, tmp_path,
                                                                 monkeypatch):
     """The estimate is checked before anything is allocated, and the message gives it."""
-    from topictk.inference import pem
+    from topictk.inference.variational import pem
     monkeypatch.setattr(pem, "available_memory", lambda: 2 ** 20)
     monkeypatch.setattr(PEMDriver, "init_state", lambda self: pytest.fail("allocated"))
     with pytest.raises(ConfigError, match=r"inference\.particles = 1000: the particle states "

@@ -162,7 +162,7 @@ def test_a_worker_that_finds_another_store_is_named(example_store, tmp_path):
 
 
 def test_count_changes_travel_in_their_smaller_form():
-    from topictk.inference.gibbs_shards import add_change, encode_change
+    from topictk.inference.gibbs.shards import add_change, encode_change
     rng = np.random.default_rng(0)
     for density in (0.01, 0.9):
         change = (rng.random((50, 8)) < density) * rng.integers(-3, 4, (50, 8))
@@ -337,7 +337,8 @@ def test_a_lost_worker_at_any_point_changes_nothing(example_store, in_process, t
     or while ndk is brought back for the alpha update of step 12 (redone up to that update,
     which is then made once): the run is the one-machine run."""
     pytest.importorskip("distributed")
-    from topictk.inference import cluster, gibbs_shards
+    from topictk.inference import cluster
+    from topictk.inference.gibbs import shards as gibbs_shards
     original = getattr(gibbs_shards.ShardedGibbs, method)
     calls = {"n": 0}
 
@@ -476,7 +477,8 @@ def test_a_lost_worker_in_a_cvb0_run_changes_nothing(example_store, tmp_path, mo
     checkpoint): the steps since the driver last held the whole state are redone, and the run
     is the one-machine run."""
     pytest.importorskip("distributed")
-    from topictk.inference import cluster, cvb_shards
+    from topictk.inference import cluster
+    from topictk.inference.variational import cvb_shards
     original = getattr(cvb_shards.ShardedCVB0, method)
     calls = {"n": 0}
 
@@ -513,7 +515,8 @@ def test_a_cluster_lost_mid_step_leaves_a_checkpoint_to_resume(example_store, tm
     last step whose whole state the driver held; resumed on one machine, the run is the
     uninterrupted one."""
     pytest.importorskip("distributed")
-    from topictk.inference import cluster, cvb_shards
+    from topictk.inference import cluster
+    from topictk.inference.variational import cvb_shards
     *path, name = target.split(".")
     owner = {"cluster": cluster, "cvb_shards": cvb_shards}[path[0]]
     for attribute in path[1:]:

@@ -31,7 +31,7 @@ from topictk.inference.base import (
     FoldInPlan,
     chunk_bounds_by_docs,
 )
-from topictk.inference.dlda import initial_theta
+from topictk.inference.dlda.driver import initial_theta
 from topictk.inference.registry import load_config
 from topictk.rundir.checkpoint import load_arrays
 from topictk.streams import infer_key, make_stream

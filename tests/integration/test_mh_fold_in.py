@@ -24,7 +24,7 @@ from tests.integration._cli import (
 )
 from tests.reference import mh as ref
 from topictk.corpus.store import CorpusStore
-from topictk.inference import gibbs
+from topictk.inference.gibbs import driver as gibbs
 from topictk.inference.base import INFER_CHUNK_DOCS, chunk_bounds_by_docs
 from topictk.state.dmr import document_alpha
 from topictk.streams import infer_key, make_stream

@@ -88,7 +88,7 @@ def test_more_topics_than_tokens_is_a_warning(tmp_path, example_store):
 def test_auto_is_the_default_below_the_crossover_and_mh_from_it(tmp_path, example_store,
                                                                  monkeypatch):
     """Below MH_FROM_K ``sampler: auto`` runs exactly today's default chain; from it, mh."""
-    from topictk.inference import gibbs
+    from topictk.inference.gibbs import driver as gibbs
     monkeypatch.setattr(gibbs, "MH_FROM_K", 8)
     runs = {}
     for name, topics, sampler in (("default", 6, None), ("auto6", 6, "auto"),

@@ -86,7 +86,7 @@ def test_the_estimate_is_close_to_the_memory_a_run_grows_by(example_store, tmp_p
 
 def test_running_out_of_memory_names_the_run_its_estimate_and_the_fix(
         example_store, tmp_path, monkeypatch):
-    from topictk.inference.gibbs import GibbsDriver
+    from topictk.inference.gibbs.driver import GibbsDriver
 
     def too_large(self, state):
         return np.empty((2**36, 2**10))         # numpy's _ArrayMemoryError

@@ -379,7 +379,7 @@ def test_a_replacement_killed_midway_is_reported_and_its_old_run_kept(tmp_path, 
 
 def test_force_puts_the_old_run_back_when_the_new_one_fails_before_its_first_checkpoint(
         tmp_path, example_store, monkeypatch):
-    from topictk.inference.gibbs import GibbsDriver
+    from topictk.inference.gibbs.driver import GibbsDriver
     from topictk.inference.registry import load_config
     from topictk.training.run import train
 

@@ -140,7 +140,7 @@ def test_more_topics_than_tokens_is_a_warning(tmp_path, example_store):
 
 def _driver(tmp_path, example_store):
     from topictk.corpus.store import CorpusStore
-    from topictk.inference.gibbs import GibbsDriver
+    from topictk.inference.gibbs.driver import GibbsDriver
     from topictk.inference.registry import load_config
 
     config = load_config(write_config(tmp_path, example_store, inference=WARP))
@@ -150,7 +150,7 @@ def _driver(tmp_path, example_store):
 def _dense_counts(driver):
     """The dense counts' representation on the driver's corpus and schedule: the dense path
     that a WarpLDA chain's numbers are compared with, on the same z."""
-    from topictk.inference.gibbs_counts import SparseLDACounts
+    from topictk.inference.gibbs.counts import SparseLDACounts
 
     return SparseLDACounts(driver.counts.layout, driver.config.inference, driver.counts.steps,
                            driver.synced)
@@ -196,7 +196,7 @@ def test_auto_picks_warp_from_its_k_and_old_auto_runs_keep_their_sampler(
     """From WARP_FROM_K ``sampler: auto`` is the warp chain, below it today's default chain;
     a run trained with auto before auto could pick warp (dense counts in its checkpoint)
     resumes with the sampler it had, bit for bit as if never stopped."""
-    from topictk.inference import gibbs
+    from topictk.inference.gibbs import driver as gibbs
 
     monkeypatch.setattr(gibbs, "WARP_FROM_K", 8)
     short = {"iterations": 12, "burn_in": 6, "thin": 6}
@@ -228,7 +228,8 @@ def test_auto_picks_warp_from_its_k_and_old_auto_runs_keep_their_sampler(
 
 
 def test_dmr_sem_auto_never_picks_warp():
-    from topictk.inference import dmr, gibbs
+    from topictk.inference.dmr import driver as dmr
+    from topictk.inference.gibbs import driver as gibbs
 
     inference = {"sampler": "auto"}
     assert gibbs.resolved_sampler(inference, gibbs.WARP_FROM_K) == "warp"
@@ -256,7 +257,7 @@ def test_samples_score_as_the_dense_path_without_dense_counts(tmp_path, protocol
     of it leaves dense counts on the state."""
     from topictk.corpus.store import CorpusStore
     from topictk.inference.base import EvaluationSet
-    from topictk.inference.gibbs import GibbsDriver
+    from topictk.inference.gibbs.driver import GibbsDriver
     from topictk.inference.registry import load_config
     from topictk.inference.sampled import SampledDriver
     from topictk.state.counts import dense_counts
@@ -369,7 +370,7 @@ def test_word_counts_are_counted_once_per_sweep(tmp_path, example_store, monkeyp
     """The non-zero n_kw of z are counted once between two sweeps, whatever reads them
     (`topictk infer`'s blocks, the top words, a sample, the log joint), and counted again
     from the new z after a sweep."""
-    import topictk.inference.warp as warp
+    import topictk.inference.gibbs.warp as warp
 
     driver = _driver(tmp_path, example_store)
     state = driver.init_state()
@@ -395,7 +396,7 @@ def test_learnt_alpha_without_dense_counts(tmp_path, example_store, monkeypatch)
     """model.alpha: auto on a WarpLDA chain: Minka's update reads the non-zero n_dk of z and
     gives the dense update's alpha bit for bit."""
     from topictk.corpus.store import CorpusStore
-    from topictk.inference.gibbs import GibbsDriver
+    from topictk.inference.gibbs.driver import GibbsDriver
     from topictk.inference.hyper import minka_alpha
     from topictk.inference.registry import load_config
 

@@ -5,7 +5,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from topictk.inference import _gibbs
+from topictk.inference.gibbs import _gibbs
 
 
 def stream(seed: int, *key: int) -> np.random.PCG64:

@@ -1,12 +1,12 @@
-"""Calling the MH kernels the way topictk.inference.mh does, for the kernel tests, also with
+"""Calling the MH kernels the way topictk.inference.gibbs.mh does, for the kernel tests, also with
 the word terms the driver does not pass yet (an overlay of the word prior, a given phi)."""
 from __future__ import annotations
 
 import numpy as np
 
-from topictk.inference import _mh
+from topictk.inference.gibbs import _mh
 from topictk.inference.base import FoldInPlan
-from topictk.inference.mh import CountTables, MHSampler
+from topictk.inference.gibbs.mh import CountTables, MHSampler
 
 
 def overlay_arguments(overlay) -> dict:
@@ -79,7 +79,7 @@ class MHChain:
 
 def fold_in(nkw, nk, beta: float, alpha, doc_ptr, words, plan: FoldInPlan, steps: int,
             overlay=None, phi=None) -> np.ndarray:
-    """theta-hat as :func:`topictk.inference.mh.mh_fold_in` forms it, with the word terms:
+    """theta-hat as :func:`topictk.inference.gibbs.mh.mh_fold_in` forms it, with the word terms:
     the tables' denominators from the whole overlay, the overlay's rows and phi's columns
     those of the words the documents hold (the tables')."""
     alpha = np.ascontiguousarray(np.atleast_2d(alpha), dtype=np.float64)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from topictk.inference import _cvb
+from topictk.inference.variational import _cvb
 
 
 @pytest.mark.parametrize("threads", [1, 3])

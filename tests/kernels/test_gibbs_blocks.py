@@ -9,9 +9,9 @@ import pytest
 
 from tests.kernels._kernel import KernelState, random_corpus, stream
 from tests.reference import gibbs as ref
-from topictk.inference import _gibbs
+from topictk.inference.gibbs import _gibbs
 from topictk.inference.base import chunk_bounds_by_tokens
-from topictk.inference.gibbs import BLOCK_GAP, block_order, list_offsets, word_blocks
+from topictk.inference.gibbs.driver import BLOCK_GAP, block_order, list_offsets, word_blocks
 
 D, V, K = 16, 19, 5
 ASYMMETRIC = np.array([0.05, 0.3, 1.2, 0.1, 0.6])

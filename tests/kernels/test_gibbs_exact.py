@@ -163,8 +163,8 @@ EPOCHS = ([[1], [3]], [[0], [2]])
 
 
 def run_partitioned_chain(seed: int, sparse: bool, sweeps: int) -> np.ndarray:
-    from topictk.inference import _gibbs
-    from topictk.inference.gibbs import block_order, word_blocks
+    from topictk.inference.gibbs import _gibbs
+    from topictk.inference.gibbs.driver import block_order, word_blocks
 
     state = KernelState.initial(DOC_PTR, WORDS, K, V, stream(seed, 0))
     word_block = word_blocks(np.bincount(WORDS, minlength=V).astype(np.int64), 2)

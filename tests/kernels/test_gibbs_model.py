@@ -9,7 +9,7 @@ from scipy.stats import dirichlet_multinomial
 
 from tests.fixtures import gibbs_config, matched_l1, planted_corpus, write_token_store
 from topictk.corpus.store import CorpusStore
-from topictk.inference.gibbs import GibbsDriver
+from topictk.inference.gibbs.driver import GibbsDriver
 from topictk.inference.hyper import minka_alpha, minka_alpha_of_rows
 from topictk.state.counts import CountState
 from topictk.streams import Streams

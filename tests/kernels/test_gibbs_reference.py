@@ -7,7 +7,8 @@ import pytest
 
 from tests.kernels._kernel import KernelState, even_bounds, random_corpus, stream
 from tests.reference import gibbs as ref
-from topictk.inference import _gibbs, _heldout
+from topictk.inference import _heldout
+from topictk.inference.gibbs import _gibbs
 
 D, V, K = 14, 17, 5
 SYMMETRIC = np.full(K, 0.1)

@@ -10,9 +10,9 @@ import pytest
 
 from tests.kernels._kernel import KernelState, even_bounds, random_corpus, stream
 from tests.reference import gibbs as ref
-from topictk.inference import _gibbs
+from topictk.inference.gibbs import _gibbs
 from topictk.inference.base import chunk_bounds_by_tokens
-from topictk.inference.gibbs import block_order, word_blocks
+from topictk.inference.gibbs.driver import block_order, word_blocks
 
 D, V, K = 14, 17, 5
 BETA = 0.05

@@ -15,7 +15,7 @@ from tests.kernels._kernel import KernelState, even_bounds, random_corpus, strea
 from tests.kernels._mh import MHChain, fold_in
 from tests.reference import gibbs as gibbs_ref
 from tests.reference import mh as ref
-from topictk.inference import mh
+from topictk.inference.gibbs import mh
 from topictk.inference.base import FoldInPlan
 
 D, V, K = 14, 17, 5

@@ -1,4 +1,4 @@
-"""Scoring a sample kept as non-zero counts (topictk.inference._sparse_score, §2.9, §11.2):
+"""Scoring a sample kept as non-zero counts (topictk.inference.gibbs._sparse_score, §2.9, §11.2):
 the same numbers, bit for bit, as the dense path (phi-hat formed, the Gibbs fold-in of
 _heldout.fold_in_theta, _heldout.mixture_probabilities), and as its NumPy twin."""
 from __future__ import annotations
@@ -10,10 +10,10 @@ import pytest
 
 from tests.kernels._kernel import even_bounds, random_corpus, stream
 from tests.reference.gibbs import fold_in_heldout
-from topictk.inference import _sparse_score
+from topictk.inference.gibbs import _sparse_score
 from topictk.inference.base import FoldInPlan, gibbs_fold_in
 from topictk.inference.perplexity import mixture_probabilities
-from topictk.inference.warp import (
+from topictk.inference.gibbs.warp import (
     sparse_counts,
     sparse_fold_in,
     sparse_fold_in_theta,

@@ -16,10 +16,10 @@ from tests.kernels.test_mh import (BETA, DOC_PTR, SALPHA, SK, STERMS, SV, WORDS,
                                    _twin_terms, word_terms)
 from tests.kernels._mh import overlay_arguments
 from tests.reference import warp as ref
-from topictk.inference import _warp
+from topictk.inference.gibbs import _warp
 from topictk.inference.base import tokens_by_word
-from topictk.inference.gibbs import word_blocks
-from topictk.inference.warp import WarpSampler, initial_topics
+from topictk.inference.gibbs.driver import word_blocks
+from topictk.inference.gibbs.warp import WarpSampler, initial_topics
 
 D, V, K = 14, 17, 5
 SYMMETRIC = np.full(K, 0.1)
@@ -311,7 +311,7 @@ def test_row_topic_counts_are_the_non_zero_dense_counts(ordered):
     """The CSR counts of a sample (§2.9): per row its topics ascending with their counts,
     rows given directly (documents) or through an order (words); dense_counts gives the
     dense array back, and no token gives empty rows."""
-    from topictk.inference.warp import sparse_counts
+    from topictk.inference.gibbs.warp import sparse_counts
     from topictk.state.counts import dense_counts
 
     rng = np.random.default_rng(3)

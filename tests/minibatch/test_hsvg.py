@@ -12,7 +12,7 @@ from topictk import streams as keys
 from topictk.corpus.store import CorpusStore
 from topictk.errors import ConfigError
 from topictk.inference.base import chunk_bounds_by_docs
-from topictk.inference.hsvg import HSVGDriver
+from topictk.inference.variational.hsvg import HSVGDriver
 from topictk.inference.registry import load_config
 from topictk.rundir.checkpoint import load_arrays
 from topictk.streams import Streams

@@ -18,7 +18,7 @@ from topictk.corpus.store import CorpusStore
 from topictk.errors import ConfigError
 from topictk.inference import _minibatch, base
 from topictk.inference.registry import load_config
-from topictk.inference.sgrld import SGRLDDriver, sgrld_update
+from topictk.inference.sgrld.driver import SGRLDDriver, sgrld_update
 from topictk.rundir.checkpoint import list_checkpoints, load_arrays
 from topictk.streams import Streams, make_stream
 from topictk.training.run import train
@@ -256,7 +256,7 @@ def test_nan_stops_run_and_keeps_last_checkpoint(planted_store, tmp_path, monkey
         "corpus": str(path), "output": str(out), "model": {"topics": 5},
         "inference": {"algorithm": "sgrld", "iterations": 40, "batch_size": 50},
         "training": {"checkpoint_every": 10, "eval_every": 0}}))
-    import topictk.inference.sgrld as sgrld_module
+    import topictk.inference.sgrld.driver as sgrld_module
     real = sgrld_module.sgrld_update
 
     def poisoned(phi_hat, *args):

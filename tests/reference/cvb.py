@@ -1,5 +1,6 @@
-"""Slow NumPy twins of the collapsed variational Bayes kernels (topictk/inference/_cvb.pyx),
-written from docs/algorithms.md §4 one pair (or one token) at a time."""
+"""Slow NumPy twins of the collapsed variational Bayes kernels
+(topictk/inference/variational/_cvb.pyx), written from docs/algorithms.md §4 one pair (or one token)
+at a time."""
 from __future__ import annotations
 
 import math

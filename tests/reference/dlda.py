@@ -1,5 +1,5 @@
-"""NumPy twin of topictk/inference/_dlda.pyx (docs/algorithms.md §8.4, §8.5, §8.11) and of one
-batch-Gibbs iteration of ``topictk.inference.dlda`` (§8.5).
+"""NumPy twin of topictk/inference/dlda/_dlda.pyx (docs/algorithms.md §8.4, §8.5, §8.11) and of one
+batch-Gibbs iteration of ``topictk.inference.dlda.driver`` (§8.5).
 
 Plain Python loops that draw from ``numpy.random.Generator`` objects in exactly the order of
 the kernel: ``random()`` for every uniform, ``beta(a, b)`` for p^(2) and ``standard_gamma(shape)``

@@ -1,5 +1,5 @@
-"""Slow NumPy twins of the DMR computations (topictk/inference/dmr.py, docs/algorithms.md §9),
-written from the equations one document at a time.
+"""Slow NumPy twins of the DMR computations (topictk/inference/dmr/driver.py,
+docs/algorithms.md §9), written from the equations one document at a time.
 
 The sampling kernels DMR calls have their own twins: the dense per-document-prior sweep is
 ``tests/reference/gibbs.py::sweep`` with a (D, K) alpha, the local step with the gradient factor
@@ -97,7 +97,7 @@ def sgrld_step(phi_hat, nu, batch, X_batch, n_docs, beta, eps, eps_nu, variances
 
 
 def sparse_sweep(doc_ptr, words, z, ndk, nkw, nk, alpha, beta, chunk_bounds, rngs) -> None:
-    """Twin of ``topictk/inference/_gibbs.pyx::gibbs_sweep`` with sparse=True and a (D, K)
+    """Twin of ``topictk/inference/gibbs/_gibbs.pyx::gibbs_sweep`` with sparse=True and a (D, K)
     alpha (AD-LDA over the chunks, one chunk: the exact sequential sampler), in place: the
     SparseLDA twin of tests/reference/gibbs.py with the prior of each document."""
     gibbs_ref.sweep(doc_ptr, words, z, ndk, nkw, nk, alpha, beta, chunk_bounds, rngs, True)

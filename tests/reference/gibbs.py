@@ -1,4 +1,4 @@
-"""Slow NumPy twins of the collapsed Gibbs kernels (topictk/inference/_gibbs.pyx).
+"""Slow NumPy twins of the collapsed Gibbs kernels (topictk/inference/gibbs/_gibbs.pyx).
 
 Each function follows docs/algorithms.md §2 and the draw contracts of §12.3 literally, one token at
 a

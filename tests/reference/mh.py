@@ -1,4 +1,4 @@
-"""Slow NumPy twin of the Metropolis-Hastings kernels (topictk/inference/_mh.pyx).
+"""Slow NumPy twin of the Metropolis-Hastings kernels (topictk/inference/gibbs/_mh.pyx).
 
 docs/algorithms.md §2.7 written literally, one token at a time, with the same draw contracts
 (alias draw, document token draw) and the same uniforms from ``numpy.random.Generator``

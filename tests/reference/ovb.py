@@ -1,5 +1,5 @@
-"""Slow NumPy twin of online variational Bayes (topictk/inference/ovb.py, docs/algorithms.md §5):
-dense lambda, the epoch permutation in plain Python integers, the E-step of
+"""Slow NumPy twin of online variational Bayes (topictk/inference/variational/ovb.py,
+docs/algorithms.md §5): dense lambda, the epoch permutation in plain Python integers, the E-step of
 ``tests/reference/vb.py``."""
 from __future__ import annotations
 

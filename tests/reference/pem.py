@@ -1,5 +1,6 @@
-"""Slow NumPy twins of particle EM (topictk/inference/_pem.pyx and topictk/inference/pem.py,
-docs/algorithms.md §10), written from the equations in log space one document at a time."""
+"""Slow NumPy twins of particle EM (topictk/inference/variational/_pem.pyx and
+topictk/inference/variational/pem.py, docs/algorithms.md §10), written from the equations in log
+space one document at a time."""
 from __future__ import annotations
 
 import numpy as np

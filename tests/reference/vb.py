@@ -1,5 +1,5 @@
-"""Slow NumPy twins of the variational Bayes kernels (topictk/inference/_vb.pyx) and of one
-batch variational EM iteration (docs/algorithms.md §3), written from the equations one document
+"""Slow NumPy twins of the variational Bayes kernels (topictk/inference/variational/_vb.pyx) and of
+one batch variational EM iteration (docs/algorithms.md §3), written from the equations one document
 at a time."""
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Slow NumPy twin of the WarpLDA-order kernel (topictk/inference/_warp.pyx).
+"""Slow NumPy twin of the WarpLDA-order kernel (topictk/inference/gibbs/_warp.pyx).
 
 docs/algorithms.md §2.9 written literally, one token at a time, with the same draw contracts
 and the same uniforms: every round seeds xoshiro256+ (:class:`Xoshiro`) from the next four

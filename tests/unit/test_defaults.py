@@ -199,7 +199,7 @@ def test_curve_is_cheaper_and_evaluate_still_scores_everything(tmp_path):
 
 # ---------------------------------------------------------------- step sizes
 def test_tau0_auto_is_the_batches_of_an_epoch(big_store, tmp_path):
-    from topictk.inference.ovb import TAU0_MAX, resolve_tau0
+    from topictk.inference.variational.ovb import TAU0_MAX, resolve_tau0
     assert resolve_tau0("auto", 176) == 176.0
     assert resolve_tau0("auto", 0) == 1.0
     assert resolve_tau0("auto", 51_000) == TAU0_MAX == 1024.0
@@ -220,6 +220,6 @@ def test_sgrld_step_defaults(tmp_path):
     step = _config(store, tmp_path, "sgrld").inference.step
     assert (step["a"], step["b"], step["c"]) == (0.01, 100.0, 0.55)
     # dmr-sgrld (which needs metadata to configure) shares the options
-    from topictk.inference.dmr import DMRSGRLDDriver
-    from topictk.inference.sgrld import SGRLDDriver
+    from topictk.inference.dmr.driver import DMRSGRLDDriver
+    from topictk.inference.sgrld.driver import SGRLDDriver
     assert DMRSGRLDDriver.OPTIONS["step"] is SGRLDDriver.OPTIONS["step"]

@@ -21,7 +21,7 @@ from topictk.evaluation.coherence import (
 from topictk.inference.base import (
     EvaluationSet as HeldOutSet,  # (a "Test*" name would be collected)
 )
-from topictk.inference.gibbs import GibbsDriver
+from topictk.inference.gibbs.driver import GibbsDriver
 from topictk.inference.perplexity import heldout_perplexity, perplexity_from_probabilities
 from topictk.streams import Streams
 

@@ -1,4 +1,4 @@
-"""The Gibbs drivers hold one count representation (topictk/inference/gibbs_counts.py): the
+"""The Gibbs drivers hold one count representation (topictk/inference/gibbs/counts.py): the
 config picks it, and the driver never asks which sampler it runs."""
 from __future__ import annotations
 
@@ -8,12 +8,12 @@ import textwrap
 
 import pytest
 
-from topictk.inference import gibbs
-from topictk.inference.dmr import DMRSEMDriver
-from topictk.inference.gibbs import GibbsDriver, counts_class
-from topictk.inference.gibbs_counts import GibbsCounts, SparseLDACounts
-from topictk.inference.mh import MHCounts
-from topictk.inference.warp import WarpCounts
+from topictk.inference.gibbs import driver as gibbs
+from topictk.inference.dmr.driver import DMRSEMDriver
+from topictk.inference.gibbs.driver import GibbsDriver, counts_class
+from topictk.inference.gibbs.counts import GibbsCounts, SparseLDACounts
+from topictk.inference.gibbs.mh import MHCounts
+from topictk.inference.gibbs.warp import WarpCounts
 
 
 @pytest.mark.parametrize("sampler, sparse, topics, warp, want", [

@@ -113,7 +113,7 @@ def test_lists_of_arrays_and_optional_arrays():
 def test_a_particle_em_state_of_version_1_is_migrated_to_one_weight_per_document():
     """PEM's version 1 kept one weight per particle (omega (P,)); the declared migration gives
     every document those weights, and the state reads as version 2."""
-    from topictk.inference.pem import PEMState
+    from topictk.inference.variational.pem import PEMState
     from topictk.state.migrations import MIGRATIONS
 
     assert ("PEMState", 1) in MIGRATIONS and PEMState.SCHEMA_VERSION == 2

@@ -10,7 +10,7 @@ from tests.reference import cvb as ref
 from tests.variational.conftest import best_of_three, make_config, random_csr, run_driver
 from topictk.corpus.store import ptr_to_csr
 from topictk.errors import ConfigError
-from topictk.inference import _cvb
+from topictk.inference.variational import _cvb
 
 FIELDS = ("m_dk", "m_kw", "m_k", "v_dk", "v_kw", "v_k")
 

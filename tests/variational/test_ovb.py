@@ -16,7 +16,7 @@ from topictk import streams as keys
 from topictk.corpus.store import CorpusStore
 from topictk.errors import ConfigError
 from topictk.inference.minibatch import step_size
-from topictk.inference.ovb import OVBDriver, permute
+from topictk.inference.variational.ovb import OVBDriver, permute
 from topictk.streams import Streams
 
 

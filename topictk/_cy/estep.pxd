@@ -1,7 +1,8 @@
 # What the per-document E-steps of variational Bayes (docs/algorithms.md §3.2, kernel
-# topictk/inference/_vb.pyx) and of particle EM (§10.3, topictk/inference/_pem.pyx) share: the
-# checks of their outputs, the start policy (cold, warm, or the better of both), and the
-# statistics reduction that makes every number independent of the thread count.
+# topictk/inference/variational/_vb.pyx) and of particle EM (§10.3,
+# topictk/inference/variational/_pem.pyx) share: the checks of their outputs, the start policy
+# (cold, warm, or the better of both), and the statistics reduction that makes every number
+# independent of the thread count.
 #
 # A kernel supplies two functions and a pointer to its own model view; :func:`run_e_step` runs
 # them over every row of a CSR block:

@@ -15,20 +15,20 @@ from topictk.inference.base import REPORT_SECTIONS, Driver
 
 # inference.algorithm -> the module whose @register class implements it
 ALGORITHMS: dict[str, str] = {
-    "gibbs": "topictk.inference.gibbs",
-    "vb": "topictk.inference.vb",
-    "cvb": "topictk.inference.cvb",
-    "cvb0": "topictk.inference.cvb",
-    "ovb": "topictk.inference.ovb",
-    "hsvg": "topictk.inference.hsvg",
-    "sgrld": "topictk.inference.sgrld",
-    "tlasgr": "topictk.inference.dlda",
-    "tlfsgr": "topictk.inference.dlda",
-    "dlda-sgrld": "topictk.inference.dlda",
-    "dlda-gibbs": "topictk.inference.dlda",
-    "dmr-sem": "topictk.inference.dmr",
-    "dmr-sgrld": "topictk.inference.dmr",
-    "pem": "topictk.inference.pem",
+    "gibbs": "topictk.inference.gibbs.driver",
+    "vb": "topictk.inference.variational.vb",
+    "cvb": "topictk.inference.variational.cvb",
+    "cvb0": "topictk.inference.variational.cvb",
+    "ovb": "topictk.inference.variational.ovb",
+    "hsvg": "topictk.inference.variational.hsvg",
+    "sgrld": "topictk.inference.sgrld.driver",
+    "tlasgr": "topictk.inference.dlda.driver",
+    "tlfsgr": "topictk.inference.dlda.driver",
+    "dlda-sgrld": "topictk.inference.dlda.driver",
+    "dlda-gibbs": "topictk.inference.dlda.driver",
+    "dmr-sem": "topictk.inference.dmr.driver",
+    "dmr-sgrld": "topictk.inference.dmr.driver",
+    "pem": "topictk.inference.variational.pem",
 }
 
 _DRIVERS: dict[str, type[Driver]] = {}

@@ -74,7 +74,7 @@ class CountState(Saved):
 class WarpState(CountState):
     """The state of a WarpLDA-order chain (docs/algorithms.md §2.9): z and nk are the chain;
     ``ndk`` and ``nkw`` are None while it samples and are counted from z
-    (:class:`topictk.inference.warp.WarpCounts`) when something reads them. Saved without
+    (:class:`topictk.inference.gibbs.warp.WarpCounts`) when something reads them. Saved without
     them, so a checkpoint holds 4 N + 8 K bytes of topics and counts, not 4 (D + V) K.
     ``prop`` is only read from the checkpoints of the earlier kernel, whose proposals waited a
     phase (refused on resume: that chain cannot go on).

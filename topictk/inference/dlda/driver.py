@@ -8,7 +8,7 @@
 * ``dlda-gibbs`` the batch upward-downward Gibbs sampler (Zhou et al. 2016; §8.5).
 
 The local step (upward-downward Gibbs of each document's gamma units, §8.4) is the kernel
-:mod:`topictk.inference._dlda`; the global updates are dense NumPy on the driver, with their
+:mod:`topictk.inference.dlda._dlda`; the global updates are dense NumPy on the driver, with their
 normal (SG-MCMC) or gamma (batch Gibbs) draws taken from the main stream in storage order:
 layers in order, each Phi^(l) row by row (lower unit v outer, topic k inner), then r.
 
@@ -32,7 +32,7 @@ from topictk import streams as keys
 from topictk.config.schema import Option
 from topictk.corpus.batches import gather_rows
 from topictk.errors import ConfigError, NumericalError, UsageError
-from topictk.inference import _dlda
+from topictk.inference.dlda import _dlda
 from topictk.inference.base import (
     Driver,
     EvaluationSet,

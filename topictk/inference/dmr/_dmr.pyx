@@ -6,7 +6,7 @@ nu (§9.1) in one pass over the documents, from the features in sparse rows (L-B
 per function evaluation). :func:`polya_objective_grouped` gives the same sums when documents share
 feature rows (categorical metadata), from histograms of the counts of each row's documents.
 
-The sweeps themselves are :func:`topictk.inference._gibbs.gibbs_sweep` with a (D, K) alpha:
+The sweeps themselves are :func:`topictk.inference.gibbs._gibbs.gibbs_sweep` with a (D, K) alpha:
 SparseLDA with alpha_k replaced by alpha_dk (the default) or the dense sampler of §9.2
 (``inference.sparse: false``), AD-LDA chunks for threads in both.
 """

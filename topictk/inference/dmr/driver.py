@@ -4,7 +4,7 @@ prior depends on document metadata, alpha_dk = exp(x_d^T nu_k). docs/algorithms.
 Two training algorithms:
 
 * ``dmr-sem`` -- stochastic EM (§9.2): collapsed Gibbs sweeps with a prior per document (the
-  exact samplers of :func:`topictk.inference._gibbs.gibbs_sweep` with the document's prior,
+  exact samplers of :func:`topictk.inference.gibbs._gibbs.gibbs_sweep` with the document's prior,
   or with ``sampler: mh`` the Metropolis-Hastings sampler of §2.7, whose document proposal
   then carries the document's prior in its ratio; AD-LDA chunks for threads). §9.2 prefers
   the dense sampler because the smoothing bucket s of SparseLDA depends on the document;
@@ -13,7 +13,7 @@ Two training algorithms:
   sparse (NIPS, K = 50: 0.12 s against 0.20 s per sweep), but not while the words' topic lists
   are long (the first sweeps; about 225 of a 300-sweep run on poliblog at K = 20).
   ``sparse: auto`` (the default) picks the sampler before each sweep from the counts
-  (:func:`topictk.inference.gibbs_counts.sparse_sweep`); true or false fix it. Every
+  (:func:`topictk.inference.gibbs.counts.sparse_sweep`); true or false fix it. Every
   ``optimize_interval`` sweeps after ``optimize_burn_in`` the weights nu maximise the Polya log
   likelihood of the current topic counts plus the Gaussian prior, by L-BFGS (scipy, warm
   start, one BLAS thread). Each objective evaluation is one kernel call: per document
@@ -46,17 +46,18 @@ from topictk import streams as keys
 from topictk.config.schema import Option
 from topictk.corpus.batches import gather_batch
 from topictk.errors import ConfigError, CorpusError, CorpusUsageError, NumericalError
-from topictk.inference import _dmr, _minibatch
+from topictk.inference import _minibatch
+from topictk.inference.dmr import _dmr
 from topictk.inference.base import (
     StepInfo,
     Traits,
     chunk_bounds_by_docs,
 )
-from topictk.inference.gibbs import BLOCKS_OPTION, CHUNKS_OPTION, GibbsDriver
+from topictk.inference.gibbs.driver import BLOCKS_OPTION, CHUNKS_OPTION, GibbsDriver
 from topictk.inference.minibatch import FLOOR
 from topictk.inference.registry import register
 from topictk.inference.schedules import sgmcmc_step
-from topictk.inference.sgrld import SGRLDDriver, sgrld_update
+from topictk.inference.sgrld.driver import SGRLDDriver, sgrld_update
 from topictk.state.dmr import (
     ETA_MAX,
     ETA_MIN,
@@ -148,8 +149,8 @@ class PolyaObjective:
     * grouped, when at most half as many distinct feature rows as documents (categorical
       metadata: one row per combination of values): documents of one row share alpha_d, so
       only histograms of their counts enter, one kernel pass
-      (:func:`topictk.inference._dmr.polya_objective_grouped`) in O(distinct counts);
-    * per document otherwise (:func:`topictk.inference._dmr.polya_objective`): sparse feature
+      (:func:`topictk.inference.dmr._dmr.polya_objective_grouped`) in O(distinct counts);
+    * per document otherwise (:func:`topictk.inference.dmr._dmr.polya_objective`): sparse feature
       rows, the gradient in fixed blocks of documents summed here in block order.
 
     Either result is independent of ``threads``. ``groups`` = (distinct rows, row of each

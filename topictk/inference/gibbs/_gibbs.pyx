@@ -1391,7 +1391,7 @@ def gibbs_block_sweep(const int64_t[::1] doc_ptr,      # IN  (D + 1) token offse
 
     The tokens of document d in word block b are ``order[order_ptr[b, d]:order_ptr[b, d + 1]]``
     (positions in canonical order; word block b's tokens of consecutive documents follow each
-    other, as ``topictk.inference.gibbs.block_order`` builds them). A sweep is B epochs; in epoch e doc
+    other, as ``topictk.inference.gibbs.driver.block_order`` builds them). A sweep is B epochs; in epoch e doc
     block i samples its tokens of word block (i + e) mod B with stream i, the blocks of an
     epoch in parallel: they share no document and no word, so only n_k is stale (each block's
     copy of the epoch start). With one block this is the exact sequential sampler of

@@ -3,7 +3,7 @@ AD-LDA chunks sweep on the workers, which keep z and n_dk between sweeps, agains
 n_kw and n_k the driver holds. :class:`GibbsClusterMixin` gives the Gibbs drivers (gibbs,
 dmr-sem) what that takes: handing the shards out, the sweep, bringing z and n_dk back when
 something reads them, and going back to the last whole state when a worker or the cluster is
-lost. The shard work itself is :class:`topictk.inference.gibbs_shards.ShardedGibbs`.
+lost. The shard work itself is :class:`topictk.inference.gibbs.shards.ShardedGibbs`.
 """
 from __future__ import annotations
 
@@ -12,8 +12,8 @@ from dataclasses import dataclass
 import numpy as np
 
 from topictk.errors import UsageError
-from topictk.inference.gibbs_counts import sweep_label
-from topictk.inference.gibbs_shards import ShardedGibbs
+from topictk.inference.gibbs.counts import sweep_label
+from topictk.inference.gibbs.shards import ShardedGibbs
 
 
 @dataclass
@@ -44,7 +44,7 @@ class RestartPoint:
 
 class GibbsClusterMixin:
     """The cluster side of a Gibbs driver, which has ``counts`` (its
-    :class:`topictk.inference.gibbs_counts.GibbsCounts`), ``bounds``, ``n_chunks``,
+    :class:`topictk.inference.gibbs.counts.GibbsCounts`), ``bounds``, ``n_chunks``,
     ``sweep_prior`` and ``after_sweep``. ``remote`` is None on one machine."""
 
     remote = None               # the shards (ShardedGibbs) once use_cluster was called

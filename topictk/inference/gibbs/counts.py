@@ -2,14 +2,14 @@
 Gibbs drivers (gibbs, dmr-sem) sweep, score and learn alpha from, whatever the sampler.
 
 A run holds one representation (:class:`GibbsCounts`), chosen from the config
-(:func:`topictk.inference.gibbs.count_representation`):
+(:func:`topictk.inference.gibbs.driver.count_representation`):
 
 * :class:`SparseLDACounts` -- z with the dense counts n_dk, n_kw and n_k, swept by SparseLDA or
   by the dense O(K) sampler, the choice made before every sweep for ``sparse: auto``
   (:func:`sparse_sweep`);
-* :class:`topictk.inference.mh.MHCounts` -- the same counts, swept by Metropolis-Hastings
+* :class:`topictk.inference.gibbs.mh.MHCounts` -- the same counts, swept by Metropolis-Hastings
   (§2.7);
-* :class:`topictk.inference.warp.WarpCounts` -- z and n_k only, swept in WarpLDA's order
+* :class:`topictk.inference.gibbs.warp.WarpCounts` -- z and n_k only, swept in WarpLDA's order
   (§2.9); what reads n_kw or n_dk gets their non-zero entries, counted from z.
 
 Each one sweeps, gives phi-hat and the ranked words, the collapsed log joint, alpha's
@@ -28,7 +28,7 @@ from typing import Callable, ClassVar
 import numpy as np
 
 from topictk._cy.special import gammaln
-from topictk.inference import _gibbs, _warp
+from topictk.inference.gibbs import _gibbs, _warp
 from topictk.inference.base import (
     chunk_bounds_by_tokens,
     resolve_blocks,

@@ -2,7 +2,7 @@
 McCallum 2009) as the fast path and, for threads, the partitioned schedule (document and word
 blocks; by default) or AD-LDA chunking (Newman et al. 2009).
 
-docs/algorithms.md §2. The kernel is :mod:`topictk.inference._gibbs`; its NumPy twin is
+docs/algorithms.md §2. The kernel is :mod:`topictk.inference.gibbs._gibbs`; its NumPy twin is
 ``tests/reference/gibbs.py``.
 """
 from __future__ import annotations
@@ -15,16 +15,23 @@ from topictk import streams as keys
 from topictk.config.schema import Option
 from topictk.errors import ConfigError, NumericalError
 from topictk.inference.base import StepInfo, Traits
-from topictk.inference.gibbs_cluster import GibbsClusterMixin
+from topictk.inference.gibbs.cluster import GibbsClusterMixin
 from topictk.inference.hyper import resolve_alpha
-from topictk.inference.gibbs_counts import GibbsCounts, SparseLDACounts, SweepLayout
-from topictk.inference.gibbs_counts import (  # noqa: F401  (the sweep schedule, also named here)
+from topictk.inference.gibbs.counts import GibbsCounts, SparseLDACounts, SweepLayout
+from topictk.inference.gibbs.counts import (  # noqa: F401  (the sweep schedule, also named here)
     BLOCK_GAP,
     block_order,
     list_offsets,
     word_blocks,
 )
-from topictk.inference.mh import MAX_REBUILD, MH_FROM_K, MH_REBUILD, MH_STEPS, MHCounts, mh_fold_in
+from topictk.inference.gibbs.mh import (
+    MAX_REBUILD,
+    MH_FROM_K,
+    MH_REBUILD,
+    MH_STEPS,
+    MHCounts,
+    mh_fold_in,
+)
 from topictk.inference.perplexity import mixture_probabilities
 from topictk.inference.registry import register
 from topictk.inference.sampled import (
@@ -32,7 +39,7 @@ from topictk.inference.sampled import (
     evaluation_plan,
     resolve_sample_schedule,
 )
-from topictk.inference.warp import WarpCounts, sparse_mixture
+from topictk.inference.gibbs.warp import WarpCounts, sparse_mixture
 from topictk.state.counts import CountState, dense_counts, phi_hat
 from topictk.streams import Streams
 
@@ -347,7 +354,7 @@ class GibbsDriver(GibbsClusterMixin, SampledDriver):
     def averaged_fold_in(self, state: CountState, samples: list[dict] | None, docs,
                          documents: str, pass_index: int) -> np.ndarray:
         """Samples kept as non-zero counts (a WarpLDA chain's, §2.9) are scored by the Gibbs
-        fold-in without forming phi-hat (:func:`topictk.inference.warp.sparse_fold_in`): the
+        fold-in without forming phi-hat (:func:`topictk.inference.gibbs.warp.sparse_fold_in`): the
         numbers of the dense path, in memory O(non-zeros + K) instead of O(V K)."""
         samples = self.scored_samples(state, samples)
         scored = None

@@ -1,7 +1,7 @@
 """The Metropolis-Hastings sampler of collapsed Gibbs LDA (LightLDA, Yuan et al. 2015, with
 the alias-table word proposal of AliasLDA, Li et al. 2014): docs/algorithms.md §2.7.
 
-The kernel is :mod:`topictk.inference._mh`; its NumPy twin is ``tests/reference/mh.py``. This
+The kernel is :mod:`topictk.inference.gibbs._mh`; its NumPy twin is ``tests/reference/mh.py``. This
 module holds the word proposal's tables and their rebuild schedule, the Gibbs drivers' count
 representation they sweep (:class:`MHCounts`, ``inference.sampler: mh``, with one prior or a
 prior per document as in dmr-sem), and the MH fold-in of documents with the topics fixed
@@ -11,9 +11,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from topictk.inference import _mh
+from topictk.inference.gibbs import _mh
 from topictk.inference.base import FoldInPlan, tokens_by_word
-from topictk.inference.gibbs_counts import DenseCounts, SweepLayout, warn_empty_topics
+from topictk.inference.gibbs.counts import DenseCounts, SweepLayout, warn_empty_topics
 
 #: defaults of ``inference.mh_steps`` and ``inference.mh_rebuild``
 MH_STEPS = 2
@@ -99,7 +99,7 @@ class MHSampler:
 
 
 class MHCounts(DenseCounts):
-    """The dense counts of :class:`topictk.inference.gibbs_counts.DenseCounts` swept by
+    """The dense counts of :class:`topictk.inference.gibbs.counts.DenseCounts` swept by
     :class:`MHSampler` (§2.7) on AD-LDA chunks; ``inference.mh_rebuild`` sets how often the
     word proposal's tables are rebuilt."""
 
@@ -168,7 +168,7 @@ class CountTables:
             self.dense_prob, self.dense_alias, threads)
 
     def arrays(self) -> tuple:
-        """The tables as :func:`topictk.inference._mh.mh_fold_in` takes them."""
+        """The tables as :func:`topictk.inference.gibbs._mh.mh_fold_in` takes them."""
         return (self.beta, self.ptr, self.topic, self.count, self.prob, self.alias,
                 self.length, self.mass, self.rden, self.dense_prob, self.dense_alias,
                 self.dense_mass)

@@ -91,7 +91,7 @@ def merge_sweeps(a: SweepResult, b: SweepResult) -> SweepResult:
 def _sparse_lists(nkw: np.ndarray, word_freq: np.ndarray, sparse: bool):
     """The SparseLDA word lists (ptr, entries, lengths, bits) of the counts ``nkw``, as the
     driver's sweep builds them (empty for the dense sampler)."""
-    from topictk.inference import _gibbs
+    from topictk.inference.gibbs import _gibbs
     V, K = nkw.shape
     bits = _gibbs.topic_bits(K)
     ptr = np.zeros(V + 1, dtype=np.int64)
@@ -117,7 +117,7 @@ def gibbs_shard_sweep(shard: GibbsShard, settings: SweepSettings, snapshot: np.n
     """The piece: one sweep of a shard's chunks against the word-topic counts ``snapshot``
     (runs on a worker), ``part`` the shard and its chunks' stream states. Returns the shard's
     new state and its :class:`SweepResult`."""
-    from topictk.inference import _gibbs
+    from topictk.inference.gibbs import _gibbs
     spec, states = part
     doc_ptr_all, words_all, word_freq = settings.store.training_documents()
     first = int(doc_ptr_all[spec.first_doc])

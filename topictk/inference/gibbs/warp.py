@@ -1,10 +1,10 @@
 """The WarpLDA sampler of collapsed Gibbs LDA (Chen et al. 2016): docs/algorithms.md §2.9.
 
-The kernel is :mod:`topictk.inference._warp`; its NumPy twin is ``tests/reference/warp.py``.
+The kernel is :mod:`topictk.inference.gibbs._warp`; its NumPy twin is ``tests/reference/warp.py``.
 This module holds the word order of the word phase and the word chunks, the Gibbs drivers'
 count representation of such a chain (:class:`WarpCounts`, ``inference.sampler: warp``: z and
 n_k, and the non-zero counts of z for what reads them), and the scoring of its samples, which
-keep non-zero counts only (:mod:`topictk.inference._sparse_score`).
+keep non-zero counts only (:mod:`topictk.inference.gibbs._sparse_score`).
 """
 from __future__ import annotations
 
@@ -14,9 +14,9 @@ import numpy as np
 
 from topictk import streams as keys
 from topictk._cy.special import gammaln
-from topictk.inference import _sparse_score, _warp
+from topictk.inference.gibbs import _sparse_score, _warp
 from topictk.inference.base import resolve_blocks, resolve_chunks, tokens_by_word, word_frequencies
-from topictk.inference.gibbs_counts import (
+from topictk.inference.gibbs.counts import (
     GibbsCounts,
     SweepLayout,
     warn_empty_topics,
@@ -35,7 +35,7 @@ class WarpSampler:
 
     The tokens are grouped by word by a stable sort of the words (corpus order within a
     word); the words are cut into as many blocks as the documents
-    (:func:`topictk.inference.gibbs_counts.word_blocks`). What only a sweep reads (the document of
+    (:func:`topictk.inference.gibbs.counts.word_blocks`). What only a sweep reads (the document of
     every entry, the words of every block, ``word_cuts[w, b]`` the first entry of word w in
     document block b) is built at the first sweep, so that a run that is only read (its
     evaluation, its topics, inference) does not hold it. All are functions of the corpus and

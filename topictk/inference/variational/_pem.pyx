@@ -14,7 +14,7 @@ mu = A W / Z with Z_w = sum_k A_k W_wk. At small T both factors can underflow at
 topics (Z = 0); a pair whose Z falls below 1e-250 is then done in log space,
 mu_k = exp(s_k - max s) / sum, s_k = (Elogtheta_k - M) / T + LW_wk (terms dropped by the fast path
 are below 1e-58 relative). T = 0 is hard assignment to the arg-max topic (ties to the smallest k).
-At T = 1 this is the E-step of :func:`topictk.inference._vb.e_step`; particle EM calls that kernel
+At T = 1 this is the E-step of :func:`topictk.inference.variational._vb.e_step`; particle EM calls that kernel
 at T = 1 (so one particle reproduces unsmoothed VB-EM exactly) and this one otherwise.
 
 Per document it returns the particle's objective term (§10.3, at mu optimal for the final gamma)
@@ -273,7 +273,7 @@ def e_step_tempered(const int64_t[::1] indptr,       # IN  (D_b + 1) CSR row off
 
     ``start``: 0 = cold (gamma_k = alpha_k + N_d/K), 1 = warm (from the given gamma), 2 = best:
     both are run and the document keeps the one with the higher l_d (warm on ties), as
-    :func:`topictk.inference._vb.e_step` does; the statistics are reduced as there too
+    :func:`topictk.inference.variational._vb.e_step` does; the statistics are reduced as there too
     (``topictk/_cy/estep.pxd``). ``pair_z`` receives every entry's Z = sum_k A_dk W_wk for its
     document's final gamma, 0 where Z is not usable (the entry done in log space, or T = 0);
     ``doc_a`` every document's A_k = exp((Elogtheta_k - max) / T) (0 at T = 0).
@@ -463,7 +463,7 @@ def weighted_statistics(const int64_t[::1] indptr,       # IN  (D_b + 1) CSR row
     update.
 
     With mu_pdwk = A_pdk W_wk / Z_pdw and Z_pdw the E-step's own (``pair_z``, from
-    :func:`e_step_tempered` or :func:`topictk.inference._vb.e_step` of the same gamma), the
+    :func:`e_step_tempered` or :func:`topictk.inference.variational._vb.e_step` of the same gamma), the
     pass sums R_wk = sum_p sum_d omega_dp n_dw A_pdk / Z_pdw (K multiply-adds per entry, no Z
     summed again) and adds W_wk R_wk at the end; entries whose Z the E-step marked unusable
     (0: log space) are recomputed and added to SS directly. ``expweights`` is the table the

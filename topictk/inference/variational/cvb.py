@@ -4,9 +4,9 @@
 docs/algorithms.md §4. theta and phi are integrated out; q(z) keeps one K-vector mu per distinct
 (document, word) pair (TNW's gamma_ijk), updated with the exclusion rule of §4.4 (one token
 copy removed from the fields per pair update). One training step is one sweep over every pair
-(kernel :func:`topictk.inference._cvb.sweep`); every ``refresh_every`` steps the fields are
-recomputed from mu, every ``check_every`` steps the convergence statistic (the approximate
-bound of §4.6 for CVB, the training perplexity for CVB0) is compared with the previous one.
+(kernel :func:`topictk.inference.variational._cvb.sweep`); every ``refresh_every`` steps the fields
+are recomputed from mu, every ``check_every`` steps the convergence statistic (the approximate bound
+of §4.6 for CVB, the training perplexity for CVB0) is compared with the previous one.
 The NumPy twin is ``tests/reference/cvb.py``.
 
 Evaluation (§11.2, §4.7): phi-hat = (beta + m_kw)/(V beta + m_k); a test document is folded in
@@ -26,7 +26,7 @@ from topictk._cy.special import psi1
 from topictk.config.schema import Option
 from topictk.corpus.store import Documents
 from topictk.errors import NumericalError
-from topictk.inference import _cvb
+from topictk.inference.variational import _cvb
 from topictk.inference.base import (
     StepInfo,
     Traits,
@@ -34,10 +34,10 @@ from topictk.inference.base import (
     resolve_chunks,
     warn_idle_threads,
 )
-from topictk.inference.cvb_shards import ShardedCVB0
+from topictk.inference.variational.cvb_shards import ShardedCVB0
 from topictk.inference.perplexity import csr_arrays, mixture_probabilities
 from topictk.inference.registry import register
-from topictk.inference.variational import VariationalDriver, doc_lengths
+from topictk.inference.variational.template import VariationalDriver, doc_lengths
 from topictk.state.variational import CVBState
 from topictk.streams import Streams
 

@@ -91,7 +91,7 @@ def cvb0_shard_sweep(shard: CVBShard, settings: IterationSettings, m_kw: np.ndar
     at the start of the iteration (docs/algorithms.md §4.4). Returns the shard's new state and
     (per chunk in order, its change of m_kw (encoded) and of m_k; [kernel seconds]; peak
     memory). With ``settings.whole`` (the run's only chunk) the chunk's fields come back."""
-    from topictk.inference import _cvb
+    from topictk.inference.variational import _cvb
     indptr, indices, counts = _shard_pairs(settings.store, spec)
     mu, m_dk = shard.mu.copy(), shard.m_dk.copy()
     m_k = settings.m_k
@@ -116,7 +116,7 @@ def cvb0_shard_fields(shard: CVBShard, m_kw: np.ndarray | None, shape: tuple[int
     """The fields recomputed from mu (runs on a worker): the shard's m_dk from scratch, and its
     pairs added to the word fields ``m_kw`` of the shards before it (None: the first shard).
     Returns the shard's new state and the word fields so far."""
-    from topictk.inference import _cvb
+    from topictk.inference.variational import _cvb
     indptr, indices, counts = _shard_pairs(store, spec)
     m_kw = np.zeros(shape) if m_kw is None else m_kw.copy()
     m_dk = np.empty_like(shard.m_dk)
@@ -161,7 +161,7 @@ class ShardedCVB0(Shards):
     def refresh(self, m_kw: np.ndarray, m_k: np.ndarray) -> None:
         """The fields recomputed from mu, as on one machine: each shard its m_dk, and the word
         fields summed shard after shard in pair order (worker to worker), m_k on the driver."""
-        from topictk.inference import _cvb
+        from topictk.inference.variational import _cvb
         with lost_as("while the fields were recomputed"):
             partials: list = []      # each shard's task adds to the previous shard's sums
             outs = self.submit_step(cvb0_shard_fields, lambda s: (

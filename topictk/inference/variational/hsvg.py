@@ -1,11 +1,11 @@
 """Hybrid stochastic variational-Gibbs inference for LDA (Mimno, Hoffman & Blei 2012).
 
 docs/algorithms.md §6. The global q(phi_k) = Dir(lambda_k) and its schedule are those of online VB
-(:class:`topictk.inference.ovb.OVBDriver`: epochs, rho_t, the lazy lambda update, optional eta);
-the local step replaces the variational E-step by Gibbs sampling of each document's topics with
-theta collapsed, p(z = k) proportional to (alpha_k + n_dk) exp(E log phi_kw), run by the shared
-mini-batch kernel :mod:`topictk.inference._minibatch`. The lambda update touches only the
-(w, k) entries sampled in the batch.
+(:class:`topictk.inference.variational.ovb.OVBDriver`: epochs, rho_t, the lazy lambda update,
+optional eta); the local step replaces the variational E-step by Gibbs sampling of each document's
+topics with theta collapsed, p(z = k) proportional to (alpha_k + n_dk) exp(E log phi_kw), run by
+the shared mini-batch kernel :mod:`topictk.inference._minibatch`. The lambda update touches only
+the (w, k) entries sampled in the batch.
 """
 from __future__ import annotations
 
@@ -22,11 +22,11 @@ from topictk.inference.minibatch import (
     minibatch_options,
     step_size,
 )
-from topictk.inference.ovb import OVBDriver
+from topictk.inference.variational.ovb import OVBDriver
 from topictk.inference.registry import register
 from topictk.inference.perplexity import mixture_probabilities
 from topictk.inference.sampled import TRAIN_HELDOUT_PASS, cluster_fold_in, evaluation_plan
-from topictk.inference.variational import ESTEP_OPTIONS, expected_log_topics
+from topictk.inference.variational.template import ESTEP_OPTIONS, expected_log_topics
 from topictk.state.variational import OnlineState
 from topictk.streams import Streams
 

@@ -7,7 +7,8 @@ docs/algorithms.md §5. One training step is one mini-batch update t:
   permutation per epoch keyed by the main stream (1,); the last short batch is dropped), read
   row by row from the memory-mapped store -- the corpus is never loaded whole;
 * the E-step of §3.2, cold-started, for every document of the batch (Cython kernel
-  :func:`topictk.inference._vb.e_step`), with E[ln phi] computed for the batch's words only;
+  :func:`topictk.inference.variational._vb.e_step`), with E[ln phi] computed for the batch's
+  words only;
 * the natural-gradient step lambda <- (1 - rho_t) lambda + rho_t (eta + R_B SS) with
   rho_t = min(1, (tau0 + t)^-kappa) (Hoffman's tau0 and kappa), done lazily:
   lambda = offset + scale * lam_tilde, so a step costs O(K V_B), not O(K V);
@@ -43,7 +44,7 @@ from topictk.inference.minibatch import batch_sizes, step_size
 from topictk.inference.perplexity import mixture_probabilities
 from topictk.inference.hyper import resolve_alpha
 from topictk.inference.registry import register
-from topictk.inference.variational import (
+from topictk.inference.variational.template import (
     ALPHA_MAX,
     ALPHA_MIN,
     ESTEP_OPTIONS,

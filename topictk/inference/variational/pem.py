@@ -14,16 +14,18 @@ otherwise T):
 1. E-step of every particle with (phi, alpha) fixed: the §3.2 coordinate ascent with tempered
    responsibilities mu proportional to exp((Elogtheta + ln phi) / T), warm-started from the
    particle's previous gamma (``estep_start``). At T = 1 this is exactly the VB kernel
-   :func:`topictk.inference._vb.e_step`, so P = 1, T = 1 reproduces unsmoothed VB-EM bit for
-   bit (§10 oracle a); other temperatures use :func:`topictk.inference._pem.e_step_tempered`
-   (T = 0: hard assignment to the arg-max topic, §10.3).
+   :func:`topictk.inference.variational._vb.e_step`, so P = 1, T = 1 reproduces unsmoothed VB-EM bit
+   for bit (§10 oracle a); other temperatures use
+   :func:`topictk.inference.variational._pem.e_step_tempered` (T = 0: hard assignment to the arg-max
+   topic, §10.3).
 2. omega_dp = softmax_p(l_pd / T) (one-hot on the document's best particle at T = 0), the
    exact maximiser of L_T in omega_d -- the corrected, per-document form of the slides' eq. 2.
 3. The EM stopping rule on L_T (relative change < ``tol``) is checked before the M-step (§3.5),
    between iterations of the same T.
 4. M-step: phi_kw proportional to max(sum_p sum_d omega_dp n_dw mu_pdwk, 1e-100) (a second,
    weighted statistics pass over every particle); with ``model.alpha: auto`` the Newton step of
-   §3.4 on S_k = sum_p sum_d omega_dp Elogtheta_pdk (:func:`topictk.inference.vb.optimize_alpha`).
+   §3.4 on S_k = sum_p sum_d omega_dp Elogtheta_pdk
+   (:func:`topictk.inference.variational.vb.optimize_alpha`).
 
 At a fixed T no step decreases L_T (logged per token as ``train_bound_per_token``); the bound of
 every document's best particle is logged as ``best_bound_per_token`` and particles that collapse
@@ -54,12 +56,12 @@ from topictk import streams as keys
 from topictk.config.schema import Option
 from topictk.errors import ConfigError, NumericalError
 from topictk.limits import available_memory
-from topictk.inference import _pem
+from topictk.inference.variational import _pem
 from topictk.inference.base import EvaluationSet, Traits
 from topictk.inference.hyper import resolve_alpha
 from topictk.inference.perplexity import csr_arrays, mixture_probabilities
 from topictk.inference.registry import register
-from topictk.inference.variational import (
+from topictk.inference.variational.template import (
     ESTEP_OPTIONS,
     PHI_FLOOR,
     START,

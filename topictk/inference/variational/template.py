@@ -1,7 +1,7 @@
 """What the variational drivers (vb, cvb, cvb0, ovb, hsvg, pem) share: the Dirichlet alpha
-updates (docs/algorithms.md §3.4), the expected log topics and the document E-step (§3.2, kernel
-:mod:`topictk.inference._vb`), the cold-started fold-in of test documents (§11.2) and the
-options of the E-step.
+updates (docs/algorithms.md §3.4), the expected log topics and the document E-step (§3.2,
+kernel :mod:`topictk.inference.variational._vb`), the cold-started fold-in of test documents
+(§11.2) and the options of the E-step.
 """
 from __future__ import annotations
 
@@ -16,7 +16,7 @@ from scipy.special import digamma, gammaln, polygamma
 from topictk.config.schema import Option
 from topictk.corpus.batches import gather_rows
 from topictk.corpus.store import Documents
-from topictk.inference import _vb
+from topictk.inference.variational import _vb
 from topictk.inference.base import Driver, EvaluationSet, FoldInPlan, MemorySizes, StepInfo
 from topictk.inference.cluster import ClusterTask, StoreRef, map_merge, runs, worker_threads
 from topictk.inference.perplexity import csr_arrays, mixture_probabilities
@@ -154,8 +154,8 @@ START = {"cold": 0, "warm": 1, "best": 2}
 def e_step(indptr, indices, counts, B, shift, alpha, gamma, *, start: str, tol: float,
            max_iter: int, threads: int, sstats=None, doc_bound=None, iterations=None,
            pair_z=None, doc_a=None) -> None:
-    """Call the E-step kernel with checked dtypes (see :func:`topictk.inference._vb.e_step`);
-    ``start`` is cold, warm or best."""
+    """Call the E-step kernel with checked dtypes (see
+    :func:`topictk.inference.variational._vb.e_step`); ``start`` is cold, warm or best."""
     _vb.e_step(indptr, indices, counts, B, shift, np.ascontiguousarray(alpha, dtype=np.float64),
                gamma, START[start], float(tol), int(max_iter), sstats, doc_bound, iterations,
                int(threads), pair_z=pair_z, doc_a=doc_a)

@@ -1,7 +1,7 @@
 """Batch variational Bayes with variational EM for LDA (Blei, Ng & Jordan 2003).
 
-docs/algorithms.md §3. One training step is one EM iteration: the E-step of every document
-(kernel :func:`topictk.inference._vb.e_step`, whole documents under ``nogil``, OpenMP over
+docs/algorithms.md §3. One training step is one EM iteration: the E-step of every document (kernel
+:func:`topictk.inference.variational._vb.e_step`, whole documents under ``nogil``, OpenMP over
 documents), the exact ELBO of that E-step (logged per token as ``train_bound_per_token``), the
 M-step for lambda (or phi when ``inference.smoothed`` is false) and, with ``model.alpha: auto``,
 Newton steps for an asymmetric alpha (§3.4). The NumPy twin is ``tests/reference/vb.py``.
@@ -40,7 +40,7 @@ from topictk.errors import NumericalError
 from topictk.inference.base import Traits
 from topictk.inference.hyper import resolve_alpha
 from topictk.inference.registry import register
-from topictk.inference.variational import (
+from topictk.inference.variational.template import (
     ESTEP_OPTIONS,
     PHI_FLOOR,
     BatchEMDriver,
