@@ -281,7 +281,7 @@ MUTATIONS: list[Mutation] = [
       "            if n > n_obs:\n                pn += p",
       "off-by-one", (L2R,)),
     M("special-trigamma-as-digamma", "topictk/_cy/special.pyx",
-      "o[i] = trigamma(a[i])", "o[i] = digamma(a[i])",
+      "return _elementwise(x, trigamma)", "return _elementwise(x, digamma)",
       "swapped function", (SPECIAL,)),
     # ------------------------------------------------------------------ global updates
     M("sgrld-rescaling-dropped", "topictk/inference/sgrld/driver.py",
