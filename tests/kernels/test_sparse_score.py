@@ -1,6 +1,9 @@
 """Scoring a sample kept as non-zero counts (topictk.inference.gibbs._sparse_score, §2.9, §11.2):
 the same numbers, bit for bit, as the dense path (phi-hat formed, the Gibbs fold-in of
-_heldout.fold_in_theta, _heldout.mixture_probabilities), and as its NumPy twin."""
+_heldout.fold_in_theta, _heldout.mixture_probabilities), and as its NumPy twin; with the word
+terms of §2.10/§2.11 (an overlay of the word prior, a given phi) too, the twin's phi-hat being
+tests/reference/gibbs.py's WordTerm.matrix, and the terms change the scores as the equations
+say."""
 from __future__ import annotations
 
 from types import SimpleNamespace
@@ -9,11 +12,14 @@ import numpy as np
 import pytest
 
 from tests.kernels._kernel import even_bounds, random_corpus, stream
+from tests.kernels.test_gibbs_word_term import random_overlay, random_phi
+from tests.reference import gibbs as ref
 from tests.reference.gibbs import fold_in_heldout
 from topictk.inference.gibbs import _sparse_score
 from topictk.inference.base import FoldInPlan, gibbs_fold_in
 from topictk.inference.perplexity import mixture_probabilities
 from topictk.inference.gibbs.warp import (
+    sample_rows,
     sparse_counts,
     sparse_fold_in,
     sparse_fold_in_theta,
@@ -163,3 +169,195 @@ def test_bad_arguments_raise():
             docs.heldout.indices, sample["nkw_ptr"], sample["nkw_topic"], sample["nkw_count"],
             sample["nk"], BETA, np.full(K, 0.1), 2, 1, even_bounds(5, 2), [stream(0, 4, 0)],
             active, np.empty(docs.heldout.indices.size), 1)
+
+
+# ---------------------------------------------------------------- the word terms (§2.10, §2.11)
+
+def _term(kind: str, rng: np.random.Generator) -> dict:
+    """The kernels' keyword arguments of an overlay or a given phi (K x V) over this file's
+    V words and K topics."""
+    if kind == "overlay":
+        return random_overlay(rng, V, K)
+    return {"phi": random_phi(rng, V, K)}
+
+
+def _twin_matrix(sample: dict, term: dict) -> np.ndarray:
+    """The twin's word-major phi-hat of the sample under ``term``."""
+    return ref.WordTerm(BETA, V, K, **term).matrix(dense_counts(sample, "nkw", K), sample["nk"])
+
+
+def _kernel_fold_in(sample, alpha, docs, plan, term, theta_out=None) -> np.ndarray:
+    """fold_in_probabilities under ``term``, as ``sparse_fold_in`` calls it."""
+    out = np.empty(docs.heldout.indices.size)
+    _sparse_score.fold_in_probabilities(
+        docs.observed.doc_ptr, docs.observed.words, docs.heldout.indptr, docs.heldout.indices,
+        *sample_rows(sample, "nkw"), sample["nk"], BETA, alpha, plan.sweeps, plan.burn_in,
+        plan.bounds, plan.streams, plan.active_flags(docs.observed.n_docs), out, plan.threads,
+        theta_out, **term)
+    return out
+
+
+def _kernel_mixture(sample, alpha, heldout, threads, term) -> np.ndarray:
+    """mixture_probabilities (Protocol B) under ``term``, as ``sparse_mixture`` calls it."""
+    out = np.empty(heldout.indices.size)
+    _sparse_score.mixture_probabilities(
+        heldout.indptr, heldout.indices, *sample_rows(sample, "ndk"), alpha, float(alpha.sum()),
+        *sample_rows(sample, "nkw"), sample["nk"], BETA, out, threads, **term)
+    return out
+
+
+def _protocol_b_theta(sample, alpha) -> np.ndarray:
+    """theta-hat of the sample's documents from n_dk, as the dense Protocol B forms it."""
+    ndk = dense_counts(sample, "ndk", K).astype(np.float64)
+    return (ndk + alpha) / (ndk.sum(axis=1, keepdims=True) + alpha.sum())
+
+
+@pytest.mark.parametrize("kind", ["overlay", "phi"])
+@pytest.mark.parametrize("n_chunks,threads", [(1, 1), (3, 2)])
+def test_fold_in_with_word_term_equals_the_twin(seed, kind, n_chunks, threads):
+    """With an overlay or a given phi, p-hat and theta-hat equal the twin's (the fold-in of
+    tests/reference/gibbs.py on WordTerm.matrix) and the dense path's on that matrix, bit for
+    bit, and the streams end where the dense path leaves them."""
+    rng = np.random.default_rng(seed)
+    sample = _sample(rng, topics_used=K - 2)
+    a = rng.uniform(0.02, 0.8, K)
+    docs = _documents(rng, 17)
+    term = _term(kind, rng)
+    weights = _twin_matrix(sample, term)
+    active = (np.diff(docs.heldout.indptr) > 0).astype(np.uint8)
+    theta = np.empty((17, K))
+    plan = _plan(seed, 17, n_chunks, 5, 2, threads, active)
+    got = _kernel_fold_in(sample, a, docs, plan, term, theta)
+    bounds = even_bounds(17, n_chunks)
+    rngs = [np.random.Generator(stream(seed, 4, c)) for c in range(n_chunks)]
+    want = fold_in_heldout(docs.observed.doc_ptr, docs.observed.words, docs.heldout.indptr,
+                           docs.heldout.indices, weights, weights, a, 5, 2, bounds, rngs)
+    np.testing.assert_array_equal(got, want)
+    dense_plan = _plan(seed, 17, n_chunks, 5, 2, threads, active)
+    dense_theta = gibbs_fold_in(weights, a, docs.observed.doc_ptr, docs.observed.words,
+                                dense_plan)
+    np.testing.assert_array_equal(theta, dense_theta)
+    np.testing.assert_array_equal(
+        got, mixture_probabilities(docs.heldout, dense_theta, weights, threads))
+    for a_stream, b_stream in zip(plan.streams, dense_plan.streams):
+        assert a_stream.state == b_stream.state
+
+
+@pytest.mark.parametrize("kind", ["overlay", "phi"])
+@pytest.mark.parametrize("threads", [1, 2])
+def test_protocol_b_mixture_with_word_term_equals_the_dense_path(seed, kind, threads):
+    """Protocol B's p-hat under an overlay or a given phi: the dense theta-hat mixed with the
+    twin's matrix, bit for bit."""
+    rng = np.random.default_rng(seed)
+    sample = _sample(rng, topics_used=K - 1)
+    alpha = rng.uniform(0.05, 0.5, K)
+    docs = _documents(rng, sample["ndk_ptr"].size - 1)
+    term = _term(kind, rng)
+    want = mixture_probabilities(docs.heldout, _protocol_b_theta(sample, alpha),
+                                 _twin_matrix(sample, term), 1)
+    np.testing.assert_array_equal(_kernel_mixture(sample, alpha, docs.heldout, threads, term),
+                                  want)
+
+
+def test_an_overlay_without_entries_is_the_symmetric_prior(seed):
+    """An overlay with no entry scores as no overlay, bit for bit (fold-in and Protocol B)."""
+    rng = np.random.default_rng(seed)
+    sample = _sample(rng)
+    a = rng.uniform(0.05, 0.5, K)
+    docs = _documents(rng, sample["ndk_ptr"].size - 1)
+    empty = {"prior_ptr": np.zeros(V + 1, np.int64), "prior_topic": np.zeros(0, np.int32),
+             "prior_extra": np.zeros(0)}
+    active = (np.diff(docs.heldout.indptr) > 0).astype(np.uint8)
+    n = active.size
+    np.testing.assert_array_equal(
+        _kernel_fold_in(sample, a, docs, _plan(seed, n, 2, 4, 1, 1, active), empty),
+        _kernel_fold_in(sample, a, docs, _plan(seed, n, 2, 4, 1, 1, active), {}))
+    np.testing.assert_array_equal(_kernel_mixture(sample, a, docs.heldout, 1, empty),
+                                  _kernel_mixture(sample, a, docs.heldout, 1, {}))
+
+
+def test_word_terms_change_protocol_b_as_the_equations_say(seed):
+    """p-hat(w | d) = sum_k theta-hat_dk (n_kw + beta + o_wk) / (n_k + beta-bar_k) with an
+    overlay, sum_k theta-hat_dk phi[k, w] with a given phi, from the formulas themselves (and
+    not the symmetric prior's numbers)."""
+    rng = np.random.default_rng(seed)
+    sample = _sample(rng)
+    alpha = rng.uniform(0.05, 0.5, K)
+    docs = _documents(rng, sample["ndk_ptr"].size - 1)
+    theta = _protocol_b_theta(sample, alpha)
+    nkw = dense_counts(sample, "nkw", K).astype(np.float64)
+    o = np.zeros((V, K))
+    o[[3, 3, 10], [2, 5, 0]] = [40.0, 0.5, 3.0]
+    ptr = np.concatenate([[0], np.cumsum((o > 0).sum(axis=1))]).astype(np.int64)
+    overlay = {"prior_ptr": ptr, "prior_topic": np.nonzero(o)[1].astype(np.int32),
+               "prior_extra": o[o > 0]}
+    phi = random_phi(rng, V, K)
+    d_of = np.repeat(np.arange(docs.heldout.indptr.size - 1), np.diff(docs.heldout.indptr))
+    w_of = docs.heldout.indices
+    phi_hat_o = (nkw + BETA + o) / (sample["nk"] + V * BETA + o.sum(axis=0))
+    with_overlay = _kernel_mixture(sample, alpha, docs.heldout, 1, overlay)
+    np.testing.assert_allclose(
+        with_overlay, np.einsum("ek,ek->e", theta[d_of], phi_hat_o[w_of]), rtol=1e-12)
+    np.testing.assert_allclose(_kernel_mixture(sample, alpha, docs.heldout, 1, {"phi": phi}),
+                               np.einsum("ek,ke->e", theta[d_of], phi[:, w_of]), rtol=1e-12)
+    plain = _kernel_mixture(sample, alpha, docs.heldout, 1, {})
+    assert np.all(np.abs(with_overlay - plain)[w_of == 3] > 1e-6)
+
+
+def test_word_terms_change_the_fold_in_as_the_equations_say(seed):
+    """A given phi whose every column has one topic forces each token to its word's topic, so
+    theta-hat_dk = (tokens of d whose word is k's + alpha_k) / (N_d + alpha.) exactly. With
+    n_k = 1e9 and an overlay of 1e9 on (word 3, topic 2), phi-hat of word 3 is 1/2 in topic 2
+    and below 1e-7 elsewhere, so the tokens of a document of word 3 alone all go to topic 2:
+    theta-hat_d = (N_d [k = 2] + alpha_k) / (N_d + alpha.) (odds of one miss in the run
+    below 1e-3)."""
+    rng = np.random.default_rng(seed)
+    sample = _sample(rng)
+    a = rng.uniform(0.05, 0.5, K)
+    docs = _documents(rng, 9)
+    owner = rng.integers(0, K, V)
+    phi = np.zeros((K, V))
+    phi[owner, np.arange(V)] = 1.0
+    active = np.ones(9, np.uint8)
+    theta = np.empty((9, K))
+    _kernel_fold_in(sample, a, docs, _plan(seed, 9, 2, 3, 1, 1, active), {"phi": phi}, theta)
+    obs = docs.observed
+    for d in range(9):
+        toks = owner[obs.words[obs.doc_ptr[d]:obs.doc_ptr[d + 1]]]
+        want = (np.bincount(toks, minlength=K) + a) / (toks.size + a.sum())
+        np.testing.assert_allclose(theta[d], want, rtol=1e-12)
+    obs.words[obs.doc_ptr[4]:obs.doc_ptr[5]] = 3
+    overlay = {"prior_ptr": np.concatenate([np.zeros(4, np.int64), np.ones(V - 3, np.int64)]),
+               "prior_topic": np.array([2], np.int32), "prior_extra": np.array([1e9])}
+    heavy = {**sample, "nk": np.full(K, 10**9, np.int64)}
+    _kernel_fold_in(heavy, a, docs, _plan(seed, 9, 2, 3, 1, 1, active), overlay, theta)
+    n_4 = obs.doc_ptr[5] - obs.doc_ptr[4]
+    np.testing.assert_allclose(theta[4], (n_4 * (np.arange(K) == 2) + a) / (n_4 + a.sum()),
+                               rtol=1e-12)
+
+
+def test_bad_word_terms_raise():
+    """An overlay with a given phi, a partial or malformed overlay, a phi of the wrong shape
+    or without mass in a word's column are refused, by both kernels."""
+    rng = np.random.default_rng(0)
+    sample = _sample(rng)
+    a = np.full(K, 0.1)
+    docs = _documents(rng, sample["ndk_ptr"].size - 1)
+    n = docs.observed.n_docs
+    overlay = random_overlay(rng, V, K)
+    phi = random_phi(rng, V, K)
+    no_mass = phi.copy()
+    no_mass[:, 4] = 0.0
+    wrong_topic = {**overlay, "prior_topic": np.full_like(overlay["prior_topic"], K)}
+    cases = [({**overlay, "phi": phi}, "replaces"),
+             ({"prior_ptr": overlay["prior_ptr"]}, "needs prior_ptr"),
+             ({**overlay, "prior_ptr": overlay["prior_ptr"][:-1]}, "row offsets"),
+             (wrong_topic, "ascending topics"),
+             ({"phi": phi[:, :-1].copy()}, "phi needs"),
+             ({"phi": no_mass}, "no mass")]
+    for term, message in cases:
+        plan = _plan(0, n, 1, 2, 1, 1, np.ones(n, np.uint8))
+        with pytest.raises(ValueError, match=message):
+            _kernel_fold_in(sample, a, docs, plan, term)
+        with pytest.raises(ValueError, match=message):
+            _kernel_mixture(sample, a, docs.heldout, 1, term)

@@ -111,6 +111,20 @@ class WordTerm:
                     self.extra[w].append((k, o))
                     self.bbar[k] += o
 
+    def matrix(self, nkw, nk):
+        """The word term of every (w, k), word-major (V, K), as the dense path forms phi-hat
+        from the counts ``nkw`` (V, K) and ``nk``: ((n_kw + beta) + o[w, k]) / (n_k +
+        beta-bar_k), or phi[k, w] of a given phi (the counts unread)."""
+        if self.phi is not None:
+            return np.ascontiguousarray(np.asarray(self.phi, dtype=np.float64).T)
+        out = np.asarray(nkw).astype(np.float64)
+        out += self.beta
+        for w, entries in enumerate(self.extra):
+            for k, o in entries:
+                out[w, k] += o
+        out /= np.asarray(nk) + np.asarray(self.bbar)
+        return out
+
 
 def _term(term, nkw, beta):
     return term if term is not None else WordTerm(beta, nkw.shape[0], nkw.shape[1])
