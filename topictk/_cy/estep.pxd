@@ -21,7 +21,9 @@ from libc.stdlib cimport free, malloc
 
 from libc.math cimport exp
 
+from topictk._cy.alloc cimport longest_row
 from topictk._cy.special cimport digamma, lngamma
+from topictk._cy.views cimport bind_matrix, bind_vector
 
 # A wave of documents stages at most this many doubles (or one document, when that is larger).
 cdef enum:
@@ -77,49 +79,38 @@ cdef struct EStepRun:
     Py_ssize_t stage_per_doc    # ... plus stage_per_doc
 
 
+cdef inline int bind_block(EStepRun* run, const int64_t[::1] indptr,
+                           const int32_t[::1] indices, const int32_t[::1] counts,
+                           double[:, ::1] gamma, int start, int max_iter,
+                           int threads) except -1:
+    """Point ``run`` at a CSR block of D_b rows and its gamma (D_b, K), with the settings every
+    E-step takes; gamma's rows checked against the block's."""
+    run.D = indptr.shape[0] - 1
+    run.K = gamma.shape[1]
+    if gamma.shape[0] != run.D:
+        raise ValueError(f"gamma has {gamma.shape[0]} rows for {run.D} documents")
+    run.start = start
+    run.max_iter = max_iter
+    run.threads = threads
+    run.indptr = &indptr[0]
+    run.indices = &indices[0] if indices.shape[0] > 0 else NULL
+    run.counts = &counts[0] if counts.shape[0] > 0 else NULL
+    run.gamma = &gamma[0, 0] if run.D > 0 else NULL
+    return 0
+
+
 cdef inline int set_outputs(EStepRun* run, object sstats, object doc_bound, object iterations,
                             Py_ssize_t V_b, object pair_z=None, Py_ssize_t M=0,
                             object doc_a=None) except -1:
     """Check the optional outputs against the block (D, K, V_b, M entries) and point ``run``
     at them."""
-    cdef double[:, ::1] ss_v, a_v
-    cdef double[::1] bound_v, z_v
-    cdef int32_t[::1] iter_v
-    run.sstats = NULL
-    run.doc_bound = NULL
-    run.iterations = NULL
-    run.pair_z = NULL
-    run.doc_a = NULL
-    if sstats is not None:
-        ss_v = sstats
-        if ss_v.shape[0] != V_b or ss_v.shape[1] != run.K:
-            raise ValueError("sstats must be (V_b, K)")
-        if V_b > 0:
-            run.sstats = &ss_v[0, 0]
-    if doc_bound is not None:
-        bound_v = doc_bound
-        if bound_v.shape[0] != run.D:
-            raise ValueError("doc_bound must have one entry per document")
-        if run.D > 0:
-            run.doc_bound = &bound_v[0]
-    if iterations is not None:
-        iter_v = iterations
-        if iter_v.shape[0] != run.D:
-            raise ValueError("iterations must have one entry per document")
-        if run.D > 0:
-            run.iterations = &iter_v[0]
-    if pair_z is not None:
-        z_v = pair_z
-        if z_v.shape[0] != M:
-            raise ValueError("pair_z must have one entry per CSR entry")
-        if M > 0:
-            run.pair_z = &z_v[0]
-    if doc_a is not None:
-        a_v = doc_a
-        if a_v.shape[0] != run.D or a_v.shape[1] != run.K:
-            raise ValueError("doc_a must be (D_b, K)")
-        if run.D > 0 and run.K > 0:
-            run.doc_a = &a_v[0, 0]
+    bind_matrix(&run.sstats, sstats, V_b, run.K, "sstats must be (V_b, K)")
+    bind_vector[double](&run.doc_bound, doc_bound, run.D,
+                        "doc_bound must have one entry per document")
+    bind_vector[int32_t](&run.iterations, iterations, run.D,
+                         "iterations must have one entry per document")
+    bind_vector[double](&run.pair_z, pair_z, M, "pair_z must have one entry per CSR entry")
+    bind_matrix(&run.doc_a, doc_a, run.D, run.K, "doc_a must be (D_b, K)")
     if run.start < 0 or run.start > 2:
         raise ValueError("start must be 0 (cold), 1 (warm) or 2 (best)")
     if run.threads < 1:
@@ -266,15 +257,6 @@ cdef inline void _stats_wave(const EStepRun* run, DocStats stats, const void* mo
         mine = work + tid * (run.K + run.work_doubles)
         for p in prange(run.threads, schedule="static", chunksize=1):
             _stats_part(run, stats, model, d0, d1, stages, p, mine)
-
-
-cdef inline Py_ssize_t longest_row(const int64_t* indptr, Py_ssize_t D) noexcept nogil:
-    """The most entries of one row (at least 1)."""
-    cdef Py_ssize_t d, n = 1
-    for d in range(D):
-        if indptr[d + 1] - indptr[d] > n:
-            n = indptr[d + 1] - indptr[d]
-    return n
 
 
 cdef inline int run_e_step(const EStepRun* run, DocEStep estep, DocStats stats,

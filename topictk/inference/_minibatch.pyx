@@ -27,9 +27,10 @@ from libc.stdlib cimport free, malloc
 
 from numpy.random cimport bitgen_t
 
-from topictk._cy.alloc cimport checked_alloc as _alloc
+from topictk._cy.alloc cimport checked_alloc as _alloc, longest_row
 from topictk._cy.docsampler cimport alpha_buckets, sample_document_acc
 from topictk._cy.rng cimport bitgen_of
+from topictk._cy.views cimport bind_matrix
 
 
 def local_gibbs(const int64_t[::1] doc_ptr,       # IN  (B + 1) token offsets of the batch
@@ -46,7 +47,7 @@ def local_gibbs(const int64_t[::1] doc_ptr,       # IN  (B + 1) token offsets of
     """Run the local chains of one mini-batch; returns the number of rounding fallbacks."""
     cdef Py_ssize_t B = doc_ptr.shape[0] - 1, K = weights.shape[1], VB = weights.shape[0]
     cdef Py_ssize_t C = chunk_bounds.shape[0] - 1
-    cdef Py_ssize_t c, d, i, t, T, max_len = 1, stride
+    cdef Py_ssize_t c, d, i, t, T, max_len, stride
     cdef bint per_doc_alpha = alpha.shape[0] > 1
     cdef int64_t fallbacks = 0
     cdef bitgen_t** gens
@@ -60,21 +61,13 @@ def local_gibbs(const int64_t[::1] doc_ptr,       # IN  (B + 1) token offsets of
     cdef double* acum = NULL
     cdef int32_t* scratch
     cdef double* weights_buf
-    cdef double[:, ::1] grad_v
     cdef double* grad = NULL
     if len(streams) != C:
         raise ValueError(f"{C} chunks need {C} streams, got {len(streams)}")
     if word_topic.shape[0] != VB or word_topic.shape[1] != K or doc_topic.shape[0] != B:
         raise ValueError("output arrays do not match the batch")
-    if doc_grad is not None:
-        grad_v = doc_grad
-        if grad_v.shape[0] != B or grad_v.shape[1] != K:
-            raise ValueError("doc_grad must be (B, K)")
-        if B > 0:
-            grad = &grad_v[0, 0]
-    for d in range(B):
-        if doc_ptr[d + 1] - doc_ptr[d] > max_len:
-            max_len = doc_ptr[d + 1] - doc_ptr[d]
+    bind_matrix(&grad, doc_grad, B, K, "doc_grad must be (B, K)")
+    max_len = longest_row(&doc_ptr[0], B)
     T = threads if threads >= 1 else 1
     if T > C:
         T = C if C > 0 else 1

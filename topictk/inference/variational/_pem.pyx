@@ -43,16 +43,10 @@ from libc.stdint cimport int32_t, int64_t
 from libc.stdlib cimport free, malloc
 
 from topictk._cy.alloc cimport checked_alloc
-from topictk._cy.estep cimport (
-    WAVE_DOUBLES,
-    DocRow,
-    EStepRun,
-    alpha_term,
-    expelog_theta,
-    run_e_step,
-    set_outputs,
-)
+from topictk._cy.estep cimport (WAVE_DOUBLES, DocRow, EStepRun, alpha_term, bind_block,
+                                expelog_theta, run_e_step, set_outputs)
 from topictk._cy.special cimport lngamma
+from topictk._cy.views cimport bind_matrix
 
 # below this Z a pair is recomputed in log space (see the module docstring)
 cdef double TINY = 1e-250
@@ -287,15 +281,9 @@ def e_step_tempered(const int64_t[::1] indptr,       # IN  (D_b + 1) CSR row off
     cdef const double* LW
     if not temperature >= 0.0:
         raise ValueError(f"temperature must be >= 0; got {temperature}")
-    if gamma.shape[0] != D:
-        raise ValueError(f"gamma has {gamma.shape[0]} rows for {D} documents")
+    bind_block(&run, indptr, indices, counts, gamma, start, max_iter, threads)
     if logweights.shape[1] != K or alpha.shape[0] != K or shift.shape[0] != V_b:
         raise ValueError("logweights, shift, alpha and gamma disagree on K or the word count")
-    run.D = D
-    run.K = K
-    run.start = start
-    run.max_iter = max_iter
-    run.threads = threads
     run.wave_doubles = 0
     run.work_doubles = 5 * K
     run.stage_per_entry = 0
@@ -304,10 +292,6 @@ def e_step_tempered(const int64_t[::1] indptr,       # IN  (D_b + 1) CSR row off
                 doc_a)
     if D == 0 or V_b == 0:
         return
-    run.indptr = &indptr[0]
-    run.indices = &indices[0] if indices.shape[0] > 0 else NULL
-    run.counts = &counts[0] if counts.shape[0] > 0 else NULL
-    run.gamma = &gamma[0, 0]
     LW = &logweights[0, 0]
     W = <double*> malloc(V_b * K * sizeof(double))
     if W == NULL:
@@ -482,7 +466,7 @@ def weighted_statistics(const int64_t[::1] indptr,       # IN  (D_b + 1) CSR row
     cdef double* R = NULL
     cdef double* stages = NULL
     cdef double* mus = NULL
-    cdef double[:, ::1] given
+    cdef double* given = NULL
     cdef double[:, :, ::1] a_given
     cdef const double* LW
     if not temperature >= 0.0:
@@ -493,10 +477,7 @@ def weighted_statistics(const int64_t[::1] indptr,       # IN  (D_b + 1) CSR row
         raise ValueError("pair_z must be (P, M): one row per particle, one entry per CSR entry")
     if logweights.shape[1] != K or sstats.shape[0] != V_b or sstats.shape[1] != K:
         raise ValueError("logweights, sstats and gamma disagree on K or the word count")
-    if expweights is not None:
-        given = expweights
-        if given.shape[0] != V_b or given.shape[1] != K:
-            raise ValueError("expweights must have the shape of logweights")
+    bind_matrix(&given, expweights, V_b, K, "expweights must have the shape of logweights")
     if doc_a is not None:
         a_given = doc_a
         if a_given.shape[0] != P or a_given.shape[1] != D or a_given.shape[2] != K:
@@ -527,14 +508,14 @@ def weighted_statistics(const int64_t[::1] indptr,       # IN  (D_b + 1) CSR row
         stages = <double*> checked_alloc(min(per_wave, P * D) * wp.stage_doubles,
                                          sizeof(double))
         mus = <double*> checked_alloc(threads * (3 * K + 1), sizeof(double))
-        if expweights is None:
+        if given == NULL:
             W = <double*> checked_alloc(V_b * K, sizeof(double))
             with nogil:
                 for i in prange(V_b * K, schedule="static", num_threads=threads):
                     W[i] = exp(LW[i]) if temperature > 0.0 else 0.0
             wp.W = W
         else:
-            wp.W = &given[0, 0]
+            wp.W = given
         wp.R = R
         with nogil:
             for i in prange(V_b * K, schedule="static", num_threads=threads):

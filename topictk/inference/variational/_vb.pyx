@@ -17,15 +17,9 @@ from cython.parallel cimport parallel, prange
 from libc.math cimport exp, fabs, log
 from libc.stdint cimport int32_t, int64_t
 
-from topictk._cy.estep cimport (
-    DocRow,
-    EStepRun,
-    alpha_term,
-    expelog_theta,
-    longest_row,
-    run_e_step,
-    set_outputs,
-)
+from topictk._cy.alloc cimport longest_row
+from topictk._cy.estep cimport (DocRow, EStepRun, alpha_term, bind_block, expelog_theta,
+                                run_e_step, set_outputs)
 from topictk._cy.special cimport digamma, lngamma
 
 
@@ -288,24 +282,14 @@ def e_step(const int64_t[::1] indptr,      # IN  (D_b + 1) CSR row offsets
     cdef Py_ssize_t V_b = expelog.shape[0]
     cdef EStepRun run
     cdef VBModel model
-    if gamma.shape[0] != D:
-        raise ValueError(f"gamma has {gamma.shape[0]} rows for {D} documents")
+    bind_block(&run, indptr, indices, counts, gamma, start, max_iter, threads)
     if expelog.shape[1] != K or alpha.shape[0] != K or shift.shape[0] != V_b:
         raise ValueError("expelog, shift, alpha and gamma disagree on K or the word count")
-    run.D = D
-    run.K = K
-    run.start = start
-    run.max_iter = max_iter
-    run.threads = threads
     run.wave_doubles = wave_doubles
     set_outputs(&run, sstats, doc_bound, iterations, V_b, pair_z, indices.shape[0],
                 doc_a)
     if D == 0:
         return
-    run.indptr = &indptr[0]
-    run.indices = &indices[0] if indices.shape[0] > 0 else NULL
-    run.counts = &counts[0] if counts.shape[0] > 0 else NULL
-    run.gamma = &gamma[0, 0]
     run.work_doubles = 3 * K + longest_row(run.indptr, D)
     run.stage_per_entry = K
     run.stage_per_doc = 0
