@@ -20,7 +20,7 @@ from libc.stdlib cimport free
 
 from numpy.random cimport bitgen_t
 
-from topictk._cy.alloc cimport checked_alloc as _alloc
+from topictk._cy.alloc cimport checked_alloc as _alloc, longest_row
 from topictk._cy.docsampler cimport (
     DocScratch,
     alpha_buckets,
@@ -93,7 +93,7 @@ def fold_in_theta(const int64_t[::1] obs_ptr,     # IN  (D + 1) observed-token o
     """
     cdef Py_ssize_t D = obs_ptr.shape[0] - 1, K = weights.shape[1], V = weights.shape[0]
     cdef Py_ssize_t C = chunk_bounds.shape[0] - 1
-    cdef Py_ssize_t c, d, max_len = 1
+    cdef Py_ssize_t c, d
     cdef FoldIn f
     cdef bitgen_t** gens = NULL
     cdef DocScratch* scratch = NULL
@@ -104,9 +104,6 @@ def fold_in_theta(const int64_t[::1] obs_ptr,     # IN  (D + 1) observed-token o
     if (active.shape[0] != D or theta.shape[0] != D or theta.shape[1] != K
             or alpha.shape[1] != K or (alpha.shape[0] != 1 and alpha.shape[0] != D)):
         raise ValueError("documents, active, alpha and theta do not fit together")
-    for d in range(D):
-        if obs_ptr[d + 1] - obs_ptr[d] > max_len:
-            max_len = obs_ptr[d + 1] - obs_ptr[d]
     if threads < 1:
         threads = 1
     if D == 0:
@@ -128,7 +125,7 @@ def fold_in_theta(const int64_t[::1] obs_ptr,     # IN  (D + 1) observed-token o
         if not f.per_doc_alpha:
             acum = <double*> _alloc(V + 1, sizeof(double))
         f.acum = acum
-        scratch = doc_scratch(threads, max_len, K)
+        scratch = doc_scratch(threads, longest_row(&obs_ptr[0], D), K)
         with nogil:
             if acum != NULL:
                 alpha_buckets(f.weights, f.alpha, V, K, acum)

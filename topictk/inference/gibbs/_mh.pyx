@@ -36,7 +36,7 @@ from libc.string cimport memcpy
 from numpy.random cimport bitgen_t
 
 from topictk._cy.alias cimport alias_build as _alias_build, alias_draw as _alias_draw
-from topictk._cy.alloc cimport checked_alloc as _alloc, free_rows
+from topictk._cy.alloc cimport alloc_rows, checked_alloc as _alloc, free_rows, longest_row
 from topictk._cy.rng cimport bitgen_of, next_uniform, uniform_topic
 from topictk._cy.wordprior cimport (attach_overlay, beta_bar, check_terms, find_topic,
                                     given_term, overlay_term, overlay_value, phi_tables,
@@ -228,6 +228,31 @@ cdef int _word_term_init(Tables* tb, WordTerm* buf, Py_ssize_t rows, Py_ssize_t 
     return 0
 
 
+cdef struct AliasScratch:
+    # every thread's buffers for building alias tables of at most ``longest`` entries: the
+    # weights and the two stacks
+    double** weight             # (threads, longest)
+    int32_t** small             # (threads, K)
+    int32_t** large             # (threads, K)
+
+
+cdef int _alias_scratch_init(AliasScratch* sc, int threads, Py_ssize_t longest,
+                             Py_ssize_t K) except -1:
+    """Allocate ``sc`` (zeroed by the caller, freed by :func:`_alias_scratch_free` also when
+    this raises)."""
+    alloc_rows(<void***> &sc.weight, threads, longest, sizeof(double))
+    alloc_rows(<void***> &sc.small, threads, K, sizeof(int32_t))
+    alloc_rows(<void***> &sc.large, threads, K, sizeof(int32_t))
+    return 0
+
+
+cdef void _alias_scratch_free(AliasScratch* sc, int threads) noexcept nogil:
+    """Free what :func:`_alias_scratch_init` allocated, whether it finished or not."""
+    free_rows(<void**> sc.weight, threads)
+    free_rows(<void**> sc.small, threads)
+    free_rows(<void**> sc.large, threads)
+
+
 cdef void _build_word(const Tables* tb, Py_ssize_t w, const int64_t* word_ptr,
                       const int64_t* word_tokens, const int32_t* z, int32_t* row,
                       int64_t* keys, double* weight, int32_t* small,
@@ -305,9 +330,7 @@ def build_tables(const int64_t[::1] word_ptr,     # IN  (V + 1) offsets into wor
     cdef double* weight = NULL
     cdef int32_t** rows = NULL
     cdef int64_t** keys = NULL
-    cdef double** weights = NULL
-    cdef int32_t** smalls = NULL
-    cdef int32_t** larges = NULL
+    cdef AliasScratch sc = AliasScratch(NULL, NULL, NULL)
     cdef double vbeta = V * beta, q = 0.0
     cdef const int64_t* tokens = &word_tokens[0] if N > 0 else NULL
     cdef const int32_t* zp = &z[0] if N > 0 else NULL
@@ -337,45 +360,24 @@ def build_tables(const int64_t[::1] word_ptr,     # IN  (V + 1) offsets into wor
         check_terms(prior_ptr, prior_topic, prior_extra, None)
         _attach_overlay(&tb, &buf, V, K, beta, prior_ptr, prior_topic, prior_extra, True)
         weight = <double*> _alloc(K, sizeof(double))
-        rows = <int32_t**> _alloc(threads, sizeof(int32_t*), True)
-        keys = <int64_t**> _alloc(threads, sizeof(int64_t*), True)
-        weights = <double**> _alloc(threads, sizeof(double*), True)
-        smalls = <int32_t**> _alloc(threads, sizeof(int32_t*), True)
-        larges = <int32_t**> _alloc(threads, sizeof(int32_t*), True)
-        for tid in range(threads):
-            rows[tid] = <int32_t*> _alloc(K, sizeof(int32_t), True)
-            keys[tid] = <int64_t*> _alloc(longest, sizeof(int64_t))
-            weights[tid] = <double*> _alloc(longest, sizeof(double))
-            smalls[tid] = <int32_t*> _alloc(K, sizeof(int32_t))
-            larges[tid] = <int32_t*> _alloc(K, sizeof(int32_t))
+        alloc_rows(<void***> &rows, threads, K, sizeof(int32_t), True)
+        alloc_rows(<void***> &keys, threads, longest, sizeof(int64_t))
+        _alias_scratch_init(&sc, threads, longest, K)
         with nogil:
             for k in range(K):
                 nk[k] = 0
             for i in range(N):
                 nk[zp[i]] += 1
-            q = _shared_table(&tb, tb.nk, K, beta, vbeta, weight, smalls[0], larges[0])
+            q = _shared_table(&tb, tb.nk, K, beta, vbeta, weight, sc.small[0], sc.large[0])
             with parallel(num_threads=threads):
                 tid = threadid()
                 for w in prange(V, schedule="guided"):
                     _build_word(&tb, w, &word_ptr[0], tokens, zp, rows[tid], keys[tid],
-                                weights[tid], smalls[tid], larges[tid])
+                                sc.weight[tid], sc.small[tid], sc.large[tid])
     finally:
-        for tid in range(threads):
-            if rows != NULL:
-                free(rows[tid])
-            if keys != NULL:
-                free(keys[tid])
-            if weights != NULL:
-                free(weights[tid])
-            if smalls != NULL:
-                free(smalls[tid])
-            if larges != NULL:
-                free(larges[tid])
-        free(rows)
-        free(keys)
-        free(weights)
-        free(smalls)
-        free(larges)
+        free_rows(<void**> rows, threads)
+        free_rows(<void**> keys, threads)
+        _alias_scratch_free(&sc, threads)
         free(weight)
         _word_term_free(&buf)
     return q
@@ -655,11 +657,8 @@ cdef int _mh_workspace_init(MHWorkspace* ws, const MHSweep* sw,
         return 0
     ws.snap_nkw = <int32_t*> _alloc(sw.V * sw.K, sizeof(int32_t))
     ws.snap_nk = <int64_t*> _alloc(sw.K, sizeof(int64_t))
-    ws.own_nkw = <int32_t**> _alloc(ws.threads, sizeof(int32_t*), True)
-    ws.own_nk = <int64_t**> _alloc(ws.threads, sizeof(int64_t*), True)
-    for c in range(ws.threads):
-        ws.own_nkw[c] = <int32_t*> _alloc(sw.V * sw.K, sizeof(int32_t))
-        ws.own_nk[c] = <int64_t*> _alloc(sw.K, sizeof(int64_t))
+    alloc_rows(<void***> &ws.own_nkw, ws.threads, sw.V * sw.K, sizeof(int32_t))
+    alloc_rows(<void***> &ws.own_nk, ws.threads, sw.K, sizeof(int64_t))
     ws.z_old = <int32_t*> _alloc(sw.n_tokens - sw.doc_ptr[chunk_bounds[1]], sizeof(int32_t))
     return 0
 
@@ -881,9 +880,7 @@ def build_count_tables(const int32_t[:, ::1] nkw,  # IN  (V, K) a model's word-t
     cdef Tables tb
     cdef WordTerm buf = WordTerm(NULL, NULL, NULL, NULL, NULL, NULL)
     cdef double q = 0.0
-    cdef double** weights = NULL
-    cdef int32_t** smalls = NULL
-    cdef int32_t** larges = NULL
+    cdef AliasScratch sc = AliasScratch(NULL, NULL, NULL)
     cdef int tid
     if nk.shape[0] != K or rden.shape[0] != K or dense_prob.shape[0] != K:
         raise ValueError("nk, rden and the shared table need one entry per topic")
@@ -909,31 +906,17 @@ def build_count_tables(const int32_t[:, ::1] nkw,  # IN  (V, K) a model's word-t
     try:
         check_terms(prior_ptr, prior_topic, prior_extra, None)
         _attach_overlay(&tb, &buf, V, K, beta, prior_ptr, prior_topic, prior_extra, True)
-        weights = <double**> _alloc(threads, sizeof(double*), True)
-        smalls = <int32_t**> _alloc(threads, sizeof(int32_t*), True)
-        larges = <int32_t**> _alloc(threads, sizeof(int32_t*), True)
-        for tid in range(threads):
-            weights[tid] = <double*> _alloc(K, sizeof(double))
-            smalls[tid] = <int32_t*> _alloc(K, sizeof(int32_t))
-            larges[tid] = <int32_t*> _alloc(K, sizeof(int32_t))
+        _alias_scratch_init(&sc, threads, K, K)
         with nogil:
-            q = _shared_table(&tb, &nk[0], K, beta, V * beta, weights[0], smalls[0], larges[0])
+            q = _shared_table(&tb, &nk[0], K, beta, V * beta, sc.weight[0], sc.small[0],
+                              sc.large[0])
             with parallel(num_threads=threads):
                 tid = threadid()
                 for j in prange(F, schedule="guided"):
-                    _count_word(&tb, j, &nkw[vocab[j], 0], K, weights[tid], smalls[tid],
-                                larges[tid])
+                    _count_word(&tb, j, &nkw[vocab[j], 0], K, sc.weight[tid], sc.small[tid],
+                                sc.large[tid])
     finally:
-        for tid in range(threads):
-            if weights != NULL:
-                free(weights[tid])
-            if smalls != NULL:
-                free(smalls[tid])
-            if larges != NULL:
-                free(larges[tid])
-        free(weights)
-        free(smalls)
-        free(larges)
+        _alias_scratch_free(&sc, threads)
         _word_term_free(&buf)
     return q
 
@@ -1053,14 +1036,11 @@ cdef Py_ssize_t _longest_document(const int64_t[::1] obs_ptr, const int32_t[::1]
                                   Py_ssize_t n_tables) except -1:
     """The most observed tokens of a document (at least 1); refuses a token without a
     table."""
-    cdef Py_ssize_t d, longest = 1
-    for d in range(obs_ptr.shape[0] - 1):
-        if obs_ptr[d + 1] - obs_ptr[d] > longest:
-            longest = obs_ptr[d + 1] - obs_ptr[d]
-    for d in range(obs_words.shape[0]):
-        if obs_words[d] < 0 or obs_words[d] >= n_tables:
+    cdef Py_ssize_t i
+    for i in range(obs_words.shape[0]):
+        if obs_words[i] < 0 or obs_words[i] >= n_tables:
             raise ValueError("an observed token has no table")
-    return longest
+    return longest_row(&obs_ptr[0], obs_ptr.shape[0] - 1)
 
 
 cdef int _fold_scratch_init(FoldScratch* sc, int threads, Py_ssize_t max_len,

@@ -27,6 +27,7 @@ from libc.string cimport memcpy, memset
 
 from numpy.random cimport bitgen_t
 
+from topictk._cy.alloc cimport longest_row
 from topictk._cy.rng cimport bitgen_of, next_uniform
 
 
@@ -53,6 +54,19 @@ cdef inline double _pos(double x) noexcept nogil:
     return x if x > 0.0 else 0.0
 
 
+cdef inline void _add_pair(double* m, double* v, const double* mu, double c,
+                           Py_ssize_t K) noexcept nogil:
+    """One pair's terms added to a row of a field: m += c mu and (unless ``v`` is NULL)
+    v += c mu (1 - mu), c = n_dw."""
+    cdef Py_ssize_t k
+    cdef double g
+    for k in range(K):
+        g = mu[k]
+        m[k] += c * g
+        if v != NULL:
+            v[k] += c * g * (1.0 - g)
+
+
 cdef void _block_fields(const int64_t* indptr, Py_ssize_t D, const int32_t* indices,
                         int64_t M, const int32_t* counts, const double* mu, Py_ssize_t K,
                         double* m_dk, double* v_dk, double* m_kw, double* v_kw,
@@ -62,7 +76,6 @@ cdef void _block_fields(const int64_t* indptr, Py_ssize_t D, const int32_t* indi
     (§4.2): m = sum n_dw mu, v = sum n_dw mu (1 - mu)."""
     cdef Py_ssize_t d, k, w, p, P = threads
     cdef int64_t e
-    cdef double c, g
     cdef bint var = v_dk != NULL
     for d in prange(D, schedule="static", num_threads=threads):
         for k in range(K):
@@ -70,23 +83,13 @@ cdef void _block_fields(const int64_t* indptr, Py_ssize_t D, const int32_t* indi
             if var:
                 v_dk[d * K + k] = 0.0
         for e in range(indptr[d], indptr[d + 1]):
-            c = counts[e]
-            for k in range(K):
-                g = mu[e * K + k]
-                m_dk[d * K + k] += c * g
-                if var:
-                    v_dk[d * K + k] += c * g * (1.0 - g)
+            _add_pair(m_dk + d * K, (v_dk + d * K) if var else NULL, mu + e * K, counts[e], K)
     for p in prange(P, schedule="static", chunksize=1, num_threads=threads):
         for e in range(M):
             w = indices[e]
             if w % P != p:
                 continue
-            c = counts[e]
-            for k in range(K):
-                g = mu[e * K + k]
-                m_kw[w * K + k] += c * g
-                if var:
-                    v_kw[w * K + k] += c * g * (1.0 - g)
+            _add_pair(m_kw + w * K, (v_kw + w * K) if var else NULL, mu + e * K, counts[e], K)
 
 
 cdef void _topic_sums(const double* m_kw, Py_ssize_t V, Py_ssize_t K,
@@ -400,21 +403,19 @@ def fold_in(const int64_t[::1] indptr,     # IN  (D + 1) observed part of each t
     until mean |delta mu| < tol (at most ``max_passes`` passes). Start: mu_dw proportional to
     alpha_k phi_wk (deterministic). Equivalent to ``tests/reference/cvb.py::fold_in``."""
     cdef Py_ssize_t D = indptr.shape[0] - 1, K = phi.shape[1]
-    cdef Py_ssize_t d, max_pairs = 1
+    cdef Py_ssize_t d, max_pairs
     cdef double* mu
     cdef double* md
     cdef double* mus
     cdef double* mds
     if theta.shape[0] != D or theta.shape[1] != K or alpha.shape[0] != K:
         raise ValueError("theta, phi and alpha do not fit together")
-    for d in range(D):
-        if indptr[d + 1] - indptr[d] > max_pairs:
-            max_pairs = indptr[d + 1] - indptr[d]
     if threads < 1:
         threads = 1
     if D == 0:
         return
     # every thread's buffers (mu of its longest document, m_d.), allocated before the loop
+    max_pairs = longest_row(&indptr[0], D)
     mus = <double*> malloc(threads * max_pairs * K * sizeof(double))
     mds = <double*> malloc(threads * K * sizeof(double))
     if mus == NULL or mds == NULL:
