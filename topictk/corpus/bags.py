@@ -21,14 +21,17 @@ import numpy as np
 from topictk.corpus.readers import (
     COUNT_MAX,
     BagOfWords,
+    EntryWording,
     _check_entries,
     _check_memory,
     check_document_count,
-    _open_binary,
     _to_csr,
+    entry_triples,
+    input_vocab_path,
     read_vocab,
+    read_whole,
 )
-from topictk.errors import CorpusError, CorpusUsageError
+from topictk.errors import CorpusError
 
 # vocabulary files other tools write beside a corpus file NAME: gensim's BleiCorpus NAME.vocab,
 # the lda package's NAME-without-suffix.tokens, or a vocab.txt
@@ -47,24 +50,15 @@ def find_vocab(path: Path) -> Path | None:
 
 
 def _vocabulary(path: Path, vocab_path: str | None, what: str) -> list[str]:
-    if not path.exists():
-        raise CorpusUsageError(f"{path}: no such file; check the input path")
-    found = Path(vocab_path) if vocab_path else find_vocab(path)
-    if found is None:
-        raise CorpusUsageError(f"{path}: {what} input needs its vocabulary (one word per line); "
-                               f"add --vocab FILE")
-    return read_vocab(found)
+    """The words of the vocabulary of a ``what`` input (given, or found beside it)."""
+    return read_vocab(input_vocab_path(path, vocab_path, find_vocab,
+                                       f"{what} input needs its vocabulary (one word per "
+                                       f"line); add --vocab FILE"))
 
 
 def _read(path: Path) -> bytes:
-    with _open_binary(path) as stream:
-        try:
-            raw = stream.read()
-        except (OSError, EOFError) as exc:
-            raise CorpusError(f"{path}: cannot be read ({exc}); the file looks truncated") from None
-    if b"\x00" in raw:
-        raise CorpusError(f"{path}: looks like a binary file, not a text bag-of-words file")
-    return raw
+    """The whole file, refused when it is cut short or binary."""
+    return read_whole(path, "a text bag-of-words file")
 
 
 def _int(text: bytes, path: Path, line: int, what: str) -> int:
@@ -140,23 +134,21 @@ def _mm_header(raw: bytes, path: Path) -> tuple[int, int, int, int, bytes]:
     return n_docs, n_words, nnz, at + 2, b"\n".join(lines[at + 1:])
 
 
+_MM_ENTRIES = EntryWording(
+    not_numbers="{path}: entry lines must be 'document word count' numbers",
+    not_triples="{path}: the entries hold {size} numbers, not a multiple of 3; every entry "
+                "line must be 'document word count'",
+    wrong_count="{path}:{line}: the size line says {nnz} entries but the file has {rows}; the "
+                "file is truncated or its header is wrong")
+
+
 def read_mm(source: str, vocab_path: str | None) -> BagOfWords:
     """Read a Matrix Market coordinate file (documents as rows, 1-based ids) and its
     vocabulary."""
     path = Path(source)
     vocab = _vocabulary(path, vocab_path, "Matrix Market")
     n_docs, n_words, nnz, first, body = _mm_header(_read(path), path)
-    try:
-        values = np.array(body.split(), dtype=np.float64)
-    except ValueError:
-        raise CorpusError(f"{path}: entry lines must be 'document word count' numbers") from None
-    if values.size % 3:
-        raise CorpusError(f"{path}: the entries hold {values.size} numbers, not a multiple of 3; "
-                          f"every entry line must be 'document word count'")
-    triples = values.reshape(-1, 3)
-    if triples.shape[0] != nnz:
-        raise CorpusError(f"{path}:{first - 1}: the size line says {nnz} entries but the file "
-                          f"has {triples.shape[0]}; the file is truncated or its header is wrong")
+    triples = entry_triples(body, np.float64, nnz, path, _MM_ENTRIES, line=first - 1)
     whole = np.all(triples == np.floor(triples), axis=1)
     if not whole.all():
         line = first + int(np.argmin(whole))

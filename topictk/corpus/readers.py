@@ -11,7 +11,7 @@ import json
 import os
 import re
 import sys
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO
@@ -116,6 +116,13 @@ def _open_binary(path: Path) -> IO[bytes]:
     return open(path, "rb")
 
 
+def open_source(source: str) -> tuple[str, IO[bytes]]:
+    """(name, byte stream) of a file (``.gz`` allowed) or of standard input (``-``)."""
+    if source == "-":
+        return "<stdin>", sys.stdin.buffer
+    return source, _open_binary(Path(source))
+
+
 def _looks_utf16(raw: bytes) -> bool:
     """UTF-16 text: a byte-order mark, or NUL bytes between the letters (on one side of every
     pair), which would otherwise be called binary."""
@@ -159,12 +166,7 @@ _CR_LINE = re.compile(rb"[^\r\n]*(?:\r\n|\n|\r|$)")
 def _numbered_lines(source: str) -> Iterator[tuple[str, int, bytes]]:
     """(name, line number, raw line) of a file (``.gz`` allowed) or of standard input (``-``),
     closing the file and naming it when it cannot be read to the end."""
-    if source == "-":
-        stream: IO[bytes] = sys.stdin.buffer
-        name = "<stdin>"
-    else:
-        stream = _open_binary(Path(source))
-        name = source
+    name, stream = open_source(source)
     try:
         lineno = 0
         for raw in stream:
@@ -353,16 +355,73 @@ def find_uci_vocab(docword: Path) -> Path | None:
     return None
 
 
-def _parse_docword(path: Path) -> tuple[int, int, np.ndarray]:
-    """The header's D and W and the body's ``doc word count`` rows (1-based ids) of a UCI
-    docword file, whose row count must be the header's NNZ."""
+def read_whole(path: Path, kind: str) -> bytes:
+    """Every byte of a file (``.gz`` allowed), refused when it is cut short or holds a NUL
+    byte (``kind`` names the text file expected there)."""
     with _open_binary(path) as stream:
         try:
             raw = stream.read()
         except (OSError, EOFError) as exc:
             raise CorpusError(f"{path}: cannot be read ({exc}); the file looks truncated") from None
     if b"\x00" in raw:
-        raise CorpusError(f"{path}: looks like a binary file, not a UCI docword text file")
+        raise CorpusError(f"{path}: looks like a binary file, not {kind}")
+    return raw
+
+
+@dataclass(frozen=True)
+class EntryWording:
+    """How a bag-of-words format words the three refusals of its entry lines, as templates
+    of ``path``, ``size`` (the numbers read), ``rows`` (the entries they make), ``nnz`` (the
+    entries the header says) and ``line`` (the header's line)."""
+
+    not_numbers: str
+    not_triples: str
+    wrong_count: str
+
+
+def entry_triples(body: bytes, dtype: type, nnz: int, path: Path, wording: EntryWording,
+                  line: int = 0) -> np.ndarray:
+    """The (nnz, 3) ``doc word count`` rows of the whitespace-separated numbers of ``body``,
+    refused (in the format's ``wording``) when one is no number, when they do not make whole
+    rows, or when the rows are not the header's ``nnz``."""
+    try:
+        values = np.array(body.split(), dtype=dtype)
+    except ValueError:
+        raise CorpusError(wording.not_numbers.format(path=path)) from None
+    if values.size % 3:
+        raise CorpusError(wording.not_triples.format(path=path, size=values.size))
+    triples = values.reshape(-1, 3)
+    if triples.shape[0] != nnz:
+        raise CorpusError(wording.wrong_count.format(path=path, rows=triples.shape[0], nnz=nnz,
+                                                     line=line))
+    return triples
+
+
+_UCI_ENTRIES = EntryWording(
+    not_numbers="{path}: body lines must be 'docID wordID count' integers",
+    not_triples="{path}: body has {size} numbers, not a multiple of 3; every line must be "
+                "'docID wordID count'",
+    wrong_count="{path}: header says NNZ = {nnz} but the body has {rows} entries; the file is "
+                "truncated or its header is wrong")
+
+
+def input_vocab_path(path: Path, vocab_path: str | None, find: Callable[[Path], Path | None],
+                     missing: str) -> Path:
+    """The vocabulary file of the bag-of-words input ``path``: ``vocab_path`` when given,
+    else the one ``find`` finds beside it; refuses an input that does not exist and one
+    without a vocabulary (``missing`` says what to do)."""
+    if not path.exists():
+        raise CorpusUsageError(f"{path}: no such file; check the input path")
+    found = Path(vocab_path) if vocab_path else find(path)
+    if found is None:
+        raise CorpusUsageError(f"{path}: {missing}")
+    return found
+
+
+def _parse_docword(path: Path) -> tuple[int, int, np.ndarray]:
+    """The header's D and W and the body's ``doc word count`` rows (1-based ids) of a UCI
+    docword file, whose row count must be the header's NNZ."""
+    raw = read_whole(path, "a UCI docword text file")
     head = raw.split(b"\n", 3)
     if len(head) < 3:
         raise CorpusError(f"{path}: expected three header lines (D, W, NNZ) of a UCI docword file")
@@ -372,18 +431,7 @@ def _parse_docword(path: Path) -> tuple[int, int, np.ndarray]:
         raise CorpusError(f"{path}: the first three lines must be the integers D, W and NNZ "
                           f"of a UCI docword file") from None
     body = head[3] if len(head) > 3 else b""
-    try:
-        values = np.array(body.split(), dtype=np.int64)
-    except ValueError:
-        raise CorpusError(f"{path}: body lines must be 'docID wordID count' integers") from None
-    if values.size % 3:
-        raise CorpusError(f"{path}: body has {values.size} numbers, not a multiple of 3; every "
-                          f"line must be 'docID wordID count'")
-    triples = values.reshape(-1, 3)
-    if triples.shape[0] != nnz:
-        raise CorpusError(f"{path}: header says NNZ = {nnz} but the body has {triples.shape[0]} "
-                          f"entries; the file is truncated or its header is wrong")
-    return n_docs, n_words, triples
+    return n_docs, n_words, entry_triples(body, np.int64, nnz, path, _UCI_ENTRIES)
 
 
 def _check_entries(path: Path, docs: np.ndarray, word_ids: np.ndarray, counts: np.ndarray,
@@ -461,12 +509,8 @@ def read_uci(docword: str, vocab_path: str | None, *,
     (:func:`check_document_count`); ``check_documents=False`` leaves that to the caller
     (the two parts of an imported split are checked together)."""
     path = Path(docword)
-    if not path.exists():
-        raise CorpusUsageError(f"{path}: no such file; check the input path")
-    vpath = Path(vocab_path) if vocab_path else find_uci_vocab(path)
-    if vpath is None:
-        raise CorpusUsageError(f"{path}: UCI input needs its vocabulary; "
-                               f"add --vocab vocab.NAME.txt")
+    vpath = input_vocab_path(path, vocab_path, find_uci_vocab,
+                             "UCI input needs its vocabulary; add --vocab vocab.NAME.txt")
     vocab = read_vocab(vpath)
     n_docs, n_words, triples = _parse_docword(path)
     docs, word_ids, counts = triples[:, 0], triples[:, 1], triples[:, 2]

@@ -7,13 +7,12 @@ from __future__ import annotations
 import csv
 import io
 import itertools
-import sys
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import IO
 
-from topictk.corpus.readers import ReadStats, TextDocument, _open_binary
+from topictk.corpus.readers import ReadStats, TextDocument, open_source
 from topictk.errors import CorpusError, CorpusUsageError, UsageError
 from topictk.limits import short
 
@@ -59,12 +58,7 @@ def parse_delimiter(value: str | None) -> str | None:
 def _open_text(source: str) -> tuple[str, IO[str]]:
     """(name, text stream) of a file (``.gz`` allowed) or standard input: UTF-8 with an
     optional byte-order mark; undecodable bytes become surrogates, found per row."""
-    if source == "-":
-        raw: IO[bytes] = sys.stdin.buffer
-        name = "<stdin>"
-    else:
-        raw = _open_binary(Path(source))
-        name = source
+    name, raw = open_source(source)
     text = io.TextIOWrapper(raw, encoding="utf-8-sig", errors="surrogateescape", newline="")
     return name, text
 
