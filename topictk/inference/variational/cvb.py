@@ -296,9 +296,6 @@ class CVBDriver(VariationalDriver):
         return self.training_perplexity(state)
 
     # -------------------------------------------------------------- estimates
-    def topic_word(self, state: CVBState) -> np.ndarray:
-        return state.topic_word()
-
     def approximate_bound(self, state: CVBState) -> float:
         """B of §4.6 (second-order approximation of the collapsed free energy, total)."""
         if self.gaussian:

@@ -297,9 +297,6 @@ class OVBDriver(VariationalDriver):
         return eta
 
     # -------------------------------------------------------------- estimates
-    def topic_word(self, state: OnlineState) -> np.ndarray:
-        return state.topic_word()
-
     def objective(self, state: OnlineState) -> float | None:
         """Hoffman's per-word ELBO estimate (§5) on the last mini-batch, recomputed with the
         current lambda (a cold E-step of that batch plus the O(KV) topic terms)."""

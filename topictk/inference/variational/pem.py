@@ -534,15 +534,6 @@ class PEMDriver(BatchEMDriver):
         return self.n_tokens * self.P, self.n_docs * self.P
 
     # -------------------------------------------------------------- estimates
-    def topic_word(self, state: PEMState) -> np.ndarray:
-        return state.topic_word()
-
-    def objective(self, state: PEMState) -> float | None:
-        """L_T of the last E-step per training token (§11.4)."""
-        if not np.isfinite(state.bound):
-            return None
-        return state.bound / max(self.n_tokens, 1)
-
     def fold_in(self, state: PEMState, documents, plan=None, *, prior=None,
                 sample=None) -> np.ndarray:
         """theta-hat (D, K) of unseen documents: the particles' E-step at the final

@@ -348,6 +348,10 @@ class VariationalDriver(Driver):
             raise ValueError("a variational fold-in takes one prior for every document")
         return prior[0]
 
+    def topic_word(self, state: Any) -> np.ndarray:
+        """(K, V) topics: the state's own point estimate."""
+        return state.topic_word()
+
     def point_phi(self, state: Any) -> np.ndarray:
         """The word-major (V, K) topics the mixture scores with."""
         return state.phi()
@@ -382,6 +386,13 @@ class BatchEMDriver(VariationalDriver):
     def work(self) -> tuple[int, int]:
         """(tokens, documents) an E-step visits."""
         return self.n_tokens, self.n_docs
+
+    def objective(self, state: Any) -> float | None:
+        """The bound of the last E-step per training token (VB: the exact ELBO, §3.3; particle
+        EM: L_T, §11.4); None before the first."""
+        if not np.isfinite(state.bound):
+            return None
+        return state.bound / max(self.n_tokens, 1)
 
     def step(self, state: Any, t: int) -> StepInfo:
         if state.converged:

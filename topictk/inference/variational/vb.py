@@ -195,15 +195,6 @@ class VBDriver(BatchEMDriver):
         self.m_step(state, sstats)
 
     # -------------------------------------------------------------- estimates
-    def topic_word(self, state: VBState) -> np.ndarray:
-        return state.topic_word()
-
-    def objective(self, state: VBState) -> float | None:
-        """The exact ELBO of the last E-step per training token (§3.3)."""
-        if not np.isfinite(state.bound):
-            return None
-        return state.bound / max(self.n_tokens, 1)
-
     def fold_in(self, state: VBState, documents: Documents, plan=None, *, prior=None,
                 sample=None) -> np.ndarray:
         """theta-hat of unseen documents: cold E-step with lambda frozen (§11.2)."""
