@@ -16,7 +16,7 @@ import numpy as np
 
 from topictk import progress
 from topictk.evaluation.htmljson import script_json
-from topictk.evaluation.infer import NewDocuments, infer_documents, training_documents
+from topictk.evaluation.infer import infer_documents, split_documents
 from topictk.evaluation.ldavis import ldavis_data, term_frequencies
 from topictk.evaluation.run import LoadedRun
 from topictk.evaluation.tsv import tsv_rows
@@ -92,25 +92,14 @@ def _meta(run: LoadedRun) -> dict:
             "topics": int(run.config.model.topics)}
 
 
-def store_test_documents(store) -> tuple[NewDocuments, np.ndarray | None]:
-    """The store's test documents (their observed tokens) as documents to fold in, with
-    their features when the store has metadata features."""
-    test = store.test_observed()
-    docs = NewDocuments(ids=store.document_ids("test"), doc_ptr=np.asarray(test.doc_ptr),
-                        words=np.asarray(test.words),
-                        unknown=np.zeros(test.n_docs, dtype=np.int64), metas=None)
-    features = store.features("test")
-    return docs, None if features is None else np.asarray(features)
-
-
 def doc_topics(run: LoadedRun, fold_in: FoldIn) -> MatrixExport:
     """θ of every document of the store, training documents first, then test documents (from
     their observed tokens), each with its id from the input and its split; rows sum to 1.
     The documents are folded in with the topics fixed, as ``topictk infer`` does."""
     ids, splits, parts = [], [], []
     n_topics = int(run.config.model.topics)
-    splits_docs = (("train", training_documents(run.store)),
-                   ("test", store_test_documents(run.store)))
+    splits_docs = tuple((split, split_documents(run.store, split))
+                        for split in ("train", "test"))
     with progress.bar(sum(len(docs.ids) for _, (docs, _) in splits_docs), desc="doc-topics",
                       unit="doc") as shown:
         for split, (docs, features) in splits_docs:

@@ -300,13 +300,19 @@ def infer_documents(run, docs: NewDocuments, where: str, *, sweeps: int = 50,
     return blocks()
 
 
-def training_documents(store) -> tuple[NewDocuments, np.ndarray | None]:
-    """The store's training documents (their observed tokens) as documents to fold in, with
-    their (D, F) features when the store has metadata features."""
-    train = store.train()
-    docs = NewDocuments(ids=store.document_ids("train"), doc_ptr=np.asarray(train.doc_ptr),
-                        words=np.asarray(train.words),
-                        unknown=np.zeros(train.n_docs, dtype=np.int64), metas=None)
-    features = store.features("train")
+def split_documents(store, split: str) -> tuple[NewDocuments, np.ndarray | None]:
+    """The documents of the store's ``split`` ("train", or "test": the test documents'
+    observed tokens) as documents to fold in, with their (D, F) features when the store has
+    metadata features."""
+    part = store.train() if split == "train" else store.test_observed()
+    docs = NewDocuments(ids=store.document_ids(split), doc_ptr=np.asarray(part.doc_ptr),
+                        words=np.asarray(part.words),
+                        unknown=np.zeros(part.n_docs, dtype=np.int64), metas=None)
+    features = store.features(split)
     return docs, None if features is None else np.asarray(features)
+
+
+def training_documents(store) -> tuple[NewDocuments, np.ndarray | None]:
+    """The store's training documents as documents to fold in (:func:`split_documents`)."""
+    return split_documents(store, "train")
 
