@@ -279,6 +279,19 @@ def _origin(key: str, where: str, origins: Mapping[str, str]) -> str:
     return where
 
 
+def _refuse_unknown(raw: dict, known, noun: str, prefix: str, where: str,
+                    origins: Mapping[str, str]) -> None:
+    """Refuse the first key of ``raw`` that is not in ``known``: the ``noun`` (key, section)
+    named with its ``prefix`` (the section and a dot, or nothing at the top), where it was
+    set, and the nearest known name."""
+    for key in raw:
+        if key not in known:
+            name = short(key, 60)[1:-1] if isinstance(key, str) else short(key, 60)
+            raise ConfigError(f"unknown {noun} '{prefix}{name}' "
+                              f"({_origin(f'{prefix}{key}', where, origins)})"
+                              f"{_suggest(name, list(known))}")
+
+
 def _check_section(raw: Any, schema: dict, section: str, where: str,
                    origins: Mapping[str, str] = {}) -> dict:   # noqa: B006 (read only)
     """Validate one mapping against ``schema`` (values are Options or nested schemas); an
@@ -288,12 +301,7 @@ def _check_section(raw: Any, schema: dict, section: str, where: str,
     if not isinstance(raw, dict):
         raise ConfigError(f"{section} must be a mapping of keys to values; got {short(raw)} "
                           f"({_origin(section, where, origins)})")
-    for key in raw:
-        if key not in schema:
-            name = short(key, 60)[1:-1] if isinstance(key, str) else short(key, 60)
-            raise ConfigError(f"unknown key '{section}.{name}' "
-                              f"({_origin(f'{section}.{key}', where, origins)})"
-                              f"{_suggest(name, list(schema))}")
+    _refuse_unknown(raw, schema, "key", f"{section}.", where, origins)
     out = {}
     for key, option in schema.items():
         if isinstance(option, dict):
@@ -377,11 +385,7 @@ def validate(raw: dict, where: str, base_dir: Path, catalogue: Catalogue,
     if not isinstance(raw, dict):
         raise ConfigError(f"the config must be a YAML mapping with sections "
                           f"{', '.join(TOP_LEVEL)} ({where})")
-    for key in raw:
-        if key not in TOP_LEVEL:
-            name = short(key, 60)[1:-1] if isinstance(key, str) else short(key, 60)
-            raise ConfigError(f"unknown section '{name}' ({_origin(str(key), where, origins)})"
-                              f"{_suggest(name, list(TOP_LEVEL))}")
+    _refuse_unknown(raw, TOP_LEVEL, "section", "", where, origins)
     for key in ("corpus", "output"):
         value = raw.get(key)
         source = _origin(key, where, origins)
