@@ -31,7 +31,7 @@ cimport cython
 from cython.parallel cimport parallel, prange, threadid
 from libc.stdint cimport int32_t, int64_t, uint8_t
 from libc.stdlib cimport calloc, free, malloc, qsort
-from libc.string cimport memcpy
+from libc.string cimport memcpy, memset
 
 from numpy.random cimport bitgen_t
 
@@ -93,6 +93,27 @@ cdef struct Tables:
     Py_ssize_t phi_words
     double* phi_prob            # (phi_words, K)
     int32_t* phi_alias          # (phi_words, K)
+
+
+cdef int _bind_tables(Tables* tb, const int64_t[::1] ptr, int32_t[::1] topic,
+                      int32_t[::1] count, double[::1] prob, int32_t[::1] alias,
+                      int32_t[::1] length, double[::1] mass, double[::1] rden,
+                      double[::1] dense_prob, int32_t[::1] dense_alias) except -1:
+    """Point ``tb``, zeroed first (no stale n_k, no word terms), at the caller's tables: the
+    pool, every row's length and mass (NULL without rows) and the shared table."""
+    memset(tb, 0, sizeof(Tables))
+    tb.ptr = &ptr[0]
+    tb.topic = &topic[0]
+    tb.count = &count[0]
+    tb.prob = &prob[0]
+    tb.alias = &alias[0]
+    if length.shape[0] > 0:
+        tb.length = &length[0]
+        tb.mass = &mass[0]
+    tb.rden = &rden[0]
+    tb.dense_prob = &dense_prob[0]
+    tb.dense_alias = &dense_alias[0]
+    return 0
 
 
 cdef struct WordTerm:
@@ -343,17 +364,9 @@ def build_tables(const int64_t[::1] word_ptr,     # IN  (V + 1) offsets into wor
     if ptr[V] > topic.shape[0] or ptr[V] > prob.shape[0]:
         raise ValueError("the table pool is smaller than ptr says")
     longest = _longest_word(word_ptr, ptr, K)
-    tb.ptr = &ptr[0]
-    tb.topic = &topic[0]
-    tb.count = &count[0]
-    tb.prob = &prob[0]
-    tb.alias = &alias[0]
-    tb.length = &length[0]
-    tb.mass = &mass[0]
+    _bind_tables(&tb, ptr, topic, count, prob, alias, length, mass, rden, dense_prob,
+                 dense_alias)
     tb.nk = &nk[0]
-    tb.rden = &rden[0]
-    tb.dense_prob = &dense_prob[0]
-    tb.dense_alias = &dense_alias[0]
     if nk.shape[0] != K:
         raise ValueError("nk needs one entry per topic")
     try:
@@ -776,17 +789,9 @@ def mh_sweep(const int64_t[::1] doc_ptr,       # IN  (D + 1) token offsets
         if table_z.shape[0] != words.shape[0]:
             raise ValueError("table_z needs one entry per token")
         sw.table_z = &table_z[0] if table_z.shape[0] > 0 else NULL
-    sw.tb.ptr = &ptr[0]
-    sw.tb.topic = &topic[0]
-    sw.tb.count = &count[0]
-    sw.tb.prob = &prob[0]
-    sw.tb.alias = &alias[0]
-    sw.tb.length = &length[0]
-    sw.tb.mass = &mass[0]
+    _bind_tables(&sw.tb, ptr, topic, count, prob, alias, length, mass, rden, dense_prob,
+                 dense_alias)
     sw.tb.nk = &table_nk[0]
-    sw.tb.rden = &rden[0]
-    sw.tb.dense_prob = &dense_prob[0]
-    sw.tb.dense_alias = &dense_alias[0]
     sw.tb.dense_mass = dense_mass
     ws = MHWorkspace(C=0, threads=0, bounds=NULL, gens=NULL, snap_nkw=NULL, snap_nk=NULL,
                      own_nkw=NULL, own_nk=NULL, z_old=NULL, alpha_prob=NULL, alpha_alias=NULL,
@@ -893,16 +898,8 @@ def build_count_tables(const int32_t[:, ::1] nkw,  # IN  (V, K) a model's word-t
             raise ValueError(f"word {vocab[j]} is outside the model's vocabulary")
     if threads < 1:
         threads = 1
-    tb.ptr = &ptr[0]
-    tb.topic = &topic[0]
-    tb.count = &count[0]
-    tb.prob = &prob[0]
-    tb.alias = &alias[0]
-    tb.length = &length[0] if F > 0 else NULL
-    tb.mass = &mass[0] if F > 0 else NULL
-    tb.rden = &rden[0]
-    tb.dense_prob = &dense_prob[0]
-    tb.dense_alias = &dense_alias[0]
+    _bind_tables(&tb, ptr, topic, count, prob, alias, length, mass, rden, dense_prob,
+                 dense_alias)
     try:
         check_terms(prior_ptr, prior_topic, prior_extra, None)
         _attach_overlay(&tb, &buf, V, K, beta, prior_ptr, prior_topic, prior_extra, True)
@@ -1152,13 +1149,9 @@ def mh_fold_in(const int64_t[::1] obs_ptr,      # IN  (D + 1) observed-token off
     f.alpha_sum = 0.0
     for k in range(K):
         f.alpha_sum = f.alpha_sum + alpha[0, k]
-    f.tb = Tables(ptr=&ptr[0], topic=&topic[0], count=&count[0], prob=&prob[0],
-                  alias=&alias[0], length=NULL, mass=NULL, nk=NULL, rden=&rden[0],
-                  dense_prob=&dense_prob[0], dense_alias=&dense_alias[0],
-                  dense_mass=dense_mass)
-    if length.shape[0] > 0:
-        f.tb.length = &length[0]
-        f.tb.mass = &mass[0]
+    _bind_tables(&f.tb, ptr, topic, count, prob, alias, length, mass, rden, dense_prob,
+                 dense_alias)
+    f.tb.dense_mass = dense_mass
     f.beta = beta
     f.K = K
     f.steps = steps
