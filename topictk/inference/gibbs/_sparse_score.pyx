@@ -17,11 +17,12 @@ n_k + V beta), so every number is the one the dense path gives, bit for bit:
 
 Both take the two optional word terms of the other Gibbs kernels (§2.10, §2.11; shared checks
 in ``topictk/_cy/wordprior.pxd``): a sparse overlay o of extra word prior, phi-hat_kw then
-being ((n_kw + beta) + o_wk) / (n_k + beta-bar_k), o read beside the count as the walk or the
-bisection passes word w's topics; or a given topic-word matrix ``phi`` (K x V) whose entry
-phi_kw is the weight itself, read in place (a column is strided by V). The term is picked once
-per call, before the sampling, by a fused argument (always NULL): without either (None) the
-code of the symmetric beta runs, testing no term, with the same numbers as before.
+being ((n_kw + beta) + o_wk) / (n_k + beta-bar_k), o read beside the count as a walk passes
+word w's topics, or from word w's overlay row spread into a K row while a token's document
+bucket is formed; or a given topic-word matrix ``phi`` (K x V) whose entry phi_kw is the
+weight itself, read in place (a column is strided by V). The term is picked once per call,
+before the sampling, by a fused argument (always NULL): without either (None) the code of the
+symmetric beta runs, testing no term, with the same numbers as before.
 
 Memory: the sample's rows, O(K) per thread and O(V) for the alpha-bucket totals. Every buffer
 is allocated and checked before the sampling and freed after it on every path.
@@ -36,8 +37,8 @@ from topictk._cy.alloc cimport checked_alloc as _alloc, free_rows
 from topictk._cy.docsampler cimport DocScratch, doc_scratch, doc_scratch_free
 from topictk._cy.rng cimport bitgen_of, next_uniform, uniform_topic
 from topictk._cy.wordprior cimport (attach_overlay, beta_bar, check_phi, check_terms,
-                                    find_topic, given_term, overlay_term, overlay_value,
-                                    plain_term, term_t)
+                                    find_topic, given_term, overlay_term, plain_term,
+                                    term_t)
 
 
 cdef struct Rows:
@@ -66,9 +67,11 @@ cdef struct Walk:
     int64_t m_end
 
 
-cdef inline double _weight(const Rows* r, int32_t w, int32_t k, term_t mode) noexcept nogil:
+cdef inline double _weight(const Rows* r, int32_t w, int32_t k, const double* o_row,
+                           term_t mode) noexcept nogil:
     """phi-hat_kw (the document bucket's weight): the count found by bisection in word w's
-    row; with an overlay, o_wk found the same way and added; a given phi's entry."""
+    row; with an overlay, o_wk added from ``o_row`` (word w's overlay row spread over K by
+    :func:`_spread`); a given phi's entry."""
     cdef Py_ssize_t at
     cdef int32_t n = 0
     if term_t is given_term:
@@ -77,10 +80,18 @@ cdef inline double _weight(const Rows* r, int32_t w, int32_t k, term_t mode) noe
     if term_t is overlay_term:
         if at >= 0:
             n = r.count[r.ptr[w] + at]
-        return ((n + r.beta) + overlay_value(r.o_ptr, r.o_topic, r.o_extra, w, k)) / r.den[k]
+        return ((n + r.beta) + o_row[k]) / r.den[k]
     if at >= 0:
         return (r.count[r.ptr[w] + at] + r.beta) / r.den[k]
     return r.zero[k]
+
+
+cdef inline void _spread(const Rows* r, int32_t w, double* o_row, bint put) noexcept nogil:
+    """Put word w's overlay entries o_wk into the K row ``o_row`` (zero elsewhere), or back to
+    zero: one read per entry instead of a bisection per weight."""
+    cdef int64_t m
+    for m in range(r.o_ptr[w], r.o_ptr[w + 1]):
+        o_row[r.o_topic[m]] = r.o_extra[m] if put else 0.0
 
 
 cdef inline void _walk_start(const Rows* r, int32_t w, Walk* c, term_t mode) noexcept nogil:
@@ -203,19 +214,21 @@ cdef struct FoldBuffers:
     # what fold_in_probabilities allocates (freed by _fold_buffers_free)
     bitgen_t** gens             # (C) the chunks' bit generators
     DocScratch* sc              # one per thread
-    double** theta              # one K row per thread
-    double* den                 # (K)
-    double* zero                # (K)
-    double* acum                # (V)
-    double* az                  # (K)
+    double** rows               # one 2 K row per thread: theta-hat, then the overlay row of
+                                # the token sampled (zero but while a token is sampled)
+    double* block               # den, zero, az (K each), then acum (V)
+    double* den                 # (K) in block
+    double* zero                # (K) in block
+    double* az                  # (K) in block
+    double* acum                # (V) in block
     uint8_t* used               # (V) 1 = the word is observed in an active document
     int threads
 
 
-cdef void _sample_doc(const Fold* f, DocScratch* s, double* theta, Py_ssize_t d,
-                      bitgen_t* gen, term_t mode) noexcept nogil:
+cdef void _sample_doc(const Fold* f, DocScratch* s, double* theta, double* o_row,
+                      Py_ssize_t d, bitgen_t* gen, term_t mode) noexcept nogil:
     """Document d on its observed tokens: the bucket path of ``sample_document`` with the
-    weights read from the rows; then its held-out entries' p-hat (``theta`` a K row), and its
+    weights read from the rows (and the overlay, spread into ``o_row`` per token); then its held-out entries' p-hat (``theta`` a K row), and its
     theta-hat copied to row d of ``theta_out`` when there is one."""
     cdef const Rows* r = &f.rows
     cdef Py_ssize_t K = r.K, k, j, n_dt = 0
@@ -249,9 +262,13 @@ cdef void _sample_doc(const Fold* f, DocScratch* s, double* theta, Py_ssize_t d,
                 s.dt[j] = s.dt[n_dt]
                 s.dt_pos[s.dt[j]] = <int32_t> j
             rr = 0.0
+            if term_t is overlay_term:
+                _spread(r, w, o_row, True)
             for j in range(n_dt):
-                rr = rr + s.nd[s.dt[j]] * _weight(r, w, s.dt[j], mode)
+                rr = rr + s.nd[s.dt[j]] * _weight(r, w, s.dt[j], o_row, mode)
                 s.buf[j] = rr
+            if term_t is overlay_term:
+                _spread(r, w, o_row, False)
             u = next_uniform(gen) * (rr + f.acum[w])
             found = False
             if u < rr:
@@ -374,29 +391,27 @@ cdef int _fold_buffers_alloc(FoldBuffers* b, list streams, Py_ssize_t V, Py_ssiz
     """Allocate every buffer of the fold-in (``b`` zeroed before: what was allocated when
     this raises is freed by :func:`_fold_buffers_free`) and take the chunks' bit generators."""
     cdef Py_ssize_t c, C = len(streams)
-    b.den = <double*> _alloc(K, sizeof(double))
-    b.zero = <double*> _alloc(K, sizeof(double))
-    b.acum = <double*> _alloc(V, sizeof(double))
-    b.az = <double*> _alloc(K, sizeof(double))
+    b.block = <double*> _alloc(3 * K + V, sizeof(double))
+    b.den = b.block
+    b.zero = b.block + K
+    b.az = b.block + 2 * K
+    b.acum = b.block + 3 * K
     b.used = <uint8_t*> _alloc(V, sizeof(uint8_t), True)
     b.gens = <bitgen_t**> _alloc(C, sizeof(bitgen_t*))
     for c in range(C):
         b.gens[c] = bitgen_of(streams[c])
     b.sc = doc_scratch(b.threads, max_len, K)
-    b.theta = <double**> _alloc(b.threads, sizeof(double*), True)
+    b.rows = <double**> _alloc(b.threads, sizeof(double*), True)
     for c in range(b.threads):
-        b.theta[c] = <double*> _alloc(K, sizeof(double))
+        b.rows[c] = <double*> _alloc(2 * K, sizeof(double), True)
     return 0
 
 
 cdef void _fold_buffers_free(FoldBuffers* b) noexcept:
     """Free what :func:`_fold_buffers_alloc` allocated, also when it did not finish."""
     doc_scratch_free(b.sc, b.threads)
-    free_rows(<void**> b.theta, b.threads)
-    free(b.den)
-    free(b.zero)
-    free(b.acum)
-    free(b.az)
+    free_rows(<void**> b.rows, b.threads)
+    free(b.block)
     free(b.used)
     free(b.gens)
 
@@ -428,7 +443,8 @@ cdef void _fold_docs(Fold* f, FoldBuffers* b, const int64_t* chunk_bounds, Py_ss
         for c in prange(C, schedule="dynamic", chunksize=1):
             for d in range(chunk_bounds[c], chunk_bounds[c + 1]):
                 if f.active[d]:
-                    _sample_doc(f, &b.sc[tid], b.theta[tid], d, b.gens[c], mode)
+                    _sample_doc(f, &b.sc[tid], b.rows[tid], b.rows[tid] + K, d, b.gens[c],
+                                mode)
 
 
 def fold_in_probabilities(const int64_t[::1] obs_ptr,    # IN  (D + 1) observed-token offsets
@@ -464,8 +480,9 @@ def fold_in_probabilities(const int64_t[::1] obs_ptr,    # IN  (D + 1) observed-
     cdef Py_ssize_t D = obs_ptr.shape[0] - 1, K = nk.shape[0], V = ptr.shape[0] - 1
     cdef Py_ssize_t C = chunk_bounds.shape[0] - 1, max_len, k
     cdef Fold f
-    cdef FoldBuffers b = FoldBuffers(gens=NULL, sc=NULL, theta=NULL, den=NULL, zero=NULL,
-                                     acum=NULL, az=NULL, used=NULL, threads=max(threads, 1))
+    cdef FoldBuffers b = FoldBuffers(gens=NULL, sc=NULL, rows=NULL, block=NULL, den=NULL,
+                                     zero=NULL, az=NULL, acum=NULL, used=NULL,
+                                     threads=max(threads, 1))
     max_len = _check_fold(obs_ptr, obs_words, held_ptr, held_words, V, K, alpha, n_sweeps,
                           n_burn, chunk_bounds, streams, active, out, theta_out)
     try:
