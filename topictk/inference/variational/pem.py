@@ -63,10 +63,10 @@ from topictk.inference.perplexity import csr_arrays, mixture_probabilities
 from topictk.inference.registry import register
 from topictk.inference.variational.template import (
     ESTEP_OPTIONS,
+    stopping_tolerance,
     PHI_FLOOR,
     START,
     BatchEMDriver,
-    doc_lengths,
     e_step,
     elog_theta_sum,
     estep_wave,
@@ -299,9 +299,7 @@ class PEMDriver(BatchEMDriver):
                                     "variation of an earlier particle are reported as "
                                     "collapsed (metric particles_collapsed)"),
         **ESTEP_OPTIONS,
-        "tol": Option("float", 1e-5, low=0,
-                      help="stop when the relative change of L_T falls below this (0 = never); "
-                           "later steps do nothing"),
+        "tol": stopping_tolerance("L_T"),
         "estep_start": Option("choice", "warm", choices=("warm", "best", "cold"),
                               help="particle E-step start: warm = the particle's previous gamma "
                                    "(§10.4; keeps the particles apart), best = the better of "
@@ -386,14 +384,11 @@ class PEMDriver(BatchEMDriver):
     def __init__(self, config, store, threads: int = 1, *,
                  streams: Streams | None = None):
         super().__init__(config, store, threads, streams=streams)
-        self.indptr, self.indices, self.counts = self.csr_view
-        self.doc_lengths = doc_lengths(self.indptr, self.counts)
         opts = config.inference
         self.P = int(opts.particles)
         self.check_memory()
         self._pass_buffers: tuple[np.ndarray, np.ndarray] | None = None
         self.temperature = working_temperature(opts.temperature)
-        self.learn_alpha = config.model.alpha == "auto"
 
     def check_memory(self) -> None:
         """Refuse, before any allocation, particle states larger than the available memory."""

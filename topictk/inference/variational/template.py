@@ -281,6 +281,13 @@ ESTEP_OPTIONS = {
 }
 
 
+def stopping_tolerance(objective: str) -> Option:
+    """The ``tol`` option of a batch algorithm that stops when ``objective`` settles."""
+    return Option("float", 1e-5, low=0,
+                  help=f"stop when the relative change of {objective} falls below this "
+                       f"(0 = never); later steps do nothing")
+
+
 # ---------------------------------------------------------------------------------------------
 class VariationalDriver(Driver):
     """Template of the drivers that keep a point estimate of the topics (vb, cvb, cvb0, ovb,
@@ -375,6 +382,12 @@ class BatchEMDriver(VariationalDriver):
     """Template of batch variational EM (vb, pem): one step is an E-step over every document
     and its bound, the stopping rule (relative change of the bound below ``inference.tol``,
     checked before the M-step, §3.5), then the M-step; once converged, steps do nothing."""
+
+    def __init__(self, config, store, threads: int = 1, *, streams=None):
+        super().__init__(config, store, threads, streams=streams)
+        self.indptr, self.indices, self.counts = self.csr_view
+        self.doc_lengths = doc_lengths(self.indptr, self.counts)
+        self.learn_alpha = config.model.alpha == "auto"
 
     def expectation(self, state: Any) -> tuple[Any, float, dict]:
         """The E-step: (sufficient statistics, the bound, what to log)."""

@@ -42,6 +42,7 @@ from topictk.inference.hyper import resolve_alpha
 from topictk.inference.registry import register
 from topictk.inference.variational.template import (
     ESTEP_OPTIONS,
+    stopping_tolerance,
     PHI_FLOOR,
     BatchEMDriver,
     EStepJob,
@@ -49,7 +50,6 @@ from topictk.inference.variational.template import (
     add_blocks,
     block_estep,
     cluster_estep,
-    doc_lengths,
     estep_blocks,
     estep_wave,
     elog_theta_sum,
@@ -74,9 +74,7 @@ class VBDriver(BatchEMDriver):
     STATE = VBState
     OPTIONS = {
         **ESTEP_OPTIONS,
-        "tol": Option("float", 1e-5, low=0,
-                      help="stop when the relative ELBO change falls below this (0 = never); "
-                           "later steps do nothing"),
+        "tol": stopping_tolerance("the ELBO"),
         "smoothed": Option("bool", True,
                            help="q(phi) = Dir(lambda) (Blei et al. 2003 §5.4); false = point "
                                 "estimate phi (original variational EM)"),
@@ -127,11 +125,7 @@ class VBDriver(BatchEMDriver):
     def __init__(self, config, store, threads: int = 1, *,
                  streams: Streams | None = None):
         super().__init__(config, store, threads, streams=streams)
-        self.indptr, self.indices, self.counts = self.csr_view
-        self.doc_lengths = doc_lengths(self.indptr, self.counts)
-        opts = config.inference
-        self.smoothed = bool(opts.smoothed)
-        self.learn_alpha = config.model.alpha == "auto"
+        self.smoothed = bool(config.inference.smoothed)
 
     # ------------------------------------------------------------------ state
     def init_state(self) -> VBState:
