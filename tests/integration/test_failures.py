@@ -123,7 +123,7 @@ def test_ctrl_c_exits_130_with_one_line(trained, monkeypatch):
         raise KeyboardInterrupt
 
     monkeypatch.setattr(evaluation, "quality_of_top_words", interrupted)
-    outcome = run("evaluate", trained)
+    outcome = run("evaluate", trained, "--recompute")      # not the cached score
     assert outcome.exit_code == 130
     assert _one_line(outcome) == "topictk: interrupted"
 
@@ -193,12 +193,12 @@ def test_a_defect_is_one_line_and_the_traceback_is_kept_for_debug(trained, monke
         raise IndexError("index 7 is out of bounds")
 
     monkeypatch.setattr(evaluation, "quality_of_top_words", broken)
-    outcome = run("evaluate", trained)
+    outcome = run("evaluate", trained, "--recompute")      # not the cached score
     assert outcome.exit_code == 1
     assert _one_line(outcome) == ("topictk: error: internal error (IndexError: index 7 is out "
                                   "of bounds); rerun with --debug for the traceback and report "
                                   "it")
-    outcome = run("--debug", "evaluate", trained)
+    outcome = run("--debug", "evaluate", trained, "--recompute")
     assert isinstance(outcome.exception, IndexError)
 
 
