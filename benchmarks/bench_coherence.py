@@ -25,7 +25,6 @@ from __future__ import annotations
 import argparse
 import logging
 import os
-import sys
 import time
 
 import numpy as np
@@ -35,28 +34,9 @@ import topictk
 
 NAME = "coherence"
 WORK = h.WORK / "coherence"
-JSONL = WORK / "20news.jsonl"
-STORE = h.WORK / "stores" / "20news_bydate"
+STORE = h.NEWS_STORE
 MEASURES = ("c_v", "c_npmi", "c_uci", "u_mass")
 TARGET = 0.01
-CONVERT = ["--remove-headers", "--remove-quotes", "--remove-signatures"]
-PREPARE = ["--split-field", "split", "--min-df", "5", "--max-df", "0.5"]
-
-
-def ensure_store() -> None:
-    """The 20 Newsgroups bydate store (JSONL converted from the shared tarball, then
-    prepared), made once."""
-    if (STORE / "manifest.json").exists():
-        return
-    tarball = h.data_path("20news_bydate_raw", "20news-bydate.tar.xz")
-    JSONL.parent.mkdir(parents=True, exist_ok=True)
-    script = h.REPO / "data_scripts" / "newsgroups_to_jsonl.py"
-    logfile = WORK / "logs" / "convert.log"
-    res = h.run_measured([sys.executable, str(script), str(tarball), *CONVERT, "--quiet",
-                          "--out", str(JSONL)], logfile)
-    if res["rc"] != 0:
-        raise SystemExit(f"converting 20 Newsgroups failed:\n{h.tail(logfile)}")
-    h.ensure_store("20news_bydate", [str(JSONL), *PREPARE], out=STORE)
 
 
 def ensure_run(topics: int, sweeps: int, seed: int):
@@ -175,10 +155,7 @@ def report(args, facts, topics, mine, mine_seconds, alone, theirs, their_seconds
         f"documents, {facts['N']:,} tokens, {facts['V']:,} words), prepared by",
         "",
         "```bash",
-        "python data_scripts/newsgroups_to_jsonl.py ../shared/data/20news_bydate_raw/"
-        "20news-bydate.tar.xz \\",
-        f"    {' '.join(CONVERT)} --out {h.rel(JSONL)}",
-        f"topictk prepare {h.rel(JSONL)} {' '.join(PREPARE)} --out {h.rel(STORE)}",
+        *h.news_commands(),
         "```",
         "",
         f"Topics: every topic's top {args.top} words (strings). Texts: the store's training "
@@ -236,7 +213,7 @@ def main(argv=None) -> int:
                         help="write benchmarks/results/coherence.md (default: under work/)")
     args = parser.parse_args(argv)
 
-    ensure_store()
+    h.ensure_20news_bydate()
     run, _ = ensure_run(args.topics, args.sweeps, args.seed)
     store = topictk.open_store(STORE)
     facts = h.store_facts(STORE)

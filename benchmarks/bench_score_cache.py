@@ -24,7 +24,6 @@ import argparse
 import json
 import os
 import statistics
-import sys
 import time
 from pathlib import Path
 
@@ -32,29 +31,10 @@ import harness as h
 
 NAME = "score_cache"
 WORK = h.WORK / NAME
-STORE = h.WORK / "stores" / "20news_bydate"
-JSONL = h.WORK / "coherence" / "20news.jsonl"
-CONVERT = ["--remove-headers", "--remove-quotes", "--remove-signatures"]
-PREPARE = ["--split-field", "split", "--min-df", "5", "--max-df", "0.5"]
+STORE = h.NEWS_STORE
 TOPICS = 100
 SWEEPS = (30, 300)
 TARGET = 10.0
-
-
-def ensure_store() -> Path:
-    """The 20 Newsgroups bydate store (JSONL converted from the shared tarball, then
-    prepared), made once and shared with bench_coherence.py."""
-    if (STORE / "manifest.json").exists():
-        return STORE
-    tarball = h.data_path("20news_bydate_raw", "20news-bydate.tar.xz")
-    JSONL.parent.mkdir(parents=True, exist_ok=True)
-    script = h.REPO / "data_scripts" / "newsgroups_to_jsonl.py"
-    logfile = WORK / "logs" / "convert.log"
-    res = h.run_measured([sys.executable, str(script), str(tarball), *CONVERT, "--quiet",
-                          "--out", str(JSONL)], logfile)
-    if res["rc"] != 0:
-        raise SystemExit(f"converting 20 Newsgroups failed:\n{h.tail(logfile)}")
-    return h.ensure_store("20news_bydate", [str(JSONL), *PREPARE], out=STORE)
 
 
 def ensure_run(sweeps: int) -> Path:
@@ -108,7 +88,7 @@ def main() -> None:
     parser.add_argument("--load", type=float, default=1.5,
                         help="wait for a 1-minute load average below this before timing")
     args = parser.parse_args()
-    store = ensure_store()
+    store = h.ensure_20news_bydate()
     runs = [ensure_run(s) for s in SWEEPS]
     page = WORK / "report.html"
     commands = {"compare": ["compare", *map(str, runs), "--format", "json", "-q"],
@@ -167,10 +147,7 @@ def render(store: Path, runs: list[Path], timings, compared: dict, loads, args) 
         f"tokens, {facts['V']:,} words, {facts['test_docs']:,} test documents), prepared by",
         "",
         "```bash",
-        "python data_scripts/newsgroups_to_jsonl.py ../shared/data/20news_bydate_raw/"
-        "20news-bydate.tar.xz \\",
-        f"    {' '.join(CONVERT)} --out {h.rel(JSONL)}",
-        f"topictk prepare {h.rel(JSONL)} {' '.join(PREPARE)} --out {h.rel(STORE)}",
+        *h.news_commands(),
         "```",
         "",
         f"Runs: one collapsed Gibbs chain (K = {TOPICS}, alpha 0.1, beta 0.01, seed 1, the "

@@ -313,6 +313,37 @@ def ensure_store(name: str, args: Sequence[str] | None = None, *,
     return out
 
 
+# the 20 Newsgroups bydate store of the coherence and score-cache benchmarks: the shared
+# tarball converted to JSONL (headers, quotes and signatures removed), then prepared
+NEWS_JSONL = WORK / "coherence" / "20news.jsonl"
+NEWS_STORE = WORK / "stores" / "20news_bydate"
+NEWS_CONVERT = ["--remove-headers", "--remove-quotes", "--remove-signatures"]
+NEWS_PREPARE = ["--split-field", "split", "--min-df", "5", "--max-df", "0.5"]
+
+
+def ensure_20news_bydate() -> Path:
+    """The 20 Newsgroups bydate store (:data:`NEWS_STORE`), made once."""
+    if (NEWS_STORE / "manifest.json").exists():
+        return NEWS_STORE
+    tarball = data_path("20news_bydate_raw", "20news-bydate.tar.xz")
+    NEWS_JSONL.parent.mkdir(parents=True, exist_ok=True)
+    script = REPO / "data_scripts" / "newsgroups_to_jsonl.py"
+    logfile = WORK / "logs" / "convert-20news.log"
+    res = run_measured([sys.executable, str(script), str(tarball), *NEWS_CONVERT, "--quiet",
+                        "--out", str(NEWS_JSONL)], logfile)
+    if res["rc"] != 0:
+        raise SystemExit(f"converting 20 Newsgroups failed:\n{tail(logfile)}")
+    return ensure_store("20news_bydate", [str(NEWS_JSONL), *NEWS_PREPARE], out=NEWS_STORE)
+
+
+def news_commands() -> list[str]:
+    """The commands that make :func:`ensure_20news_bydate`'s store, for a results file."""
+    return ["python data_scripts/newsgroups_to_jsonl.py "
+            "../shared/data/20news_bydate_raw/20news-bydate.tar.xz \\",
+            f"    {' '.join(NEWS_CONVERT)} --out {rel(NEWS_JSONL)}",
+            f"topictk prepare {rel(NEWS_JSONL)} {' '.join(NEWS_PREPARE)} --out {rel(NEWS_STORE)}"]
+
+
 def replicated_kos(copies: int, folder: Path) -> Path:
     """UCI KOS with every document written ``copies`` times (document ids shifted per copy),
     as a gzipped docword file in ``folder`` (made once, then reused); its vocabulary is
