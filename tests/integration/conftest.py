@@ -25,6 +25,18 @@ def other_store(tmp_path_factory) -> Path:
     return out
 
 
+@pytest.fixture(scope="session")
+def meta_store(tmp_path_factory) -> Path:
+    """The example corpus with a categorical and a numeric made-up covariate (the DMR
+    algorithms need document features)."""
+    from tests.golden.cases import write_meta_corpus
+    folder = tmp_path_factory.mktemp("meta")
+    out = folder / "store"
+    ok("prepare", write_meta_corpus(folder / "meta.jsonl"), "--meta", "group:cat,score",
+       "--out", out)
+    return out
+
+
 REPORT_DLDA = ["inference.algorithm=dlda-sgrld", "inference.iterations=12",
                "inference.burn_in=6", "inference.local_burn_in=6", "inference.local_samples=3",
                "training.eval_every=3", "training.checkpoint_every=6", "inference.step.a=0.1",

@@ -11,7 +11,7 @@ import textwrap
 import pytest
 import yaml
 
-from tests.integration._cli import REPO, ok
+from tests.integration._cli import REPO
 
 # what the in-training evaluation runs with: a short fold-in of every test document
 EVALUATION = {"fold_in_sweeps": 4, "fold_in_burn_in": 2, "curve_fold_in_sweeps": 4}
@@ -46,17 +46,6 @@ CASES = {
                    {"iterations": 2, "burn_in": 1, "chunks": 4,
                     "point_perplexity": {"iterations": 2, "last": 1}}),
 }
-
-
-@pytest.fixture(scope="module")
-def meta_store(tmp_path_factory):
-    """The example corpus with two made-up covariates, for the DMR algorithms."""
-    from tests.golden.cases import write_meta_corpus
-    folder = tmp_path_factory.mktemp("meta")
-    store = folder / "store"
-    ok("prepare", write_meta_corpus(folder / "meta.jsonl"), "--meta", "group:cat,score",
-       "--out", store)
-    return store
 
 
 def config_of(algorithm: str, store, folder):

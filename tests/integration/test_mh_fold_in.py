@@ -10,7 +10,6 @@ import json
 import numpy as np
 import pytest
 
-from tests.golden.cases import write_meta_corpus
 from tests.integration._cli import (
     EXAMPLE,
     REPO,
@@ -39,16 +38,6 @@ SHORT = ["inference.iterations=24", "inference.burn_in=12", "inference.thin=4",
 
 def _sets(items: list[str]) -> list[str]:
     return [part for item in items for part in ("--set", item)]
-
-
-@pytest.fixture(scope="module")
-def meta_store(tmp_path_factory):
-    """The example corpus with a categorical and a numeric made-up covariate."""
-    folder = tmp_path_factory.mktemp("mh-meta")
-    out = folder / "store"
-    ok("prepare", write_meta_corpus(folder / "meta.jsonl"), "--meta", "group:cat,score",
-       "--out", out)
-    return out
 
 
 @pytest.fixture(scope="module")
