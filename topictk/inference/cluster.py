@@ -67,6 +67,10 @@ class ShardMissing(ClusterError):
     """A shard's state is not on the worker that was asked for it (lost with its worker)."""
 
 
+class SendFailed(ClusterError):
+    """Data sent to a worker that the scheduler had removed meanwhile (lost with it)."""
+
+
 #: times one step recovers from lost workers before the run stops
 MAX_RECOVERIES = 3
 #: copies of an array the driver sends to workers at the same time
@@ -78,7 +82,8 @@ def _loss_errors() -> tuple[type[BaseException], ...]:
     import concurrent.futures
 
     import distributed
-    return (concurrent.futures.CancelledError, distributed.KilledWorker, OSError, ShardMissing)
+    return (concurrent.futures.CancelledError, distributed.KilledWorker, OSError, ShardMissing,
+            SendFailed)
 
 
 @contextmanager
@@ -89,6 +94,18 @@ def lost_as(doing: str):
         yield
     except _loss_errors() as exc:
         raise WorkerLost(f"a Dask worker was lost {doing} ({type(exc).__name__})") from None
+
+
+def send_to(client, data, address: str, **options):
+    """``client.scatter(data)`` straight to the worker at ``address``. When that worker dies
+    between receiving the data and the scheduler recording it, the scheduler answers with a
+    KeyError naming the worker: that is a lost worker (:class:`SendFailed`), not a fault."""
+    try:
+        return client.scatter(data, workers=[address], hash=False, direct=True, **options)
+    except KeyError as exc:
+        if exc.args and exc.args[0] == address:
+            raise SendFailed(f"worker {address} was removed while data was sent to it") from None
+        raise
 
 
 def topictk_version() -> str:
@@ -251,8 +268,7 @@ class Cluster:
         from concurrent.futures import ThreadPoolExecutor
 
         def send(address: str):
-            return self.client.scatter(array, workers=[address], hash=False, direct=True,
-                                       timeout=self.timeout)
+            return send_to(self.client, array, address, timeout=self.timeout)
 
         began = time.perf_counter()
         if len(workers) == 1:
@@ -590,6 +606,8 @@ def map_in_order(cluster: Cluster, task: ClusterTask, parts: Iterable) -> Iterat
 
     def finish(part, future) -> tuple:
         try:
+            if isinstance(future, BaseException):   # never sent: its worker was lost
+                raise future
             result = future.result()
         except _loss_errors() as exc:
             log.warning("a Dask worker was lost %s (%s); %s", task.doing, type(exc).__name__,
@@ -600,7 +618,11 @@ def map_in_order(cluster: Cluster, task: ClusterTask, parts: Iterable) -> Iterat
 
     for i, part in enumerate(parts):
         home = workers[i % len(workers)]
-        sent = client.scatter([part], workers=[home], hash=False, direct=True)[0]
+        try:
+            sent = send_to(client, [part], home)[0]
+        except _loss_errors() as exc:
+            window.append((part, exc))
+            continue
         cluster.bytes_sent += nbytes(part)
         window.append((part, client.submit(task.piece, task.context,
                                            *(copy[home] for copy in copies), sent,
@@ -680,7 +702,7 @@ class Shards:
                 kept = []
                 for s, (spec, home) in enumerate(zip(self.specs, self.homes)):
                     part = self._part(spec, *arrays)
-                    sent = self.client.scatter(part, workers=[home], hash=False, direct=True)
+                    sent = send_to(self.client, part, home)
                     self.cluster.bytes_sent += nbytes(part)
                     kept.append(self.client.submit(_keep, sent, self._key(s), workers=[home],
                                                    allow_other_workers=True, pure=False))
