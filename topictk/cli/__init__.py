@@ -182,6 +182,7 @@ from topictk.cli import (  # noqa: E402  (register commands)
     evaluate,
     export,
     infer,
+    labels,
     plot,
     prepare,
     report,
@@ -200,6 +201,7 @@ cli.add_command(compare.compare)
 cli.add_command(plot.plot)
 cli.add_command(export.export)
 cli.add_command(report.report)
+cli.add_command(labels.labels)
 
 
 def main() -> None:

@@ -39,6 +39,9 @@ def _summary(manifest: dict, out: str) -> str:
                      f"{', ...' if len(f['names']) > 8 else ''}); filled-in missing values "
                      f"{f['train']['missing_values'] + f['test']['missing_values']}, unseen "
                      f"test categories {f['test']['unseen_categories']}")
+    if "snippets" in manifest:
+        lines.append(f"snippets:     the first {manifest['snippets']['characters']:,} "
+                     f"characters of each training document's text")
     if c["undecodable_skipped"]:
         lines.append(f"skipped:      {c['undecodable_skipped']:,} undecodable lines/files")
     return "\n".join(lines)
@@ -115,12 +118,16 @@ def verify_command(verify: str | None, inputs: tuple, out: str | None) -> str:
                    "(numeric standardised, categorical one-hot; :num/:cat force the type); "
                    "may be repeated.")
 @meta_file_option("Tab-separated metadata with a header row, row i for input document i.")
+@click.option("--snippets", type=int, default=0, show_default=True, metavar="N",
+              help="Keep the first N characters of each training document's text (white "
+                   "space collapsed) for the representative documents of 'topics --docs' "
+                   "and the report; 0 keeps no text. Text input only.")
 @click.option("--force", is_flag=True,
               help="Replace an existing corpus store (nothing else is ever replaced).")
 def prepare(inputs, out, verify, fmt, vocab, text_columns, id_column, delimiter, min_length,
             stopwords, min_df, max_df, vocab_size, test_docs, heldout_fraction,
             heldout_train_fraction, seed, test_observed, test_heldout, duplicate_ids,
-            encoding_errors, split_field, vocab_list, meta, meta_file, force):
+            encoding_errors, split_field, vocab_list, meta, meta_file, snippets, force):
     """Turn text or bag-of-words INPUTS into a corpus store with a fixed held-out split.
 
     INPUTS are files with one document per line, a folder of .txt files, a .jsonl file,
@@ -140,6 +147,7 @@ def prepare(inputs, out, verify, fmt, vocab, text_columns, id_column, delimiter,
                           encoding_errors=encoding_errors, duplicate_ids=duplicate_ids,
                           split_field=split_field,
                           vocab_list=vocab_list, meta=meta, meta_file=meta_file, force=force,
+                          snippets=snippets,
                           table=table_from(text_columns, id_column, delimiter))
     check_store_output(out)
     manifest = prepare_corpus(list(inputs), out, opts)

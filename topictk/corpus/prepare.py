@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import logging
 import math
+import re
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
@@ -58,6 +59,7 @@ class PrepareOptions:
     vocab_list: str | None = None        # a fixed vocabulary, one word per line
     table: TableOptions | None = None    # CSV/TSV columns and delimiter (None: the defaults)
     duplicate_ids: str = "refuse"        # a document id given twice: refuse, or rename ID~2
+    snippets: int = 0                    # characters of each training text kept (0: none)
 
     def check(self) -> None:
         """Refuse values out of range and options that would be ignored; then fill in the
@@ -106,6 +108,9 @@ class PrepareOptions:
         if self.duplicate_ids not in readers.DUPLICATE_IDS:
             raise UsageError(f"--duplicate-ids must be {' or '.join(readers.DUPLICATE_IDS)}; "
                              f"got {self.duplicate_ids}")
+        if self.snippets < 0:
+            raise UsageError(f"--snippets must be >= 0 characters (0 keeps no text); "
+                             f"got {self.snippets}")
         if self.encoding_errors not in ("strict", "skip"):
             raise UsageError(f"--encoding-errors must be strict or skip; "
                              f"got {self.encoding_errors}")
@@ -177,6 +182,7 @@ class DocumentSet:
     ids: list[str]
     meta: list[dict] | None = None
     held: list[np.ndarray] | None = None
+    snippets: list[str] | None = None    # prepare --snippets: the start of each text
 
     def __len__(self) -> int:
         return len(self.tokens)
@@ -190,7 +196,9 @@ class DocumentSet:
         return DocumentSet(
             tokens=[self.tokens[i] for i in indices], ids=[self.ids[i] for i in indices],
             meta=[self.meta[i] for i in indices] if self.meta is not None else None,
-            held=[self.held[i] for i in indices] if self.held is not None else None)
+            held=[self.held[i] for i in indices] if self.held is not None else None,
+            snippets=([self.snippets[i] for i in indices] if self.snippets is not None
+                      else None))
 
     def keep_nonempty(self) -> DocumentSet:
         """The documents with at least one token (in either part)."""
@@ -226,16 +234,29 @@ class _Dropped:
     unobserved: dict = field(default_factory=dict)   # Protocol B: words and tokens dropped
 
 
+_SPACES = re.compile(r"\s+")
+_CONTROL = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f]")
+
+
+def snippet_of(text: str, n_chars: int) -> str:
+    """The first ``n_chars`` characters (code points) of ``text`` cleaned up for display:
+    control characters dropped, every run of white space (line breaks included) one
+    space, no space at either end."""
+    return _SPACES.sub(" ", _CONTROL.sub("", text)).strip()[:n_chars].rstrip()
+
+
 def _read_text_documents(inputs: list[str], fmt: str, opts: PrepareOptions,
                          stats: readers.ReadStats,
                          fixed_vocab: list[str] | None = None) -> tuple[DocumentSet, list[str]]:
     """Tokenised documents as id arrays over an input type table (or over ``fixed_vocab``,
     whose out-of-vocabulary tokens are dropped as they are read), and that table's words."""
     type_ids: dict[str, int] = {w: i for i, w in enumerate(fixed_vocab)} if fixed_vocab else {}
-    docs, ids, metas, origins = [], [], [], []
+    docs, ids, metas, origins, snippets = [], [], [], [], []
     for doc in input_formats.read_documents(inputs, fmt, opts.encoding_errors, stats,
                                             opts.table):
         tokens = tokenize(doc.text, opts.min_length)
+        if opts.snippets:
+            snippets.append(snippet_of(doc.text, opts.snippets))
         if fixed_vocab:
             known = [type_ids[t] for t in tokens if t in type_ids]
             docs.append(np.array(known, dtype=np.int32))
@@ -249,7 +270,8 @@ def _read_text_documents(inputs: list[str], fmt: str, opts: PrepareOptions,
     names = [""] * len(type_ids)
     for name, i in type_ids.items():
         names[i] = name
-    return DocumentSet(docs, ids, metas if any(metas) else None), names
+    return (DocumentSet(docs, ids, metas if any(metas) else None,
+                        snippets=snippets if opts.snippets else None), names)
 
 
 def _bag_tokens(bag: readers.BagOfWords) -> list[np.ndarray]:
@@ -404,6 +426,9 @@ def _check_formats(inputs: list[str], out: str | Path, opts: PrepareOptions) -> 
         raise UsageError(f"--vocab names the vocabulary of bag-of-words input (UCI, LDA-C, "
                          f"Matrix Market), not of {fmt} input; to fix the vocabulary of text "
                          f"use --vocab-list")
+    if opts.snippets and fmt in readers.BAG_FORMATS:
+        raise UsageError(f"--snippets keeps the start of each document's text; {fmt} input is "
+                         f"a bag of words with no text: drop --snippets")
     if opts.vocab_list is not None and fmt in readers.BAG_FORMATS:
         name = {"uci": "UCI", "ldac": "LDA-C", "mm": "Matrix Market"}[fmt]
         raise UsageError(f"--vocab-list fixes the vocabulary of text input; {name} input comes "
@@ -538,7 +563,18 @@ def _store_arrays(train: DocumentSet, test: DocumentSet, n_words: int, arrays: d
     _add_arrays(arrays, "train", train.tokens, n_words, tokens=True)
     _add_arrays(arrays, "test_obs", test.tokens, n_words, tokens=True)
     _add_arrays(arrays, "test_held", test.held, n_words, tokens=False)
+    if train.snippets is not None:
+        arrays["train_snippet_ptr"], arrays["train_snippet_text"] = snippet_arrays(
+            train.snippets)
     return arrays
+
+
+def snippet_arrays(snippets: list[str]) -> tuple[np.ndarray, np.ndarray]:
+    """Texts as one UTF-8 blob (uint8) and the byte offsets of each (int64, D + 1)."""
+    encoded = [t.encode("utf-8") for t in snippets]
+    ptr = np.zeros(len(encoded) + 1, dtype=np.int64)
+    ptr[1:] = np.cumsum([len(b) for b in encoded]) if encoded else []
+    return ptr, np.frombuffer(b"".join(encoded), dtype=np.uint8)
 
 
 def _manifest(inputs: list[str], fmt: str, opts: PrepareOptions, vocab: list[str],
@@ -603,6 +639,8 @@ def prepare(inputs: list[str], out: str | Path, opts: PrepareOptions) -> dict:
     manifest = _manifest(inputs, fmt, opts, vocab, n_read, train, test, dropped, stats)
     if features is not None:
         manifest["features"] = features
+    if opts.snippets:
+        manifest["snippets"] = {"characters": opts.snippets, "documents": "train"}
     return write_store(Path(out), arrays, vocab, manifest, train_ids=train.ids,
                        test_ids=test.ids, train_meta=train.meta, test_meta=test.meta,
                        force=opts.force)

@@ -17,6 +17,9 @@ Layout (D documents, V words; docs/algorithms.md §1.5 for the two representatio
     train_ids.txt, test_ids.txt      original document ids, one per line
     train_meta.jsonl, test_meta.jsonl  metadata fields (JSONL input or --meta-file)
     train_features, test_features     optional (prepare --meta): (D, F) float64 features
+    train_snippet_ptr   int64 (D+1)   optional (prepare --snippets N): byte offsets into
+    train_snippet_text  uint8         the first N characters of each training document's
+                        text (white space collapsed), one UTF-8 blob
 """
 from __future__ import annotations
 
@@ -56,6 +59,8 @@ OPTIONAL_ARRAYS = {
     "train_held_indptr": np.int64, "train_held_indices": np.int32, "train_held_counts": np.int32,
     # document features from metadata (prepare --meta; DMR), the intercept last
     "train_features": np.float64, "test_features": np.float64,
+    # the start of each training document's text (prepare --snippets), for people to read
+    "train_snippet_ptr": np.int64, "train_snippet_text": np.uint8,
 }
 
 
@@ -483,7 +488,7 @@ class CorpusStore:
 
         counts = self.manifest.get("counts", {})
         expected = [("train_documents", rows, ("train_doc_ptr", "train_indptr",
-                                               "train_held_indptr")),
+                                               "train_held_indptr", "train_snippet_ptr")),
                     ("test_documents", rows, ("test_obs_doc_ptr", "test_obs_indptr",
                                               "test_held_indptr")),
                     ("train_tokens", length, ("train_words",)),
@@ -615,6 +620,30 @@ class CorpusStore:
         # shape, and by verify())
         self._check_hash(name)
         return self.array(name)
+
+    @property
+    def has_snippets(self) -> bool:
+        """Whether the store keeps the start of each training text (prepare --snippets)."""
+        return "train_snippet_ptr" in self.manifest.get("arrays", {})
+
+    def snippets(self, rows) -> list[str] | None:
+        """The kept start of the text of training documents ``rows`` (store order), or None
+        when the store was prepared without ``--snippets``. The two arrays are small and
+        checked against their sha256 the first time they are read: a damaged text would
+        show nowhere else."""
+        if not self.has_snippets:
+            return None
+        self._check_hash("train_snippet_ptr")
+        self._check_hash("train_snippet_text")
+        ptr, text = self.array("train_snippet_ptr"), self.array("train_snippet_text")
+        out = []
+        for d in rows:
+            start, end = int(ptr[d]), int(ptr[d + 1])
+            if not 0 <= start <= end <= text.size:
+                raise CorpusError(f"{self.path / 'train_snippet_ptr.npy'}: offsets out of "
+                                  f"range; prepare the corpus again with --force")
+            out.append(bytes(text[start:end]).decode("utf-8", errors="replace"))
+        return out
 
     @property
     def feature_names(self) -> list[str]:
