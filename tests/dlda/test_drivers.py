@@ -364,7 +364,7 @@ def test_topics_per_layer_tree_and_dot(deep_run):
     dot = run.invoke(cli, ["topics", str(deep_run), "--format", "dot", "--top", "2"])
     assert dot.exit_code == 0
     assert dot.stdout.startswith("digraph dlda {") and dot.stdout.rstrip().endswith("}")
-    assert "L3_0 -> L2_" in dot.stdout
+    assert "L3_1 -> L2_" in dot.stdout                 # topics numbered from 1
     bad = run.invoke(cli, ["topics", str(deep_run), "--layer", "4"])
     assert bad.exit_code == 2 and "--layer must be between 1 and 3" in bad.output
 

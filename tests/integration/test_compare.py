@@ -166,7 +166,8 @@ def test_align_a_run_with_itself_gives_distance_zero_and_another_more(runs):
     (alignment,) = data["alignments"]
     assert (alignment["a"], alignment["b"]) == ("gibbs", "dmr-sem")
     distances = [p["distance"] for p in alignment["pairs"]]
-    assert len(distances) == 6 and len({p["topic_b"] for p in alignment["pairs"]}) == 6
+    assert len(distances) == 6 and {p["topic_b"] for p in alignment["pairs"]} == set(range(1, 7))
+    assert [p["topic_a"] for p in alignment["pairs"]] == [1, 2, 3, 4, 5, 6]     # from 1
     assert alignment["median_distance"] == pytest.approx(np.median(distances))
     assert 0 < alignment["median_distance"] < 1
     run = topictk.load_run(runs / "gibbs")
@@ -187,7 +188,7 @@ def test_align_needs_two_runs(runs):
 def test_export_doc_topics_has_every_document_with_its_id_and_split(runs, jsonl_store,
                                                                     family):
     out = ok("export", runs / family, "--what", "doc-topics").stdout.splitlines()
-    assert out[0].split("\t") == ["id", "split", *(f"topic_{k}" for k in range(6))]
+    assert out[0].split("\t") == ["id", "split", *(f"topic_{n}" for n in range(1, 7))]
     rows = [line.split("\t") for line in out[1:]]
     train_ids = (jsonl_store / "train_ids.txt").read_text().splitlines()
     test_ids = (jsonl_store / "test_ids.txt").read_text().splitlines()

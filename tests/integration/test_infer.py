@@ -21,6 +21,7 @@ from topictk.cli import cli
 from topictk.corpus.store import CorpusStore, ptr_to_csr
 from topictk.errors import UsageError
 from topictk.evaluation import infer as infer_module
+from topictk.evaluation.numbering import topic_number
 from topictk.evaluation.run import LoadedRun
 from topictk.inference.perplexity import mixture_probabilities
 from topictk.inference.sampled import evaluation_plan
@@ -92,8 +93,8 @@ def test_theta_equals_the_reference_fold_in(lda_run, tmp_path):
     theta = np.array([r["theta"] for r in records])
     np.testing.assert_allclose(theta, expected, rtol=1e-12)
     np.testing.assert_allclose(theta.sum(axis=1), 1.0, rtol=1e-12)
-    assert [r["top_topics"] for r in records] == [
-        list(np.argsort(-t, kind="stable")[:3]) for t in theta]
+    assert [r["top_topics"] for r in records] == [        # topics numbered from 1
+        [topic_number(k) for k in np.argsort(-t, kind="stable")[:3]] for t in theta]
 
 
 def test_a_checkpoint_can_be_used(lda_run, tmp_path):
@@ -129,7 +130,7 @@ def test_single_topic_documents_get_their_topic(lda_run, tmp_path):
                .splitlines()]
     for i, r in enumerate(records):
         planted = i // 4
-        assert r["top_topics"][0] == match[planted]
+        assert r["top_topics"][0] == topic_number(match[planted])
         assert r["theta"][match[planted]] > 0.8
 
 
@@ -149,7 +150,7 @@ def test_threads_seed_blocks_tsv_and_atomic_output(lda_run, tmp_path, monkeypatc
     assert ok("infer", run, tmp_path / "new.txt", "--output-format", "tsv", "--out", out,
               "--threads", "2").stdout == ""
     rows = out.read_text().splitlines()
-    assert rows[0].split("\t") == ["id", "tokens", "unknown"] + [f"topic_{k}" for k in range(5)]
+    assert rows[0].split("\t") == ["id", "tokens", "unknown"] + [f"topic_{n}" for n in range(1, 6)]
     tsv = np.array([[float(x) for x in row.split("\t")[3:]] for row in rows[1:]])
     np.testing.assert_array_equal(tsv, [json.loads(line)["theta"] for line in one.splitlines()])
     # a failing call leaves the existing output as it was
@@ -313,7 +314,8 @@ def test_example_corpus_training_documents_keep_their_topic(tmp_path):
     ids = (tmp_path / "store" / "train_ids.txt").read_text().splitlines()
     ndk = model["ndk"]
     long_docs = [d for d in range(len(ids)) if ndk[d].sum() >= 20]
-    agree = [by_id[ids[d]]["top_topics"][0] == int(np.argmax(ndk[d])) for d in long_docs]
+    agree = [by_id[ids[d]]["top_topics"][0] == topic_number(np.argmax(ndk[d]))
+             for d in long_docs]
     assert len(long_docs) >= 100
     assert np.mean(agree) > 0.8
 
@@ -367,7 +369,7 @@ def test_dlda_documents_of_one_topic_get_it(dlda_run, tmp_path):
     records = [json.loads(line) for line in ok("infer", dlda_run, tmp_path / "one.txt").stdout
                .splitlines()]
     for i, r in enumerate(records):
-        assert r["top_topics"][0] == i // 3
+        assert r["top_topics"][0] == topic_number(i // 3)
         assert r["theta"][i // 3] > 0.5
 
 

@@ -18,6 +18,7 @@ from tests.integration._cli import (
     ok,
     write_config,
 )
+from topictk.evaluation.numbering import topic_row
 
 
 def test_prepare_train_evaluate_topics(tmp_path):
@@ -68,25 +69,26 @@ def test_prepare_train_evaluate_topics(tmp_path):
 
     # topics: text, tsv, json agree with one another and with the model
     as_json = json.loads(ok("topics", run_dir, "--top", "5", "--format", "json").stdout)["topics"]
-    assert [t["topic"] for t in as_json] == list(range(6))
+    assert [t["topic"] for t in as_json] == [1, 2, 3, 4, 5, 6]       # numbered from 1
     vocab = (store / "vocab.txt").read_text(encoding="utf-8").splitlines()
     phi = (arrays["nkw"] + 0.01) / (arrays["nk"] + V * 0.01)          # (V, K)
     for t in as_json:
         probs = [w["probability"] for w in t["words"]]
         assert len(probs) == 5 and probs == sorted(probs, reverse=True)
-        top = np.argsort(-phi[:, t["topic"]], kind="stable")[:5]
+        k = topic_row(t["topic"], 6)
+        top = np.argsort(-phi[:, k], kind="stable")[:5]
         assert [w["word"] for w in t["words"]] == [vocab[i] for i in top]
-        np.testing.assert_allclose(probs, phi[top, t["topic"]], rtol=1e-12)
+        np.testing.assert_allclose(probs, phi[top, k], rtol=1e-12)
     tsv = ok("topics", run_dir, "--top", "5", "--format", "tsv").stdout.splitlines()
     assert tsv[0] == "topic\trank\tword\tprobability"
     assert len(tsv) == 1 + 6 * 5
     first = tsv[1].split("\t")
-    assert first[:3] == ["0", "1", as_json[0]["words"][0]["word"]]
+    assert first[:3] == ["1", "1", as_json[0]["words"][0]["word"]]       # topic 1, rank 1
     assert float(first[3]) == float(f"{as_json[0]['words'][0]['probability']:.6g}")
     lines = ok("topics", run_dir, "--top", "3").stdout.splitlines()
     assert len(lines) == 6
     w = as_json[2]["words"]
-    assert lines[2] == "  2  " + " ".join(f"{x['word']}({x['probability']:.3f})" for x in w[:3])
+    assert lines[2] == "  3  " + " ".join(f"{x['word']}({x['probability']:.3f})" for x in w[:3])
 
 
 def test_metrics_record_the_documented_fields(tmp_path, example_store):

@@ -15,6 +15,7 @@ import numpy as np
 
 from topictk.errors import UsageError
 from topictk.evaluation.coherence import top_words
+from topictk.evaluation.numbering import topic_number
 from topictk.evaluation.run import LoadedRun
 from topictk.evaluation.runs import RunRef
 from topictk.evaluation.scores import progress_bar, run_scores, scored_already
@@ -181,7 +182,7 @@ def align_runs(run_a: RunRef, run_b: RunRef, top: int = 5) -> dict:
     words_b = top_words(phi_b, min(top, phi_b.shape[1]))
     return {"a": run_a.label, "b": run_b.label,
             "median_distance": float(np.median([d for _, _, d in pairs])),
-            "pairs": [{"topic_a": a, "topic_b": b, "distance": d,
+            "pairs": [{"topic_a": topic_number(a), "topic_b": topic_number(b), "distance": d,
                        "words_a": [vocab_a[w] for w in words_a[a]],
                        "words_b": [vocab_b[w] for w in words_b[b]]} for a, b, d in pairs]}
 

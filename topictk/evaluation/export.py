@@ -18,6 +18,7 @@ from topictk import progress
 from topictk.evaluation.htmljson import script_json
 from topictk.evaluation.infer import infer_documents, split_documents
 from topictk.evaluation.ldavis import ldavis_data, term_frequencies
+from topictk.evaluation.numbering import topic_columns
 from topictk.evaluation.run import LoadedRun
 from topictk.evaluation.tsv import tsv_rows
 
@@ -56,7 +57,7 @@ class MatrixExport:
 
     def _tsv(self) -> bytes:
         n_topics = self.matrix.shape[1]
-        header = [*self.labels, *(f"topic_{k}" for k in range(n_topics))]
+        header = [*self.labels, *topic_columns(n_topics)]
         columns = list(self.labels.values())
         rows = ([*(c[i] for c in columns), *(f"{v:.6g}" for v in row)]
                 for i, row in enumerate(self.matrix))

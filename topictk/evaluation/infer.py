@@ -37,6 +37,7 @@ from topictk.corpus.text import tokenize
 from topictk.errors import CorpusError, CorpusUsageError, UsageError
 from topictk.inference.base import INFER_CHUNK_DOCS
 from topictk.inference.sampled import cluster_infer_blocks
+from topictk.evaluation.numbering import topic_columns, topic_number
 from topictk.evaluation.tsv import tsv_rows
 from topictk.state.dmr import ETA_MAX, ETA_MIN
 
@@ -213,13 +214,13 @@ def render_jsonl(docs: NewDocuments, start: int, theta: np.ndarray, top: int) ->
         lines.append(json.dumps({
             "id": docs.ids[d], "tokens": int(docs.doc_ptr[d + 1] - docs.doc_ptr[d]),
             "unknown": int(docs.unknown[d]),
-            "top_topics": [int(k) for k in order],
+            "top_topics": [topic_number(k) for k in order],
             "theta": [float(x) for x in row]}) + "\n")
     return "".join(lines)
 
 
 def tsv_header(n_topics: int) -> str:
-    return tsv_rows([["id", "tokens", "unknown", *(f"topic_{k}" for k in range(n_topics))]])
+    return tsv_rows([["id", "tokens", "unknown", *topic_columns(n_topics)]])
 
 
 def render_tsv(docs: NewDocuments, start: int, theta: np.ndarray) -> str:

@@ -23,3 +23,9 @@ def topic_row(number: int, n_topics: int) -> int:
         raise ValueError(f"topic {number} does not exist: topics are numbered "
                          f"{FIRST_TOPIC} to {n_topics - 1 + FIRST_TOPIC}")
     return row
+
+
+def topic_columns(n_topics: int) -> list[str]:
+    """The names of one column per topic in a table (TSV header): ``topic_1`` ... ``topic_K``,
+    the columns in the model's row order."""
+    return [f"topic_{topic_number(k)}" for k in range(n_topics)]

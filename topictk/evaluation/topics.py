@@ -8,18 +8,21 @@ import numpy as np
 
 from topictk.errors import UsageError
 from topictk.evaluation.coherence import top_words
+from topictk.evaluation.numbering import topic_number
 from topictk.evaluation.tsv import tsv_rows
 
 
 def topic_table(topic_word: np.ndarray, vocab: list[str], n: int) -> list[dict]:
-    """[{"topic": k, "words": [{"word", "probability"}...]}] for every topic."""
+    """[{"topic": number, "words": [{"word", "probability"}...]}] for every topic, numbered
+    from 1 (:mod:`topictk.evaluation.numbering`), words by probability descending, exact ties
+    by ascending word id."""
     top = top_words(topic_word, min(n, topic_word.shape[1]))
     return ranked_table(top, np.take_along_axis(topic_word, top, axis=1), vocab)
 
 
 def ranked_table(top: np.ndarray, probabilities: np.ndarray, vocab: list[str]) -> list[dict]:
     """:func:`topic_table` from the (K, n) top word ids and their probabilities."""
-    return [{"topic": k,
+    return [{"topic": topic_number(k),
              "words": [{"word": vocab[w], "probability": float(p)} for w, p in zip(row, probs)]}
             for k, (row, probs) in enumerate(zip(top, probabilities))]
 
@@ -28,6 +31,11 @@ def format_topics(table: list[dict], fmt: str) -> str:
     if fmt == "json":
         return json.dumps({"topics": table}, indent=None) + "\n"
     if fmt == "tsv":
+        if any("label" in t for t in table):     # a labels file or seed labels: a column
+            return tsv_rows([("topic", "label", "rank", "word", "probability"),
+                             *((t["topic"], t.get("label") or "", rank, w["word"],
+                                f"{w['probability']:.6g}")
+                               for t in table for rank, w in enumerate(t["words"], start=1))])
         return tsv_rows([("topic", "rank", "word", "probability"),
                          *((t["topic"], rank, w["word"], f"{w['probability']:.6g}")
                            for t in table for rank, w in enumerate(t["words"], start=1))])
@@ -38,7 +46,16 @@ def format_topics(table: list[dict], fmt: str) -> str:
         if t.get("features"):   # DMR: the metadata features with the largest weights nu
             feats = " ".join(f"{f['feature']}({f['weight']:+.3f})" for f in t["features"])
             lines.append(f"     metadata: {feats}")
+        lines.extend(topic_extra_lines(t))
     return "\n".join(lines) + "\n"
+
+
+def topic_extra_lines(t: dict) -> list[str]:
+    """The text lines of a topic's label and representative documents, when it has them
+    (``topics --labels``/labels.tsv, ``topics --docs``)."""
+    from topictk.evaluation.topic_listing import extra_lines
+
+    return extra_lines(t)
 
 
 # --------------------------------------------------------------------------- deep models
@@ -80,7 +97,8 @@ def topic_tree(driver, state, vocab: list[str], n_words: int, n_children: int,
                root_layer: int) -> list[dict]:
     """Topics of ``root_layer`` (strongest first) with, recursively down to layer 1, their
     ``n_children`` strongest children: the lower-layer topics v with the largest phi_vk^(l).
-    Node: {"layer", "topic", "weight", "words": [word...], "children": [node...]}; a root's
+    Node: {"layer", "topic" (numbered from 1), "weight", "words": [word...],
+    "children": [node...]}; a root's
     weight is its share of the prior mass (layer_usage), a child's weight is phi_vk^(l)."""
     phis = [driver.layer_weights(state, l) for l in range(1, len(state.layers) + 1)]
     words = {l: top_words(driver.layer_topic_word(state, l), n_words)
@@ -88,7 +106,7 @@ def topic_tree(driver, state, vocab: list[str], n_words: int, n_children: int,
     usage = layer_usage(phis, state.r)[root_layer - 1]
 
     def node(layer: int, k: int, weight: float) -> dict:
-        out = {"layer": layer, "topic": int(k), "weight": float(weight),
+        out = {"layer": layer, "topic": topic_number(k), "weight": float(weight),
                "words": [vocab[w] for w in words[layer][k]], "children": []}
         if layer > 1:
             column = phis[layer - 1][:, k]
@@ -148,11 +166,13 @@ def format_tree(tree: list[dict], fmt: str) -> str:
 
 def render_topics(driver, state, vocab: list[str], *, top: int, fmt: str,
                   layer: int | None = None, tree: bool = False, children: int = 3,
-                  features: int = 3) -> str:
+                  features: int = 3, annotate=None) -> str:
     """What ``topictk topics`` prints: top words of every topic, for deep models per layer
     (``layer`` picks one) or, with ``tree`` (or ``fmt`` dot), the hierarchy rooted at
     ``layer`` (default: the top layer). For DMR, each topic also lists the ``features``
-    metadata features with the largest weights nu (text and JSON)."""
+    metadata features with the largest weights nu (text and JSON). ``annotate``, when given,
+    adds fields to the table of a flat model's topics before it is written (labels and
+    representative documents: :mod:`topictk.evaluation.topic_listing`)."""
     deep = driver.traits.layered
     depth = len(state.layers) if deep else 1
     if fmt == "dot":
@@ -175,6 +195,8 @@ def render_topics(driver, state, vocab: list[str], *, top: int, fmt: str,
         if driver.traits.offers("features"):
             for t, feats in zip(table, driver.feature_table(state, features)):
                 t["features"] = feats
+        if annotate is not None:    # labels and representative documents (topic_listing)
+            annotate(table)
         return format_topics(table, fmt)
     layers = list(range(1, depth + 1)) if layer is None else [layer]
     return format_layers(layer_tables(driver, state, vocab, top, layers), fmt)
