@@ -6,7 +6,8 @@ and are saved in checkpoints; derived streams (local ``(2, t, c)``, eval ``(4, e
 re-created from their key whenever needed, so they need no saving; ``topictk infer`` uses
 ``(5, c)`` of the seed it is given; the left-to-right estimator of ``topictk evaluate``
 (§11.3) uses the derived ``(6, c)``, the same for every sample; the word phase of a WarpLDA
-sweep (§2.9) uses the persistent ``(7, c)``, one per word chunk.
+sweep (§2.9) uses the persistent ``(7, c)``, one per word chunk; the word-intrusion tasks of
+``topictk export --what intrusion`` draw from ``(8,)`` of their seed.
 """
 from __future__ import annotations
 
@@ -16,6 +17,8 @@ INIT = (0,)
 MAIN = (1,)
 #: prefix of the persistent streams of the word chunks of a WarpLDA sweep, ``(7, c)``
 WARP_WORDS = (7,)
+#: the draws of the word-intrusion tasks (intruders and the order shown)
+INTRUSION = (8,)
 
 
 def local_key(t: int, chunk: int) -> tuple[int, ...]:

@@ -17,6 +17,7 @@ import numpy as np
 from topictk import progress
 from topictk.evaluation.htmljson import script_json
 from topictk.evaluation.infer import infer_documents, split_documents
+from topictk.evaluation.intrusion import intrusion_export
 from topictk.evaluation.ldavis import ldavis_data, term_frequencies
 from topictk.evaluation.numbering import topic_columns
 from topictk.evaluation.run import LoadedRun
@@ -156,6 +157,8 @@ class ExportKind:
 
     build: Callable[[LoadedRun, FoldIn], Export]
     formats: tuple[str, ...]
+    #: it also writes an answer key (``key_bytes(fmt)``) to ``--key FILE``, kept apart
+    key: bool = False
 
 
 MATRIX_FORMATS = ("tsv", "json", "npz")
@@ -164,4 +167,5 @@ EXPORTS: dict[str, ExportKind] = {
     "doc-topics": ExportKind(doc_topics, MATRIX_FORMATS),
     "topic-words": ExportKind(topic_words, MATRIX_FORMATS),
     "ldavis": ExportKind(ldavis, ("json",)),
+    "intrusion": ExportKind(intrusion_export, ("tsv", "json"), key=True),
 }
