@@ -166,7 +166,8 @@ def relevant_terms(logprob: np.ndarray, loglift: np.ndarray, n: int,
                    lambda_step: float = DEFAULT_LAMBDA_STEP) -> list[np.ndarray]:
     """Per topic, every word among the ``n`` most relevant for some lambda of the grid
     0, step, ..., 1, where relevance = lambda ln phi_kw + (1 - lambda) ln(phi_kw / p_w)
-    (Sievert & Shirley 2014; docs/algorithms.md §11.8).
+    (Sievert & Shirley 2014; docs/algorithms.md §11.8); of words tied at the n-th place, the
+    smaller word ids.
 
     Returns
     -------
@@ -195,13 +196,16 @@ def relevant_terms(logprob: np.ndarray, loglift: np.ndarray, n: int,
             found.append(keep.astype(np.int64))
             continue
         scores = np.outer(lambdas, a[keep]) + np.outer(1 - lambdas, b[keep])
-        best = np.argpartition(-scores, n - 1, axis=1)[:, :n]
+        # exact ties at the n-th place go to the smaller word id (keep is ascending), on
+        # every machine: a partition would pick any of the tied words
+        best = np.argsort(-scores, axis=1, kind="stable")[:, :n]
         found.append(np.unique(keep[best]).astype(np.int64))
     return found
 
 
 def _some_best(values: np.ndarray, among: np.ndarray, n: int) -> np.ndarray:
-    """``n`` of ``among`` with the largest values (unordered; any of tied ones)."""
+    """``n`` of ``among`` with the largest values (unordered; any of tied ones: only the n-th
+    largest value, the same whichever are picked, is used, as a bound)."""
     if among.size <= n:
         return among
     return among[np.argpartition(-values[among], n - 1)[:n]]

@@ -276,7 +276,9 @@ def topic_data(phi: np.ndarray, freq: np.ndarray, npmi_per_topic: np.ndarray,
     ``x``, ``y`` (classical MDS of the JS distances), ``share``, ``npmi`` per topic,
     ``default`` (the most salient words, as indices into ``words``) and per topic
     ``terms``: [indices into ``words``], ``freq`` (expected occurrences in the topic),
-    ``logprob``, ``loglift`` (rounded to 4 decimals, for relevance in the page)."""
+    ``logprob``, ``loglift`` (rounded to 4 decimals, for relevance in the page), and per word
+    ``term_topics``: P(topic | term) (:func:`term_topics`), which the map's circles show
+    while the term's bar is hovered."""
     shares = ldavis.topic_shares(phi, freq)
     proportion = freq / freq.sum()
     logprob, loglift = ldavis.log_terms(phi, proportion)
@@ -298,4 +300,25 @@ def topic_data(phi: np.ndarray, freq: np.ndarray, npmi_per_topic: np.ndarray,
             "x": coords[:, 0].tolist(), "y": coords[:, 1].tolist(),
             "share": shares.tolist(), "npmi": [float(x) for x in npmi_per_topic],
             "default": [index[int(w)] for w in default], "topic": topics,
-            "n_terms": int(n_terms)}
+            "n_terms": int(n_terms), "term_topics": term_topics(weighted[:, words])}
+
+
+#: P(topic | term) below this is left out of the page: its circle would be no larger than the
+#: map's smallest (a radius of 2.5 px stands for about 6e-4 of the map's circle area)
+TERM_TOPIC_FLOOR = 5e-4
+
+
+def term_topics(weighted: np.ndarray) -> list[list[float]]:
+    """P(topic | term) = phi_kw p(k) / sum_j phi_jw p(j) of every column of ``weighted``
+    (phi_kw p(k), K x words), p(k) the topic's share of the corpus's tokens (the circle sizes of
+    the map): per word a flat list [row, probability, row, probability, ...] of the topics
+    with a probability of at least :data:`TERM_TOPIC_FLOOR`, rows ascending, probabilities
+    rounded to 4 decimals."""
+    total = weighted.sum(axis=0)
+    posterior = np.divide(weighted, total[None, :], out=np.zeros_like(weighted),
+                          where=total[None, :] > 0)
+    out = []
+    for column in posterior.T:
+        rows = np.flatnonzero(column >= TERM_TOPIC_FLOOR)
+        out.append([x for k in rows for x in (int(k), round(float(column[k]), 4))])
+    return out
