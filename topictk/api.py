@@ -166,6 +166,31 @@ class Run:
                                  burn_in=burn_in, seed=seed, threads=threads, features=features)
         return _stack(blocks, self.n_topics)
 
+    def diagnostics(self, *, top: int = 10) -> list[dict]:
+        """Per-topic diagnostics and junk flags, as ``topictk topics --diagnostics --format
+        json`` gives them (docs/topics.md).
+
+        Parameters
+        ----------
+        top : int
+            Top words listed per topic (word length and non-words always judge the top 10).
+
+        Returns
+        -------
+        list of dict
+            One dict per topic in the model's order, with ``topic`` (its number, from 1),
+            ``words``, ``tokens`` (training tokens assigned), ``doc_entropy`` (nats),
+            ``eff_words`` (1 / sum_w phi_kw^2), ``corpus_kl`` (KL from the corpus's word
+            frequencies, nats), ``top_doc_share`` (share of the tokens in the topic's 10
+            largest documents), ``word_length`` (mean characters of the top 10 words),
+            ``nonwords`` (how many of them look like non-words) and ``flags`` (the junk
+            rules that fired: ``"few documents"``, ``"non-words"``); the definitions are
+            those of :mod:`topictk.evaluation.diagnostics`.
+        """
+        from topictk.evaluation.diagnostics import run_diagnostics
+
+        return run_diagnostics(self._loaded, shown=top)
+
     def metrics(self) -> list[dict]:
         """The records of ``metrics.jsonl``, one per evaluation during training.
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 import click
 
 from topictk.cli.options import run_dir_argument
+from topictk.evaluation.diagnostics import render_diagnostics
 from topictk.evaluation.run import LoadedRun
 from topictk.evaluation.topics import render_topics
 
@@ -24,9 +25,16 @@ from topictk.evaluation.topics import render_topics
               help="Children per topic in --tree.")
 @click.option("--features", type=click.IntRange(min=0), default=3, show_default=True,
               help="DMR: metadata features per topic, those with the largest weights.")
-def topics(run_dir, top, fmt, checkpoint, layer, tree, children, features):
+@click.option("--diagnostics", is_flag=True,
+              help="Per-topic diagnostics (tokens, document entropy, effective words, "
+                   "distance from the corpus, top-document share, word length) and junk "
+                   "flags, with the top words.")
+def topics(run_dir, top, fmt, checkpoint, layer, tree, children, features, diagnostics):
     """Top words of every topic with their probabilities (per layer for deep models)."""
     run = LoadedRun(run_dir, checkpoint)
+    if diagnostics:
+        click.echo(render_diagnostics(run, fmt=fmt, top=top, layer=layer, tree=tree), nl=False)
+        return
     click.echo(render_topics(run.driver, run.state, run.store.vocab, top=top, fmt=fmt,
                              layer=layer, tree=tree, children=children, features=features),
                nl=False)

@@ -20,6 +20,7 @@ from topictk.evaluation.coherence import (
     top_words,
     umass,
 )
+from topictk.evaluation.diagnostics import run_diagnostics
 from topictk.evaluation.runs import discover_runs
 from topictk.evaluation.run import LoadedRun
 from topictk.evaluation.scores import (describe_protocol, progress_bar, protocol, run_scores,
@@ -53,6 +54,7 @@ class RunReport:
     notes: list[str] = field(default_factory=list)   # what is missing, what is shown instead
     topics: dict | None = None  # the map and bars (see _topic_data)
     tree: list[dict] | None = None
+    diagnostics: list[dict] | None = None   # per-topic diagnostics and junk flags
     comparable: bool = True
     # the held-out score's protocol (scores.protocol) and its one-line description; the
     # in-training curve's documents: curve_docs of test_documents (None: all of them)
@@ -264,6 +266,7 @@ def _add_model(report: RunReport, loaded: LoadedRun, n_terms: int, incidences: d
     traits = loaded.driver.traits
     if traits.offers("features"):
         report.topics["features"] = loaded.driver.feature_table(loaded.state, DMR_FEATURES)
+    report.diagnostics = run_diagnostics(loaded)
     if traits.offers("tree"):
         report.tree = topic_tree(loaded.driver, loaded.state, store.vocab, TREE_WORDS,
                                  TREE_CHILDREN, len(loaded.state.layers))

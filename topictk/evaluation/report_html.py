@@ -8,6 +8,7 @@ import math
 from importlib import resources
 from pathlib import PurePath
 
+from topictk.evaluation.diagnostics_html import diagnostics_section
 from topictk.evaluation.htmljson import script_json
 from topictk.evaluation.report import RunReport, protocol_differences
 
@@ -288,7 +289,7 @@ def _run_section(i: int, r: RunReport) -> str:
             f'<div class="npmi-box"><h3>NPMI per topic</h3>{_npmi_chart(t)}</div>')
     tree = _tree(r.tree) if r.tree else ""
     return (f'<section class="run" id="run-{i}" data-run="{i}">{head}{notes}{body}{tree}'
-            "</section>")
+            f"{diagnostics_section(r.diagnostics)}</section>")
 
 
 def _map(t: dict) -> str:
