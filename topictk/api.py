@@ -21,7 +21,8 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["Run", "coherence", "load_run", "open_store", "prepare", "score_topic_word"]
+__all__ = ["Run", "coherence", "compare_runs", "intrusion_precision", "load_run", "open_store",
+           "prepare", "score_topic_word"]
 
 
 def load_run(path: str | Path, checkpoint: int | None = None, *,
@@ -436,3 +437,153 @@ def coherence(store, topics: Iterable[Iterable[str]],
         raise UsageError(f"coherence: {exc}") from None
     topics = [[str(w) for w in topic] for topic in topics]
     return gensim_coherence(topics, store.train(), store.vocab, names, progress=progress)
+
+def compare_runs(paths: str | Path | Iterable[str | Path], *,
+                 coherence: str | Iterable[str] | None = None,
+                 reference: str | Path | None = None, left_to_right: int | None = None,
+                 allow_different_corpora: bool = False, threads: int | None = None,
+                 recompute: bool = False, quiet: bool = False) -> list[dict]:
+    """Runs side by side, ranked as ``topictk compare`` ranks them: lowest held-out perplexity
+    first.
+
+    Every run is scored as ``topictk evaluate`` scores it, from its ``scores.json`` when that
+    holds the score, else computed and cached there; so the order is that of ``compare``
+    and of the runs' ``evaluate`` perplexities.
+
+    Parameters
+    ----------
+    paths : str or Path, or an iterable of them
+        Run directories, or folders of runs (the output of ``topictk train --sweep``).
+    coherence : str or iterable of str, optional
+        Also these gensim coherence measures of every run (``"c_v"``, ``"c_npmi"``,
+        ``"c_uci"``, ``"u_mass"``, comma-separated, or ``"all"``), as
+        :meth:`Run.evaluate` computes them; cached in ``scores.json`` too.
+    reference : str or Path, optional
+        The corpus store whose training texts the coherence is computed on (default: each
+        run's own).
+    left_to_right : int, optional
+        Also the left-to-right perplexity with this many particles (slow).
+    allow_different_corpora : bool
+        Accept runs of different corpus stores (``--allow-different-corpora``): they are
+        listed in the order given, with a warning that their perplexities are not comparable.
+    threads : int, optional
+        Threads for the scoring; the numbers do not depend on it.
+    recompute : bool
+        Score every run again instead of reading the cache.
+    quiet : bool
+        No progress bars (by default they are shown on a terminal or in a notebook, as the
+        command shows them).
+
+    Returns
+    -------
+    list of dict
+        One record per run: ``path``, ``label``, ``algorithm``, ``topics`` (K; of the bottom
+        layer for deep models), ``layers`` (deep models' layer sizes, else None), ``seed``,
+        ``iterations``, ``train_seconds``, ``perplexity`` (held-out, evaluate's),
+        ``protocol`` (how it was measured, one line), ``perplexity_comparable``, ``umass``,
+        ``npmi``, ``diversity``; each coherence measure asked for under its name; a run
+        without its final model has ``missing`` (what it lacks, and the fix) and no scores.
+
+    Raises
+    ------
+    topictk.errors.CorpusUsageError
+        When the runs were trained on different corpus stores and
+        ``allow_different_corpora`` is False.
+
+    Warns
+    -----
+    UserWarning
+        When the runs' stores differ (with ``allow_different_corpora``) or their evaluation
+        settings differ: the same lines ``topictk compare`` prints.
+
+    Examples
+    --------
+    >>> import topictk
+    >>> runs = topictk.compare_runs("runs/sweep", coherence="c_npmi")   # doctest: +SKIP
+    >>> best = runs[0]
+    >>> best["topics"], best["perplexity"], best["c_npmi"], best["protocol"]  # doctest: +SKIP
+    (20, 1834.2, 0.061, 'evaluate: document completion on all 34 test documents, ...')
+    """
+    import warnings
+    from contextlib import nullcontext
+
+    from topictk import progress
+    from topictk.evaluation.compare import compare_runs as ranked_rows
+    from topictk.evaluation.runs import check_same_store, discover_runs, protocol_differences
+    from topictk.evaluation.scores import protocol_line
+
+    if isinstance(paths, (str, Path)):
+        paths = [paths]
+    found = discover_runs(list(paths))
+    comparable = check_same_store(found, allow_different_corpora)
+    if not comparable:
+        warnings.warn("trained on different corpus stores: these perplexities are computed on "
+                      "different held-out tokens and are not comparable", stacklevel=2)
+    differences = protocol_differences(found, left_to_right)
+    for line in differences:
+        warnings.warn(f"the runs are scored differently: {line}", stacklevel=2)
+    by_path = {str(run.path): run for run in found}
+    with progress.quiet() if quiet else nullcontext():
+        rows = ranked_rows(found, comparable=comparable, left_to_right=left_to_right,
+                           threads=threads, recompute=recompute, quiet=quiet)
+        records = []
+        for row in rows:
+            run = by_path[row["path"]]
+            layers = run.config.model.get("layers")
+            record = {"path": run.path, "label": row.pop("run"), "algorithm": row["algorithm"],
+                      "topics": int(run.config.model.topics),
+                      "layers": [int(k) for k in layers] if layers else None,
+                      "seed": int(run.config.training.seed),
+                      "protocol": protocol_line(run.config, left_to_right),
+                      "perplexity_comparable": comparable and not differences}
+            record.update({k: v for k, v in row.items() if k not in ("path", "topics")})
+            if coherence is not None and "missing" not in row:
+                scores = load_run(run.path, threads=threads).evaluate(
+                    coherence=coherence, reference=reference, recompute=recompute)
+                record.update({m: scores[m] for m in scores["coherence"]["per_topic"]})
+            records.append(record)
+    return records
+
+
+def intrusion_precision(answers: str | Path, key: str | Path) -> dict:
+    """Model precision of word-intrusion tasks (Chang et al. 2009): per topic, the share of
+    judges who picked the intruder.
+
+    Parameters
+    ----------
+    answers : str or Path
+        The judges' answers: a TSV file whose first line names the columns ``topic`` and
+        ``word`` (other columns, such as a judge, are ignored), then one line per judge and
+        topic: the topic's number and the word picked.
+    key : str or Path
+        The answer key written with the tasks (``topictk export RUN --what intrusion --out
+        tasks.tsv --key key.tsv``), TSV or JSON.
+
+    Returns
+    -------
+    dict
+        ``per_topic``: topic number -> ``{"precision", "answers", "intruder"}`` (precision
+        None for a topic without answers); ``mean``: the mean over the topics answered.
+
+    Raises
+    ------
+    topictk.errors.UsageError
+        A file that cannot be read, an answer for a topic not in the key, or a word that was
+        not shown for its topic (the file and line named).
+
+    Examples
+    --------
+    >>> import topictk
+    >>> mp = topictk.intrusion_precision("answers.tsv", "key.tsv")     # doctest: +SKIP
+    >>> mp["per_topic"][1]["precision"], mp["mean"]                     # doctest: +SKIP
+    (0.8, 0.65)
+    """
+    from topictk.errors import UsageError
+    from topictk.evaluation.intrusion import model_precision
+
+    try:
+        return model_precision(answers, key)
+    except OSError as exc:
+        raise UsageError(f"{exc.filename}: cannot be read ({exc.strerror or exc})") from None
+    except (ValueError, UnicodeDecodeError) as exc:
+        raise UsageError(str(exc)) from None

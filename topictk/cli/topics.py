@@ -1,16 +1,24 @@
 """``topictk topics``."""
 from __future__ import annotations
 
+import json
+
 import click
 
-from topictk.cli.options import run_dir_argument
+from topictk.cli.options import quiet_option, run_dir_argument
 from topictk.evaluation.diagnostics import render_diagnostics
 from topictk.evaluation.run import LoadedRun
+from topictk.evaluation.run_score import run_score, score_line
 from topictk.evaluation.topics import render_topics
 
 
 @click.command()
 @run_dir_argument
+@click.option("--score", is_flag=True,
+              help="Compute the run's held-out perplexity (as 'topictk evaluate' does, cached "
+                   "in its scores.json) when it is not cached yet; without --score it is only "
+                   "read.")
+@quiet_option
 @click.option("--top", "-n", type=click.IntRange(min=1), default=10, show_default=True,
               help="Words per topic.")
 @click.option("--format", "fmt", type=click.Choice(["text", "tsv", "json", "dot"]),
@@ -29,12 +37,28 @@ from topictk.evaluation.topics import render_topics
               help="Per-topic diagnostics (tokens, document entropy, effective words, "
                    "distance from the corpus, top-document share, word length) and junk "
                    "flags, with the top words.")
-def topics(run_dir, top, fmt, checkpoint, layer, tree, children, features, diagnostics):
-    """Top words of every topic with their probabilities (per layer for deep models)."""
+def topics(run_dir, score, quiet, top, fmt, checkpoint, layer, tree, children, features,
+           diagnostics):
+    """Top words of every topic with their probabilities (per layer for deep models).
+
+    Text and JSON output start with the run's held-out perplexity as 'topictk evaluate'
+    computes it, when its scores.json holds it (or with --score); never the in-training
+    estimate."""
     run = LoadedRun(run_dir, checkpoint)
     if diagnostics:
         click.echo(render_diagnostics(run, fmt=fmt, top=top, layer=layer, tree=tree), nl=False)
         return
-    click.echo(render_topics(run.driver, run.state, run.store.vocab, top=top, fmt=fmt,
-                             layer=layer, tree=tree, children=children, features=features),
-               nl=False)
+    click.echo(with_score(render_topics(run.driver, run.state, run.store.vocab, top=top,
+                                        fmt=fmt, layer=layer, tree=tree, children=children,
+                                        features=features), run, fmt, score), nl=False)
+
+
+def with_score(text: str, run: LoadedRun, fmt: str, compute: bool) -> str:
+    """``text`` headed by the run's score: a line (text) or a ``score`` field (JSON); TSV and
+    DOT are tables and graphs other programs read, left as they are."""
+    if fmt not in ("text", "json"):
+        return text
+    found = run_score(run.run_dir, run.config, run.checkpoint, compute=compute, loaded=run)
+    if fmt == "text":
+        return f"{score_line(found)}\n\n{text}"
+    return json.dumps({"score": found, **json.loads(text)}) + "\n"

@@ -248,9 +248,9 @@ def evaluate_loaded(run: LoadedRun, left_to_right: int | None = None, *,
                     coherence: Sequence[str] | None = None,
                     reference: str | Path | None = None, recompute: bool = False,
                     cache: bool = True) -> dict:
-    """What :func:`evaluate_run` returns, for a run already loaded: :func:`score_loaded`, from
-    the run's scores cache unless ``cache`` is False or ``recompute``, and gensim's coherence
-    ``coherence`` measures."""
+    """What :func:`evaluate_run` returns, for a run already loaded: :func:`score_loaded` and
+    gensim's coherence ``coherence`` measures, both from the run's scores cache unless
+    ``cache`` is False or ``recompute``."""
     from topictk.evaluation.scores import run_scores
 
     if cache:
@@ -265,8 +265,19 @@ def evaluate_loaded(run: LoadedRun, left_to_right: int | None = None, *,
         n = min(max(ev.coherence_top, ev.diversity_top), V)
         ranked = run.driver.ranked_words(run.state, n)
         top = top_words(run.driver.topic_word(run.state), n) if ranked is None else ranked[0]
-        result.update(gensim_coherence_of(run, top[:, :min(ev.coherence_top, V)], coherence,
-                                          reference))
+        top = top[:, :min(ev.coherence_top, V)]
+
+        def compute(measures):
+            return gensim_coherence_of(run, top, measures, reference)
+
+        if cache:       # from the run's scores.json, as the held-out score
+            from topictk.evaluation.coherence_cache import cached_coherence
+
+            result.update(cached_coherence(run.run_dir, run.config, run.checkpoint,
+                                           list(coherence), top.shape[1], reference, compute,
+                                           recompute=recompute))
+        else:
+            result.update(compute(coherence))
     return result
 
 
