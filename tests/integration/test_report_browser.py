@@ -3,8 +3,11 @@ driven by Playwright): the charts and the map render, selecting a topic and movi
 change the bars, the console stays free of errors and the page makes no request."""
 from __future__ import annotations
 
+import json
+import math
 import shutil
 
+import numpy as np
 import pytest
 
 from tests.integration._cli import ok
@@ -104,8 +107,8 @@ def test_selecting_a_topic_and_moving_lambda_change_the_bars(page_of, report_run
     run = page.locator("#run-0")
     salient = _bars(run)
     assert run.locator(".bars-title").text_content().startswith("Most salient terms")
-    run.locator("svg.map circle.topic[data-topic='2']").click()
-    assert run.locator(".bars-title").text_content().startswith("Topic 2 ·")
+    run.locator("svg.map circle.topic[data-topic='2']").click()        # row 2: topic 3
+    assert run.locator(".bars-title").text_content().startswith("Topic 3 ·")
     at_one = _bars(run)
     assert at_one != salient and run.locator("svg.bars rect.bar-topic:not(.key)").count() == 30
     assert "selected" in run.locator("circle.topic[data-topic='2']").get_attribute("class")
@@ -116,9 +119,145 @@ def test_selecting_a_topic_and_moving_lambda_change_the_bars(page_of, report_run
     at_zero = _bars(run)
     assert at_zero != at_one and set(at_zero) != set(at_one)
     run.locator("svg.npmi rect.npmi-bar[data-topic='4']").click()    # from the NPMI chart
-    assert run.locator(".bars-title").text_content().startswith("Topic 4 ·")
+    assert run.locator(".bars-title").text_content().startswith("Topic 5 ·")
     dmr = page.locator("#run-1")
     dmr.locator("svg.map circle.topic[data-topic='0']").click()
     assert dmr.locator(".features td").count() >= 3
     assert seen["errors"] == []
     assert seen["requests"] == [seen["url"]]
+
+
+# ----------------------------------------------------------------------------- reading topics
+def _radii(section) -> dict[int, float]:
+    """Circle radius of every topic row of the section's map."""
+    pairs = section.locator("svg.map circle.topic").evaluate_all(
+        "els => els.map(e => [+e.dataset.topic, +e.getAttribute('r')])")
+    return dict(pairs)
+
+
+def _expected_radii(section, values) -> dict[int, float]:
+    """Radii of circles whose areas stand for ``values`` at the map's scale."""
+    svg = section.locator("svg.map")
+    scale = float(svg.get_attribute("data-scale"))
+    least = float(svg.get_attribute("data-min-radius"))
+    return {k: max(math.sqrt(scale * v), least) for k, v in enumerate(values)}
+
+
+def _term_posterior(run_dir, word: str):
+    """P(topic | word) = phi_kw p(k) / sum_j phi_jw p(j), p(k) the topic's share of the
+    training tokens (as the map sizes circles), computed here from the run."""
+    from topictk.evaluation import ldavis
+    from topictk.evaluation.run import LoadedRun
+
+    loaded = LoadedRun(run_dir)
+    phi = np.asarray(loaded.topic_word(), dtype=np.float64)
+    train = loaded.store.train()
+    freq = ldavis.term_frequencies(train.indices, train.counts, loaded.store.n_words)
+    shares = ldavis.topic_shares(phi, freq)
+    column = shares * phi[:, list(loaded.store.vocab).index(word)]
+    return shares, column / column.sum()
+
+
+def test_hovering_a_term_sizes_the_circles_by_p_topic_given_term(page_of, report_runs):
+    page, seen = page_of(report_runs["gibbs"])
+    run = page.locator("#run-0")
+    shares, _ = _term_posterior(report_runs["gibbs"], _bars(run)[0])
+    before = _radii(run)
+    assert before == pytest.approx(_expected_radii(run, shares), abs=0.06)
+    assert run.locator(".map-sizes").text_content() == "circle area: share of tokens"
+    for nth in (0, 7):                              # two terms of the most salient
+        row = run.locator("svg.bars g.term-row").nth(nth)
+        word = row.locator("text.term").text_content()
+        row.hover()
+        _, posterior = _term_posterior(report_runs["gibbs"], word)
+        assert run.locator(".map-sizes").text_content() == f"circle area: P(topic | '{word}')"
+        assert _radii(run) == pytest.approx(_expected_radii(run, posterior), abs=0.06)
+        assert _radii(run) != pytest.approx(before, abs=0.5)
+        page.mouse.move(5, 5)                       # leaving the bar restores the shares
+        assert _radii(run) == before
+        assert run.locator(".map-sizes").text_content() == "circle area: share of tokens"
+    # keyboard users: focusing a bar does the same, and leaving it restores
+    run.locator("svg.map circle.topic[data-topic='1']").click()
+    row = run.locator("svg.bars g.term-row").nth(2)
+    word = row.locator("text.term").text_content()
+    row.focus()
+    _, posterior = _term_posterior(report_runs["gibbs"], word)
+    assert _radii(run) == pytest.approx(_expected_radii(run, posterior), abs=0.06)
+    page.keyboard.press("Tab")                      # the next bar: its term
+    word = run.locator("svg.bars g.term-row").nth(3).locator("text.term").text_content()
+    _, posterior = _term_posterior(report_runs["gibbs"], word)
+    assert _radii(run) == pytest.approx(_expected_radii(run, posterior), abs=0.06)
+    run.locator("input.lambda").focus()             # away from the bars: the shares
+    assert _radii(run) == before
+    assert seen["errors"] == []
+
+
+def test_previous_next_keys_and_the_number_box_select_topics(page_of, report_runs):
+    page, seen = page_of(report_runs["gibbs"])               # K = 6
+    run = page.locator("#run-0")
+    title, box = run.locator(".bars-title"), run.locator("input.topic-number")
+    assert box.input_value() == ""
+    run.locator("button.topic-next").click()
+    assert title.text_content().startswith("Topic 1 ·") and box.input_value() == "1"
+    run.locator("button.topic-next").click()
+    run.locator("button.topic-next").click()
+    assert title.text_content().startswith("Topic 3 ·") and box.input_value() == "3"
+    assert "selected" in run.locator("circle.topic[data-topic='2']").get_attribute("class")
+    run.locator("button.topic-prev").click()
+    assert title.text_content().startswith("Topic 2 ·")
+    box.fill("6")
+    assert title.text_content().startswith("Topic 6 ·")
+    run.locator("button.topic-next").click()                 # wraps round
+    assert title.text_content().startswith("Topic 1 ·")
+    run.locator("button.topic-prev").click()
+    assert title.text_content().startswith("Topic 6 ·")
+    box.fill("9")                                            # no such topic: said, kept
+    error = run.locator(".topic-number-error")
+    assert error.is_visible() and error.text_content() == \
+        "no topic 9: topics are numbered 1 to 6"
+    assert title.text_content().startswith("Topic 6 ·")
+    box.fill("")                                             # empty: no topic
+    assert title.text_content().startswith("Most salient terms") and not error.is_visible()
+    # clicks on the map show in the box; the arrow keys step while the section has focus
+    run.locator("svg.map circle.topic[data-topic='3']").click()
+    assert box.input_value() == "4"
+    page.keyboard.press("ArrowRight")
+    assert title.text_content().startswith("Topic 5 ·") and box.input_value() == "5"
+    run.locator("h2").click()                                # the section itself
+    page.keyboard.press("ArrowLeft")
+    page.keyboard.press("ArrowLeft")
+    assert title.text_content().startswith("Topic 3 ·")
+    assert seen["errors"] == []
+
+
+def test_the_map_has_a_size_legend_to_its_scale(page_of, report_runs):
+    page, seen = page_of(report_runs["gibbs"])
+    run = page.locator("#run-0")
+    legend = run.locator("svg.size-legend circle.legend-circle")
+    assert 2 <= legend.count() <= 3
+    scale = float(run.locator("svg.map").get_attribute("data-scale"))
+    labels = run.locator("svg.size-legend text").all_text_contents()
+    for i in range(legend.count()):
+        share = float(legend.nth(i).get_attribute("data-share"))
+        assert float(legend.nth(i).get_attribute("r")) == pytest.approx(
+            math.sqrt(scale * share), abs=0.06)
+        assert f"{100 * share:g}%" in labels
+    assert seen["errors"] == []
+
+
+def test_the_page_numbers_topics_as_topictk_topics_does(page_of, report_runs):
+    """Topic n of the page (map label, number box, bars) is topic n of ``topictk topics``:
+    at lambda = 1 its bars are its top words in the same order, ties by word id."""
+    run_dir = report_runs["gibbs"]
+    listed = json.loads(ok("topics", run_dir, "--top", "30", "--format", "json").stdout)
+    page, seen = page_of(run_dir)
+    run = page.locator("#run-0")
+    labels = dict(run.locator("svg.map text.topic-label").evaluate_all(
+        "els => els.map(e => [+e.dataset.topicLabel, e.textContent])"))
+    assert labels and all(text == str(k + 1) for k, text in labels.items())
+    for topic in listed["topics"]:
+        run.locator("input.topic-number").fill(str(topic["topic"]))
+        assert run.locator(".bars-title").text_content().startswith(f"Topic {topic['topic']} ·")
+        assert _bars(run) == [w["word"][:17] + "…" if len(w["word"]) > 18 else w["word"]
+                              for w in topic["words"]]
+    assert seen["errors"] == []

@@ -13,6 +13,7 @@ import pytest
 from tests.integration._cli import EXAMPLE, metrics, ok, write_config
 from tests.integration.conftest import REPORT_DMR
 from tests.integration.test_report_browser import browser, page_of  # noqa: F401 (fixtures)
+from topictk.evaluation.numbering import topic_number
 
 # every word a corpus store can hold that an HTML or JavaScript parser might act on (a store
 # cannot hold U+2028 or U+2029: its vocabulary is one word per line, and they end lines)
@@ -98,7 +99,8 @@ def test_every_chart_draws_and_hostile_text_stays_text(page_of, hostile_runs):  
         sorted(map(_label, VOCAB))
     for k in range(TOPICS):
         run.locator(f"svg.map circle.topic[data-topic='{k}']").click()
-        assert run.locator(".bars-title").text_content().startswith(f"Topic {k} ·")
+        assert run.locator(".bars-title").text_content().startswith(
+            f"Topic {topic_number(k)} ·")
         assert run.locator("svg.bars rect.bar-topic:not(.key)").count() == len(VOCAB)
         assert sorted(_bar_words(run)) == sorted(VOCAB)
     dmr = page.locator("#run-1")

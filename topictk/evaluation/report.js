@@ -1,6 +1,9 @@
 // topictk report: bar charts of a run's topics, drawn when a topic is selected or lambda
 // moves. Relevance of term w to topic k: lambda ln phi_kw + (1 - lambda) ln(phi_kw / p_w)
-// (Sievert & Shirley 2014), the numbers coming from the page's JSON data block.
+// (Sievert & Shirley 2014), the numbers coming from the page's JSON data block. Topics are
+// numbered from data.first_topic wherever the page names one; data-topic attributes and the
+// data's arrays hold the model's 0-based rows. Hovering or focusing a term's bar resizes the
+// map's circles to P(topic | term); the topic box, Previous/Next and the arrow keys select.
 "use strict";
 (function () {
   var NS = "http://www.w3.org/2000/svg";
@@ -32,8 +35,13 @@
     return String(+v.toPrecision(3));
   }
 
+  function topicNumber(k) { return k + data.first_topic; }
+
   function setup(section, run) {
     var state = { topic: -1 };
+    var K = run.share.length;
+    var sizes = mapSizes(section, run);
+    var nav = topicNav(section, K, select);
     var slider = section.querySelector("input.lambda");
     var shown = section.querySelector(".lambda-value");
     var svg = section.querySelector("svg.bars");
@@ -51,17 +59,23 @@
 
     function choose() {
       var k = +this.getAttribute("data-topic");
-      state.topic = state.topic === k ? -1 : k;
+      select(state.topic === k ? -1 : k);
+    }
+
+    // topic row k selected (-1: none), everywhere the section shows it
+    function select(k) {
+      state.topic = k;
       for (var i = 0; i < targets.length; i++) {
         targets[i].classList.toggle("selected", +targets[i].getAttribute("data-topic") === state.topic);
       }
+      nav.show(k);
       draw();
     }
 
     function rows() {
       if (state.topic < 0) {
         return run["default"].map(function (w) {
-          return { term: run.vocab[w], total: run.total[w], freq: null };
+          return { term: run.vocab[w], total: run.total[w], freq: null, id: w };
         });
       }
       var t = run.topic[state.topic], lambda = +slider.value;
@@ -76,7 +90,7 @@
     function heading() {
       if (state.topic < 0) return "Most salient terms (no topic selected)";
       var k = state.topic;
-      return "Topic " + k + " · " + (100 * run.share[k]).toFixed(1) + "% of tokens · NPMI " +
+      return "Topic " + topicNumber(k) + " · " + (100 * run.share[k]).toFixed(1) + "% of tokens · NPMI " +
         run.npmi[k].toFixed(3);
     }
 
@@ -86,6 +100,7 @@
       var items = rows(), left = 118, right = 14, top = 30, row = 15, width = 460;
       var height = top + row * items.length + 34;
       while (svg.firstChild) svg.removeChild(svg.firstChild);
+      sizes.shares();                     // the hovered bar, if any, is redrawn
       svg.setAttribute("height", height);
       svg.setAttribute("viewBox", "0 0 " + width + " " + height);
       var max = Math.max.apply(null, items.map(function (d) { return d.total; }).concat([1]));
@@ -99,27 +114,29 @@
       }
       items.forEach(function (d, j) {
         var y = top + j * row;
+        var group = termRow(d.id, d.term);
         var total = node("rect", { x: left, y: y + 1, width: Math.max(scale(d.total) - left, 0.5),
           height: row - 3, "class": "bar-total" });
         total.appendChild(node("title", {}, d.term + ": " + Math.round(d.total) + " in the corpus"));
-        svg.appendChild(total);
+        group.appendChild(total);
         if (d.freq !== null) {
           var part = node("rect", { x: left, y: y + 1, width: Math.max(scale(d.freq) - left, 0.5),
             height: row - 3, "class": "bar-topic" });
           part.appendChild(node("title", {}, d.term + ": " + d.freq.toFixed(1) + " expected in topic " +
-            state.topic + " of " + Math.round(d.total)));
-          svg.appendChild(part);
+            topicNumber(state.topic) + " of " + Math.round(d.total)));
+          group.appendChild(part);
         }
         var label = d.term.length > 18 ? d.term.slice(0, 17) + "…" : d.term;
-        svg.appendChild(node("text", { x: left - 6, y: y + row - 4, "text-anchor": "end",
+        group.appendChild(node("text", { x: left - 6, y: y + row - 4, "text-anchor": "end",
           "class": "term" }, label));
+        svg.appendChild(group);
       });
       var ly = top + row * items.length + 18;
       svg.appendChild(node("rect", { x: left, y: ly - 9, width: 12, height: 10, "class": "bar-total key" }));
       svg.appendChild(node("text", { x: left + 17, y: ly }, "corpus frequency"));
       if (state.topic >= 0) {
         svg.appendChild(node("rect", { x: left + 140, y: ly - 9, width: 12, height: 10, "class": "bar-topic key" }));
-        svg.appendChild(node("text", { x: left + 157, y: ly }, "expected in topic " + state.topic));
+        svg.appendChild(node("text", { x: left + 157, y: ly }, "expected in topic " + topicNumber(state.topic)));
       }
       if (features) drawFeatures();
     }
@@ -132,7 +149,7 @@
         head.textContent = "Metadata weights: select a topic";
         return;
       }
-      head.textContent = "Metadata weights of topic " + state.topic + " (largest ν)";
+      head.textContent = "Metadata weights of topic " + topicNumber(state.topic) + " (largest ν)";
       var table = document.createElement("table");
       var header = table.appendChild(document.createElement("thead")).appendChild(
         document.createElement("tr"));
@@ -153,5 +170,89 @@
       table.appendChild(body);
       features.appendChild(table);
     }
+
+    // one bar chart row: hovering or focusing it shows P(topic | term) on the map
+    function termRow(w, term) {
+      var group = node("g", { "class": "term-row", tabindex: "0", "data-word": w,
+        "aria-label": term + ": show P(topic | term) on the map" });
+      var show = function () { sizes.term(w); };
+      var hide = function () { sizes.shares(); };
+      group.addEventListener("mouseenter", show);
+      group.addEventListener("focus", show);
+      group.addEventListener("mouseleave", hide);
+      group.addEventListener("blur", hide);
+      return group;
+    }
+
+    section.addEventListener("keydown", function (event) {
+      var tag = event.target.tagName.toLowerCase();
+      if (tag === "input" || tag === "textarea" || tag === "select") return;
+      if (event.key === "ArrowRight") { event.preventDefault(); nav.step(+1); }
+      else if (event.key === "ArrowLeft") { event.preventDefault(); nav.step(-1); }
+    });
+  }
+
+  // The map's circle sizes: the topics' shares of the corpus's tokens, or P(topic | term) of
+  // word w (an index into the run's words): phi_kw p(k) / sum_j phi_jw p(j), which the page
+  // data carries as [row, probability, ...] per word (run.term_topics). Circle area is the
+  // same multiple of either (the map's data-scale), so the sizes compare.
+  function mapSizes(section, run) {
+    var map = section.querySelector("svg.map");
+    var caption = section.querySelector(".map-sizes");
+    var circles = map.querySelectorAll("circle.topic");
+    var scale = +map.getAttribute("data-scale"), least = +map.getAttribute("data-min-radius");
+    function resize(values, text) {
+      for (var i = 0; i < circles.length; i++) {
+        var k = +circles[i].getAttribute("data-topic");
+        circles[i].setAttribute("r", Math.max(Math.sqrt(scale * values[k]), least).toFixed(1));
+      }
+      caption.textContent = text;
+    }
+    return {
+      shares: function () { resize(run.share, "circle area: share of tokens"); },
+      term: function (w) {
+        var values = run.share.map(function () { return 0; });
+        var pairs = run.term_topics[w];
+        for (var j = 0; j + 1 < pairs.length; j += 2) values[pairs[j]] = pairs[j + 1];
+        resize(values, "circle area: P(topic | '" + run.vocab[w] + "')");
+      }
+    };
+  }
+
+  // The topic box with Previous and Next: shows the selected topic's number (empty: none) and
+  // selects the topic typed, or the one before or after (wrapping round), through select(row).
+  function topicNav(section, K, select) {
+    var box = section.querySelector("input.topic-number");
+    var error = section.querySelector(".topic-number-error");
+    var current = -1;
+    function step(by) {
+      var k = current < 0 ? (by > 0 ? 0 : K - 1) : (current + by + K) % K;
+      select(k);
+    }
+    section.querySelector("button.topic-prev").addEventListener("click", function () { step(-1); });
+    section.querySelector("button.topic-next").addEventListener("click", function () { step(+1); });
+    box.addEventListener("input", function () {
+      var text = box.value.trim();
+      if (text === "") { error.hidden = true; select(-1); return; }
+      var n = Number(text), k = n - data.first_topic;
+      if (!Number.isInteger(n) || k < 0 || k >= K) {
+        error.textContent = "no topic " + text + ": topics are numbered " + topicNumber(0) +
+          " to " + topicNumber(K - 1);
+        error.hidden = false;
+        return;
+      }
+      error.hidden = true;
+      select(k);
+    });
+    return {
+      step: step,
+      show: function (k) {
+        current = k;
+        var text = k < 0 ? "" : String(topicNumber(k));
+        var typed = document.activeElement === box && Number(box.value) === topicNumber(k);
+        if (box.value !== text && !typed) box.value = text;      // keep "03" while typing
+        error.hidden = true;
+      }
+    };
   }
 })();

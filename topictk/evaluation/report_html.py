@@ -10,6 +10,7 @@ from pathlib import PurePath
 
 from topictk.evaluation.diagnostics_html import diagnostics_section
 from topictk.evaluation.htmljson import script_json
+from topictk.evaluation.numbering import FIRST_TOPIC, topic_number, topic_row
 from topictk.evaluation.report import RunReport, protocol_differences
 
 COLOURS = ("#2b6cb0", "#c05621", "#2f855a", "#9b2c2c", "#6b46c1", "#b7791f", "#2c7a7b",
@@ -18,6 +19,7 @@ CSP = ("default-src 'none'; script-src 'unsafe-inline'; style-src 'unsafe-inline
        "img-src data:")
 MAP_SIZE = 440
 MAP_AREA = 0.18         # share of the map's area that all circles together cover
+MIN_RADIUS = 2.5        # px: the smallest circle drawn, so that every topic can be clicked
 
 
 def render(reports: list[RunReport], version: str) -> str:
@@ -36,7 +38,10 @@ def render(reports: list[RunReport], version: str) -> str:
                         "protocol": reports[i].protocol_text,
                         "curve": reports[i].curve_label}
                        for rank, i in enumerate(order)],
-            "protocol_differences": differences}
+            "protocol_differences": differences,
+            # topics are numbered from this wherever the page names one; data-topic
+            # attributes and the arrays of "runs" hold the model's 0-based rows
+            "first_topic": FIRST_TOPIC}
     payload = script_json(data, separators=(",", ":"), allow_nan=False)
     parts = [
         "<!DOCTYPE html>", '<html lang="en"><head><meta charset="utf-8">',
@@ -278,32 +283,98 @@ def _run_section(i: int, r: RunReport) -> str:
     if r.topics is None:
         return f'<section class="run" id="run-{i}">{head}{notes}</section>'
     t = r.topics
-    panel = ('<div class="panel"><h3 class="bars-title"></h3>'
+    panel = ('<div class="panel">' + _topic_nav(len(t["share"])) + '<h3 class="bars-title"></h3>'
              '<label class="slider">relevance λ = <span class="lambda-value">1.00</span> '
              '<input class="lambda" type="range" min="0" max="1" step="0.01" value="1">'
              '</label><svg class="bars" width="460" height="40"></svg>'
              + ('<div class="features"></div>' if t.get("features") else "") + "</div>")
     body = (f'<div class="topic-view"><div class="map-box"><h3>Intertopic distance map</h3>'
-            f"{_map(t)}<p class=\"dim small\">Jensen–Shannon distances, classical MDS; circle "
-            f"area = share of the corpus's tokens. Click a topic.</p></div>{panel}</div>"
+            f'<p class="map-sizes">circle area: share of tokens</p>{_map(t)}'
+            f"{_size_legend(t['share'])}<p class=\"dim small\">Jensen–Shannon distances, "
+            f"classical MDS; circle area = share of the corpus's tokens, or P(topic | term) "
+            f"while a term's bar is hovered or focused. Click a topic.</p></div>{panel}</div>"
             f'<div class="npmi-box"><h3>NPMI per topic</h3>{_npmi_chart(t)}</div>')
-    tree = _tree(r.tree) if r.tree else ""
-    return (f'<section class="run" id="run-{i}" data-run="{i}">{head}{notes}{body}{tree}'
-            f"{diagnostics_section(r.diagnostics)}</section>")
+    tree = _tree(r.tree, len(t["share"])) if r.tree else ""
+    return (f'<section class="run" id="run-{i}" data-run="{i}" tabindex="-1">{head}{notes}'
+            f"{body}{tree}{diagnostics_section(r.diagnostics)}</section>")
+
+
+def _topic_nav(K: int) -> str:
+    """The selected topic's number (empty: no topic) with Previous and Next; the ← and →
+    keys do the same while the run's section has the focus (report.js)."""
+    first, last = topic_number(0), topic_number(K - 1)
+    return ('<div class="topic-nav"><button type="button" class="topic-prev" '
+            'aria-label="previous topic">◀ Previous</button> <label>topic '
+            f'<input class="topic-number" type="number" min="{first}" max="{last}" step="1" '
+            f'placeholder="none" aria-label="selected topic, {first} to {last}; empty: none">'
+            f'</label> <span class="dim small">of {first}–{last}</span> '
+            '<button type="button" class="topic-next" aria-label="next topic">Next ▶</button>'
+            '<span class="topic-number-error note warning" hidden></span></div>')
+
+
+def _circle_scale() -> float:
+    """Circle radius squared per unit of share on the map: all circles together (shares
+    summing to 1) cover MAP_AREA of the map."""
+    return MAP_AREA * MAP_SIZE * MAP_SIZE / math.pi
+
+
+def _radius(share: float) -> float:
+    """A circle's radius on the map, at least 2.5 px so that every topic can be clicked."""
+    return max(math.sqrt(_circle_scale() * share), MIN_RADIUS)
+
+
+def _legend_shares(shares: list[float]) -> list[float]:
+    """Two or three round shares (1-2-5 steps) for the size legend: the largest not above the
+    largest topic's share, and about a quarter and a sixteenth of it while their circles stay
+    larger than the smallest a topic is drawn with."""
+    steps = [m * 10.0 ** e for e in range(0, -5, -1) for m in (5, 2, 1)]
+    first = next((v for v in steps if v <= max(shares) * (1 + 1e-9)), steps[-1])
+    values = [first]
+    for target in (first / 4, first / 16):
+        value = next(v for v in steps if v <= target * (1 + 1e-9))
+        # the labels stand at the circles' tops: keep them 12 px apart
+        if (_radius(value) > 2 * MIN_RADIUS
+                and 2 * (_radius(values[-1]) - _radius(value)) >= 12):
+            values.append(value)
+    return values
+
+
+def _size_legend(shares: list[float]) -> str:
+    """Nested reference circles, drawn to the map's scale, with the share each stands for (a
+    probability while the map shows P(topic | term): circle area means the same)."""
+    values = _legend_shares(shares)
+    big = _radius(values[0])
+    height, base, cx = 2 * big + 12, 2 * big + 6, big + 6
+    parts = [f'<svg class="size-legend" width="{MAP_SIZE}" height="{height:.0f}" '
+             f'viewBox="0 0 {MAP_SIZE} {height:.0f}" role="img" aria-label="circle sizes">']
+    for v in values:
+        r = _radius(v)
+        label = f"{100 * v:g}%"
+        parts.append(f'<circle class="legend-circle" data-share="{v:g}" cx="{cx:.1f}" '
+                     f'cy="{base - r:.1f}" r="{r:.1f}"/><line class="legend-tick" '
+                     f'x1="{cx:.1f}" x2="{2 * big + 16:.1f}" y1="{base - 2 * r:.1f}" '
+                     f'y2="{base - 2 * r:.1f}"/><text class="small" x="{2 * big + 20:.1f}" '
+                     f'y="{base - 2 * r + 4:.1f}">{label}</text>')
+    parts.append(f'<text class="dim small" x="{2 * big + 64:.1f}" y="{base - 2:.1f}">'
+                 "circle areas to scale</text></svg>")
+    return "".join(parts)
+
+
 
 
 def _map(t: dict) -> str:
     size, pad = MAP_SIZE, 34
     xs, ys, shares = t["x"], t["y"], t["share"]
     K = len(shares)
-    radius = [math.sqrt(MAP_AREA * size * size * s / math.pi) for s in shares]
+    radius = [math.sqrt(_circle_scale() * s) for s in shares]
     span = max(max(xs) - min(xs), max(ys) - min(ys)) or 1.0
     scale = (size - 2 * pad) / span
     cx = [(size - scale * (max(xs) + min(xs))) / 2 + scale * x for x in xs]
     cy = [(size + scale * (max(ys) + min(ys))) / 2 - scale * y for y in ys]
     ox, oy = (size - scale * (max(xs) + min(xs))) / 2, (size + scale * (max(ys) + min(ys))) / 2
     svg = [(f'<svg class="map" width="{size}" height="{size}" viewBox="0 0 {size} {size}" '
-           f'role="img" aria-label="intertopic distance map">'),
+           f'role="img" aria-label="intertopic distance map" '
+           f'data-scale="{_circle_scale():.6g}" data-min-radius="{MIN_RADIUS}">'),
            (f'<line class="cross" x1="{ox:.1f}" x2="{ox:.1f}" y1="0" y2="{size}"/>'
            f'<line class="cross" x1="0" x2="{size}" y1="{oy:.1f}" y2="{oy:.1f}"/>'
            f'<text class="dim small" x="{size - 4}" y="{size - 6}" text-anchor="end">PC1 →'
@@ -311,22 +382,23 @@ def _map(t: dict) -> str:
     order = sorted(range(K), key=lambda k: -shares[k])       # small circles drawn on top
     for k in order:
         svg.append(f'<circle class="topic" data-topic="{k}" tabindex="0" cx="{cx[k]:.1f}" '
-                   f'cy="{cy[k]:.1f}" r="{max(radius[k], 2.5):.1f}"><title>topic {k}: '
-                   f'{100 * shares[k]:.1f}% of tokens, NPMI {t["npmi"][k]:.3f}</title>'
-                   f"</circle>")
+                   f'cy="{cy[k]:.1f}" r="{_radius(shares[k]):.1f}"><title>topic '
+                   f'{topic_number(k)}: {100 * shares[k]:.1f}% of tokens, NPMI '
+                   f'{t["npmi"][k]:.3f}</title></circle>')
     for k, (x, y) in _label_positions(order, cx, cy, radius):
-        svg.append(f'<text class="topic-label" x="{x:.1f}" y="{y + 4:.1f}" '
-                   f'text-anchor="middle">{k}</text>')
+        svg.append(f'<text class="topic-label" data-topic-label="{k}" x="{x:.1f}" '
+                   f'y="{y + 4:.1f}" text-anchor="middle">{topic_number(k)}</text>')
     svg.append("</svg>")
     return "".join(svg)
 
 
 def _label_positions(order: list[int], cx, cy, radius) -> list[tuple[int, tuple]]:
-    """Topic numbers at circle centres, largest topics first, leaving out a label that would
-    overlap one already placed (the circle's tooltip still names it)."""
+    """Topic numbers (from 1) at the circle centres of rows ``order``, largest topics first,
+    leaving out a label that would overlap one already placed (the circle's tooltip still
+    names it)."""
     placed, boxes = [], []
     for k in order:
-        w, h = 7 * len(str(k)) + 2, 12
+        w, h = 7 * len(str(topic_number(k))) + 2, 12
         box = (cx[k] - w / 2, cy[k] - h / 2, cx[k] + w / 2, cy[k] + h / 2)
         if radius[k] < 5 or any(box[0] < b[2] and b[0] < box[2] and box[1] < b[3]
                                 and b[1] < box[3] for b in boxes):
@@ -357,19 +429,22 @@ def _npmi_chart(t: dict) -> str:
         y0, y1 = sorted((zero, sy(v)))
         svg.append(f'<rect class="npmi-bar" data-topic="{k}" x="{x + 0.5:.1f}" y="{y0:.1f}" '
                    f'width="{max(step - 1, 1):.1f}" height="{max(y1 - y0, 0.5):.1f}">'
-                   f"<title>topic {k}: NPMI {v:.3f}</title></rect>")
+                   f"<title>topic {topic_number(k)}: NPMI {v:.3f}</title></rect>")
         if k % label_every == 0:
             svg.append(f'<text class="tick" x="{x + step / 2:.1f}" y="{height - bottom + 14}" '
-                       f'text-anchor="middle">{k}</text>')
+                       f'text-anchor="middle">{topic_number(k)}</text>')
     svg.append(f'<line class="axis" x1="{left}" x2="{width - 8}" y1="{zero:.1f}" '
                f'y2="{zero:.1f}"/><text class="axis-label" x="{(left + width) / 2}" '
                f'y="{height - 2}" text-anchor="middle">topic</text></svg>')
     return "".join(svg)
 
 
-def _tree(tree: list[dict]) -> str:
+def _tree(tree: list[dict], n_topics: int) -> str:
+    """The deep model's hierarchy; nodes carry topic numbers (from 1), a layer-1 node also the
+    row (``data-topic``) of its topic among the ``n_topics`` of the map."""
     def node(n: dict) -> str:
-        attr = f' data-topic="{n["topic"]}"' if n["layer"] == 1 else ""
+        attr = (f' data-topic="{topic_row(n["topic"], n_topics)}"' if n["layer"] == 1
+                else "")
         label = (f'<span class="node"{attr}>L{n["layer"]} #{n["topic"]} '
                  f'<span class="dim">({n["weight"]:.3f})</span> {_e(" ".join(n["words"]))}'
                  "</span>")
