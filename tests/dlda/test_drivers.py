@@ -357,7 +357,8 @@ def test_topics_per_layer_tree_and_dot(deep_run):
     probs = [w["probability"] for w in data[0]["topics"][0]["words"]]
     assert probs == sorted(probs, reverse=True)
     tree = run.invoke(cli, ["topics", str(deep_run), "--tree", "--children", "2", "--top", "2"])
-    lines = tree.stdout.splitlines()
+    score, blank, *lines = tree.stdout.splitlines()
+    assert score.startswith("held-out perplexity") and blank == ""
     assert tree.exit_code == 0 and lines[0].startswith("L3 #")
     assert lines[1].startswith("    L2 #") and lines[2].startswith("        L1 #")
     assert len(lines) == 2 * (1 + 2 + 4)               # two roots, 2 children each

@@ -57,7 +57,9 @@ def run_case(name: str, config: str, overrides: list[str], threads: int, work: P
     metrics = [strip_volatile(json.loads(line))
                for line in (out / "metrics.jsonl").read_text(encoding="utf-8").splitlines()]
     evaluation = strip_volatile(json.loads(invoke("evaluate", out, "--json")))
-    topics = invoke("topics", out, "--format", "json")
+    # the topics without the run's score that heads them: that is evaluate's, recorded above
+    topics = json.dumps({k: v for k, v in json.loads(invoke("topics", out, "--format", "json"))
+                         .items() if k != "score"}) + "\n"
     infer_input = work / ("infer-meta.jsonl" if dmr else "infer-example.txt")
     infer = invoke("infer", out, infer_input, "--sweeps", "12", "--burn-in", "4")
     infer = infer.replace(f"{work}/", "")     # document ids name the input as it was given

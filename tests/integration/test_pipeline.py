@@ -85,7 +85,8 @@ def test_prepare_train_evaluate_topics(tmp_path):
     first = tsv[1].split("\t")
     assert first[:3] == ["1", "1", as_json[0]["words"][0]["word"]]       # topic 1, rank 1
     assert float(first[3]) == float(f"{as_json[0]['words'][0]['probability']:.6g}")
-    lines = ok("topics", run_dir, "--top", "3").stdout.splitlines()
+    score, blank, *lines = ok("topics", run_dir, "--top", "3").stdout.splitlines()
+    assert score.startswith("held-out perplexity") and blank == ""
     assert len(lines) == 6
     w = as_json[2]["words"]
     assert lines[2] == "  3  " + " ".join(f"{x['word']}({x['probability']:.3f})" for x in w[:3])
