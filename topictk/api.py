@@ -192,6 +192,66 @@ class Run:
 
         return run_diagnostics(self._loaded, shown=top)
 
+    def labels(self, labels_file: str | Path | None = None, *,
+               suggest: bool = False) -> list[str | None]:
+        """Every topic's label, as the commands show it, by topic row (the row of
+        :meth:`topic_word`; people read topic ``k`` as number ``k + 1``).
+
+        Parameters
+        ----------
+        labels_file : str or Path, optional
+            Read labels from this file (``topic<TAB>label`` lines, topics numbered from 1)
+            instead of the run's ``labels.tsv`` (``--labels FILE``).
+        suggest : bool
+            Give the topics without a label the suggested one (most frequent adjacent word
+            pair, then top words; see ``topictk labels --suggest``).
+
+        Returns
+        -------
+        list of str or None
+            Row ``k``: the label from the labels file, else the seed label of a seeded topic,
+            else (``suggest``) the suggestion, else None.
+        """
+        from topictk.evaluation.labels import run_labels
+
+        suggested = None
+        if suggest:
+            from topictk.evaluation.topic_docs import run_suggestions
+
+            suggested, _ = run_suggestions(self._loaded)
+        found = run_labels(self.path, self.config, self.n_topics, labels_file, suggested)
+        return [label.text if label else None for label in found]
+
+    def representative_docs(self, k: int, n: int = 5) -> list[dict]:
+        """Topic row ``k``'s ``n`` most representative training documents.
+
+        Parameters
+        ----------
+        k : int
+            The topic's row (0-based, as in :meth:`topic_word`).
+        n : int
+            How many documents.
+
+        Returns
+        -------
+        list of dict
+            Largest theta_dk first, equal shares by the lower document index: ``document``
+            (its id, as :meth:`document_ids`), ``index`` (its row among the training
+            documents), ``share`` (theta_dk: from the run's training state where it keeps
+            one, the Gibbs counts or the variational posterior, else a fold-in) and
+            ``snippet`` (the start of its text when the store was prepared with
+            ``--snippets``, else None).
+        """
+        from topictk.errors import UsageError
+        from topictk.evaluation.topic_docs import representative_docs, training_theta
+
+        if not 0 <= int(k) < self.n_topics:
+            raise UsageError(f"representative_docs: k is a topic row, 0 to "
+                             f"{self.n_topics - 1}; got {k}")
+        if getattr(self, "_training", None) is None:
+            self._training = training_theta(self._loaded)
+        return representative_docs(self.store, self._training, int(k), int(n))
+
     def metrics(self) -> list[dict]:
         """The records of ``metrics.jsonl``, one per evaluation during training.
 
@@ -437,6 +497,7 @@ def coherence(store, topics: Iterable[Iterable[str]],
         raise UsageError(f"coherence: {exc}") from None
     topics = [[str(w) for w in topic] for topic in topics]
     return gensim_coherence(topics, store.train(), store.vocab, names, progress=progress)
+
 
 def compare_runs(paths: str | Path | Iterable[str | Path], *,
                  coherence: str | Iterable[str] | None = None,

@@ -13,7 +13,9 @@ from topictk.evaluation.compare import (
     render_alignments,
     render_rows,
 )
+from topictk.evaluation.labels import labels_for_runs
 from topictk.evaluation.left_to_right import DEFAULT_PARTICLES
+from topictk.evaluation.topic_listing import alignment_labels
 from topictk.evaluation.runs import check_same_store, discover_runs, protocol_differences
 from topictk.evaluation.scores import protocol_line
 
@@ -33,14 +35,17 @@ log = logging.getLogger("topictk")
                    "Jensen-Shannon distance; print the pairs and the median distance.")
 @click.option("--top", "-n", type=click.IntRange(min=1), default=5, show_default=True,
               help="--align: top words shown per topic.")
+@click.option("--labels", "labels_files", multiple=True, metavar="RUN=FILE",
+              help="--align: topic labels of RUN from FILE instead of its labels.tsv (FILE "
+                   "alone with one run); may be repeated.")
 @click.option("--recompute", is_flag=True,
               help="Score every run again instead of reading the scores cached in its "
                    "scores.json (they are written again).")
 @allow_different_option
 @threads_option()
 @quiet_option
-def compare(runs, fmt, left_to_right, particles, align, top, allow_different_corpora, threads,
-            recompute, quiet):
+def compare(runs, fmt, left_to_right, particles, align, top, labels_files,
+            allow_different_corpora, threads, recompute, quiet):
     """Scores of several runs side by side, lowest held-out perplexity first.
 
     Each RUN is a run directory or a folder of runs (such as the output of 'train --sweep').
@@ -59,7 +64,9 @@ def compare(runs, fmt, left_to_right, particles, align, top, allow_different_cor
         if len(found) < 2:
             raise UsageError(f"--align needs two runs or more; got {len(found)} "
                              f"({', '.join(runs)})")
-        click.echo(render_alignments([align_runs(found[0], other, top)
+        files = labels_for_runs(labels_files, [ref.path for ref in found])
+        click.echo(render_alignments([alignment_labels(align_runs(found[0], other, top),
+                                                       (found[0], other), files)
                                       for other in found[1:]], fmt), nl=False)
         return
     particles = (particles or DEFAULT_PARTICLES) if left_to_right else None

@@ -12,6 +12,7 @@ from topictk.errors import UsageError
 from topictk.evaluation.export import EXPORTS, FoldIn
 from topictk.evaluation.infer import check_sweeps
 from topictk.evaluation.run import LoadedRun
+from topictk.evaluation.topic_listing import export_labels
 from topictk.rundir.guard import check_output_file
 
 log = logging.getLogger("topictk")
@@ -40,6 +41,9 @@ log = logging.getLogger("topictk")
                    "installed; its d3 and LDAvis scripts are copied into the page).")
 @click.option("--checkpoint", type=click.IntRange(min=0), default=None, metavar="STEP",
               help="Export this checkpoint instead of the final model.")
+@click.option("--labels", "labels_file", type=click.Path(dir_okay=False), default=None,
+              help="Topic labels from this file (topic<TAB>label lines) instead of the run's "
+                   "labels.tsv; they name the topic columns (topic_3:LABEL) and fields.")
 @click.option("--sweeps", type=click.IntRange(min=1), default=50, show_default=True,
               help="doc-topics: fold-in sweeps per document, as for 'topictk infer'.")
 @click.option("--burn-in", type=click.IntRange(min=0), default=25, show_default=True,
@@ -49,8 +53,8 @@ log = logging.getLogger("topictk")
                    "word order (default: the run's training.seed).")
 @threads_option("Threads for the fold-in; the result does not depend on it.")
 @quiet_option
-def export(run_dir, what, fmt, out, force, key, html_out, checkpoint, sweeps, burn_in, seed,
-           threads, quiet):
+def export(run_dir, what, fmt, out, force, key, html_out, checkpoint, labels_file, sweeps,
+           burn_in, seed, threads, quiet):
     """A run's topic proportions (theta) or topics (phi) as TSV, JSON or NumPy npz; its LDAvis
     data (and an offline pyLDAvis page); word-intrusion tasks for human judges."""
     check_sweeps(sweeps, burn_in)
@@ -66,6 +70,7 @@ def export(run_dir, what, fmt, out, force, key, html_out, checkpoint, sweeps, bu
         raise UsageError("--format npz is binary; give --out FILE.npz or redirect the output")
     run = LoadedRun(run_dir, checkpoint)
     result = kind.build(run, FoldIn(sweeps=sweeps, burn_in=burn_in, seed=seed, threads=threads))
+    result = export_labels(result, run, labels_file)
     data = result.to_bytes(fmt)
     if key_path is not None:            # the key first: tasks without their key are useless
         answers = result.key_bytes(fmt)

@@ -11,6 +11,9 @@ from topictk.evaluation.ldavis import DEFAULT_TERMS
 from topictk.cli.options import quiet_option
 from topictk.evaluation.report import check_runs, gather, protocol_differences
 from topictk.evaluation.report_html import render
+from topictk.evaluation.labels import labels_for_runs
+from topictk.evaluation.report_labels import relabel
+from topictk.inference.registry import load_config
 from topictk.rundir.guard import check_output_file
 
 log = logging.getLogger("topictk")
@@ -30,8 +33,11 @@ log = logging.getLogger("topictk")
 @click.option("--recompute", is_flag=True,
               help="Score every run again instead of reading the scores cached in its "
                    "scores.json (they are written again).")
+@click.option("--labels", "labels_files", multiple=True, metavar="RUN=FILE",
+              help="Topic labels of RUN from FILE instead of its labels.tsv (FILE alone with "
+                   "one run); may be repeated.")
 @quiet_option
-def report(runs, out, force, allow_different_corpora, terms, recompute, quiet):
+def report(runs, out, force, allow_different_corpora, terms, recompute, labels_files, quiet):
     """One self-contained HTML page about RUNS: summary, perplexity curves, topic maps.
 
     Each run's perplexity is that of 'topictk evaluate' (computed once and cached in the
@@ -40,8 +46,12 @@ def report(runs, out, force, allow_different_corpora, terms, recompute, quiet):
     """
     paths = check_runs(list(runs))
     out_path = check_output_file(out, force=force, inputs=paths)
+    files = labels_for_runs(labels_files, paths)
     reports = gather(paths, allow_different_corpora=allow_different_corpora, n_terms=terms,
                      quiet=quiet, recompute=recompute)
+    for r in reports:
+        if r.path in files:
+            relabel(r, load_config(r.path / "config.yaml"), files[r.path])
     for line in protocol_differences(reports):
         log.warning("the runs are scored differently: %s", line)
     atomic_write_text(out_path, render(reports, __version__))

@@ -9,6 +9,7 @@ from topictk.cli.options import quiet_option, run_dir_argument
 from topictk.evaluation.diagnostics import render_diagnostics
 from topictk.evaluation.run import LoadedRun
 from topictk.evaluation.run_score import run_score, score_line
+from topictk.evaluation.topic_listing import annotator
 from topictk.evaluation.topics import render_topics
 
 
@@ -33,12 +34,19 @@ from topictk.evaluation.topics import render_topics
               help="Children per topic in --tree.")
 @click.option("--features", type=click.IntRange(min=0), default=3, show_default=True,
               help="DMR: metadata features per topic, those with the largest weights.")
+@click.option("--labels", "labels_file", type=click.Path(dir_okay=False), default=None,
+              help="Topic labels from this file (topic<TAB>label lines) instead of the run's "
+                   "labels.tsv.")
+@click.option("--docs", type=click.IntRange(min=0), default=0, show_default=True, metavar="N",
+              help="The N most representative training documents of each topic (largest "
+                   "theta_dk), with the start of their text when the store keeps it "
+                   "(prepare --snippets).")
 @click.option("--diagnostics", is_flag=True,
               help="Per-topic diagnostics (tokens, document entropy, effective words, "
                    "distance from the corpus, top-document share, word length) and junk "
                    "flags, with the top words.")
 def topics(run_dir, score, quiet, top, fmt, checkpoint, layer, tree, children, features,
-           diagnostics):
+           labels_file, docs, diagnostics):
     """Top words of every topic with their probabilities (per layer for deep models).
 
     Text and JSON output start with the run's held-out perplexity as 'topictk evaluate'
@@ -50,7 +58,10 @@ def topics(run_dir, score, quiet, top, fmt, checkpoint, layer, tree, children, f
         return
     click.echo(with_score(render_topics(run.driver, run.state, run.store.vocab, top=top,
                                         fmt=fmt, layer=layer, tree=tree, children=children,
-                                        features=features), run, fmt, score), nl=False)
+                                        features=features,
+                                        annotate=annotator(run, labels_file=labels_file,
+                                                           docs=docs, fmt=fmt)),
+                                  run, fmt, score), nl=False)
 
 
 def with_score(text: str, run: LoadedRun, fmt: str, compute: bool) -> str:

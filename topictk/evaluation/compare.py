@@ -191,11 +191,15 @@ def render_alignments(alignments: list[dict], fmt: str) -> str:
     """Alignments (:func:`align_runs`) as text, TSV (one line per matched pair) or JSON."""
     if fmt == "json":
         return json.dumps({"alignments": alignments}, sort_keys=True) + "\n"
+    labelled = any("label_a" in p for al in alignments for p in al["pairs"])
     if fmt == "tsv":
-        return tsv_rows([("a", "b", "topic_a", "topic_b", "distance", "words_a", "words_b"),
+        extra = ("label_a", "label_b") if labelled else ()
+        return tsv_rows([("a", "b", "topic_a", "topic_b", "distance", "words_a", "words_b",
+                          *extra),
                          *((al["a"], al["b"], p["topic_a"], p["topic_b"],
                             f"{p['distance']:.6f}", " ".join(p["words_a"]),
-                            " ".join(p["words_b"]))
+                            " ".join(p["words_b"]),
+                            *(p.get(f"label_{side}") or "" for side in "ab" if labelled))
                            for al in alignments for p in al["pairs"])])
     lines = []
     for al in alignments:
@@ -205,6 +209,9 @@ def render_alignments(alignments: list[dict], fmt: str) -> str:
         for p in al["pairs"]:
             lines.append(f"{p['topic_a']:>4} {p['topic_b']:>4}  {p['distance']:8.4f}  "
                          f"{' '.join(p['words_a'])} | {' '.join(p['words_b'])}")
+            if labelled:        # the labels of the two topics, when the runs have labels
+                lines.append(f"{'':>21}[{p.get('label_a') or '-'}] | "
+                             f"[{p.get('label_b') or '-'}]")
         lines.append(f"median matched distance: {al['median_distance']:.4f} "
                      f"({len(al['pairs'])} pairs)")
         lines.append("")

@@ -21,6 +21,7 @@ from topictk.evaluation.intrusion import intrusion_export
 from topictk.evaluation.ldavis import ldavis_data, term_frequencies
 from topictk.evaluation.numbering import topic_columns
 from topictk.evaluation.run import LoadedRun
+from topictk.evaluation.topic_listing import labelled_column
 from topictk.evaluation.tsv import tsv_rows
 
 
@@ -45,12 +46,15 @@ class MatrixExport:
         (rows, K) float64.
     meta : dict
         What the JSON and npz outputs carry besides (run, algorithm, K).
+    topic_labels : list of str or None, optional
+        The topics' labels, which name the TSV's topic columns.
     """
 
     name: str
     labels: dict[str, list]
     matrix: np.ndarray
     meta: dict = field(default_factory=dict)
+    topic_labels: list[str | None] | None = None    # by column: the topics' labels
 
     def to_bytes(self, fmt: str) -> bytes:
         """The export written as ``fmt`` (tsv, json or npz)."""
@@ -59,6 +63,9 @@ class MatrixExport:
     def _tsv(self) -> bytes:
         n_topics = self.matrix.shape[1]
         header = [*self.labels, *topic_columns(n_topics)]
+        if self.topic_labels:   # topic_labels.export_labels: "topic_3:space flight"
+            header[len(self.labels):] = map(labelled_column, header[len(self.labels):],
+                                            self.topic_labels)
         columns = list(self.labels.values())
         rows = ([*(c[i] for c in columns), *(f"{v:.6g}" for v in row)]
                 for i, row in enumerate(self.matrix))

@@ -85,9 +85,9 @@ def read_labels(path: str | Path, n_topics: int) -> dict[int, str]:
             row = topic_row(int(topic), n_topics)
         except ValueError as exc:
             what = (str(exc) if topic.lstrip("+-").isdigit()
-                    else f"topic {topic!r} is not a whole number")
-            raise ConfigError(f"{where}: {what}; this run has topics {topic_number(0)} to "
-                              f"{topic_number(n_topics - 1)}") from None
+                    else f"topic {topic!r} is not a whole number; topics are numbered "
+                         f"{topic_number(0)} to {topic_number(n_topics - 1)}")
+            raise ConfigError(f"{where}: {what} in this run; fix or remove the line") from None
         if row in first_line:
             raise ConfigError(f"{where}: topic {topic_number(row)} is labelled again (first on "
                               f"line {first_line[row]}); keep one line per topic")

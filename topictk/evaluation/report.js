@@ -139,6 +139,8 @@
         svg.appendChild(node("text", { x: left + 157, y: ly }, "expected in topic " + topicNumber(state.topic)));
       }
       if (features) drawFeatures();
+      // report_labels.js lists the selected topic's documents
+      section.dispatchEvent(new CustomEvent("topicselect", { detail: { topic: state.topic } }));
     }
 
     function drawFeatures() {

@@ -21,6 +21,7 @@ from topictk.evaluation.coherence import (
     umass,
 )
 from topictk.evaluation.diagnostics import run_diagnostics
+from topictk.evaluation.report_labels import add_labels_and_docs
 from topictk.evaluation.runs import discover_runs
 from topictk.evaluation.run import LoadedRun
 from topictk.evaluation.scores import (describe_protocol, progress_bar, protocol, run_scores,
@@ -270,6 +271,7 @@ def _add_model(report: RunReport, loaded: LoadedRun, n_terms: int, incidences: d
     if traits.offers("tree"):
         report.tree = topic_tree(loaded.driver, loaded.state, store.vocab, TREE_WORDS,
                                  TREE_CHILDREN, len(loaded.state.layers))
+    add_labels_and_docs(report, loaded)     # labels, suggestions, representative documents
 
 
 def topic_data(phi: np.ndarray, freq: np.ndarray, npmi_per_topic: np.ndarray,

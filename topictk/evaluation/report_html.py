@@ -10,6 +10,7 @@ from pathlib import PurePath
 
 from topictk.evaluation.diagnostics_html import diagnostics_section
 from topictk.evaluation.htmljson import script_json
+from topictk.evaluation.report_labels import DOCS_MARKUP, labels_markup
 from topictk.evaluation.numbering import FIRST_TOPIC, topic_number, topic_row
 from topictk.evaluation.report import RunReport, protocol_differences
 
@@ -26,6 +27,8 @@ def render(reports: list[RunReport], version: str) -> str:
     """The whole page for ``reports``."""
     style = resources.files("topictk.evaluation").joinpath("report.css").read_text("utf-8")
     script = resources.files("topictk.evaluation").joinpath("report.js").read_text("utf-8")
+    script += "\n" + resources.files("topictk.evaluation").joinpath(
+        "report_labels.js").read_text("utf-8")
     order = ranking(reports)
     differences = protocol_differences(reports)
     data = {"runs": [r.topics and {k: v for k, v in r.topics.items() if k != "words"}
@@ -287,13 +290,15 @@ def _run_section(i: int, r: RunReport) -> str:
              '<label class="slider">relevance λ = <span class="lambda-value">1.00</span> '
              '<input class="lambda" type="range" min="0" max="1" step="0.01" value="1">'
              '</label><svg class="bars" width="460" height="40"></svg>'
-             + ('<div class="features"></div>' if t.get("features") else "") + "</div>")
+             + ('<div class="features"></div>' if t.get("features") else "")
+             + (DOCS_MARKUP if "docs" in t else "") + "</div>")
     body = (f'<div class="topic-view"><div class="map-box"><h3>Intertopic distance map</h3>'
             f'<p class="map-sizes">circle area: share of tokens</p>{_map(t)}'
             f"{_size_legend(t['share'])}<p class=\"dim small\">Jensen–Shannon distances, "
             f"classical MDS; circle area = share of the corpus's tokens, or P(topic | term) "
             f"while a term's bar is hovered or focused. Click a topic.</p></div>{panel}</div>"
-            f'<div class="npmi-box"><h3>NPMI per topic</h3>{_npmi_chart(t)}</div>')
+            f'<div class="npmi-box"><h3>NPMI per topic</h3>{_npmi_chart(t)}</div>'
+            f"{labels_markup(t)}")
     tree = _tree(r.tree, len(t["share"])) if r.tree else ""
     return (f'<section class="run" id="run-{i}" data-run="{i}" tabindex="-1">{head}{notes}'
             f"{body}{tree}{diagnostics_section(r.diagnostics)}</section>")

@@ -31,6 +31,11 @@ def format_topics(table: list[dict], fmt: str) -> str:
     if fmt == "json":
         return json.dumps({"topics": table}, indent=None) + "\n"
     if fmt == "tsv":
+        if any("label" in t for t in table):     # a labels file or seed labels: a column
+            return tsv_rows([("topic", "label", "rank", "word", "probability"),
+                             *((t["topic"], t.get("label") or "", rank, w["word"],
+                                f"{w['probability']:.6g}")
+                               for t in table for rank, w in enumerate(t["words"], start=1))])
         return tsv_rows([("topic", "rank", "word", "probability"),
                          *((t["topic"], rank, w["word"], f"{w['probability']:.6g}")
                            for t in table for rank, w in enumerate(t["words"], start=1))])
@@ -41,7 +46,16 @@ def format_topics(table: list[dict], fmt: str) -> str:
         if t.get("features"):   # DMR: the metadata features with the largest weights nu
             feats = " ".join(f"{f['feature']}({f['weight']:+.3f})" for f in t["features"])
             lines.append(f"     metadata: {feats}")
+        lines.extend(topic_extra_lines(t))
     return "\n".join(lines) + "\n"
+
+
+def topic_extra_lines(t: dict) -> list[str]:
+    """The text lines of a topic's label and representative documents, when it has them
+    (``topics --labels``/labels.tsv, ``topics --docs``)."""
+    from topictk.evaluation.topic_listing import extra_lines
+
+    return extra_lines(t)
 
 
 # --------------------------------------------------------------------------- deep models
@@ -152,11 +166,13 @@ def format_tree(tree: list[dict], fmt: str) -> str:
 
 def render_topics(driver, state, vocab: list[str], *, top: int, fmt: str,
                   layer: int | None = None, tree: bool = False, children: int = 3,
-                  features: int = 3) -> str:
+                  features: int = 3, annotate=None) -> str:
     """What ``topictk topics`` prints: top words of every topic, for deep models per layer
     (``layer`` picks one) or, with ``tree`` (or ``fmt`` dot), the hierarchy rooted at
     ``layer`` (default: the top layer). For DMR, each topic also lists the ``features``
-    metadata features with the largest weights nu (text and JSON)."""
+    metadata features with the largest weights nu (text and JSON). ``annotate``, when given,
+    adds fields to the table of a flat model's topics before it is written (labels and
+    representative documents: :mod:`topictk.evaluation.topic_listing`)."""
     deep = driver.traits.layered
     depth = len(state.layers) if deep else 1
     if fmt == "dot":
@@ -179,6 +195,8 @@ def render_topics(driver, state, vocab: list[str], *, top: int, fmt: str,
         if driver.traits.offers("features"):
             for t, feats in zip(table, driver.feature_table(state, features)):
                 t["features"] = feats
+        if annotate is not None:    # labels and representative documents (topic_listing)
+            annotate(table)
         return format_topics(table, fmt)
     layers = list(range(1, depth + 1)) if layer is None else [layer]
     return format_layers(layer_tables(driver, state, vocab, top, layers), fmt)
