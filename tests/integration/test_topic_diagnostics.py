@@ -52,12 +52,14 @@ def test_tsv_and_json_carry_the_same_numbers_as_the_python_api(report_runs):
         assert 0 < r["top_doc_share"] <= 1 and r["eff_words"] > 1 and r["corpus_kl"] > 0
 
 
-def test_a_run_without_document_counts_is_folded_in(report_runs):
-    # online VB keeps no per-document state: expected counts of the folded-in documents
-    data = json.loads(ok("topics", report_runs["ovb"], "--diagnostics", "--format",
+@pytest.mark.parametrize("name", ["ovb", "dlda", "dmr"])
+def test_every_family_assigns_all_training_tokens(report_runs, name):
+    # online VB and deep LDA keep no per-document state: expected counts of the folded-in
+    # documents; DMR counts its topic assignments
+    data = json.loads(ok("topics", report_runs[name], "--diagnostics", "--format",
                          "json").stdout)
     tokens = [r["tokens"] for r in data["topics"]]
-    assert sum(tokens) == pytest.approx(_training_tokens(report_runs["ovb"]), rel=1e-9)
+    assert sum(tokens) == pytest.approx(_training_tokens(report_runs[name]), rel=1e-9)
     assert min(tokens) > 0
 
 
