@@ -11,6 +11,7 @@ import numpy as np
 import pytest
 
 from tests.integration._cli import ok
+from topictk.evaluation.report import TERM_TOPIC_FLOOR
 
 CHROMIUM = ("chromium", "chromium-browser")
 
@@ -155,7 +156,9 @@ def _term_posterior(run_dir, word: str):
     freq = ldavis.term_frequencies(train.indices, train.counts, loaded.store.n_words)
     shares = ldavis.topic_shares(phi, freq)
     column = shares * phi[:, list(loaded.store.vocab).index(word)]
-    return shares, column / column.sum()
+    posterior = column / column.sum()
+    # the page leaves out the smallest, whose circles are drawn at the smallest size
+    return shares, np.where(posterior >= TERM_TOPIC_FLOOR, posterior, 0.0)
 
 
 def test_hovering_a_term_sizes_the_circles_by_p_topic_given_term(page_of, report_runs):
