@@ -23,8 +23,9 @@ MAP_AREA = 0.18         # share of the map's area that all circles together cove
 MIN_RADIUS = 2.5        # px: the smallest circle drawn, so that every topic can be clicked
 
 
-def render(reports: list[RunReport], version: str) -> str:
-    """The whole page for ``reports``."""
+def render(reports: list[RunReport], version: str, k_panel=None) -> str:
+    """The whole page for ``reports``; ``k_panel``: the scores of a sweep against K
+    (:func:`topictk.evaluation.kpanel.k_panel`), drawn after the curves when given."""
     style = resources.files("topictk.evaluation").joinpath("report.css").read_text("utf-8")
     script = resources.files("topictk.evaluation").joinpath("report.js").read_text("utf-8")
     script += "\n" + resources.files("topictk.evaluation").joinpath(
@@ -55,6 +56,7 @@ def render(reports: list[RunReport], version: str) -> str:
         (f"<header><h1>topictk report</h1><p class=\"sub\">{_subtitle(reports, version)}</p>"
         "</header>"),
         _summary_table(reports, order, differences), _curves(reports),
+        _k_panel_section(k_panel),
         *(_run_section(i, r) for i, r in enumerate(reports)),
         f'<script type="application/json" id="report-data">{payload}</script>',
         f"<script>{script}</script></body></html>",
@@ -216,6 +218,14 @@ def _curves(reports: list[RunReport]) -> str:
     return ('<section class="curves"><h2>In-training perplexity estimates</h2>'
             f'{explain}<div class="charts">{"".join(charts)}</div>'
             f'<ul class="legend">{legend}</ul>{caveat}</section>')
+
+
+def _k_panel_section(panel) -> str:
+    if panel is None:
+        return ""
+    from topictk.evaluation.kpanel_html import section
+
+    return section(panel)
 
 
 def _legend_score(r: RunReport) -> str:
