@@ -375,8 +375,6 @@ def _size_legend(shares: list[float]) -> str:
     return "".join(parts)
 
 
-
-
 def _map(t: dict) -> str:
     size, pad = MAP_SIZE, 34
     xs, ys, shares = t["x"], t["y"], t["share"]
