@@ -53,7 +53,7 @@ def test_runs_are_grouped_by_k_with_the_seeds_as_replicates(sweep):
     assert [(g["x"], g["n"]) for g in perplexity] == [(3, 3), (5, 3), (8, 3)]
     assert all(g["low"] <= g["mean"] <= g["high"] for g in perplexity)
     assert panel.band_text("perplexity") == "band: min–max over 3 seeds"
-    assert panel.band_text("stability") == "band: min–max over 3 pairs of seeds"
+    assert panel.band_text("stability") == "band: min–max over 3 seed pairs"
     assert "reference_npmi" not in panel.measures
     # one K only (the seeds of K = 5): no sweep to draw
     assert k_panel(discover_runs(sorted(sweep.glob("model.topics=5,*"))), quiet=True) is None

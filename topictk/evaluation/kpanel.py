@@ -250,11 +250,12 @@ class KPanel:
                 for (s, x), v in sorted(groups.items(), key=lambda g: (order[g[0][0]], g[0][1]))]
 
     def band_text(self, measure: str) -> str:
-        """What the shaded band of ``measure`` spans: "band: min–max over 3 seeds"."""
+        """What the shaded band of ``measure`` spans: "band: min–max over 3 seeds" (over
+        "3 seed pairs" for stability)."""
         counts = sorted({g["n"] for g in self.summary(measure)})
-        what = "pairs of seeds" if measure == "stability" else "seeds"
+        what = "seed pair" if measure == "stability" else "seed"
         n = str(counts[0]) if len(counts) == 1 else f"{counts[0]}–{counts[-1]}"
-        return f"band: min–max over {n} {what}"
+        return f"band: min–max over {n} {what}{'' if n == '1' else 's'}"
 
 
 def _x_of(value) -> float:

@@ -63,7 +63,7 @@ def _chart(panel: KPanel, measure: str) -> str:
            f'<text class="axis-label direction" x="4" y="29" style="font-size:11px">'
            f'{better} is better {"↓" if better == "lower" else "↑"} · {_e(band)}</text>']
     svg += _axes(xs, yt, sx, sy, LEFT, WIDTH - RIGHT, TOP, HEIGHT - BOTTOM, _fmt_x,
-                 lambda v: _fmt(float(v), 3))
+                 _fmt_y)
     svg.append(f'<text class="axis-label" x="{(LEFT + WIDTH - RIGHT) / 2}" y="{HEIGHT - 6}" '
                f'text-anchor="middle">{_e(panel.x_label)}{" (log scale)" if logx else ""}'
                "</text>")
@@ -93,6 +93,12 @@ def _chart(panel: KPanel, measure: str) -> str:
     caption = panel.describe.get(measure, "")
     return (f'<figure class="kpanel-figure" style="margin:0;width:{WIDTH}px">{"".join(svg)}'
             f'<figcaption class="dim small">{_e(caption)}</figcaption></figure>')
+
+
+def _fmt_y(value) -> str:
+    """Tick labels of a value axis: 3,200 rather than 3.2e+03."""
+    value = float(value)
+    return f"{value:,.0f}" if abs(value) >= 1000 else _fmt(value, 3)
 
 
 def _fmt_x(value) -> str:
