@@ -155,6 +155,9 @@ def test_the_report_draws_the_panel_with_bands_and_its_protocol(browser, tmp_pat
     assert "top 10 words, document co-occurrence in the 307 training documents" in line
     assert "sliding window of 10 tokens over the 341 documents of reference" in line
     assert "vocabulary: 1,737 words" in line and line.endswith("seeds: 1, 2, 3")
+    data = json.loads(page.locator("#k-panel-data").text_content())
+    assert data["x_values"] == [3, 5, 8] and len(data["runs"]) == 9
+    assert [g["n"] for g in data["summary"]["stability"]] == [3, 3, 3]
     page.close()
     assert errors == []
 

@@ -457,6 +457,26 @@ def _describe(top_n: int, diverse_n: int, counts: dict, reference: dict | None) 
     return out
 
 
+def panel_data(panel: KPanel) -> dict:
+    """The panel's numbers as plain JSON data (the report page carries it as
+    ``k-panel-data``): every run's scores, the seed pairs' stability, per measure the mean and
+    min–max at each x value, and what each number is."""
+    def finite(value):
+        return value if value is None or math.isfinite(value) else None
+
+    return {"x_key": panel.x_key, "x_values": panel.x_values, "seeds": panel.seeds,
+            "series": panel.series, "measures": panel.measures, "line": panel_line(panel),
+            "describe": panel.describe, "protocol": panel.protocol_text,
+            "reference": panel.reference, "warnings": panel.warnings, "notes": panel.notes,
+            "runs": [{"run": r.label, "x": r.x, "seed": r.seed, "series": r.series,
+                      "scores": {k: finite(v) for k, v in r.scores.items()}}
+                     for r in panel.runs],
+            "stability": [{"series": s["series"], "x": s["x"],
+                           "pairs": [{"a": a, "b": b, "value": v} for a, b, v in s["pairs"]]}
+                          for s in panel.stability],
+            "summary": {m: panel.summary(m) for m in panel.measures}}
+
+
 def panel_line(panel: KPanel) -> str:
     """One line saying what the panel's numbers are: the held-out protocol, the top-N and
     window of each coherence, the reference and its coverage, the vocabulary, the seeds."""

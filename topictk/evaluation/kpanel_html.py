@@ -6,7 +6,8 @@ from __future__ import annotations
 
 import math
 
-from topictk.evaluation.kpanel import BETTER, TITLES, KPanel, panel_line
+from topictk.evaluation.htmljson import script_json
+from topictk.evaluation.kpanel import BETTER, TITLES, KPanel, panel_data, panel_line
 from topictk.evaluation.report_html import _axes, _colour, _e, _fmt, _scale, nice_ticks
 
 WIDTH, HEIGHT = 300, 230
@@ -20,7 +21,8 @@ def log_axis(xs: list[float]) -> bool:
 
 
 def section(panel: KPanel) -> str:
-    """The page's section for ``panel``."""
+    """The page's section for ``panel``, with its numbers as JSON (``k-panel-data``) for
+    scripts that read the page."""
     charts = "".join(_chart(panel, m) for m in panel.measures)
     warnings = "".join(f'<p class="note warning">{_e(w)}</p>' for w in panel.warnings)
     notes = "".join(f'<p class="note">{_e(n)}</p>' for n in panel.notes)
@@ -36,7 +38,9 @@ def section(panel: KPanel) -> str:
             f"{len(panel.runs)} runs). Line: the mean over the seeds at each value; shaded "
             "band: their minimum to maximum; points: the runs (stability: the pairs of seeds)."
             f' Hover a point for its run.</p><div class="charts">{charts}</div>{legend}{notes}'
-            "</section>")
+            '<script type="application/json" id="k-panel-data">'
+            f'{script_json(panel_data(panel), separators=(",", ":"), allow_nan=False)}'
+            "</script></section>")
 
 
 def _chart(panel: KPanel, measure: str) -> str:
