@@ -21,7 +21,7 @@ from topictk.cli import cli
 from topictk.corpus.store import CorpusStore, ptr_to_csr
 from topictk.errors import UsageError
 from topictk.evaluation import infer as infer_module
-from topictk.evaluation.numbering import topic_number
+from topictk.numbering import topic_number
 from topictk.evaluation.run import LoadedRun
 from topictk.inference.perplexity import mixture_probabilities
 from topictk.inference.sampled import evaluation_plan

@@ -18,7 +18,7 @@ from tests.integration._cli import (
     ok,
     write_config,
 )
-from topictk.evaluation.numbering import topic_row
+from topictk.numbering import topic_row
 
 
 def test_prepare_train_evaluate_topics(tmp_path):

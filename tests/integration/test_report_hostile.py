@@ -13,7 +13,7 @@ import pytest
 from tests.integration._cli import EXAMPLE, metrics, ok, write_config
 from tests.integration.conftest import REPORT_DMR
 from tests.integration.test_report_browser import browser, page_of  # noqa: F401 (fixtures)
-from topictk.evaluation.numbering import topic_number
+from topictk.numbering import topic_number
 
 # every word a corpus store can hold that an HTML or JavaScript parser might act on (a store
 # cannot hold U+2028 or U+2029: its vocabulary is one word per line, and they end lines)

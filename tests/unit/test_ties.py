@@ -8,7 +8,7 @@ import pytest
 
 from topictk.evaluation import ldavis
 from topictk.evaluation.coherence import top_words
-from topictk.evaluation.numbering import topic_columns, topic_number, topic_row
+from topictk.numbering import topic_columns, topic_number, topic_row
 from topictk.evaluation.report import TERM_TOPIC_FLOOR, topic_data
 
 

@@ -7,7 +7,7 @@ import click
 
 from topictk.cli.options import run_dir_argument
 from topictk.evaluation.labels import labels_path, parse_set, read_labels, run_labels, write_labels
-from topictk.evaluation.numbering import topic_number
+from topictk.numbering import topic_number
 from topictk.evaluation.run import LoadedRun
 from topictk.evaluation.tsv import tsv_rows
 

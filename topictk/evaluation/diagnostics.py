@@ -59,7 +59,7 @@ from scipy.special import rel_entr
 
 from topictk.errors import UsageError
 from topictk.evaluation.ldavis import term_frequencies
-from topictk.evaluation.numbering import topic_number
+from topictk.numbering import topic_number
 from topictk.evaluation.tsv import tsv_rows
 
 TOP_DOCS = 10     # documents whose share of a topic's tokens is top_doc_share

@@ -19,7 +19,7 @@ from topictk.evaluation.htmljson import script_json
 from topictk.evaluation.infer import infer_documents, split_documents
 from topictk.evaluation.intrusion import intrusion_export
 from topictk.evaluation.ldavis import ldavis_data, term_frequencies
-from topictk.evaluation.numbering import topic_columns
+from topictk.numbering import topic_columns
 from topictk.evaluation.run import LoadedRun
 from topictk.evaluation.topic_listing import labelled_column
 from topictk.evaluation.tsv import tsv_rows

@@ -37,7 +37,7 @@ from topictk.corpus.text import tokenize
 from topictk.errors import CorpusError, CorpusUsageError, UsageError
 from topictk.inference.base import INFER_CHUNK_DOCS
 from topictk.inference.sampled import cluster_infer_blocks
-from topictk.evaluation.numbering import topic_columns, topic_number
+from topictk.numbering import topic_columns, topic_number
 from topictk.evaluation.tsv import tsv_rows
 from topictk.state.dmr import ETA_MAX, ETA_MIN
 

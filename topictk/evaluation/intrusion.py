@@ -24,7 +24,7 @@ import numpy as np
 
 from topictk.errors import UsageError
 from topictk.evaluation.coherence import top_words
-from topictk.evaluation.numbering import topic_number
+from topictk.numbering import topic_number
 from topictk.evaluation.tsv import tsv_rows
 from topictk.streams import INTRUSION, make_stream
 

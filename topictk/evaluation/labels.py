@@ -2,7 +2,7 @@
 shows.
 
 ``labels.tsv`` is plain UTF-8 text in the run directory, one ``topic<TAB>label`` line per
-labelled topic, topics numbered from 1 (:mod:`topictk.evaluation.numbering`); lines starting
+labelled topic, topics numbered from 1 (:mod:`topictk.numbering`); lines starting
 with ``#`` and blank lines are skipped, and a first line ``topic<TAB>label`` is taken as a
 header (as a spreadsheet writes it). A person may write it by hand, or ``topictk labels``
 writes it; the file that command writes starts with :data:`WRITTEN_BY`, and a file without
@@ -20,7 +20,7 @@ from pathlib import Path
 
 from topictk._fileio import atomic_write_text
 from topictk.errors import ConfigError, UsageError
-from topictk.evaluation.numbering import topic_number, topic_row
+from topictk.numbering import topic_number, topic_row
 
 LABELS_FILE = "labels.tsv"
 WRITTEN_BY = ("# labels.tsv written by topictk: topic (numbered from 1) <TAB> label; change it "

@@ -11,7 +11,7 @@ from pathlib import PurePath
 from topictk.evaluation.diagnostics_html import diagnostics_section
 from topictk.evaluation.htmljson import script_json
 from topictk.evaluation.report_labels import DOCS_MARKUP, labels_markup
-from topictk.evaluation.numbering import FIRST_TOPIC, topic_number, topic_row
+from topictk.numbering import FIRST_TOPIC, topic_number, topic_row
 from topictk.evaluation.report import RunReport, protocol_differences
 
 COLOURS = ("#2b6cb0", "#c05621", "#2f855a", "#9b2c2c", "#6b46c1", "#b7791f", "#2c7a7b",

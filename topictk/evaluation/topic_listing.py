@@ -7,7 +7,7 @@ from pathlib import Path
 
 from topictk.errors import UsageError
 from topictk.evaluation.labels import run_labels
-from topictk.evaluation.numbering import topic_row
+from topictk.numbering import topic_row
 
 
 def annotator(run, *, labels_file: str | Path | None = None, docs: int = 0, fmt: str = "text"):

@@ -8,13 +8,13 @@ import numpy as np
 
 from topictk.errors import UsageError
 from topictk.evaluation.coherence import top_words
-from topictk.evaluation.numbering import topic_number
+from topictk.numbering import topic_number
 from topictk.evaluation.tsv import tsv_rows
 
 
 def topic_table(topic_word: np.ndarray, vocab: list[str], n: int) -> list[dict]:
     """[{"topic": number, "words": [{"word", "probability"}...]}] for every topic, numbered
-    from 1 (:mod:`topictk.evaluation.numbering`), words by probability descending, exact ties
+    from 1 (:mod:`topictk.numbering`), words by probability descending, exact ties
     by ascending word id."""
     top = top_words(topic_word, min(n, topic_word.shape[1]))
     return ranked_table(top, np.take_along_axis(topic_word, top, axis=1), vocab)

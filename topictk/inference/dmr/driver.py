@@ -43,6 +43,7 @@ from scipy.sparse import csr_matrix
 from scipy.special import gammaln
 
 from topictk import streams as keys
+from topictk.numbering import topic_number
 from topictk.config.schema import Option
 from topictk.corpus.batches import gather_batch
 from topictk.errors import ConfigError, CorpusError, CorpusUsageError, NumericalError
@@ -607,8 +608,9 @@ class DMRSGRLDDriver(DMRPriorMixin, SGRLDDriver):
             eta = np.abs(np.einsum("df,kf->dk", self.X, state.nu))
             if eta.size and eta.max() >= ETA_MAX:
                 d, k = np.unravel_index(int(np.argmax(eta)), eta.shape)
-                raise NumericalError(f"nu diverged at update {state.step}: the prior of topic {k} "
-                                     f"in training document {d} reached exp({eta[d, k]:.3g}); "
+                raise NumericalError(f"nu diverged at update {state.step}: the prior of topic "
+                                     f"{topic_number(k)} in training document {d} reached "
+                                     f"exp({eta[d, k]:.3g}); "
                                      f"{fix}")
         super().check_state(state)
 
