@@ -89,6 +89,10 @@ def test_runs_of_different_stores_are_refused_or_warned_about(tmp_path, sweep, o
                           **SHORT)
     ok("train", "--config", config, "-q")
     runs = discover_runs([sweep / "model.topics=3,training.seed=1", other])
+    # each store a series of its own: a single run of each is no line to draw
+    assert k_panel(runs, allow_different_corpora=True, quiet=True) is None
+    runs = discover_runs([sweep / "model.topics=3,training.seed=1",
+                          sweep / "model.topics=5,training.seed=1", other])
     with pytest.raises(CorpusUsageError, match="different corpus stores"):
         k_panel(runs, quiet=True)
     panel = k_panel(runs, allow_different_corpora=True, quiet=True)

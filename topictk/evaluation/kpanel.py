@@ -325,8 +325,11 @@ def k_panel(runs: Sequence[RunRef], *, reference: str | Path | None = None,
         item = PanelRun(label=run.label, path=run.path, x=_x_of(flat[x_key]),
                         seed=flat.get(SEED_KEY), series=_series_label(flat, others, store))
         members.append((run, item))
-    if len({item.x for _, item in members}) < 2:
-        return None
+    xs_of_series: dict[str, set] = {}
+    for _, item in members:
+        xs_of_series.setdefault(item.series, set()).add(item.x)
+    if max((len(xs) for xs in xs_of_series.values()), default=0) < 2:
+        return None             # no series runs over two values: nothing to draw a line of
     series = list(dict.fromkeys(item.series for _, item in members))
     for index, (_, item) in enumerate(members):
         groups.setdefault((item.series, item.x), []).append(index)
