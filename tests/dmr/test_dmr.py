@@ -522,7 +522,9 @@ def test_topics_lists_metadata_weights(dmr_store, tmp_path):
                   optimize_interval=10)
     train(cfg, quiet=True)
     text = ok("topics", tmp_path / "run", "--top", "4").stdout
-    lines = text.splitlines()
+    head, _, body = text.partition("\n\n")        # the run's score, then the topics
+    assert head.startswith("held-out perplexity")
+    lines = body.splitlines()
     assert len(lines) == 10 and all(line.startswith("     metadata: flag(") for line in lines[1::2])
     table = json.loads(ok("topics", tmp_path / "run", "--format", "json").stdout)["topics"]
     _, model = load_arrays(tmp_path / "run" / "model.npz")
