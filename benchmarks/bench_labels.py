@@ -3,10 +3,9 @@
 The collapsed Gibbs run of bench_coherence.py (K = 100, 300 sweeps, seed 0, one thread; trained
 there once, or here if missing) on the 20 Newsgroups bydate store. Measured:
 
-- suggested labels from the sampler's z (the Gibbs path) and from argmax_k theta_dk phi_kw
-  (the path of every other algorithm, theta from the Gibbs counts), seconds each, and how many
-  topics got an adjacent pair; both label lists are written to the results;
-- theta of the training documents and the 5 representative documents of all 100 topics;
+- suggested labels (``Run.labels(suggest=True)``: from the sampler's z, as for every
+  Gibbs-family run), seconds, and how many topics got an adjacent pair;
+- the 5 representative documents of all 100 topics (``Run.representative_docs``);
 - ``prepare --snippets 200`` against the same prepare without it: seconds and store size.
 
     python benchmarks/bench_labels.py --record
@@ -20,12 +19,9 @@ import shutil
 import time
 from pathlib import Path
 
-import numpy as np
-
 import harness as h
+import topictk
 from bench_coherence import ensure_run
-from topictk.evaluation import topic_docs as td
-from topictk.evaluation.run import LoadedRun
 
 NAME = "labels"
 WORK = h.WORK / "labels"
@@ -63,35 +59,23 @@ def main() -> None:
     WORK.mkdir(parents=True, exist_ok=True)
     h.ensure_20news_bydate()
     _, run_dir = ensure_run(100, 300, 0)
-    loaded = LoadedRun(run_dir)
-    (labels_z, how_z), t_z = timed(lambda: td.run_suggestions(loaded))
-    training, t_theta = timed(lambda: td.training_theta(loaded))
-    z = loaded.state.z
-    loaded.state.z = None       # as a run without z: argmax theta phi
-    (labels_a, how_a), t_argmax = timed(lambda: td.run_suggestions(loaded, training))
-    loaded.state.z = z
-    ids = loaded.store.document_ids("train")
-    docs, t_docs = timed(lambda: [td.representative_docs(loaded.store, training, k, 5, ids)
-                                  for k in range(100)])
-    pairs_z = sum(" / " in s for s in labels_z.values())
-    pairs_a = sum(" / " in s for s in labels_a.values())
-    same = sum(labels_z[k] == labels_a[k] for k in range(100))
+    run = topictk.load_run(run_dir)
+    labels, t_labels = timed(lambda: run.labels(suggest=True))
+    docs, t_docs = timed(lambda: [run.representative_docs(k, 5) for k in range(100)])
+    pairs = sum(" / " in (label or "") for label in labels)
     prepared = prepare_pair()
-    N = int(loaded.store.train().words.size)
-    D = len(ids)
-    lines = [f"# Suggested labels and representative documents (20 Newsgroups, K = 100)", "",
+    facts = h.store_facts(h.NEWS_STORE)
+    N, D = facts["N"], facts["D"]
+    lines = ["# Suggested labels and representative documents (20 Newsgroups, K = 100)", "",
              "Command: `python benchmarks/bench_labels.py --record`", "",
              *h.machine_info(), "",
              f"Run: collapsed Gibbs, K = 100, 300 sweeps, seed 0 (bench_coherence.py), on the "
              f"bydate store: {D:,} training documents, {N:,} training tokens.", "",
              "| step | seconds |", "| --- | ---: |",
-             f"| suggested labels from z (pairs among {N:,} tokens) | {t_z:.2f} |",
-             f"| theta of the training documents (Gibbs counts) | {t_theta:.2f} |",
-             f"| suggested labels from argmax theta phi (theta given) | {t_argmax:.2f} |",
+             f"| suggested labels, Run.labels(suggest=True) (pairs among {N:,} tokens) "
+             f"| {t_labels:.2f} |",
              f"| 5 representative documents of each of 100 topics | {t_docs:.2f} |", "",
-             f"Topics with an adjacent pair (seen at least {td.MIN_PAIR_COUNT} times): "
-             f"{pairs_z} of 100 from z, {pairs_a} of 100 from argmax; the same label from "
-             f"both: {same} of 100.", "",
+             f"Topics with an adjacent pair (seen at least twice): {pairs} of 100.", "",
              "| prepare of the bydate JSONL | seconds | store bytes |", "| --- | ---: | ---: |",
              *(f"| {r['name']} | {r['seconds']:.1f} | {r['bytes']:,} |" for r in prepared),
              "",
@@ -99,8 +83,8 @@ def main() -> None:
              f"({(prepared[1]['bytes'] - prepared[0]['bytes']) / D:.0f} per training "
              f"document).", "",
              "## The first 20 suggested labels", "",
-             "| topic | from z | from argmax theta phi |", "| ---: | --- | --- |",
-             *(f"| {k + 1} | {labels_z[k]} | {labels_a[k]} |" for k in range(20)), "",
+             "| topic | suggested label |", "| ---: | --- |",
+             *(f"| {k + 1} | {labels[k]} |" for k in range(20)), "",
              "## Topic 1's representative documents (share theta_dk from the counts)", "",
              *(f"- {d['document']}: {d['share']:.3f}" for d in docs[0]), ""]
     text = "\n".join(lines)
