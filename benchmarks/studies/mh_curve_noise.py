@@ -127,7 +127,9 @@ def report(results: dict, args) -> str:
              "| seed | fold-in sd | chain sd | SparseLDA last (mean) | SparseLDA s | reaches "
              "(mean) | at warp sweep | reaches (one score) |",
              "| ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |"]
-    fmt = (lambda x: "not reached" if x is None else f"{x:.2f}")
+    def fmt(x):
+        return "not reached" if x is None else f"{x:.2f}"
+
     for seed, res in results.items():
         s = res["summary"]
         lines.append(f"| {seed} | {s['fold_in_sd']:.1f} | {s['chain_sd']:.1f} | "

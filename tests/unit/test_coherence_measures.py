@@ -250,8 +250,9 @@ def test_parse_measures():
 @pytest.mark.benchmark
 def test_equals_gensim_when_it_is_installed():
     """gensim is a benchmark-only package (benchmarks/requirements.txt), so this runs with the
-    benchmarks: pytest -m benchmark (benchmarks/bench_coherence.py does it at corpus scale). w12 and w13 never occur: gensim's
-    dictionary lacks them and leaves them out of their topics, as topictk does."""
+    benchmarks: pytest -m benchmark (benchmarks/bench_coherence.py does it at corpus scale).
+    w12 and w13 never occur: gensim's dictionary lacks them and leaves them out of their
+    topics, as topictk does."""
     corpora = pytest.importorskip("gensim.corpora")
     coherencemodel = pytest.importorskip("gensim.models.coherencemodel")
     rng = np.random.default_rng(3)

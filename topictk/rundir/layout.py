@@ -88,8 +88,8 @@ STEP_FILE = re.compile(r"^step-\d+\.npz$")
 def run_files(run_dir: Path) -> list[str]:
     """The files of ``run_dir`` that training writes (paths relative to it): the marker,
     ``config.yaml``, ``metrics.jsonl``, ``model.npz``, the scores cache ``scores.json`` (which
-    evaluation writes) and ``step-*.npz`` in ``checkpoints/`` and ``samples/``. Anything else in the folder is someone else's, and ``train --force``
-    leaves it where it is."""
+    evaluation writes) and ``step-*.npz`` in ``checkpoints/`` and ``samples/``. Anything else
+    in the folder is someone else's, and ``train --force`` leaves it where it is."""
     run_dir = Path(run_dir)
     found = [name for name in RUN_TOP_FILES
              if (run_dir / name).is_symlink() or (run_dir / name).is_file()]
