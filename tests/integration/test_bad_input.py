@@ -387,7 +387,8 @@ def _train_fails(code: int, run_dir: Path, *args) -> str:
 
 @pytest.mark.parametrize("override,expected", [
     ("model.topcs=5", "unknown key 'model.topcs' ({set}); did you mean 'topics'? allowed: "
-                      "alpha, beta, family, topics"),
+                      "alpha, beta, family, residual_topic, seed_file, seed_mode, "
+                      "seed_weight, seed_words, topics"),
     ("inference.burnin=5", "unknown key 'inference.burnin' ({set}); did you mean 'burn_in'?"),
     ("model.alpha=-0.1", "model.alpha must be a number > 0 or auto; got -0.1 ({set})"),
     ("model.topics=0", "model.topics must be an integer in [1, 1000000]; got 0 ({set})"),

@@ -67,7 +67,8 @@ def test_sweep_resume_finishes_unfinished_runs_and_skips_finished_ones(tmp_path,
 
 
 @pytest.mark.parametrize("spec, expected", [
-    ("model.topicz=3,5", "did you mean 'topics'? allowed: alpha, beta, family, topics"),
+    ("model.topicz=3,5", "did you mean 'topics'? allowed: alpha, beta, family, "
+     "residual_topic, seed_file, seed_mode, seed_weight, seed_words, topics"),
     ("model.topics=3,0", "model.topics must be an integer in [1, 1000000]; got 0 "
                          "(--sweep model.topics=0)"),
     ("inference.sparse=true,maybe",

@@ -11,6 +11,7 @@ from typing import Any, ClassVar, Mapping, Protocol
 
 import yaml
 
+from topictk.config.seedfile import read_seed_file
 from topictk.config.schema import (
     EVALUATION,
     INFERENCE_COMMON,
@@ -374,6 +375,31 @@ def _check_alpha(model: dict, algorithm: str, where: str, catalogue: Catalogue) 
                       f"(the algorithms that learn alpha: {', '.join(able)}) ({where})")
 
 
+def _resolve_seeds(model: dict, base_dir: Path, where: str) -> None:
+    """``model.seed_file`` read into ``model.seed_words`` (the path resolved, kept beside the
+    words, so that the run's config holds the words it trained with: a saved config whose file
+    no longer holds them is refused); the seeded topics checked against ``model.topics``."""
+    if model.get("seed_file") is not None:
+        path = (base_dir / model["seed_file"]).resolve()
+        read = read_seed_file(path)
+        given = model.get("seed_words")
+        if given is not None and given != read:
+            raise ConfigError(f"model.seed_words and model.seed_file {path} give different "
+                              f"seed words; give one of them ({where})")
+        model["seed_file"], model["seed_words"] = str(path), read
+    seeds = model.get("seed_words")
+    if not seeds:
+        return
+    topics = model.get("topics")
+    if isinstance(topics, int) and len(seeds) > topics:
+        raise ConfigError(f"model.seed_words: {len(seeds)} seeded topics but model.topics is "
+                          f"{topics}; raise model.topics or give fewer labels ({where})")
+    if model.get("residual_topic") and isinstance(topics, int) and len(seeds) >= topics:
+        raise ConfigError(f"model.residual_topic: true needs an unseeded topic, but all "
+                          f"{topics} topics are seeded; raise model.topics to "
+                          f"{len(seeds) + 1} ({where})")
+
+
 def validate(raw: dict, where: str, base_dir: Path, catalogue: Catalogue,
              origins: Mapping[str, str] = {}) -> Config:     # noqa: B006 (read only)
     """Check every key of a raw config mapping against ``catalogue`` and return the resolved
@@ -412,6 +438,7 @@ def validate(raw: dict, where: str, base_dir: Path, catalogue: Catalogue,
     if family in MODEL["family"].choices and algorithm in algorithm_names():
         _check_family(family, algorithm, where, catalogue)
     model = _check_section(model_raw, _model_schema(raw, catalogue), "model", where, origins)
+    _resolve_seeds(model, base_dir, _origin("model.seed_file", where, origins))
 
     inf_raw = raw.get("inference") or {}
     if not isinstance(inf_raw, dict):

@@ -9,6 +9,7 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
+from topictk.config.seedfile import check_seed_words
 from topictk.errors import ConfigError
 from topictk.limits import short
 
@@ -20,7 +21,8 @@ class Option:
     """One configuration key: its kind, default and allowed range.
 
     ``kind`` is one of ``int``, ``float``, ``bool``, ``str``, ``path``, ``choice``,
-    ``int_list``. ``nullable`` allows ``null``; ``auto`` allows the string ``auto``.
+    ``int_list``, ``seeds`` (a mapping of labels to lists of words). ``nullable`` allows
+    ``null``; ``auto`` allows the string ``auto``.
     Bounds are ``low``/``high`` with ``low_open``/``high_open`` for open ends.
     """
 
@@ -48,6 +50,8 @@ class Option:
             text = "true, false" if self.auto else "true or false"
         elif self.kind in ("str", "path"):
             text = "a string" if self.kind == "str" else "a path"
+        elif self.kind == "seeds":
+            text = "a mapping of labels to lists of words"
         else:
             noun = {"int": "an integer", "float": "a finite number" if finite else "a number",
                     "int_list": "a list of integers"}[self.kind]
@@ -78,6 +82,8 @@ class Option:
             raise fail()
         if self.auto and value == "auto":
             return "auto"
+        if self.kind == "seeds":
+            return check_seed_words(value, key, where)
         if self.kind == "bool":
             if isinstance(value, bool):
                 return value
@@ -155,6 +161,28 @@ MODEL = {
                          "lists them)"),
     "beta": Option("float", 0.01, low=0, low_open=True, help="symmetric topic-word prior"),
 }
+
+#: seed words (docs/seeds.md): the seeded topics are the first rows, in the mapping's order.
+#: A family that reads them includes these keys in its model section.
+SEED_WEIGHT = 1.0
+SEED_KEYS = {
+    "seed_words": Option("seeds", None, nullable=True,
+                         help="seeded topics: {label: [word, ...]}; the i-th label names "
+                              "topic i (docs/seeds.md)"),
+    "seed_file": Option("path", None, nullable=True,
+                        help="a file of seed words (YAML of the same mapping, or one 'label "
+                             "word word ...' per line), relative to the config; read into "
+                             "model.seed_words"),
+    "seed_weight": Option("float", SEED_WEIGHT, low=0, low_open=True,
+                          help="extra prior of a seed word in its topic, in units of the "
+                               "mean word count: o = seed_weight x training tokens / V"),
+    "seed_mode": Option("choice", "prior", choices=("prior", "init"),
+                        help="prior = the seed words' extra prior; init = their tokens only "
+                             "start in their topic, no prior (a baseline)"),
+    "residual_topic": Option("bool", False,
+                             help="require at least one unseeded topic after the seeded ones"),
+}
+MODEL.update(SEED_KEYS)
 
 # Deep LDA / Poisson gamma belief network (docs/algorithms.md §8.10; defaults of Cong et al. 2017).
 MODEL_DLDA = {
