@@ -348,7 +348,7 @@ def _check_family(family: str, algorithm: str, where: str, catalogue: Catalogue)
     inference.algorithm gibbs would silently train plain LDA)."""
     get_driver = catalogue.get_driver
     trains = get_driver(algorithm).traits.family
-    if family == trains:
+    if family == trains or family in get_driver(algorithm).traits.families:
         return
     names = catalogue.algorithm_names()
     if (family == "dlda") != (trains == "dlda"):
@@ -358,7 +358,8 @@ def _check_family(family: str, algorithm: str, where: str, catalogue: Catalogue)
             deep = ", ".join(n for n in names if get_driver(n).traits.family == "dlda")
             fix = f"does not train deep LDA (model.family: dlda); use one of {deep}"
         raise ConfigError(f"inference.algorithm {short(algorithm)} {fix} ({where})")
-    fitting = ", ".join(n for n in names if get_driver(n).traits.family == family)
+    fitting = ", ".join(n for n in names if family in (get_driver(n).traits.family,
+                                                       *get_driver(n).traits.families))
     raise ConfigError(f"inference.algorithm {short(algorithm)} trains model.family {trains}, the "
                       f"config says {family}; use one of {fitting} or set model.family: "
                       f"{trains} ({where})")

@@ -152,8 +152,11 @@ MAX_TOPICS = 1_000_000
 # model.family: its default is the family of the algorithm (validation picks the family's keys)
 FAMILY_HELP = "model family; left out, the family the algorithm trains"
 
+#: the model families (model.family)
+FAMILIES = ("lda", "dmr", "dlda", "keyatm")
+
 MODEL = {
-    "family": Option("choice", "lda", choices=("lda", "dmr", "dlda"), help=FAMILY_HELP),
+    "family": Option("choice", "lda", choices=FAMILIES, help=FAMILY_HELP),
     "topics": Option("int", _REQUIRED, low=1, high=MAX_TOPICS, help="number of topics K"),
     "alpha": Option("float", 0.1, low=0, low_open=True, auto=True,
                     help="symmetric document-topic prior (DMR: its starting value); auto "
@@ -186,7 +189,7 @@ MODEL.update(SEED_KEYS)
 
 # Deep LDA / Poisson gamma belief network (docs/algorithms.md §8.10; defaults of Cong et al. 2017).
 MODEL_DLDA = {
-    "family": Option("choice", "dlda", choices=("lda", "dmr", "dlda"), help=FAMILY_HELP),
+    "family": Option("choice", "dlda", choices=FAMILIES, help=FAMILY_HELP),
     "layers": Option("int_list", _REQUIRED, low=1, high=MAX_TOPICS,
                      help="topics per layer K_1, ..., K_L, bottom (word) layer first"),
     "topics": Option("int", None, low=1, high=MAX_TOPICS, nullable=True,
@@ -203,11 +206,25 @@ MODEL_DLDA = {
 
 # DMR (docs/algorithms.md §9): the LDA keys (model.alpha is alpha_init); inference.algorithm
 # dmr-sem / dmr-sgrld implies model.family: dmr
-MODEL_DMR = {**MODEL, "family": Option("choice", "dmr", choices=("lda", "dmr", "dlda"),
+MODEL_DMR = {**MODEL, "family": Option("choice", "dmr", choices=FAMILIES,
                                        help=FAMILY_HELP)}
 
+# the keyword topic model (docs/algorithms.md §2.13; defaults of the keyATM package, Eshima, Imai
+# & Sasaki 2024): trained by inference.algorithm gibbs; model.seed_words are its keyword topics
+MODEL_KEYATM = {
+    **MODEL,
+    "family": Option("choice", "keyatm", choices=FAMILIES, help=FAMILY_HELP),
+    "gamma1": Option("float", 1.0, low=0, low_open=True,
+                     help="keyword topics' switch share pi_k ~ Beta(gamma1, gamma2)"),
+    "gamma2": Option("float", 1.0, low=0, low_open=True,
+                     help="keyword topics' switch share pi_k ~ Beta(gamma1, gamma2)"),
+    "beta_keyword": Option("float", 0.1, low=0, low_open=True,
+                           help="symmetric prior of a keyword topic's distribution over its "
+                                "seed words"),
+}
+
 # model.family -> the keys of the model section (families not listed use MODEL)
-MODEL_FAMILIES = {"dlda": MODEL_DLDA, "dmr": MODEL_DMR}
+MODEL_FAMILIES = {"dlda": MODEL_DLDA, "dmr": MODEL_DMR, "keyatm": MODEL_KEYATM}
 
 INFERENCE_COMMON = {
     "algorithm": Option("choice", _REQUIRED, choices=(), help="inference algorithm"),

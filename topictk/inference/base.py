@@ -357,7 +357,8 @@ class Traits:
     """What a driver can do, declared once on its class (``traits = Traits(...)``): the one
     record that the config checks, training, evaluation and ``topictk algorithms`` read.
 
-    ``family``: the ``model.family`` it trains; ``kind``: its docs family page
+    ``family``: the ``model.family`` it trains; ``families``: further model families it
+    trains (``gibbs``: keyatm); ``kind``: its docs family page
     (docs/family-KIND.md); ``paper``: the papers ``topictk algorithms`` cites; ``threads``:
     its kernels use ``training.threads``; ``resume``: ``--resume`` continues its chain
     exactly; ``cluster``: its shards run on a Dask cluster (``use_cluster``);
@@ -372,6 +373,7 @@ class Traits:
     REPORT_SECTIONS it offers."""
 
     family: str = "lda"
+    families: tuple[str, ...] = ()
     kind: str = "sampled"
     paper: str = ""
     threads: bool = True

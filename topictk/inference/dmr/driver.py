@@ -338,8 +338,9 @@ class DMRPriorMixin:
         """The traits of a DMR driver extending ``base``: a prior per document from its
         metadata, learnt through nu, so model.alpha is its start alpha_init, never auto; topics
         list their features; no Dask cluster."""
-        return base.but(family="dmr", paper=paper, features=True, alpha_auto=False,
-                        cluster=False, cluster_fold_in=False, report={"features"})
+        return base.but(family="dmr", families=(), paper=paper, features=True,
+                        alpha_auto=False, cluster=False, cluster_fold_in=False,
+                        report={"features"})
 
     def document_prior(self, state, features: np.ndarray | None) -> np.ndarray:
         """alpha_d = exp(x_d^T nu) of new documents (``topictk infer``)."""

@@ -199,6 +199,20 @@ class GibbsCounts(ABC):
         ``chunk_streams`` (others from ``streams``); returns (rounding fallbacks, the sampler
         that ran)."""
 
+    def started(self, state):
+        """The first state completed with what the representation adds to (z, n_dk, n_kw,
+        n_k); by default nothing."""
+        return state
+
+    def sizes(self) -> dict:
+        """Symbols of the saved state's shapes besides K, V, D, N and M."""
+        return {}
+
+    def sample_phi(self, sample: dict, beta: float) -> np.ndarray | None:
+        """phi-hat (V, K) of a saved sample when the representation forms it itself; None:
+        the driver's, from the sample's n_kw and n_k."""
+        return None
+
     @abstractmethod
     def learnt_alpha(self, state) -> np.ndarray:
         """alpha after Minka's fixed-point update from the counts of z (§2.5)."""

@@ -98,14 +98,41 @@ def counts_class(inference, n_topics: int, warp: bool = True) -> type[GibbsCount
 
 
 def count_representation(config, doc_ptr: np.ndarray, words: np.ndarray, n_words: int,
-                         threads: int, warp: bool, sync) -> GibbsCounts:
+                         threads: int, warp: bool, sync, vocab=None) -> GibbsCounts:
     """The counts of a Gibbs chain as ``config`` says, on its sweep schedule
-    (:meth:`SweepLayout.of`); ``sync`` brings z and n_dk back from a cluster."""
+    (:meth:`SweepLayout.of`); ``sync`` brings z and n_dk back from a cluster. The keyword
+    topic model (``model.family: keyatm``) has counts of its own, on AD-LDA chunks, its
+    keyword topics read from ``vocab``."""
     opts, K = config.inference, int(config.model.topics)
+    if getattr(config.model, "family", "lda") == "keyatm":
+        from topictk.inference.gibbs.keyatm import KeyATMCounts  # noqa: PLC0415 (its family)
+        layout = SweepLayout.of(opts, doc_ptr, words, n_words, K, threads, True)
+        return KeyATMCounts(layout, opts, MH_STEPS, sync, config=config, vocab=vocab)
     representation = counts_class(opts, K, warp)
     layout = SweepLayout.of(opts, doc_ptr, words, n_words, K, threads, representation.ADLDA)
     steps = MH_STEPS if getattr(opts, "mh_steps", None) is None else opts.mh_steps
     return representation(layout, opts, steps, sync)
+
+
+def check_keyatm(data: dict, where: str) -> None:
+    """The keyword topic model (``model.family: keyatm``) needs seed words and samples by
+    its own sweep on AD-LDA chunks, on one machine."""
+    inference, training = data["inference"], data.get("training", {})
+    if not data["model"].get("seed_words"):
+        raise ConfigError(f"model.family: keyatm needs keyword topics: give model.seed_words "
+                          f"or model.seed_file ({where})")
+    if inference.get("sampler") not in (None, "auto", "sparse", "dense"):
+        raise ConfigError(f"inference.sampler: {inference['sampler']} does not sample the "
+                          f"keyword topic model; leave inference.sampler out ({where})")
+    if inference.get("blocks") is not None:
+        raise ConfigError(f"inference.blocks: the keyword topic model samples AD-LDA chunks; "
+                          f"set inference.chunks instead ({where})")
+    if training.get("scheduler") is not None or training.get("dask_workers") is not None:
+        raise ConfigError(f"model.family: keyatm does not run on a Dask cluster yet; leave "
+                          f"training.scheduler and training.dask_workers out ({where})")
+    if data.get("evaluation", {}).get("fold_in") == "mh":
+        raise ConfigError(f"evaluation.fold_in: mh does not apply to the keyword topic model; "
+                          f"use gibbs ({where})")
 
 
 #: ``inference.chunks`` and ``inference.blocks`` of the Gibbs drivers (gibbs, dmr-sem)
@@ -166,7 +193,8 @@ class GibbsDriver(GibbsClusterMixin, SampledDriver):
 
     name = "gibbs"
     traits = Traits(kind="sampled", paper="Griffiths & Steyvers 2004; Yao, Mimno & McCallum "
-                    "2009; Newman et al. 2009", cluster=True, cluster_fold_in=True,
+                    "2009; Newman et al. 2009; keyatm: Eshima, Imai & Sasaki 2024",
+                    families=("keyatm",), cluster=True, cluster_fold_in=True,
                     alpha_auto=True, sweep_steps=True, objective="log_joint_per_token")
     STATE = CountState
     WARP = True                 # inference.sampler: auto may pick WarpLDA (one prior only)
@@ -176,6 +204,8 @@ class GibbsDriver(GibbsClusterMixin, SampledDriver):
     def check_config(cls, data: dict, where: str) -> None:
         resolve_sample_schedule(data["inference"], where)
         check_schedule(data, where, cls.WARP)
+        if data["model"].get("family") == "keyatm":
+            check_keyatm(data, where)
 
     MEMORY_FIX = ("choose inference.sampler: warp (no K x V or D x K arrays), set "
                   "training.eval_every: 0 (no phi-hat during training)")
@@ -245,7 +275,8 @@ class GibbsDriver(GibbsClusterMixin, SampledDriver):
         super().__init__(config, store, threads, streams=streams)
         self.doc_ptr, self.words = self.token_view
         self.counts = count_representation(config, self.doc_ptr, self.words, self.V,
-                                           self.threads, self.WARP, self.synced)
+                                           self.threads, self.WARP, self.synced,
+                                           vocab=store.vocab)
         self.bounds, self.n_chunks = self.counts.layout.bounds, self.counts.layout.n_chunks
         self.STATE = self.counts.state_class(type(self).STATE)
         self.cluster = None         # the Dask cluster the shards sweep on (use_cluster)
@@ -253,7 +284,8 @@ class GibbsDriver(GibbsClusterMixin, SampledDriver):
     # ------------------------------------------------------------------ state
     def init_state(self) -> CountState:
         """Every token's topic uniform from the init stream (§2.2), counts to match."""
-        return self.new_state(*self.counts.initial(self.streams.persistent(keys.INIT)))
+        state = self.new_state(*self.counts.initial(self.streams.persistent(keys.INIT)))
+        return self.counts.started(state)
 
     def new_state(self, z, ndk, nkw, nk) -> CountState:
         alpha = resolve_alpha(self.config.model.alpha, self.K)
@@ -346,6 +378,9 @@ class GibbsDriver(GibbsClusterMixin, SampledDriver):
 
     # ---------------------------------------------------------------- scoring
     def sample_phi(self, state: CountState, sample: dict) -> np.ndarray:
+        phi = self.counts.sample_phi(sample, state.beta)
+        if phi is not None:
+            return phi
         return phi_hat(dense_counts(sample, "nkw", self.K), sample["nk"], state.beta)
 
     def sample_prior(self, state: CountState, sample: dict, documents: str) -> np.ndarray:
@@ -391,7 +426,7 @@ class GibbsDriver(GibbsClusterMixin, SampledDriver):
                                      self.threads)
 
     def state_sizes(self) -> dict:
-        return {**super().state_sizes(), "M": self.counts.steps}
+        return {**super().state_sizes(), "M": self.counts.steps, **self.counts.sizes()}
 
     def check_resumable(self, state: CountState) -> None:
         self.counts.check_resumable(state)

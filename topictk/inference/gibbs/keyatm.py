@@ -126,12 +126,16 @@ class KeyATMCounts(GibbsCounts):
                                            L.n_words)
         return z, ndk, nkw, nk
 
-    def keyword_state(self, state) -> None:
-        """Give a new state its switches and keyword counts (after :meth:`initial`)."""
+    def started(self, state):
+        """The first state's switches and keyword counts (after :meth:`initial`)."""
         L = self.layout
         state.s = self._initial_s
         _, _, _, state.nkey, state.nkey_k = keyatm_counts(
             L.doc_ptr, L.words, state.z, state.s, L.n_topics, self.S, L.n_words)
+        return state
+
+    def sizes(self) -> dict:
+        return {"S": self.S}
 
     def _chunk(self, state, prior, counts, c, stream) -> int:
         L = self.layout
@@ -178,7 +182,9 @@ class KeyATMCounts(GibbsCounts):
         return self.phi(state.nkw, state.nk, state.nkey, state.nkey_k, state.beta)
 
     def sample_phi(self, sample: dict, beta: float) -> np.ndarray:
-        return self.phi(sample["nkw"], sample["nk"], sample["nkey"], sample["nkey_k"], beta)
+        """Word-major (V, K), as the driver's phi-hat of a sample."""
+        return self.phi(sample["nkw"], sample["nk"], sample["nkey"], sample["nkey_k"],
+                        beta).T
 
     def objective(self, state) -> float:
         """Collapsed log joint ln p(w, z, s | alpha, beta, beta~, gamma) per token: LDA's
