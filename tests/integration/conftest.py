@@ -1,6 +1,8 @@
-"""Fixtures for the command-line tests: the example corpus prepared once per session."""
+"""Fixtures for the command-line tests: the example corpus prepared once per session, and a
+headless Chromium (Debian's ``chromium``, driven by Playwright) for the pages' tests."""
 from __future__ import annotations
 
+import shutil
 from pathlib import Path
 
 import pytest
@@ -80,3 +82,19 @@ def report_runs(tmp_path_factory, example_store) -> dict[str, Path]:
 
 def _sets(overrides: list[str]) -> list[str]:
     return [part for item in overrides for part in ("--set", item)]
+
+
+CHROMIUM = ("chromium", "chromium-browser")
+
+
+@pytest.fixture(scope="module")
+def browser():
+    """One Chromium per test module (closed before the next module's tests run)."""
+    from playwright.sync_api import sync_playwright
+
+    executable = next(filter(None, map(shutil.which, CHROMIUM)), None)
+    assert executable, "no chromium on PATH: install Debian's chromium package (.ci/run does)"
+    with sync_playwright() as playwright:
+        launched = playwright.chromium.launch(executable_path=executable, headless=True)
+        yield launched
+        launched.close()

@@ -5,7 +5,6 @@ browser shows it."""
 from __future__ import annotations
 
 import json
-import shutil
 
 import numpy as np
 import pytest
@@ -17,7 +16,6 @@ from topictk.evaluation.kpanel import k_panel, rbo
 from topictk.evaluation.run import LoadedRun
 from topictk.evaluation.runs import discover_runs
 
-CHROMIUM = ("chromium", "chromium-browser")
 SHORT = {"inference": {"algorithm": "gibbs", "iterations": 20, "burn_in": 10, "thin": 5},
          "training": {"seed": 1, "eval_every": 10, "checkpoint_every": 20},
          "evaluation": {"fold_in_sweeps": 6, "fold_in_burn_in": 3}}
@@ -110,18 +108,6 @@ def test_plot_draws_the_panel_and_refuses_runs_that_are_no_sweep(tmp_path, sweep
     message = fails(2, "plot", sweep / "model.topics=3,training.seed=1", "--k-panel",
                     "--out", tmp_path / "one.png")
     assert message.startswith("--k-panel: the runs are not a sweep")
-
-
-@pytest.fixture(scope="module")
-def browser():
-    from playwright.sync_api import sync_playwright
-
-    executable = next(filter(None, map(shutil.which, CHROMIUM)), None)
-    assert executable, "no chromium on PATH: install Debian's chromium package (.ci/run does)"
-    with sync_playwright() as playwright:
-        launched = playwright.chromium.launch(executable_path=executable, headless=True)
-        yield launched
-        launched.close()
 
 
 def test_the_report_draws_the_panel_with_bands_and_its_protocol(browser, tmp_path, sweep,

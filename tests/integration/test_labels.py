@@ -13,7 +13,6 @@ import pytest
 from tests.integration._cli import EXAMPLE, fails, ok, write_config
 from topictk.evaluation.labels import WRITTEN_BY
 
-CHROMIUM = ("chromium", "chromium-browser")
 
 
 @pytest.fixture(scope="module")
@@ -122,18 +121,6 @@ def test_the_api_gives_labels_and_documents(run_dir):
 
 
 # ----------------------------------------------------------------------------- the page
-@pytest.fixture(scope="module")
-def browser():
-    from playwright.sync_api import sync_playwright
-
-    executable = next(filter(None, map(shutil.which, CHROMIUM)), None)
-    assert executable, "no chromium on PATH: install Debian's chromium package (.ci/run does)"
-    with sync_playwright() as playwright:
-        launched = playwright.chromium.launch(executable_path=executable, headless=True)
-        yield launched
-        launched.close()
-
-
 def test_labels_are_edited_kept_and_saved_on_the_page(browser, run_dir, tmp_path):
     ok("labels", run_dir, "--set", "1=from the file")
     out = tmp_path / "report.html"

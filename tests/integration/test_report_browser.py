@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import json
 import math
-import shutil
 
 import numpy as np
 import pytest
@@ -13,19 +12,6 @@ import pytest
 from tests.integration._cli import ok
 from topictk.evaluation.report import TERM_TOPIC_FLOOR
 
-CHROMIUM = ("chromium", "chromium-browser")
-
-
-@pytest.fixture(scope="module")
-def browser():
-    from playwright.sync_api import sync_playwright
-
-    executable = next(filter(None, map(shutil.which, CHROMIUM)), None)
-    assert executable, "no chromium on PATH: install Debian's chromium package (.ci/run does)"
-    with sync_playwright() as playwright:
-        launched = playwright.chromium.launch(executable_path=executable, headless=True)
-        yield launched
-        launched.close()
 
 
 @pytest.fixture

@@ -12,7 +12,7 @@ import pytest
 
 from tests.integration._cli import EXAMPLE, metrics, ok, write_config
 from tests.integration.conftest import REPORT_DMR
-from tests.integration.test_report_browser import browser, page_of  # noqa: F401 (fixtures)
+from tests.integration.test_report_browser import page_of  # noqa: F401 (a fixture)
 from topictk.numbering import topic_number
 
 # every word a corpus store can hold that an HTML or JavaScript parser might act on (a store
