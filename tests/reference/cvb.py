@@ -42,16 +42,30 @@ def compute_fields(indptr, indices, counts, mu, n_words, gaussian):
     return f
 
 
-def _update_pair(d, w, c, mu_e, f, alpha, beta, n_words, gaussian):
-    """The pair update of §4.4 on the fields ``f`` (dict of arrays, changed in place)."""
+def prior_totals(overlay, beta):
+    """beta-bar_k = V beta + sum_w o[w, k] of a dense (V, K) overlay, added word after word
+    (the kernel's CSR order)."""
+    V, K = overlay.shape
+    totals = np.full(K, V * beta)
+    for w in range(V):
+        for k in range(K):
+            if overlay[w, k] != 0.0:
+                totals[k] += overlay[w, k]
+    return totals
+
+
+def _update_pair(d, w, c, mu_e, f, alpha, beta, n_words, gaussian, overlay=None):
+    """The pair update of §4.4 on the fields ``f`` (dict of arrays, changed in place); with a
+    dense (V, K) ``overlay`` o the word prior is beta + o[w, k] (§2.12)."""
     K = mu_e.size
-    vbeta = n_words * beta
+    vbeta = n_words * beta if overlay is None else prior_totals(overlay, beta)
     weights = np.empty(K)
     for k in range(K):
         g = mu_e[k]
         a = alpha[k] + max(f["m_dk"][d, k] - g, 0.0)
-        b = beta + max(f["m_kw"][w, k] - g, 0.0)
-        z = vbeta + max(f["m_k"][k] - g, 0.0)
+        bk = beta if overlay is None or overlay[w, k] == 0.0 else beta + overlay[w, k]
+        b = bk + max(f["m_kw"][w, k] - g, 0.0)
+        z = (vbeta if overlay is None else vbeta[k]) + max(f["m_k"][k] - g, 0.0)
         u = a * b / z
         if gaussian:
             gv = g * (1.0 - g)
@@ -72,7 +86,8 @@ def _update_pair(d, w, c, mu_e, f, alpha, beta, n_words, gaussian):
     mu_e[:] = new
 
 
-def sweep(indptr, indices, counts, mu, fields, alpha, beta, chunk_bounds, gaussian):
+def sweep(indptr, indices, counts, mu, fields, alpha, beta, chunk_bounds, gaussian,
+          overlay=None):
     """One iteration (§4.4): sequential in place for one chunk; for C chunks each chunk works on
     private copies of the word and topic fields and the changes are added in chunk order."""
     n_words = fields["m_kw"].shape[0]
@@ -82,7 +97,7 @@ def sweep(indptr, indices, counts, mu, fields, alpha, beta, chunk_bounds, gaussi
         for d in range(chunk_bounds[0], chunk_bounds[1]):
             for e in range(indptr[d], indptr[d + 1]):
                 _update_pair(d, indices[e], float(counts[e]), mu[e], fields, alpha, beta,
-                             n_words, gaussian)
+                             n_words, gaussian, overlay)
         return
     start = {key: fields[key].copy() for key in word_keys}
     locals_ = []
@@ -93,7 +108,7 @@ def sweep(indptr, indices, counts, mu, fields, alpha, beta, chunk_bounds, gaussi
         for d in range(chunk_bounds[c], chunk_bounds[c + 1]):
             for e in range(indptr[d], indptr[d + 1]):
                 _update_pair(d, indices[e], float(counts[e]), mu[e], local, alpha, beta,
-                             n_words, gaussian)
+                             n_words, gaussian, overlay)
         locals_.append(local)
     for key in word_keys:
         acc = start[key].copy()

@@ -52,6 +52,44 @@ def test_sweep_equals_twin(seed, gaussian, chunks):
 
 
 @pytest.mark.parametrize("gaussian", [True, False], ids=["cvb", "cvb0"])
+@pytest.mark.parametrize("chunks", [1, 3])
+def test_seeded_sweep_equals_twin(seed, gaussian, chunks):
+    """With a seed overlay (beta + o[w, k], docs/algorithms.md §2.12) three sweeps equal the
+    twin's, and differ from the symmetric beta's."""
+    from topictk.inference.seed_prior import SeedPrior
+    rng = np.random.default_rng(seed)
+    V, K, D = 30, 4, 24
+    indptr, indices, counts = random_csr(rng, D, V)
+    alpha, beta = rng.uniform(0.05, 0.5, size=K), 0.05
+    overlay = np.zeros((V, K))
+    overlay[[1, 4, 4, 7, 20], [0, 0, 2, 1, 3]] = [0.7, 1.5, 0.2, 3.0, 0.9]
+    rows, topics = np.nonzero(overlay)
+    ptr = np.searchsorted(rows, np.arange(V + 1)).astype(np.int64)
+    seeds = SeedPrior.from_csr(ptr, topics, overlay[rows, topics], K)
+    assert np.array_equal(seeds.dense(), overlay)
+    bounds = np.array([0, D]) if chunks == 1 else np.array([0, 5, 16, D])
+    mu = np.empty((indices.size, K))
+    _cvb.init_mu(mu, np.random.PCG64(seed))
+    mu2, plain = mu.copy(), mu.copy()
+    f = _fields(D, V, K)
+    _cvb.compute_fields(indptr, indices, counts, mu, f["m_dk"], f["m_kw"], f["m_k"],
+                        *_var(f, gaussian), 2)
+    f2 = ref.compute_fields(indptr, indices, counts, mu2, V, gaussian)
+    f3 = {name: value.copy() for name, value in f.items()}
+    for _ in range(3):
+        _cvb.sweep(indptr, indices, counts, mu, f["m_dk"], f["m_kw"], f["m_k"],
+                   *_var(f, gaussian), alpha, beta, bounds, 2, prior_ptr=seeds.ptr,
+                   prior_topic=seeds.topic, prior_extra=seeds.extra)
+        ref.sweep(indptr, indices, counts, mu2, f2, alpha, beta, bounds, gaussian, overlay)
+        _cvb.sweep(indptr, indices, counts, plain, f3["m_dk"], f3["m_kw"], f3["m_k"],
+                   *_var(f3, gaussian), alpha, beta, bounds, 2)
+    assert np.abs(mu - mu2).max() <= 1e-12
+    for name in f2:
+        assert np.abs(f[name] - f2[name]).max() <= 1e-12 * max(1.0, np.abs(f2[name]).max())
+    assert np.abs(mu - plain).max() > 1e-3
+
+
+@pytest.mark.parametrize("gaussian", [True, False], ids=["cvb", "cvb0"])
 def test_pair_rule_is_the_token_rule_when_counts_are_one(seed, gaussian):
     """§4 oracle (e): with every n_dw = 1 the pair update is the token-level update."""
     rng = np.random.default_rng(seed)

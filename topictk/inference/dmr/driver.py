@@ -536,6 +536,8 @@ class DMRSGRLDDriver(DMRPriorMixin, SGRLDDriver):
         init = np.random.Generator(self.streams.persistent(keys.INIT))
         phi_hat = init.standard_gamma(1.0, size=(self.V, self.K))
         np.maximum(phi_hat, FLOOR, out=phi_hat)
+        if self.seeds is not None:      # seed words start in their topics (§2.12)
+            self.seeds.add_to(phi_hat)
         nu = initial_nu(self.K, self.X.shape[1], float(self.config.model.alpha))
         return DMRSimplexState(phi_hat=phi_hat, alpha=np.exp(nu[:, -1]),
                                beta=float(self.config.model.beta), nu=nu)
@@ -574,7 +576,7 @@ class DMRSGRLDDriver(DMRPriorMixin, SGRLDDriver):
         eps = sgmcmc_step(inf.step["a"], inf.step["b"], inf.step["c"], t)
         noise = main.standard_normal(size=state.phi_hat.shape)
         state.phi_hat, n_floored = sgrld_update(state.phi_hat, nbar_w, batch.vocab, state.beta,
-                                                eps, scale, noise)
+                                                eps, scale, noise, seeds=self.seeds)
         # weights: SGLD, G = -(nu - mu)/sigma^2 + R_B sum_d x_d g-bar_d (§9.3), once the
         # first nu_burn_in updates are over (the step schedule keeps counting from update 0)
         eps_nu = 0.0

@@ -29,6 +29,7 @@ from topictk.inference.minibatch import (
     sample_steps_for,
 )
 from topictk.inference.registry import register
+from topictk.inference.seed_prior import SeedPrior, SeededDriverMixin
 from topictk.inference.sampled import SampledDriver
 from topictk.inference.schedules import sgmcmc_step
 from topictk.limits import at_peak
@@ -40,14 +41,16 @@ log = logging.getLogger("topictk")
 
 def sgrld_update(phi_hat: np.ndarray, nbar_w: np.ndarray, batch_vocab: np.ndarray, beta: float,
                  eps: float, scale: float, noise: np.ndarray | None,
-                 phi: np.ndarray | None = None) -> tuple[np.ndarray, int]:
+                 phi: np.ndarray | None = None,
+                 seeds: SeedPrior | None = None) -> tuple[np.ndarray, int]:
     """One SGRLD step (§7.3) -> (new phi_hat, number of entries floored at 1e-300).
 
     phi_hat <- | phi_hat + eps (beta - phi_hat + R_B (nbar_kw - phi_kw nbar_k))
                  + sqrt(2 eps phi_hat) xi |,
     with ``nbar_w`` (V_B, K) the batch's expected counts of the words ``batch_vocab`` and
     ``noise`` the standard normals xi (None switches the noise off); ``phi`` may pass the
-    normalised phi_hat when the caller has it.
+    normalised phi_hat when the caller has it. With ``seeds`` the prior beta is beta + o_wk
+    (§2.12): eps o_wk is added at the overlay's entries.
     """
     if phi is None:
         phi = phi_hat / phi_hat.sum(axis=0, keepdims=True)
@@ -55,6 +58,8 @@ def sgrld_update(phi_hat: np.ndarray, nbar_w: np.ndarray, batch_vocab: np.ndarra
     new = phi * (-eps * scale * nbar_w.sum(axis=0))
     new += (1.0 - eps) * phi_hat
     new += eps * beta
+    if seeds is not None:
+        seeds.add_to(new, eps)
     new[batch_vocab] += (eps * scale) * nbar_w
     if noise is not None:
         noise *= np.sqrt(2.0 * eps * phi_hat)
@@ -66,7 +71,7 @@ def sgrld_update(phi_hat: np.ndarray, nbar_w: np.ndarray, batch_vocab: np.ndarra
 
 
 @register
-class SGRLDDriver(SampledDriver):
+class SGRLDDriver(SeededDriverMixin, SampledDriver):
     """SGRLD; one step is one mini-batch update of phi_hat."""
 
     name = "sgrld"
@@ -177,6 +182,8 @@ class SGRLDDriver(SampledDriver):
         init = np.random.Generator(self.streams.persistent(keys.INIT))
         phi_hat = init.standard_gamma(1.0, size=(self.V, self.K))
         np.maximum(phi_hat, FLOOR, out=phi_hat)
+        if self.seeds is not None:      # seed words start in their topics (§2.12)
+            self.seeds.add_to(phi_hat)
         return SimplexState(phi_hat=phi_hat, alpha=resolve_alpha(self.config.model.alpha, self.K),
                             beta=float(self.config.model.beta))
 
@@ -191,7 +198,8 @@ class SGRLDDriver(SampledDriver):
         eps = sgmcmc_step(inf.step["a"], inf.step["b"], inf.step["c"], t)
         noise = main.standard_normal(size=state.phi_hat.shape)
         state.phi_hat, n_floored = sgrld_update(state.phi_hat, nbar_w, batch.vocab, state.beta,
-                                                eps, self.n_docs / ids.size, noise, phi)
+                                                eps, self.n_docs / ids.size, noise, phi,
+                                                self.seeds)
         state.floored += n_floored
         state.step = t + 1
         return StepInfo(tokens=batch.n_tokens, documents=int(ids.size),

@@ -28,6 +28,7 @@ from libc.string cimport memcpy, memset
 from numpy.random cimport bitgen_t
 
 from topictk._cy.alloc cimport longest_row
+from topictk._cy.wordprior cimport attach_overlay, beta_bar
 from topictk._cy.rng cimport bitgen_of, next_uniform
 
 
@@ -186,9 +187,14 @@ cdef void _sweep_docs(int64_t d_begin, int64_t d_end, const int64_t* indptr,
                       const int32_t* indices, const int32_t* counts, double* mu,
                       Py_ssize_t K, double* m_dk, double* v_dk, double* m_kw, double* v_kw,
                       double* m_k, double* v_k, const double* alpha, double beta,
-                      double vbeta, bint gaussian, double* buf) noexcept nogil:
-    """Update every pair of documents [d_begin, d_end) in order (§4.3-4.5)."""
-    cdef int64_t d, e
+                      double vbeta, bint gaussian, double* buf, const int64_t* pptr,
+                      const int32_t* ptopic, const double* pextra,
+                      const double* bbar) noexcept nogil:
+    """Update every pair of documents [d_begin, d_end) in order (§4.3-4.5); with an overlay
+    (``pptr`` not NULL) the word prior is beta + o[w, k] and V beta becomes ``bbar[k]``
+    (§2.12)."""
+    cdef int64_t d, e, j = 0, j_end = 0
+    cdef double bk, zk
     cdef Py_ssize_t k
     cdef int32_t w
     cdef double c, g, gv, a, b, z, u, total, new, dm, dv
@@ -209,11 +215,21 @@ cdef void _sweep_docs(int64_t d_begin, int64_t d_end, const int64_t* indptr,
             if gaussian:
                 vw = v_kw + w * K
             total = 0.0
+            if pptr != NULL:
+                j = pptr[w]
+                j_end = pptr[w + 1]
             for k in range(K):
                 g = mu_e[k]
+                bk = beta
+                zk = vbeta
+                if pptr != NULL:
+                    zk = bbar[k]
+                    if j < j_end and ptopic[j] == k:
+                        bk = beta + pextra[j]
+                        j += 1
                 a = alpha[k] + _pos(md[k] - g)
-                b = beta + _pos(mw[k] - g)
-                z = vbeta + _pos(m_k[k] - g)
+                b = bk + _pos(mw[k] - g)
+                z = zk + _pos(m_k[k] - g)
                 u = a * b / z
                 if gaussian:
                     gv = g * (1.0 - g)
@@ -250,8 +266,14 @@ def sweep(const int64_t[::1] indptr,       # IN  (D + 1)
           const double[::1] alpha,         # IN  (K)
           double beta,
           const int64_t[::1] chunk_bounds, # IN  (C + 1) document boundaries
-          int threads):
+          int threads,
+          const int64_t[::1] prior_ptr=None,   # IN  (V + 1) seed overlay, CSR by word, or None
+          const int32_t[::1] prior_topic=None, # IN  topics of the overlay's entries
+          const double[::1] prior_extra=None): # IN  their extra prior o[w, k]
     """One CVB (v fields given) or CVB0 (v fields None) iteration over every pair.
+
+    With the overlay (docs/algorithms.md §2.12) the word prior is beta + o[w, k] and the
+    topics' total prior beta-bar_k = V beta + sum_w o[w, k]; without it, the symmetric beta.
 
     One chunk: the sequential in-place schedule (documents in order, pairs in ascending word
     id). C chunks: each chunk updates private copies of the word and topic fields taken at the
@@ -260,7 +282,7 @@ def sweep(const int64_t[::1] indptr,       # IN  (D + 1)
     """
     cdef Py_ssize_t D = indptr.shape[0] - 1, K = mu.shape[1], V = m_kw.shape[0]
     cdef Py_ssize_t C = chunk_bounds.shape[0] - 1
-    cdef Py_ssize_t c, w, k, i, VK = V * K
+    cdef Py_ssize_t VK = V * K
     cdef bint gaussian = v_dk is not None
     cdef double vbeta = V * beta
     cdef double[:, ::1] vd_v, vw_v
@@ -268,14 +290,15 @@ def sweep(const int64_t[::1] indptr,       # IN  (D + 1)
     cdef double* vd = NULL
     cdef double* vw = NULL
     cdef double* vk = NULL
-    cdef double* buf
-    cdef double* bufs = NULL
-    cdef double* local
-    cdef double* base
-    cdef double acc
-    cdef Py_ssize_t stride
+    cdef const int64_t* pptr = NULL
+    cdef const int32_t* ptopic = NULL
+    cdef const double* pextra = NULL
+    cdef double* bbar = NULL
     if alpha.shape[0] != K or m_dk.shape[0] != D or m_k.shape[0] != K:
         raise ValueError("mu, fields and alpha disagree on K or D")
+    if (prior_ptr is None) != (prior_topic is None) or (prior_ptr is None) != (prior_extra is None):
+        raise ValueError("the word prior's overlay needs prior_ptr, prior_topic and prior_extra")
+    attach_overlay(prior_ptr, prior_topic, prior_extra, V, K, &pptr, &ptopic, &pextra)
     if gaussian:
         vd_v = v_dk
         vw_v = v_kw
@@ -287,6 +310,33 @@ def sweep(const int64_t[::1] indptr,       # IN  (D + 1)
         return
     if threads < 1:
         threads = 1
+    if pptr != NULL:
+        bbar = <double*> malloc(K * sizeof(double))
+        if bbar == NULL:
+            raise MemoryError()
+        beta_bar(V, K, beta, pptr, ptopic, pextra, bbar)
+    try:
+        _sweep(D, K, V, C, VK, gaussian, indptr, indices, counts, mu, m_dk, m_kw, m_k, vd, vw,
+               vk, alpha, beta, vbeta, chunk_bounds, threads, pptr, ptopic, pextra, bbar)
+    finally:
+        free(bbar)
+
+
+cdef int _sweep(Py_ssize_t D, Py_ssize_t K, Py_ssize_t V, Py_ssize_t C, Py_ssize_t VK,
+                bint gaussian, const int64_t[::1] indptr, const int32_t[::1] indices,
+                const int32_t[::1] counts, double[:, ::1] mu, double[:, ::1] m_dk,
+                double[:, ::1] m_kw, double[::1] m_k, double* vd, double* vw, double* vk,
+                const double[::1] alpha, double beta, double vbeta,
+                const int64_t[::1] chunk_bounds, int threads, const int64_t* pptr,
+                const int32_t* ptopic, const double* pextra, const double* bbar) except -1:
+    """The iteration of :func:`sweep` once its arguments are checked."""
+    cdef Py_ssize_t c, w, k, i
+    cdef double* buf
+    cdef double* bufs = NULL
+    cdef double* local
+    cdef double* base
+    cdef double acc
+    cdef Py_ssize_t stride
     if C == 1:
         buf = <double*> malloc(K * sizeof(double))
         if buf == NULL:
@@ -294,9 +344,9 @@ def sweep(const int64_t[::1] indptr,       # IN  (D + 1)
         with nogil:
             _sweep_docs(chunk_bounds[0], chunk_bounds[1], &indptr[0], &indices[0], &counts[0],
                         &mu[0, 0], K, &m_dk[0, 0], vd, &m_kw[0, 0], vw, &m_k[0], vk,
-                        &alpha[0], beta, vbeta, gaussian, buf)
+                        &alpha[0], beta, vbeta, gaussian, buf, pptr, ptopic, pextra, bbar)
         free(buf)
-        return
+        return 0
 
     # chunk-private word/topic fields: [m_kw (VK) | m_k (K) | v_kw (VK) | v_k (K)] per chunk
     stride = (2 * VK + 2 * K) if gaussian else (VK + K)
@@ -320,7 +370,7 @@ def sweep(const int64_t[::1] indptr,       # IN  (D + 1)
                             &counts[0], &mu[0, 0], K, &m_dk[0, 0], vd, base,
                             (base + VK + K) if gaussian else NULL, base + VK,
                             (base + 2 * VK + K) if gaussian else NULL, &alpha[0], beta, vbeta,
-                            gaussian, buf)
+                            gaussian, buf, pptr, ptopic, pextra, bbar)
         # merge: start + sum over chunks in chunk order of (local - start)
         for i in prange(VK, schedule="static", num_threads=threads):
             acc = m_kw[i // K, i % K]
@@ -344,6 +394,7 @@ def sweep(const int64_t[::1] indptr,       # IN  (D + 1)
                 vk[k] = acc
     free(bufs)
     free(local)
+    return 0
 
 
 cdef void _fold_in_doc(int64_t n_pairs, const int32_t* ids, const int32_t* cts,

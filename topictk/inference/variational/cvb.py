@@ -37,6 +37,7 @@ from topictk.inference.base import (
 from topictk.inference.variational.cvb_shards import ShardedCVB0
 from topictk.inference.perplexity import csr_arrays, mixture_probabilities
 from topictk.inference.registry import register
+from topictk.inference.seed_prior import SeededDriverMixin
 from topictk.inference.variational.template import VariationalDriver, doc_lengths
 from topictk.state.variational import CVBState
 from topictk.streams import Streams
@@ -75,7 +76,7 @@ class FieldsPoint:
 
 
 @register
-class CVBDriver(VariationalDriver):
+class CVBDriver(SeededDriverMixin, VariationalDriver):
     """CVB with the second-order (Gaussian) correction; one step is one sweep over all pairs."""
 
     name = "cvb"
@@ -206,12 +207,15 @@ class CVBDriver(VariationalDriver):
             state.step = t + 1
             return None
         if self.remote is not None:
-            self.remote.sweep(state.m_kw, state.m_k, state.alpha, state.beta)
+            self.remote.sweep(state.m_kw, state.m_k, state.alpha, state.beta,
+                              None if self.seeds is None else self.seeds.csr)
         else:
             var = (state.v_dk, state.v_kw, state.v_k) if self.gaussian else (None, None, None)
+            prior = {} if self.seeds is None else dict(zip(
+                ("prior_ptr", "prior_topic", "prior_extra"), self.seeds.csr))
             _cvb.sweep(self.indptr, self.indices, self.counts, state.mu, state.m_dk,
                        state.m_kw, state.m_k, *var, state.alpha, state.beta, self.bounds,
-                       self.threads)
+                       self.threads, **prior)
         state.step = t + 1
         opts = self.config.inference
         if state.step % opts.refresh_every == 0:
@@ -311,8 +315,14 @@ class CVBDriver(VariationalDriver):
         vbeta = self.V * beta
         doc = (self.n_docs * gammaln(a_sum) - gammaln(a_sum + self.doc_lengths).sum()
                + (gaussian_lngamma(alpha, m_dk, v_dk) - gammaln(alpha)).sum())
-        topic = (self.K * gammaln(vbeta) - gaussian_lngamma(vbeta, m_k, v_k).sum()
-                 + (gaussian_lngamma(beta, m_kw, v_kw) - gammaln(beta)).sum())
+        if self.seeds is not None:      # beta_wk = beta + o_wk, beta-bar_k (§2.12)
+            beta_wk = beta + self.seeds.dense()
+            vbeta = self.seeds.topic_totals(beta)
+            topic = (gammaln(vbeta).sum() - gaussian_lngamma(vbeta, m_k, v_k).sum()
+                     + (gaussian_lngamma(beta_wk, m_kw, v_kw) - gammaln(beta_wk)).sum())
+        else:
+            topic = (self.K * gammaln(vbeta) - gaussian_lngamma(vbeta, m_k, v_k).sum()
+                     + (gaussian_lngamma(beta, m_kw, v_kw) - gammaln(beta)).sum())
         ent = np.empty(self.indices.size)
         _cvb.pair_entropy(self.counts, state.mu, ent, self.threads)
         return float(doc + topic - ent.sum())
@@ -320,7 +330,7 @@ class CVBDriver(VariationalDriver):
     def training_perplexity(self, state: CVBState) -> float:
         """exp(-sum n_dw ln(sum_k theta-hat_dk phi-hat_wk) / N) on the training pairs."""
         train = Documents(None, None, self.indptr, self.indices, self.counts)
-        p = mixture_probabilities(train, state.theta(), state.phi(), self.threads)
+        p = mixture_probabilities(train, state.theta(), self.point_phi(state), self.threads)
         return float(np.exp(-np.dot(self.counts, np.log(np.maximum(p, 1e-300))) / self.n_tokens))
 
     def objective(self, state: CVBState) -> float:
@@ -333,10 +343,21 @@ class CVBDriver(VariationalDriver):
         indptr, indices, counts = csr_arrays(documents)
         theta = np.empty((indptr.size - 1, self.K))
         opts = self.config.inference
-        _cvb.fold_in(indptr, indices, counts, np.ascontiguousarray(state.phi()),
+        _cvb.fold_in(indptr, indices, counts, np.ascontiguousarray(self.point_phi(state)),
                      self.prior_of(state, prior),
                      float(opts.fold_in_tol), int(opts.fold_in_max_passes), theta, self.threads)
         return theta
+
+    def point_phi(self, state: CVBState) -> np.ndarray:
+        """Word-major (V, K) phi-hat = (beta_wk + m_kw) / (beta-bar_k + m_k): the state's
+        own without seeds, with the seed words' prior beta + o (§2.12) with them."""
+        if self.seeds is None:
+            return state.phi()
+        prior = state.beta + self.seeds.dense()
+        return (prior + state.m_kw) / (self.seeds.topic_totals(state.beta) + state.m_k)
+
+    def topic_word(self, state: CVBState) -> np.ndarray:
+        return self.point_phi(state).T.copy()
 
     def state_sizes(self) -> dict:
         variance = (self.n_docs, self.V, self.K) if self.gaussian else (0, 0, 0)

@@ -47,6 +47,7 @@ class IterationSettings:
     beta: float
     store: StoreRef
     whole: bool
+    prior: tuple | None = None      # the seed overlay (prior_ptr, prior_topic, prior_extra)
 
 
 def _shard_pairs(store: StoreRef, spec: ShardSpec):
@@ -97,12 +98,15 @@ def cvb0_shard_sweep(shard: CVBShard, settings: IterationSettings, m_kw: np.ndar
     m_k = settings.m_k
     alpha = np.ascontiguousarray(settings.alpha, dtype=np.float64)
     threads = worker_threads()
+    prior = {} if settings.prior is None else dict(zip(
+        ("prior_ptr", "prior_topic", "prior_extra"), settings.prior))
     began = time.perf_counter()
     changes = []
     for a, b in pairwise(spec.bounds):
         local_kw, local_k = m_kw.copy(), m_k.copy()
         _cvb.sweep(indptr, indices, counts, mu, m_dk, local_kw, local_k, None, None, None,
-                   alpha, float(settings.beta), np.array([a, b], dtype=np.int64), threads)
+                   alpha, float(settings.beta), np.array([a, b], dtype=np.int64), threads,
+                   **prior)
         if settings.whole:
             changes.append((("dense", local_kw), local_k))
         else:
@@ -138,11 +142,14 @@ class ShardedCVB0(Shards):
         p0, p1 = int(self.pair_ptr[spec.first_doc]), int(self.pair_ptr[spec.end_doc])
         return CVBShard(mu[p0:p1].copy(), m_dk[spec.first_doc:spec.end_doc].copy())
 
-    def sweep(self, m_kw: np.ndarray, m_k: np.ndarray, alpha: np.ndarray, beta: float) -> None:
-        """One CVB0 iteration of every shard; ``m_kw`` and ``m_k`` become the merged fields."""
+    def sweep(self, m_kw: np.ndarray, m_k: np.ndarray, alpha: np.ndarray, beta: float,
+              prior: tuple | None = None) -> None:
+        """One CVB0 iteration of every shard (``prior``: the seed overlay's CSR arrays, or
+        None); ``m_kw`` and ``m_k`` become the merged fields."""
         whole = self.n_chunks == 1
         changes, seconds, peak = self.step(ClusterTask(
-            cvb0_shard_sweep, context=IterationSettings(m_k, alpha, beta, self.store, whole),
+            cvb0_shard_sweep, context=IterationSettings(m_k, alpha, beta, self.store, whole,
+                                                        prior),
             shared=(m_kw,), merge=merge_iterations, doing="during an iteration",
             cut=lambda n: self.specs))
         began = time.perf_counter()

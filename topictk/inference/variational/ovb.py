@@ -44,6 +44,7 @@ from topictk.inference.minibatch import batch_sizes, step_size
 from topictk.inference.perplexity import mixture_probabilities
 from topictk.inference.hyper import resolve_alpha
 from topictk.inference.registry import register
+from topictk.inference.seed_prior import SeededDriverMixin
 from topictk.inference.variational.template import (
     ALPHA_MAX,
     ALPHA_MIN,
@@ -86,7 +87,7 @@ def resolve_tau0(setting, batches_per_epoch: int) -> float:
 
 
 @register
-class OVBDriver(VariationalDriver):
+class OVBDriver(SeededDriverMixin, VariationalDriver):
     """Online VB / SVI; one step is one mini-batch update."""
 
     name = "ovb"
@@ -181,6 +182,8 @@ class OVBDriver(VariationalDriver):
         gen = np.random.Generator(self.streams.persistent(keys.INIT))
         beta = float(self.config.model.beta)
         lam = gen.standard_gamma(100.0, size=(self.V, self.K)) / 100.0
+        if self.seeds is not None:      # seed words start in their topics (§2.12)
+            self.seeds.add_to(lam)
         lam_tilde = np.ascontiguousarray(lam - beta)
         return OnlineState(lam_tilde=lam_tilde, lam_sum=lam_tilde.sum(axis=0), scale=1.0,
                            offset=beta, alpha=resolve_alpha(self.config.model.alpha, self.K),
@@ -246,7 +249,8 @@ class OVBDriver(VariationalDriver):
 
     def update_lambda(self, state: OnlineState, words: np.ndarray, sstats: np.ndarray,
                       rho: float, ratio: float) -> None:
-        """lambda <- (1 - rho) lambda + rho (eta + R_B SS), lazily (§5)."""
+        """lambda <- (1 - rho) lambda + rho (eta + o + R_B SS), lazily (§5; o the seed
+        overlay of §2.12, added to lam_tilde at its entries as rho o / scale)."""
         scale = (1.0 - rho) * state.scale
         state.offset = (1.0 - rho) * state.offset + rho * state.beta if self.learn_eta \
             else state.offset
@@ -256,10 +260,14 @@ class OVBDriver(VariationalDriver):
             scale = 1.0
         factor = rho * ratio / scale
         state.lam_tilde[words] += factor * sstats
+        if self.seeds is not None:
+            self.seeds.add_to(state.lam_tilde, rho / scale)
         if rescaled:
             state.lam_sum = state.lam_tilde.sum(axis=0)
         else:
             state.lam_sum += factor * sstats.sum(axis=0)
+            if self.seeds is not None:
+                state.lam_sum += (rho / scale) * self.seeds.column_sums()
         state.scale = scale
 
     def alpha_step(self, alpha: np.ndarray, batch_S: np.ndarray, rho: float,
@@ -281,13 +289,21 @@ class OVBDriver(VariationalDriver):
 
     def eta_step(self, state: OnlineState, rho: float) -> float:
         """eta <- eta - rho g / h for the symmetric topic prior (O(KV) digammas):
-        g = K V [psi(V eta) - psi(eta)] + sum_kw Elogphi_kw, h = K V [V psi'(V eta) - psi'(eta)]."""
+        g = K V [psi(V eta) - psi(eta)] + sum_kw Elogphi_kw, h = K V [V psi'(V eta) - psi'(eta)];
+        with seed words (beta_wk = eta + o_wk, §2.12) V psi(V eta) becomes the mean over k of
+        V psi(beta-bar_k), and psi(eta) the mean over (k, w) of psi(eta + o_wk) (psi' alike)."""
         eta = state.beta
         K, V = self.K, self.V
         totals = state.lam_totals()
         elog_sum = float(digamma(state.lam()).sum() - V * digamma(totals).sum())
         g = K * V * (digamma(V * eta) - digamma(eta)) + elog_sum
         h = K * V * (V * polygamma(1, V * eta) - polygamma(1, eta))
+        if self.seeds is not None:
+            bar, o = self.seeds.topic_totals(eta), self.seeds.extra
+            g += (V * (digamma(bar) - digamma(V * eta)).sum()
+                  - (digamma(eta + o) - digamma(eta)).sum())
+            h += (V * V * (polygamma(1, bar) - polygamma(1, V * eta)).sum()
+                  - (polygamma(1, eta + o) - polygamma(1, eta)).sum())
         step = rho
         for _ in range(31):
             new = eta - step * g / h
@@ -312,6 +328,10 @@ class OVBDriver(VariationalDriver):
         _, _, topic_part = expected_log_topics(state.lam_tilde, state.lam_totals(), state.beta,
                                                True, self.threads, offset=state.offset,
                                                scale=state.scale, with_term=True)
+        if self.seeds is not None:      # the prior beta + o (§2.12)
+            topic_part += self.seeds.elbo_correction(
+                state.offset + state.scale * self.seeds.at(state.lam_tilde), state.lam_totals(),
+                state.beta)
         ratio = self.n_docs / docs.size
         return (ratio * float(bound.sum()) + topic_part) / (ratio * max(n_tokens, 1))
 

@@ -61,6 +61,7 @@ from topictk.inference.base import EvaluationSet, Traits
 from topictk.inference.hyper import resolve_alpha
 from topictk.inference.perplexity import csr_arrays, mixture_probabilities
 from topictk.inference.registry import register
+from topictk.inference.seed_prior import SeededDriverMixin
 from topictk.inference.variational.template import (
     ESTEP_OPTIONS,
     stopping_tolerance,
@@ -268,7 +269,7 @@ class PEMState(Saved):
 
 
 @register
-class PEMDriver(BatchEMDriver):
+class PEMDriver(SeededDriverMixin, BatchEMDriver):
     """Particle EM; one step is one EM iteration of every particle (§10.3)."""
 
     name = "pem"
@@ -412,6 +413,8 @@ class PEMDriver(BatchEMDriver):
     def init_state(self) -> PEMState:
         gen = np.random.Generator(self.streams.persistent(keys.INIT))
         lam = gen.standard_gamma(100.0, size=(self.V, self.K)) / 100.0
+        if self.seeds is not None:      # seed words start in their topics (§2.12)
+            self.seeds.add_to(lam)
         phi = lam / lam.sum(axis=0)
         alpha = resolve_alpha(self.config.model.alpha, self.K)
         gamma = np.empty((self.P, self.n_docs, self.K))
@@ -514,7 +517,11 @@ class PEMDriver(BatchEMDriver):
         return report
 
     def m_step(self, state: PEMState, sstats: np.ndarray) -> None:
-        """phi from the omega-weighted statistics (exact, §10.3); alpha by Newton when learnt."""
+        """phi from the omega-weighted statistics (exact, §10.3), plus the seed words'
+        pseudo-counts o (the MAP estimate under Dir(1 + o), §2.12) when there are seeds; alpha
+        by Newton when learnt."""
+        if self.seeds is not None:
+            self.seeds.add_to(sstats)
         phi = np.maximum(sstats, PHI_FLOOR)
         state.phi = np.ascontiguousarray(phi / phi.sum(axis=0))
         if self.learn_alpha:

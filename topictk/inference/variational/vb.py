@@ -40,6 +40,7 @@ from topictk.errors import NumericalError
 from topictk.inference.base import Traits
 from topictk.inference.hyper import resolve_alpha
 from topictk.inference.registry import register
+from topictk.inference.seed_prior import SeededDriverMixin
 from topictk.inference.variational.template import (
     ESTEP_OPTIONS,
     stopping_tolerance,
@@ -64,7 +65,7 @@ log = logging.getLogger("topictk")
 
 
 @register
-class VBDriver(BatchEMDriver):
+class VBDriver(SeededDriverMixin, BatchEMDriver):
     """Batch variational EM; one step is one EM iteration over the whole training corpus."""
 
     name = "vb"
@@ -132,6 +133,8 @@ class VBDriver(BatchEMDriver):
         """lambda ~ Gam(100, rate 100) i.i.d. from the init stream, w outer, k inner (§3.5)."""
         gen = np.random.Generator(self.streams.persistent(keys.INIT))
         lam = gen.standard_gamma(100.0, size=(self.V, self.K)) / 100.0
+        if self.seeds is not None:      # seed words start in their topics (§2.12)
+            self.seeds.add_to(lam)
         if not self.smoothed:
             lam = lam / lam.sum(axis=0)
         alpha = resolve_alpha(self.config.model.alpha, self.K)
@@ -167,14 +170,21 @@ class VBDriver(BatchEMDriver):
                      for d0, d1 in blocks]
         sstats, _, doc_bound, iterations = add_blocks(parts)
         bound = float(doc_bound.sum()) + (topic_part if self.smoothed else 0.0)
+        if self.smoothed and self.seeds is not None:     # the prior beta + o (§2.12)
+            bound += self.seeds.elbo_correction(self.seeds.at(state.lam), totals, state.beta)
         return sstats, bound, iterations
 
     def m_step(self, state: VBState, sstats: np.ndarray) -> None:
-        """lambda = beta + SS (smoothed) or phi = max(SS, 1e-100) normalised per topic (§3.3);
-        then alpha (§3.4) when learnt."""
+        """lambda = beta + o + SS (smoothed) or phi = max(SS + o, 1e-100) normalised per
+        topic (§3.3; o the seed overlay, §2.12, zero without seeds); then alpha (§3.4) when
+        learnt."""
         if self.smoothed:
             state.lam = sstats + state.beta
+            if self.seeds is not None:
+                self.seeds.add_to(state.lam)
         else:
+            if self.seeds is not None:
+                self.seeds.add_to(sstats)
             phi = np.maximum(sstats, PHI_FLOOR)
             state.lam = phi / phi.sum(axis=0)
         if self.learn_alpha:
