@@ -6,6 +6,7 @@ import json
 import click
 
 from topictk.cli.options import quiet_option, run_dir_argument
+from topictk.evaluation.seed_ranks import render_seed_ranks, seed_ranks
 from topictk.evaluation.diagnostics import render_diagnostics
 from topictk.evaluation.run import LoadedRun
 from topictk.evaluation.run_score import run_score, score_line
@@ -41,18 +42,27 @@ from topictk.evaluation.topics import render_topics
               help="The N most representative training documents of each topic (largest "
                    "theta_dk), with the start of their text when the store keeps it "
                    "(prepare --snippets).")
+@click.option("--seeds", "seeds", is_flag=True,
+              help="Each seed word's rank in its topic and its probability (words not in "
+                   "the vocabulary marked); * marks a rank outside --top.")
 @click.option("--diagnostics", is_flag=True,
               help="Per-topic diagnostics (tokens, document entropy, effective words, "
                    "distance from the corpus, top-document share, word length) and junk "
                    "flags, with the top words.")
 def topics(run_dir, score, quiet, top, fmt, checkpoint, layer, tree, children, features,
-           labels_file, docs, diagnostics):
+           labels_file, docs, diagnostics, seeds):
     """Top words of every topic with their probabilities (per layer for deep models).
 
     Text and JSON output start with the run's held-out perplexity as 'topictk evaluate'
     computes it, when its scores.json holds it (or with --score); never the in-training
     estimate."""
     run = LoadedRun(run_dir, checkpoint)
+    if seeds:
+        if fmt not in ("text", "json"):
+            raise click.UsageError("--seeds writes text or json; give --format text or json")
+        records = seed_ranks(run.config, run.driver.topic_word(run.state), run.store.vocab)
+        click.echo(render_seed_ranks(records, fmt, top), nl=False)
+        return
     if diagnostics:
         click.echo(render_diagnostics(run, fmt=fmt, top=top, layer=layer, tree=tree), nl=False)
         return

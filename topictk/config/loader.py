@@ -377,17 +377,15 @@ def _check_alpha(model: dict, algorithm: str, where: str, catalogue: Catalogue) 
 
 
 def _resolve_seeds(model: dict, base_dir: Path, where: str) -> None:
-    """``model.seed_file`` read into ``model.seed_words`` (the path resolved, kept beside the
-    words, so that the run's config holds the words it trained with: a saved config whose file
-    no longer holds them is refused); the seeded topics checked against ``model.topics``."""
+    """``model.seed_file`` read into ``model.seed_words`` (the path resolved and kept beside the
+    words: the run's config holds the words it trained with, whatever becomes of the file);
+    with both given, the words are those of ``model.seed_words`` and the file is not read.
+    The seeded topics checked against ``model.topics``."""
     if model.get("seed_file") is not None:
         path = (base_dir / model["seed_file"]).resolve()
-        read = read_seed_file(path)
-        given = model.get("seed_words")
-        if given is not None and given != read:
-            raise ConfigError(f"model.seed_words and model.seed_file {path} give different "
-                              f"seed words; give one of them ({where})")
-        model["seed_file"], model["seed_words"] = str(path), read
+        if model.get("seed_words") is None:
+            model["seed_words"] = read_seed_file(path)
+        model["seed_file"] = str(path)
     seeds = model.get("seed_words")
     if not seeds:
         return

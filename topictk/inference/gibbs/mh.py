@@ -13,7 +13,13 @@ import numpy as np
 
 from topictk.inference.gibbs import _mh
 from topictk.inference.base import FoldInPlan, tokens_by_word
-from topictk.inference.gibbs.counts import DenseCounts, SweepLayout, warn_empty_topics
+from topictk.inference.gibbs.counts import (
+    DenseCounts,
+    SweepLayout,
+    overlay_kwargs,
+    overlay_rows,
+    warn_empty_topics,
+)
 
 #: defaults of ``inference.mh_steps`` and ``inference.mh_rebuild``
 MH_STEPS = 2
@@ -65,30 +71,33 @@ class MHSampler:
         self._built = False
         self._bar: tuple[np.ndarray, np.ndarray] | None = None   # (prior, its alpha-bar)
 
-    def build(self, z: np.ndarray, beta: float, threads: int) -> None:
-        """The tables from the topics ``z``."""
+    def build(self, z: np.ndarray, beta: float, threads: int, word_prior: dict) -> None:
+        """The tables from the topics ``z`` (with the overlay of ``word_prior``, §2.11)."""
         self.dense_mass = _mh.build_tables(
             self.word_ptr, self.word_tokens, z, beta, self.ptr, self.topic, self.count,
             self.prob, self.alias, self.length, self.mass, self.nk, self.rden,
-            self.dense_prob, self.dense_alias, threads)
+            self.dense_prob, self.dense_alias, threads, **word_prior)
         self._built = True
 
     def sweep(self, state, alpha: np.ndarray, bounds: np.ndarray, streams: list,
-              doc_ptr: np.ndarray, words: np.ndarray, threads: int) -> None:
+              doc_ptr: np.ndarray, words: np.ndarray, threads: int,
+              word_prior: dict | None = None) -> None:
         """Sweep ``state.step + 1`` on ``state``'s counts with the (K,), (1, K) or (D, K)
         prior ``alpha``, rebuilding the tables first when the schedule says so (or from
         ``state.table_z`` when this sampler has none yet, after a resume)."""
+        word_prior = word_prior or {}
         if state.step % self.rebuild == 0:
-            self.build(state.z, state.beta, threads)
+            self.build(state.z, state.beta, threads, word_prior)
             state.table_z = state.z.copy() if self.rebuild > 1 else None
         elif not self._built:
-            self.build(state.table_z, state.beta, threads)
+            self.build(state.table_z, state.beta, threads, word_prior)
         alpha = np.ascontiguousarray(np.atleast_2d(alpha), dtype=np.float64)
         _mh.mh_sweep(doc_ptr, words, state.z, state.ndk, state.nkw, state.nk, alpha,
                      self.proposal_prior(alpha), state.beta, bounds, streams, self.steps,
                      self.ptr, self.topic, self.count, self.prob, self.alias, self.length,
                      self.mass, self.nk, self.rden, self.dense_prob, self.dense_alias,
-                     self.dense_mass, state.table_z if self.rebuild > 1 else None, threads)
+                     self.dense_mass, state.table_z if self.rebuild > 1 else None, threads,
+                     **word_prior)
 
     def proposal_prior(self, alpha: np.ndarray) -> np.ndarray:
         """alpha-bar of a (1 or D, K) prior, kept while the caller passes the same array (a
@@ -119,7 +128,8 @@ class MHCounts(DenseCounts):
 
     def sweep(self, state, prior, chunk_streams, streams, threads):
         L = self.layout
-        self.sampler.sweep(state, prior, L.bounds, chunk_streams, L.doc_ptr, L.words, threads)
+        self.sampler.sweep(state, prior, L.bounds, chunk_streams, L.doc_ptr, L.words, threads,
+                           self.word_prior)
         return 0, self.name
 
     def check_restored(self, state) -> None:
@@ -143,7 +153,7 @@ class CountTables:
     phi-hat exactly. Memory O(non-zeros of those rows + K)."""
 
     def __init__(self, nkw: np.ndarray, nk: np.ndarray, vocab: np.ndarray, beta: float,
-                 threads: int = 1):
+                 threads: int = 1, overlay=None):
         nkw = np.ascontiguousarray(nkw, dtype=np.int32)
         vocab = np.ascontiguousarray(vocab, dtype=np.int64)
         K = nkw.shape[1]
@@ -165,7 +175,9 @@ class CountTables:
         self.dense_mass = _mh.build_count_tables(
             nkw, np.ascontiguousarray(nk, dtype=np.int64), vocab, self.beta, self.ptr,
             self.topic, self.count, self.prob, self.alias, self.length, self.mass, self.rden,
-            self.dense_prob, self.dense_alias, threads)
+            self.dense_prob, self.dense_alias, threads, **overlay_kwargs(overlay))
+        # the overlay's rows of the tables' words, as the fold-in takes them
+        self.word_prior = overlay_kwargs(overlay_rows(overlay, vocab))
 
     def arrays(self) -> tuple:
         """The tables as :func:`topictk.inference.gibbs._mh.mh_fold_in` takes them."""
@@ -176,7 +188,7 @@ class CountTables:
 
 def mh_fold_in(nkw: np.ndarray, nk: np.ndarray, beta: float, alpha: np.ndarray,
                doc_ptr: np.ndarray, words: np.ndarray, plan: FoldInPlan,
-               steps: int = MH_STEPS) -> np.ndarray:
+               steps: int = MH_STEPS, overlay=None) -> np.ndarray:
     """theta-hat (D, K) of documents with the topics of the counts ``nkw`` (V, K), ``nk``
     fixed, by ``steps`` MH cycles per token and sweep (docs/algorithms.md §2.7): the fold-in
     of :func:`topictk.inference.base.gibbs_fold_in` (same plan, streams and theta-hat), at
@@ -185,11 +197,11 @@ def mh_fold_in(nkw: np.ndarray, nk: np.ndarray, beta: float, alpha: np.ndarray,
     alpha = np.ascontiguousarray(np.atleast_2d(alpha), dtype=np.float64)
     D = doc_ptr.size - 1
     vocab, local = np.unique(np.asarray(words), return_inverse=True)
-    tables = CountTables(nkw, nk, vocab, beta, plan.threads)
+    tables = CountTables(nkw, nk, vocab, beta, plan.threads, overlay)
     active = plan.active_flags(D)
     theta = np.full((D, K), np.nan)
     _mh.mh_fold_in(np.ascontiguousarray(doc_ptr, dtype=np.int64),
                    local.reshape(-1).astype(np.int32), alpha, int(steps), plan.sweeps, plan.burn_in,
                    np.ascontiguousarray(plan.bounds, dtype=np.int64), plan.streams, active,
-                   theta, *tables.arrays(), plan.threads)
+                   theta, *tables.arrays(), plan.threads, **tables.word_prior)
     return theta

@@ -44,6 +44,7 @@ class SweepSettings:
     beta: float
     sparse: bool
     store: StoreRef
+    overlay: tuple | None = None    # the seed words' prior (prior_ptr, prior_topic, prior_extra)
 
 
 @dataclass
@@ -118,6 +119,7 @@ def gibbs_shard_sweep(shard: GibbsShard, settings: SweepSettings, snapshot: np.n
     (runs on a worker), ``part`` the shard and its chunks' stream states. Returns the shard's
     new state and its :class:`SweepResult`."""
     from topictk.inference.gibbs import _gibbs
+    from topictk.inference.gibbs.counts import overlay_kwargs
     spec, states = part
     doc_ptr_all, words_all, word_freq = settings.store.training_documents()
     first = int(doc_ptr_all[spec.first_doc])
@@ -136,7 +138,7 @@ def gibbs_shard_sweep(shard: GibbsShard, settings: SweepSettings, snapshot: np.n
                                    float(settings.beta),
                                    np.ascontiguousarray(spec.bounds, dtype=np.int64), streams,
                                    bool(settings.sparse), ptr, entries, lengths, bits,
-                                   worker_threads())
+                                   worker_threads(), **overlay_kwargs(settings.overlay))
     swept = time.perf_counter()
     del entries, lengths
     np.subtract(nkw, snapshot, out=nkw)
@@ -155,12 +157,13 @@ class ShardedGibbs(Shards):
         return GibbsShard(z[t0:t1].copy(), ndk[spec.first_doc:spec.end_doc].copy())
 
     def sweep(self, nkw: np.ndarray, nk: np.ndarray, alpha: np.ndarray, beta: float,
-              sparse: bool, chunk_streams: list) -> int:
+              sparse: bool, chunk_streams: list, overlay=None) -> int:
         """One AD-LDA sweep of every shard against ``nkw``; the shards' changes are added to
         ``nkw`` and ``nk`` in shard order and the chunk streams advanced. Returns the rounding
         fallbacks."""
         done = self.step(ClusterTask(
-            gibbs_shard_sweep, context=SweepSettings(nk, alpha, beta, sparse, self.store),
+            gibbs_shard_sweep, context=SweepSettings(nk, alpha, beta, sparse, self.store,
+                                                   overlay),
             shared=(nkw,), merge=merge_sweeps, doing="during a sweep",
             cut=lambda n: [(spec, [chunk_streams[c].state for c in spec.chunks])
                            for spec in self.specs]))

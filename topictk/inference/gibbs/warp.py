@@ -19,6 +19,9 @@ from topictk.inference.base import resolve_blocks, resolve_chunks, tokens_by_wor
 from topictk.inference.gibbs.counts import (
     GibbsCounts,
     SweepLayout,
+    overlay_kwargs,
+    overlay_log_prior,
+    seed_start,
     warn_empty_topics,
     word_blocks,
 )
@@ -77,7 +80,7 @@ class WarpSampler:
 
     def sweep(self, state, alpha: np.ndarray, bounds: np.ndarray, doc_streams: list,
               word_streams: list, doc_ptr: np.ndarray, words: np.ndarray,
-              threads: int) -> None:
+              threads: int, word_prior: dict | None = None) -> None:
         """One sweep on ``state``'s z and nk with the (K,) prior ``alpha``; the counts kept
         from the earlier z (``state.word_rows``) are dropped."""
         state.word_rows = None
@@ -85,7 +88,7 @@ class WarpSampler:
         _warp.warp_sweep(doc_ptr, words, self.word_ptr, self.word_tokens, word_docs,
                          word_cuts, word_list, word_bounds, self.word_block,
                          state.z, state.nk, _flat(alpha), float(state.beta), self.steps,
-                         bounds, doc_streams, word_streams, threads)
+                         bounds, doc_streams, word_streams, threads, **(word_prior or {}))
 
 
 class WarpCounts(GibbsCounts):
@@ -126,6 +129,7 @@ class WarpCounts(GibbsCounts):
     def initial(self, stream) -> tuple:
         """The z of §2.2 and n_k; no n_dk or n_kw."""
         z = initial_topics(self.layout.n_tokens, self.layout.n_topics, stream)
+        seed_start(z, self.layout.words, self.seed_start)
         return z, None, None, word_frequencies(z, self.layout.n_topics)
 
     def sweep(self, state, prior, chunk_streams, streams, threads):
@@ -133,7 +137,7 @@ class WarpCounts(GibbsCounts):
         word_streams = streams.chunk_streams(keys.WARP_WORDS, L.n_chunks, persistent=True)
         state.ndk = state.nkw = None    # the chain is z and nk (§2.9)
         self.sampler.sweep(state, prior, L.bounds, chunk_streams, word_streams, L.doc_ptr,
-                           L.words, threads)
+                           L.words, threads, self.word_prior)
         return 0, self.name
 
     def word_rows(self, state) -> dict[str, np.ndarray]:
@@ -156,7 +160,10 @@ class WarpCounts(GibbsCounts):
 
     def ranked_words(self, state, n: int) -> tuple[np.ndarray, np.ndarray]:
         """From the non-zero n_kw (phi-hat_kw grows with n_kw within a topic), with
-        phi-hat_kw = (n_kw + beta) / (n_k + V beta) of each."""
+        phi-hat_kw = (n_kw + beta) / (n_k + V beta) of each; None with the seed words' prior
+        (no longer ranked by the counts: from phi-hat)."""
+        if self.overlay is not None:
+            return None
         top, counts = top_words_of_rows(self.word_rows(state), self.layout.n_topics, n)
         probabilities = counts.astype(np.float64)
         probabilities += state.beta
@@ -181,6 +188,9 @@ class WarpCounts(GibbsCounts):
         for begin in range(0, nkw["nkw_count"].size, block):
             part = nkw["nkw_count"][begin:begin + block]
             topic_part += (gammaln(part + beta) - gammaln(beta)).sum()
+        if self.overlay is not None:
+            topic_part += overlay_log_prior(rows_at(nkw, self.overlay), state.nk, L.n_words,
+                                            beta, self.overlay)
         return float((doc_part + topic_part) / max(L.n_tokens, 1))
 
     def sample(self, state, documents: bool) -> dict[str, np.ndarray]:
@@ -201,7 +211,8 @@ class WarpCounts(GibbsCounts):
         if "nkw_ptr" not in rows:
             return None
         nk = state.nk if sample is None else sample["nk"]
-        return sparse_fold_in_theta(rows, nk, state.beta, prior, documents, plan)
+        return sparse_fold_in_theta(rows, nk, state.beta, prior, documents, plan,
+                                    self.overlay)
 
     def averaged_fold_in(self, samples, beta, prior_of, docs, plan_of):
         """From samples kept as non-zero counts (:func:`sparse_fold_in`): the numbers of the
@@ -210,7 +221,7 @@ class WarpCounts(GibbsCounts):
             return None
         total = np.zeros(np.asarray(docs.heldout.indices).size)
         for s in samples:
-            total += sparse_fold_in(s, beta, prior_of(s), docs, plan_of())
+            total += sparse_fold_in(s, beta, prior_of(s), docs, plan_of(), self.overlay)
         return total / len(samples)
 
     def check_resumable(self, state) -> None:
@@ -260,7 +271,20 @@ def sample_rows(sample: dict, name: str) -> tuple[np.ndarray, np.ndarray, np.nda
             np.ascontiguousarray(sample[f"{name}_count"], dtype=np.int32))
 
 
-def sparse_fold_in(sample: dict, beta: float, alpha: np.ndarray, docs, plan) -> np.ndarray:
+def rows_at(rows: dict, overlay) -> np.ndarray:
+    """n_kw at the overlay's entries (CSR order) from non-zero counts ``nkw_*``."""
+    ptr, topic, count = sample_rows(rows, "nkw")
+    o_ptr, o_topic, _ = overlay
+    out = np.zeros(o_topic.size)
+    for w in np.flatnonzero(np.diff(o_ptr)).tolist():
+        have = dict(zip(topic[ptr[w]:ptr[w + 1]].tolist(), count[ptr[w]:ptr[w + 1]].tolist()))
+        for i in range(o_ptr[w], o_ptr[w + 1]):
+            out[i] = have.get(int(o_topic[i]), 0)
+    return out
+
+
+def sparse_fold_in(sample: dict, beta: float, alpha: np.ndarray, docs, plan,
+                   overlay=None) -> np.ndarray:
     """p-hat of every held-out entry of ``docs`` (an EvaluationSet) under a sample kept as
     non-zero counts: the Gibbs fold-in of :func:`topictk.inference.base.gibbs_fold_in` with
     ``plan`` and the prior ``alpha`` (K,), mixed with phi-hat, the same numbers as with the
@@ -276,12 +300,12 @@ def sparse_fold_in(sample: dict, beta: float, alpha: np.ndarray, docs, plan) -> 
         np.ascontiguousarray(held.indices, dtype=np.int32), *sample_rows(sample, "nkw"),
         np.ascontiguousarray(sample["nk"], dtype=np.int64), float(beta), _flat(alpha),
         int(plan.sweeps), int(plan.burn_in), np.ascontiguousarray(plan.bounds, dtype=np.int64),
-        plan.streams, active, out, int(plan.threads))
+        plan.streams, active, out, int(plan.threads), **overlay_kwargs(overlay))
     return out
 
 
 def sparse_fold_in_theta(rows: dict, nk: np.ndarray, beta: float, alpha: np.ndarray,
-                         documents, plan) -> np.ndarray:
+                         documents, plan, overlay=None) -> np.ndarray:
     """theta-hat (D, K) of ``documents`` (doc_ptr, words) by the Gibbs fold-in of
     :func:`topictk.inference.base.gibbs_fold_in` with ``plan`` and the prior ``alpha`` (K,)
     under the topics of non-zero counts ``rows`` (``nkw_*``) and ``nk``: the same numbers as
@@ -295,12 +319,12 @@ def sparse_fold_in_theta(rows: dict, nk: np.ndarray, beta: float, alpha: np.ndar
         np.zeros(D + 1, dtype=np.int64), np.zeros(0, dtype=np.int32), *sample_rows(rows, "nkw"),
         np.ascontiguousarray(nk, dtype=np.int64), float(beta), _flat(alpha), int(plan.sweeps),
         int(plan.burn_in), np.ascontiguousarray(plan.bounds, dtype=np.int64), plan.streams,
-        active, np.empty(0), int(plan.threads), theta)
+        active, np.empty(0), int(plan.threads), theta, **overlay_kwargs(overlay))
     return theta
 
 
 def sparse_mixture(sample: dict, beta: float, alpha: np.ndarray, heldout,
-                   threads: int = 1) -> np.ndarray:
+                   threads: int = 1, overlay=None) -> np.ndarray:
     """p-hat of every entry of ``heldout`` (the training documents' held-out entries) with
     theta-hat_dk = (n_dk + alpha_k) / (N_d + alpha.) from the sample's non-zero n_dk (Protocol
     B, §11.2), the same numbers as with the dense theta-hat and phi-hat."""
@@ -310,7 +334,8 @@ def sparse_mixture(sample: dict, beta: float, alpha: np.ndarray, heldout,
         np.ascontiguousarray(heldout.indptr, dtype=np.int64),
         np.ascontiguousarray(heldout.indices, dtype=np.int32), *sample_rows(sample, "ndk"),
         alpha, float(alpha.sum()), *sample_rows(sample, "nkw"),
-        np.ascontiguousarray(sample["nk"], dtype=np.int64), float(beta), out, int(threads))
+        np.ascontiguousarray(sample["nk"], dtype=np.int64), float(beta), out, int(threads),
+        **overlay_kwargs(overlay))
     return out
 
 
