@@ -1,5 +1,5 @@
 """The seeded topic-word prior as the families that hold a (V, K) array of topics use it
-(docs/algorithms.md §2.12): beta_wk = beta + o_wk, the overlay o (seed words) built once per
+(docs/algorithms.md §2.14): beta_wk = beta + o_wk, the overlay o (§2.12) (seed words) built once per
 run by :func:`topictk.inference.seeds.seed_overlay`, CSR by word. The variational families
 (vb, cvb, cvb0, ovb, hsvg, pem) and the SGRLD family (sgrld, dmr-sgrld) keep lambda, the
 expected counts or phi-hat as dense (V, K) arrays anyway, so the overlay is applied entry by

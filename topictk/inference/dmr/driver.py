@@ -536,7 +536,7 @@ class DMRSGRLDDriver(DMRPriorMixin, SGRLDDriver):
         init = np.random.Generator(self.streams.persistent(keys.INIT))
         phi_hat = init.standard_gamma(1.0, size=(self.V, self.K))
         np.maximum(phi_hat, FLOOR, out=phi_hat)
-        if self.seeds is not None:      # seed words start in their topics (§2.12)
+        if self.seeds is not None:      # seed words start in their topics (§2.14)
             self.seeds.add_to(phi_hat)
         nu = initial_nu(self.K, self.X.shape[1], float(self.config.model.alpha))
         return DMRSimplexState(phi_hat=phi_hat, alpha=np.exp(nu[:, -1]),

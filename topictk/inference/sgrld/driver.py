@@ -50,7 +50,7 @@ def sgrld_update(phi_hat: np.ndarray, nbar_w: np.ndarray, batch_vocab: np.ndarra
     with ``nbar_w`` (V_B, K) the batch's expected counts of the words ``batch_vocab`` and
     ``noise`` the standard normals xi (None switches the noise off); ``phi`` may pass the
     normalised phi_hat when the caller has it. With ``seeds`` the prior beta is beta + o_wk
-    (§2.12): eps o_wk is added at the overlay's entries.
+    (§2.14): eps o_wk is added at the overlay's entries.
     """
     if phi is None:
         phi = phi_hat / phi_hat.sum(axis=0, keepdims=True)
@@ -182,7 +182,7 @@ class SGRLDDriver(SeededDriverMixin, SampledDriver):
         init = np.random.Generator(self.streams.persistent(keys.INIT))
         phi_hat = init.standard_gamma(1.0, size=(self.V, self.K))
         np.maximum(phi_hat, FLOOR, out=phi_hat)
-        if self.seeds is not None:      # seed words start in their topics (§2.12)
+        if self.seeds is not None:      # seed words start in their topics (§2.14)
             self.seeds.add_to(phi_hat)
         return SimplexState(phi_hat=phi_hat, alpha=resolve_alpha(self.config.model.alpha, self.K),
                             beta=float(self.config.model.beta))

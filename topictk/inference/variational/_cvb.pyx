@@ -192,7 +192,7 @@ cdef void _sweep_docs(int64_t d_begin, int64_t d_end, const int64_t* indptr,
                       const double* bbar) noexcept nogil:
     """Update every pair of documents [d_begin, d_end) in order (§4.3-4.5); with an overlay
     (``pptr`` not NULL) the word prior is beta + o[w, k] and V beta becomes ``bbar[k]``
-    (§2.12)."""
+    (§2.14)."""
     cdef int64_t d, e, j = 0, j_end = 0
     cdef double bk, zk
     cdef Py_ssize_t k
@@ -272,7 +272,7 @@ def sweep(const int64_t[::1] indptr,       # IN  (D + 1)
           const double[::1] prior_extra=None): # IN  their extra prior o[w, k]
     """One CVB (v fields given) or CVB0 (v fields None) iteration over every pair.
 
-    With the overlay (docs/algorithms.md §2.12) the word prior is beta + o[w, k] and the
+    With the overlay (docs/algorithms.md §2.14) the word prior is beta + o[w, k] and the
     topics' total prior beta-bar_k = V beta + sum_w o[w, k]; without it, the symmetric beta.
 
     One chunk: the sequential in-place schedule (documents in order, pairs in ascending word

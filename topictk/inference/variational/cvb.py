@@ -315,7 +315,7 @@ class CVBDriver(SeededDriverMixin, VariationalDriver):
         vbeta = self.V * beta
         doc = (self.n_docs * gammaln(a_sum) - gammaln(a_sum + self.doc_lengths).sum()
                + (gaussian_lngamma(alpha, m_dk, v_dk) - gammaln(alpha)).sum())
-        if self.seeds is not None:      # beta_wk = beta + o_wk, beta-bar_k (§2.12)
+        if self.seeds is not None:      # beta_wk = beta + o_wk, beta-bar_k (§2.14)
             beta_wk = beta + self.seeds.dense()
             vbeta = self.seeds.topic_totals(beta)
             topic = (gammaln(vbeta).sum() - gaussian_lngamma(vbeta, m_k, v_k).sum()
@@ -350,7 +350,7 @@ class CVBDriver(SeededDriverMixin, VariationalDriver):
 
     def point_phi(self, state: CVBState) -> np.ndarray:
         """Word-major (V, K) phi-hat = (beta_wk + m_kw) / (beta-bar_k + m_k): the state's
-        own without seeds, with the seed words' prior beta + o (§2.12) with them."""
+        own without seeds, with the seed words' prior beta + o (§2.14) with them."""
         if self.seeds is None:
             return state.phi()
         prior = state.beta + self.seeds.dense()

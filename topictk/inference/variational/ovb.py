@@ -182,7 +182,7 @@ class OVBDriver(SeededDriverMixin, VariationalDriver):
         gen = np.random.Generator(self.streams.persistent(keys.INIT))
         beta = float(self.config.model.beta)
         lam = gen.standard_gamma(100.0, size=(self.V, self.K)) / 100.0
-        if self.seeds is not None:      # seed words start in their topics (§2.12)
+        if self.seeds is not None:      # seed words start in their topics (§2.14)
             self.seeds.add_to(lam)
         lam_tilde = np.ascontiguousarray(lam - beta)
         return OnlineState(lam_tilde=lam_tilde, lam_sum=lam_tilde.sum(axis=0), scale=1.0,
@@ -250,7 +250,7 @@ class OVBDriver(SeededDriverMixin, VariationalDriver):
     def update_lambda(self, state: OnlineState, words: np.ndarray, sstats: np.ndarray,
                       rho: float, ratio: float) -> None:
         """lambda <- (1 - rho) lambda + rho (eta + o + R_B SS), lazily (§5; o the seed
-        overlay of §2.12, added to lam_tilde at its entries as rho o / scale)."""
+        overlay of §2.14, added to lam_tilde at its entries as rho o / scale)."""
         scale = (1.0 - rho) * state.scale
         state.offset = (1.0 - rho) * state.offset + rho * state.beta if self.learn_eta \
             else state.offset
@@ -290,7 +290,7 @@ class OVBDriver(SeededDriverMixin, VariationalDriver):
     def eta_step(self, state: OnlineState, rho: float) -> float:
         """eta <- eta - rho g / h for the symmetric topic prior (O(KV) digammas):
         g = K V [psi(V eta) - psi(eta)] + sum_kw Elogphi_kw, h = K V [V psi'(V eta) - psi'(eta)];
-        with seed words (beta_wk = eta + o_wk, §2.12) V psi(V eta) becomes the mean over k of
+        with seed words (beta_wk = eta + o_wk, §2.14) V psi(V eta) becomes the mean over k of
         V psi(beta-bar_k), and psi(eta) the mean over (k, w) of psi(eta + o_wk) (psi' alike)."""
         eta = state.beta
         K, V = self.K, self.V
@@ -328,7 +328,7 @@ class OVBDriver(SeededDriverMixin, VariationalDriver):
         _, _, topic_part = expected_log_topics(state.lam_tilde, state.lam_totals(), state.beta,
                                                True, self.threads, offset=state.offset,
                                                scale=state.scale, with_term=True)
-        if self.seeds is not None:      # the prior beta + o (§2.12)
+        if self.seeds is not None:      # the prior beta + o (§2.14)
             topic_part += self.seeds.elbo_correction(
                 state.offset + state.scale * self.seeds.at(state.lam_tilde), state.lam_totals(),
                 state.beta)

@@ -413,7 +413,7 @@ class PEMDriver(SeededDriverMixin, BatchEMDriver):
     def init_state(self) -> PEMState:
         gen = np.random.Generator(self.streams.persistent(keys.INIT))
         lam = gen.standard_gamma(100.0, size=(self.V, self.K)) / 100.0
-        if self.seeds is not None:      # seed words start in their topics (§2.12)
+        if self.seeds is not None:      # seed words start in their topics (§2.14)
             self.seeds.add_to(lam)
         phi = lam / lam.sum(axis=0)
         alpha = resolve_alpha(self.config.model.alpha, self.K)
@@ -518,7 +518,7 @@ class PEMDriver(SeededDriverMixin, BatchEMDriver):
 
     def m_step(self, state: PEMState, sstats: np.ndarray) -> None:
         """phi from the omega-weighted statistics (exact, §10.3), plus the seed words'
-        pseudo-counts o (the MAP estimate under Dir(1 + o), §2.12) when there are seeds; alpha
+        pseudo-counts o (the MAP estimate under Dir(1 + o), §2.14) when there are seeds; alpha
         by Newton when learnt."""
         if self.seeds is not None:
             self.seeds.add_to(sstats)

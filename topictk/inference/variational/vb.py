@@ -133,7 +133,7 @@ class VBDriver(SeededDriverMixin, BatchEMDriver):
         """lambda ~ Gam(100, rate 100) i.i.d. from the init stream, w outer, k inner (§3.5)."""
         gen = np.random.Generator(self.streams.persistent(keys.INIT))
         lam = gen.standard_gamma(100.0, size=(self.V, self.K)) / 100.0
-        if self.seeds is not None:      # seed words start in their topics (§2.12)
+        if self.seeds is not None:      # seed words start in their topics (§2.14)
             self.seeds.add_to(lam)
         if not self.smoothed:
             lam = lam / lam.sum(axis=0)
@@ -170,13 +170,13 @@ class VBDriver(SeededDriverMixin, BatchEMDriver):
                      for d0, d1 in blocks]
         sstats, _, doc_bound, iterations = add_blocks(parts)
         bound = float(doc_bound.sum()) + (topic_part if self.smoothed else 0.0)
-        if self.smoothed and self.seeds is not None:     # the prior beta + o (§2.12)
+        if self.smoothed and self.seeds is not None:     # the prior beta + o (§2.14)
             bound += self.seeds.elbo_correction(self.seeds.at(state.lam), totals, state.beta)
         return sstats, bound, iterations
 
     def m_step(self, state: VBState, sstats: np.ndarray) -> None:
         """lambda = beta + o + SS (smoothed) or phi = max(SS + o, 1e-100) normalised per
-        topic (§3.3; o the seed overlay, §2.12, zero without seeds); then alpha (§3.4) when
+        topic (§3.3; o the seed overlay, §2.14, zero without seeds); then alpha (§3.4) when
         learnt."""
         if self.smoothed:
             state.lam = sstats + state.beta
