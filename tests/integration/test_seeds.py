@@ -191,3 +191,23 @@ def test_topics_show_the_seeded_labels_and_the_seed_ranks(tmp_path, example_stor
     assert seeds[0].startswith("  1  errors: exception#")
     assert "numbr(not in vocabulary; closest: number" in seeds[1]
     assert seeds[-1].startswith("seed words in their topic's top 10: ")
+
+
+def test_two_dask_workers_give_the_one_machine_seeded_chain(tmp_path, example_store):
+    """AD-LDA with 3 chunks: the shards sweep with the overlay on the workers; the run and its
+    evaluation equal the run in one process."""
+    pytest.importorskip("distributed")
+    runs = []
+    for name, args in (("here", ()), ("there", ("--dask-workers", "2"))):
+        config = write_config(tmp_path, example_store, name=f"{name}.yaml",
+                              output=str(tmp_path / name),
+                              model={"topics": 8, "seed_words": HELD},
+                              inference={"iterations": 16, "burn_in": 8, "thin": 4,
+                                         "chunks": 3},
+                              training={"eval_every": 8, "checkpoint_every": 8})
+        ok("train", "--config", config, "-q", *args)
+        runs.append(tmp_path / name)
+    assert_same_run(*runs, same_samples=True)
+    here = json.loads(ok("evaluate", runs[0], "--json").stdout)
+    there = json.loads(ok("evaluate", runs[0], "--json", "--dask-workers", "2").stdout)
+    assert here == there
