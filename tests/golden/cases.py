@@ -101,7 +101,8 @@ CASES: list[tuple[str, str, list[str]]] = [
 
 # cases of schedules added after runs_v1/ was written (record_runs.py), so with no old run:
 # the partitioned schedule (docs/algorithms.md §2.8) with 3 blocks, 2 threads sharing them,
-# SparseLDA and the dense sampler chosen per sweep; and DMR's prior per document with 2 blocks
+# SparseLDA and the dense sampler chosen per sweep; DMR's prior per document with 2 blocks; and
+# the keyword topic model on 2 AD-LDA chunks with alpha learnt
 LATER_CASES: list[tuple[str, str, list[str]]] = [
     ("gibbs-blocks", "example_gibbs.yaml",
      ["inference.iterations=24", "inference.burn_in=12", "inference.thin=4",
@@ -113,6 +114,11 @@ LATER_CASES: list[tuple[str, str, list[str]]] = [
      ["inference.iterations=24", "inference.burn_in=12", "inference.thin=4",
       "inference.chunks=null", "inference.blocks=2", "inference.optimize_burn_in=8",
       "inference.optimize_interval=8", "training.eval_every=8", "training.checkpoint_every=8",
+      "evaluation.fold_in_sweeps=10", "evaluation.fold_in_burn_in=5"]),
+    ("keyatm", "example_keyatm.yaml",
+     ["inference.iterations=24", "inference.burn_in=12", "inference.thin=4",
+      "inference.chunks=2", "model.alpha=auto", "inference.optimize_burn_in=8",
+      "inference.optimize_interval=4", "training.eval_every=8", "training.checkpoint_every=8",
       "evaluation.fold_in_sweeps=10", "evaluation.fold_in_burn_in=5"]),
 ]
 

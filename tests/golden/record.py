@@ -1,6 +1,9 @@
 """Write ``tests/golden/outputs.json`` from the code as it is (see ``cases.py``).
 
-    python -m tests.golden.record [--out FILE]
+    python -m tests.golden.record [--out FILE] [--only NAME ...]
+
+``--only`` records the named cases alone and keeps every other case as ``outputs.json`` has
+it: a new case is recorded without recording the others anew.
 """
 from __future__ import annotations
 
@@ -15,11 +18,16 @@ from tests.golden.runs import prepare_stores, run_case
 
 def main() -> None:
     out = Path(sys.argv[sys.argv.index("--out") + 1]) if "--out" in sys.argv else OUTPUTS
-    recorded = {}
+    only = sys.argv[sys.argv.index("--only") + 1:] if "--only" in sys.argv else None
+    if only and "--out" in only:
+        sys.exit("give --out before --only")
+    recorded = json.loads(OUTPUTS.read_text(encoding="utf-8")) if only else {}
     with tempfile.TemporaryDirectory() as tmp:
         work = Path(tmp)
         stores = prepare_stores(work)
         for name, config, overrides in CASES + LATER_CASES:
+            if only and name not in only:
+                continue
             outputs = run_case(name, config, overrides, 1, work, stores)
             again = run_case(name, config, overrides, 2, work, stores)
             if not close(again, outputs, rtol=0.0):
