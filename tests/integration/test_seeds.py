@@ -211,3 +211,10 @@ def test_two_dask_workers_give_the_one_machine_seeded_chain(tmp_path, example_st
     here = json.loads(ok("evaluate", runs[0], "--json").stdout)
     there = json.loads(ok("evaluate", runs[0], "--json", "--dask-workers", "2").stdout)
     assert here == there
+
+
+def test_dmr_sem_keeps_its_seeds(tmp_path, meta_store):
+    """dmr-sem samples through the Gibbs driver: its seeds hold as gibbs's do."""
+    run = _seeded(tmp_path, meta_store, "dmr", "--set", "inference.algorithm=dmr-sem",
+                  iterations=200, seed_weight=5.0)
+    assert _in_top(run) == 9
