@@ -27,6 +27,9 @@ DEEP_SG = {"iterations": 2, "burn_in": 1, "batch_size": 32, "local_burn_in": 2,
 # tokens x K (11,460) dwarf the interpreter
 CASES = {
     "gibbs": ({"topics": 8000}, {**SAMPLED, "chunks": 2}),
+    "keyatm": ({"family": "keyatm", "topics": 8000,
+                "seed_words": {"exceptions": ["exception", "raise"], "numbers": ["number"]}},
+               {**SAMPLED, "chunks": 2}),
     "dmr-sem": ({"family": "dmr", "topics": 4000},
                 {**SAMPLED, "chunks": 2, "optimize_burn_in": 0, "optimize_interval": 1}),
     "vb": ({"topics": 3000, "alpha": "auto"}, {"iterations": 2, **ESTEP}),
@@ -47,6 +50,9 @@ CASES = {
                     "point_perplexity": {"iterations": 2, "last": 1}}),
 }
 
+# cases named by their family, trained by another algorithm
+ALGORITHM = {"keyatm": "gibbs"}
+
 
 def config_of(algorithm: str, store, folder):
     """The config of ``algorithm``'s case, written into ``folder``."""
@@ -54,7 +60,7 @@ def config_of(algorithm: str, store, folder):
     if model.get("family") != "dlda":
         model = {"alpha": 0.1, "beta": 0.01, **model}
     data = {"corpus": str(store), "output": str(folder / "run"), "model": model,
-            "inference": {"algorithm": algorithm, **inference},
+            "inference": {"algorithm": ALGORITHM.get(algorithm, algorithm), **inference},
             "training": {"seed": 5, **TRAINING}, "evaluation": EVALUATION}
     path = folder / "exp.yaml"
     path.write_text(yaml.safe_dump(data, sort_keys=False), encoding="utf-8")
@@ -85,7 +91,7 @@ def measured(config) -> tuple[int, int]:
 
 
 # one algorithm of each way of counting runs by default (the others: pytest -m slow)
-DEFAULT = ("vb", "cvb0", "pem", "ovb", "sgrld", "tlasgr", "dlda-gibbs")
+DEFAULT = ("vb", "cvb0", "pem", "ovb", "sgrld", "tlasgr", "dlda-gibbs", "keyatm")
 
 
 @pytest.mark.parametrize("algorithm", [

@@ -218,8 +218,9 @@ class GibbsDriver(GibbsClusterMixin, SampledDriver):
 
     @classmethod
     def memory_arrays(cls, data: dict, counts: dict) -> list[tuple[str, tuple[int, ...], int]]:
-        """The chain's arrays as the representation the config picks allocates them: z and
-        its own (:meth:`GibbsCounts.chain_arrays`); and what an in-training evaluation adds
+        """The chain's arrays as the representation the config picks allocates them (the
+        keyword topic model's for ``model.family: keyatm``): z and its own
+        (:meth:`GibbsCounts.chain_arrays`); and what an in-training evaluation adds
         at its peak: phi-hat (V, K) float64 (unless it scores from non-zero counts), the rows
         of phi-hat of the curve documents' words the fold-in copies, and their theta-hat.
         Checkpoints and samples are written from the arrays themselves, without a copy."""
@@ -227,6 +228,9 @@ class GibbsDriver(GibbsClusterMixin, SampledDriver):
         K, V = int(model["topics"]), counts["vocabulary"]
         D, N = counts["train_documents"], counts["train_tokens"]
         representation = counts_class(inference, K, cls.WARP)
+        if model.get("family") == "keyatm":
+            from topictk.inference.gibbs.keyatm import KeyATMCounts  # noqa: PLC0415
+            representation = KeyATMCounts
         arrays = [("topic of every token", (N,), 4),
                   *representation.chain_arrays(data, K, V, D, N)]
         test_docs = counts["test_documents"]

@@ -105,6 +105,9 @@ class KeyATMCounts(GibbsCounts):
 
     @classmethod
     def chain_arrays(cls, data, K, V, D, N):
+        """The switches, the counts (topic-word (V, K), document-topic (D, K), keyword
+        (V, S)) and, with C > 1 AD-LDA chunks, what :meth:`sweep` copies: each chunk's own
+        topic-word and keyword counts and the start of the sweep's, C + 1 copies."""
         seeds = data["model"].get("seed_words") or {}
         S = len(seeds)
         chunks = data["inference"].get("chunks")
@@ -112,8 +115,8 @@ class KeyATMCounts(GibbsCounts):
         C = resolve_chunks(chunks or "auto", N)
         return [("switch of every token", (N,), 1), ("topic-word counts", (V, K), 4),
                 ("document-topic counts", (D, K), 4), ("keyword counts", (V, S), 4),
-                *([("AD-LDA copies of the topic-word counts", (C, V, K + S), 4)]
-                  if C > 1 else [])]
+                *([("AD-LDA copies of the topic-word and keyword counts", (C + 1, V, K + S),
+                    4)] if C > 1 else [])]
 
     def state_class(self, base: type) -> type:
         return KeyATMState
@@ -151,16 +154,28 @@ class KeyATMCounts(GibbsCounts):
         shared = (state.nkw, state.nk, state.nkey, state.nkey_k)
         if L.n_chunks == 1:
             return int(self._chunk(state, prior, shared, 0, chunk_streams[0])), self.name
-        copies = [tuple(a.copy() for a in shared) for _ in range(L.n_chunks)]
+        copies, start = self._copies(shared)
         with ThreadPoolExecutor(max_workers=max(1, min(threads, L.n_chunks))) as pool:
             done = list(pool.map(lambda c: self._chunk(state, prior, copies[c], c,
                                                        chunk_streams[c]),
                                  range(L.n_chunks)))
-        start = tuple(a.copy() for a in shared)
         for copy in copies:                 # chunk order; integer sums
             for total, mine, before in zip(shared, copy, start):
                 total += mine - before
         return int(sum(done)), self.name
+
+    def _copies(self, shared: tuple) -> tuple[list[tuple], tuple]:
+        """Each chunk's copy of the counts ``shared`` and the start of the sweep's, in buffers
+        kept from sweep to sweep (they stay allocated, as the memory check counts them)."""
+        buffers = getattr(self, "_buffers", None)
+        if buffers is None or any(b.shape != a.shape for b, a in zip(buffers[0], shared)):
+            buffers = [tuple(np.empty_like(a) for a in shared)
+                       for _ in range(self.layout.n_chunks + 1)]
+            self._buffers = buffers
+        for copy in buffers:
+            for mine, total in zip(copy, shared):
+                np.copyto(mine, total)
+        return buffers[:-1], buffers[-1]
 
     def learnt_alpha(self, state) -> np.ndarray:
         return minka_alpha(state.ndk, state.alpha)
