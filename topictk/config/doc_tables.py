@@ -120,14 +120,14 @@ def family_page(kind: str) -> str:
 
 
 def algorithms_table(catalogue: Catalogue) -> str:
-    """What each driver's traits declare: the model family it trains, its family of methods,
+    """What each driver's traits declare: the model families it trains, its family of methods,
     whether it uses threads, resumes exactly, runs on a Dask cluster and learns ``alpha:
     auto``, and its papers."""
     rows = ["| algorithm | model | methods | threads | resume | cluster | `alpha: auto` | "
             "papers |", "| --- | --- | --- | --- | --- | --- | --- | --- |"]
     for name in catalogue.algorithm_names():
         t = catalogue.get_driver(name).traits
-        rows.append(f"| `{name}` | {t.family} | [{t.kind}]({family_page(t.kind)}) | "
+        rows.append(f"| `{name}` | {', '.join((t.family, *t.families))} | [{t.kind}]({family_page(t.kind)}) | "
                     f"{_yes(t.threads)} | {_yes(t.resume)} | {_yes(t.cluster)} | "
                     f"{_yes(t.alpha_auto)} | {cell(t.paper)} |")
     return "\n".join(rows)
