@@ -52,6 +52,25 @@ def gaussian_lngamma(a, m, v):
     return gammaln(x) + 0.5 * psi1(x) * v
 
 
+def seed_start(mu: np.ndarray, pair_words: np.ndarray, seeds) -> None:
+    """The start of the seed words' pairs (§2.14): mu_dwk of a pair (d, w) of a seed word w
+    becomes u_dwk 1[o_wk > 0] / sum_j u_dwj 1[o_wj > 0], u its Dir(1) draw, so that its
+    tokens start in w's seeded topics (split by the draw when w is seeded in several), as
+    Gibbs' ``seed_mode: init`` starts them; other pairs keep their draw. ``mu`` (pairs, K)
+    in place; ``pair_words`` (pairs,) the word of each pair; ``seeds`` the
+    :class:`~topictk.inference.seed_prior.SeedPrior`."""
+    seeded = np.flatnonzero(np.diff(seeds.ptr) > 0)                # the seed words, ascending
+    position = np.full(seeds.V, -1, dtype=np.int64)
+    position[seeded] = np.arange(seeded.size)
+    keep = np.zeros((seeded.size, seeds.K), dtype=bool)             # (seed words, K)
+    keep[position[seeds.words], seeds.topic] = True
+    rows = np.flatnonzero(position[pair_words] >= 0)
+    if rows.size == 0:
+        return
+    start = np.where(keep[position[pair_words[rows]]], mu[rows], 0.0)
+    mu[rows] = start / start.sum(axis=1, keepdims=True)
+
+
 @dataclass
 class FieldsPoint:
     """What a CVB0 run on a cluster goes back to when a worker is lost: the step, with the
@@ -170,9 +189,12 @@ class CVBDriver(SeededDriverMixin, VariationalDriver):
         return np.zeros((0, self.K)), np.zeros((0, self.K)), np.zeros(0)
 
     def init_state(self) -> CVBState:
-        """mu ~ Dir(1) per pair from the init stream (§4.7), fields from scratch."""
+        """mu ~ Dir(1) per pair from the init stream (§4.7), the pairs of seed words then
+        kept to their seeded topics (:func:`seed_start`, §2.14), fields from scratch."""
         mu = np.empty((self.indices.size, self.K))
         _cvb.init_mu(mu, self.streams.persistent(keys.INIT))
+        if self.seeds is not None:
+            seed_start(mu, self.indices, self.seeds)
         alpha = np.full(self.K, float(self.config.model.alpha))
         state = CVBState(mu=mu, m_dk=np.zeros((self.n_docs, self.K)),
                          m_kw=np.zeros((self.V, self.K)), m_k=np.zeros(self.K),
