@@ -20,7 +20,7 @@ def test_seed_start_keeps_the_pairs_of_seed_words_to_their_topics():
     """A word seeded in topics 1 and 3 keeps its draw there, renormalised; a word seeded in
     topic 0 alone starts there; the other pairs are untouched."""
     rng = np.random.default_rng(2)
-    V, K = 6, 4
+    K = 4                       # 6 words: the overlay ptr has 7 entries
     seeds = SeedPrior.from_csr([0, 0, 2, 2, 2, 3, 3], [1, 3, 0], [1.0, 2.0, 0.5], K)
     pair_words = np.array([0, 1, 4, 1, 2, 5, 4])
     mu = rng.dirichlet(np.ones(K), size=pair_words.size)
