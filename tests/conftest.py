@@ -12,10 +12,19 @@ from __future__ import annotations
 
 import os
 import platform
+import signal
 
 import numpy as np
 import pytest
 import scipy
+
+# The Ctrl-C tests act as a person at a terminal, whose commands start with SIGINT at its
+# default disposition. A shell starts background jobs with SIGINT ignored (`pytest &` in a
+# script, many CI runners), and children inherit that; a handled signal is reset to the
+# default at exec, so handling it here gives every command the tests start the terminal's
+# disposition.
+if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
+    signal.signal(signal.SIGINT, signal.default_int_handler)
 
 _ENV = "TOPICTK_TEST_SEED"
 _DEFAULT_SEED = 0
