@@ -167,7 +167,7 @@ MODEL = {
 
 #: seed words (docs/seeds.md): the seeded topics are the first rows, in the mapping's order.
 #: A family that reads them includes these keys in its model section.
-SEED_WEIGHT = 1.0
+SEED_WEIGHT = 10.0
 SEED_KEYS = {
     "seed_words": Option("seeds", None, nullable=True,
                          help="seeded topics: {label: [word, ...]}; the i-th label names "
