@@ -1,0 +1,230 @@
+"""Seed words on 20 Newsgroups (bydate store, K = 20): do seeded topics find their groups,
+and do the seeds hold?
+
+Seed lists, rule A: the tokens of the group's name that are in the vocabulary, without the
+hierarchy prefixes (alt, comp, rec, sci, soc, talk, misc) and the tokens shared by several
+groups (sys, os, ms, religion, politics, mac, pc, ibm, hardware, sport), then the most obvious
+words of the group up to 3-4 words. Rule B, to check that the method is not tuned to A: 3 other
+obvious words per group, none of them in A.
+
+Measured: accuracy = share of test documents whose argmax folded-in theta (topictk's Gibbs
+fold-in, 50 sweeps, 25 burn-in) is the seeded topic of their group; unseeded LDA under the best
+relabelling (scipy's linear_sum_assignment); share of seed words in their topic's top 10
+after 1,000 sweeps, prior against init-only seeding; seed_weight 1, 3, 10, 30, 100 measured
+to choose the default (10).
+tokens/s: ``--timing`` (a quiet machine), seeded against unseeded per sampler, one thread.
+
+    python benchmarks/bench_seeds.py [--sweeps 500] [--timing]
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+import yaml
+
+import harness as h
+
+REPO = Path(__file__).resolve().parents[1]
+WORK = REPO / "benchmarks" / "work" / "seeds"
+OUT = REPO / "benchmarks" / "results" / "seeds.md"
+
+SEEDS_A = {
+    "alt.atheism": ["atheism", "atheists", "god"],
+    "comp.graphics": ["graphics", "image", "polygon"],
+    "comp.os.ms-windows.misc": ["windows", "dos", "win"],
+    "comp.sys.ibm.pc.hardware": ["ide", "scsi", "motherboard"],
+    "comp.sys.mac.hardware": ["apple", "quadra", "powerbook"],
+    "comp.windows.x": ["xterm", "motif", "widget"],
+    "misc.forsale": ["forsale", "sale", "shipping", "offer"],
+    "rec.autos": ["autos", "car", "engine"],
+    "rec.motorcycles": ["motorcycles", "bike", "dod"],
+    "rec.sport.baseball": ["baseball", "pitcher", "hitter"],
+    "rec.sport.hockey": ["hockey", "nhl", "puck"],
+    "sci.crypt": ["crypt", "encryption", "clipper", "key"],
+    "sci.electronics": ["electronics", "circuit", "voltage"],
+    "sci.med": ["med", "doctor", "patients", "disease"],
+    "sci.space": ["space", "nasa", "orbit"],
+    "soc.religion.christian": ["christian", "church", "christ"],
+    "talk.politics.guns": ["guns", "firearms", "weapons"],
+    "talk.politics.mideast": ["mideast", "israel", "armenians", "arab"],
+    "talk.politics.misc": ["clinton", "tax", "government"],
+    "talk.religion.misc": ["jesus", "bible", "morality"],
+}
+SEEDS_B = {
+    "alt.atheism": ["atheist", "religion", "belief"],
+    "comp.graphics": ["3d", "jpeg", "rendering"],
+    "comp.os.ms-windows.misc": ["microsoft", "ini", "driver"],
+    "comp.sys.ibm.pc.hardware": ["bios", "isa", "controller"],
+    "comp.sys.mac.hardware": ["mac", "lc", "centris"],
+    "comp.windows.x": ["x11", "server", "window"],
+    "misc.forsale": ["price", "condition", "asking"],
+    "rec.autos": ["cars", "dealer", "ford"],
+    "rec.motorcycles": ["ride", "riding", "helmet"],
+    "rec.sport.baseball": ["game", "season", "players"],
+    "rec.sport.hockey": ["team", "playoffs", "goal"],
+    "sci.crypt": ["nsa", "privacy", "keys"],
+    "sci.electronics": ["power", "amp", "wire"],
+    "sci.med": ["medical", "treatment", "health"],
+    "sci.space": ["launch", "moon", "shuttle"],
+    "soc.religion.christian": ["faith", "sin", "scripture"],
+    "talk.politics.guns": ["gun", "fbi", "batf"],
+    "talk.politics.mideast": ["israeli", "jews", "turkish"],
+    "talk.politics.misc": ["president", "people", "law"],
+    "talk.religion.misc": ["koresh", "objective", "christians"],
+}
+
+
+WEIGHTS = (3.0, 30.0, 100.0)     # beside the default (model.seed_weight: 10)
+
+
+def config(store: Path, out: Path, sweeps: int, seeds: dict | None, **model) -> Path:
+    data = {"corpus": str(store), "output": str(out),
+            "model": {"topics": 20, "alpha": 0.1, "beta": 0.01, **model},
+            "inference": {"algorithm": "gibbs", "iterations": sweeps, "sampler": "sparse"},
+            "training": {"seed": 1, "eval_every": 0, "checkpoint_every": 500,
+                         "keep_checkpoints": 5, "threads": 1}}
+    if seeds is not None:
+        data["model"]["seed_words"] = {g: list(w) for g, w in seeds.items()}
+    path = out.with_suffix(".yaml")
+    path.write_text(yaml.safe_dump(data, sort_keys=False))
+    return path
+
+
+def train(store, name, sweeps, seeds=None, **model) -> Path:
+    out = WORK / name
+    if (out / "model.npz").exists():
+        return out
+    path = config(store, out, sweeps, seeds, **model)
+    subprocess.run([sys.executable, "-m", "topictk", "train", "-c", str(path), "-q",
+                    "--force"], check=True)
+    return out
+
+
+def test_theta(run: Path, checkpoint: int | None) -> np.ndarray:
+    from topictk.evaluation.infer import infer_documents, split_documents
+    from topictk.evaluation.run import LoadedRun
+    loaded = LoadedRun(run, checkpoint)
+    docs, features = split_documents(loaded.store, "test")
+    blocks = list(infer_documents(loaded, docs, str(loaded.store.path), sweeps=50,
+                                  burn_in=25, seed=0, threads=1, features=features))
+    return np.vstack([b for _, b in blocks])
+
+
+def groups(store: Path) -> tuple[np.ndarray, list[str]]:
+    from topictk.corpus.store import CorpusStore
+    meta = CorpusStore.open(store).metadata("test")
+    names = sorted(SEEDS_A)
+    return np.array([names.index(m["group"]) for m in meta]), names
+
+
+def accuracy(theta, truth, order) -> float:
+    """Share whose argmax topic is the seeded topic of their group: topic i seeds group
+    order[i], and ``truth`` holds indices into ``order``."""
+    assert list(SEEDS_A) == list(SEEDS_B) == list(order)
+    return float((theta.argmax(axis=1) == truth).mean())
+
+
+def relabelled(theta, truth) -> float:
+    from scipy.optimize import linear_sum_assignment
+    K = theta.shape[1]
+    table = np.zeros((K, K))
+    np.add.at(table, (theta.argmax(axis=1), truth), 1)
+    rows, cols = linear_sum_assignment(-table)
+    return float(table[rows, cols].sum() / truth.size)
+
+
+def in_top(run: Path, top: int = 10) -> tuple[int, int]:
+    out = subprocess.run([sys.executable, "-m", "topictk", "topics", str(run), "--seeds",
+                          "--format", "json", "--top", str(top)], check=True,
+                         capture_output=True, text=True).stdout
+    rows = [w for t in json.loads(out)["seeds"] for w in t["words"] if not w.get("missing")]
+    return sum(w["rank"] <= top for w in rows), len(rows)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--sweeps", type=int, default=500)
+    parser.add_argument("--hold", type=int, default=1000)
+    parser.add_argument("--timing", action="store_true",
+                        help="only tokens/s, seeded against unseeded, per sampler")
+    args = parser.parse_args()
+    WORK.mkdir(parents=True, exist_ok=True)
+    store = h.ensure_20news_bydate()
+    if args.timing:
+        return timing(store)
+    truth, names = groups(store)
+    lines, rows = [], []
+
+    def record(name, value):
+        rows.append((name, value))
+        print(name, value, flush=True)
+
+    S, H = args.sweeps, args.hold
+    t0 = time.time()
+    run = train(store, "unseeded", S)
+    record(f"unseeded LDA, best relabelling, {S} sweeps", relabelled(test_theta(run, None), truth))
+    run = train(store, "prior-A", H, SEEDS_A)
+    record(f"seeded (A, default weight), {S} sweeps", accuracy(test_theta(run, S), truth, names))
+    record(f"seeded (A, default weight), {H} sweeps", accuracy(test_theta(run, None), truth, names))
+    record(f"seeds in top 10, prior (A), {H} sweeps", in_top(run))
+    run = train(store, "init-A", H, SEEDS_A, seed_mode="init")
+    record(f"seeds in top 10, init only (A), {H} sweeps", in_top(run))
+    record(f"init-only accuracy (A), {H} sweeps", accuracy(test_theta(run, None), truth, names))
+    run = train(store, "prior-B", S, SEEDS_B)
+    record(f"seeded (B, default weight), {S} sweeps", accuracy(test_theta(run, None), truth, names))
+    record(f"seeds in top 10, prior (B), {S} sweeps", in_top(run))
+    for w in WEIGHTS:
+        run = train(store, f"prior-A-w{w}", S, SEEDS_A, seed_weight=w)
+        record(f"seeded (A, weight {w}), {S} sweeps",
+               accuracy(test_theta(run, None), truth, names))
+        record(f"seeds in top 10, prior (A, weight {w}), {S} sweeps", in_top(run))
+    lines = ["# Seed words on 20 Newsgroups (K = 20)", "",
+             f"bydate store, {len(truth)} test documents, SparseLDA one thread, alpha 0.1, "
+             f"beta 0.01, training seed 1; fold-in 50 sweeps (25 burn-in). Wall time "
+             f"{time.time() - t0:.0f} s for this invocation (runs already in benchmarks/work/seeds are "
+             f"reused). Seed lists and rules: benchmarks/bench_seeds.py.", "",
+             "| measure | value |", "| --- | --- |"]
+    for name, value in rows:
+        text = (f"{value[0]} of {value[1]}" if isinstance(value, tuple) else f"{100 * value:.1f} %")
+        lines.append(f"| {name} | {text} |")
+    OUT.write_text("\n".join(lines) + "\n")
+
+
+def timing(store: Path, sweeps: int = 100, rounds: int = 2) -> None:
+    """tokens/s of 100 sweeps, seeded (A) and unseeded side by side for each sampler, one
+    thread, alternated ``rounds`` times; the best of each."""
+    from topictk.api import load_run
+    lines = ["", "## tokens/s, one thread (100 sweeps, best of 2, alternated)", "",
+             "| sampler | unseeded | seeded | ratio |", "| --- | --- | --- | --- |"]
+    for sampler in ("dense", "sparse", "warp", "mh"):
+        best = {}
+        for r in range(rounds):
+            for seeded in (False, True):
+                name = f"time-{sampler}-{'s' if seeded else 'u'}-{r}"
+                out = WORK / name
+                path = config(store, out, sweeps, SEEDS_A if seeded else None)
+                data = yaml.safe_load(path.read_text())
+                data["inference"]["sampler"] = sampler
+                if sampler in ("warp", "mh"):
+                    data["inference"]["chunks"] = 1
+                path.write_text(yaml.safe_dump(data, sort_keys=False))
+                subprocess.run([sys.executable, "-m", "topictk", "train", "-c", str(path),
+                                "-q", "--force"], check=True)
+                run = load_run(out)
+                rate = run.tokens_seen / run.train_seconds
+                best[seeded] = max(best.get(seeded, 0.0), rate)
+        lines.append(f"| {sampler} | {best[False] / 1e6:.2f} M | {best[True] / 1e6:.2f} M | "
+                     f"{best[True] / best[False]:.3f} |")
+        print(lines[-1], flush=True)
+    with OUT.open("a") as f:
+        f.write("\n".join(lines) + "\n")
+
+
+if __name__ == "__main__":
+    main()
