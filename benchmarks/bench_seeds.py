@@ -188,7 +188,8 @@ def main() -> None:
              f"bydate store, {len(truth)} test documents, SparseLDA one thread, alpha 0.1, "
              f"beta 0.01, training seed 1; fold-in 50 sweeps (25 burn-in). Wall time "
              f"{time.time() - t0:.0f} s for this invocation (runs already in "
-             f"benchmarks/work/seeds are reused). Seed lists and rules: benchmarks/bench_seeds.py.", "",
+             "benchmarks/work/seeds are reused). Seed lists and rules: "
+             "benchmarks/bench_seeds.py.", "",
              "| measure | value |", "| --- | --- |"]
     for name, value in rows:
         text = (f"{value[0]} of {value[1]}" if isinstance(value, tuple) else f"{100 * value:.1f} %")
