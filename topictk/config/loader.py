@@ -16,6 +16,7 @@ from topictk.config.schema import (
     EVALUATION,
     INFERENCE_COMMON,
     MODEL,
+    SEED_KEYS,
     MODEL_FAMILIES,
     TOP_LEVEL,
     TRAINING,
@@ -387,7 +388,9 @@ def _resolve_seeds(model: dict, base_dir: Path, where: str) -> None:
             model["seed_words"] = read_seed_file(path)
         model["seed_file"] = str(path)
     seeds = model.get("seed_words")
-    if not seeds:
+    if not seeds:       # the seed settings do nothing: the run's config leaves them out
+        for key in SEED_KEYS:
+            model.pop(key, None)
         return
     topics = model.get("topics")
     if isinstance(topics, int) and len(seeds) > topics:

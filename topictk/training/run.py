@@ -22,11 +22,13 @@ import yaml
 
 from topictk._fileio import atomic_write_text
 from topictk.config.loader import Config
+from topictk.config.schema import SEED_KEYS
 from topictk.corpus.store import CorpusStore
 from topictk.errors import (
     CheckpointError,
     CheckpointUsageError,
     OutOfMemoryError,
+    TopictkError,
     UsageError,
 )
 from topictk.inference.base import Driver, EvaluationSet
@@ -38,7 +40,7 @@ from topictk.inference.cluster import (
     cluster_requested,
 )
 from topictk.inference.perplexity import heldout_perplexity, train_heldout_perplexity
-from topictk.inference.registry import driver_class
+from topictk.inference.registry import driver_class, load_config
 from topictk.limits import out_of_memory
 from topictk.rundir import checkpoint as ckpt
 from topictk.rundir.guard import (check_run_output, is_run, prepare_run_dir, run_inputs,
@@ -140,6 +142,22 @@ def saved_settings(saved: Path) -> dict | None:
     return data if isinstance(data, dict) else None
 
 
+# keys added to the schema after runs were saved whose defaults are what those runs did (no
+# seed words): absent from an older run's config.yaml, they are read as their defaults. Other
+# added keys (inference.anneal_steps) changed the chain, and a run without them is refused.
+NEUTRAL_WHEN_ABSENT = frozenset(f"model.{key}" for key in SEED_KEYS)
+
+
+def _with_defaults(saved: Path) -> dict:
+    """The defaults of NEUTRAL_WHEN_ABSENT as the schema reads the run's saved config today;
+    empty when the saved config no longer validates."""
+    try:
+        resolved = _flatten(load_config(saved).to_dict())
+    except TopictkError:
+        return {}
+    return {key: value for key, value in resolved.items() if key in NEUTRAL_WHEN_ABSENT}
+
+
 def check_resume_settings(saved: Path, config: Config, driver: Driver,
                           resumed: Config | None = None) -> None:
     """Refuse to resume under settings ``config`` that differ from the run's saved config,
@@ -150,7 +168,7 @@ def check_resume_settings(saved: Path, config: Config, driver: Driver,
     before = saved_settings(saved)
     if before is None:
         return
-    before = _flatten(before)
+    before = {**_with_defaults(saved), **_flatten(before)}
     after = _flatten(config.to_dict())
     kept = _flatten((resumed or config).to_dict())
     free = (RESUMABLE_CHANGES - driver.fixed_on_resume) | _PATHS
