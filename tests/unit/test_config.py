@@ -80,13 +80,15 @@ def test_unknown_key_names_path_file_and_suggestion(tmp_path):
     message = _error(tmp_path, _edit(model={"topcs": 5}))
     assert "unknown key 'model.topcs'" in message
     assert "did you mean 'topics'?" in message
-    assert "allowed: alpha, beta, family, residual_topic, seed_file, seed_mode, seed_weight, seed_words, topics" in message
+    assert ("allowed: alpha, beta, family, residual_topic, seed_file, seed_mode, seed_weight, "
+            "seed_words, topics") in message
 
 
 def test_unknown_key_without_a_close_match(tmp_path):
     message = _error(tmp_path, _edit(model={"zzz": 5}))
     assert message == (f"unknown key 'model.zzz' ({tmp_path / 'exp.yaml'}); allowed: alpha, "
-                       f"beta, family, residual_topic, seed_file, seed_mode, seed_weight, seed_words, topics")
+                       f"beta, family, residual_topic, seed_file, seed_mode, seed_weight, "
+                       f"seed_words, topics")
 
 
 @pytest.mark.parametrize("value, shown", [(float("inf"), "inf"), (float("-inf"), "-inf"),

@@ -127,7 +127,8 @@ def algorithms_table(catalogue: Catalogue) -> str:
             "papers |", "| --- | --- | --- | --- | --- | --- | --- | --- |"]
     for name in catalogue.algorithm_names():
         t = catalogue.get_driver(name).traits
-        rows.append(f"| `{name}` | {', '.join((t.family, *t.families))} | [{t.kind}]({family_page(t.kind)}) | "
+        families = ", ".join((t.family, *t.families))
+        rows.append(f"| `{name}` | {families} | [{t.kind}]({family_page(t.kind)}) | "
                     f"{_yes(t.threads)} | {_yes(t.resume)} | {_yes(t.cluster)} | "
                     f"{_yes(t.alpha_auto)} | {cell(t.paper)} |")
     return "\n".join(rows)
