@@ -14,7 +14,15 @@ after 1,000 sweeps, prior against init-only seeding; seed_weight 1, 3, 10, 30, 1
 to choose the default (10).
 tokens/s: ``--timing`` (a quiet machine), seeded against unseeded per sampler, one thread.
 
-    python benchmarks/bench_seeds.py [--sweeps 500] [--timing]
+``--peers``: tomotopy's word-prior LDA beside them (the setup of the seeded-topics claims:
+``set_word_prior(word, [1.0 on the group's topic, 0.001 elsewhere])``), K = 20, alpha 0.1, eta
+0.01, one thread, seed 1, ``--sweeps`` sweeps (``train(iter)`` counts sweeps), on the store's
+training tokens (one ``add_doc`` per training document with the store's word strings, nothing
+dropped, as bench_gibbs.py); its normalised topic-word distributions over the store's vocabulary
+are folded in by topictk's Gibbs fold-in with the settings, seed and blocks of
+:func:`test_theta` (:func:`phi_theta`), and scored by the same rule.
+
+    python benchmarks/bench_seeds.py [--sweeps 500] [--timing] [--peers]
 """
 from __future__ import annotations
 
@@ -116,6 +124,74 @@ def test_theta(run: Path, checkpoint: int | None) -> np.ndarray:
     return np.vstack([b for _, b in blocks])
 
 
+def phi_theta(store, phi: np.ndarray, alpha: float = 0.1, sweeps: int = 50, burn_in: int = 25,
+              seed: int = 0) -> np.ndarray:
+    """The test theta of :func:`test_theta` for topics (K, V) from anywhere: the Gibbs fold-in
+    a Gibbs run's ``infer`` does (same blocks, streams and seed), with weights ``phi``."""
+    from topictk.evaluation.infer import BLOCK_DOCS, split_documents
+    from topictk.inference.base import INFER_CHUNK_DOCS, FoldInPlan, gibbs_fold_in
+    docs, _ = split_documents(store, "test")
+    weights = np.ascontiguousarray(np.asarray(phi, dtype=np.float64).T)
+    prior = np.full((1, weights.shape[1]), alpha)
+    blocks = []
+    for start in range(0, docs.n_docs, BLOCK_DOCS):
+        stop = min(docs.n_docs, start + BLOCK_DOCS)
+        lo, hi = docs.doc_ptr[start], docs.doc_ptr[stop]
+        plan = FoldInPlan.for_infer(stop - start, sweeps=sweeps, burn_in=burn_in, seed=seed,
+                                    threads=1, first_chunk=start // INFER_CHUNK_DOCS)
+        blocks.append(gibbs_fold_in(weights, prior, docs.doc_ptr[start:stop + 1] - lo,
+                                    docs.words[lo:hi], plan))
+    return np.vstack(blocks)
+
+
+def tomotopy_phi(store_path: Path, name: str, seeds: dict, sweeps: int) -> np.ndarray:
+    """tomotopy.LDAModel with set_word_prior (1.0 on the seed word's topic, 0.001 on the
+    others) trained ``sweeps`` sweeps on the store's training documents, one thread, seed 1:
+    its normalised topic-word distributions (K, V) in the store's word ids, kept in WORK."""
+    cached = WORK / f"{name}.npz"
+    if cached.exists():
+        return np.load(cached)["phi"]
+    import tomotopy as tp
+
+    from topictk.corpus.store import CorpusStore
+    from topictk.inference.seeds import lookup
+    store = CorpusStore.open(store_path)
+    train_docs = store.train()
+    vocab, V, K = list(store.vocab), store.n_words, 20
+    doc_ptr, words = np.asarray(train_docs.doc_ptr), np.asarray(train_docs.words)
+    mdl = tp.LDAModel(tw=tp.TermWeight.ONE, min_cf=0, min_df=0, rm_top=0, k=K, alpha=0.1,
+                      eta=0.01, seed=1)
+    mdl.optim_interval = 0
+    mdl.burn_in = 0
+    for d in range(doc_ptr.size - 1):
+        mdl.add_doc([vocab[w] for w in words[doc_ptr[d]:doc_ptr[d + 1]]])
+    index = {w: i for i, w in enumerate(vocab)}
+    for k, group in enumerate(seeds.values()):
+        for word in group:
+            found = lookup(word, index)
+            if found is not None:           # words the store lacks are left out, as topictk
+                mdl.set_word_prior(vocab[found], [1.0 if j == k else 0.001 for j in range(K)])
+    mdl.train(0, workers=1)
+    mdl.train(sweeps, workers=1)
+    used = np.array([index[w] for w in mdl.used_vocabs], dtype=np.int64)
+    if mdl.num_words != words.size or used.size != np.count_nonzero(np.bincount(words,
+                                                                                  minlength=V)):
+        raise SystemExit(f"tomotopy dropped tokens: {mdl.num_words} of {words.size}")
+    phi = np.zeros((K, V))
+    phi[:, used] = np.array([mdl.get_topic_word_dist(k) for k in range(K)])
+    np.savez(cached, phi=phi)
+    return phi
+
+
+def phi_in_top(phi: np.ndarray, vocab, seeds: dict, top: int = 10) -> tuple[int, int]:
+    """Seed words (in the vocabulary) among their topic's ``top`` most probable words."""
+    from topictk.inference.seeds import lookup
+    index = {w: i for i, w in enumerate(vocab)}
+    ids = [(k, lookup(w, index)) for k, g in enumerate(seeds.values()) for w in g]
+    ids = [(k, i) for k, i in ids if i is not None]
+    return sum(int((phi[k] > phi[k, i]).sum()) < top for k, i in ids), len(ids)
+
+
 def groups(store: Path) -> tuple[np.ndarray, list[str]]:
     from topictk.corpus.store import CorpusStore
     meta = CorpusStore.open(store).metadata("test")
@@ -153,6 +229,8 @@ def main() -> None:
     parser.add_argument("--hold", type=int, default=1000)
     parser.add_argument("--timing", action="store_true",
                         help="only tokens/s, seeded against unseeded, per sampler")
+    parser.add_argument("--peers", action="store_true",
+                        help="also tomotopy's word-prior LDA (set_word_prior), lists A and B")
     args = parser.parse_args()
     WORK.mkdir(parents=True, exist_ok=True)
     store = h.ensure_20news_bydate()
@@ -184,6 +262,15 @@ def main() -> None:
         record(f"seeded (A, weight {w}), {S} sweeps",
                accuracy(test_theta(run, None), truth, names))
         record(f"seeds in top 10, prior (A, weight {w}), {S} sweeps", in_top(run))
+    if args.peers:
+        from topictk.corpus.store import CorpusStore
+        opened = CorpusStore.open(store)
+        for tag, seeds in (("A", SEEDS_A), ("B", SEEDS_B)):
+            phi = tomotopy_phi(store, f"tomotopy-{tag}-{S}", seeds, S)
+            record(f"tomotopy set_word_prior ({tag}), {S} sweeps",
+                   accuracy(phi_theta(opened, phi), truth, names))
+            record(f"seeds in top 10, tomotopy ({tag}), {S} sweeps",
+                   phi_in_top(phi, opened.vocab, seeds))
     lines = ["# Seed words on 20 Newsgroups (K = 20)", "",
              f"bydate store, {len(truth)} test documents, SparseLDA one thread, alpha 0.1, "
              f"beta 0.01, training seed 1; fold-in 50 sweeps (25 burn-in). Wall time "
@@ -194,7 +281,20 @@ def main() -> None:
     for name, value in rows:
         text = (f"{value[0]} of {value[1]}" if isinstance(value, tuple) else f"{100 * value:.1f} %")
         lines.append(f"| {name} | {text} |")
-    OUT.write_text("\n".join(lines) + "\n")
+    OUT.write_text("\n".join(lines) + "\n" + notes())
+
+
+def notes() -> str:
+    """What follows the measures' table in the results file (hand-written notes, the tokens/s
+    table of ``--timing``), kept when the table is rewritten."""
+    if not OUT.exists():
+        return ""
+    text = OUT.read_text().split("\n")
+    end = next((i for i, line in enumerate(text) if line.startswith("| measure")), len(text))
+    while end < len(text) and text[end].startswith("|"):
+        end += 1
+    rest = "\n".join(text[end:]).strip("\n")
+    return "\n" + rest + "\n" if rest else ""
 
 
 def timing(store: Path, sweeps: int = 100, rounds: int = 2) -> None:
