@@ -37,7 +37,7 @@ from topictk.inference.base import (
     word_frequencies,
 )
 from topictk.inference.hyper import minka_alpha
-from topictk.state.counts import phi_hat
+from topictk.state.counts import dense_counts, phi_hat
 
 log = logging.getLogger("topictk")
 
@@ -302,10 +302,11 @@ class GibbsCounts(ABC):
         """Symbols of the saved state's shapes besides K, V, D, N and M."""
         return {}
 
-    def sample_phi(self, sample: dict, beta: float) -> np.ndarray | None:
-        """phi-hat (V, K) of a saved sample when the representation forms it itself; None:
-        the driver's, from the sample's n_kw and n_k."""
-        return None
+    def sample_phi(self, sample: dict, beta: float) -> np.ndarray:
+        """phi-hat (V, K) of a saved sample, from its n_kw and n_k (with the seed words'
+        overlay)."""
+        return seeded_phi_hat(dense_counts(sample, "nkw", self.layout.n_topics), sample["nk"],
+                              beta, self.overlay)
 
     @abstractmethod
     def learnt_alpha(self, state) -> np.ndarray:

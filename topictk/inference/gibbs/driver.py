@@ -21,7 +21,6 @@ from topictk.inference.gibbs.counts import (
     GibbsCounts,
     SparseLDACounts,
     SweepLayout,
-    seeded_phi_hat,
 )
 from topictk.inference.gibbs.counts import (  # noqa: F401  (the sweep schedule, also named here)
     BLOCK_GAP,
@@ -74,8 +73,11 @@ def check_schedule(data: dict, where: str, warp: bool = True) -> None:
     """``inference.chunks`` (AD-LDA) and ``inference.blocks`` (the partitioned schedule) are
     two schedules: give at most one of them; the MH sampler runs AD-LDA chunks only. A Dask
     cluster runs AD-LDA chunks only, so a cluster run names its chunks rather than silently
-    running another chain than the same config on one machine."""
+    running another chain than the same config on one machine. The keyword topic model has
+    checks of its own (:func:`check_keyatm`)."""
     inference, training = data["inference"], data.get("training", {})
+    if data["model"].get("family") == "keyatm":
+        check_keyatm(data, where)
     if inference.get("chunks") is not None and inference.get("blocks") is not None:
         raise ConfigError(f"inference.chunks = {inference['chunks']} and inference.blocks = "
                           f"{inference['blocks']} choose two different parallel schedules; "
@@ -95,29 +97,36 @@ def check_schedule(data: dict, where: str, warp: bool = True) -> None:
                           f"({where})")
 
 
-def counts_class(inference, n_topics: int, warp: bool = True) -> type[GibbsCounts]:
+def counts_class(inference, n_topics: int, warp: bool = True,
+                 family: str = "lda") -> type[GibbsCounts]:
     """The count representation ``inference.sampler`` picks for K topics
     (:func:`resolved_sampler`): WarpLDA's, MH's, else the dense counts of SparseLDA and the
-    dense sampler."""
+    dense sampler; the keyword topic model (``model.family: keyatm``) has counts of its own."""
+    if family == "keyatm":
+        from topictk.inference.gibbs.keyatm import KeyATMCounts  # noqa: PLC0415 (its family)
+        return KeyATMCounts
     return {"warp": WarpCounts, "mh": MHCounts}.get(resolved_sampler(inference, n_topics, warp),
                                                    SparseLDACounts)
 
 
 def count_representation(config, doc_ptr: np.ndarray, words: np.ndarray, n_words: int,
-                         threads: int, warp: bool, sync, vocab=None) -> GibbsCounts:
+                         threads: int, warp: bool, sync, vocab=()) -> GibbsCounts:
     """The counts of a Gibbs chain as ``config`` says, on its sweep schedule
-    (:meth:`SweepLayout.of`); ``sync`` brings z and n_dk back from a cluster. The keyword
-    topic model (``model.family: keyatm``) has counts of its own, on AD-LDA chunks, its
-    keyword topics read from ``vocab``."""
+    (:meth:`SweepLayout.of`); ``sync`` brings z and n_dk back from a cluster. Seed words
+    (docs/seeds.md, read from ``vocab``) give their prior or, with ``seed_mode: init``, their
+    start; the keyword topic model reads them its own way."""
     opts, K = config.inference, int(config.model.topics)
-    if getattr(config.model, "family", "lda") == "keyatm":
-        from topictk.inference.gibbs.keyatm import KeyATMCounts  # noqa: PLC0415 (its family)
-        layout = SweepLayout.of(opts, doc_ptr, words, n_words, K, threads, True)
-        return KeyATMCounts(layout, opts, MH_STEPS, sync, config=config, vocab=vocab)
-    representation = counts_class(opts, K, warp)
+    family = getattr(config.model, "family", "lda")
+    representation = counts_class(opts, K, warp, family)
     layout = SweepLayout.of(opts, doc_ptr, words, n_words, K, threads, representation.ADLDA)
+    if family == "keyatm":
+        return representation(layout, opts, MH_STEPS, sync, config=config, vocab=vocab)
     steps = MH_STEPS if getattr(opts, "mh_steps", None) is None else opts.mh_steps
-    return representation(layout, opts, steps, sync)
+    counts = representation(layout, opts, steps, sync)
+    if seed_words(config) and len(vocab):
+        counts.overlay = seed_overlay(config, vocab)
+        counts.seed_start = seed_init_topics(config, vocab)
+    return counts
 
 
 def check_keyatm(data: dict, where: str) -> None:
@@ -210,27 +219,21 @@ class GibbsDriver(GibbsClusterMixin, SampledDriver):
     def check_config(cls, data: dict, where: str) -> None:
         resolve_sample_schedule(data["inference"], where)
         check_schedule(data, where, cls.WARP)
-        if data["model"].get("family") == "keyatm":
-            check_keyatm(data, where)
 
     MEMORY_FIX = ("choose inference.sampler: warp (no K x V or D x K arrays), set "
                   "training.eval_every: 0 (no phi-hat during training)")
 
     @classmethod
     def memory_arrays(cls, data: dict, counts: dict) -> list[tuple[str, tuple[int, ...], int]]:
-        """The chain's arrays as the representation the config picks allocates them (the
-        keyword topic model's for ``model.family: keyatm``): z and its own
-        (:meth:`GibbsCounts.chain_arrays`); and what an in-training evaluation adds
+        """The chain's arrays as the representation the config picks allocates them: z and
+        its own (:meth:`GibbsCounts.chain_arrays`); and what an in-training evaluation adds
         at its peak: phi-hat (V, K) float64 (unless it scores from non-zero counts), the rows
         of phi-hat of the curve documents' words the fold-in copies, and their theta-hat.
         Checkpoints and samples are written from the arrays themselves, without a copy."""
         inference, model, evaluation = data["inference"], data["model"], data["evaluation"]
         K, V = int(model["topics"]), counts["vocabulary"]
         D, N = counts["train_documents"], counts["train_tokens"]
-        representation = counts_class(inference, K, cls.WARP)
-        if model.get("family") == "keyatm":
-            from topictk.inference.gibbs.keyatm import KeyATMCounts  # noqa: PLC0415
-            representation = KeyATMCounts
+        representation = counts_class(inference, K, cls.WARP, model.get("family", "lda"))
         arrays = [("topic of every token", (N,), 4),
                   *representation.chain_arrays(data, K, V, D, N)]
         test_docs = counts["test_documents"]
@@ -287,12 +290,6 @@ class GibbsDriver(GibbsClusterMixin, SampledDriver):
         self.counts = count_representation(config, self.doc_ptr, self.words, self.V,
                                            self.threads, self.WARP, self.synced,
                                            vocab=store.vocab)
-        # the seed words (docs/seeds.md): their prior, or (seed_mode: init) their start; the
-        # keyword topic model reads them its own way
-        seeded = seed_words(config) and getattr(config.model, "family", "lda") != "keyatm"
-        vocab = store.vocab if seeded else ()
-        self.counts.overlay = seed_overlay(config, vocab) if vocab else None
-        self.counts.seed_start = seed_init_topics(config, vocab) if vocab else None
         self.bounds, self.n_chunks = self.counts.layout.bounds, self.counts.layout.n_chunks
         self.STATE = self.counts.state_class(type(self).STATE)
         self.cluster = None         # the Dask cluster the shards sweep on (use_cluster)
@@ -373,10 +370,9 @@ class GibbsDriver(GibbsClusterMixin, SampledDriver):
 
     def fold_in(self, state: CountState, documents, plan, *, prior=None,
                 sample: dict | None = None) -> np.ndarray:
-        """With ``evaluation.fold_in: mh``, by MH (§2.7): the word proposal's tables from the
-        counts of ``sample`` (or of the state), O(mh_steps) per token; else by the Gibbs
-        fold-in, from the representation's own counts when it folds in without phi-hat
-        (:meth:`GibbsCounts.fold_in`), else with phi-hat."""
+        """With ``evaluation.fold_in: mh``, by MH (§2.7) from the counts of ``sample`` (or of
+        the state), O(mh_steps) per token; else by the Gibbs fold-in, from the representation's
+        own counts when it folds in without phi-hat (:meth:`GibbsCounts.fold_in`)."""
         if prior is None:
             if sample is not None:
                 raise ValueError("a fold-in with a saved sample needs the documents' prior")
@@ -394,11 +390,7 @@ class GibbsDriver(GibbsClusterMixin, SampledDriver):
 
     # ---------------------------------------------------------------- scoring
     def sample_phi(self, state: CountState, sample: dict) -> np.ndarray:
-        phi = self.counts.sample_phi(sample, state.beta)
-        if phi is not None:
-            return phi
-        return seeded_phi_hat(dense_counts(sample, "nkw", self.K), sample["nk"], state.beta,
-                              self.counts.overlay)
+        return self.counts.sample_phi(sample, state.beta)
 
     def sample_prior(self, state: CountState, sample: dict, documents: str) -> np.ndarray:
         return sample["alpha"]

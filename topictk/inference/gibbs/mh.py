@@ -71,12 +71,13 @@ class MHSampler:
         self._built = False
         self._bar: tuple[np.ndarray, np.ndarray] | None = None   # (prior, its alpha-bar)
 
-    def build(self, z: np.ndarray, beta: float, threads: int, word_prior: dict) -> None:
+    def build(self, z: np.ndarray, beta: float, threads: int,
+              word_prior: dict | None = None) -> None:
         """The tables from the topics ``z`` (with the overlay of ``word_prior``, §2.11)."""
         self.dense_mass = _mh.build_tables(
             self.word_ptr, self.word_tokens, z, beta, self.ptr, self.topic, self.count,
             self.prob, self.alias, self.length, self.mass, self.nk, self.rden,
-            self.dense_prob, self.dense_alias, threads, **word_prior)
+            self.dense_prob, self.dense_alias, threads, **(word_prior or {}))
         self._built = True
 
     def sweep(self, state, alpha: np.ndarray, bounds: np.ndarray, streams: list,
