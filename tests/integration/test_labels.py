@@ -106,6 +106,24 @@ def test_exports_and_alignment_carry_the_labels(run_dir):
     assert "[functions] | [-]" in text
 
 
+def test_infer_names_the_labelled_topics(run_dir, tmp_path):
+    docs = tmp_path / "new.txt"
+    docs.write_text("a function returns a value\nlists and loops\n", encoding="utf-8")
+    plain = json.loads(ok("infer", run_dir, docs).stdout.splitlines()[0])
+    assert "top_labels" not in plain                    # no labels, no field
+    ok("labels", run_dir, "--set", "2=functions")
+    first = json.loads(ok("infer", run_dir, docs).stdout.splitlines()[0])
+    assert first["top_labels"] == ["functions" if k == 2 else None
+                                   for k in first["top_topics"]]
+    header = ok("infer", run_dir, docs, "--output-format", "tsv").stdout.splitlines()[0]
+    assert header.split("\t")[3:] == ["topic_1", "topic_2:functions", "topic_3", "topic_4"]
+    mine = tmp_path / "mine.tsv"
+    mine.write_text("4\tloops\n", encoding="utf-8")
+    header = ok("infer", run_dir, docs, "--output-format", "tsv",
+                "--labels", mine).stdout.splitlines()[0]
+    assert header.split("\t")[-1] == "topic_4:loops"
+
+
 def test_the_api_gives_labels_and_documents(run_dir):
     import topictk
 

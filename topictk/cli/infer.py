@@ -22,6 +22,7 @@ from topictk.evaluation.infer import (
     infer_run,
     render_jsonl,
     render_tsv,
+    topic_labels,
     tsv_header,
 )
 from topictk.evaluation.run import LoadedRun, run_on_cluster
@@ -46,6 +47,9 @@ from topictk.rundir.guard import check_output_file
 @click.option("--output-format", type=click.Choice(["jsonl", "tsv"]), default="jsonl",
               show_default=True, help="jsonl: one object per document; tsv: a header and one "
                                       "row of proportions per document.")
+@click.option("--labels", "labels_file", type=click.Path(dir_okay=False), default=None,
+              help="Topic labels from this file (topic<TAB>label lines) instead of the run's "
+                   "labels.tsv; they name the topic columns (topic_3:LABEL) and top_labels.")
 @click.option("--top", "-n", type=click.IntRange(min=1), default=3, show_default=True,
               help="jsonl: topics listed in 'top_topics', largest first.")
 @click.option("--sweeps", type=click.IntRange(min=1), default=50, show_default=True,
@@ -63,8 +67,8 @@ from topictk.rundir.guard import check_output_file
 @cluster_options
 @quiet_option
 def infer(run_dir, inputs, fmt, vocab, text_columns, id_column, delimiter, meta_file, out, force,
-          output_format, top, sweeps, burn_in, seed, checkpoint, encoding_errors, threads,
-          scheduler, dask_workers, quiet):
+          labels_file, output_format, top, sweeps, burn_in, seed, checkpoint, encoding_errors,
+          threads, scheduler, dask_workers, quiet):
     """Topic proportions of new documents under a trained run.
 
     INPUTS are read like 'topictk prepare' input and mapped onto the run's vocabulary; words
@@ -83,14 +87,16 @@ def infer(run_dir, inputs, fmt, vocab, text_columns, id_column, delimiter, meta_
                                  vocab=vocab, threads=threads,
                                  table=table_from(text_columns, id_column, delimiter))
 
+        labels = topic_labels(run, labels_file)
+
         def texts():
             if output_format == "tsv":
-                yield tsv_header(int(run.config.model.topics))
+                yield tsv_header(int(run.config.model.topics), labels)
             with progress.bar(docs.n_docs, desc="infer", unit="doc") as shown:
                 for start, theta in blocks:     # a block of BLOCK_DOCS documents at a time
                     shown.update(theta.shape[0])
                     yield (render_tsv(docs, start, theta) if output_format == "tsv"
-                           else render_jsonl(docs, start, theta, top))
+                           else render_jsonl(docs, start, theta, top, labels))
 
         if out_path is None:
             for text in texts():

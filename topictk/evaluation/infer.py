@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import json
 import logging
+from pathlib import Path
 from collections.abc import Iterator
 from dataclasses import dataclass
 
@@ -37,6 +38,8 @@ from topictk.corpus.text import tokenize
 from topictk.errors import CorpusError, CorpusUsageError, UsageError
 from topictk.inference.base import INFER_CHUNK_DOCS
 from topictk.inference.sampled import cluster_infer_blocks
+from topictk.evaluation.labels import run_labels
+from topictk.evaluation.topic_listing import labelled_column
 from topictk.numbering import topic_columns, topic_number
 from topictk.evaluation.tsv import tsv_rows
 from topictk.state.dmr import ETA_MAX, ETA_MIN
@@ -205,22 +208,39 @@ def check_document_prior(alpha: np.ndarray, docs: NewDocuments, features: np.nda
                           f"underflows; fix the value")
 
 
-def render_jsonl(docs: NewDocuments, start: int, theta: np.ndarray, top: int) -> str:
-    """JSON lines of documents ``start``.. (one per row of ``theta``)."""
+def render_jsonl(docs: NewDocuments, start: int, theta: np.ndarray, top: int,
+                 labels: list[str | None] | None = None) -> str:
+    """JSON lines of documents ``start``.. (one per row of ``theta``); with ``labels`` (row
+    k's topic label or None), the labels of the top topics too (``top_labels``)."""
     lines = []
     for i, row in enumerate(theta):
         d = start + i
         order = np.argsort(-row, kind="stable")[:top]
-        lines.append(json.dumps({
-            "id": docs.ids[d], "tokens": int(docs.doc_ptr[d + 1] - docs.doc_ptr[d]),
-            "unknown": int(docs.unknown[d]),
-            "top_topics": [topic_number(k) for k in order],
-            "theta": [float(x) for x in row]}) + "\n")
+        record = {"id": docs.ids[d], "tokens": int(docs.doc_ptr[d + 1] - docs.doc_ptr[d]),
+                  "unknown": int(docs.unknown[d]),
+                  "top_topics": [topic_number(k) for k in order]}
+        if labels:
+            record["top_labels"] = [labels[k] for k in order]
+        record["theta"] = [float(x) for x in row]
+        lines.append(json.dumps(record) + "\n")
     return "".join(lines)
 
 
-def tsv_header(n_topics: int) -> str:
-    return tsv_rows([["id", "tokens", "unknown", *topic_columns(n_topics)]])
+def tsv_header(n_topics: int, labels: list[str | None] | None = None) -> str:
+    """The header row: topic columns ``topic_3``, or ``topic_3:LABEL`` for a labelled topic."""
+    columns = topic_columns(n_topics)
+    if labels:
+        columns = [labelled_column(c, label) for c, label in zip(columns, labels)]
+    return tsv_rows([["id", "tokens", "unknown", *columns]])
+
+
+def topic_labels(run, labels_file: str | Path | None = None) -> list[str | None] | None:
+    """The run's topic labels by row (its labels file, else its seed labels), None when it
+    has none."""
+    K = int(run.topic_word().shape[0])
+    labels = [label.text if label else None
+              for label in run_labels(run.run_dir, run.config, K, labels_file)]
+    return labels if any(labels) else None
 
 
 def render_tsv(docs: NewDocuments, start: int, theta: np.ndarray) -> str:
