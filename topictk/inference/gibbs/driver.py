@@ -113,8 +113,8 @@ def count_representation(config, doc_ptr: np.ndarray, words: np.ndarray, n_words
                          threads: int, warp: bool, sync, vocab=()) -> GibbsCounts:
     """The counts of a Gibbs chain as ``config`` says, on its sweep schedule
     (:meth:`SweepLayout.of`); ``sync`` brings z and n_dk back from a cluster. Seed words
-    (docs/seeds.md, read from ``vocab``) give their prior or, with ``seed_mode: init``, their
-    start; the keyword topic model reads them its own way."""
+    (docs/seeds.md, read from ``vocab``) give their start and (``seed_mode: prior``) their
+    prior; the keyword topic model reads them its own way."""
     opts, K = config.inference, int(config.model.topics)
     family = getattr(config.model, "family", "lda")
     representation = counts_class(opts, K, warp, family)

@@ -56,7 +56,7 @@ def seed_start(mu: np.ndarray, pair_words: np.ndarray, seeds) -> None:
     """The start of the seed words' pairs (§2.14): mu_dwk of a pair (d, w) of a seed word w
     becomes u_dwk 1[o_wk > 0] / sum_j u_dwj 1[o_wj > 0], u its Dir(1) draw, so that its
     tokens start in w's seeded topics (split by the draw when w is seeded in several), as
-    Gibbs' ``seed_mode: init`` starts them; other pairs keep their draw. ``mu`` (pairs, K)
+    Gibbs starts them; other pairs keep their draw. ``mu`` (pairs, K)
     in place; ``pair_words`` (pairs,) the word of each pair; ``seeds`` the
     :class:`~topictk.inference.seed_prior.SeedPrior`."""
     seeded = np.flatnonzero(np.diff(seeds.ptr) > 0)                # the seed words, ascending
