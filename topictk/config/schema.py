@@ -180,8 +180,9 @@ SEED_KEYS = {
                           help="extra prior of a seed word in its topic, in units of the "
                                "mean word count: o = seed_weight x training tokens / V"),
     "seed_mode": Option("choice", "prior", choices=("prior", "init"),
-                        help="prior = the seed words' extra prior; init = their tokens only "
-                             "start in their topic, no prior (a baseline)"),
+                        help="prior = the seed words' tokens start in their topic and their "
+                             "extra prior keeps them there; init = the start only, no prior "
+                             "(a baseline)"),
     "residual_topic": Option("bool", False,
                              help="require at least one unseeded topic after the seeded ones"),
 }
