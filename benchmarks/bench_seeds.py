@@ -37,6 +37,7 @@ import numpy as np
 import yaml
 
 import harness as h
+import topictk
 
 REPO = Path(__file__).resolve().parents[1]
 WORK = REPO / "benchmarks" / "work" / "seeds"
@@ -115,33 +116,24 @@ def train(store, name, sweeps, seeds=None, **model) -> Path:
 
 
 def test_theta(run: Path, checkpoint: int | None) -> np.ndarray:
-    from topictk.evaluation.infer import infer_documents, split_documents
-    from topictk.evaluation.run import LoadedRun
-    loaded = LoadedRun(run, checkpoint)
-    docs, features = split_documents(loaded.store, "test")
-    blocks = list(infer_documents(loaded, docs, str(loaded.store.path), sweeps=50,
-                                  burn_in=25, seed=0, threads=1, features=features))
-    return np.vstack([b for _, b in blocks])
+    """theta of the test documents' observed parts under the run (or its ``checkpoint``):
+    the Gibbs fold-in of ``Run.doc_topic``, 50 sweeps (25 burn-in), seed 0, one thread."""
+    return topictk.load_run(run, checkpoint).doc_topic(split="test", sweeps=50, burn_in=25,
+                                                       seed=0, threads=1)
 
 
 def phi_theta(store, phi: np.ndarray, alpha: float = 0.1, sweeps: int = 50, burn_in: int = 25,
               seed: int = 0) -> np.ndarray:
-    """The test theta of :func:`test_theta` for topics (K, V) from anywhere: the Gibbs fold-in
-    a Gibbs run's ``infer`` does (same blocks, streams and seed), with weights ``phi``."""
-    from topictk.evaluation.infer import BLOCK_DOCS, split_documents
-    from topictk.inference.base import INFER_CHUNK_DOCS, FoldInPlan, gibbs_fold_in
-    docs, _ = split_documents(store, "test")
-    weights = np.ascontiguousarray(np.asarray(phi, dtype=np.float64).T)
-    prior = np.full((1, weights.shape[1]), alpha)
-    blocks = []
-    for start in range(0, docs.n_docs, BLOCK_DOCS):
-        stop = min(docs.n_docs, start + BLOCK_DOCS)
-        lo, hi = docs.doc_ptr[start], docs.doc_ptr[stop]
-        plan = FoldInPlan.for_infer(stop - start, sweeps=sweeps, burn_in=burn_in, seed=seed,
-                                    threads=1, first_chunk=start // INFER_CHUNK_DOCS)
-        blocks.append(gibbs_fold_in(weights, prior, docs.doc_ptr[start:stop + 1] - lo,
-                                    docs.words[lo:hi], plan))
-    return np.vstack(blocks)
+    """The test theta of :func:`test_theta` for topics (K, V) from anywhere
+    (``topictk.fold_in``: the same blocks, streams and seed as a Gibbs run's fold-in)."""
+    return topictk.fold_in(store, phi, alpha, split="test", sweeps=sweeps, burn_in=burn_in,
+                           seed=seed, threads=1)
+
+
+def lookup(word: str, index: dict[str, int]) -> int | None:
+    """A seed word's id as topictk finds it (docs/seeds.md): as written, else lower-cased."""
+    found = index.get(word)
+    return index.get(word.lower()) if found is None else found
 
 
 def tomotopy_phi(store_path: Path, name: str, seeds: dict, sweeps: int) -> np.ndarray:
@@ -153,9 +145,7 @@ def tomotopy_phi(store_path: Path, name: str, seeds: dict, sweeps: int) -> np.nd
         return np.load(cached)["phi"]
     import tomotopy as tp
 
-    from topictk.corpus.store import CorpusStore
-    from topictk.inference.seeds import lookup
-    store = CorpusStore.open(store_path)
+    store = topictk.open_store(store_path)
     train_docs = store.train()
     vocab, V, K = list(store.vocab), store.n_words, 20
     doc_ptr, words = np.asarray(train_docs.doc_ptr), np.asarray(train_docs.words)
@@ -185,7 +175,6 @@ def tomotopy_phi(store_path: Path, name: str, seeds: dict, sweeps: int) -> np.nd
 
 def phi_in_top(phi: np.ndarray, vocab, seeds: dict, top: int = 10) -> tuple[int, int]:
     """Seed words (in the vocabulary) among their topic's ``top`` most probable words."""
-    from topictk.inference.seeds import lookup
     index = {w: i for i, w in enumerate(vocab)}
     ids = [(k, lookup(w, index)) for k, g in enumerate(seeds.values()) for w in g]
     ids = [(k, i) for k, i in ids if i is not None]
@@ -193,8 +182,7 @@ def phi_in_top(phi: np.ndarray, vocab, seeds: dict, top: int = 10) -> tuple[int,
 
 
 def groups(store: Path) -> tuple[np.ndarray, list[str]]:
-    from topictk.corpus.store import CorpusStore
-    meta = CorpusStore.open(store).metadata("test")
+    meta = topictk.open_store(store).metadata("test")
     names = sorted(SEEDS_A)
     return np.array([names.index(m["group"]) for m in meta]), names
 
@@ -263,8 +251,7 @@ def main() -> None:
                accuracy(test_theta(run, None), truth, names))
         record(f"seeds in top 10, prior (A, weight {w}), {S} sweeps", in_top(run))
     if args.peers:
-        from topictk.corpus.store import CorpusStore
-        opened = CorpusStore.open(store)
+        opened = topictk.open_store(store)
         for tag, seeds in (("A", SEEDS_A), ("B", SEEDS_B)):
             phi = tomotopy_phi(store, f"tomotopy-{tag}-{S}", seeds, S)
             record(f"tomotopy set_word_prior ({tag}), {S} sweeps",

@@ -3,7 +3,7 @@
 Prepare a corpus once (``topictk prepare``), train any inference algorithm on it from a YAML
 experiment (``topictk train``), and score every run on the same held-out tokens
 (``topictk evaluate``). From Python: :func:`load_run`, :func:`open_store`, :func:`prepare`,
-:func:`score_topic_word`, :func:`coherence`, :func:`compare_runs` and
+:func:`score_topic_word`, :func:`fold_in`, :func:`coherence`, :func:`compare_runs` and
 :func:`intrusion_precision` (:mod:`topictk.api`), imported on first use so
 that ``import topictk`` stays light.
 """
@@ -11,8 +11,8 @@ from __future__ import annotations
 
 __version__ = "0.1.0"
 
-__all__ = ["Run", "coherence", "compare_runs", "intrusion_precision", "load_run", "open_store",
-           "prepare", "score_topic_word"]
+__all__ = ["Run", "coherence", "compare_runs", "fold_in", "intrusion_precision", "load_run",
+           "open_store", "prepare", "score_topic_word"]
 
 
 def __getattr__(name: str):

@@ -21,8 +21,8 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["Run", "coherence", "compare_runs", "intrusion_precision", "load_run", "open_store",
-           "prepare", "score_topic_word"]
+__all__ = ["Run", "coherence", "compare_runs", "fold_in", "intrusion_precision", "load_run",
+           "open_store", "prepare", "score_topic_word"]
 
 
 def load_run(path: str | Path, checkpoint: int | None = None, *,
@@ -142,27 +142,30 @@ class Run:
         """
         return np.array(self._loaded.topic_word(), dtype=np.float64, copy=True)
 
-    def doc_topic(self, *, sweeps: int = 50, burn_in: int = 25, seed: int | None = None,
-                  threads: int | None = None) -> np.ndarray:
-        """Topic proportions of the training documents.
+    def doc_topic(self, *, split: str = "train", sweeps: int = 50, burn_in: int = 25,
+                  seed: int | None = None, threads: int | None = None) -> np.ndarray:
+        """Topic proportions of the store's training (or test) documents.
 
-        Every algorithm gets them the same way: the training documents are folded in with
-        the model fixed, exactly as :meth:`infer` (and ``topictk infer``) folds in new
-        documents, so the rows of runs of different algorithms can be compared.
+        Every algorithm gets them the same way: the documents are folded in with the model
+        fixed, exactly as :meth:`infer` (and ``topictk infer``) folds in new documents, so
+        the rows of runs of different algorithms can be compared.
 
         Parameters
         ----------
+        split : {"train", "test"}
+            The training documents, or the observed part of the test documents (what
+            document completion folds in).
         sweeps, burn_in, seed, threads
             As for :meth:`infer`.
 
         Returns
         -------
         numpy.ndarray
-            theta, (D, K) float64, row ``d`` for training document ``d`` of the store.
+            theta, (D, K) float64, row ``d`` for document ``d`` of the split.
         """
-        from topictk.evaluation.infer import infer_documents, training_documents
+        from topictk.evaluation.infer import infer_documents, split_documents
 
-        docs, features = training_documents(self.store)
+        docs, features = split_documents(self.store, _split(split))
         blocks = infer_documents(self._loaded, docs, str(self.store.path), sweeps=sweeps,
                                  burn_in=burn_in, seed=seed, threads=threads, features=features)
         return _stack(blocks, self.n_topics)
@@ -352,6 +355,49 @@ class Run:
         blocks = infer_documents(self._loaded, docs, "documents", sweeps=sweeps,
                                  burn_in=burn_in, seed=seed, threads=threads)
         return _stack(blocks, self.n_topics)
+
+
+def _split(split: str) -> str:
+    if split not in ("train", "test"):
+        raise ValueError(f"split must be 'train' or 'test'; got {split!r}")
+    return split
+
+
+def fold_in(store, topic_word, alpha=0.1, *, split: str = "test", sweeps: int = 50,
+            burn_in: int = 25, seed: int = 0, threads: int = 1) -> np.ndarray:
+    """Topic proportions of a store's documents under topics from anywhere.
+
+    The documents are folded in by collapsed Gibbs with the topics fixed, in the blocks and
+    random streams a collapsed Gibbs run's :meth:`Run.doc_topic` uses, so that given a
+    topictk Gibbs run's own :meth:`Run.topic_word` and α it gives that run's numbers, and
+    another library's topics are compared with it document for document.
+
+    Parameters
+    ----------
+    store : CorpusStore or str or Path
+        The store (see :func:`open_store`).
+    topic_word : numpy.ndarray
+        (K, V) non-negative topic-word weights over the store's vocabulary.
+    alpha : float or numpy.ndarray
+        The Dirichlet document prior: a number or (K,).
+    split : {"test", "train"}
+        The observed part of the test documents, or the training documents.
+    sweeps, burn_in, seed, threads
+        Fold-in sweeps, those discarded, its seed and threads (the numbers do not depend on
+        the threads).
+
+    Returns
+    -------
+    numpy.ndarray
+        theta, (D, K) float64, row ``d`` for document ``d`` of the split.
+    """
+    from topictk.evaluation.infer import fold_in_topic_word
+
+    if isinstance(store, (str, Path)):
+        store = open_store(store)
+    return fold_in_topic_word(store, np.asarray(topic_word, dtype=np.float64), alpha,
+                              _split(split), sweeps=sweeps, burn_in=burn_in, seed=seed,
+                              threads=threads)
 
 
 def _stack(blocks, n_topics: int) -> np.ndarray:

@@ -154,6 +154,23 @@ def test_doc_topic_folds_in_the_training_documents(gibbs_run, store):
     assert not np.array_equal(run.doc_topic(seed=99), theta)
 
 
+def test_doc_topic_of_the_test_documents_and_fold_in_of_any_topics(point_run, store):
+    run = api.load_run(point_run)       # one phi-hat, no saved samples to average over
+    test = api.open_store(store).test_observed()
+    theta = run.doc_topic(split="test")
+    assert theta.shape == (test.n_docs, 6)
+    # the same fold-in over the run's own topics and alpha, from anywhere: the same rows
+    alpha, seed = float(run.config.model.alpha), run.config.training.seed
+    np.testing.assert_array_equal(api.fold_in(store, run.topic_word(), alpha, seed=seed), theta)
+    # other topics, other rows; training documents on request
+    flat = np.ones_like(run.topic_word())
+    assert not np.array_equal(api.fold_in(store, flat, alpha, seed=seed), theta)
+    np.testing.assert_array_equal(api.fold_in(store, run.topic_word(), alpha, split="train",
+                                              seed=seed), run.doc_topic())
+    with pytest.raises(ValueError, match="split must be 'train' or 'test'"):
+        run.doc_topic(split="held-out")
+
+
 def test_score_topic_word_is_the_point_evaluation(point_run, store):
     run = api.load_run(point_run)
     expected = run.evaluate()

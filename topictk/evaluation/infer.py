@@ -36,7 +36,7 @@ from topictk.corpus.store import csr_to_tokens
 from topictk.corpus.tables import TableOptions, check_table_options
 from topictk.corpus.text import tokenize
 from topictk.errors import CorpusError, CorpusUsageError, UsageError
-from topictk.inference.base import INFER_CHUNK_DOCS
+from topictk.inference.base import INFER_CHUNK_DOCS, FoldInPlan, gibbs_fold_in
 from topictk.inference.sampled import cluster_infer_blocks
 from topictk.evaluation.labels import run_labels
 from topictk.evaluation.topic_listing import labelled_column
@@ -331,6 +331,26 @@ def split_documents(store, split: str) -> tuple[NewDocuments, np.ndarray | None]
                         unknown=np.zeros(part.n_docs, dtype=np.int64), metas=None)
     features = store.features(split)
     return docs, None if features is None else np.asarray(features)
+
+
+def fold_in_topic_word(store, topic_word: np.ndarray, alpha, split: str, *, sweeps: int = 50,
+                       burn_in: int = 25, seed: int = 0, threads: int = 1) -> np.ndarray:
+    """theta (D, K) of the store's ``split`` under topics (K, V) from anywhere, by the Gibbs
+    fold-in in the blocks and streams of :func:`infer_documents` (so that a collapsed Gibbs
+    run's own phi-hat and alpha give its numbers)."""
+    docs, _ = split_documents(store, split)
+    weights = np.ascontiguousarray(np.asarray(topic_word, dtype=np.float64).T)
+    K = weights.shape[1]
+    prior = np.broadcast_to(np.asarray(alpha, dtype=np.float64), (K,)).reshape(1, K).copy()
+    blocks = [np.zeros((0, K))]
+    for start in range(0, docs.n_docs, BLOCK_DOCS):
+        stop = min(docs.n_docs, start + BLOCK_DOCS)
+        lo, hi = docs.doc_ptr[start], docs.doc_ptr[stop]
+        plan = FoldInPlan.for_infer(stop - start, sweeps=sweeps, burn_in=burn_in, seed=seed,
+                                    threads=threads, first_chunk=start // INFER_CHUNK_DOCS)
+        blocks.append(gibbs_fold_in(weights, prior, docs.doc_ptr[start:stop + 1] - lo,
+                                    docs.words[lo:hi], plan))
+    return np.vstack(blocks)
 
 
 def training_documents(store) -> tuple[NewDocuments, np.ndarray | None]:
