@@ -20,7 +20,8 @@ from pathlib import Path
 import yaml
 
 import harness as h
-from bench_seeds import SEEDS_A, SEEDS_B, WORK, accuracy, config, groups, in_top, test_theta
+from bench_seeds import (SEEDS_A, SEEDS_B, SEEDS_C, WORK, accuracy, config, groups, in_top,
+                         test_theta)
 
 OUT = Path(__file__).resolve().parent / "results" / "keyatm.md"
 
@@ -62,11 +63,15 @@ def main() -> None:
     run = train(store, f"keyatm-B-{S}", S, SEEDS_B)
     record(f"keyatm (B), {S} sweeps", accuracy(test_theta(run, None), truth, names))
     record(f"seeds in top 10, keyatm (B), {S} sweeps", in_top(run))
+    run = train(store, f"keyatm-C-{S}", S, SEEDS_C)
+    record(f"keyatm (C), {S} sweeps", accuracy(test_theta(run, None), truth, names))
+    record(f"seeds in top 10, keyatm (C), {S} sweeps", in_top(run))
     lines = ["# The keyword topic model on 20 Newsgroups (K = 20)", "",
              f"bydate store, {len(truth)} test documents, keyatm (gamma1 = gamma2 = 1, "
              f"beta_keyword 0.1), exact chain, one thread, alpha 0.1, beta 0.01, training seed "
              f"1; fold-in 50 sweeps (25 burn-in). Wall time {time.time() - t0:.0f} s. Protocol, "
              f"seed lists and the seeded LDA rows: benchmarks/bench_seeds.py, seeds.md.", "",
+             "Command: `python benchmarks/bench_keyatm.py`", "", *h.machine_info(), "",
              "| measure | value |", "| --- | --- |"]
     for name, value in rows:
         text = (f"{value[0]} of {value[1]}" if isinstance(value, tuple) else f"{100 * value:.1f} %")
