@@ -25,29 +25,19 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 import bench_seeds as b  # noqa: E402
 import harness as h  # noqa: E402
+from topictk.inference.seeds import seed_init_topics, seed_mode  # noqa: E402
 
 SEEDS = (1, 2, 3)
 SWEEPS = 1000
 LISTS = {"A": b.SEEDS_A, "B": b.SEEDS_B}
 
 
-def start_always(config, vocab) -> np.ndarray | None:
-    """The seed words' starting topics whatever the mode (the first of a shared word's)."""
-    from topictk.inference.seeds import seed_rows
-    rows = seed_rows(config, vocab)
-    if not rows:
-        return None
-    start = np.full(len(vocab), -1, dtype=np.int32)
-    for k, (_, ids) in enumerate(rows):
-        for w in ids:
-            if start[w] < 0:
-                start[w] = k
-    return start
+# the seed words' starting topics whatever the mode: the prior mode's start since it became so
+start_always = seed_init_topics
 
 
 def start_uniform(config, vocab) -> np.ndarray | None:
     """The start before: the seed words' topics with ``seed_mode: init`` only."""
-    from topictk.inference.seeds import seed_mode
     return start_always(config, vocab) if seed_mode(config) == "init" else None
 
 

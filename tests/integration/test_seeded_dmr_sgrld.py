@@ -6,8 +6,7 @@ from __future__ import annotations
 import numpy as np
 
 from tests.integration._cli import assert_same_run, ok, write_config
-
-SEEDS = {"errors": ["exception", "raise", "error"], "strings": ["string", "characters", "format"]}
+from tests.integration.test_seeded_families import SEEDS, _seed_probability
 INFERENCE = {"algorithm": "dmr-sgrld", "iterations": 32, "batch_size": 32, "sweeps": 4,
              "burn_in": 8, "thin": 8}
 
@@ -21,15 +20,6 @@ def _train(directory, store, name, seeds=True, *extra):
                           training={"seed": 5, "eval_every": 4, "checkpoint_every": 4})
     ok("train", "--config", config, "-q", *extra)
     return config, directory / name
-
-
-def _seed_probability(run_dir, store) -> np.ndarray:
-    """phi of each seed word in its seeded topic (the i-th label's row i)."""
-    import topictk
-    phi = topictk.load_run(run_dir).topic_word()
-    vocab = (store / "vocab.txt").read_text().split()
-    return np.array([phi[k, vocab.index(w)] for k, words in enumerate(SEEDS.values())
-                     for w in words])
 
 
 def test_seed_words_are_pulled_into_their_topics(tmp_path, meta_store):
