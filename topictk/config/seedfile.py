@@ -15,7 +15,8 @@ from typing import Any
 import yaml
 
 from topictk.errors import ConfigError
-from topictk.limits import short
+from topictk.config.textfile import read_text_file
+from topictk.limits import short, text_lines
 
 MAX_SEED_FILE = 16 << 20        # bytes: a larger file is not a seed file
 SEED_FIX = "give a mapping of labels to lists of words, e.g. {space: [nasa, orbit]}"
@@ -55,25 +56,15 @@ def read_seed_file(path: str | Path) -> dict[str, list[str]]:
     """The seed words of a seed file (module docstring). Raises ConfigError naming the file,
     and the line of a text file, for what cannot be read or is not a seed list."""
     path = Path(path)
-    try:
-        if path.stat().st_size > MAX_SEED_FILE:
-            raise ConfigError(f"{path}: larger than {MAX_SEED_FILE >> 20} MB, not a seed "
-                              f"file; give one label and its words per line")
-        text = path.read_bytes().decode("utf-8")
-    except FileNotFoundError:
-        raise ConfigError(f"{path}: seed file not found (model.seed_file); give a file of "
-                          f"'label word word ...' lines, relative to the config") from None
-    except IsADirectoryError:
-        raise ConfigError(f"{path}: is a folder; model.seed_file names a file of "
-                          f"'label word word ...' lines") from None
-    except OSError as exc:
-        raise ConfigError(f"{path}: cannot be read ({exc.strerror or exc}); check its "
-                          f"permissions") from None
-    except UnicodeDecodeError:
-        raise ConfigError(f"{path}: not UTF-8 text; save the seed file as UTF-8") from None
+    text = read_text_file(path, MAX_SEED_FILE, "seed file", "'label word word ...' lines",
+                          " (model.seed_file is relative to the config)")
     if path.suffix.lower() in (".yaml", ".yml"):
+        from topictk.config.loader import DuplicateKeyError, _Loader   # (it reads this module)
+
         try:
-            data = yaml.safe_load(text)
+            data = yaml.load(text, Loader=_Loader)
+        except DuplicateKeyError as exc:
+            raise ConfigError(f"{path}: {exc.problem}") from None
         except yaml.YAMLError as exc:
             mark = getattr(exc, "problem_mark", None)
             line = f":{mark.line + 1}" if mark is not None else ""
@@ -82,7 +73,7 @@ def read_seed_file(path: str | Path) -> dict[str, list[str]]:
                               f"'label: [word, word]' per topic") from None
         return check_seed_words(data, "seed file", str(path))
     seeds: dict[str, list[str]] = {}
-    for number, line in enumerate(text.splitlines(), start=1):
+    for number, line in enumerate(text_lines(text), start=1):
         body = line.strip()
         if not body or body.startswith("#"):
             continue

@@ -20,6 +20,8 @@ from pathlib import Path
 
 from topictk._fileio import atomic_write_text
 from topictk.errors import ConfigError, UsageError
+from topictk.config.textfile import read_text_file
+from topictk.limits import text_lines
 from topictk.numbering import topic_number, topic_row
 
 LABELS_FILE = "labels.tsv"
@@ -50,27 +52,11 @@ def read_labels(path: str | Path, n_topics: int) -> dict[int, str]:
     UTF-8, a line without a tab, a topic that is not a whole number or not a topic of the
     model (1 to ``n_topics``), a topic given twice, and an empty or overlong label."""
     path = Path(path)
-    try:
-        if path.stat().st_size > MAX_BYTES:
-            raise ConfigError(f"{path}: larger than {MAX_BYTES >> 20} MB, not a labels file; "
-                              f"give a file of topic<TAB>label lines")
-        text = path.read_bytes().decode("utf-8")
-    except FileNotFoundError:
-        raise ConfigError(f"{path}: labels file not found; give a file of topic<TAB>label "
-                          f"lines, or write one with 'topictk labels RUN --set N=LABEL'") from None
-    except IsADirectoryError:
-        raise ConfigError(f"{path}: is a folder; give a labels file (topic<TAB>label "
-                          f"lines)") from None
-    except OSError as exc:
-        raise ConfigError(f"{path}: cannot be read ({exc.strerror or exc}); check its "
-                          f"permissions") from None
-    except UnicodeDecodeError as exc:
-        line = text_line_of(exc)
-        raise ConfigError(f"{path}:{line}: not UTF-8 text; save the labels file as "
-                          f"UTF-8") from None
+    text = read_text_file(path, MAX_BYTES, "labels file", "topic<TAB>label lines",
+                          ", or write one with 'topictk labels RUN --set N=LABEL'")
     labels: dict[int, str] = {}
     first_line: dict[int, int] = {}
-    for number, line in enumerate(text.splitlines(), start=1):
+    for number, line in enumerate(text_lines(text), start=1):
         if not line.strip() or line.lstrip().startswith("#"):
             continue
         where = f"{path}:{number}"
@@ -101,11 +87,6 @@ def read_labels(path: str | Path, n_topics: int) -> dict[int, str]:
         labels[row] = label
         first_line[row] = number
     return labels
-
-
-def text_line_of(exc: UnicodeDecodeError) -> int:
-    """The line (from 1) of the first undecodable byte."""
-    return exc.object[:exc.start].count(b"\n") + 1
 
 
 def written_by_topictk(path: Path) -> bool:
