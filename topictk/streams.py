@@ -7,7 +7,9 @@ re-created from their key whenever needed, so they need no saving; ``topictk inf
 ``(5, c)`` of the seed it is given; the left-to-right estimator of ``topictk evaluate``
 (§11.3) uses the derived ``(6, c)``, the same for every sample; the word phase of a WarpLDA
 sweep (§2.9) uses the persistent ``(7, c)``, one per word chunk; the word-intrusion tasks of
-``topictk export --what intrusion`` draw from ``(8,)`` of their seed.
+``topictk export --what intrusion`` draw from ``(8,)`` of their seed; the global draws of a
+hierarchical Dirichlet process chain after every sweep (tables, weights, concentrations,
+§2.15) from the persistent ``(9,)``.
 """
 from __future__ import annotations
 
@@ -19,6 +21,8 @@ MAIN = (1,)
 WARP_WORDS = (7,)
 #: the draws of the word-intrusion tasks (intruders and the order shown)
 INTRUSION = (8,)
+#: the global draws of a hierarchical Dirichlet process chain (docs/algorithms.md §2.15)
+HDP = (9,)
 
 
 def local_key(t: int, chunk: int) -> tuple[int, ...]:

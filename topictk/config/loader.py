@@ -4,6 +4,7 @@ from __future__ import annotations
 import copy
 import difflib
 import itertools
+import math
 import re
 import sys
 from pathlib import Path
@@ -475,6 +476,8 @@ def validate(raw: dict, where: str, base_dir: Path, catalogue: Catalogue,
         "output": str((base_dir / raw["output"]).resolve()),
         "model": model, "inference": inference, "training": training, "evaluation": evaluation,
     }
+    if model["family"] == "hdp":
+        _resolve_max_topics(model, data["corpus"])
     _check_cluster(training, algorithm, where, catalogue)
     _check_alpha(model, algorithm, where, catalogue)
     driver_cls.check_config(data, where)
@@ -530,6 +533,24 @@ def curve_docs_of_store(counts: dict) -> int:
     wanted = min(CURVE_DOCS_MAX, max(CURVE_DOCS_MIN,
                                      int(CURVE_SHARE * int(counts["train_documents"]))))
     return max(1, min(wanted, int(counts["test_documents"])))
+
+
+#: model.max_topics: auto without a readable store (opening the store then says what is wrong)
+MAX_TOPICS_NO_STORE = 100
+
+
+def _resolve_max_topics(model: dict, corpus: str) -> None:
+    """``model.max_topics`` of the hierarchical Dirichlet process as a number, and
+    ``model.topics`` (the K of its arrays) equal to it: ``auto`` is model.topics when given
+    (a saved run's config), else min(V, ceil(4 sqrt(D))) of the store's counts alone."""
+    if model["max_topics"] == "auto":
+        if model.get("topics") is not None:
+            model["max_topics"] = int(model["topics"])
+        else:
+            counts = _store_counts(corpus)
+            model["max_topics"] = (MAX_TOPICS_NO_STORE if counts is None else max(2, min(
+                counts["vocabulary"], math.ceil(4 * math.sqrt(counts["train_documents"])))))
+    model["topics"] = int(model["max_topics"])
 
 
 def _store_counts(corpus: str) -> dict | None:

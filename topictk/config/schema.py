@@ -153,7 +153,7 @@ MAX_TOPICS = 1_000_000
 FAMILY_HELP = "model family; left out, the family the algorithm trains"
 
 #: the model families (model.family)
-FAMILIES = ("lda", "dmr", "dlda", "keyatm")
+FAMILIES = ("lda", "dmr", "dlda", "keyatm", "hdp")
 
 MODEL = {
     "family": Option("choice", "lda", choices=FAMILIES, help=FAMILY_HELP),
@@ -224,8 +224,41 @@ MODEL_KEYATM = {
                                 "seed words"),
 }
 
+# the hierarchical Dirichlet process (docs/algorithms.md §2.15; weak limit, the concentrations'
+# priors of Teh, Jordan, Beal & Blei 2006 §7.1): trained by inference.algorithm gibbs
+MODEL_HDP = {
+    "family": Option("choice", "hdp", choices=FAMILIES, help=FAMILY_HELP),
+    "max_topics": Option("int", "auto", low=2, high=MAX_TOPICS, auto=True,
+                         help="K_max, the topic slots of the weak limit (live K is inferred "
+                              "below it); auto = min(V, ceil(4 sqrt(D))) of the store"),
+    "topics": Option("int", None, low=2, high=MAX_TOPICS, nullable=True,
+                     help="K_max; filled in from max_topics"),
+    "initial_topics": Option("int", 1, low=1, high=MAX_TOPICS,
+                             help="the slots every token starts in (uniformly); the others "
+                                  "start empty and topics are born from them"),
+    "alpha": Option("float", 1.0, low=0, low_open=True,
+                    help="start of alpha_0, the document concentration: theta_d ~ "
+                         "Dir(alpha_0 pi)"),
+    "gamma": Option("float", 1.0, low=0, low_open=True,
+                    help="start of gamma, the top-level concentration: pi ~ Dir(gamma / "
+                         "K_max)"),
+    "beta": Option("float", 0.01, low=0, low_open=True, help="symmetric topic-word prior"),
+    "resample_concentration": Option("bool", True,
+                                     help="resample alpha_0 and gamma after every sweep "
+                                          "(auxiliary variables); false keeps their starts"),
+    "alpha_a": Option("float", 1.0, low=0, low_open=True,
+                      help="alpha_0 ~ Gamma(alpha_a, rate alpha_b)"),
+    "alpha_b": Option("float", 1.0, low=0, low_open=True,
+                      help="alpha_0 ~ Gamma(alpha_a, rate alpha_b)"),
+    "gamma_a": Option("float", 1.0, low=0, low_open=True,
+                      help="gamma ~ Gamma(gamma_a, rate gamma_b)"),
+    "gamma_b": Option("float", 0.1, low=0, low_open=True,
+                      help="gamma ~ Gamma(gamma_a, rate gamma_b)"),
+}
+
 # model.family -> the keys of the model section (families not listed use MODEL)
-MODEL_FAMILIES = {"dlda": MODEL_DLDA, "dmr": MODEL_DMR, "keyatm": MODEL_KEYATM}
+MODEL_FAMILIES = {"dlda": MODEL_DLDA, "dmr": MODEL_DMR, "keyatm": MODEL_KEYATM,
+                  "hdp": MODEL_HDP}
 
 INFERENCE_COMMON = {
     "algorithm": Option("choice", _REQUIRED, choices=(), help="inference algorithm"),

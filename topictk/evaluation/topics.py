@@ -197,6 +197,9 @@ def render_topics(driver, state, vocab: list[str], *, top: int, fmt: str,
                 t["features"] = feats
         if annotate is not None:    # labels and representative documents (topic_listing)
             annotate(table)
+        listed = driver.listed_topics(state)
+        if listed is not None:      # the live topics of a hierarchical Dirichlet process
+            table = [table[k] for k in listed]
         return format_topics(table, fmt)
     layers = list(range(1, depth + 1)) if layer is None else [layer]
     return format_layers(layer_tables(driver, state, vocab, top, layers), fmt)

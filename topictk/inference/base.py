@@ -528,6 +528,11 @@ class Driver(ABC):
         """The algorithm's own per-token objective (log joint, bound), if it has one."""
         return None
 
+    def listed_topics(self, state: Any) -> np.ndarray | None:
+        """The rows of the topics ``topics`` lists, ascending, when not every topic (a
+        hierarchical Dirichlet process lists its live topics); None: all (the default)."""
+        return None
+
     def ranked_words(self, state: Any, n: int) -> tuple[np.ndarray, np.ndarray] | None:
         """(K, n) word ids of every topic by :meth:`topic_word` descending, ties by ascending
         word id, and their (K, n) probabilities, when the driver finds them without forming

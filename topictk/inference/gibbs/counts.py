@@ -312,6 +312,14 @@ class GibbsCounts(ABC):
     def learnt_alpha(self, state) -> np.ndarray:
         """alpha after Minka's fixed-point update from the counts of z (§2.5)."""
 
+    def metrics(self, state) -> dict:
+        """What the chain adds to a step's metrics line; by default nothing."""
+        return {}
+
+    def listed_topics(self, state) -> np.ndarray | None:
+        """The rows ``topics`` lists; None: every topic."""
+        return None
+
     def check_resumable(self, state) -> None:
         """Raise ValueError when this sampler cannot continue the restored ``state``."""
 

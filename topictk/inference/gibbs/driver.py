@@ -78,6 +78,8 @@ def check_schedule(data: dict, where: str, warp: bool = True) -> None:
     inference, training = data["inference"], data.get("training", {})
     if data["model"].get("family") == "keyatm":
         check_keyatm(data, where)
+    if data["model"].get("family") == "hdp":
+        check_hdp(data, where)
     if inference.get("chunks") is not None and inference.get("blocks") is not None:
         raise ConfigError(f"inference.chunks = {inference['chunks']} and inference.blocks = "
                           f"{inference['blocks']} choose two different parallel schedules; "
@@ -105,6 +107,9 @@ def counts_class(inference, n_topics: int, warp: bool = True,
     if family == "keyatm":
         from topictk.inference.gibbs.keyatm import KeyATMCounts  # noqa: PLC0415 (its family)
         return KeyATMCounts
+    if family == "hdp":
+        from topictk.inference.gibbs.hdp import HDPCounts  # noqa: PLC0415 (its family)
+        return HDPCounts
     return {"warp": WarpCounts, "mh": MHCounts}.get(resolved_sampler(inference, n_topics, warp),
                                                    SparseLDACounts)
 
@@ -121,6 +126,8 @@ def count_representation(config, doc_ptr: np.ndarray, words: np.ndarray, n_words
     layout = SweepLayout.of(opts, doc_ptr, words, n_words, K, threads, representation.ADLDA)
     if family == "keyatm":
         return representation(layout, opts, MH_STEPS, sync, config=config, vocab=vocab)
+    if family == "hdp":
+        return representation(layout, opts, MH_STEPS, sync, config=config)
     steps = MH_STEPS if getattr(opts, "mh_steps", None) is None else opts.mh_steps
     counts = representation(layout, opts, steps, sync)
     if seed_words(config) and len(vocab):
@@ -148,6 +155,22 @@ def check_keyatm(data: dict, where: str) -> None:
     if data.get("evaluation", {}).get("fold_in") == "mh":
         raise ConfigError(f"evaluation.fold_in: mh does not apply to the keyword topic model; "
                           f"use gibbs ({where})")
+
+
+def check_hdp(data: dict, where: str) -> None:
+    """The hierarchical Dirichlet process (``model.family: hdp``) samples z by SparseLDA or
+    the dense sampler, on one machine."""
+    inference, training = data["inference"], data.get("training", {})
+    if inference.get("sampler") not in (None, "sparse", "dense"):
+        raise ConfigError(f"inference.sampler: {inference['sampler']} does not sample "
+                          f"model.family: hdp yet; use sparse or dense, or leave it out "
+                          f"({where})")
+    if training.get("scheduler") is not None or training.get("dask_workers") is not None:
+        raise ConfigError(f"model.family: hdp does not run on a Dask cluster yet; leave "
+                          f"training.scheduler and training.dask_workers out ({where})")
+    if data.get("evaluation", {}).get("fold_in") == "mh":
+        raise ConfigError(f"evaluation.fold_in: mh does not apply to model.family: hdp; use "
+                          f"gibbs ({where})")
 
 
 #: ``inference.chunks`` and ``inference.blocks`` of the Gibbs drivers (gibbs, dmr-sem)
@@ -208,8 +231,9 @@ class GibbsDriver(GibbsClusterMixin, SampledDriver):
 
     name = "gibbs"
     traits = Traits(kind="sampled", paper="Griffiths & Steyvers 2004; Yao, Mimno & McCallum "
-                    "2009; Newman et al. 2009; keyatm: Eshima, Imai & Sasaki 2024",
-                    families=("keyatm",), cluster=True, cluster_fold_in=True,
+                    "2009; Newman et al. 2009; keyatm: Eshima, Imai & Sasaki 2024; hdp: Teh, "
+                    "Jordan, Beal & Blei 2006, Fox et al. 2011",
+                    families=("keyatm", "hdp"), cluster=True, cluster_fold_in=True,
                     alpha_auto=True, sweep_steps=True, objective="log_joint_per_token")
     STATE = CountState
     WARP = True                 # inference.sampler: auto may pick WarpLDA (one prior only)
@@ -345,6 +369,7 @@ class GibbsDriver(GibbsClusterMixin, SampledDriver):
         collect = (state.step > opts.burn_in and (state.step - opts.burn_in) % opts.thin == 0)
         extra["fallbacks"] = fallbacks
         extra["sampler"] = ran         # the sampler that ran the sweep
+        extra.update(self.counts.metrics(state))
         return StepInfo(tokens=self.n_tokens, documents=self.n_docs, collect_sample=collect,
                         extra=extra)
 
@@ -358,6 +383,9 @@ class GibbsDriver(GibbsClusterMixin, SampledDriver):
     def ranked_words(self, state: CountState,
                      n: int) -> tuple[np.ndarray, np.ndarray] | None:
         return self.counts.ranked_words(state, n)
+
+    def listed_topics(self, state: CountState) -> np.ndarray | None:
+        return self.counts.listed_topics(state)
 
     def objective(self, state: CountState) -> float:
         """Collapsed log joint ln p(w, z | alpha, beta) per token (§1.3)."""

@@ -1,0 +1,96 @@
+"""The hierarchical Dirichlet process (``model.family: hdp``, docs/algorithms.md §2.15) through
+the command line: training records live K and the concentrations and evaluates with alpha_0 pi
+as the fold-in prior, a resumed chain is the uninterrupted one, threads change no number, and
+on a planted corpus live K settles near the number of planted topics."""
+from __future__ import annotations
+
+import json
+
+import numpy as np
+
+from tests.fixtures import cut_back_run, planted_corpus, write_token_store
+from tests.integration._cli import assert_same_run, model_arrays, ok, write_config
+from topictk.numbering import topic_number
+
+
+def _config(tmp_path, store, name, **sections):
+    model = {"family": "hdp", "topics": None, **sections.pop("model", {})}
+    inference = {"iterations": 40, **sections.pop("inference", {})}
+    training = {"eval_every": 20, "checkpoint_every": 20, **sections.pop("training", {})}
+    return write_config(tmp_path, store, f"{name}.yaml", output=str(tmp_path / name),
+                        model=model, inference=inference, training=training, **sections)
+
+
+def test_trains_records_live_k_and_evaluates(example_store, tmp_path):
+    """K_max is min(V, ceil(4 sqrt(307))) = 71 on the example corpus; every metrics line has
+    live K (topics with tokens, at most K_max), alpha_0 and gamma; the state's alpha is
+    alpha_0 pi, pi on the simplex; evaluate scores the run with that prior."""
+    ok("train", "--config", _config(tmp_path, example_store, "h"), "-q")
+    lines = [json.loads(x) for x in (tmp_path / "h" / "metrics.jsonl").read_text().splitlines()]
+    assert [m["step"] for m in lines] == [20, 40]
+    for m in lines:
+        assert 1 <= m["live_k"] <= 71 and m["alpha"] > 0 and m["gamma"] > 0
+        assert np.isfinite(m["perplexity_point"])
+    header, arrays = model_arrays(tmp_path / "h")
+    assert arrays["pi"].shape == (71,)
+    np.testing.assert_allclose(arrays["pi"].sum(), 1.0)
+    np.testing.assert_allclose(arrays["alpha"], header["state"]["concentration"] * arrays["pi"])
+    assert lines[-1]["live_k"] == np.count_nonzero(arrays["nk"])
+    assert arrays["tables"].sum() > 0
+    assert np.all((arrays["tables"] > 0) <= (arrays["nk"] > 0))
+    line = next(x for x in ok("evaluate", tmp_path / "h").stdout.splitlines()
+                if x.startswith("perplexity:"))
+    assert 1 < float(line.split()[1]) < 1737, line
+
+
+def test_resumed_equals_uninterrupted_and_threads_change_nothing(example_store, tmp_path):
+    """The run cut back to its checkpoint at step 20 and resumed ends where the whole run ends
+    (z, counts, pi, tables, alpha_0, gamma, every stream, the metrics); two AD-LDA chunks on
+    two threads give the same run as on one."""
+    sections = {"inference": {"chunks": 2}, "training": {"threads": 1}}
+    ok("train", "--config", _config(tmp_path, example_store, "one", **sections), "-q")
+    cut_back_run(tmp_path / "one", tmp_path / "cut", 20)
+    ok("train", "--config", _config(tmp_path, example_store, "cut", **sections), "--resume",
+       "-q")
+    assert_same_run(tmp_path / "one", tmp_path / "cut", same_samples=True)
+    sections["training"] = {"threads": 2}
+    ok("train", "--config", _config(tmp_path, example_store, "two", **sections), "-q")
+    assert_same_run(tmp_path / "one", tmp_path / "two", same_samples=True)
+
+
+def test_live_k_settles_near_the_planted_k(tmp_path):
+    """Five well-separated planted topics (95 % of each on 10 words of its own), 300
+    documents, K_max = 20, the default start (every token in one slot) and priors: after 600
+    sweeps the five largest topics hold at least 90 % of the tokens and live K is between 5
+    and 10. The lower bound: each planted topic needs a slot of its own. The upper: single-
+    token moves cannot merge a planted topic split over two slots quickly, and slots are born
+    and die with a few tokens each (on seeds 1-4 the run ends with 5 to 9)."""
+    planted = planted_corpus(4, n_topics=5, n_words=50, n_docs=300)
+    store = write_token_store(tmp_path / "store", planted.docs, 50,
+                              vocab=[f"w{i}" for i in range(50)])
+    ok("train", "--config", write_config(
+        tmp_path, store, "p.yaml", output=str(tmp_path / "p"),
+        model={"family": "hdp", "max_topics": 20, "beta": 0.1},
+        inference={"iterations": 600, "chunks": 1},
+        training={"seed": 4, "eval_every": 100}), "-q")
+    _, arrays = model_arrays(tmp_path / "p")
+    nk = np.sort(arrays["nk"])[::-1]
+    assert nk[:5].sum() >= 0.9 * nk.sum(), nk
+    assert 5 <= np.count_nonzero(nk) <= 10, nk
+
+
+def test_topics_lists_live_topics(tmp_path):
+    """``topics`` lists the slots with tokens only, in slot order under their slot numbers (a
+    topic keeps its id from checkpoint to checkpoint), and no empty slot."""
+    planted = planted_corpus(2, n_topics=3, n_words=30, n_docs=60)
+    store = write_token_store(tmp_path / "store", planted.docs, 30,
+                              vocab=[f"w{i}" for i in range(30)])
+    ok("train", "--config", write_config(
+        tmp_path, store, "t.yaml", output=str(tmp_path / "t"),
+        model={"family": "hdp", "max_topics": 12}, inference={"iterations": 30, "chunks": 1},
+        training={"eval_every": 0}), "-q")
+    _, arrays = model_arrays(tmp_path / "t")
+    live = np.flatnonzero(arrays["nk"])
+    assert 0 < live.size < 12
+    listed = json.loads(ok("topics", tmp_path / "t", "--format", "json").stdout)["topics"]
+    assert [t["topic"] for t in listed] == [topic_number(k) for k in live]

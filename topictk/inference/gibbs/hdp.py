@@ -1,0 +1,202 @@
+"""The hierarchical Dirichlet process topic model (Teh, Jordan, Beal & Blei 2006) as a count
+representation of the Gibbs driver: ``model.family: hdp`` with ``inference.algorithm: gibbs``
+(docs/algorithms.md §2.15).
+
+Weak-limit direct assignment (Fox et al. 2011): K_max topic slots (``model.topics``, resolved
+from ``model.max_topics``), global weights pi ~ Dir(gamma / K_max, ..., gamma / K_max), and
+every document's theta_d ~ Dir(alpha_0 pi). The document prior alpha_0 pi is the per-topic
+prior the SparseLDA and dense kernels already take, so z is swept by them unchanged; after
+every sweep, from one persistent stream (``topictk.streams.HDP``):
+
+1. the tables m_dk ~ CRT(n_dk, alpha_0 pi_k) (:func:`crt_tables`),
+2. pi ~ Dir(gamma / K_max + m_.k) (:func:`draw_weights`),
+3. alpha_0 and gamma by the auxiliary-variable method of Escobar & West (1995) and Teh et al.
+   (2006, appendix A) (:func:`resample_alpha0`, :func:`resample_gamma`),
+
+and the state's alpha becomes alpha_0 pi. Every draw happens in the main thread in a fixed
+order, so the numbers depend on neither threads nor where the run stopped.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from topictk import streams as keys
+from topictk.inference.gibbs import _warp
+from topictk.inference.gibbs.counts import SparseLDACounts
+from topictk.state.hdp import HDPState
+
+#: Gamma (shape, rate) priors of the concentrations: Teh et al. (2006) §7.1, alpha_0 ~
+#: Gamma(1, 1) and gamma ~ Gamma(1, 0.1)
+ALPHA_PRIOR = (1.0, 1.0)
+GAMMA_PRIOR = (1.0, 0.1)
+#: the start of gamma (its prior's mean is 10; 1 starts the weights less even)
+GAMMA_START = 1.0
+#: model.initial_topics: the slots the chain starts in (the HDP samplers of Teh et al. start
+#: from one topic; a small number spreads the first sweeps' work)
+INITIAL_TOPICS = 1
+#: the smallest weight of a topic slot: a Dirichlet draw with shapes gamma / K_max far below 1
+#: underflows to 0, and a zero prior would shut the slot for good (and make ln Gamma(0))
+PI_FLOOR = 1e-250
+#: documents per block of the table draw (bounds its temporaries at a block's tokens)
+CRT_BLOCK = 4096
+
+
+def crt_tables(ndk: np.ndarray, weight: np.ndarray, generator: np.random.Generator
+               ) -> np.ndarray:
+    """m_.k, the tables of every topic summed over documents: m_dk = sum_{i < n_dk}
+    Bernoulli(a_k / (a_k + i)) with a_k = ``weight[k]`` (the Chinese restaurant table
+    distribution), one uniform per (d, k, i) in row-major (d, k) order and i ascending, drawn
+    from ``generator`` in blocks of CRT_BLOCK documents. Returns (K,) int64."""
+    K = ndk.shape[1]
+    tables = np.zeros(K, dtype=np.int64)
+    for begin in range(0, ndk.shape[0], CRT_BLOCK):
+        rows = ndk[begin:begin + CRT_BLOCK]
+        _, topic = np.nonzero(rows)
+        n = rows[rows > 0].astype(np.int64)
+        total = int(n.sum())
+        if total == 0:
+            continue
+        starts = np.cumsum(n) - n
+        rank = np.arange(total, dtype=np.int64) - np.repeat(starts, n)   # i = 0..n_dk-1
+        a = np.repeat(weight[topic], n)
+        sat = generator.random(total) < a / (a + rank)
+        tables += np.bincount(np.repeat(topic, n)[sat], minlength=K)
+    return tables
+
+
+def draw_weights(tables: np.ndarray, gamma: float, generator: np.random.Generator
+                 ) -> np.ndarray:
+    """pi ~ Dir(gamma / K + m_.k), from Gamma draws in log space (g = Gamma(a + 1) U^(1/a)
+    has the law of Gamma(a), without underflow for a << 1), floored at PI_FLOOR and
+    renormalised. K Gamma draws, then K uniforms."""
+    shape = gamma / tables.size + tables
+    log_g = np.log(generator.standard_gamma(shape + 1.0))
+    log_g += np.log(generator.random(tables.size)) / shape
+    log_g -= log_g.max()
+    pi = np.exp(log_g)
+    pi /= pi.sum()
+    np.maximum(pi, PI_FLOOR, out=pi)
+    return pi / pi.sum()
+
+
+def resample_alpha0(alpha0: float, lengths: np.ndarray, total_tables: int,
+                    prior: tuple[float, float], generator: np.random.Generator) -> float:
+    """alpha_0 | m by Teh et al. (2006) appendix A: w_d ~ Beta(alpha_0 + 1, N_d), s_d ~
+    Bernoulli(N_d / (N_d + alpha_0)) for every document with tokens, then alpha_0 ~
+    Gamma(a + m.. - sum s, rate b - sum ln w)."""
+    a, b = prior
+    n = lengths[lengths > 0].astype(np.float64)
+    w = generator.beta(alpha0 + 1.0, n)
+    s = generator.random(n.size) < n / (n + alpha0)
+    return float(generator.gamma(a + total_tables - s.sum(), 1.0 / (b - np.log(w).sum())))
+
+
+def resample_gamma(gamma: float, live: int, total_tables: int, prior: tuple[float, float],
+                   generator: np.random.Generator) -> float:
+    """gamma | K-bar topics with tables among m.. tables (Escobar & West 1995, as Teh et al.
+    2006 and, in the weak limit, Fox et al. 2011): eta ~ Beta(gamma + 1, m..), then gamma from
+    the mixture of Gamma(a + K-bar, b - ln eta) and Gamma(a + K-bar - 1, b - ln eta) with odds
+    (a + K-bar - 1) / (m.. (b - ln eta))."""
+    a, b = prior
+    if total_tables == 0:
+        return float(generator.gamma(a, 1.0 / b))
+    eta = generator.beta(gamma + 1.0, total_tables)
+    rate = b - np.log(eta)
+    odds = (a + live - 1.0) / (total_tables * rate)
+    shape = a + live if generator.random() < odds / (1.0 + odds) else a + live - 1.0
+    return float(generator.gamma(shape, 1.0 / rate))
+
+
+class HDPCounts(SparseLDACounts):
+    """SparseLDA's (or the dense sampler's) counts over K_max slots, with the HDP's global
+    draws after every sweep (module docstring). Live topics are those with tokens."""
+
+    name = "sparse"
+
+    def __init__(self, layout, opts, steps: int, sync=None, *, config=None):
+        super().__init__(layout, opts, steps, sync)
+        model = config.model
+        self.resample = bool(_get(model, "resample_concentration", True))
+        self.alpha_prior = (float(_get(model, "alpha_a", ALPHA_PRIOR[0])),
+                            float(_get(model, "alpha_b", ALPHA_PRIOR[1])))
+        self.gamma_prior = (float(_get(model, "gamma_a", GAMMA_PRIOR[0])),
+                            float(_get(model, "gamma_b", GAMMA_PRIOR[1])))
+        self.gamma_start = float(_get(model, "gamma", GAMMA_START))
+        self.initial_topics = min(int(_get(model, "initial_topics", INITIAL_TOPICS)),
+                                  layout.n_topics)
+
+    def state_class(self, base: type) -> type:
+        return HDPState
+
+    def initial(self, stream) -> tuple:
+        """(z, n_dk, n_kw, n_k): every token in one of the first ``model.initial_topics``
+        slots, uniformly (one uniform per token from ``stream``, in token order); the other
+        slots start empty, and topics are born from them as the data ask. Starting from every
+        slot at once leaves true topics split over several slots, which single-token moves
+        merge very slowly."""
+        L = self.layout
+        self._start = np.random.Generator(stream)
+        u = self._start.random(L.n_tokens)
+        z = np.minimum((u * self.initial_topics).astype(np.int64),
+                       self.initial_topics - 1).astype(np.int32)
+        ndk = np.zeros((L.n_docs, L.n_topics), dtype=np.int32)
+        nkw = np.zeros((L.n_words, L.n_topics), dtype=np.int32)
+        _warp.count_topics(L.doc_ptr, L.words, z, ndk, nkw)
+        return z, ndk, nkw, nkw.sum(axis=0, dtype=np.int64)
+
+    def started(self, state):
+        """The first state: alpha_0 = model.alpha, gamma = model.gamma, and the tables and
+        pi drawn given the first z (from pi uniform, continuing the init stream), so that the
+        first sweep sees the empty slots with the small weight their posterior gives them:
+        with pi uniform every empty slot would take tokens at once, and the topics born
+        together split the data's topics between them."""
+        K = self.layout.n_topics
+        state.concentration = float(state.alpha[0])
+        state.gamma = self.gamma_start
+        state.pi = np.full(K, 1.0 / K)
+        state.alpha = state.concentration * state.pi
+        state.tables = crt_tables(state.ndk, state.alpha, self._start)
+        state.pi = draw_weights(state.tables, state.gamma, self._start)
+        state.alpha = state.concentration * state.pi
+        return state
+
+    def sweep(self, state, prior, chunk_streams, streams, threads):
+        fallbacks, ran = super().sweep(state, prior, chunk_streams, streams, threads)
+        self.global_step(state, np.random.Generator(streams.persistent(keys.HDP)))
+        return fallbacks, ran
+
+    def global_step(self, state, generator: np.random.Generator) -> None:
+        """Tables, weights and (with ``resample_concentration``) alpha_0 and gamma, in this
+        order; then alpha = alpha_0 pi."""
+        state.tables = crt_tables(state.ndk, state.alpha, generator)
+        total = int(state.tables.sum())
+        state.pi = draw_weights(state.tables, state.gamma, generator)
+        if self.resample:
+            lengths = np.diff(self.layout.doc_ptr)
+            state.concentration = resample_alpha0(state.concentration, lengths, total,
+                                                  self.alpha_prior, generator)
+            state.gamma = resample_gamma(state.gamma, int(np.count_nonzero(state.tables)),
+                                         total, self.gamma_prior, generator)
+        state.alpha = state.concentration * state.pi
+
+    def metrics(self, state) -> dict:
+        """What a metrics line records of the chain: live K (topics with tokens), alpha_0,
+        gamma."""
+        return {"live_k": int(np.count_nonzero(state.nk)),
+                "alpha": round(float(state.concentration), 6),
+                "gamma": round(float(state.gamma), 6)}
+
+    def listed_topics(self, state) -> np.ndarray:
+        """The live topics (with tokens), in slot order: their slot numbers stay their ids."""
+        return np.flatnonzero(state.nk)
+
+    def learnt_alpha(self, state) -> np.ndarray:
+        return state.alpha
+
+
+def _get(model, key: str, default):
+    try:
+        value = model[key]
+    except (KeyError, AttributeError, TypeError):
+        value = None
+    return default if value is None else value
