@@ -28,6 +28,7 @@ from typing import Callable, ClassVar
 import numpy as np
 
 from topictk._cy.special import gammaln
+from topictk.errors import ConfigError
 from topictk.inference.gibbs import _gibbs, _warp
 from topictk.inference.base import (
     chunk_bounds_by_tokens,
@@ -189,6 +190,17 @@ def overlay_beta_bar(overlay, n_words: int, n_topics: int, beta: float) -> np.nd
     return bar
 
 
+def refuse_cluster_and_mh_fold_in(data: dict, where: str, family: str) -> None:
+    """A model family whose counts run on one machine and fold in by Gibbs only."""
+    training = data.get("training", {})
+    if training.get("scheduler") is not None or training.get("dask_workers") is not None:
+        raise ConfigError(f"model.family: {family} does not run on a Dask cluster yet; leave "
+                          f"training.scheduler and training.dask_workers out ({where})")
+    if data.get("evaluation", {}).get("fold_in") == "mh":
+        raise ConfigError(f"evaluation.fold_in: mh does not apply to model.family: {family}; "
+                          f"use gibbs ({where})")
+
+
 def seeded_phi_hat(nkw: np.ndarray, nk: np.ndarray, beta: float, overlay) -> np.ndarray:
     """Word-major (V, K) phi-hat with the overlay: ((n_kw + beta) + o_wk) / (n_k +
     beta-bar_k) (§2.12); without one, :func:`phi_hat` itself."""
@@ -266,6 +278,16 @@ class GibbsCounts(ABC):
         return overlay_kwargs(self.overlay)
 
     # ------------------------------------------------------------ the config's side
+    @classmethod
+    def of_family(cls, layout: SweepLayout, opts, steps: int, sync, config, vocab):
+        """The counts of a model family of their own (the driver's ``FAMILY_COUNTS``) for
+        ``config``, its words read from ``vocab``."""
+        return cls(layout, opts, steps, sync, config=config)
+
+    @classmethod
+    def check_family(cls, data: dict, where: str) -> None:
+        """Refuse, in one line naming the key, what a model family of its own does not do."""
+
     @classmethod
     def reads(cls, arrays: dict) -> bool:
         """Whether a checkpoint's ``arrays`` hold this representation's chain."""

@@ -7,6 +7,7 @@ docs/algorithms.md §2. The kernel is :mod:`topictk.inference.gibbs._gibbs`; its
 """
 from __future__ import annotations
 
+import importlib
 import logging
 
 import numpy as np
@@ -73,13 +74,12 @@ def check_schedule(data: dict, where: str, warp: bool = True) -> None:
     """``inference.chunks`` (AD-LDA) and ``inference.blocks`` (the partitioned schedule) are
     two schedules: give at most one of them; the MH sampler runs AD-LDA chunks only. A Dask
     cluster runs AD-LDA chunks only, so a cluster run names its chunks rather than silently
-    running another chain than the same config on one machine. The keyword topic model has
-    checks of its own (:func:`check_keyatm`)."""
+    running another chain than the same config on one machine. The families with counts of
+    their own (:data:`FAMILY_COUNTS`) check theirs (:meth:`GibbsCounts.check_family`)."""
     inference, training = data["inference"], data.get("training", {})
-    if data["model"].get("family") == "keyatm":
-        check_keyatm(data, where)
-    if data["model"].get("family") == "hdp":
-        check_hdp(data, where)
+    family = data["model"].get("family", "lda")
+    if family in FAMILY_COUNTS:
+        counts_class(inference, 0, family=family).check_family(data, where)
     if inference.get("chunks") is not None and inference.get("blocks") is not None:
         raise ConfigError(f"inference.chunks = {inference['chunks']} and inference.blocks = "
                           f"{inference['blocks']} choose two different parallel schedules; "
@@ -99,17 +99,24 @@ def check_schedule(data: dict, where: str, warp: bool = True) -> None:
                           f"({where})")
 
 
+PAPERS = ("Griffiths & Steyvers 2004; Yao, Mimno & McCallum 2009; Newman et al. 2009; "
+          "keyatm: Eshima, Imai & Sasaki 2024; hdp: Teh, Jordan, Beal & Blei 2006, Fox et al. "
+          "2011")
+
+#: the model families of the Gibbs driver whose counts are of their own: family -> (module,
+#: class) of a GibbsCounts subclass
+FAMILY_COUNTS = {"keyatm": ("topictk.inference.gibbs.keyatm", "KeyATMCounts"),
+                 "hdp": ("topictk.inference.gibbs.hdp", "HDPCounts")}
+
+
 def counts_class(inference, n_topics: int, warp: bool = True,
                  family: str = "lda") -> type[GibbsCounts]:
     """The count representation ``inference.sampler`` picks for K topics
     (:func:`resolved_sampler`): WarpLDA's, MH's, else the dense counts of SparseLDA and the
     dense sampler; the keyword topic model (``model.family: keyatm``) has counts of its own."""
-    if family == "keyatm":
-        from topictk.inference.gibbs.keyatm import KeyATMCounts  # noqa: PLC0415 (its family)
-        return KeyATMCounts
-    if family == "hdp":
-        from topictk.inference.gibbs.hdp import HDPCounts  # noqa: PLC0415 (its family)
-        return HDPCounts
+    if family in FAMILY_COUNTS:         # imported when used: each is a family of its own
+        module, name = FAMILY_COUNTS[family]
+        return getattr(importlib.import_module(module), name)
     return {"warp": WarpCounts, "mh": MHCounts}.get(resolved_sampler(inference, n_topics, warp),
                                                    SparseLDACounts)
 
@@ -124,11 +131,9 @@ def count_representation(config, doc_ptr: np.ndarray, words: np.ndarray, n_words
     family = getattr(config.model, "family", "lda")
     representation = counts_class(opts, K, warp, family)
     layout = SweepLayout.of(opts, doc_ptr, words, n_words, K, threads, representation.ADLDA)
-    if family == "keyatm":
-        return representation(layout, opts, MH_STEPS, sync, config=config, vocab=vocab)
-    if family == "hdp":
-        return representation(layout, opts, MH_STEPS, sync, config=config)
     steps = MH_STEPS if getattr(opts, "mh_steps", None) is None else opts.mh_steps
+    if family in FAMILY_COUNTS:
+        return representation.of_family(layout, opts, steps, sync, config, vocab)
     counts = representation(layout, opts, steps, sync)
     if seed_words(config) and len(vocab):
         counts.overlay = seed_overlay(config, vocab)
@@ -136,42 +141,9 @@ def count_representation(config, doc_ptr: np.ndarray, words: np.ndarray, n_words
     return counts
 
 
-def check_keyatm(data: dict, where: str) -> None:
-    """The keyword topic model (``model.family: keyatm``) needs seed words and samples by
-    its own sweep on AD-LDA chunks, on one machine."""
-    inference, training = data["inference"], data.get("training", {})
-    if not data["model"].get("seed_words"):
-        raise ConfigError(f"model.family: keyatm needs keyword topics: give model.seed_words "
-                          f"or model.seed_file ({where})")
-    if inference.get("sampler") not in (None, "auto", "sparse", "dense"):
-        raise ConfigError(f"inference.sampler: {inference['sampler']} does not sample the "
-                          f"keyword topic model; leave inference.sampler out ({where})")
-    if inference.get("blocks") is not None:
-        raise ConfigError(f"inference.blocks: the keyword topic model samples AD-LDA chunks; "
-                          f"set inference.chunks instead ({where})")
-    if training.get("scheduler") is not None or training.get("dask_workers") is not None:
-        raise ConfigError(f"model.family: keyatm does not run on a Dask cluster yet; leave "
-                          f"training.scheduler and training.dask_workers out ({where})")
-    if data.get("evaluation", {}).get("fold_in") == "mh":
-        raise ConfigError(f"evaluation.fold_in: mh does not apply to the keyword topic model; "
-                          f"use gibbs ({where})")
-
-
-def check_hdp(data: dict, where: str) -> None:
-    """The hierarchical Dirichlet process (``model.family: hdp``) samples z by SparseLDA or
-    the dense sampler, on one machine."""
-    inference, training = data["inference"], data.get("training", {})
-    if inference.get("sampler") not in (None, "sparse", "dense"):
-        raise ConfigError(f"inference.sampler: {inference['sampler']} does not sample "
-                          f"model.family: hdp yet; use sparse or dense, or leave it out "
-                          f"({where})")
-    if training.get("scheduler") is not None or training.get("dask_workers") is not None:
-        raise ConfigError(f"model.family: hdp does not run on a Dask cluster yet; leave "
-                          f"training.scheduler and training.dask_workers out ({where})")
-    if data.get("evaluation", {}).get("fold_in") == "mh":
-        raise ConfigError(f"evaluation.fold_in: mh does not apply to model.family: hdp; use "
-                          f"gibbs ({where})")
-
+GIBBS_TRAITS = Traits(kind="sampled", paper=PAPERS, families=tuple(FAMILY_COUNTS),
+                      cluster=True, cluster_fold_in=True, alpha_auto=True, sweep_steps=True,
+                      objective="log_joint_per_token")
 
 #: ``inference.chunks`` and ``inference.blocks`` of the Gibbs drivers (gibbs, dmr-sem)
 CHUNKS_OPTION = Option("int", None, low=1, auto=True, nullable=True,
@@ -230,11 +202,7 @@ class GibbsDriver(GibbsClusterMixin, SampledDriver):
     (:meth:`new_state`)."""
 
     name = "gibbs"
-    traits = Traits(kind="sampled", paper="Griffiths & Steyvers 2004; Yao, Mimno & McCallum "
-                    "2009; Newman et al. 2009; keyatm: Eshima, Imai & Sasaki 2024; hdp: Teh, "
-                    "Jordan, Beal & Blei 2006, Fox et al. 2011",
-                    families=("keyatm", "hdp"), cluster=True, cluster_fold_in=True,
-                    alpha_auto=True, sweep_steps=True, objective="log_joint_per_token")
+    traits = GIBBS_TRAITS
     STATE = CountState
     WARP = True                 # inference.sampler: auto may pick WarpLDA (one prior only)
     OPTIONS = GIBBS_OPTIONS
@@ -367,9 +335,8 @@ class GibbsDriver(GibbsClusterMixin, SampledDriver):
         self.after_sweep(state)
         opts = self.config.inference
         collect = (state.step > opts.burn_in and (state.step - opts.burn_in) % opts.thin == 0)
-        extra["fallbacks"] = fallbacks
-        extra["sampler"] = ran         # the sampler that ran the sweep
-        extra.update(self.counts.metrics(state))
+        # the sampler that ran the sweep, and what the representation reports of its state
+        extra.update(fallbacks=fallbacks, sampler=ran, **self.counts.metrics(state))
         return StepInfo(tokens=self.n_tokens, documents=self.n_docs, collect_sample=collect,
                         extra=extra)
 

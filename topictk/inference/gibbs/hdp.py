@@ -22,7 +22,8 @@ import numpy as np
 
 from topictk import streams as keys
 from topictk.inference.gibbs import _warp
-from topictk.inference.gibbs.counts import SparseLDACounts
+from topictk.errors import ConfigError
+from topictk.inference.gibbs.counts import SparseLDACounts, refuse_cluster_and_mh_fold_in
 from topictk.state.hdp import HDPState
 
 #: Gamma (shape, rate) priors of the concentrations: Teh et al. (2006) §7.1, alpha_0 ~
@@ -112,6 +113,15 @@ class HDPCounts(SparseLDACounts):
     draws after every sweep (module docstring). Live topics are those with tokens."""
 
     name = "sparse"
+
+    @classmethod
+    def check_family(cls, data: dict, where: str) -> None:
+        """The HDP samples z by SparseLDA or the dense sampler, on one machine."""
+        sampler = data["inference"].get("sampler")
+        if sampler not in (None, "sparse", "dense"):
+            raise ConfigError(f"inference.sampler: {sampler} does not sample model.family: "
+                              f"hdp yet; use sparse or dense, or leave it out ({where})")
+        refuse_cluster_and_mh_fold_in(data, where, "hdp")
 
     def __init__(self, layout, opts, steps: int, sync=None, *, config=None):
         super().__init__(layout, opts, steps, sync)

@@ -16,7 +16,9 @@ import numpy as np
 
 from topictk._cy.special import gammaln
 from topictk.inference.gibbs import _keyatm
-from topictk.inference.gibbs.counts import GibbsCounts, SweepLayout
+from topictk.errors import ConfigError
+from topictk.inference.gibbs.counts import (GibbsCounts, SweepLayout,
+                                            refuse_cluster_and_mh_fold_in)
 from topictk.inference.hyper import minka_alpha
 from topictk.inference.seeds import seed_rows
 from topictk.state.keyatm import KeyATMState
@@ -86,6 +88,26 @@ class KeyATMCounts(GibbsCounts):
 
     name = "keyatm"
     ADLDA = True
+
+    @classmethod
+    def of_family(cls, layout, opts, steps, sync, config, vocab):
+        return cls(layout, opts, steps, sync, config=config, vocab=vocab)
+
+    @classmethod
+    def check_family(cls, data: dict, where: str) -> None:
+        """The keyword topic model needs seed words and samples by its own sweep on AD-LDA
+        chunks, on one machine."""
+        inference = data["inference"]
+        if not data["model"].get("seed_words"):
+            raise ConfigError(f"model.family: keyatm needs keyword topics: give "
+                              f"model.seed_words or model.seed_file ({where})")
+        if inference.get("sampler") not in (None, "auto", "sparse", "dense"):
+            raise ConfigError(f"inference.sampler: {inference['sampler']} does not sample the "
+                              f"keyword topic model; leave inference.sampler out ({where})")
+        if inference.get("blocks") is not None:
+            raise ConfigError(f"inference.blocks: the keyword topic model samples AD-LDA "
+                              f"chunks; set inference.chunks instead ({where})")
+        refuse_cluster_and_mh_fold_in(data, where, "keyatm")
 
     def __init__(self, layout: SweepLayout, opts, steps: int, sync=None, *, config=None,
                  vocab=None):
