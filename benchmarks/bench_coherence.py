@@ -42,30 +42,14 @@ TARGET = 0.01
 def ensure_run(topics: int, sweeps: int, seed: int):
     """The Gibbs run (trained once with these settings, then loaded)."""
     out = WORK / f"gibbs-k{topics}-s{sweeps}-seed{seed}"
-    if not (out / "model.npz").exists():
-        config = {"corpus": str(STORE), "output": str(out),
-                  "model": {"topics": topics, "alpha": 0.5, "beta": 0.01},
-                  "inference": {"algorithm": "gibbs", "iterations": sweeps,
-                                "burn_in": sweeps - 1, "thin": 1},
-                  "training": {"seed": seed, "threads": 1, "eval_every": sweeps,
-                               "checkpoint_every": 0}}
-        h.log(f"train K = {topics}, {sweeps} sweeps")
-        res = h.train(config, WORK / f"{out.name}.yaml", WORK / "logs" / f"{out.name}.log")
-        if res["rc"] != 0:
-            raise SystemExit(f"training failed:\n{h.tail(WORK / 'logs' / f'{out.name}.log')}")
+    config = {"corpus": str(STORE), "output": str(out),
+              "model": {"topics": topics, "alpha": 0.5, "beta": 0.01},
+              "inference": {"algorithm": "gibbs", "iterations": sweeps,
+                            "burn_in": sweeps - 1, "thin": 1},
+              "training": {"seed": seed, "threads": 1, "eval_every": sweeps,
+                           "checkpoint_every": 0}}
+    h.train_once(config, WORK)
     return topictk.load_run(out), out
-
-
-def wait_for_low_load(limit: float, max_wait: float) -> float:
-    """Wait (at most ``max_wait`` s) until the 1-minute load average is below ``limit``;
-    returns the load average last seen."""
-    began = time.monotonic()
-    while True:
-        load = os.getloadavg()[0]
-        if load < limit or time.monotonic() - began >= max_wait:
-            return load
-        h.log(f"load {load:.2f} >= {limit}: waiting")
-        time.sleep(30.0)
 
 
 def top_word_strings(run, n: int) -> list[list[str]]:
@@ -219,7 +203,7 @@ def main(argv=None) -> int:
     facts = h.store_facts(STORE)
     topics = top_word_strings(run, args.top)
     texts = token_texts(store)
-    before = wait_for_low_load(args.max_load, args.max_wait)
+    before = h.wait_for_low_load(args.max_load, args.max_wait)
     h.log(f"load {before:.2f}: topictk")
     mine, mine_seconds, alone = run_topictk(store, topics, args.repeats)
     theirs, their_seconds, dict_seconds = run_gensim(topics, texts)

@@ -44,17 +44,12 @@ def ensure_run(store, algorithm: str, seed: int):
         out = WORK / f"vb-k100-seed{seed}"
         inference = {"algorithm": "vb", "iterations": 40}
         every = 40
-    if not (out / "model.npz").exists():
-        config = {"corpus": str(store), "output": str(out),
-                  "model": {"topics": 100, "alpha": 0.1, "beta": 0.01},
-                  "inference": inference,
-                  "training": {"seed": seed, "threads": 1, "eval_every": every,
-                               "checkpoint_every": 0}}
-        h.log(f"train {out.name}")
-        res = h.train(config, WORK / f"{out.name}.yaml", WORK / "logs" / f"{out.name}.log")
-        if res["rc"] != 0:
-            raise SystemExit(f"training failed:\n{h.tail(WORK / 'logs' / f'{out.name}.log')}")
-    return out
+    config = {"corpus": str(store), "output": str(out),
+              "model": {"topics": 100, "alpha": 0.1, "beta": 0.01},
+              "inference": inference,
+              "training": {"seed": seed, "threads": 1, "eval_every": every,
+                           "checkpoint_every": 0}}
+    return h.train_once(config, WORK)
 
 
 def summary_rows(table: list[dict]) -> list[list[str]]:

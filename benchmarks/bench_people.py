@@ -30,20 +30,12 @@ SWEEPS = 300
 def ensure_run() -> Path:
     """The run, trained once (about 2 minutes with one thread)."""
     out = WORK / f"gibbs-k{TOPICS}-s{SWEEPS}"
-    if (out / "model.npz").exists():
-        return out
-    store = h.ensure_20news_bydate()
-    config = {"corpus": str(store), "output": str(out),
+    config = {"corpus": str(h.ensure_20news_bydate()), "output": str(out),
               "model": {"topics": TOPICS, "alpha": 0.1, "beta": 0.01},
               "inference": {"algorithm": "gibbs", "iterations": SWEEPS},
               "training": {"seed": 0, "threads": 1, "eval_every": "auto",
                            "checkpoint_every": 0}}
-    h.log(f"train K = {TOPICS}, {SWEEPS} sweeps")
-    logfile = WORK / "logs" / f"train-{out.name}.log"
-    res = h.train(config, WORK / f"{out.name}.yaml", logfile)
-    if res["rc"] != 0:
-        raise SystemExit(f"training failed:\n{h.tail(logfile)}")
-    return out
+    return h.train_once(config, WORK)
 
 
 def timed(name: str, *args) -> dict:

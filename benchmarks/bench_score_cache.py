@@ -24,7 +24,6 @@ import argparse
 import json
 import os
 import statistics
-import time
 from pathlib import Path
 
 import harness as h
@@ -40,30 +39,12 @@ TARGET = 10.0
 def ensure_run(sweeps: int) -> Path:
     """The chain stopped after ``sweeps`` sweeps (seed 1; the default samples: 10, spread over
     the second half, which evaluate averages over)."""
-    out = WORK / f"gibbs-k{TOPICS}-s{sweeps}"
-    if (out / "model.npz").exists():
-        return out
-    config = {"corpus": str(STORE), "output": str(out),
+    config = {"corpus": str(STORE), "output": str(WORK / f"gibbs-k{TOPICS}-s{sweeps}"),
               "model": {"topics": TOPICS, "alpha": 0.1, "beta": 0.01},
               "inference": {"algorithm": "gibbs", "iterations": sweeps},
               "training": {"seed": 1, "threads": 1, "eval_every": "auto",
                            "checkpoint_every": 0}}
-    h.log(f"train K = {TOPICS}, {sweeps} sweeps")
-    logfile = WORK / "logs" / f"train-{out.name}.log"
-    res = h.train(config, WORK / f"{out.name}.yaml", logfile)
-    if res["rc"] != 0:
-        raise SystemExit(f"training failed:\n{h.tail(logfile)}")
-    return out
-
-
-def wait_for_low_load(limit: float, max_wait: float) -> float:
-    began = time.monotonic()
-    while True:
-        load = os.getloadavg()[0]
-        if load < limit or time.monotonic() - began >= max_wait:
-            return load
-        h.log(f"load {load:.2f} >= {limit}: waiting")
-        time.sleep(20.0)
+    return h.train_once(config, WORK)
 
 
 def timed(args: list[str], label: str) -> dict:
@@ -98,7 +79,7 @@ def main() -> None:
     loads = []
     for i in range(args.rounds):
         for command, argv in commands.items():
-            loads.append(wait_for_low_load(args.load, 600.0))
+            loads.append(h.wait_for_low_load(args.load, 600.0, poll=20.0))
             clear_cache(runs)
             timings[command]["first"].append(timed(argv, f"{command}-first-{i}"))
             timings[command]["second"].append(timed(argv, f"{command}-second-{i}"))

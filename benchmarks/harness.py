@@ -391,6 +391,32 @@ def train(config: dict, config_path: Path, log_path: Path, *,
                         log_path, poll_memory=poll_memory)
 
 
+def train_once(config: dict, folder: Path) -> Path:
+    """The run of ``config`` (its ``output``): trained unless its model is there already, its
+    config written beside it in ``folder`` and its log in ``folder/logs``; a failed training
+    stops the benchmark with the log's tail."""
+    out = Path(config["output"])
+    if (out / "model.npz").exists():
+        return out
+    log(f"train {out.name}")
+    logfile = folder / "logs" / f"train-{out.name}.log"
+    if train(config, folder / f"{out.name}.yaml", logfile)["rc"] != 0:
+        raise SystemExit(f"training failed:\n{tail(logfile)}")
+    return out
+
+
+def wait_for_low_load(limit: float, max_wait: float, poll: float = 30.0) -> float:
+    """Wait (at most ``max_wait`` s) until the 1-minute load average is below ``limit``;
+    returns the load average last seen."""
+    began = time.monotonic()
+    while True:
+        load = os.getloadavg()[0]
+        if load < limit or time.monotonic() - began >= max_wait:
+            return load
+        log(f"load {load:.2f} >= {limit}: waiting")
+        time.sleep(poll)
+
+
 def evaluate(run_dir: Path, log_path: Path, *options: str) -> tuple[dict | None, dict]:
     """``topictk evaluate RUN --json [OPTIONS]``: (its JSON or None on failure, the measured
     process)."""
