@@ -11,6 +11,7 @@ import numpy as np
 import yaml
 from click.testing import CliRunner
 
+from tests.fixtures import cut_back_run
 from topictk.cli import cli
 
 REPO = Path(__file__).resolve().parents[2]
@@ -126,3 +127,18 @@ def assert_same_run(a: Path, b: Path, *, extra_evaluations: bool = False,
         assert list(sa) == list(sb) and sa
         for name in sa:
             assert_same_arrays(sa[name], sb[name])
+
+
+def assert_resumed_and_threaded_runs_equal(config_of, folder: Path, step: int = 20) -> None:
+    """Two AD-LDA chunks: the run cut back to its checkpoint at ``step`` and resumed ends
+    where the whole run ends (every array, stream, metric and sample), and two threads give
+    the run of one. ``config_of(name, **sections)`` writes the config of the run ``name`` in
+    ``folder`` and returns its path."""
+    sections = {"inference": {"chunks": 2}, "training": {"threads": 1}}
+    ok("train", "--config", config_of("one", **sections), "-q")
+    cut_back_run(folder / "one", folder / "cut", step)
+    ok("train", "--config", config_of("cut", **sections), "--resume", "-q")
+    assert_same_run(folder / "one", folder / "cut", same_samples=True)
+    sections["training"] = {"threads": 2}
+    ok("train", "--config", config_of("two", **sections), "-q")
+    assert_same_run(folder / "one", folder / "two", same_samples=True)

@@ -8,8 +8,9 @@ import json
 
 import numpy as np
 
-from tests.fixtures import cut_back_run, planted_corpus, write_token_store
-from tests.integration._cli import assert_same_run, model_arrays, ok, write_config
+from tests.fixtures import planted_corpus, write_token_store
+from tests.integration._cli import (assert_resumed_and_threaded_runs_equal, model_arrays, ok,
+                                    write_config)
 from topictk.numbering import topic_number
 
 
@@ -47,15 +48,8 @@ def test_resumed_equals_uninterrupted_and_threads_change_nothing(example_store, 
     """The run cut back to its checkpoint at step 20 and resumed ends where the whole run ends
     (z, counts, pi, tables, alpha_0, gamma, every stream, the metrics); two AD-LDA chunks on
     two threads give the same run as on one."""
-    sections = {"inference": {"chunks": 2}, "training": {"threads": 1}}
-    ok("train", "--config", _config(tmp_path, example_store, "one", **sections), "-q")
-    cut_back_run(tmp_path / "one", tmp_path / "cut", 20)
-    ok("train", "--config", _config(tmp_path, example_store, "cut", **sections), "--resume",
-       "-q")
-    assert_same_run(tmp_path / "one", tmp_path / "cut", same_samples=True)
-    sections["training"] = {"threads": 2}
-    ok("train", "--config", _config(tmp_path, example_store, "two", **sections), "-q")
-    assert_same_run(tmp_path / "one", tmp_path / "two", same_samples=True)
+    assert_resumed_and_threaded_runs_equal(
+        lambda name, **sections: _config(tmp_path, example_store, name, **sections), tmp_path)
 
 
 def test_live_k_settles_near_the_planted_k(tmp_path):
