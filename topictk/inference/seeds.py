@@ -40,7 +40,7 @@ def _model(config):
     return config.get("model", {}) if isinstance(config, Mapping) else config.model
 
 
-def _get(model, key: str, default=None):
+def setting(model, key: str, default=None):
     """A key of the model section (a mapping or a config Section), ``default`` when absent or
     null (a run saved before the key existed)."""
     try:
@@ -52,13 +52,13 @@ def _get(model, key: str, default=None):
 
 def seed_words(config) -> dict[str, list[str]] | None:
     """``model.seed_words`` of a loaded config or a plain dict, None when it has none."""
-    seeds = _get(_model(config), "seed_words")
+    seeds = setting(_model(config), "seed_words")
     return dict(seeds) if seeds else None
 
 
 def seed_mode(config) -> str:
     """``model.seed_mode``: prior (the default) or init."""
-    return str(_get(_model(config), "seed_mode", "prior"))
+    return str(setting(_model(config), "seed_mode", "prior"))
 
 
 def _index(vocab) -> dict[str, int]:
@@ -91,7 +91,7 @@ def seed_rows(config, vocab=None) -> list[tuple[str, list[int]]]:
         corpus = config["corpus"] if isinstance(config, Mapping) else config.corpus
         vocab = CorpusStore.open(Path(corpus)).vocab
     model = _model(config)
-    topics = _get(model, "topics")
+    topics = setting(model, "topics")
     if topics is not None and len(seeds) > int(topics):
         raise ConfigError(f"model.seed_words: {len(seeds)} seeded topics but model.topics is "
                           f"{topics}; raise model.topics or give fewer labels")
@@ -141,7 +141,7 @@ def train_tokens(config) -> int:
 
 def seed_extra(config, n_words: int, n_tokens: int | None = None) -> float:
     """The extra prior o of a seed word in its topic: seed_weight * N / V."""
-    weight = float(_get(_model(config), "seed_weight", SEED_WEIGHT))
+    weight = float(setting(_model(config), "seed_weight", SEED_WEIGHT))
     n_tokens = train_tokens(config) if n_tokens is None else int(n_tokens)
     return weight * n_tokens / max(1, int(n_words))
 
@@ -192,5 +192,5 @@ def seed_signature(config, vocab=None) -> str | None:
         return None
     model = _model(config)
     text = json.dumps([[label, ids] for label, ids in rows]
-                      + [float(_get(model, "seed_weight", SEED_WEIGHT)), seed_mode(config)])
+                      + [float(setting(model, "seed_weight", SEED_WEIGHT)), seed_mode(config)])
     return hashlib.sha256(text.encode()).hexdigest()[:16]

@@ -24,6 +24,7 @@ from topictk import streams as keys
 from topictk.inference.gibbs import _warp
 from topictk.errors import ConfigError
 from topictk.inference.gibbs.counts import SparseLDACounts, refuse_cluster_and_mh_fold_in
+from topictk.inference.seeds import setting
 from topictk.state.hdp import HDPState
 
 #: Gamma (shape, rate) priors of the concentrations: Teh et al. (2006) §7.1, alpha_0 ~
@@ -126,13 +127,13 @@ class HDPCounts(SparseLDACounts):
     def __init__(self, layout, opts, steps: int, sync=None, *, config=None):
         super().__init__(layout, opts, steps, sync)
         model = config.model
-        self.resample = bool(_get(model, "resample_concentration", True))
-        self.alpha_prior = (float(_get(model, "alpha_a", ALPHA_PRIOR[0])),
-                            float(_get(model, "alpha_b", ALPHA_PRIOR[1])))
-        self.gamma_prior = (float(_get(model, "gamma_a", GAMMA_PRIOR[0])),
-                            float(_get(model, "gamma_b", GAMMA_PRIOR[1])))
-        self.gamma_start = float(_get(model, "gamma", GAMMA_START))
-        self.initial_topics = min(int(_get(model, "initial_topics", INITIAL_TOPICS)),
+        self.resample = bool(setting(model, "resample_concentration", True))
+        self.alpha_prior = (float(setting(model, "alpha_a", ALPHA_PRIOR[0])),
+                            float(setting(model, "alpha_b", ALPHA_PRIOR[1])))
+        self.gamma_prior = (float(setting(model, "gamma_a", GAMMA_PRIOR[0])),
+                            float(setting(model, "gamma_b", GAMMA_PRIOR[1])))
+        self.gamma_start = float(setting(model, "gamma", GAMMA_START))
+        self.initial_topics = min(int(setting(model, "initial_topics", INITIAL_TOPICS)),
                                   layout.n_topics)
 
     def state_class(self, base: type) -> type:
@@ -202,11 +203,3 @@ class HDPCounts(SparseLDACounts):
 
     def learnt_alpha(self, state) -> np.ndarray:
         return state.alpha
-
-
-def _get(model, key: str, default):
-    try:
-        value = model[key]
-    except (KeyError, AttributeError, TypeError):
-        value = None
-    return default if value is None else value

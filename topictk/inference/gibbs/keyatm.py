@@ -20,7 +20,7 @@ from topictk.errors import ConfigError
 from topictk.inference.gibbs.counts import (GibbsCounts, SweepLayout,
                                             refuse_cluster_and_mh_fold_in)
 from topictk.inference.hyper import minka_alpha
-from topictk.inference.seeds import seed_rows
+from topictk.inference.seeds import seed_rows, setting
 from topictk.state.keyatm import KeyATMState
 
 #: keyATM's defaults (Eshima, Imai & Sasaki 2024; the keyATM package): pi_k ~ Beta(1, 1), the
@@ -117,9 +117,9 @@ class KeyATMCounts(GibbsCounts):
         self.labels = [label for label, _ in rows]
         self.seeds = seed_lists(rows, layout.n_words)
         self.S = len(rows)
-        self.gamma1 = float(_get(model, "gamma1", GAMMA1))
-        self.gamma2 = float(_get(model, "gamma2", GAMMA2))
-        self.beta_key = float(_get(model, "beta_keyword", BETA_KEYWORD))
+        self.gamma1 = float(setting(model, "gamma1", GAMMA1))
+        self.gamma2 = float(setting(model, "gamma2", GAMMA2))
+        self.beta_key = float(setting(model, "beta_keyword", BETA_KEYWORD))
         # the seed words of each keyword topic, a (S, V) mask for phi-tilde
         self.seed_mask = np.zeros((self.S, layout.n_words), dtype=bool)
         for k, (_, ids) in enumerate(rows):
@@ -256,11 +256,3 @@ class KeyATMCounts(GibbsCounts):
         if state.nkey.shape[1] != self.S:
             raise ValueError(f"the checkpoint holds {state.nkey.shape[1]} keyword topics, the "
                              f"config's model.seed_words {self.S}")
-
-
-def _get(model, key: str, default):
-    try:
-        value = model[key]
-    except (KeyError, AttributeError, TypeError):
-        value = None
-    return default if value is None else value
