@@ -278,15 +278,11 @@ def _folded_in_counts(run, *, sweeps: int, burn_in: int,
                       seed: int | None) -> Iterator[np.ndarray]:
     """Expected n_dk = sum_w n_dw theta_dk phi_kw / sum_j theta_dj phi_jw of the training
     documents folded in with the topics fixed."""
-    from topictk.evaluation.infer import infer_documents, training_documents
-
     phi = np.asarray(run.topic_word(), dtype=np.float64)         # (K, V)
     train = run.store.train()
     indptr, indices = np.asarray(train.indptr), np.asarray(train.indices)
     counts = np.asarray(train.counts, dtype=np.float64)
-    docs, features = training_documents(run.store)
-    for first, theta in infer_documents(run, docs, str(run.store.path), sweeps=sweeps,
-                                        burn_in=burn_in, seed=seed, features=features):
+    for first, theta in run.training_fold_in(sweeps=sweeps, burn_in=burn_in, seed=seed):
         rows = theta.shape[0]
         out = np.zeros_like(theta)
         lo, hi = int(indptr[first]), int(indptr[first + rows])

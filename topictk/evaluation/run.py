@@ -134,6 +134,22 @@ class LoadedRun:
         except (KeyError, ValueError) as exc:
             raise CheckpointError(f"{path}: incomplete model ({exc}); {fix}") from None
         self.header = header
+        self._training_fold_ins: dict[tuple, list] = {}
+
+    def training_fold_in(self, *, sweeps: int = 50, burn_in: int = 25,
+                         seed: int | None = None) -> list[tuple[int, np.ndarray]]:
+        """(first document, theta) blocks of the training documents folded in with the topics
+        fixed, as ``infer`` folds in new ones; made once per setting and kept, so that the
+        readers of one run (the report's diagnostics, labels and documents) share it."""
+        key = (sweeps, burn_in, seed)
+        if key not in self._training_fold_ins:
+            from topictk.evaluation.infer import infer_documents, training_documents
+
+            docs, features = training_documents(self.store)
+            self._training_fold_ins[key] = list(infer_documents(
+                self, docs, str(self.store.path), sweeps=sweeps, burn_in=burn_in, seed=seed,
+                features=features))
+        return self._training_fold_ins[key]
 
     def samples(self) -> list[dict]:
         return load_samples(self.run_dir, self.state.sample_steps)

@@ -66,11 +66,7 @@ def training_theta(run) -> TrainingTopics:
         values = np.asarray(theta(), dtype=np.float64)
         if values.shape == (D, K):
             return TrainingTopics(values, "training state: the variational posterior mean")
-    from topictk.evaluation.infer import infer_documents, training_documents
-
-    docs, features = training_documents(store)
-    blocks = infer_documents(run, docs, str(store.path), features=features, **FOLD_IN)
-    parts = [t for _, t in blocks]
+    parts = [t for _, t in run.training_fold_in(**FOLD_IN)]
     values = np.concatenate(parts) if parts else np.zeros((0, K))
     return TrainingTopics(values, f"fold-in of the training documents with the topics fixed "
                                   f"({FOLD_IN['sweeps']} sweeps, {FOLD_IN['burn_in']} burn-in)")
