@@ -425,9 +425,12 @@ def open_store(path: str | Path):
     return CorpusStore.open(path)
 
 
-def prepare(inputs: str | Path | Iterable[str | Path], out: str | Path,
+def prepare(inputs: str | Path | Iterable[str | Path] | None = None,
+            out: str | Path | None = None, *, texts: Any = None,
+            text_column: str | None = None, id_column: str | None = None,
             **options: Any) -> dict:
-    """Build a corpus store, as ``topictk prepare INPUTS --out OUT`` does.
+    """Build a corpus store, as ``topictk prepare INPUTS --out OUT`` does, from files or from
+    documents held in memory (``texts=``).
 
     Parameters
     ----------
@@ -435,21 +438,41 @@ def prepare(inputs: str | Path | Iterable[str | Path], out: str | Path,
         Text files, a folder of ``.txt`` files, a ``.jsonl`` file or a UCI docword file.
     out : str or Path
         The store directory to write.
+    texts : iterable or data frame, optional
+        Documents in memory, instead of ``inputs``: strings (one document each, as the lines
+        of a text file), mappings with a ``"text"`` field and metadata fields (as the lines
+        of a JSONL file), or a data frame (pandas', or any object with ``columns`` and
+        ``itertuples``) whose rows are such records. They are read as a JSONL file of the
+        same records is, so the store is the one that file gives. Ids: ``id_column``'s
+        value, else an ``id`` or ``doc_id`` field, else the position from 0 (``texts[int(id)]``
+        is the document).
+    text_column : str, optional
+        The field (column) holding the text, of ``texts`` or of CSV/TSV input files
+        (``--text-column``); default ``"text"``.
+    id_column : str, optional
+        The field (column) holding each document's id (``--id-column``).
     **options
         The command's options with underscores: ``format``, ``vocab``, ``test_docs``,
         ``heldout_fraction``, ``heldout_train_fraction``, ``test_observed``,
         ``test_heldout``, ``min_df``, ``max_df``, ``vocab_size``, ``stopwords``, ``seed``,
-        ``meta``, ``force``, ... .
+        ``meta`` (fields of ``texts`` records or columns of a data frame too), ``force``, ... .
 
     Returns
     -------
     dict
         The store's manifest (counts, split, hashes).
+
+    Raises
+    ------
+    topictk.errors.UsageError
+        Both ``inputs`` and ``texts`` given, or neither; no ``out``; an unknown option.
     """
     import dataclasses
 
+    from topictk.corpus import memory
     from topictk.corpus.prepare import PrepareOptions
     from topictk.corpus.prepare import prepare as prepare_store
+    from topictk.corpus.tables import DEFAULT_TEXT_COLUMN, TableOptions
     from topictk.errors import UsageError
 
     known = {f.name for f in dataclasses.fields(PrepareOptions)}
@@ -457,9 +480,23 @@ def prepare(inputs: str | Path | Iterable[str | Path], out: str | Path,
     if unknown:
         raise UsageError(f"prepare: unknown option(s) {', '.join(unknown)}; known: "
                          f"{', '.join(sorted(known))}")
-    if isinstance(inputs, (str, Path)):
-        inputs = [inputs]
-    return prepare_store([str(p) for p in inputs], out, PrepareOptions(**options))
+    if out is None:
+        raise UsageError("prepare: no out; name the store directory to write, out=DIR")
+    if (inputs is None) == (texts is None):
+        raise UsageError("prepare: give input files (the first argument) or documents in "
+                         "memory (texts=), not " + ("both" if texts is not None else "neither"))
+    opts = PrepareOptions(**options)
+    if texts is None:
+        if text_column is not None or id_column is not None:     # CSV/TSV columns
+            if opts.table is not None:
+                raise UsageError("prepare: give text_column and id_column, or table, not both")
+            opts.table = TableOptions(text_columns=(text_column or DEFAULT_TEXT_COLUMN,),
+                                      id_column=id_column)
+        if isinstance(inputs, (str, Path)):
+            inputs = [inputs]
+        return prepare_store([str(p) for p in inputs], out, opts)
+    documents = memory.InMemory(texts, text_column or DEFAULT_TEXT_COLUMN, id_column)
+    return prepare_store([memory.NAME], out, opts, documents)
 
 
 def score_topic_word(store, topic_word, alpha, *, sweeps: int = 50,

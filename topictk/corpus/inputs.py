@@ -1,10 +1,11 @@
-"""Every input format, read one way: text documents (plain text, folders, JSONL, CSV/TSV) or
-a bag of words over a vocabulary (UCI, LDA-C, Matrix Market)."""
+"""Every input format, read one way: text documents (plain text, folders, JSONL, CSV/TSV, or
+held in memory) or a bag of words over a vocabulary (UCI, LDA-C, Matrix Market)."""
 from __future__ import annotations
 
 from collections.abc import Iterator
 
 from topictk.corpus import bags, readers, tables
+from topictk.corpus.memory import InMemory
 from topictk.corpus.readers import BagOfWords, ReadStats, TextDocument
 from topictk.corpus.tables import TableOptions
 from topictk.errors import CorpusUsageError
@@ -14,9 +15,14 @@ _NAMES = {"uci": "UCI docword", "ldac": "LDA-C", "mm": "Matrix Market"}
 
 
 def read_documents(inputs: list[str], fmt: str, errors: str, stats: ReadStats,
-                   table: TableOptions | None = None) -> Iterator[TextDocument]:
+                   table: TableOptions | None = None,
+                   documents: InMemory | None = None) -> Iterator[TextDocument]:
     """The documents of every input in order, read as ``fmt`` (a text format); ``table``
-    names the columns of CSV/TSV input."""
+    names the columns of CSV/TSV input; ``documents`` are those held in memory (``fmt``
+    memory.FORMAT), read instead of ``inputs``."""
+    if documents is not None:
+        yield from documents.read(stats)
+        return
     if fmt not in ("csv", "tsv"):
         yield from readers.read_text_documents(inputs, fmt, errors, stats)
         return

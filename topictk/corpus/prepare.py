@@ -10,7 +10,7 @@ from pathlib import Path
 import numpy as np
 
 from topictk.corpus import inputs as input_formats
-from topictk.corpus import readers
+from topictk.corpus import memory, readers
 from topictk.corpus.features import (
     fit_encoding,
     merge_meta_file,
@@ -246,14 +246,15 @@ def snippet_of(text: str, n_chars: int) -> str:
 
 
 def _read_text_documents(inputs: list[str], fmt: str, opts: PrepareOptions,
-                         stats: readers.ReadStats,
-                         fixed_vocab: list[str] | None = None) -> tuple[DocumentSet, list[str]]:
+                         stats: readers.ReadStats, fixed_vocab: list[str] | None = None,
+                         documents: memory.InMemory | None = None,
+                         ) -> tuple[DocumentSet, list[str]]:
     """Tokenised documents as id arrays over an input type table (or over ``fixed_vocab``,
     whose out-of-vocabulary tokens are dropped as they are read), and that table's words."""
     type_ids: dict[str, int] = {w: i for i, w in enumerate(fixed_vocab)} if fixed_vocab else {}
     docs, ids, metas, origins, snippets = [], [], [], [], []
     for doc in input_formats.read_documents(inputs, fmt, opts.encoding_errors, stats,
-                                            opts.table):
+                                            opts.table, documents):
         tokens = tokenize(doc.text, opts.min_length)
         if opts.snippets:
             snippets.append(snippet_of(doc.text, opts.snippets))
@@ -310,13 +311,13 @@ def _read_bag_input(inputs: list[str], fmt: str, opts: PrepareOptions) -> _Input
 
 
 def _read_input(inputs: list[str], fmt: str, opts: PrepareOptions,
-                stats: readers.ReadStats) -> _Input:
+                stats: readers.ReadStats, documents: memory.InMemory | None = None) -> _Input:
     """Every input document, tokenised, with the metadata of ``--meta-file`` merged in."""
     if fmt in readers.BAG_FORMATS:
         read = _read_bag_input(inputs, fmt, opts)
     else:
         fixed = read_vocab_list(opts.vocab_list) if opts.vocab_list else None
-        docs, type_names = _read_text_documents(inputs, fmt, opts, stats, fixed)
+        docs, type_names = _read_text_documents(inputs, fmt, opts, stats, fixed, documents)
         read = _Input(docs, type_names, _stopword_set(opts.stopwords, default_on=fixed is None))
     n_read = len(read.docs)
     if n_read == 0:
@@ -400,9 +401,11 @@ def _remap(docs: list[np.ndarray], keep: np.ndarray, n_types: int) -> list[np.nd
 
 
 
-def _check_formats(inputs: list[str], out: str | Path, opts: PrepareOptions) -> str:
+def _check_formats(inputs: list[str], out: str | Path, opts: PrepareOptions,
+                   in_memory: bool = False) -> str:
     """Refuse, before reading anything, an output that will be refused and options that do
-    not fit the input format; returns the format."""
+    not fit the input format; returns the format (``in_memory``: memory.FORMAT, the inputs
+    only naming documents held in memory)."""
     if not inputs:
         raise CorpusUsageError("no input given; name files, a folder, a .jsonl file, a UCI "
                                "docword file, or - for standard input")
@@ -415,9 +418,16 @@ def _check_formats(inputs: list[str], out: str | Path, opts: PrepareOptions) -> 
         given[same] = source
     named = [*inputs, opts.vocab, opts.vocab_list, opts.test_observed, opts.test_heldout,
              opts.meta_file, opts.stopwords]
+    if in_memory:       # the inputs only name the documents: no file of theirs to protect
+        named = named[len(inputs):]
     check_output(Path(out), opts.force, [str(p) for p in named if p is not None])
-    fmt = readers.detect_format(inputs) if opts.format == "auto" else opts.format
-    if fmt not in readers.FORMATS:
+    if in_memory:
+        fmt = memory.check_format(opts.format)
+    elif opts.format == "auto":
+        fmt = readers.detect_format(inputs)
+    else:
+        fmt = opts.format
+    if fmt not in (*readers.FORMATS, memory.FORMAT):
         raise UsageError(f"--format must be one of {', '.join(readers.FORMATS)}; got {fmt}")
     if opts.test_observed and fmt != "uci":
         raise UsageError("--test-observed/--test-heldout import a published split and need UCI "
@@ -619,12 +629,14 @@ def _manifest(inputs: list[str], fmt: str, opts: PrepareOptions, vocab: list[str
     }
 
 
-def prepare(inputs: list[str], out: str | Path, opts: PrepareOptions) -> dict:
-    """Build a corpus store from ``inputs``; returns its manifest."""
+def prepare(inputs: list[str], out: str | Path, opts: PrepareOptions,
+            documents: memory.InMemory | None = None) -> dict:
+    """Build a corpus store from ``inputs``, or from ``documents`` held in memory (``inputs``
+    then only names them, in messages and the manifest); returns its manifest."""
     opts.check()
-    fmt = _check_formats(inputs, out, opts)
+    fmt = _check_formats(inputs, out, opts, in_memory=documents is not None)
     stats = readers.ReadStats()
-    read = _read_input(inputs, fmt, opts, stats)
+    read = _read_input(inputs, fmt, opts, stats, documents)
     n_read = len(read.docs) + (len(read.imported_test) if read.imported_test is not None else 0)
     train, test = _split_documents(read, inputs, opts)
     keep = _choose_vocabulary(train, read, inputs, opts)

@@ -228,14 +228,30 @@ def read_jsonl(source: str, errors: str, stats: ReadStats,
                               f"JSON object") from None
         if not isinstance(record, dict):
             raise CorpusError(f"{where}: expected a JSON object with a '{text_field}' field")
-        text = record.pop(text_field, None)
-        if not isinstance(text, str):
-            raise CorpusError(f"{where}: missing or non-string '{text_field}' field; every "
-                              f"line needs the document text in '{text_field}'")
         default_id = f"{Path(name).name if source != '-' else name}:{lineno}"
+        yield record_document(record, where, default_id, stats, text_field)
+
+
+def record_document(record: dict, where: str, default_id: str, stats: ReadStats,
+                    text_field: str = "text", id_field: str | None = None,
+                    unit: str = "line") -> TextDocument:
+    """The document of one record (a JSONL line, or a record given in memory): its
+    ``text_field`` is the text, every other field metadata; the id is ``id_field``'s value,
+    else an ``id`` or ``doc_id`` field, else ``default_id``. ``record`` is consumed (its text
+    field removed); ``unit`` names a record in the message about a missing text."""
+    text = record.pop(text_field, None)
+    if not isinstance(text, str):
+        raise CorpusError(f"{where}: missing or non-string '{text_field}' field; every "
+                          f"{unit} needs the document text in '{text_field}'")
+    if id_field is not None:
+        if record.get(id_field) is None:
+            raise CorpusError(f"{where}: no '{id_field}' field, the id asked for; every {unit} "
+                              f"needs its id in '{id_field}'")
+        doc_id = str(record[id_field])
+    else:
         doc_id = str(record.get("id", record.get("doc_id", default_id)))
-        stats.documents += 1
-        yield TextDocument(id=doc_id, text=text, meta=record, origin=where)
+    stats.documents += 1
+    return TextDocument(id=doc_id, text=text, meta=record, origin=where)
 
 
 DUPLICATE_IDS = ("refuse", "rename")
