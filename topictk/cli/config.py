@@ -1,39 +1,63 @@
 """``topictk config`` and ``topictk algorithms``."""
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import click
 
+from topictk._fileio import atomic_write_text
 from topictk.config.template import example_text, render_config
 from topictk.errors import UsageError
 from topictk.inference.registry import CATALOGUE, algorithm_table
+from topictk.rundir.guard import check_output_file
 
 
 @click.command()
 @click.argument("algorithm", required=False)
 @click.option("--corpus", type=click.Path(file_okay=False, path_type=str), default=None,
-              metavar="STORE", help="The corpus store to train on (written as an absolute path).")
+              metavar="STORE", help="The corpus store to train on, written as typed; with "
+                                    "--out, a relative STORE is written relative to the "
+                                    "file's folder, so that it names the same store.")
 @click.option("--topics", "-k", type=click.IntRange(min=1), default=None,
               help="Number of topics K (deep LDA: one layer of K).")
 @click.option("--example", default=None, metavar="NAME",
               help="Print the bundled example config NAME instead (e.g. gibbs, dlda, "
                    "20news_dlda_tlasgr_128).")
-def config(algorithm, corpus, topics, example):
+@click.option("--out", "-o", type=click.Path(dir_okay=False, path_type=str), default=None,
+              metavar="FILE", help="Write the config to FILE (atomically) instead of standard "
+                                   "output.")
+@click.option("--force", is_flag=True, help="Replace the --out file if it exists.")
+def config(algorithm, corpus, topics, example, out, force):
     """Print a complete, commented YAML config for ALGORITHM: every key with its default.
 
     Train it with:  topictk config gibbs --corpus STORE | topictk train --config -
     """
+    out_path = check_output_file(out, force=force, inputs=[corpus] if corpus else [])
     if example is not None:
         if algorithm is not None or corpus is not None or topics is not None:
             raise UsageError("--example NAME prints a bundled config as it is: give no "
                              "ALGORITHM, --corpus or --topics with it")
-        click.echo(example_text(example), nl=False)
-        return
-    if algorithm is None:
+        text = example_text(example)
+    elif algorithm is None:
         raise UsageError("give an ALGORITHM (topictk algorithms lists them) or --example NAME")
-    store = str(Path(corpus).resolve()) if corpus is not None else None
-    click.echo(render_config(algorithm, CATALOGUE, corpus=store, topics=topics), nl=False)
+    else:
+        text = render_config(algorithm, CATALOGUE, corpus=written_corpus(corpus, out),
+                             topics=topics)
+    if out_path is None:
+        click.echo(text, nl=False)
+    else:
+        atomic_write_text(out_path, text)
+
+
+def written_corpus(corpus: str | None, out: str | None) -> str | None:
+    """``--corpus`` as the generated config holds it: as typed, which is where a config read
+    from standard input or saved in the working directory looks; with ``--out FILE`` a relative
+    path is rewritten relative to FILE's folder, which a config file's paths are relative to
+    (``--corpus runs/store --out exp/a.yaml`` writes ``../runs/store``)."""
+    if corpus is None or out is None or Path(corpus).is_absolute():
+        return corpus
+    return os.path.relpath(corpus, os.path.dirname(out) or os.curdir)
 
 
 @click.command()

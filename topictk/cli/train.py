@@ -3,11 +3,14 @@ from __future__ import annotations
 
 import logging
 import math
+import os
+import re
 from pathlib import Path
 
 import click
 
 from topictk.cli.options import cluster_options, cluster_overrides, quiet_option
+from topictk.errors import TopictkError
 from topictk.inference.registry import load_config
 from topictk.rundir.guard import is_run
 from topictk.training.run import train as run_training
@@ -45,18 +48,39 @@ def train(config_path, overrides, sweeps, out, resume, force, scheduler, dask_wo
         plans = plan_sweep(config_path, overrides, list(sweeps), out, labels)
         for plan, result in train_sweep(plans, resume=resume, force=force, quiet=quiet):
             if result is None:
-                click.echo(f"{plan.config.output}: finished; skipped")
+                click.echo(f"{plan.config.shown['output']}: finished; skipped")
             else:
-                _report(result)
+                _report(result, plan.config.shown["output"])
         return
+    shown = None
     if out:
+        # --out is relative to the working directory, as in other tools; output: in the
+        # config (and --set output=) to the config's folder
         overrides.append(f"output={Path(out).resolve()}")
+        shown = os.path.normpath(out)
     elif _is_run_config(config_path) and not any(o.startswith("output=") for o in overrides):
         # a run's own config.yaml trains that run where it is now, also one of an earlier
         # release, which saved the absolute path it was first written to
         overrides.append(f"output={Path(config_path).parent.resolve()}")
+        shown = os.path.normpath(Path(config_path).parent)
     config = load_config(config_path, overrides, labels=labels)
-    _report(run_training(config, resume=resume, force=force, quiet=quiet))
+    if shown is not None:
+        config.shown["output"] = shown
+    try:
+        result = run_training(config, resume=resume, force=force, quiet=quiet)
+    except TopictkError as exc:
+        exc.args = (as_typed(str(exc), config),)
+        raise
+    _report(result, config.shown["output"])
+
+
+def as_typed(message: str, config) -> str:
+    """``message`` with the run directory and corpus store named as the user gave them
+    (``config.shown``) instead of the absolute paths training works with."""
+    for key in sorted(("output", "corpus"), key=lambda k: -len(str(getattr(config, k)))):
+        message = re.sub(re.escape(str(getattr(config, key))) + r"(?=$|[/\s:;,'\")])",
+                         lambda _, key=key: config.shown[key], message)
+    return message
 
 
 def _is_run_config(config_path: str) -> bool:
@@ -75,7 +99,7 @@ def _option_labels(scheduler: str | None, dask_workers: int | None,
     return {override: option for override, option, value in given if value is not None}
 
 
-def _report(result) -> None:
+def _report(result, shown: str | None = None) -> None:
     """The run's last line on stdout; an interrupted run ends the command with its signal's
     exit code."""
     known = result.perplexity is not None and math.isfinite(result.perplexity)
@@ -87,4 +111,4 @@ def _report(result) -> None:
     if result.status == "time_limit":
         click.echo(f"topictk: training.time_limit reached at step {result.step}; checkpoint and "
                    f"model written; continue with --resume", err=True)
-    click.echo(f"{result.run_dir}: step {result.step}{ppl}")
+    click.echo(f"{shown or result.run_dir}: step {result.step}{ppl}")

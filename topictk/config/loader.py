@@ -5,6 +5,7 @@ import copy
 import difflib
 import itertools
 import math
+import os
 import re
 import sys
 from pathlib import Path
@@ -217,6 +218,9 @@ class Config:
         self.evaluation = Section(data["evaluation"])
         # bytes the run's large arrays were estimated to need (None: no store to count)
         self.memory_estimate: int | None = None
+        # corpus and output as messages show them: as typed, reached from the working
+        # directory (the config's folder as typed, then the value), see shown_path
+        self.shown: dict[str, str] = {"corpus": str(self.corpus), "output": str(self.output)}
 
     def to_dict(self) -> dict[str, Any]:
         """The resolved config, as written to the run directory's config.yaml."""
@@ -759,4 +763,17 @@ def load_config(path: str | Path | None, overrides: list[str] = (),
     except ConfigError as exc:
         raise _naming_overrides(exc, where, origins) from None
     config.source = Path(path) if path is not None and not stdin else None
+    folder = Path(path).parent if config.source is not None else None
+    config.shown = {key: shown_path(raw[key], folder) for key in ("corpus", "output")}
     return config
+
+
+def shown_path(value: str | Path, folder: str | Path | None) -> str:
+    """A path of a config as messages show it: ``value`` itself when absolute or when the
+    config has no folder (standard input, a mapping), else joined to the config's ``folder``
+    as typed, without resolving links or the working directory (``exp/a.yaml`` with ``output:
+    ../runs/x`` shows ``runs/x``)."""
+    text = str(value)
+    if folder is None or Path(text).is_absolute():
+        return os.path.normpath(text)
+    return os.path.normpath(Path(folder) / text)

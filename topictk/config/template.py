@@ -64,9 +64,11 @@ def render_config(algorithm: str, catalogue: Catalogue, *, corpus: str | None = 
                                                    96)]
     lines += ["# Every key with its default; a comment above each gives its meaning and [allowed "
              "values].",
-             "# Paths are relative to this file, or to the working directory when the config is "
-             "read from",
-             "# standard input (topictk train --config -).", ""]
+             "# Paths are relative to this file's folder, or to the working directory when the "
+             "config is",
+             "# read from standard input (topictk train --config -); topictk train --out is "
+             "relative to the",
+             "# working directory.", ""]
     lines += _entry("corpus", corpus, "the corpus store, as written by topictk prepare --out "
                                       "STORE (required)", "a path", 0)
     lines += _entry("output", f"runs/{algorithm}", "the run directory to write", "a path", 0)

@@ -4,6 +4,7 @@ drawn by :mod:`topictk.evaluation.report_html`."""
 from __future__ import annotations
 
 import math
+import os
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -189,6 +190,11 @@ def _add_score(report: RunReport, loaded: LoadedRun, recompute: bool, bar) -> No
 
 
 def _display_name(path: Path) -> str:
+    """The run as the command line named it (``runs/k=10``); a name of dots alone (``.``,
+    ``..``) as its folder's parent and name, which say more."""
+    typed = os.path.normpath(path)
+    if Path(typed).name not in ("", ".", ".."):
+        return typed
     resolved = path.resolve()
     return f"{resolved.parent.name}/{resolved.name}" if resolved.parent.name else resolved.name
 

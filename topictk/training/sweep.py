@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import itertools
 import logging
+import os
 import re
 from dataclasses import dataclass
 from pathlib import Path
@@ -180,6 +181,7 @@ def plan_sweep(config_path: str, overrides: list[str], specs: list[str],
             if any(f"--sweep {text}" in str(exc) for text in extra):
                 raise
             raise ConfigError(f"--sweep {', '.join(extra)}: {exc}") from None
+        config.shown["output"] = os.path.normpath(Path(output or base.shown["output"]) / name)
         plans.append(SweepRun(name=name, setting=setting, config=config))
     return plans
 
