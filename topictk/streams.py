@@ -9,7 +9,9 @@ re-created from their key whenever needed, so they need no saving; ``topictk inf
 sweep (§2.9) uses the persistent ``(7, c)``, one per word chunk; the word-intrusion tasks of
 ``topictk export --what intrusion`` draw from ``(8,)`` of their seed; the global draws of a
 hierarchical Dirichlet process chain after every sweep (tables, weights, concentrations,
-§2.15) from the persistent ``(9,)``.
+§2.15) from the persistent ``(9,)``; the documents added to a trained run (``train --continue
+--add``) are folded in with the derived ``(10, 0, c)`` and their first topics drawn from
+``(10, 1)``.
 """
 from __future__ import annotations
 
@@ -43,6 +45,12 @@ def infer_key(chunk: int) -> tuple[int, ...]:
 
 def left_to_right_key(chunk: int) -> tuple[int, ...]:
     return (6, chunk)
+
+
+def grow_key(*parts: int) -> tuple[int, ...]:
+    """The derived streams of documents added to a trained run: ``(10, 0, c)`` the fold-in of
+    chunk c, ``(10, 1)`` the draw of their first topics."""
+    return (10, *parts)
 
 
 def make_stream(seed: int, key: tuple[int, ...]) -> np.random.PCG64:

@@ -13,6 +13,8 @@ from topictk.cli.options import cluster_options, cluster_overrides, quiet_option
 from topictk.errors import TopictkError
 from topictk.inference.registry import load_config
 from topictk.rundir.guard import is_run
+from topictk.training.grow import check_continue_options
+from topictk.training.grow import continue_run as grow_run
 from topictk.training.run import train as run_training
 from topictk.training.sweep import plan_sweep, train_sweep
 
@@ -20,10 +22,19 @@ _EXIT = {"SIGINT": 130, "SIGTERM": 143}
 
 
 @click.command()
-@click.option("--config", "-c", "config_path", required=True,
+@click.option("--config", "-c", "config_path",
               type=click.Path(dir_okay=False, allow_dash=True, path_type=str),
               help="Experiment YAML file; - reads it from standard input (paths in it are then "
-                   "relative to the working directory).")
+                   "relative to the working directory). Required unless --continue.")
+@click.option("--continue", "continue_run", metavar="RUN",
+              type=click.Path(file_okay=False, path_type=str),
+              help="Continue the trained run RUN with the documents of --add STORE, into the "
+                   "new run --out NEWRUN (RUN is never changed); --set inference.iterations=N "
+                   "then counts the steps beyond RUN's.")
+@click.option("--add", "add_store", metavar="STORE",
+              type=click.Path(file_okay=False, path_type=str),
+              help="With --continue: the corpus store of the documents to add (prepared with "
+                   "--test-docs 0 and RUN's preprocessing).")
 @click.option("--set", "overrides", multiple=True, metavar="SECTION.KEY=VALUE",
               help="Override a config key (repeatable).")
 @click.option("--out", type=click.Path(file_okay=False, path_type=str),
@@ -38,12 +49,23 @@ _EXIT = {"SIGINT": 130, "SIGTERM": 143}
 @click.option("--force", is_flag=True, help="Replace an existing run in the output directory.")
 @cluster_options
 @quiet_option
-def train(config_path, overrides, sweeps, out, resume, force, scheduler, dask_workers, quiet):
-    """Train the model of an experiment config, checkpointing and logging as it goes."""
-    overrides = list(overrides) + cluster_overrides(scheduler, dask_workers)
-    labels = _option_labels(scheduler, dask_workers, out)
+def train(config_path, continue_run, add_store, overrides, sweeps, out, resume, force,
+          scheduler, dask_workers, quiet):
+    """Train the model of an experiment config, checkpointing and logging as it goes; or
+    continue a trained run with added documents (--continue RUN --add STORE --out NEWRUN)."""
     if quiet:
         logging.getLogger("topictk").setLevel(logging.WARNING)
+    if continue_run or add_store:
+        check_continue_options(continue_run, add_store, config_path, sweeps, scheduler,
+                               dask_workers)
+        _report(grow_run(continue_run, add_store, out, list(overrides), force=force,
+                         resume=resume, quiet=quiet))
+        return
+    if config_path is None:
+        raise click.UsageError("Missing option '--config' / '-c' (or --continue RUN --add "
+                               "STORE).")
+    overrides = list(overrides) + cluster_overrides(scheduler, dask_workers)
+    labels = _option_labels(scheduler, dask_workers, out)
     if sweeps:
         plans = plan_sweep(config_path, overrides, list(sweeps), out, labels)
         for plan, result in train_sweep(plans, resume=resume, force=force, quiet=quiet):

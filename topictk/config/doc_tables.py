@@ -119,18 +119,25 @@ def family_page(kind: str) -> str:
     return f"family-{kind.replace('-', '')}.md"
 
 
+def adds_documents(traits) -> str:
+    """The model families of a driver whose runs can add documents, or ``no``."""
+    return ", ".join(f for f in (traits.family, *traits.families)
+                     if f in traits.add_documents) or "no"
+
+
 def algorithms_table(catalogue: Catalogue) -> str:
     """What each driver's traits declare: the model families it trains, its family of methods,
     whether it uses threads, resumes exactly, runs on a Dask cluster and learns ``alpha:
-    auto``, and its papers."""
+    auto``, the model families whose runs can add documents (``train --continue --add``),
+    and its papers."""
     rows = ["| algorithm | model | methods | threads | resume | cluster | `alpha: auto` | "
-            "papers |", "| --- | --- | --- | --- | --- | --- | --- | --- |"]
+            "add documents | papers |", "| --- | --- | --- | --- | --- | --- | --- | --- | --- |"]
     for name in catalogue.algorithm_names():
         t = catalogue.get_driver(name).traits
         families = ", ".join((t.family, *t.families))
         rows.append(f"| `{name}` | {families} | [{t.kind}]({family_page(t.kind)}) | "
                     f"{_yes(t.threads)} | {_yes(t.resume)} | {_yes(t.cluster)} | "
-                    f"{_yes(t.alpha_auto)} | {cell(t.paper)} |")
+                    f"{_yes(t.alpha_auto)} | {adds_documents(t)} | {cell(t.paper)} |")
     return "\n".join(rows)
 
 

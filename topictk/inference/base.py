@@ -31,7 +31,7 @@ from topictk.corpus.batches import FEISTEL_ROUNDS
 from topictk.corpus.store import CorpusStore, Documents, ptr_to_csr
 from topictk.errors import UsageError
 from topictk.state import schema
-from topictk.streams import Streams, eval_key, infer_key
+from topictk.streams import Streams, eval_key, grow_key, infer_key
 
 log = logging.getLogger("topictk")
 
@@ -370,7 +370,8 @@ class Traits:
     ``sweep_steps``: a step is one Gibbs sweep of every training document (a curve document
     then costs ``curve_fold_in_sweeps`` of a step's documents); ``objective``: the metrics
     name of :meth:`Driver.objective`, None without one; ``report``: the sections of
-    REPORT_SECTIONS it offers."""
+    REPORT_SECTIONS it offers; ``add_documents``: the model families whose trained state it
+    grows to take new documents (:meth:`Driver.grow_state`, ``train --continue --add``)."""
 
     family: str = "lda"
     families: tuple[str, ...] = ()
@@ -387,6 +388,7 @@ class Traits:
     sweep_steps: bool = False
     objective: str | None = None
     report: frozenset[str] = frozenset()
+    add_documents: tuple[str, ...] = ()
 
     def __post_init__(self):
         unknown = set(self.report) - set(REPORT_SECTIONS)
@@ -405,6 +407,37 @@ class Traits:
         if section not in REPORT_SECTIONS:
             raise ValueError(f"unknown report section {section!r}")
         return section in self.report
+
+
+def cannot_add_documents(algorithm: str, family: str) -> UsageError:
+    """The refusal of ``train --continue --add`` for a driver and model family whose state
+    cannot grow (not in its traits' ``add_documents``)."""
+    return UsageError(f"inference.algorithm {algorithm} with model.family {family} cannot add "
+                      f"documents to a trained run (topictk algorithms lists those that can); "
+                      f"train a new run on a store with all the documents")
+
+
+@dataclass(frozen=True)
+class AddedDocuments:
+    """What :meth:`Driver.grow_state` is told about the documents added to a run: the old
+    store's sizes (its documents and tokens come first in the union store, its words keep
+    their ids) and the keyed streams of the growth's own draws (``streams.derived`` with
+    :func:`topictk.streams.grow_key`: a fold-in never moves the run's persistent streams)."""
+
+    n_docs: int             # the old store's training documents, D_old
+    n_tokens: int           # its training tokens, N_old
+    n_words: int            # its vocabulary, V_old
+    streams: Streams
+    fold_in_sweeps: int = 10
+
+    def fold_in_plan(self, n_docs: int, threads: int = 1) -> FoldInPlan:
+        """The Gibbs fold-in of the ``n_docs`` added documents under the run's topics: chunks
+        of INFER_CHUNK_DOCS documents, each with its stream ``grow_key(0, c)``, so the result
+        is the same at any thread count."""
+        bounds = chunk_bounds_by_docs(n_docs, INFER_CHUNK_DOCS)
+        return FoldInPlan(self.fold_in_sweeps, self.fold_in_sweeps // 2, bounds,
+                          [self.streams.derived(grow_key(0, c)) for c in range(bounds.size - 1)],
+                          threads)
 
 
 class Driver(ABC):
@@ -517,6 +550,14 @@ class Driver(ABC):
 
     @abstractmethod
     def init_state(self) -> Any: ...
+
+    def grow_state(self, old: Any, added: "AddedDocuments") -> Any:
+        """The state to continue a trained run with after documents were added
+        (``train --continue RUN --add STORE``): ``old`` is the run's state on its own store,
+        this driver's store is the union (:mod:`topictk.corpus.union`: the old training
+        documents first, then the added ones; the old words keep their ids, new words follow).
+        Only drivers whose traits list the model family in ``add_documents`` override it."""
+        raise cannot_add_documents(self.name, getattr(self.config.model, "family", "lda"))
 
     @abstractmethod
     def step(self, state: Any, t: int) -> StepInfo: ...

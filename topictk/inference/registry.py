@@ -123,16 +123,20 @@ def load_config(path: str | Path | None, overrides: list[str] = (),
 
 def algorithm_table() -> list[str]:
     """One line per algorithm for ``topictk algorithms``: its name, model family, docs family,
-    whether it uses threads, resumes and runs on a cluster, and its papers (the facts each
+    whether it uses threads, resumes and runs on a cluster, the model families whose runs can
+    add documents (``train --continue --add``), and its papers (the facts each
     driver class declares)."""
     def yes(flag: bool) -> str:
         return "yes" if flag else "no"
 
-    rows = [("algorithm", "model", "family", "threads", "resume", "cluster", "paper")]
+    rows = [("algorithm", "model", "family", "threads", "resume", "cluster", "add docs",
+             "paper")]
     for name in algorithm_names():
         traits = get_driver(name).traits
+        adds = ",".join(f for f in (traits.family, *traits.families)
+                        if f in traits.add_documents) or "no"
         rows.append((name, traits.family, traits.kind, yes(traits.threads),
-                     yes(traits.resume), yes(traits.cluster), traits.paper))
+                     yes(traits.resume), yes(traits.cluster), adds, traits.paper))
     widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]) - 1)]
     return ["  ".join(cell.ljust(w) for cell, w in zip(row, widths)) + "  " + row[-1]
             for row in rows]

@@ -186,9 +186,13 @@ def check_resume_settings(saved: Path, config: Config, driver: Driver,
 def saved_config_text(config: Config) -> str:
     """The run's ``config.yaml``: the resolved config, with ``output: .`` (the folder the file
     is in), so that a copied or moved run trains, resumes and is retrained where it is, never
-    where it was first written."""
+    where it was first written. A corpus store inside the run (a continued run's union store)
+    is named relatively too, so that it moves with the run."""
     data = config.to_dict()
     data["output"] = "."
+    corpus, output = Path(config.corpus), Path(config.output)
+    if output in corpus.parents:
+        data["corpus"] = corpus.relative_to(output).as_posix()
     return yaml.safe_dump(data, sort_keys=False)
 
 

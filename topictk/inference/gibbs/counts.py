@@ -320,6 +320,12 @@ class GibbsCounts(ABC):
         n_k); by default nothing."""
         return state
 
+    def grown(self, state):
+        """The state of a chain grown by added documents (z and its counts, see
+        :mod:`topictk.inference.gibbs.grow`) completed with what the representation keeps
+        besides them; by default nothing."""
+        return state
+
     def sizes(self) -> dict:
         """Symbols of the saved state's shapes besides K, V, D, N and M."""
         return {}

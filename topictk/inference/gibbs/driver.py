@@ -17,6 +17,7 @@ from topictk.config.schema import Option
 from topictk.errors import ConfigError, NumericalError
 from topictk.inference.base import StepInfo, Traits
 from topictk.inference.gibbs.cluster import GibbsClusterMixin
+from topictk.inference.gibbs.grow import GrowMixin
 from topictk.inference.hyper import resolve_alpha
 from topictk.inference.gibbs.counts import (
     GibbsCounts,
@@ -143,7 +144,7 @@ def count_representation(config, doc_ptr: np.ndarray, words: np.ndarray, n_words
 
 GIBBS_TRAITS = Traits(kind="sampled", paper=PAPERS, families=tuple(FAMILY_COUNTS),
                       cluster=True, cluster_fold_in=True, alpha_auto=True, sweep_steps=True,
-                      objective="log_joint_per_token")
+                      objective="log_joint_per_token", add_documents=("lda",))
 
 #: ``inference.chunks`` and ``inference.blocks`` of the Gibbs drivers (gibbs, dmr-sem)
 CHUNKS_OPTION = Option("int", None, low=1, auto=True, nullable=True,
@@ -193,7 +194,7 @@ GIBBS_OPTIONS = {
 
 
 @register
-class GibbsDriver(GibbsClusterMixin, SampledDriver):
+class GibbsDriver(GrowMixin, GibbsClusterMixin, SampledDriver):
     """Collapsed Gibbs sampling; one step is one sweep over the training corpus.
 
     The template of the sweep-based samplers: a subclass with another document prior (DMR)

@@ -133,6 +133,11 @@ class MHCounts(DenseCounts):
                            self.word_prior)
         return 0, self.name
 
+    def grown(self, state):
+        """The word proposal's tables are built from the grown chain's z."""
+        state.table_z = state.z.copy() if self.sampler.rebuild > 1 else None
+        return state
+
     def check_restored(self, state) -> None:
         rebuild = self.sampler.rebuild
         if state.step % rebuild != 0 and state.table_z is None:

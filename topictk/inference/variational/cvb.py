@@ -39,6 +39,7 @@ from topictk.inference.perplexity import csr_arrays, mixture_probabilities
 from topictk.inference.registry import register
 from topictk.inference.seed_prior import SeededDriverMixin
 from topictk.inference.variational.template import VariationalDriver, doc_lengths
+from topictk.inference.variational.grow import grow_cvb_state
 from topictk.state.variational import CVBState
 from topictk.streams import Streams
 
@@ -100,7 +101,7 @@ class CVBDriver(SeededDriverMixin, VariationalDriver):
 
     name = "cvb"
     traits = Traits(kind="variational", paper="Teh, Newman & Welling 2007",
-                    objective="train_bound_per_token")
+                    objective="train_bound_per_token", add_documents=("lda",))
     STATE = CVBState
     gaussian = True
     OPTIONS = {
@@ -207,6 +208,10 @@ class CVBDriver(SeededDriverMixin, VariationalDriver):
             state.v_dk, state.v_kw, state.v_k = self._empty_var()
         return state
 
+
+    def grow_state(self, old: CVBState, added) -> CVBState:
+        """Added documents (:func:`topictk.inference.variational.grow.grow_cvb_state`)."""
+        return grow_cvb_state(self, old, added)
 
     def refresh_fields(self, state: CVBState) -> None:
         """Recompute every field from mu (§4.7)."""

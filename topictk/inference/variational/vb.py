@@ -58,6 +58,7 @@ from topictk.inference.variational.template import (
     fold_in_theta,
     optimize_alpha,
 )
+from topictk.inference.variational.grow import grow_vb_state
 from topictk.state.variational import VBState
 from topictk.streams import Streams
 
@@ -71,7 +72,7 @@ class VBDriver(SeededDriverMixin, BatchEMDriver):
     name = "vb"
     # the blocks of the E-step run on a cluster's workers
     traits = Traits(kind="variational", paper="Blei, Ng & Jordan 2003", cluster=True,
-                    alpha_auto=True, objective="train_bound_per_token")
+                    alpha_auto=True, objective="train_bound_per_token", add_documents=("lda",))
     STATE = VBState
     OPTIONS = {
         **ESTEP_OPTIONS,
@@ -142,6 +143,10 @@ class VBDriver(SeededDriverMixin, BatchEMDriver):
         return VBState(lam=np.ascontiguousarray(lam), gamma=np.ascontiguousarray(gamma),
                        alpha=alpha, beta=float(self.config.model.beta), smoothed=self.smoothed)
 
+
+    def grow_state(self, old: VBState, added) -> VBState:
+        """Added documents (:func:`topictk.inference.variational.grow.grow_vb_state`)."""
+        return grow_vb_state(self, old, added)
 
     # ------------------------------------------------------------------- step
     def e_step_bound(self, state: VBState):

@@ -1,0 +1,216 @@
+"""``topictk train --continue RUN --add STORE --out NEWRUN``: the union store, the grown state
+of every family that can add documents (deterministic, resumable, the same at two threads),
+what is refused, and that RUN and both stores are only read."""
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import numpy as np
+import pytest
+import yaml
+
+from tests.fixtures import cut_back_run
+from tests.integration._cli import (EXAMPLE, assert_same_run, fails, model_arrays, ok,
+                                    snapshot)
+from topictk.corpus.store import CorpusStore, verify_store
+from topictk.rundir.checkpoint import load_arrays
+
+# the example corpus: its first 270 lines are the run's documents, the other 71 the added
+BASE_LINES = 270
+
+# the families that grow a state, as configs: (inference section, extra training keys)
+FAMILIES = {
+    "gibbs-sparse": {"algorithm": "gibbs", "burn_in": 20, "thin": 10},
+    "gibbs-dense": {"algorithm": "gibbs", "sampler": "dense", "chunks": 2},
+    "gibbs-mh": {"algorithm": "gibbs", "sampler": "mh", "chunks": 2, "mh_rebuild": 3},
+    "gibbs-warp": {"algorithm": "gibbs", "sampler": "warp", "chunks": 2},
+    "vb": {"algorithm": "vb", "chunks": 2},
+    "cvb": {"algorithm": "cvb", "chunks": 2},
+    "cvb0": {"algorithm": "cvb0", "chunks": 2},
+}
+
+
+@pytest.fixture(scope="module")
+def stores(tmp_path_factory) -> dict[str, Path]:
+    """The run's store (a test split), the added store (no test split), and one of the added
+    documents prepared with another --min-length."""
+    folder = tmp_path_factory.mktemp("add")
+    lines = EXAMPLE.read_text(encoding="utf-8").splitlines(keepends=True)
+    (folder / "old.txt").write_text("".join(lines[:BASE_LINES]), encoding="utf-8")
+    (folder / "new.txt").write_text("".join(lines[BASE_LINES:]), encoding="utf-8")
+    ok("prepare", folder / "old.txt", "--out", folder / "base")
+    ok("prepare", folder / "new.txt", "--out", folder / "added", "--test-docs", "0")
+    ok("prepare", folder / "new.txt", "--out", folder / "added-min2", "--test-docs", "0",
+       "--min-length", "2")
+    ok("prepare", folder / "new.txt", "--out", folder / "added-test")
+    return {"folder": folder, "base": folder / "base", "added": folder / "added",
+            "added-min2": folder / "added-min2", "added-test": folder / "added-test"}
+
+
+def write_run_config(folder: Path, store: Path, inference: dict, name: str = "run",
+                     iterations: int = 30, **training) -> Path:
+    path = folder / f"{name}.yaml"
+    data = {"corpus": str(store), "output": str(folder / name),
+            "model": {"topics": 5, "alpha": 0.1, "beta": 0.01},
+            "inference": {**inference, "iterations": iterations},
+            "training": {"seed": 3, "eval_every": 10, "checkpoint_every": 10,
+                         "keep_checkpoints": 10, **training},
+            "evaluation": {"fold_in_sweeps": 10, "fold_in_burn_in": 5}}
+    path.write_text(yaml.safe_dump(data, sort_keys=False), encoding="utf-8")
+    return path
+
+
+@pytest.fixture(scope="module")
+def gibbs_run(stores) -> Path:
+    folder = stores["folder"]
+    ok("train", "--config", write_run_config(folder, stores["base"], FAMILIES["gibbs-sparse"]),
+       "-q")
+    return folder / "run"
+
+
+def continue_args(run: Path, added: Path, out: Path, *more: str) -> list:
+    return ["train", "--continue", run, "--add", added, "--out", out, "-q", *more]
+
+
+def test_the_union_store_keeps_the_old_ids_and_test_split(stores, gibbs_run, tmp_path):
+    ok(*continue_args(gibbs_run, stores["added"], tmp_path / "new",
+                      "--set", "inference.iterations=1"))
+    base, added = CorpusStore.open(stores["base"]), CorpusStore.open(stores["added"])
+    union = CorpusStore.open(tmp_path / "new" / "corpus")
+    verify_store(union.path)
+    # old words keep their ids; the added store's new words follow, in its order
+    V = base.n_words
+    assert union.vocab[:V] == base.vocab
+    known = set(base.vocab)
+    assert union.vocab[V:] == [w for w in added.vocab if w not in known]
+    assert union.vocab[V:], "the added documents bring no new word: the test proves nothing"
+    # the run's documents first, token for token; then the added ones, word for word
+    old, new, both = base.train(), added.train(), union.train()
+    N = old.n_tokens
+    assert np.array_equal(both.words[:N], old.words)
+    assert [union.vocab[w] for w in both.words[N:]] == [added.vocab[w] for w in new.words]
+    assert both.n_docs == old.n_docs + new.n_docs
+    assert union.document_ids("train") == base.document_ids("train") + added.document_ids(
+        "train")
+    # the test split is the run's, unchanged
+    for name in base.manifest["arrays"]:
+        if name.startswith("test_"):
+            assert np.array_equal(union.array(name), base.array(name)), name
+    assert union.document_ids("test") == base.document_ids("test")
+    facts = union.manifest["union"]
+    assert facts["new_words"] == union.n_words - V and facts["added_documents"] == new.n_docs
+    # the run's config names its store relatively, and the marker where it came from
+    saved = yaml.safe_load((tmp_path / "new" / "config.yaml").read_text())
+    assert saved["corpus"] == "corpus"
+    origin = json.loads((tmp_path / "new" / "topictk-run.json").read_text())["continued_from"]
+    assert origin["step"] == 30 and origin["corpus_id"] == union.corpus_id
+    assert origin["run_corpus_id"] == base.corpus_id
+    assert origin["added_corpus_id"] == added.corpus_id
+
+
+def test_run_and_stores_are_only_read_and_a_moved_run_evaluates(stores, gibbs_run, tmp_path):
+    inputs = [gibbs_run, stores["base"], stores["added"]]
+    before = [snapshot(p) for p in inputs]
+    out = ok(*continue_args(gibbs_run, stores["added"], tmp_path / "new",
+                            "--set", "inference.iterations=10"))
+    assert out.stdout.strip().startswith(f"{tmp_path / 'new'}: step 40")
+    assert [snapshot(p) for p in inputs] == before
+    shutil.move(tmp_path / "new", tmp_path / "moved")
+    result = json.loads(ok("evaluate", tmp_path / "moved", "--json").stdout)
+    assert result["step"] == 40 and np.isfinite(result["perplexity"])
+
+
+@pytest.mark.parametrize("family", sorted(FAMILIES))
+def test_a_continued_run_is_deterministic_resumable_and_thread_free(family, stores, tmp_path):
+    """Continued twice (one and two threads) the run ends in the same place; cut back to the
+    checkpoint 10 steps after RUN's step and resumed, it ends there too."""
+    inference = FAMILIES[family]
+    ok("train", "--config", write_run_config(tmp_path, stores["base"], inference), "-q")
+    run = tmp_path / "run"
+    more = ("--set", "inference.iterations=20")
+    ok(*continue_args(run, stores["added"], tmp_path / "a", *more))
+    ok(*continue_args(run, stores["added"], tmp_path / "b", *more,
+                      "--set", "training.threads=2"))
+    assert_same_run(tmp_path / "a", tmp_path / "b", same_samples=family == "gibbs-sparse")
+    cut_back_run(tmp_path / "a", tmp_path / "cut", 40)
+    ok("train", "--config", tmp_path / "cut" / "config.yaml", "--resume", "-q")
+    assert_same_run(tmp_path / "a", tmp_path / "cut", same_samples=family == "gibbs-sparse")
+    header, arrays = model_arrays(tmp_path / "a")
+    assert header["state"]["step"] == 50
+    union = CorpusStore.open(tmp_path / "a" / "corpus")
+    assert header["vocabulary"] == union.n_words and header["corpus_id"] == union.corpus_id
+    # the grown start: the run's state for the run's documents, a fold-in for the added ones
+    _, start = load_arrays(tmp_path / "a" / "checkpoints" / "step-00000030.npz")
+    _, old = load_arrays(run / "model.npz")
+    if "z" in old:
+        N = old["z"].size
+        assert np.array_equal(start["z"][:N], old["z"])
+        assert start["z"].size == union.train().n_tokens
+    if "lam" in old:
+        V = old["lam"].shape[0]
+        assert np.array_equal(start["lam"][:V], old["lam"])
+        assert np.all(start["lam"][V:] == 0.01)         # the new words' rows: the prior
+    if "mu" in old:
+        assert np.array_equal(start["mu"][:old["mu"].shape[0]], old["mu"])
+
+
+def test_adding_the_held_back_documents_scores_as_a_fresh_run(stores, tmp_path):
+    """The run trained on the first documents, continued with the rest, is scored on the
+    same held-out tokens as a fresh run on all of them (the union store) with as many sweeps
+    in all: its perplexity is finite, within 10 % of the fresh run's, and below the run's
+    before the documents were added (they are more of the same text)."""
+    inference = FAMILIES["gibbs-sparse"]
+    ok("train", "--config", write_run_config(tmp_path, stores["base"], inference,
+                                             iterations=60), "-q")
+    ok(*continue_args(tmp_path / "run", stores["added"], tmp_path / "continued",
+                      "--set", "inference.iterations=60"))
+    union = tmp_path / "continued" / "corpus"
+    fresh = write_run_config(tmp_path, union, {**inference, "burn_in": 60}, name="fresh",
+                             iterations=120)
+    ok("train", "--config", fresh, "-q")
+    continued = json.loads(ok("evaluate", tmp_path / "continued", "--json").stdout)
+    scratch = json.loads(ok("evaluate", tmp_path / "fresh", "--json").stdout)
+    assert continued["heldout_tokens"] == scratch["heldout_tokens"]
+    assert np.isfinite(continued["perplexity"])
+    assert continued["perplexity"] <= 1.10 * scratch["perplexity"], (continued, scratch)
+    before = json.loads(ok("evaluate", tmp_path / "run", "--json").stdout)
+    assert continued["heldout_tokens"] == before["heldout_tokens"]
+    assert continued["perplexity"] < before["perplexity"], (continued, before)
+
+
+def test_what_cannot_be_continued_is_refused_in_one_line(stores, gibbs_run, tmp_path):
+    added = stores["added"]
+    ok("train", "--config", write_run_config(tmp_path, stores["base"], {"algorithm": "ovb"},
+                                             name="ovb", iterations=5), "-q")
+    assert fails(2, *continue_args(tmp_path / "ovb", added, tmp_path / "x")) == (
+        "inference.algorithm ovb with model.family lda cannot add documents to a trained run "
+        "(topictk algorithms lists those that can); train a new run on a store with all the "
+        "documents")
+    message = fails(2, *continue_args(gibbs_run, stores["added-min2"], tmp_path / "x"))
+    assert "options.min_length = 2" in message and "with 3" in message
+    assert "--test-docs 0" in fails(2, *continue_args(gibbs_run, stores["added-test"],
+                                                      tmp_path / "x"))
+    assert "--out NEWRUN" in fails(2, "train", "--continue", gibbs_run, "--add", added)
+    assert "--add STORE" in fails(2, "train", "--continue", gibbs_run, "--out", tmp_path / "x")
+    assert "model.topics" in fails(2, *continue_args(gibbs_run, added, tmp_path / "x",
+                                                     "--set", "model.topics=3"))
+    assert "input" in fails(2, *continue_args(gibbs_run, added, gibbs_run, "--force"))
+    assert not (tmp_path / "x").exists()
+    (tmp_path / "y").mkdir()
+    (tmp_path / "y" / "notes.txt").write_text("mine")
+    assert "exists" in fails(2, *continue_args(gibbs_run, added, tmp_path / "y"))
+    assert "not a topictk run" in fails(2, *continue_args(gibbs_run, added, tmp_path / "y",
+                                                          "--force"))
+    assert (tmp_path / "y" / "notes.txt").read_text() == "mine"
+
+
+def test_force_replaces_a_continued_run(stores, gibbs_run, tmp_path):
+    out = tmp_path / "new"
+    ok(*continue_args(gibbs_run, stores["added"], out, "--set", "inference.iterations=10"))
+    ok(*continue_args(gibbs_run, stores["added"], out, "--set", "inference.iterations=20",
+                      "--force"))
+    header, _ = model_arrays(out)
+    assert header["state"]["step"] == 50
+    assert not list(tmp_path.glob(".new.*"))

@@ -1,0 +1,62 @@
+"""The variational states of a run grown by added documents (``train --continue RUN --add
+STORE``, docs/train.md "Adding documents to a trained model").
+
+Both start the added documents from the run's topics, deterministically (no draw): batch VB
+keeps lambda and gives the new words' rows the prior eta (``model.beta``: what lambda is
+without a count), and starts gamma of the added documents as its first E-step does (alpha +
+N_d / K); CVB and CVB0 keep mu of the old pairs and start each added pair at the run's
+posterior of the word's topic, mu_k proportional to alpha_k (m_kw + beta) / (m_k + V beta),
+then count every field again from mu. The EM stopping rule starts afresh: the added documents
+move the bound.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from topictk.errors import UsageError
+from topictk.inference.base import AddedDocuments
+from topictk.state.variational import CVBState, VBState
+
+
+def _new_rows(old: np.ndarray, n_rows: int, value: float) -> np.ndarray:
+    """``old`` (R, K) followed by ``n_rows - R`` rows of ``value``."""
+    extra = np.full((n_rows - old.shape[0], old.shape[1]), value, dtype=np.float64)
+    return np.ascontiguousarray(np.vstack([old, extra]))
+
+
+def grow_vb_state(driver, old: VBState, added: AddedDocuments) -> VBState:
+    """Batch VB (smoothed: the new words' lambda rows are eta; unsmoothed phi has no prior to
+    give new words, and is refused)."""
+    if not old.smoothed:
+        raise UsageError("inference.smoothed: false keeps phi without a prior, so the added "
+                         "documents' new words would have no probability; continue a run "
+                         "trained with inference.smoothed: true")
+    alpha = np.array(old.alpha, dtype=np.float64)
+    lengths = np.asarray(driver.doc_lengths[added.n_docs:], dtype=np.float64)
+    gamma = np.vstack([old.gamma, alpha[None, :] + (lengths / driver.K)[:, None]])
+    return VBState(lam=_new_rows(old.lam, driver.V, old.beta),
+                   gamma=np.ascontiguousarray(gamma), alpha=alpha, beta=float(old.beta),
+                   smoothed=True, step=int(old.step))
+
+
+def grow_cvb_state(driver, old: CVBState, added: AddedDocuments) -> CVBState:
+    """CVB and CVB0: mu of the added pairs from the run's topics, the fields counted again."""
+    K, V = driver.K, driver.V
+    m_kw = _new_rows(old.m_kw, V, 0.0)
+    phi = (m_kw + old.beta) / (old.m_k + V * old.beta)                    # (V, K)
+    new_pairs = np.asarray(driver.indices[old.mu.shape[0]:], dtype=np.int64)
+    mu_new = phi[new_pairs] * old.alpha
+    mu_new /= mu_new.sum(axis=1, keepdims=True)
+    D = driver.n_docs
+    gaussian = driver.gaussian
+    state = CVBState(mu=np.ascontiguousarray(np.vstack([old.mu, mu_new])),
+                     m_dk=np.zeros((D, K)), m_kw=np.zeros((V, K)), m_k=np.zeros(K),
+                     v_dk=np.zeros((D, K)) if gaussian else None,
+                     v_kw=np.zeros((V, K)) if gaussian else None,
+                     v_k=np.zeros(K) if gaussian else None,
+                     alpha=np.array(old.alpha, dtype=np.float64), beta=float(old.beta),
+                     gaussian=gaussian, step=int(old.step))
+    driver.refresh_fields(state)
+    if not gaussian:
+        state.v_dk, state.v_kw, state.v_k = (np.zeros((0, K)), np.zeros((0, K)), np.zeros(0))
+    return state
