@@ -59,7 +59,7 @@ def train(config_path, continue_run, add_store, overrides, sweeps, out, resume, 
         check_continue_options(continue_run, add_store, config_path, sweeps, scheduler,
                                dask_workers)
         _report(grow_run(continue_run, add_store, out, list(overrides), force=force,
-                         resume=resume, quiet=quiet))
+                         resume=resume, quiet=quiet), str(Path(out)))
         return
     if config_path is None:
         raise click.UsageError("Missing option '--config' / '-c' (or --continue RUN --add "
