@@ -15,14 +15,14 @@ Examples
 """
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
 __all__ = ["Run", "coherence", "compare_runs", "fold_in", "intrusion_precision", "load_run",
-           "open_store", "prepare", "score_topic_word"]
+           "open_store", "prepare", "score_topic_word", "train"]
 
 
 def load_run(path: str | Path, checkpoint: int | None = None, *,
@@ -131,6 +131,39 @@ class Run:
     def tokens_seen(self) -> int:
         """Training tokens visited by all steps."""
         return int(self._loaded.header.get("clock", {}).get("tokens_seen", 0))
+
+    def resume(self, iterations: int | None = None, *, store: Any = None,
+               overrides: str | Iterable[str] = (), progress: bool = True,
+               callback: Callable[[dict], Any] | None = None,
+               threads: int | None = None) -> Run:
+        """Continue training this run from its latest checkpoint, as ``topictk train
+        --config RUN/config.yaml --resume`` does: the same chain, so a run trained to N steps
+        and resumed to M equals one trained to M at once.
+
+        Parameters
+        ----------
+        iterations : int, optional
+            Train to this many steps in all (``inference.iterations``; default: the run's,
+            which finishes a run that was stopped).
+        store : str, Path or CorpusStore, optional
+            The run's corpus store, if it has moved (it must hold the same documents).
+        overrides : str or iterable of str
+            Other ``"section.key=value"`` settings; a resume may change only those that do
+            not change the chain (the threads, the time limit, the evaluation and checkpoint
+            schedule), and says so otherwise.
+        progress, callback, threads
+            As for :func:`train`.
+
+        Returns
+        -------
+        Run
+            The run's new final model (this object still shows the model it was opened at).
+        """
+        sets = [overrides] if isinstance(overrides, str) else list(overrides)
+        if iterations is not None:
+            sets.append(f"inference.iterations={iterations}")
+        return train(self.path / "config.yaml", store=store, out=self.path, overrides=sets,
+                     resume=True, progress=progress, callback=callback, threads=threads)
 
     def topic_word(self) -> np.ndarray:
         """The topics' word distributions, the model's point estimate.
@@ -497,6 +530,116 @@ def prepare(inputs: str | Path | Iterable[str | Path] | None = None,
         return prepare_store([str(p) for p in inputs], out, opts)
     documents = memory.InMemory(texts, text_column or DEFAULT_TEXT_COLUMN, id_column)
     return prepare_store([memory.NAME], out, opts, documents)
+
+
+def train(config: str | Path | Mapping[str, Any], *, store: Any = None,
+          out: str | Path | None = None, overrides: str | Iterable[str] = (),
+          force: bool = False, resume: bool = False, progress: bool = True,
+          callback: Callable[[dict], Any] | None = None,
+          threads: int | None = None) -> Run:
+    """Train an experiment, as ``topictk train --config CONFIG`` does: the same config
+    checks, run directory and numbers, bit for bit.
+
+    Parameters
+    ----------
+    config : str, Path or mapping
+        A YAML config file, or a mapping in the same schema (sections ``corpus``,
+        ``model``, ``inference``, ``training``, ``evaluation``, ``output``); a mapping's
+        relative paths are relative to the working directory, as those of a config read from
+        standard input (``--config -``). A run's own ``config.yaml`` trains that run where
+        it is (unless ``out`` says otherwise).
+    store : str, Path or CorpusStore, optional
+        The corpus store (the config's ``corpus``), relative to the working directory.
+    out : str or Path, optional
+        The run directory (the config's ``output``; ``--out``).
+    overrides : str or iterable of str
+        ``"section.key=value"`` settings, as ``--set`` gives them.
+    force : bool
+        Replace a run already in ``out`` (``--force``).
+    resume : bool
+        Continue the run's latest checkpoint (``--resume``); see also :meth:`Run.resume`.
+    progress : bool
+        Show the progress bar: on a terminal, or in a Jupyter notebook as tqdm's widget (a
+        plain log line per evaluation on the ``topictk`` logger otherwise, as the command
+        does). False shows nothing.
+    callback : callable, optional
+        ``callback(record)`` after every evaluation, with the record just appended to the
+        run's ``metrics.jsonl`` (a dict: ``step``, ``tokens_seen``, ``perplexity_point``,
+        ...). An exception it raises stops training after that step, as Ctrl-C does: a
+        checkpoint of the step is written, then the exception is raised again here
+        (``resume=True`` continues the run from that checkpoint).
+    threads : int, optional
+        ``training.threads``; the numbers do not depend on it.
+
+    Returns
+    -------
+    Run
+        The trained run's final model, as :func:`load_run` opens it.
+
+    Raises
+    ------
+    topictk.errors.TopictkError
+        The command's one-line errors: ``ConfigError`` for a bad key or value (naming the
+        key, the file or ``<config>`` for a mapping, and the fix), ``UsageError`` for an
+        output that is not free, ...
+    KeyboardInterrupt
+        On Ctrl-C (a notebook's "interrupt the kernel"): training stops after the current
+        step, writes a checkpoint and raises it again; a second Ctrl-C stops at once.
+    """
+    from topictk import progress as bars
+    from topictk.training.run import train as run_training
+
+    resolved = _train_config(config, store, out, overrides, threads)
+    with bars.showing(None if progress else False):
+        result = run_training(resolved, resume=resume, force=force, quiet=not progress,
+                              callback=callback)
+    if result.status == "interrupted":
+        return _interrupted(result, threads)
+    return load_run(result.run_dir, threads=threads)
+
+
+def _train_config(config, store, out, overrides, threads):
+    """The config ``train`` trains, read and checked by the loader ``topictk train`` uses,
+    with the keyword arguments as overrides that name them in messages."""
+    from topictk.errors import UsageError
+    from topictk.inference.registry import load_config
+    from topictk.rundir.guard import is_run
+
+    sets = [overrides] if isinstance(overrides, str) else [str(o) for o in overrides]
+    labels = {}
+    for key, value, name in (("corpus", store, "store"), ("output", out, "out")):
+        if value is not None:
+            path = Path(getattr(value, "path", value))      # a CorpusStore too
+            sets.append(f"{key}={path.resolve()}")
+            labels[sets[-1]] = f"{name}={str(path)!r}"
+    if threads is not None:
+        sets.append(f"training.threads={threads}")
+        labels[sets[-1]] = f"threads={threads!r}"
+    if isinstance(config, Mapping):
+        return load_config(None, sets, raw=dict(config), labels=labels)
+    if not isinstance(config, (str, Path)):
+        raise UsageError(f"train: config is a YAML file or a mapping of its sections; got "
+                         f"{type(config).__name__}")
+    path = Path(config)
+    if (out is None and path.name == "config.yaml" and is_run(path.parent)
+            and not any(s.startswith("output=") for s in sets)):
+        sets.append(f"output={path.parent.resolve()}")      # the run where it is now
+    return load_config(path, sets, labels=labels)
+
+
+def _interrupted(result, threads: int | None) -> Run:
+    """After a run stopped by a signal with its checkpoint written: Ctrl-C raises
+    KeyboardInterrupt, another signal goes to the handler it had before training (SIGTERM's
+    default ends the process); a run that lives on is its checkpoint."""
+    import signal
+
+    where = (f"{result.run_dir}: {result.signal_name} received: stopped at step "
+             f"{result.step}, checkpoint written; continue with resume=True or Run.resume()")
+    if result.signal_name == "SIGINT":
+        raise KeyboardInterrupt(where)
+    if result.signal_name is not None:
+        signal.raise_signal(getattr(signal, result.signal_name))
+    return load_run(result.run_dir, result.step, threads=threads)
 
 
 def score_topic_word(store, topic_word, alpha, *, sweeps: int = 50,

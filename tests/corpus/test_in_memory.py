@@ -92,7 +92,7 @@ def test_records_give_the_store_of_a_jsonl_file(tmp_path):
 
 
 def test_a_pandas_data_frame_gives_the_store_of_its_jsonl_export(tmp_path):
-    pd = pytest.importorskip("pandas")
+    import pandas as pd
     records = _records()
     frame = pd.DataFrame(records)
     topictk.prepare(_write_jsonl(tmp_path / "docs.jsonl", records), tmp_path / "file",

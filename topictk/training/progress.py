@@ -2,8 +2,9 @@
 
 On a terminal, a tqdm bar with the step, the rate, the time left and the last evaluated
 perplexity ("—" before the first finite one; deep LDA's evaluations during burn-in have
-none). When stderr is not a terminal (a run logging to a file), one log line per evaluation
-instead of a bar redrawn with carriage returns. Nothing when quiet.
+none); in a Jupyter notebook, the same bar as tqdm's widget. When stderr is neither (a run
+logging to a file), one log line per evaluation instead of a bar redrawn with carriage
+returns. Nothing when quiet.
 """
 from __future__ import annotations
 
@@ -14,7 +15,7 @@ import time
 
 from tqdm import tqdm
 
-from topictk.progress import bar, is_terminal
+from topictk.progress import bar, in_notebook, is_terminal
 
 log = logging.getLogger("topictk")
 
@@ -31,7 +32,9 @@ class Progress:
         self.perplexity: float | None = None
         self.began = time.perf_counter()
         self.bar = None
-        self.lines = not quiet and not is_terminal(stream)
+        # a notebook's stderr is no terminal, but shows tqdm's widget (progress.bar)
+        self.lines = not quiet and not is_terminal(stream) and not (
+            stream is sys.stderr and in_notebook())
         if not quiet and not self.lines:
             self.bar = bar(total, initial=initial, desc=None, unit="step", show=True,
                            stream=stream)

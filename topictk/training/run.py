@@ -10,10 +10,12 @@ Run directory::
 """
 from __future__ import annotations
 
+import json
 import logging
 import os
 import signal
 import time
+from collections.abc import Callable
 from contextlib import ExitStack
 from dataclasses import dataclass
 from pathlib import Path
@@ -41,7 +43,7 @@ from topictk.inference.cluster import (
 )
 from topictk.inference.perplexity import heldout_perplexity, train_heldout_perplexity
 from topictk.inference.registry import driver_class, load_config
-from topictk.limits import out_of_memory
+from topictk.limits import json_loads, out_of_memory
 from topictk.rundir import checkpoint as ckpt
 from topictk.rundir.guard import (check_run_output, is_run, prepare_run_dir, run_inputs,
                                   write_marker)
@@ -212,9 +214,11 @@ def check_sample_schedule(driver: Driver, state, start: int, saved: Path) -> Non
 
 
 def train(config: Config, *, resume: bool = False, force: bool = False,
-          quiet: bool = False) -> TrainResult:
+          quiet: bool = False, callback: Callable[[dict], object] | None = None) -> TrainResult:
     """Train ``config`` to ``inference.iterations`` steps (or resume it there), holding the
-    run directory's lock throughout: a second writer of the run is refused at once."""
+    run directory's lock throughout: a second writer of the run is refused at once.
+    ``callback(record)`` is given every metrics record as it is written
+    (:meth:`RunSession._call_back`)."""
     check_run_output(config.output, resume=resume, force=force, inputs=run_inputs(config),
                      locked=False)
     with RunLock(config.output), ExitStack() as stack:
@@ -226,14 +230,16 @@ def train(config: Config, *, resume: bool = False, force: bool = False,
             resume, force = False, True
         cluster = (stack.enter_context(Cluster.from_config(config.training))
                    if cluster_requested(config.training) else None)
-        return _train(config, resume=resume, force=force, quiet=quiet, cluster=cluster)
+        return _train(config, resume=resume, force=force, quiet=quiet, cluster=cluster,
+                      callback=callback)
 
 
 def _train(config: Config, *, resume: bool, force: bool, quiet: bool,
-           cluster: Cluster | None = None) -> TrainResult:
+           cluster: Cluster | None = None,
+           callback: Callable[[dict], object] | None = None) -> TrainResult:
     try:
         return RunSession(config, resume=resume, force=force, quiet=quiet,
-                          cluster=cluster).run()
+                          cluster=cluster, callback=callback).run()
     except MemoryError:
         # the estimate passed (or could not be made) but an allocation failed: other programs
         # took the memory meanwhile, or an array the estimate does not count was too large
@@ -251,8 +257,10 @@ class RunSession:
     (:func:`topictk.training.loop.train_steps`)."""
 
     def __init__(self, config: Config, *, resume: bool, force: bool, quiet: bool,
-                 cluster: Cluster | None = None):
+                 cluster: Cluster | None = None,
+                 callback: Callable[[dict], object] | None = None):
         self.config, self.resume, self.quiet = config, resume, quiet
+        self.callback, self.callback_error = callback, None
         self.training = config.training
         self.iterations = int(config.inference.iterations)
         self.run_dir = config.output
@@ -306,6 +314,8 @@ class RunSession:
                 header, arrays = self._header(self.status)
                 ckpt.save_arrays(self.run_dir / MODEL_FILE, header, arrays)
             self._discard_replaced()        # a run with no checkpoint that completed
+            if self.callback_error is not None:
+                raise self.callback_error
             return TrainResult(run_dir=self.run_dir, step=step, status=self.status,
                                signal_name=signal_name, perplexity=self.last_ppl)
         except BaseException:
@@ -405,8 +415,9 @@ class RunSession:
             progress.step()
             out_of_time = (training.time_limit is not None
                            and clock["train_seconds"] >= training.time_limit)
-            if stop.signal_name or out_of_time:
-                self.status = "interrupted" if stop.signal_name else "time_limit"
+            if stop.signal_name or out_of_time or self.callback_error:
+                self.status = ("interrupted" if stop.signal_name or self.callback_error
+                               else "time_limit")
                 if (out_of_time and training.eval_every and step % training.eval_every
                         and off_schedule_ok):
                     self._evaluate(step, record.info.extra)  # the last state's metrics
@@ -455,3 +466,14 @@ class RunSession:
         record.update(info_extra)
         record["eval_seconds"] = round(time.perf_counter() - began, 6)
         append_metrics(self.metrics_path, record)
+        if self.callback is not None:
+            self._call_back(record)
+
+    def _call_back(self, record: dict) -> None:
+        """Give the caller's callback the record as metrics.jsonl holds it (a copy read back
+        from its JSON). An exception the callback raises stops the run after this step as a
+        signal does, with a checkpoint, and is raised again once that is written."""
+        try:
+            self.callback(json_loads(json.dumps(record, sort_keys=True)))
+        except Exception as exc:
+            self.callback_error = exc
