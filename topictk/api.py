@@ -15,6 +15,7 @@ Examples
 """
 from __future__ import annotations
 
+import os
 from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
 from typing import Any
@@ -506,7 +507,8 @@ def prepare(inputs: str | Path | Iterable[str | Path] | None = None,
     from topictk.corpus.prepare import PrepareOptions
     from topictk.corpus.prepare import prepare as prepare_store
     from topictk.corpus.tables import DEFAULT_TEXT_COLUMN, TableOptions
-    from topictk.errors import UsageError
+    from topictk.errors import CorpusUsageError, UsageError
+    from topictk.limits import short
 
     known = {f.name for f in dataclasses.fields(PrepareOptions)}
     unknown = sorted(set(options) - known)
@@ -527,9 +529,25 @@ def prepare(inputs: str | Path | Iterable[str | Path] | None = None,
                                       id_column=id_column)
         if isinstance(inputs, (str, Path)):
             inputs = [inputs]
-        return prepare_store([str(p) for p in inputs], out, opts)
+        paths = [str(p) for p in inputs]
+        for path in paths:
+            if path != "-" and not _exists(path):
+                raise CorpusUsageError(f"{short(path)}: no such file or folder; prepare's first "
+                                       f"argument names input files: give documents held in "
+                                       f"memory as texts=")
+        return prepare_store(paths, out, opts)
     documents = memory.InMemory(texts, text_column or DEFAULT_TEXT_COLUMN, id_column)
     return prepare_store([memory.NAME], out, opts, documents)
+
+
+def _exists(path: str) -> bool:
+    """Whether ``path`` names something; False also for a name the system refuses (a text
+    too long to be a file name)."""
+    try:
+        os.stat(path)
+    except (OSError, ValueError):
+        return False
+    return True
 
 
 def train(config: str | Path | Mapping[str, Any], *, store: Any = None,

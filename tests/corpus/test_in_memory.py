@@ -138,6 +138,18 @@ def test_csv_columns_by_text_column_and_id_column(tmp_path):
     assert_same_store(tmp_path / "csv", tmp_path / "texts", meta=False)
 
 
+@pytest.mark.parametrize("texts", [["how do I sort a list of numbers " * 20], ["a text"]])
+def test_texts_given_as_inputs_are_told_to_use_texts(tmp_path, texts):
+    """A list of texts given as the first argument names no file: the message says so and
+    names texts=, also for a text too long to be a file name (no OSError)."""
+    with pytest.raises(CorpusUsageError) as caught:
+        topictk.prepare(texts, tmp_path / "store")
+    message = str(caught.value)
+    assert "no such file or folder; prepare's first argument names input files: give " \
+           "documents held in memory as texts=" in message
+    assert len(message) < 200 and not (tmp_path / "store").exists()
+
+
 @pytest.mark.parametrize("call, error, message", [
     (dict(), UsageError, "give input files (the first argument) or documents in memory "
                          "(texts=), not neither"),
