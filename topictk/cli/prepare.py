@@ -6,6 +6,7 @@ import click
 from topictk.cli.options import meta_file_option, single, table_from, table_options
 from topictk.corpus.prepare import DEFAULT_HELDOUT_FRACTION, DEFAULT_TEST_DOCS, PrepareOptions
 from topictk.corpus.prepare import prepare as prepare_corpus
+from topictk.corpus.preprocess import CASES, stopword_words
 from topictk.corpus.readers import DUPLICATE_IDS, FORMATS
 from topictk.corpus.store import verify_store
 from topictk.errors import UsageError
@@ -60,6 +61,14 @@ def verify_command(verify: str | None, inputs: tuple, out: str | None) -> str:
             f"manifest's counts match ({done['seconds']:.2f} s)")
 
 
+def stopword_listing(stopwords: str | None, inputs: tuple, out: str | None) -> str:
+    """``prepare --list-stopwords``: the stop words ``--stopwords`` gives text, one a line."""
+    if inputs or out is not None:
+        raise UsageError("--list-stopwords prints the stop-word list only: give no INPUTS and "
+                         "no --out")
+    return "\n".join(sorted(stopword_words(stopwords, default_on=True)))
+
+
 @click.command()
 @click.argument("inputs", nargs=-1)
 @click.option("--out", "-o", type=click.Path(path_type=str),
@@ -78,9 +87,31 @@ def verify_command(verify: str | None, inputs: tuple, out: str | None) -> str:
                    "STEM.tokens or vocab.txt beside the others).")
 @table_options
 @click.option("--min-length", type=int, default=3, show_default=True,
-              help="Shortest token kept (letters).")
+              help="Shortest token kept (characters).")
+@click.option("--token-pattern", default=None, metavar="REGEX",
+              help="Tokens are the matches of this Python regular expression (no capturing "
+                   "group, never empty), e.g. '[^\\W_]+' for letters and digits (default: runs "
+                   "of letters).")
+@click.option("--case", type=click.Choice(CASES), default="fold", show_default=True,
+              help="fold: lower-case every token; keep: keep the case of the text.")
+@click.option("--lemmatize", default=None, metavar="LANG",
+              help="Replace each token by its lemma in language LANG (en, de, fr, ...), by "
+                   "simplemma: pip install \"topictk[lemma]\".")
 @click.option("--stopwords", default=None,
-              help="english, none, or a file of words (default: english for text, none for UCI).")
+              help="english, none, FILE (its words replace the English list) or english+FILE "
+                   "(the English list plus the file's words); default: english for text, "
+                   "none for UCI.")
+@click.option("--list-stopwords", is_flag=True,
+              help="Print the stop words --stopwords gives (the English list by default), one "
+                   "a line, and exit.")
+@click.option("--phrases", is_flag=True,
+              help="Join collocations learned on the training documents into one token "
+                   "(new_york, new_york_times).")
+@click.option("--phrase-min-count", type=int, default=20, show_default=True, metavar="N",
+              help="--phrases: a phrase occurs at least N times in the training documents.")
+@click.option("--phrase-threshold", type=float, default=0.5, show_default=True,
+              metavar="NPMI",
+              help="--phrases: a phrase's normalised PMI is at least this (-1 to 1).")
 @click.option("--min-df", type=float, default=1, show_default=True,
               help="Keep words in at least this many training documents (or this share, if < 1).")
 @click.option("--max-df", type=float, default=1.0, show_default=True,
@@ -125,15 +156,20 @@ def verify_command(verify: str | None, inputs: tuple, out: str | None) -> str:
 @click.option("--force", is_flag=True,
               help="Replace an existing corpus store (nothing else is ever replaced).")
 def prepare(inputs, out, verify, fmt, vocab, text_columns, id_column, delimiter, min_length,
-            stopwords, min_df, max_df, vocab_size, test_docs, heldout_fraction,
-            heldout_train_fraction, seed, test_observed, test_heldout, duplicate_ids,
-            encoding_errors, split_field, vocab_list, meta, meta_file, snippets, force):
+            token_pattern, case, lemmatize, stopwords, list_stopwords, phrases,
+            phrase_min_count, phrase_threshold, min_df, max_df, vocab_size, test_docs,
+            heldout_fraction, heldout_train_fraction, seed, test_observed, test_heldout,
+            duplicate_ids, encoding_errors, split_field, vocab_list, meta, meta_file, snippets,
+            force):
     """Turn text or bag-of-words INPUTS into a corpus store with a fixed held-out split.
 
     INPUTS are files with one document per line, a folder of .txt files, a .jsonl file,
     .csv/.tsv files, a UCI docword.NAME.txt[.gz], LDA-C (.lda-c, .ldac) or Matrix Market (.mm)
     file, or - for standard input.
     """
+    if list_stopwords:
+        click.echo(stopword_listing(stopwords, inputs, out))
+        return
     if verify is not None or out is None:
         click.echo(verify_command(verify, inputs, out))
         return
@@ -147,7 +183,9 @@ def prepare(inputs, out, verify, fmt, vocab, text_columns, id_column, delimiter,
                           encoding_errors=encoding_errors, duplicate_ids=duplicate_ids,
                           split_field=split_field,
                           vocab_list=vocab_list, meta=meta, meta_file=meta_file, force=force,
-                          snippets=snippets,
+                          snippets=snippets, token_pattern=token_pattern, case=case,
+                          lemmatize=lemmatize, phrases=phrases,
+                          phrase_min_count=phrase_min_count, phrase_threshold=phrase_threshold,
                           table=table_from(text_columns, id_column, delimiter))
     check_store_output(out)
     manifest = prepare_corpus(list(inputs), out, opts)

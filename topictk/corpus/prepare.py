@@ -11,6 +11,7 @@ import numpy as np
 
 from topictk.corpus import inputs as input_formats
 from topictk.corpus import memory, readers
+from topictk.corpus import phrases as phrase_rules
 from topictk.corpus.features import (
     fit_encoding,
     merge_meta_file,
@@ -19,10 +20,14 @@ from topictk.corpus.features import (
     rows_for_documents,
 )
 from topictk.corpus.splits import choose_test_documents, split_tokens, split_train_tokens
-from topictk.corpus.stopwords import ENGLISH_STOPWORDS
+from topictk.corpus.preprocess import (
+    Preprocessing,
+    stopword_file,
+    stopword_words,
+    stopwords_record,
+)
 from topictk.corpus.tables import TableOptions, check_table_options
 from topictk.corpus.store import check_output, csr_to_tokens, ptr_to_csr, tokens_to_ptr, write_store
-from topictk.corpus.text import tokenize
 from topictk.corpus.vocab import document_frequency, select_vocabulary, vocab_hash
 from topictk.errors import CorpusError, CorpusUsageError, UsageError
 from topictk.limits import text_lines
@@ -60,6 +65,17 @@ class PrepareOptions:
     table: TableOptions | None = None    # CSV/TSV columns and delimiter (None: the defaults)
     duplicate_ids: str = "refuse"        # a document id given twice: refuse, or rename ID~2
     snippets: int = 0                    # characters of each training text kept (0: none)
+    token_pattern: str | None = None     # a regular expression whose matches are the tokens
+    case: str = "fold"                   # fold (lower-case) or keep
+    lemmatize: str | None = None         # a simplemma language code
+    phrases: bool = False                # join collocations learned on the training split
+    phrase_min_count: int = 20
+    phrase_threshold: float = 0.5
+
+    def preprocessing(self) -> Preprocessing:
+        """Text -> tokens as these options ask (phrases are learned later)."""
+        return Preprocessing(token_pattern=self.token_pattern, case=self.case,
+                             min_length=self.min_length, lemmatize=self.lemmatize)
 
     def check(self) -> None:
         """Refuse values out of range and options that would be ignored; then fill in the
@@ -123,33 +139,17 @@ class PrepareOptions:
         if (self.test_observed is None) != (self.test_heldout is None):
             raise UsageError("--test-observed and --test-heldout go together: give both "
                              "docword files")
+        self.preprocessing()     # a bad --token-pattern, --case or --lemmatize stops here
+        if self.phrases:
+            problem = phrase_rules.check_options(self.phrase_min_count, self.phrase_threshold)
+            if problem:
+                raise UsageError(problem)
+            if self.vocab_list is not None:
+                raise UsageError("--phrases makes new words, --vocab-list fixes the words; "
+                                 "drop one of them")
         if self.meta_file is not None and self.meta is None and self.split_field is None:
             raise UsageError(f"--meta-file {self.meta_file}: nothing uses it; add --meta FIELD,... "
                              f"to keep fields as features (or --split-field FIELD)")
-
-
-def _stopword_set(option: str | None, default_on: bool) -> frozenset[str]:
-    if option is None:
-        return ENGLISH_STOPWORDS if default_on else frozenset()
-    if option == "english":
-        return ENGLISH_STOPWORDS
-    if option == "none":
-        return frozenset()
-    path = Path(option)
-    what = "'english', 'none' or a file with one word per line"
-    if path.is_dir():
-        raise CorpusUsageError(f"--stopwords {path}: is a folder; give {what}")
-    if not path.is_file():
-        raise CorpusUsageError(f"{path}: stop-word file not found; give {what}")
-    try:
-        text = path.read_text(encoding="utf-8")
-    except OSError as exc:
-        raise CorpusUsageError(f"{path}: stop-word file cannot be read "
-                               f"({exc.strerror or exc}); give {what}") from None
-    except UnicodeDecodeError:
-        raise CorpusError(f"{path}: stop-word file is not valid UTF-8; convert it to "
-                          f"UTF-8") from None
-    return frozenset(w.strip().lower() for w in text.split())
 
 
 def read_vocab_list(path: str) -> list[str]:
@@ -253,9 +253,10 @@ def _read_text_documents(inputs: list[str], fmt: str, opts: PrepareOptions,
     whose out-of-vocabulary tokens are dropped as they are read), and that table's words."""
     type_ids: dict[str, int] = {w: i for i, w in enumerate(fixed_vocab)} if fixed_vocab else {}
     docs, ids, metas, origins, snippets = [], [], [], [], []
+    words = opts.preprocessing().words
     for doc in input_formats.read_documents(inputs, fmt, opts.encoding_errors, stats,
                                             opts.table, documents):
-        tokens = tokenize(doc.text, opts.min_length)
+        tokens = words(doc.text)
         if opts.snippets:
             snippets.append(snippet_of(doc.text, opts.snippets))
         if fixed_vocab:
@@ -292,7 +293,7 @@ def _read_bag_input(inputs: list[str], fmt: str, opts: PrepareOptions) -> _Input
     bag = input_formats.read_bag(inputs, fmt, opts.vocab)
     tokens = _bag_tokens(bag)
     read = _Input(DocumentSet(tokens, [str(i + 1) for i in range(len(tokens))]), bag.vocab,
-                  _stopword_set(opts.stopwords, default_on=False))
+                  stopword_words(opts.stopwords, default_on=False))
     if opts.test_observed is not None:
         vocab = opts.vocab or str(readers.find_uci_vocab(Path(inputs[0])) or "")
         obs_bag = readers.read_uci(opts.test_observed, vocab, check_documents=False)
@@ -318,7 +319,7 @@ def _read_input(inputs: list[str], fmt: str, opts: PrepareOptions,
     else:
         fixed = read_vocab_list(opts.vocab_list) if opts.vocab_list else None
         docs, type_names = _read_text_documents(inputs, fmt, opts, stats, fixed, documents)
-        read = _Input(docs, type_names, _stopword_set(opts.stopwords, default_on=fixed is None))
+        read = _Input(docs, type_names, stopword_words(opts.stopwords, default_on=fixed is None))
     n_read = len(read.docs)
     if n_read == 0:
         raise CorpusUsageError(readers.no_documents_message(inputs, stats))
@@ -417,7 +418,7 @@ def _check_formats(inputs: list[str], out: str | Path, opts: PrepareOptions,
                                    f"its documents would be read twice: give it once")
         given[same] = source
     named = [*inputs, opts.vocab, opts.vocab_list, opts.test_observed, opts.test_heldout,
-             opts.meta_file, opts.stopwords]
+             opts.meta_file, stopword_file(opts.stopwords)]
     if in_memory:       # the inputs only name the documents: no file of theirs to protect
         named = named[len(inputs):]
     check_output(Path(out), opts.force, [str(p) for p in named if p is not None])
@@ -439,6 +440,14 @@ def _check_formats(inputs: list[str], out: str | Path, opts: PrepareOptions,
     if opts.snippets and fmt in readers.BAG_FORMATS:
         raise UsageError(f"--snippets keeps the start of each document's text; {fmt} input is "
                          f"a bag of words with no text: drop --snippets")
+    if fmt in readers.BAG_FORMATS:
+        given = [name for name, on in (("--token-pattern", opts.token_pattern is not None),
+                                       ("--case keep", opts.case != "fold"),
+                                       ("--lemmatize", opts.lemmatize is not None),
+                                       ("--phrases", opts.phrases)) if on]
+        if given:
+            raise UsageError(f"{' and '.join(given)} shape(s) the tokens of text; {fmt} input is "
+                             f"a bag of words already counted: drop {' and '.join(given)}")
     if opts.vocab_list is not None and fmt in readers.BAG_FORMATS:
         name = {"uci": "UCI", "ldac": "LDA-C", "mm": "Matrix Market"}[fmt]
         raise UsageError(f"--vocab-list fixes the vocabulary of text input; {name} input comes "
@@ -480,11 +489,38 @@ def _choose_vocabulary(train: DocumentSet, read: _Input, inputs: list[str],
     else:
         keep = select_vocabulary(type_names, df, cf, max(len(train), 1), min_df=opts.min_df,
                                  max_df=opts.max_df, vocab_size=opts.vocab_size,
-                                 stopwords=read.stopwords)
+                                 stopwords=_stop_names(read, opts))
     if keep.size == 0:
         raise CorpusUsageError(f"{', '.join(inputs)}: no word survives the vocabulary filters "
                                f"(--min-df, --max-df, --stopwords, --min-length); relax them")
     return keep
+
+
+def _stop_names(read: _Input, opts: PrepareOptions) -> frozenset[str]:
+    """The stop words as the input's words: with ``--case keep``, every spelling of a stop
+    word whatever its case (the lists are lower-case)."""
+    if opts.case == "fold" or not read.stopwords:
+        return read.stopwords
+    return frozenset(n for n in read.type_names if n.lower() in read.stopwords)
+
+
+def _join_phrases(train: DocumentSet, test: DocumentSet, read: _Input,
+                  opts: PrepareOptions) -> tuple[DocumentSet, DocumentSet, dict]:
+    """``--phrases``: collocations learned on the training documents only, then joined in
+    the training and the (still whole) test documents; the joined words are added to the
+    input's words. Returns the documents and the manifest's record."""
+    names = read.type_names
+    found = phrase_rules.learn(train.tokens, names, _stop_names(read, opts),
+                               opts.phrase_min_count, opts.phrase_threshold)
+    listed = [phrase_rules.Phrase(tuple(names[w] for w in ids), count, npmi).to_json()
+              for ids, count, npmi in found]
+    train = replace(train, tokens=phrase_rules.join_documents(train.tokens, names, found))
+    test = replace(test, tokens=phrase_rules.join_documents(test.tokens, names, found))
+    log.info("--phrases: %d pairs and %d triples learned on %d training documents",
+             sum(len(p[0]) == 2 for p in found), sum(len(p[0]) == 3 for p in found), len(train))
+    return train, test, {"min_count": opts.phrase_min_count,
+                         "threshold": opts.phrase_threshold, "learned_on": "train",
+                         "joiner": phrase_rules.JOINER, "list": listed}
 
 
 def _test_parts(test: DocumentSet, keep: np.ndarray, n_types: int, opts: PrepareOptions,
@@ -639,6 +675,9 @@ def prepare(inputs: list[str], out: str | Path, opts: PrepareOptions,
     read = _read_input(inputs, fmt, opts, stats, documents)
     n_read = len(read.docs) + (len(read.imported_test) if read.imported_test is not None else 0)
     train, test = _split_documents(read, inputs, opts)
+    phrases = None
+    if opts.phrases:
+        train, test, phrases = _join_phrases(train, test, read, opts)
     keep = _choose_vocabulary(train, read, inputs, opts)
     vocab = [read.type_names[i] for i in keep]
     dropped = _Dropped()
@@ -651,6 +690,10 @@ def prepare(inputs: list[str], out: str | Path, opts: PrepareOptions,
     manifest = _manifest(inputs, fmt, opts, vocab, n_read, train, test, dropped, stats)
     if features is not None:
         manifest["features"] = features
+    manifest["preprocessing"] = opts.preprocessing().to_manifest(
+        stopwords_record(opts.stopwords, read.stopwords,
+                         default_on=fmt not in readers.BAG_FORMATS and not opts.vocab_list),
+        phrases)
     if opts.snippets:
         manifest["snippets"] = {"characters": opts.snippets, "documents": "train"}
     return write_store(Path(out), arrays, vocab, manifest, train_ids=train.ids,

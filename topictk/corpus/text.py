@@ -1,5 +1,5 @@
 """Tokenisation: lower-case runs of Unicode letters (with their combining marks) of a minimum
-length, after NFC normalisation."""
+length, after NFC normalisation; or the matches of a researcher's pattern."""
 from __future__ import annotations
 
 import functools
@@ -40,14 +40,30 @@ def _patterns() -> tuple[re.Pattern, re.Pattern, re.Pattern]:
     return re.compile(bmp), re.compile(astral), word
 
 
-def tokenize(text: str, min_length: int = 3) -> list[str]:
+def tokenize(text: str, min_length: int = 3, fold: bool = True) -> list[str]:
     """Lower-cased maximal runs of Unicode letters and combining marks, starting with a letter,
     with at least ``min_length`` code points; the text is NFC-normalised first, so composed
-    and decomposed spellings of a word are one word."""
+    and decomposed spellings of a word are one word. ``fold=False`` keeps the case."""
     if text.isascii():     # nothing to normalise, no marks
-        return [t for t in _LETTERS.findall(text.lower()) if len(t) >= min_length]
-    text = unicodedata.normalize("NFC", text).lower()
+        return [t for t in _LETTERS.findall(text.lower() if fold else text)
+                if len(t) >= min_length]
+    text = unicodedata.normalize("NFC", text)
+    if fold:
+        text = text.lower()
     bmp_mark, astral_mark, word = _patterns()
     marked = bmp_mark.search(text) or (max(text) > "\uffff" and astral_mark.search(text))
     words = word if marked else _LETTERS      # the letter class alone is faster
     return [t for t in words.findall(text) if len(t) >= min_length]
+
+
+def pattern_tokens(text: str, pattern: re.Pattern, min_length: int = 3,
+                   fold: bool = True) -> list[str]:
+    """The matches of ``pattern`` in the NFC-normalised ``text`` with at least ``min_length``
+    code points, lower-cased after matching unless ``fold`` is False (so a pattern may look at
+    case)."""
+    if not text.isascii():
+        text = unicodedata.normalize("NFC", text)
+    found = pattern.findall(text)
+    if fold:
+        return [t.lower() for t in found if len(t) >= min_length]
+    return [t for t in found if len(t) >= min_length]

@@ -34,7 +34,7 @@ from topictk.corpus.features import (
 )
 from topictk.corpus.store import csr_to_tokens
 from topictk.corpus.tables import TableOptions, check_table_options
-from topictk.corpus.text import tokenize
+from topictk.corpus.preprocess import Preprocessing
 from topictk.errors import CorpusError, CorpusUsageError, UsageError
 from topictk.inference.base import INFER_CHUNK_DOCS, FoldInPlan, gibbs_fold_in
 from topictk.inference.sampled import cluster_infer_blocks
@@ -102,8 +102,9 @@ def read_new_documents(inputs: list[str], store, fmt: str = "auto",
             metas.append({})
     stats = readers.ReadStats()
     if fmt not in readers.BAG_FORMATS:
+        prep = Preprocessing.of_store(store.manifest, str(store.path))
         for doc in input_formats.read_documents(inputs, fmt, encoding_errors, stats, table):
-            known, n_unknown = _map_text(doc.text, store, index)
+            known, n_unknown = _map_text(doc.text, prep, index)
             docs.append(known)
             unknown.append(n_unknown)
             ids.append(doc.id)
@@ -121,11 +122,12 @@ def read_new_documents(inputs: list[str], store, fmt: str = "auto",
     return _new_documents(ids, docs, unknown, metas)
 
 
-def _map_text(text: str, store, index: dict[str, int]) -> tuple[np.ndarray, int]:
-    """The word ids of ``text`` tokenised with the store's settings, and how many of its
-    tokens the store's vocabulary does not know."""
-    min_length = int(store.manifest.get("options", {}).get("min_length", 3))
-    tokens = tokenize(text, min_length)
+def _map_text(text: str, prep: Preprocessing,
+              index: dict[str, int]) -> tuple[np.ndarray, int]:
+    """The word ids of ``text`` tokenised as the store's were (``prep``: its manifest's
+    token pattern, case, minimum length, lemmas and phrases), and how many of its tokens the
+    store's vocabulary does not know."""
+    tokens = prep.tokens(text)
     known = [index[t] for t in tokens if t in index]
     return np.array(known, dtype=np.int32), len(tokens) - len(known)
 
@@ -153,7 +155,8 @@ def documents_from_texts(texts: list[str], store, metas: list[dict] | None = Non
     if ids is not None and len(ids) != len(texts):
         raise UsageError(f"{len(ids)} ids for {len(texts)} documents; give one per document")
     index = {w: i for i, w in enumerate(store.vocab)}
-    mapped = [_map_text(text, store, index) for text in texts]
+    prep = Preprocessing.of_store(store.manifest, str(store.path))
+    mapped = [_map_text(text, prep, index) for text in texts]
     return _new_documents([str(i) for i in ids] if ids is not None
                           else [str(d + 1) for d in range(len(texts))],
                           [m[0] for m in mapped], [m[1] for m in mapped],
