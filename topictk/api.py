@@ -345,16 +345,17 @@ class Run:
         return evaluate_run(self.path, self.checkpoint, threads, left_to_right=left_to_right,
                             coherence=coherence, reference=reference, recompute=recompute)
 
-    def infer(self, documents: Iterable[str | Mapping[str, Any]], *, sweeps: int = 50,
-              burn_in: int = 25, seed: int | None = None,
-              threads: int | None = None) -> np.ndarray:
+    def infer(self, documents: Iterable[str | Mapping[str, Any]] | Any, *, sweeps: int = 50,
+              burn_in: int = 25, seed: int | None = None, threads: int | None = None,
+              text_column: str = "text") -> np.ndarray:
         """Topic proportions of new documents, as ``topictk infer`` gives them.
 
         Parameters
         ----------
-        documents : iterable of str or mapping
+        documents : iterable of str or mapping, or a data frame
             One document each: its text, or a mapping with a ``text`` key and the metadata
-            fields a DMR run's prior depends on (as a line of JSONL input). Texts are
+            fields a DMR run's prior depends on (as a line of JSONL input); or a data frame
+            (as :func:`prepare` takes it) whose rows are such mappings. Texts are
             tokenised with the store's settings; words the store does not know are dropped.
         sweeps, burn_in : int
             Fold-in sweeps per document, and how many of them are discarded (Gibbs fold-ins:
@@ -364,6 +365,8 @@ class Run:
             Seed of the fold-in (default: the run's ``training.seed``).
         threads : int, optional
             Threads; the result does not depend on it.
+        text_column : str
+            The key (column) of a mapping's (row's) text.
 
         Returns
         -------
@@ -371,20 +374,26 @@ class Run:
             theta, (D, K) float64, one row per document in the given order, rows summing
             to 1.
         """
+        from topictk.corpus.memory import InMemory, is_data_frame
+        from topictk.corpus.readers import ReadStats
         from topictk.errors import UsageError
         from topictk.evaluation.infer import documents_from_texts, infer_documents
 
+        if is_data_frame(documents):        # its rows as records, read as prepare reads them
+            documents = [{**doc.meta, text_column: doc.text} for doc in
+                         InMemory(documents, text_column).read(ReadStats())]
         texts, metas = [], []
         for i, doc in enumerate(documents):
             if isinstance(doc, str):
                 texts.append(doc)
                 metas.append({})
-            elif isinstance(doc, Mapping) and isinstance(doc.get("text"), str):
-                texts.append(doc["text"])
-                metas.append({k: v for k, v in doc.items() if k not in ("text", "id")})
+            elif isinstance(doc, Mapping) and isinstance(doc.get(text_column), str):
+                texts.append(doc[text_column])
+                metas.append({k: v for k, v in doc.items() if k not in (text_column, "id")})
             else:
-                raise UsageError(f"document {i + 1}: give a text, or a mapping with a 'text' "
-                                 f"string and metadata fields; got {type(doc).__name__}")
+                raise UsageError(f"document {i + 1}: give a text, or a mapping with a "
+                                 f"'{text_column}' string and metadata fields; got "
+                                 f"{type(doc).__name__}")
         docs = documents_from_texts(texts, self.store, metas)
         blocks = infer_documents(self._loaded, docs, "documents", sweeps=sweeps,
                                  burn_in=burn_in, seed=seed, threads=threads)

@@ -246,3 +246,27 @@ def test_paths_of_a_dict_are_relative_to_the_working_directory(tmp_path, example
 
 def test_train_is_exported_lazily():
     assert "train" in topictk.__all__ and topictk.train is topictk.api.train
+
+
+def test_infer_takes_a_data_frame_as_prepare_does(tmp_path, meta_store):
+    """A DMR run (its prior depends on each document's metadata): the rows of a DataFrame,
+    its text in a column of another name, give the proportions of the same documents as
+    mappings; and the metadata counts (other values give other proportions)."""
+    import pandas as pd
+
+    from tests.golden.cases import write_meta_corpus
+
+    _, config, overrides = next(c for c in CASES if c[0] == "dmr-sem")
+    data = yaml.safe_load((REPO / "configs" / config).read_text(encoding="utf-8"))
+    run = topictk.train(data, store=meta_store, out=tmp_path / "dmr",
+                        overrides=[*PINNED, *overrides], progress=False)
+    lines = write_meta_corpus(tmp_path / "meta.jsonl").read_text().splitlines()[:12]
+    records = [json.loads(line) for line in lines]
+    frame = pd.DataFrame(records).rename(columns={"text": "body"})
+    from_records = run.infer(records, sweeps=12, burn_in=4)
+    from_frame = run.infer(frame, sweeps=12, burn_in=4, text_column="body")
+    assert from_records.shape == (12, 8)
+    assert np.array_equal(from_records, from_frame)
+    frame["group"] = "b"
+    assert not np.array_equal(from_records, run.infer(frame, sweeps=12, burn_in=4,
+                                                       text_column="body"))
