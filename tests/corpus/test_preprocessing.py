@@ -9,7 +9,7 @@ import sys
 import numpy as np
 import pytest
 
-from tests.integration._cli import fails, ok
+from tests.integration._cli import fails, ok, write_config
 from topictk.corpus import phrases as phrase_rules
 from topictk.corpus.prepare import PrepareOptions, prepare
 from topictk.corpus.preprocess import Preprocessing
@@ -284,3 +284,21 @@ def test_a_lemmatised_store_without_simplemma_says_how_to_install(tmp_path, monk
     monkeypatch.setitem(sys.modules, "simplemma", None)
     with pytest.raises(UsageError, match=r'pip install "topictk\[lemma\]"'):
         documents_from_texts(["houses"], store)
+
+
+def test_the_infer_command_joins_phrases_in_new_text(tmp_path):
+    src = _jsonl(tmp_path / "docs.jsonl", _phrase_corpus())
+    store = tmp_path / "store"
+    ok("prepare", src, "--split-field", "split", "--phrases", "--phrase-min-count", "5",
+       "--phrase-threshold", "0.3", "--lemmatize", "en", "--out", store)
+    vocab = CorpusStore.open(store).vocab
+    assert "new_york" in vocab and "new" not in vocab and "york" not in vocab
+    ok("train", "--config", write_config(tmp_path, store, inference={"iterations": 4,
+                                                                     "burn_in": 2, "thin": 1},
+                                         training={"checkpoint_every": 2}), "--quiet")
+    new = _lines(tmp_path / "new.txt", ["Trips to New York", "new   york  NEW YORK houses"])
+    out = ok("infer", tmp_path / "run", new, "--output-format", "tsv").stdout.splitlines()
+    rows = [dict(zip(out[0].split("\t"), line.split("\t"))) for line in out[1:]]
+    # joined: 'trip' (the lemma of trips) and 'new_york' known; without the phrases 'new'
+    # and 'york' would be two unknown tokens each time
+    assert [(r["tokens"], r["unknown"]) for r in rows] == [("2", "0"), ("2", "1")]
