@@ -15,7 +15,7 @@ from topictk.corpus.prepare import PrepareOptions, prepare
 from topictk.corpus.preprocess import Preprocessing
 from topictk.corpus.stopwords import ENGLISH_STOPWORDS
 from topictk.corpus.store import CorpusStore, verify_store
-from topictk.errors import UsageError
+from topictk.errors import CorpusError, UsageError
 from topictk.evaluation.infer import documents_from_texts, read_new_documents
 
 
@@ -112,6 +112,8 @@ def test_list_stopwords_prints_the_list(tmp_path):
     extended = ok("prepare", "--list-stopwords", "--stopwords", f"english+{words}").stdout
     assert extended.splitlines() == sorted(ENGLISH_STOPWORDS | {"zymurgy"})
     assert ok("prepare", "--list-stopwords", "--stopwords", str(words)).stdout == "zymurgy\n"
+    message = fails(2, "prepare", "--list-stopwords", words, "--out", tmp_path / "s")
+    assert message.startswith("--list-stopwords prints the stop-word list only")
 
 
 # ---------------------------------------------------------------------------- lemmas
@@ -282,8 +284,28 @@ def test_a_store_without_the_section_tokenises_as_before():
 def test_a_lemmatised_store_without_simplemma_says_how_to_install(tmp_path, monkeypatch):
     store = _store(tmp_path, ["houses mice", "mice houses"], "lemma", lemmatize="en")
     monkeypatch.setitem(sys.modules, "simplemma", None)
-    with pytest.raises(UsageError, match=r'pip install "topictk\[lemma\]"'):
+    with pytest.raises(UsageError, match=r'lemma: was prepared with --lemmatize, which needs '
+                                         r'the simplemma package: pip install "topictk\[lemma\]"'):
         documents_from_texts(["houses"], store)
+
+
+def test_another_simplemma_version_is_warned_about(tmp_path, caplog):
+    store = _store(tmp_path, ["houses mice", "mice houses"], "lemma", lemmatize="en")
+    manifest = json.loads(json.dumps(store.manifest))
+    manifest["preprocessing"]["lemmatize"]["version"] = "0.1"
+    assert Preprocessing.of_store(manifest, "old").tokens("Houses") == ["house"]
+    assert "old was lemmatised by simplemma 0.1" in caplog.text
+
+
+@pytest.mark.parametrize("damage", [{"case": "upper"}, {"token_pattern": "(x)"},
+                                    {"lemmatize": "en"}, {"phrases": {"list": [{}]}},
+                                    {"min_length": "three"}])
+def test_a_damaged_preprocessing_section_is_named(damage):
+    manifest = {"preprocessing": {"token_pattern": None, "case": "fold", "min_length": 3,
+                                  "lemmatize": None, "phrases": None, **damage}}
+    with pytest.raises(CorpusError, match=r"^store: manifest.json's preprocessing section is "
+                                          r"damaged \(.*\); prepare the corpus again"):
+        Preprocessing.of_store(manifest, "store")
 
 
 def test_the_infer_command_joins_phrases_in_new_text(tmp_path):

@@ -199,26 +199,36 @@ class Preprocessing:
         section = manifest.get("preprocessing")
         if section is None:
             return cls(min_length=int(manifest.get("options", {}).get("min_length", 3)))
-        lemma = section.get("lemmatize")
-        phrases = section.get("phrases") or {}
         try:
-            if lemma is not None:
-                _simplemma()
-                if lemmatizer_version() != lemma.get("version"):
-                    log.warning("%s was lemmatised by simplemma %s; %s is installed, whose "
-                                "lemmas may differ", where, lemma.get("version"),
-                                lemmatizer_version())
+            lemma = section.get("lemmatize")
+            phrases = section.get("phrases") or {}
+            language = lemma["language"] if lemma is not None else None
+            if language is not None:
+                _store_lemmatizer(lemma, where)
             return cls(token_pattern=section.get("token_pattern"),
                        case=section.get("case", "fold"),
                        min_length=int(section.get("min_length", 3)),
-                       lemmatize=lemma["language"] if lemma is not None else None,
+                       lemmatize=language,
                        phrases=[tuple(p["words"]) for p in phrases.get("list", [])])
-        except UsageError as exc:
-            if "simplemma" in str(exc) and "pip install" in str(exc):
-                raise UsageError(f"{where}: was prepared with --lemmatize, which needs the "
-                                 f"simplemma package: {LEMMA_INSTALL}") from None
+        except (UsageError, TypeError, KeyError, ValueError, AttributeError) as exc:
+            if isinstance(exc, _MissingLemmatizer):
+                raise
             raise CorpusError(f"{where}: manifest.json's preprocessing section is damaged "
-                              f"({exc}); prepare the corpus again with --force") from None
-        except (TypeError, KeyError, ValueError, AttributeError):
-            raise CorpusError(f"{where}: manifest.json's preprocessing section is damaged; "
-                              f"prepare the corpus again with --force") from None
+                              f"({' '.join(str(exc).split())[:200]}); prepare the corpus "
+                              f"again with --force") from None
+
+
+class _MissingLemmatizer(UsageError):
+    """A lemmatised store read where simplemma is not installed."""
+
+
+def _store_lemmatizer(record: dict, where: str) -> None:
+    """Refuse a lemmatised store without simplemma; warn when the version differs."""
+    try:
+        _simplemma()
+    except UsageError:
+        raise _MissingLemmatizer(f"{where}: was prepared with --lemmatize, which needs the "
+                                 f"simplemma package: {LEMMA_INSTALL}") from None
+    if lemmatizer_version() != record.get("version"):
+        log.warning("%s was lemmatised by simplemma %s; %s is installed, whose lemmas may "
+                    "differ", where, record.get("version"), lemmatizer_version())
