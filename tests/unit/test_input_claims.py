@@ -16,7 +16,7 @@ import yaml
 
 from topictk.config.loader import _Loader
 from topictk.corpus import bags, readers, tables
-from topictk.corpus.prepare import _stopword_set
+from topictk.corpus.preprocess import stopword_words
 from topictk.corpus.store import CorpusStore
 from topictk.errors import ConfigError, CorpusError, CorpusUsageError, UsageError
 from topictk.evaluation.tsv import tsv_rows
@@ -236,6 +236,6 @@ def test_a_wrongly_sniffed_delimiter_is_named_with_the_option(tmp_path):
 # ------------------------------------------------------------------ a folder for a file
 def test_a_folder_given_as_stop_words_is_called_a_folder(tmp_path):
     with pytest.raises(CorpusUsageError) as info:
-        _stopword_set(str(tmp_path), default_on=True)
+        stopword_words(str(tmp_path), default_on=True)
     assert str(info.value) == (f"--stopwords {tmp_path}: is a folder; give 'english', 'none' "
                                f"or a file with one word per line")
