@@ -214,3 +214,10 @@ def test_force_replaces_a_continued_run(stores, gibbs_run, tmp_path):
     header, _ = model_arrays(out)
     assert header["state"]["step"] == 50
     assert not list(tmp_path.glob(".new.*"))
+    # a file of someone else's in the run is never replaced with it
+    (out / "checkpoints" / "notes.txt").write_text("mine")
+    assert "checkpoints/notes.txt" in fails(2, *continue_args(gibbs_run, stores["added"], out,
+                                                              "--force"))
+    assert (out / "checkpoints" / "notes.txt").read_text() == "mine"
+    header, _ = model_arrays(out)
+    assert header["state"]["step"] == 50

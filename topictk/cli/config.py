@@ -7,6 +7,7 @@ from pathlib import Path
 import click
 
 from topictk._fileio import atomic_write_text
+from topictk.config.loader import _store_counts as store_counts
 from topictk.config.template import example_text, render_config
 from topictk.errors import UsageError
 from topictk.inference.registry import CATALOGUE, algorithm_table
@@ -42,8 +43,10 @@ def config(algorithm, corpus, topics, example, out, force):
     elif algorithm is None:
         raise UsageError("give an ALGORITHM (topictk algorithms lists them) or --example NAME")
     else:
+        counts = store_counts(corpus) if corpus is not None else None
         text = render_config(algorithm, CATALOGUE, corpus=written_corpus(corpus, out),
-                             topics=topics)
+                             topics=topics,
+                             documents=counts["train_documents"] if counts else None)
     if out_path is None:
         click.echo(text, nl=False)
     else:

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import click
 
@@ -11,6 +12,7 @@ from topictk.errors import UsageError
 from topictk.evaluation.coherence import C_V_CAVEAT, GENSIM_MEASURES, WINDOW
 from topictk.evaluation.left_to_right import DEFAULT_PARTICLES
 from topictk.evaluation.run import evaluate_run
+from topictk.rundir.metrics import curve_rise, read_metrics
 
 
 @click.command()
@@ -63,6 +65,9 @@ def evaluate(run_dir, as_json, checkpoint, left_to_right, particles, coherence, 
                    f"{result['samples']} sample(s))")
     else:
         click.echo("perplexity:  n/a (the corpus store has no held-out tokens)")
+    rise = curve_rise(read_metrics(Path(run_dir) / "metrics.jsonl"))
+    if rise is not None and checkpoint is None:
+        click.echo(f"curve:       {rise}")
     if "perplexity_left_to_right" in result:
         click.echo(f"left-to-right perplexity: {result['perplexity_left_to_right']:.3f}  "
                    f"({result['left_to_right_particles']} particles, "

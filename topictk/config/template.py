@@ -4,6 +4,7 @@ the default, the allowed values and the meaning that validation uses."""
 from __future__ import annotations
 
 import difflib
+import math
 import textwrap
 from pathlib import Path
 from typing import Any
@@ -40,7 +41,7 @@ def check_algorithm(name: str, catalogue: Catalogue) -> None:
 
 
 def render_config(algorithm: str, catalogue: Catalogue, *, corpus: str | None = None,
-                  topics: int | None = None) -> str:
+                  topics: int | None = None, documents: int | None = None) -> str:
     """The YAML text of a config training ``algorithm``: every key with its default, its
     allowed values and its meaning as comments.
 
@@ -55,6 +56,9 @@ def render_config(algorithm: str, catalogue: Catalogue, *, corpus: str | None = 
     topics
         Number of topics K (for deep LDA the one layer ``model.layers: [K]``); ``None``
         writes DEFAULT_TOPICS.
+    documents
+        The training documents of the corpus store, when known: a mini-batch algorithm's
+        iterations then cover at least one epoch (:func:`generated_inference`).
     """
     check_algorithm(algorithm, catalogue)
     driver = catalogue.get_driver(algorithm)
@@ -77,23 +81,67 @@ def render_config(algorithm: str, catalogue: Catalogue, *, corpus: str | None = 
     if "layers" in model_schema:
         model_values = {"family": driver.traits.family, "layers": [k], "topics": None}
     inference_schema = {**INFERENCE_COMMON, **driver.OPTIONS}
-    inference_values = {"algorithm": algorithm, "iterations": DEFAULT_ITERATIONS}
+    inference_values = {"algorithm": algorithm,
+                        **generated_inference(inference_schema, documents)}
+    helps = {"iterations": _iterations_help(inference_schema, documents)}
     for name, schema, values in (("model", model_schema, model_values),
                                  ("inference", inference_schema, inference_values),
                                  ("training", TRAINING, {}),
                                  ("evaluation", EVALUATION, {})):
-        lines += ["", f"{name}:"] + _section(schema, values, 1)
+        lines += ["", f"{name}:"] + _section(schema, values, 1, helps)
     return "\n".join(lines) + "\n"
 
 
-def _section(schema: dict, values: dict, depth: int) -> list[str]:
+def generated_inference(schema: dict, documents: int | None) -> dict[str, Any]:
+    """The inference keys a generated config writes in place of their declared defaults, so
+    that its defaults train a model that uses every part of it:
+
+    - ``iterations`` (no declared default): DEFAULT_ITERATIONS, and for a mini-batch algorithm
+      (a ``batch_size`` key) on a store of ``documents`` training documents at least one
+      epoch, ceil(documents / batch_size) updates; without a store DEFAULT_ITERATIONS, and
+      the key's comment says how many updates an epoch is;
+    - a schedule whose first update the declared defaults put after the last iteration
+      (dmr-sem's nu: ``optimize_burn_in`` 100, ``optimize_interval`` 50, first update at
+      sweep 150) starts after a quarter of the iterations and updates every tenth of them;
+      ``nu_burn_in`` likewise. Schedules that fit (gibbs' alpha) keep their defaults.
+
+    Only generated text changes: a config that sets these keys trains as before."""
+    iterations = DEFAULT_ITERATIONS
+    batch = schema.get("batch_size")
+    if documents is not None and isinstance(batch, Option):
+        iterations = max(iterations, math.ceil(int(documents) / int(batch.default)))
+    values: dict[str, Any] = {"iterations": iterations}
+    burn_in, interval = schema.get("optimize_burn_in"), schema.get("optimize_interval")
+    if isinstance(burn_in, Option) and isinstance(interval, Option):
+        first = (burn_in.default // interval.default + 1) * interval.default
+        if first > iterations:
+            values["optimize_burn_in"] = iterations // 4
+            values["optimize_interval"] = max(1, iterations // 10)
+    nu_burn_in = schema.get("nu_burn_in")
+    if isinstance(nu_burn_in, Option) and nu_burn_in.default >= iterations:
+        values["nu_burn_in"] = iterations // 4
+    return values
+
+
+def _iterations_help(schema: dict, documents: int | None) -> str | None:
+    """The comment on a mini-batch algorithm's iterations when the store's size is unknown."""
+    batch = schema.get("batch_size")
+    if documents is not None or not isinstance(batch, Option):
+        return None
+    return ("mini-batch updates; one epoch is (training documents / batch_size) updates: "
+            "raise iterations to at least that (topictk config --corpus STORE does)")
+
+
+def _section(schema: dict, values: dict, depth: int,
+             helps: dict[str, str] | None = None) -> list[str]:
     lines: list[str] = []
     for key, option in schema.items():
         if isinstance(option, dict):
             lines += [f"{INDENT * depth}{key}:"] + _section(option, {}, depth + 1)
             continue
         value = values.get(key, None if option.required else option.default)
-        meaning = option.help + (" (required)" if option.required else "")
+        meaning = (helps or {}).get(key) or option.help
+        meaning += " (required)" if option.required else ""
         lines += _entry(key, value, meaning, _allowed(key, option), depth)
     return lines
 

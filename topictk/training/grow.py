@@ -27,9 +27,9 @@ from pathlib import Path
 
 import yaml
 
-from topictk._fileio import atomic_write_text, new_dir_mode
+from topictk._fileio import atomic_write_text, is_temp_name, new_dir_mode
 from topictk.config.loader import parse_override
-from topictk.corpus.store import CorpusStore
+from topictk.corpus.store import CorpusStore, is_store_folder
 from topictk.corpus.union import UnionFacts, write_union_store
 from topictk.errors import CheckpointUsageError, UsageError
 from topictk.inference.base import AddedDocuments, cannot_add_documents
@@ -37,7 +37,9 @@ from topictk.inference.registry import driver_class, load_config
 from topictk.rundir import checkpoint as ckpt
 from topictk.rundir.guard import (is_empty_for_run, is_run, protected_folder, read_marker,
                                   write_marker)
-from topictk.rundir.layout import MARKER_FILE, MODEL_FILE, check_compatible, check_store_present
+from topictk.rundir.layout import (MARKER_FILE, MODEL_FILE, check_compatible,
+                                   check_store_present, run_files)
+from topictk.rundir.lock import LOCK_FILE
 from topictk.streams import Streams
 from topictk.training.run import RESUMABLE_CHANGES, TrainResult, _header
 from topictk.training.run import train as run_training
@@ -69,7 +71,7 @@ def continue_run(run: str, added: str, out: str | None, overrides: list[str] = (
     check_store_present(run_dir, old_config.corpus)
     added_store = CorpusStore.open(added)
     _check_output(out_dir, force, [run_dir.resolve(), Path(old_config.corpus).resolve(),
-                                   Path(added).resolve()])
+                                   Path(added).resolve()], out)
     cls = driver_class(old_config)
     family = getattr(old_config.model, "family", "lda")
     if family not in cls.traits.add_documents:
@@ -181,24 +183,46 @@ def _latest_state(run_dir: Path) -> tuple[Path, dict, dict]:
     return max(loaded, key=lambda item: int(item[1]["state"]["step"]))
 
 
-def _check_output(out_dir: Path, force: bool, inputs: list[Path]) -> None:
+def _check_output(out_dir: Path, force: bool, inputs: list[Path], shown: str) -> None:
     """NEWRUN must be none of the inputs, neither inside one nor holding one; an existing
-    NEWRUN is replaced only with ``force``, and only when it is a run or empty."""
+    NEWRUN is replaced only with ``force``, and only when it is a run or empty, holding
+    nothing training did not write. ``shown``: NEWRUN as typed, for the messages."""
     for source in inputs:
         if out_dir == source or source in out_dir.parents or out_dir in source.parents:
-            raise UsageError(f"--out {out_dir}: is, holds or is inside the input {source}, "
+            raise UsageError(f"--out {shown}: is, holds or is inside the input {source}, "
                              f"which a continued run never changes; choose another --out")
     if not out_dir.exists():
         return
     if not force:
-        raise UsageError(f"--out {out_dir}: exists; add --force to replace it, or choose "
+        raise UsageError(f"--out {shown}: exists; add --force to replace it, or choose "
                          f"another --out")
     reason = protected_folder(out_dir)
     if reason:
-        raise UsageError(f"--out {out_dir}: {reason}; --force never replaces it")
+        raise UsageError(f"--out {shown}: {reason}; --force never replaces it")
     if not out_dir.is_dir() or not (is_run(out_dir) or is_empty_for_run(out_dir)):
-        raise UsageError(f"--out {out_dir}: holds files that are not a topictk run; choose "
+        raise UsageError(f"--out {shown}: holds files that are not a topictk run; choose "
                          f"another --out (--force replaces runs only)")
+    foreign = _foreign_file(out_dir)
+    if foreign is not None:
+        raise UsageError(f"--out {shown}: holds {foreign}, which topictk did not write and "
+                         f"--force replaces the folder whole; move it out or choose another "
+                         f"--out")
+
+
+def _foreign_file(out_dir: Path) -> str | None:
+    """The first file of the run ``out_dir`` that training did not write (its files, its
+    union store, topictk's leftovers), or None."""
+    written = set(run_files(out_dir))
+    for path in sorted(out_dir.rglob("*")):
+        name = path.relative_to(out_dir).as_posix()
+        top = name.split("/")[0]
+        if (path.is_dir() and not path.is_symlink()) or name in written or is_temp_name(
+                path.name) or top == LOCK_FILE or top.startswith(".replaced-"):
+            continue
+        if top == CORPUS_FOLDER and is_store_folder(out_dir / CORPUS_FOLDER):
+            continue
+        return name
+    return None
 
 
 def _put_in_place(new: Path, out_dir: Path) -> None:

@@ -50,7 +50,7 @@ from topictk.rundir.guard import (check_run_output, is_run, prepare_run_dir, run
 from topictk.rundir.layout import (MODEL_FILE, ReplacedRun, check_compatible,
                                    check_store_present, save_sample)
 from topictk.rundir.lock import RunLock
-from topictk.rundir.metrics import append_metrics, truncate_metrics
+from topictk.rundir.metrics import append_metrics, curve_rise, read_metrics, truncate_metrics
 from topictk.streams import Streams
 from topictk.training.loop import train_steps
 from topictk.training.progress import Progress
@@ -313,6 +313,9 @@ class RunSession:
             if self.status != "interrupted":
                 header, arrays = self._header(self.status)
                 ckpt.save_arrays(self.run_dir / MODEL_FILE, header, arrays)
+                rise = curve_rise(read_metrics(self.metrics_path))
+                if rise is not None:
+                    log.warning("%s: %s", self.config.shown["output"], rise)
             self._discard_replaced()        # a run with no checkpoint that completed
             if self.callback_error is not None:
                 raise self.callback_error

@@ -1,0 +1,84 @@
+"""Configs written by ``topictk config`` use what they configure: DMR learns its metadata
+weights, a mini-batch run covers an epoch, and a run whose held-out curve rises says so."""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+import yaml
+
+from tests.integration._cli import ok, run
+from topictk.cli import config as config_command
+from topictk.inference.registry import algorithm_names, get_driver
+from topictk.rundir import checkpoint as ckpt
+
+MINI_BATCH = [name for name in algorithm_names() if "batch_size" in get_driver(name).OPTIONS]
+NEVER = "is never"          # the DMR warnings: "nu is never optimised / sampled"
+
+
+def _generate(tmp_path, algorithm: str, *args) -> tuple[dict, str]:
+    path = tmp_path / f"{algorithm}.yaml"
+    ok("config", algorithm, *[str(a) for a in args], "--out", path, "--force")
+    text = path.read_text(encoding="utf-8")
+    return yaml.safe_load(text), str(path)
+
+
+def _nu(run_dir) -> np.ndarray:
+    return ckpt.load_arrays(run_dir / "model.npz")[1]["nu"]
+
+
+@pytest.mark.parametrize("algorithm,hold", [("dmr-sem", "inference.optimize_burn_in=100000"),
+                                            ("dmr-sgrld", "inference.nu_burn_in=100000")])
+def test_generated_dmr_configs_learn_their_weights(algorithm, hold, tmp_path, meta_store):
+    data, path = _generate(tmp_path, algorithm, "--corpus", meta_store, "--topics", "6")
+    trained = run("train", "--config", path, "--out", tmp_path / "learnt", "-q")
+    assert trained.exit_code == 0, trained.stderr
+    assert NEVER not in trained.stderr
+    # the same chain with nu held where it starts: the generated schedule moved it
+    held = run("train", "--config", path, "--out", tmp_path / "held", "--set", hold, "-q")
+    assert held.exit_code == 0 and NEVER in held.stderr
+    assert not np.array_equal(_nu(tmp_path / "learnt"), _nu(tmp_path / "held"))
+    assert data["inference"]["iterations"] == 100
+
+
+@pytest.mark.parametrize("algorithm", MINI_BATCH)
+def test_a_generated_mini_batch_config_covers_an_epoch(algorithm, tmp_path, example_store,
+                                                       monkeypatch):
+    batch = get_driver(algorithm).OPTIONS["batch_size"].default
+    small, _ = _generate(tmp_path, algorithm, "--corpus", example_store)
+    assert small["inference"]["iterations"] == 100        # 307 documents: many epochs already
+    documents = 150 * batch + 1                            # more than 100 updates' documents
+    monkeypatch.setattr(config_command, "store_counts",
+                        lambda corpus: {"train_documents": documents})
+    large, _ = _generate(tmp_path, algorithm, "--corpus", example_store)
+    iterations = large["inference"]["iterations"]
+    assert iterations == math.ceil(documents / batch) and iterations * batch >= documents
+    text = ok("config", algorithm).stdout        # no store: the comment says what an epoch is
+    assert "one epoch is (training documents / batch_size) updates" in text
+
+
+def test_batch_algorithms_keep_their_generated_iterations(tmp_path, example_store, monkeypatch):
+    monkeypatch.setattr(config_command, "store_counts",
+                        lambda corpus: {"train_documents": 1_000_000})
+    for algorithm in ("gibbs", "vb", "cvb0"):
+        data, _ = _generate(tmp_path, algorithm, "--corpus", example_store)
+        assert data["inference"]["iterations"] == 100
+
+
+def test_a_rising_held_out_curve_is_reported(tmp_path, example_store):
+    # online VB with many topics for this small corpus: the curve is best early, then rises
+    _, path = _generate(tmp_path, "ovb", "--corpus", example_store, "--topics", "40")
+    trained = run("train", "--config", path, "--out", tmp_path / "rises",
+                  "--set", "inference.iterations=300")
+    assert trained.exit_code == 0, trained.stderr
+    warnings = [line for line in trained.stderr.splitlines() if "perplexity rose" in line]
+    assert len(warnings) == 1 and warnings[0].startswith(f"topictk: {tmp_path / 'rises'}: ")
+    shown = ok("evaluate", tmp_path / "rises").stdout
+    assert [line for line in shown.splitlines() if line.startswith("curve:")]
+    # the same run stopped at its best does not warn
+    calm = run("train", "--config", path, "--out", tmp_path / "calm",
+                "--set", "inference.iterations=60")
+    assert calm.exit_code == 0 and "perplexity rose" not in calm.stderr
+    assert not [line for line in ok("evaluate", tmp_path / "calm").stdout.splitlines()
+                if line.startswith("curve:")]
