@@ -12,8 +12,8 @@ import pytest
 import yaml
 
 from tests.fixtures import cut_back_run
-from tests.integration._cli import (EXAMPLE, assert_same_run, fails, model_arrays, ok,
-                                    snapshot)
+from tests.integration._cli import (EXAMPLE, assert_same_run, fails, metrics, model_arrays,
+                                    ok, snapshot)
 from topictk.corpus.store import CorpusStore, verify_store
 from topictk.rundir.checkpoint import load_arrays
 
@@ -29,6 +29,8 @@ FAMILIES = {
     "vb": {"algorithm": "vb", "chunks": 2},
     "cvb": {"algorithm": "cvb", "chunks": 2},
     "cvb0": {"algorithm": "cvb0", "chunks": 2},
+    "ovb": {"algorithm": "ovb", "batch_size": 32, "chunks": 2},
+    "hsvg": {"algorithm": "hsvg", "batch_size": 32, "chunk_docs": 8},
 }
 
 
@@ -154,6 +156,15 @@ def test_a_continued_run_is_deterministic_resumable_and_thread_free(family, stor
         assert np.all(start["lam"][V:] == 0.01)         # the new words' rows: the prior
     if "mu" in old:
         assert np.array_equal(start["mu"][:old["mu"].shape[0]], old["mu"])
+    if "lam_tilde" in old:      # lambda = offset + scale lam_tilde: the new rows at the offset
+        V = old["lam_tilde"].shape[0]
+        assert np.array_equal(start["lam_tilde"][:V], old["lam_tilde"])
+        assert np.all(start["lam_tilde"][V:] == 0) and start["lam_tilde"].shape[0] > V
+        # the step sizes go on: tau0 (auto) stays the run's batches per epoch
+        kappa = yaml.safe_load((run / "config.yaml").read_text())["inference"]["kappa"]
+        tau0 = CorpusStore.open(stores["base"]).train().n_docs // inference["batch_size"]
+        for record in metrics(tmp_path / "a"):
+            assert record["rho"] == pytest.approx((tau0 + record["step"] - 1) ** -kappa)
 
 
 def test_adding_the_held_back_documents_scores_as_a_fresh_run(stores, tmp_path):
@@ -182,10 +193,10 @@ def test_adding_the_held_back_documents_scores_as_a_fresh_run(stores, tmp_path):
 
 def test_what_cannot_be_continued_is_refused_in_one_line(stores, gibbs_run, tmp_path):
     added = stores["added"]
-    ok("train", "--config", write_run_config(tmp_path, stores["base"], {"algorithm": "ovb"},
-                                             name="ovb", iterations=5), "-q")
-    assert fails(2, *continue_args(tmp_path / "ovb", added, tmp_path / "x")) == (
-        "inference.algorithm ovb with model.family lda cannot add documents to a trained run "
+    ok("train", "--config", write_run_config(tmp_path, stores["base"], {"algorithm": "sgrld"},
+                                             name="sgrld", iterations=5), "-q")
+    assert fails(2, *continue_args(tmp_path / "sgrld", added, tmp_path / "x")) == (
+        "inference.algorithm sgrld with model.family lda cannot add documents to a trained run "
         "(topictk algorithms lists those that can); train a new run on a store with all the "
         "documents")
     message = fails(2, *continue_args(gibbs_run, stores["added-min2"], tmp_path / "x"))

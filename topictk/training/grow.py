@@ -93,7 +93,9 @@ def continue_run(run: str, added: str, out: str | None, overrides: list[str] = (
         data.update(corpus=str(tmp / CORPUS_FOLDER), output=str(tmp))
         iterations = step + (extra if extra is not None
                              else int(old_config.inference.iterations))
-        config = load_config(None, [*others, f"inference.iterations={iterations}"], raw=data)
+        kept = [f"{key}={value}" for key, value in old_driver.continued_settings().items()]
+        config = load_config(None, [*others, *kept, f"inference.iterations={iterations}"],
+                             raw=data)
         streams = Streams.from_state(header["streams"])
         driver = cls(config, union, threads, streams=streams)
         facts = UnionFacts.of_manifest(manifest)

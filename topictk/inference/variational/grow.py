@@ -7,7 +7,10 @@ without a count), and starts gamma of the added documents as its first E-step do
 N_d / K); CVB and CVB0 keep mu of the old pairs and start each added pair at the run's
 posterior of the word's topic, mu_k proportional to alpha_k (m_kw + beta) / (m_k + V beta),
 then count every field again from mu. The EM stopping rule starts afresh: the added documents
-move the bound.
+move the bound. Online VB and HSVG stream the added documents in: lambda's new rows start at
+the prior (lam_tilde 0, so lambda = the offset, eta), the update counter t and so the step
+sizes go on, and the next update starts a new epoch, a fresh permutation of the whole union,
+so the added documents come mixed among the old ones (the epoch RUN was in is cut short).
 """
 from __future__ import annotations
 
@@ -15,7 +18,8 @@ import numpy as np
 
 from topictk.errors import UsageError
 from topictk.inference.base import AddedDocuments
-from topictk.state.variational import CVBState, VBState
+from topictk.corpus.batches import FEISTEL_ROUNDS
+from topictk.state.variational import CVBState, OnlineState, VBState
 
 
 def _new_rows(old: np.ndarray, n_rows: int, value: float) -> np.ndarray:
@@ -60,3 +64,16 @@ def grow_cvb_state(driver, old: CVBState, added: AddedDocuments) -> CVBState:
     if not gaussian:
         state.v_dk, state.v_kw, state.v_k = (np.zeros((0, K)), np.zeros((0, K)), np.zeros(0))
     return state
+
+
+def grow_online_state(driver, old: OnlineState, added: AddedDocuments) -> OnlineState:
+    """Online VB and HSVG: lam_tilde's new rows 0 (lambda at the offset, eta), the counter,
+    scale, offset and priors kept; the epoch is set just before the one of update ``step``
+    on the union, so that update draws a new permutation of the union (its keys from the
+    run's main stream)."""
+    epoch = int(old.step) // driver.batches_per_epoch
+    return OnlineState(lam_tilde=_new_rows(old.lam_tilde, driver.V, 0.0),
+                       lam_sum=np.array(old.lam_sum, dtype=np.float64), scale=float(old.scale),
+                       offset=float(old.offset), alpha=np.array(old.alpha, dtype=np.float64),
+                       beta=float(old.beta), keys=np.zeros(FEISTEL_ROUNDS, dtype=np.uint64),
+                       epoch=epoch - 1, rho=float(old.rho), step=int(old.step))

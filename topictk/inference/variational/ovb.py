@@ -64,6 +64,7 @@ from topictk.inference.variational.template import (
     fold_in_theta,
     newton_direction,
 )
+from topictk.inference.variational.grow import grow_online_state
 from topictk.state.variational import OnlineState
 from topictk.streams import Streams
 
@@ -93,7 +94,7 @@ class OVBDriver(SeededDriverMixin, VariationalDriver):
     name = "ovb"
     # the blocks of a mini-batch's E-step run on a cluster's workers
     traits = Traits(kind="mini-batch", paper="Hoffman, Blei & Bach 2010", cluster=True,
-                    alpha_auto=True, objective="train_bound_per_token")
+                    alpha_auto=True, objective="train_bound_per_token", add_documents=("lda",))
     STATE = OnlineState
     OPTIONS = {
         **ESTEP_OPTIONS,
@@ -189,6 +190,14 @@ class OVBDriver(SeededDriverMixin, VariationalDriver):
                            offset=beta, alpha=resolve_alpha(self.config.model.alpha, self.K),
                            beta=beta, keys=np.zeros(FEISTEL_ROUNDS, dtype=np.uint64), epoch=-1)
 
+
+    def grow_state(self, old: OnlineState, added) -> OnlineState:
+        """Added documents (:func:`topictk.inference.variational.grow.grow_online_state`)."""
+        return grow_online_state(self, old, added)
+
+    def continued_settings(self) -> dict:
+        """The step sizes go on: ``tau0: auto`` stays the batches per epoch of this run."""
+        return {"inference.tau0": self.tau0} if self.config.inference.tau0 == "auto" else {}
 
     # ---------------------------------------------------------------- batches
     def batch_documents(self, state: OnlineState, t: int) -> np.ndarray:
