@@ -4,6 +4,8 @@ Everything declarative lives in pyproject.toml; this file only makes the extensi
 one per ``.pyx`` file found under ``topictk/``.
 Set ``TOPICTK_DEBUG=1`` to build with bounds checks and without optimisation.
 OpenMP is used when a compile probe finds it, otherwise the kernels run single-threaded.
+The kernels are translated and compiled on every core this process may use (``-j N`` of
+``build_ext`` sets another number of compile jobs).
 """
 from __future__ import annotations
 
@@ -42,6 +44,14 @@ def _kernels() -> list[str]:
 
 
 KERNELS = _kernels()
+
+
+def _cores() -> int:
+    """The cores this process may run on (its affinity mask, which a container or ``taskset``
+    may narrow), so that a build uses them all without oversubscribing."""
+    if hasattr(os, "sched_getaffinity"):
+        return len(os.sched_getaffinity(0)) or 1
+    return os.cpu_count() or 1
 
 
 def _openmp_flags() -> tuple[list[str], list[str]]:
@@ -88,7 +98,9 @@ def _extensions() -> list[Extension]:
                 extra_link_args=omp_link,
             )
         )
-    return cythonize(extensions, compiler_directives=COMPILER_DIRECTIVES, quiet=True)
+    return cythonize(extensions, compiler_directives=COMPILER_DIRECTIVES, quiet=True,
+                     nthreads=_cores())
 
 
-setup(ext_modules=_extensions())
+# build_ext compiles one extension per job; the command line's -j N overrides this default
+setup(ext_modules=_extensions(), options={"build_ext": {"parallel": _cores()}})
