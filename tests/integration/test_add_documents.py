@@ -31,7 +31,10 @@ FAMILIES = {
     "cvb0": {"algorithm": "cvb0", "chunks": 2},
     "ovb": {"algorithm": "ovb", "batch_size": 32, "chunks": 2},
     "hsvg": {"algorithm": "hsvg", "batch_size": 32, "chunk_docs": 8},
+    "sgrld": {"algorithm": "sgrld", "batch_size": 32, "thin": 5},
 }
+# the families that save posterior samples (compared file by file)
+SAMPLED = {"gibbs-sparse", "sgrld"}
 
 
 @pytest.fixture(scope="module")
@@ -135,10 +138,10 @@ def test_a_continued_run_is_deterministic_resumable_and_thread_free(family, stor
     ok(*continue_args(run, stores["added"], tmp_path / "a", *more))
     ok(*continue_args(run, stores["added"], tmp_path / "b", *more,
                       "--set", "training.threads=2"))
-    assert_same_run(tmp_path / "a", tmp_path / "b", same_samples=family == "gibbs-sparse")
+    assert_same_run(tmp_path / "a", tmp_path / "b", same_samples=family in SAMPLED)
     cut_back_run(tmp_path / "a", tmp_path / "cut", 40)
     ok("train", "--config", tmp_path / "cut" / "config.yaml", "--resume", "-q")
-    assert_same_run(tmp_path / "a", tmp_path / "cut", same_samples=family == "gibbs-sparse")
+    assert_same_run(tmp_path / "a", tmp_path / "cut", same_samples=family in SAMPLED)
     header, arrays = model_arrays(tmp_path / "a")
     assert header["state"]["step"] == 50
     union = CorpusStore.open(tmp_path / "a" / "corpus")
@@ -156,6 +159,12 @@ def test_a_continued_run_is_deterministic_resumable_and_thread_free(family, stor
         assert np.all(start["lam"][V:] == 0.01)         # the new words' rows: the prior
     if "mu" in old:
         assert np.array_equal(start["mu"][:old["mu"].shape[0]], old["mu"])
+    if "phi_hat" in old:        # SGRLD: the new words' rows at beta; samples after RUN's step
+        V = old["phi_hat"].shape[0]
+        assert np.array_equal(start["phi_hat"][:V], old["phi_hat"])
+        assert np.all(start["phi_hat"][V:] == 0.01) and start["phi_hat"].shape[0] > V
+        steps = sorted(int(p.stem.split("-")[1]) for p in (tmp_path / "a" / "samples").glob("*"))
+        assert steps == [35, 40, 45, 50]
     if "lam_tilde" in old:      # lambda = offset + scale lam_tilde: the new rows at the offset
         V = old["lam_tilde"].shape[0]
         assert np.array_equal(start["lam_tilde"][:V], old["lam_tilde"])
@@ -193,10 +202,10 @@ def test_adding_the_held_back_documents_scores_as_a_fresh_run(stores, tmp_path):
 
 def test_what_cannot_be_continued_is_refused_in_one_line(stores, gibbs_run, tmp_path):
     added = stores["added"]
-    ok("train", "--config", write_run_config(tmp_path, stores["base"], {"algorithm": "sgrld"},
-                                             name="sgrld", iterations=5), "-q")
-    assert fails(2, *continue_args(tmp_path / "sgrld", added, tmp_path / "x")) == (
-        "inference.algorithm sgrld with model.family lda cannot add documents to a trained run "
+    ok("train", "--config", write_run_config(tmp_path, stores["base"], {"algorithm": "pem"},
+                                             name="pem", iterations=3), "-q")
+    assert fails(2, *continue_args(tmp_path / "pem", added, tmp_path / "x")) == (
+        "inference.algorithm pem with model.family lda cannot add documents to a trained run "
         "(topictk algorithms lists those that can); train a new run on a store with all the "
         "documents")
     message = fails(2, *continue_args(gibbs_run, stores["added-min2"], tmp_path / "x"))

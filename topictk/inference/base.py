@@ -559,10 +559,12 @@ class Driver(ABC):
         Only drivers whose traits list the model family in ``add_documents`` override it."""
         raise cannot_add_documents(self.name, getattr(self.config.model, "family", "lda"))
 
-    def continued_settings(self) -> dict[str, Any]:
-        """Settings (dotted keys) that a run continued from this one with added documents
-        keeps as this run resolved them, where resolving them on the larger corpus would
-        change its schedule (online VB's ``tau0: auto``); by default none."""
+    def continued_settings(self, state: Any) -> dict[str, Any]:
+        """Settings (dotted keys) that a run continued from this one's ``state`` with added
+        documents is given: those kept as this run resolved them, where resolving them on the
+        larger corpus would change the schedule (online VB's ``tau0: auto``), and those the
+        continuation needs (SGRLD's samples are taken after ``state.step``); by default
+        none."""
         return {}
 
     @abstractmethod

@@ -93,7 +93,7 @@ def continue_run(run: str, added: str, out: str | None, overrides: list[str] = (
         data.update(corpus=str(tmp / CORPUS_FOLDER), output=str(tmp))
         iterations = step + (extra if extra is not None
                              else int(old_config.inference.iterations))
-        kept = [f"{key}={value}" for key, value in old_driver.continued_settings().items()]
+        kept = [f"{key}={value}" for key, value in old_driver.continued_settings(old_state).items()]
         config = load_config(None, [*others, *kept, f"inference.iterations={iterations}"],
                              raw=data)
         streams = Streams.from_state(header["streams"])

@@ -32,6 +32,7 @@ from topictk.inference.registry import register
 from topictk.inference.seed_prior import SeedPrior, SeededDriverMixin
 from topictk.inference.sampled import SampledDriver
 from topictk.inference.schedules import sgmcmc_step
+from topictk.inference.sgrld.grow import grow_simplex_state
 from topictk.limits import at_peak
 from topictk.state.simplex import SimplexState
 from topictk.streams import Streams
@@ -77,7 +78,7 @@ class SGRLDDriver(SeededDriverMixin, SampledDriver):
     name = "sgrld"
     # the local chains of a mini-batch, and the fold-ins, run on a cluster's workers
     traits = Traits(kind="mini-batch", paper="Patterson & Teh 2013", cluster=True,
-                    cluster_fold_in=True)
+                    cluster_fold_in=True, add_documents=("lda",))
     STATE = SimplexState
     OPTIONS = {
         **minibatch_options(),
@@ -172,6 +173,14 @@ class SGRLDDriver(SeededDriverMixin, SampledDriver):
         self.collect_at = sample_steps_for(int(inf.iterations), int(inf.burn_in), inf.samples,
                                            inf.thin)
 
+
+    def grow_state(self, old: SimplexState, added) -> SimplexState:
+        """Added documents (:func:`topictk.inference.sgrld.grow.grow_simplex_state`)."""
+        return grow_simplex_state(self, old, added)
+
+    def continued_settings(self, state: SimplexState) -> dict:
+        """A continued run's samples are taken over its own updates, on the union."""
+        return {"inference.burn_in": int(state.step)}
 
     def scheduled_samples(self, upto: int) -> list[int]:
         """With ``samples`` they are spread over the updates after burn-in, so they follow

@@ -195,7 +195,7 @@ class OVBDriver(SeededDriverMixin, VariationalDriver):
         """Added documents (:func:`topictk.inference.variational.grow.grow_online_state`)."""
         return grow_online_state(self, old, added)
 
-    def continued_settings(self) -> dict:
+    def continued_settings(self, state: OnlineState) -> dict:
         """The step sizes go on: ``tau0: auto`` stays the batches per epoch of this run."""
         return {"inference.tau0": self.tau0} if self.config.inference.tau0 == "auto" else {}
 
