@@ -32,6 +32,10 @@ FAMILIES = {
     "ovb": {"algorithm": "ovb", "batch_size": 32, "chunks": 2},
     "hsvg": {"algorithm": "hsvg", "batch_size": 32, "chunk_docs": 8},
     "sgrld": {"algorithm": "sgrld", "batch_size": 32, "thin": 5},
+    "keyatm": {"algorithm": "gibbs", "chunks": 2, "model": {
+        "family": "keyatm", "seed_words": {"exceptions": ["exception", "raised", "raise"],
+                                           "numbers": ["number", "integer", "float"]}}},
+    "hdp": {"algorithm": "gibbs", "chunks": 2, "model": {"family": "hdp", "topics": 12}},
 }
 # the families that save posterior samples (compared file by file)
 SAMPLED = {"gibbs-sparse", "sgrld"}
@@ -57,8 +61,9 @@ def stores(tmp_path_factory) -> dict[str, Path]:
 def write_run_config(folder: Path, store: Path, inference: dict, name: str = "run",
                      iterations: int = 30, **training) -> Path:
     path = folder / f"{name}.yaml"
-    data = {"corpus": str(store), "output": str(folder / name),
-            "model": {"topics": 5, "alpha": 0.1, "beta": 0.01},
+    inference = dict(inference)
+    model = {"topics": 5, "alpha": 0.1, "beta": 0.01, **inference.pop("model", {})}
+    data = {"corpus": str(store), "output": str(folder / name), "model": model,
             "inference": {**inference, "iterations": iterations},
             "training": {"seed": 3, "eval_every": 10, "checkpoint_every": 10,
                          "keep_checkpoints": 10, **training},
@@ -147,12 +152,18 @@ def test_a_continued_run_is_deterministic_resumable_and_thread_free(family, stor
     union = CorpusStore.open(tmp_path / "a" / "corpus")
     assert header["vocabulary"] == union.n_words and header["corpus_id"] == union.corpus_id
     # the grown start: the run's state for the run's documents, a fold-in for the added ones
-    _, start = load_arrays(tmp_path / "a" / "checkpoints" / "step-00000030.npz")
-    _, old = load_arrays(run / "model.npz")
+    start_header, start = load_arrays(tmp_path / "a" / "checkpoints" / "step-00000030.npz")
+    old_header, old = load_arrays(run / "model.npz")
     if "z" in old:
         N = old["z"].size
         assert np.array_equal(start["z"][:N], old["z"])
         assert start["z"].size == union.train().n_tokens
+    if "s" in old:              # keyatm: the run's switches kept, the added tokens regular
+        assert np.array_equal(start["s"][:N], old["s"]) and not start["s"][N:].any()
+    if "pi" in old:             # hdp: the run's global draws go on
+        assert np.array_equal(start["pi"], old["pi"])
+        for key in ("concentration", "gamma"):
+            assert start_header["state"][key] == old_header["state"][key]
     if "lam" in old:
         V = old["lam"].shape[0]
         assert np.array_equal(start["lam"][:V], old["lam"])

@@ -320,10 +320,10 @@ class GibbsCounts(ABC):
         n_k); by default nothing."""
         return state
 
-    def grown(self, state):
+    def grown(self, state, old):
         """The state of a chain grown by added documents (z and its counts, see
         :mod:`topictk.inference.gibbs.grow`) completed with what the representation keeps
-        besides them; by default nothing."""
+        besides them, from the run's state ``old``; by default nothing."""
         return state
 
     def sizes(self) -> dict:

@@ -144,7 +144,8 @@ def count_representation(config, doc_ptr: np.ndarray, words: np.ndarray, n_words
 
 GIBBS_TRAITS = Traits(kind="sampled", paper=PAPERS, families=tuple(FAMILY_COUNTS),
                       cluster=True, cluster_fold_in=True, alpha_auto=True, sweep_steps=True,
-                      objective="log_joint_per_token", add_documents=("lda",))
+                      objective="log_joint_per_token",
+                      add_documents=("lda", *FAMILY_COUNTS))
 
 #: ``inference.chunks`` and ``inference.blocks`` of the Gibbs drivers (gibbs, dmr-sem)
 CHUNKS_OPTION = Option("int", None, low=1, auto=True, nullable=True,

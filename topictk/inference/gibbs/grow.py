@@ -71,7 +71,7 @@ def grow_count_state(driver, old, added: AddedDocuments):
                          nk=np.bincount(z, minlength=K).astype(np.int64),
                          alpha=np.array(old.alpha, dtype=np.float64), beta=float(old.beta),
                          step=int(old.step))
-    return driver.counts.grown(state)
+    return driver.counts.grown(state, old)
 
 
 class GrowMixin:

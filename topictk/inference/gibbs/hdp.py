@@ -171,6 +171,13 @@ class HDPCounts(SparseLDACounts):
         state.alpha = state.concentration * state.pi
         return state
 
+    def grown(self, state, old):
+        """The run's global draws go on: pi, alpha_0, gamma and the tables of its last sweep
+        (drawn again after the next one)."""
+        state.pi, state.tables = np.array(old.pi), np.array(old.tables)
+        state.concentration, state.gamma = float(old.concentration), float(old.gamma)
+        return state
+
     def sweep(self, state, prior, chunk_streams, streams, threads):
         fallbacks, ran = super().sweep(state, prior, chunk_streams, streams, threads)
         self.global_step(state, np.random.Generator(streams.persistent(keys.HDP)))

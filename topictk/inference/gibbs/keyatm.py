@@ -159,6 +159,15 @@ class KeyATMCounts(GibbsCounts):
             L.doc_ptr, L.words, state.z, state.s, L.n_topics, self.S, L.n_words)
         return state
 
+    def grown(self, state, old):
+        """The added tokens start regular (s = 0); every count is counted again from
+        (z, s)."""
+        L = self.layout
+        state.s = np.concatenate([old.s, np.zeros(L.n_tokens - old.s.size, dtype=np.int8)])
+        (state.ndk, state.nkw, state.nk, state.nkey, state.nkey_k) = keyatm_counts(
+            L.doc_ptr, L.words, state.z, state.s, L.n_topics, self.S, L.n_words)
+        return state
+
     def sizes(self) -> dict:
         return {"S": self.S}
 

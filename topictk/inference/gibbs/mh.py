@@ -133,7 +133,7 @@ class MHCounts(DenseCounts):
                            self.word_prior)
         return 0, self.name
 
-    def grown(self, state):
+    def grown(self, state, old):
         """The word proposal's tables are built from the grown chain's z."""
         state.table_z = state.z.copy() if self.sampler.rebuild > 1 else None
         return state
