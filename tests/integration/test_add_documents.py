@@ -252,3 +252,40 @@ def test_force_replaces_a_continued_run(stores, gibbs_run, tmp_path):
     assert (out / "checkpoints" / "notes.txt").read_text() == "mine"
     header, _ = model_arrays(out)
     assert header["state"]["step"] == 50
+
+
+def test_a_continued_run_is_extended_by_continue_with_resume(stores, gibbs_run, tmp_path):
+    """``--continue RUN --add STORE --out NEWRUN --resume`` extends NEWRUN, its
+    ``inference.iterations`` still counted from RUN's step: 10 then 20 steps end where 20
+    steps at once do."""
+    added = stores["added"]
+    ok(*continue_args(gibbs_run, added, tmp_path / "once", "--set", "inference.iterations=20"))
+    ok(*continue_args(gibbs_run, added, tmp_path / "twice", "--set", "inference.iterations=10"))
+    ok(*continue_args(gibbs_run, added, tmp_path / "twice", "--set", "inference.iterations=20",
+                      "--resume"))
+    assert_same_run(tmp_path / "once", tmp_path / "twice", same_samples=True)
+    assert "leave out --resume" in fails(2, *continue_args(gibbs_run, added, gibbs_run,
+                                                           "--resume"))
+
+
+def test_the_training_documents_held_out_tokens_join_the_union(stores, tmp_path):
+    """Protocol B: a run's store with held-out tokens of its training documents keeps them
+    for its documents in the union; the added documents (whose store has none) get none."""
+    folder = stores["folder"]
+    ok("prepare", folder / "old.txt", "--out", tmp_path / "base-b",
+       "--heldout-train-fraction", "0.2")
+    ok("train", "--config", write_run_config(tmp_path, tmp_path / "base-b",
+                                             FAMILIES["gibbs-sparse"]), "-q")
+    ok(*continue_args(tmp_path / "run", stores["added"], tmp_path / "new",
+                      "--set", "inference.iterations=10"))
+    base, union = CorpusStore.open(tmp_path / "base-b"), CorpusStore.open(
+        tmp_path / "new" / "corpus")
+    verify_store(union.path)
+    old, both = base.train_heldout(), union.train_heldout()
+    D = old.n_docs
+    assert both.n_docs == union.train().n_docs > D
+    assert np.array_equal(both.indptr[:D + 1], old.indptr)
+    assert np.array_equal(both.indices, old.indices) and np.array_equal(both.counts, old.counts)
+    assert np.all(both.indptr[D:] == old.indptr[-1])
+    result = json.loads(ok("evaluate", tmp_path / "new", "--json").stdout)
+    assert np.isfinite(result["perplexity"])
