@@ -2,11 +2,11 @@
 headless Chromium (Debian's ``chromium``, driven by Playwright) for the pages' tests."""
 from __future__ import annotations
 
-import shutil
 from pathlib import Path
 
 import pytest
 
+from tests.integration._chromium import find_chromium
 from tests.integration._cli import EXAMPLE, ok
 
 
@@ -84,16 +84,13 @@ def _sets(overrides: list[str]) -> list[str]:
     return [part for item in overrides for part in ("--set", item)]
 
 
-CHROMIUM = ("chromium", "chromium-browser")
-
-
 @pytest.fixture(scope="module")
 def browser():
-    """One Chromium per test module (closed before the next module's tests run)."""
+    """One Chromium per test module (closed before the next module's tests run); without
+    chromium on PATH its tests are skipped, or fail when CI is set (see ``_chromium.py``)."""
     from playwright.sync_api import sync_playwright
 
-    executable = next(filter(None, map(shutil.which, CHROMIUM)), None)
-    assert executable, "no chromium on PATH: install Debian's chromium package (.ci/run does)"
+    executable = find_chromium()
     with sync_playwright() as playwright:
         launched = playwright.chromium.launch(executable_path=executable, headless=True)
         yield launched
