@@ -79,50 +79,59 @@ def continue_run(run: str, added: str, out: str | None, overrides: list[str] = (
     path, header, arrays = _latest_state(run_dir)
     base = CorpusStore.open(old_config.corpus)
     check_compatible(header, old_config, base, path)
-    threads = int(old_config.training.threads)
-    old_driver = cls(old_config, base, threads, streams=Streams.from_state(header["streams"]))
-    old_state = old_driver.state_from_arrays(header["state"], arrays)
-    step = int(header["state"]["step"])
     out_dir.parent.mkdir(parents=True, exist_ok=True)
     tmp = Path(tempfile.mkdtemp(prefix=f".{out_dir.name}.continue-", dir=out_dir.parent))
     try:
         os.chmod(tmp, new_dir_mode())       # mkdtemp alone leaves 0700
-        manifest = write_union_store(base, added_store, tmp / CORPUS_FOLDER)
-        union = CorpusStore.open(tmp / CORPUS_FOLDER)
-        data = old_config.to_dict()
-        data.update(corpus=str(tmp / CORPUS_FOLDER), output=str(tmp))
-        iterations = step + (extra if extra is not None
-                             else int(old_config.inference.iterations))
-        kept = [f"{key}={value}" for key, value in old_driver.continued_settings(old_state).items()]
-        config = load_config(None, [*others, *kept, f"inference.iterations={iterations}"],
-                             raw=data)
-        streams = Streams.from_state(header["streams"])
-        driver = cls(config, union, threads, streams=streams)
-        facts = UnionFacts.of_manifest(manifest)
-        state = driver.grow_state(old_state, AddedDocuments(
-            facts.base_documents, facts.base_tokens, facts.base_words, streams))
-        state.sample_steps = []
-        new_header, new_arrays = _header(driver, union, config, state, streams,
-                                         dict(header["clock"]), "running")
-        marker = write_marker(tmp, union, None)
-        marker["continued_from"] = {
-            "run": str(run_dir.resolve()), "step": step, "state": path.name,
-            "run_corpus_id": base.corpus_id, "added": str(Path(added).resolve()),
-            "added_corpus_id": added_store.corpus_id, "corpus_id": union.corpus_id,
-            "steps_added": iterations - step}
-        atomic_write_text(tmp / MARKER_FILE, json.dumps(marker, indent=1) + "\n")
-        saved = config.to_dict()
-        saved.update(corpus=CORPUS_FOLDER, output=".")
-        atomic_write_text(tmp / "config.yaml", yaml.safe_dump(saved, sort_keys=False))
-        ckpt.save_arrays(ckpt.checkpoint_path(tmp / "checkpoints", step), new_header,
-                         new_arrays)
-        _report_growth(facts, driver.name)
+        origin = {"run": str(run_dir.resolve()), "state": path.name,
+                  "added": str(Path(added).resolve())}
+        _write_run(tmp, old_config, base, added_store, (header, arrays), origin, extra, others)
         _put_in_place(tmp, out_dir)
     except BaseException:
         shutil.rmtree(tmp, ignore_errors=True)
         raise
     return run_training(load_config(out_dir / "config.yaml", [f"output={out_dir}"]),
                         resume=True, quiet=quiet)
+
+
+def _write_run(folder: Path, old_config, base: CorpusStore, added: CorpusStore, saved: tuple,
+               origin: dict, extra: int | None, overrides: list[str]) -> None:
+    """The continued run in ``folder``: its union store, config, marker (with ``origin`` and
+    the corpus ids) and first checkpoint, the state ``saved`` (header, arrays) of the run
+    configured by ``old_config`` on ``base`` grown by its driver."""
+    header, arrays = saved
+    cls = driver_class(old_config)
+    old_driver = cls(old_config, base, int(old_config.training.threads),
+                     streams=Streams.from_state(header["streams"]))
+    old_state = old_driver.state_from_arrays(header["state"], arrays)
+    step = int(header["state"]["step"])
+    manifest = write_union_store(base, added, folder / CORPUS_FOLDER)
+    union = CorpusStore.open(folder / CORPUS_FOLDER)
+    data = old_config.to_dict()
+    data.update(corpus=str(folder / CORPUS_FOLDER), output=str(folder))
+    iterations = step + (extra if extra is not None else int(old_config.inference.iterations))
+    kept = [f"{key}={value}" for key, value in old_driver.continued_settings(old_state).items()]
+    config = load_config(None, [*overrides, *kept, f"inference.iterations={iterations}"],
+                         raw=data)
+    streams = Streams.from_state(header["streams"])
+    driver = cls(config, union, int(config.training.threads), streams=streams)
+    facts = UnionFacts.of_manifest(manifest)
+    state = driver.grow_state(old_state, AddedDocuments(
+        facts.base_documents, facts.base_tokens, facts.base_words, streams))
+    state.sample_steps = []
+    new_header, new_arrays = _header(driver, union, config, state, streams,
+                                     dict(header["clock"]), "running")
+    marker = write_marker(folder, union, None)
+    marker["continued_from"] = {**origin, "step": step, "run_corpus_id": base.corpus_id,
+                                "added_corpus_id": added.corpus_id,
+                                "corpus_id": union.corpus_id, "steps_added": iterations - step}
+    atomic_write_text(folder / MARKER_FILE, json.dumps(marker, indent=1) + "\n")
+    saved_config = config.to_dict()
+    saved_config.update(corpus=CORPUS_FOLDER, output=".")
+    atomic_write_text(folder / "config.yaml", yaml.safe_dump(saved_config, sort_keys=False))
+    ckpt.save_arrays(ckpt.checkpoint_path(folder / "checkpoints", step), new_header,
+                     new_arrays)
+    _report_growth(facts, driver.name)
 
 
 def check_continue_options(run: str | None, added: str | None, config: str | None,
