@@ -54,8 +54,11 @@ def stores(tmp_path_factory) -> dict[str, Path]:
     ok("prepare", folder / "new.txt", "--out", folder / "added-min2", "--test-docs", "0",
        "--min-length", "2")
     ok("prepare", folder / "new.txt", "--out", folder / "added-test")
+    ok("prepare", folder / "new.txt", "--out", folder / "added-case", "--test-docs", "0",
+       "--case", "keep")
     return {"folder": folder, "base": folder / "base", "added": folder / "added",
-            "added-min2": folder / "added-min2", "added-test": folder / "added-test"}
+            "added-min2": folder / "added-min2", "added-test": folder / "added-test",
+            "added-case": folder / "added-case"}
 
 
 def write_run_config(folder: Path, store: Path, inference: dict, name: str = "run",
@@ -221,6 +224,8 @@ def test_what_cannot_be_continued_is_refused_in_one_line(stores, gibbs_run, tmp_
         "documents")
     message = fails(2, *continue_args(gibbs_run, stores["added-min2"], tmp_path / "x"))
     assert "options.min_length = 2" in message and "with 3" in message
+    message = fails(2, *continue_args(gibbs_run, stores["added-case"], tmp_path / "x"))
+    assert "preprocessing.case = 'keep'" in message and "with 'fold'" in message
     assert "--test-docs 0" in fails(2, *continue_args(gibbs_run, stores["added-test"],
                                                       tmp_path / "x"))
     assert "--out NEWRUN" in fails(2, "train", "--continue", gibbs_run, "--add", added)
