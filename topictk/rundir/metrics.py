@@ -40,11 +40,12 @@ def truncate_metrics(path: Path, last_step: int) -> None:
 
 
 # the held-out curve "rises" when each of its last RISE_POINTS evaluations is above the best
-# evaluation before them by more than RISE_MARGIN (relative): one noisy point, or a flat curve
-# wobbling around its best, does not count. The in-training curve scores few documents with a
-# short fold-in, so a converged run's points scatter by 1-2 % (online VB on the example corpus:
-# 353 to 363); 2 % is above that scatter
-RISE_POINTS = 2
+# evaluation before them by more than RISE_MARGIN (relative): one or two noisy points, or a
+# flat curve wobbling around its best, do not count. The in-training curve scores few
+# documents with a short fold-in, so a converged run's points scatter by 1-3 % (online VB on
+# the example corpus: 353 to 363; Gibbs on 2,000 documents of 20 Newsgroups, 50 curve
+# documents: a best of 1889 between 1945 and 1934)
+RISE_POINTS = 3
 RISE_MARGIN = 0.02
 CURVE_KEYS = ("perplexity_point", "perplexity_train_heldout_point")
 
