@@ -135,21 +135,30 @@ def test_run_and_stores_are_only_read_and_a_moved_run_evaluates(stores, gibbs_ru
     assert result["step"] == 40 and np.isfinite(result["perplexity"])
 
 
+def continue_three_ways(folder: Path, base: Path, added: Path, inference: dict,
+                        sampled: bool) -> Path:
+    """RUN (30 steps on ``base``) continued by 20 steps with ``added`` into ``folder/a``, again
+    at two threads, and cut back to its checkpoint at step 40 and resumed: the three end in
+    the same place. Returns RUN."""
+    ok("train", "--config", write_run_config(folder, base, inference), "-q")
+    run = folder / "run"
+    more = ("--set", "inference.iterations=20")
+    ok(*continue_args(run, added, folder / "a", *more))
+    ok(*continue_args(run, added, folder / "b", *more, "--set", "training.threads=2"))
+    assert_same_run(folder / "a", folder / "b", same_samples=sampled)
+    cut_back_run(folder / "a", folder / "cut", 40)
+    ok("train", "--config", folder / "cut" / "config.yaml", "--resume", "-q")
+    assert_same_run(folder / "a", folder / "cut", same_samples=sampled)
+    return run
+
+
 @pytest.mark.parametrize("family", sorted(FAMILIES))
 def test_a_continued_run_is_deterministic_resumable_and_thread_free(family, stores, tmp_path):
     """Continued twice (one and two threads) the run ends in the same place; cut back to the
     checkpoint 10 steps after RUN's step and resumed, it ends there too."""
     inference = FAMILIES[family]
-    ok("train", "--config", write_run_config(tmp_path, stores["base"], inference), "-q")
-    run = tmp_path / "run"
-    more = ("--set", "inference.iterations=20")
-    ok(*continue_args(run, stores["added"], tmp_path / "a", *more))
-    ok(*continue_args(run, stores["added"], tmp_path / "b", *more,
-                      "--set", "training.threads=2"))
-    assert_same_run(tmp_path / "a", tmp_path / "b", same_samples=family in SAMPLED)
-    cut_back_run(tmp_path / "a", tmp_path / "cut", 40)
-    ok("train", "--config", tmp_path / "cut" / "config.yaml", "--resume", "-q")
-    assert_same_run(tmp_path / "a", tmp_path / "cut", same_samples=family in SAMPLED)
+    run = continue_three_ways(tmp_path, stores["base"], stores["added"], inference,
+                              family in SAMPLED)
     header, arrays = model_arrays(tmp_path / "a")
     assert header["state"]["step"] == 50
     union = CorpusStore.open(tmp_path / "a" / "corpus")
@@ -294,3 +303,37 @@ def test_the_training_documents_held_out_tokens_join_the_union(stores, tmp_path)
     assert np.all(both.indptr[D:] == old.indptr[-1])
     result = json.loads(ok("evaluate", tmp_path / "new", "--json").stdout)
     assert np.isfinite(result["perplexity"])
+
+
+def test_dmr_adds_documents_with_their_features_encoded_as_the_runs(stores, tmp_path):
+    """DMR (dmr-sem): the added documents' metadata become features by the run's store's
+    encoding (its mean and deviation, its categories; an unseen category all zeros), and the
+    continued run is deterministic, resumable and the same at two threads, nu going on."""
+    lines = EXAMPLE.read_text(encoding="utf-8").splitlines()
+    for name, part, kinds in (("old", lines[:BASE_LINES], "ab"), ("new", lines[BASE_LINES:],
+                                                                   "abc")):
+        (tmp_path / f"{name}.jsonl").write_text("".join(
+            json.dumps({"text": text, "size": len(text), "kind": kinds[i % len(kinds)]}) + "\n"
+            for i, text in enumerate(part)), encoding="utf-8")
+    ok("prepare", tmp_path / "old.jsonl", "--meta", "size,kind:cat", "--out", tmp_path / "base")
+    ok("prepare", tmp_path / "new.jsonl", "--meta", "size,kind:cat", "--test-docs", "0",
+       "--out", tmp_path / "added")
+    inference = {"algorithm": "dmr-sem", "optimize_interval": 10, "optimize_burn_in": 5,
+                 "model": {"family": "dmr"}}
+    run = continue_three_ways(tmp_path, tmp_path / "base", tmp_path / "added", inference,
+                              True)
+    base, added = CorpusStore.open(tmp_path / "base"), CorpusStore.open(tmp_path / "added")
+    union = CorpusStore.open(tmp_path / "a" / "corpus")
+    X, X_base = union.features("train"), base.features("train")
+    assert np.array_equal(X[:len(X_base)], X_base)
+    size = next(f for f in base.manifest["features"]["fields"] if f["name"] == "size")
+    metas = added.metadata("train")
+    assert np.allclose(X[len(X_base):, 0], [(m["size"] - size["mean"]) / size["std"]
+                                            for m in metas])
+    assert union.feature_names == base.feature_names == ["size", "kind=a", "kind=b",
+                                                         "(intercept)"]
+    unseen = [i for i, m in enumerate(metas) if m["kind"] == "c"]
+    assert unseen and not X[len(X_base) + np.array(unseen), 1:3].any()
+    _, start = load_arrays(tmp_path / "a" / "checkpoints" / "step-00000030.npz")
+    _, old = load_arrays(run / "model.npz")
+    assert np.array_equal(start["nu"], old["nu"])

@@ -7,6 +7,10 @@ base's, unchanged, so that the continued run is scored on the very tokens the ru
 vocabulary is the base's, word ids unchanged, followed by the added store's words that the base
 lacks, in the added store's order. Nothing in either store is changed.
 
+Document features (``prepare --meta``) of the added documents are their metadata encoded as
+the base encodes its own, never the added store's own encoding (whose means, deviations and
+categories are those of the added documents).
+
 The two stores must have been prepared alike: every preprocessing setting both manifests record
 (``options.min_length``, ``options.stopwords`` and the ``preprocessing`` section) must be equal.
 The vocabulary selection (``min_df``, ``max_df``, ``vocab_size``) may differ: the added words
@@ -19,6 +23,7 @@ from pathlib import Path
 
 import numpy as np
 
+from topictk.corpus.features import FeatureEncoding
 from topictk.corpus.store import CorpusStore, ptr_to_csr, write_store
 from topictk.corpus.vocab import vocab_hash
 from topictk.errors import CorpusUsageError
@@ -68,8 +73,8 @@ def check_preprocessing(base: CorpusStore, added: CorpusStore) -> None:
 
 def check_added(base: CorpusStore, added: CorpusStore) -> None:
     """Refuse an added store that cannot join the base: test documents (the continued run is
-    scored on the base's test split only), no training documents, or document features that
-    the base has and it lacks (or names differently)."""
+    scored on the base's test split only), no training documents, or no metadata to encode
+    as document features when the base has them."""
     counts = added.manifest["counts"]
     if counts.get("test_documents", 0):
         raise CorpusUsageError(f"{added.path}: holds {counts['test_documents']} test documents; "
@@ -78,11 +83,22 @@ def check_added(base: CorpusStore, added: CorpusStore) -> None:
     if not counts.get("train_documents", 0):
         raise CorpusUsageError(f"{added.path}: holds no training documents to add")
     check_preprocessing(base, added)
-    if base.features("train") is not None and (added.features("train") is None or
-                                               added.feature_names != base.feature_names):
-        raise CorpusUsageError(f"{added.path}: lacks the document features of the run's store "
-                               f"(features.names {base.feature_names}); prepare the new "
-                               f"documents with the same --meta")
+    if base.features("train") is not None and added.metadata("train") is None:
+        fields = [f["name"] for f in base.manifest["features"]["fields"]]
+        raise CorpusUsageError(f"{added.path}: has no metadata, and the run's store encodes "
+                               f"the fields {', '.join(fields)} as document features; prepare "
+                               f"the new documents with those fields (a .jsonl input or "
+                               f"--meta-file) and --meta")
+
+
+def added_features(base: CorpusStore, added: CorpusStore) -> np.ndarray:
+    """(D_added, F) features of the added documents, their metadata encoded as the base
+    encodes its own (its training mean and standard deviation, its categories: an unseen
+    category or a missing value is all zeros, as in the base's test documents)."""
+    encoding = FeatureEncoding.from_json(base.manifest["features"])
+    X, _ = encoding.encode(added.metadata("train"), added.document_ids("train"),
+                           str(added.path / "train_meta.jsonl"))
+    return X
 
 
 def union_vocabulary(base: list[str], added: list[str]) -> tuple[list[str], np.ndarray]:
@@ -151,7 +167,7 @@ def union_arrays(base: CorpusStore, added: CorpusStore,
          arrays["train_held_counts"]) = _stack_csr(first, second)
     if base.features("train") is not None:
         arrays["train_features"] = np.concatenate([base.features("train"),
-                                                   added.features("train")])
+                                                   added_features(base, added)])
     if base.has_snippets and added.has_snippets:
         old_ptr, new_ptr = base.array("train_snippet_ptr"), added.array("train_snippet_ptr")
         arrays["train_snippet_ptr"] = _stack_ptr(old_ptr, new_ptr)

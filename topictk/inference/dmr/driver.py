@@ -363,7 +363,8 @@ class DMRSEMDriver(DMRPriorMixin, GibbsDriver):
     alpha_d = exp(x_d^T nu), and nu updated by L-BFGS before a sweep when due (§9.2)."""
 
     name = "dmr-sem"
-    traits = DMRPriorMixin.dmr_traits(GibbsDriver.traits, "Mimno & McCallum 2008")
+    traits = DMRPriorMixin.dmr_traits(GibbsDriver.traits, "Mimno & McCallum 2008").but(
+        add_documents=("dmr",))
     STATE = DMRCountState
     WARP = False            # a prior per document: auto never picks WarpLDA (§2.9)
     OPTIONS = {
@@ -416,6 +417,14 @@ class DMRSEMDriver(DMRPriorMixin, GibbsDriver):
         opts = config.inference
         self.variances = prior_variances(self.X.shape[1], opts.sigma2, opts.sigma2_intercept)
         self._alpha_cache: tuple[np.ndarray, np.ndarray] | None = None
+
+    def grow_state(self, old: DMRCountState, added) -> DMRCountState:
+        """Added documents as collapsed Gibbs LDA adds them, folded in with their own prior
+        exp(x_d^T nu) (:mod:`topictk.inference.gibbs.grow`); nu and its update count go on."""
+        state = super().grow_state(old, added)
+        state.nu, state.optimizations = np.array(old.nu), int(old.optimizations)
+        state.alpha = np.exp(state.nu[:, -1])
+        return state
 
     def new_state(self, z, ndk, nkw, nk) -> DMRCountState:
         """nu from alpha_init (§9.2)."""

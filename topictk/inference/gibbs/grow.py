@@ -3,8 +3,9 @@ docs/train.md "Adding documents to a trained model").
 
 The old tokens keep their topics. The added documents are folded in under the run's topics as
 ``evaluate`` folds in test documents (:func:`topictk.inference.base.gibbs_fold_in`, phi-hat of
-the run's counts with the beta prior for the new words, the run's alpha, chunks with their own
-derived streams), and each added token then takes one topic drawn from its document's folded-in
+the run's counts with the beta prior for the new words, the documents' prior under the run's
+state: alpha, or DMR's exp(x_d nu) of their features; chunks with their own derived
+streams), and each added token then takes one topic drawn from its document's folded-in
 theta-hat times phi-hat of its word. Every count is then counted again from the union's z, so
 the state is exactly the counts of its topics; sweeps go on over old and new documents together.
 """
@@ -50,7 +51,10 @@ def grown_topics(driver, old, added: AddedDocuments) -> np.ndarray:
     new_ptr = np.ascontiguousarray(doc_ptr[added.n_docs:] - doc_ptr[added.n_docs])
     new_words = np.ascontiguousarray(words[added.n_tokens:])
     plan = added.fold_in_plan(new_ptr.size - 1, driver.threads)
-    theta = gibbs_fold_in(phi, old.alpha, new_ptr, new_words, plan)
+    features = (driver.store.features("train")[added.n_docs:] if driver.traits.features
+                else None)
+    prior = driver.document_prior(old, features)       # (1 or D_added, K)
+    theta = gibbs_fold_in(phi, prior, new_ptr, new_words, plan)
     new_z = draw_topics(theta, phi, new_ptr, new_words, added.streams.derived(grow_key(1)))
     return np.concatenate([old_z, new_z])
 
