@@ -305,10 +305,18 @@ def test_the_training_documents_held_out_tokens_join_the_union(stores, tmp_path)
     assert np.isfinite(result["perplexity"])
 
 
-def test_dmr_adds_documents_with_their_features_encoded_as_the_runs(stores, tmp_path):
-    """DMR (dmr-sem): the added documents' metadata become features by the run's store's
-    encoding (its mean and deviation, its categories; an unseen category all zeros), and the
-    continued run is deterministic, resumable and the same at two threads, nu going on."""
+DMR = {"dmr-sem": {"algorithm": "dmr-sem", "optimize_interval": 10, "optimize_burn_in": 5,
+                   "model": {"family": "dmr"}},
+       "dmr-sgrld": {"algorithm": "dmr-sgrld", "batch_size": 32, "thin": 5,
+                     "model": {"family": "dmr"}}}
+
+
+@pytest.mark.parametrize("algorithm", sorted(DMR))
+def test_dmr_adds_documents_with_their_features_encoded_as_the_runs(algorithm, tmp_path):
+    """DMR (dmr-sem, dmr-sgrld): the added documents' metadata become features by the run's
+    store's encoding (its mean and deviation, its categories; an unseen category all zeros),
+    and the continued run is deterministic, resumable and the same at two threads, nu going
+    on."""
     lines = EXAMPLE.read_text(encoding="utf-8").splitlines()
     for name, part, kinds in (("old", lines[:BASE_LINES], "ab"), ("new", lines[BASE_LINES:],
                                                                    "abc")):
@@ -318,8 +326,7 @@ def test_dmr_adds_documents_with_their_features_encoded_as_the_runs(stores, tmp_
     ok("prepare", tmp_path / "old.jsonl", "--meta", "size,kind:cat", "--out", tmp_path / "base")
     ok("prepare", tmp_path / "new.jsonl", "--meta", "size,kind:cat", "--test-docs", "0",
        "--out", tmp_path / "added")
-    inference = {"algorithm": "dmr-sem", "optimize_interval": 10, "optimize_burn_in": 5,
-                 "model": {"family": "dmr"}}
+    inference = DMR[algorithm]
     run = continue_three_ways(tmp_path, tmp_path / "base", tmp_path / "added", inference,
                               True)
     base, added = CorpusStore.open(tmp_path / "base"), CorpusStore.open(tmp_path / "added")
@@ -337,3 +344,6 @@ def test_dmr_adds_documents_with_their_features_encoded_as_the_runs(stores, tmp_
     _, start = load_arrays(tmp_path / "a" / "checkpoints" / "step-00000030.npz")
     _, old = load_arrays(run / "model.npz")
     assert np.array_equal(start["nu"], old["nu"])
+    if algorithm == "dmr-sgrld":    # nu's step scale stays the run's 0.1 / D
+        saved = yaml.safe_load((tmp_path / "a" / "config.yaml").read_text())
+        assert saved["inference"]["nu_step"]["a"] == pytest.approx(0.1 / len(X_base))

@@ -59,6 +59,7 @@ from topictk.inference.minibatch import FLOOR
 from topictk.inference.registry import register
 from topictk.inference.schedules import sgmcmc_step
 from topictk.inference.sgrld.driver import SGRLDDriver, sgrld_update
+from topictk.inference.sgrld.grow import grow_simplex_state
 from topictk.state.dmr import (
     ETA_MAX,
     ETA_MIN,
@@ -504,7 +505,8 @@ class DMRSGRLDDriver(DMRPriorMixin, SGRLDDriver):
 
     name = "dmr-sgrld"
     traits = DMRPriorMixin.dmr_traits(SGRLDDriver.traits,
-                                      "Mimno & McCallum 2008; Patterson & Teh 2013")
+                                      "Mimno & McCallum 2008; Patterson & Teh 2013").but(
+        add_documents=("dmr",))
     STATE = DMRSimplexState
     OPTIONS = {**SGRLDDriver.OPTIONS, "nu_step": _nu_step_options(), **dmr_options(),
                "nu_burn_in": Option("int", 0, low=0,
@@ -514,6 +516,22 @@ class DMRSGRLDDriver(DMRPriorMixin, SGRLDDriver):
 
     # sgrld_update normalises phi_hat again beside the step's phi
     UPDATE_ARRAYS = SGRLDDriver.UPDATE_ARRAYS + 1
+
+    def grow_state(self, old: DMRSimplexState, added) -> DMRSimplexState:
+        """Added documents streamed in as SGRLD streams them
+        (:func:`topictk.inference.sgrld.grow.grow_simplex_state`); nu goes on."""
+        grown = grow_simplex_state(self, old, added)
+        return DMRSimplexState(phi_hat=grown.phi_hat, alpha=np.exp(old.nu[:, -1]),
+                               beta=grown.beta, step=grown.step,
+                               permutation=grown.permutation, floored=grown.floored,
+                               nu=np.array(old.nu))
+
+    def continued_settings(self, state: DMRSimplexState) -> dict:
+        """As SGRLD's, and nu's step scale a_nu (null: 0.1 / D) kept at this run's value."""
+        settings = super().continued_settings(state)
+        if self.config.inference.nu_step["a"] is None:
+            settings["inference.nu_step.a"] = self.a_nu
+        return settings
 
     @classmethod
     def memory_priors(cls, docs: int, K: int) -> list:
