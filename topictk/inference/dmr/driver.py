@@ -59,7 +59,6 @@ from topictk.inference.minibatch import FLOOR
 from topictk.inference.registry import register
 from topictk.inference.schedules import sgmcmc_step
 from topictk.inference.sgrld.driver import SGRLDDriver, sgrld_update
-from topictk.inference.sgrld.grow import grow_simplex_state
 from topictk.state.dmr import (
     ETA_MAX,
     ETA_MIN,
@@ -518,9 +517,9 @@ class DMRSGRLDDriver(DMRPriorMixin, SGRLDDriver):
     UPDATE_ARRAYS = SGRLDDriver.UPDATE_ARRAYS + 1
 
     def grow_state(self, old: DMRSimplexState, added) -> DMRSimplexState:
-        """Added documents streamed in as SGRLD streams them
-        (:func:`topictk.inference.sgrld.grow.grow_simplex_state`); nu goes on."""
-        grown = grow_simplex_state(self, old, added)
+        """Added documents streamed in as SGRLD streams them (its ``grow_state``); nu goes
+        on."""
+        grown = super().grow_state(old, added)
         return DMRSimplexState(phi_hat=grown.phi_hat, alpha=np.exp(old.nu[:, -1]),
                                beta=grown.beta, step=grown.step,
                                permutation=grown.permutation, floored=grown.floored,
