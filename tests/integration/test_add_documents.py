@@ -347,3 +347,19 @@ def test_dmr_adds_documents_with_their_features_encoded_as_the_runs(algorithm, t
     if algorithm == "dmr-sgrld":    # nu's step scale stays the run's 0.1 / D
         saved = yaml.safe_load((tmp_path / "a" / "config.yaml").read_text())
         assert saved["inference"]["nu_step"]["a"] == pytest.approx(0.1 / len(X_base))
+
+
+def test_a_run_and_its_continuation_are_compared_on_their_common_heldout_tokens(
+        stores, gibbs_run, tmp_path):
+    """The union store's test split is RUN's: compare ranks RUN and NEWRUN together; a run of
+    another store (the same documents prepared again) is still refused."""
+    ok(*continue_args(gibbs_run, stores["added"], tmp_path / "new",
+                      "--set", "inference.iterations=10"))
+    result = json.loads(ok("compare", gibbs_run, tmp_path / "new", "--format", "json").stdout)
+    assert result["perplexity_comparable"] and result["protocol_differences"] == []
+    assert len(result["runs"]) == 2
+    ok("prepare", stores["folder"] / "old.txt", "--out", tmp_path / "again", "--seed", "1")
+    other = write_run_config(tmp_path, tmp_path / "again", {"algorithm": "gibbs"},
+                             name="other", iterations=5)
+    ok("train", "--config", other, "-q")
+    assert "different corpus stores" in fails(2, "compare", tmp_path / "new", tmp_path / "other")

@@ -5,7 +5,9 @@ complete corpus store: the training documents are the base's followed by the add
 store order; the test split (observed and held-out parts, ids, metadata, features) is the
 base's, unchanged, so that the continued run is scored on the very tokens the run was; the
 vocabulary is the base's, word ids unchanged, followed by the added store's words that the base
-lacks, in the added store's order. Nothing in either store is changed.
+lacks, in the added store's order. Nothing in either store is changed. The union's manifest
+records its base's held-out id (:func:`heldout_id`): runs of the two stores are scored on the
+same held-out tokens, and ``compare``, ``plot`` and ``report`` rank them together.
 
 Document features (``prepare --meta``) of the added documents are their metadata encoded as
 the base encodes its own, never the added store's own encoding (whose means, deviations and
@@ -50,6 +52,13 @@ class UnionFacts:
     def of_manifest(cls, manifest: dict) -> "UnionFacts":
         union = manifest["union"]
         return cls(**{key: int(union[key]) for key in cls.__dataclass_fields__})
+
+
+def heldout_id(manifest: dict) -> str | None:
+    """The id of a store's held-out tokens (its test split): a union store records its base's
+    (``heldout_id`` in its manifest), so a run and the runs continued from it, scored on the
+    same tokens, are compared as runs of one store; any other store's is its corpus id."""
+    return manifest.get("heldout_id") or manifest.get("corpus_id")
 
 
 def check_preprocessing(base: CorpusStore, added: CorpusStore) -> None:
@@ -204,6 +213,7 @@ def write_union_store(base: CorpusStore, added: CorpusStore, out: Path) -> dict:
                                                         np.zeros(0)).sum())
     manifest["counts"] = counts
     manifest["vocab_sha256"] = vocab_hash(vocab)
+    manifest["heldout_id"] = heldout_id(base.manifest)
     manifest["union"] = {
         "base": {"path": str(base.path), "corpus_id": base.corpus_id},
         "added": {"path": str(added.path), "corpus_id": added.corpus_id},

@@ -11,6 +11,7 @@ from pathlib import Path
 import numpy as np
 
 from topictk.corpus.store import CorpusStore
+from topictk.corpus.union import heldout_id
 from topictk.errors import UsageError
 from topictk.evaluation import ldavis
 from topictk.evaluation.coherence import (
@@ -58,6 +59,7 @@ class RunReport:
     tree: list[dict] | None = None
     diagnostics: list[dict] | None = None   # per-topic diagnostics and junk flags
     comparable: bool = True
+    heldout_id: str | None = None   # its held-out tokens (topictk.corpus.union.heldout_id)
     # the held-out score's protocol (scores.protocol) and its one-line description; the
     # in-training curve's documents: curve_docs of test_documents (None: all of them)
     protocol: dict = field(default_factory=dict)
@@ -111,10 +113,13 @@ def protocol_differences(reports: list[RunReport]) -> list[str]:
 
     out = []
     stores: dict[str, list[str]] = {}
+    shown: dict[str, str] = {}
     for r in reports:
-        stores.setdefault(f"{r.corpus} [{(r.corpus_id or '?')[:12]}]", []).append(r.name)
+        key = r.heldout_id or r.corpus_id or "?"      # a run and its continuations: one
+        shown.setdefault(key, f"{r.corpus} [{(r.corpus_id or '?')[:12]}]")
+        stores.setdefault(key, []).append(r.name)
     if len(stores) > 1:
-        out.append(f"corpus store: {listed(stores)}")
+        out.append(f"corpus store: {listed({shown[k]: v for k, v in stores.items()})}")
     settings: dict[str, dict[str, list[str]]] = {}
     for r in reports:
         for key, value in r.protocol.items():
@@ -133,8 +138,8 @@ def protocol_differences(reports: list[RunReport]) -> list[str]:
 def _check_same_store(reports: list[RunReport], allow: bool) -> None:
     first = reports[0]
     for other in reports[1:]:
-        if other.corpus_id == first.corpus_id:
-            continue
+        if (other.heldout_id or other.corpus_id) == (first.heldout_id or first.corpus_id):
+            continue        # one store, or a run and one continued from it: the same tokens
         if not allow:
             raise UsageError(f"{other.path}: was trained on another corpus store "
                              f"({other.corpus}) than {first.path} ({first.corpus}), so their "
@@ -156,6 +161,7 @@ def _read_run(path: Path, n_terms: int, incidences: dict, config=None,
         notes.append("metrics.jsonl has no evaluations yet: no perplexity curve")
     report = RunReport(path=path, name=_display_name(path), algorithm=config.inference.algorithm,
                        corpus=str(config.corpus), corpus_id=corpus_id,
+                       heldout_id=heldout_id(store.manifest),
                        corpus_counts=dict(store.manifest.get("counts", {})),
                        shape=_shape(config), iterations=_iterations(config, loaded, metrics),
                        summary=_summary(loaded, metrics), curve=_curve(metrics), notes=notes)

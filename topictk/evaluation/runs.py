@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from topictk.config.loader import Config
+from topictk.corpus.union import heldout_id
 from topictk.errors import CorpusUsageError, UsageError
 from topictk.evaluation.run import not_a_run_error
 from topictk.inference.registry import load_config
@@ -54,6 +55,17 @@ class RunRef:
                        ["corpus_id"])
         except (OSError, ValueError, KeyError, TypeError):
             return None
+
+    @property
+    def heldout_id(self) -> str | None:
+        """The id of the held-out tokens it is scored on (:func:`topictk.corpus.union.heldout_id`:
+        the same for a run and the runs continued from it with added documents); its corpus
+        id when its store's manifest cannot be read."""
+        try:
+            manifest = json_loads((self.config.corpus / "manifest.json").read_bytes())
+        except (OSError, ValueError, TypeError):
+            return self.corpus_id
+        return (heldout_id(manifest) if isinstance(manifest, dict) else None) or self.corpus_id
 
     @property
     def complete(self) -> bool:
@@ -136,7 +148,9 @@ def discover_runs(paths: Sequence[str | Path]) -> list[RunRef]:
 
 
 def check_same_store(runs: Sequence[RunRef], allow_different: bool = False) -> bool:
-    """Whether the runs' perplexities are comparable: they were trained on one corpus store.
+    """Whether the runs' perplexities are comparable: they were trained on one corpus store,
+    or on stores with the same held-out tokens (a run and the runs continued from it with
+    added documents: :attr:`RunRef.heldout_id`).
 
     Parameters
     ----------
@@ -158,7 +172,7 @@ def check_same_store(runs: Sequence[RunRef], allow_different: bool = False) -> b
     """
     first = runs[0] if runs else None
     for run in runs[1:]:
-        if run.corpus_id is None or run.corpus_id != first.corpus_id:
+        if run.heldout_id is None or run.heldout_id != first.heldout_id:
             if allow_different:
                 return False
             raise CorpusUsageError(
@@ -181,11 +195,13 @@ def protocol_differences(runs: Sequence[RunRef], left_to_right: int | None = Non
 
     out = []
     stores: dict[str, list[str]] = {}
+    shown: dict[str, str] = {}
     for run in runs:
-        stores.setdefault(f"{run.config.corpus} [{(run.corpus_id or '?')[:12]}]",
-                          []).append(run.label)
+        key = run.heldout_id or "?"
+        shown.setdefault(key, f"{run.config.corpus} [{(run.corpus_id or '?')[:12]}]")
+        stores.setdefault(key, []).append(run.label)
     if len(stores) > 1:
-        out.append(f"corpus store: {listed(stores)}")
+        out.append(f"corpus store: {listed({shown[k]: v for k, v in stores.items()})}")
     settings: dict[str, dict[str, list[str]]] = {}
     for run in runs:
         for key, value in protocol(run.config, left_to_right).items():
