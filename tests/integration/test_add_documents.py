@@ -36,6 +36,10 @@ FAMILIES = {
         "family": "keyatm", "seed_words": {"exceptions": ["exception", "raised", "raise"],
                                            "numbers": ["number", "integer", "float"]}}},
     "hdp": {"algorithm": "gibbs", "chunks": 2, "model": {"family": "hdp", "topics": 12}},
+    **{name: {"algorithm": name, "batch_size": 32, "local_burn_in": 10, "local_samples": 6,
+              "point_perplexity": {"iterations": 20, "last": 10, "thin": 2, "every": 100},
+              "model_only": {"family": "dlda", "layers": [8, 4], "eta": "auto"}}
+       for name in ("tlasgr", "tlfsgr", "dlda-sgrld")},
 }
 # the families that save posterior samples (compared file by file)
 SAMPLED = {"gibbs-sparse", "sgrld"}
@@ -66,6 +70,7 @@ def write_run_config(folder: Path, store: Path, inference: dict, name: str = "ru
     path = folder / f"{name}.yaml"
     inference = dict(inference)
     model = {"topics": 5, "alpha": 0.1, "beta": 0.01, **inference.pop("model", {})}
+    model = inference.pop("model_only", model)          # deep LDA: a model of its own
     data = {"corpus": str(store), "output": str(folder / name), "model": model,
             "inference": {**inference, "iterations": iterations},
             "training": {"seed": 3, "eval_every": 10, "checkpoint_every": 10,
@@ -188,6 +193,21 @@ def test_a_continued_run_is_deterministic_resumable_and_thread_free(family, stor
         assert np.all(start["phi_hat"][V:] == 0.01) and start["phi_hat"].shape[0] > V
         steps = sorted(int(p.stem.split("-")[1]) for p in (tmp_path / "a" / "samples").glob("*"))
         assert steps == [35, 40, 45, 50]
+    if "phi_1" in old:          # deep LDA: Phi^(1) grows, every other layer and r go on
+        V = old["phi_1"].shape[0]
+        assert start["phi_1"].shape[0] == union.n_words > V
+        assert np.allclose(start["phi_1"].sum(axis=0), 1.0)
+        for name in ("phi_2", "r", "theta_test", "racc"):
+            assert np.array_equal(start[name], old[name]), name
+        if "phi_hat_1" in old:
+            assert np.array_equal(start["phi_hat_1"][:V], old["phi_hat_1"])
+        else:   # the old rows scaled by one factor per topic, the new ones equal
+            ratio = start["phi_1"][:V] / old["phi_1"]
+            assert np.allclose(ratio, ratio[0]) and np.all(ratio < 1)
+            assert np.allclose(start["phi_1"][V:], start["phi_1"][V])
+            M = old["M_1"] if family == "tlasgr" else np.full(8, old["M_1"].mean())
+            eta = 1 / 8             # eta: auto is 1 / K_1
+            assert np.allclose(start["phi_1"][V], eta / (M + union.n_words * eta))
     if "lam_tilde" in old:      # lambda = offset + scale lam_tilde: the new rows at the offset
         V = old["lam_tilde"].shape[0]
         assert np.array_equal(start["lam_tilde"][:V], old["lam_tilde"])

@@ -13,7 +13,7 @@ import numpy as np
 
 from topictk import streams as keys
 from topictk.config.schema import Option
-from topictk.corpus.batches import EpochSchedule, gather_batch
+from topictk.corpus.batches import FEISTEL_ROUNDS, EpochSchedule, gather_batch
 from topictk.errors import ConfigError
 from topictk.inference import _minibatch
 from topictk.inference.base import chunk_bounds_by_docs
@@ -139,6 +139,20 @@ def step_size(t: int, tau0: float, kappa: float) -> float:
     if base <= 1.0:
         return 1.0
     return min(1.0, base ** (-kappa))
+
+
+def grown_epoch_state(schedule: EpochSchedule, step: int) -> np.ndarray | None:
+    """The epoch state (:meth:`EpochSchedule.batch_ids`) of a run grown by added documents
+    (``train --continue --add``), whose next update is ``step`` on the union's ``schedule``:
+    the epoch before that update's, with no keys, so that the update starts a new epoch, a
+    fresh permutation of the whole union (its keys from the run's main stream); None (also a
+    new epoch) when that is the first epoch or every batch is the whole corpus."""
+    epoch = int(step) // schedule.per_epoch
+    if schedule.whole_corpus or epoch == 0:
+        return None
+    state = np.zeros(FEISTEL_ROUNDS + 1, dtype=np.uint64)
+    state[0] = epoch - 1
+    return state
 
 
 def epoch_schedule(n_docs: int, batch_size: int) -> EpochSchedule:

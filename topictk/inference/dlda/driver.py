@@ -46,6 +46,7 @@ from topictk.inference.base import (
 from topictk.inference.minibatch import batch_sizes, epoch_schedule
 from topictk.inference.perplexity import perplexity_from_probabilities
 from topictk.inference.registry import register
+from topictk.inference.dlda.grow import grow_deep_state, grown_first_layer
 from topictk.inference.schedules import sgmcmc_step
 from topictk.limits import at_peak
 from topictk.state.deep import DeepState
@@ -618,9 +619,18 @@ class TLASGRDriver(_StochasticDLDA):
     """TLASGR-MCMC (Cong 2017): one step is one mini-batch update of every layer and r."""
 
     name = "tlasgr"
-    traits = DLDADriver.traits.but(paper="Cong, Chen, Liu & Zhou 2017")
+    traits = DLDADriver.traits.but(paper="Cong, Chen, Liu & Zhou 2017", add_documents=("dlda",))
     OPTIONS = {**_StochasticDLDA.OPTIONS, "forgetting": FORGETTING}
     shared_scale = False      # TLFSGR: one M-bar for every topic
+
+    def grow_state(self, old: DeepState, added) -> DeepState:
+        """Added documents (:mod:`topictk.inference.dlda.grow`): the new words' rows of
+        Phi^(1) at their posterior mean given the Fisher scales M^(1)."""
+        scales = old.M[0] if old.M is not None else np.zeros(self.layers[0])
+        if self.shared_scale:
+            scales = np.full(self.layers[0], float(np.mean(scales)))
+        return grow_deep_state(self, old, grown_first_layer(old.phi[0], self.V, self.eta[0],
+                                                            scales))
 
     def global_update(self, state, xbar, xtop, qbar, eps, scale, t, main) -> dict:
         fg = self.config.inference.forgetting
@@ -665,7 +675,8 @@ class DLDASGRLDDriver(_StochasticDLDA):
     TLASGR (§8.9). The 20News preset step is a = 0.1, b = 21, c = 0.9."""
 
     name = "dlda-sgrld"
-    traits = DLDADriver.traits.but(paper="Cong et al. 2017; Patterson & Teh 2013")
+    traits = DLDADriver.traits.but(paper="Cong et al. 2017; Patterson & Teh 2013",
+                                   add_documents=("dlda",))
     OPTIONS = {**COMMON_OPTIONS, **SG_OPTIONS, "step": _step_options(0.1, 21.0, 0.9)}
 
     # sgrld_columns: the normals, phi, the drift, the new phi_hat, the noise's scale and its
@@ -680,6 +691,15 @@ class DLDASGRLDDriver(_StochasticDLDA):
 
     def _init_extra(self, state: DeepState) -> None:
         state.phi_hat = [p.copy() for p in state.phi]
+
+    def grow_state(self, old: DeepState, added) -> DeepState:
+        """Added documents (:mod:`topictk.inference.dlda.grow`): the new words' expanded
+        means at eta."""
+        first = old.phi_hat[0]
+        extra = np.full((self.V - first.shape[0], first.shape[1]), float(self.eta[0]))
+        grown = np.ascontiguousarray(np.vstack([first, extra]))
+        return grow_deep_state(self, old, grown / grown.sum(axis=0),
+                               [grown, *old.phi_hat[1:]])
 
     def global_update(self, state, xbar, xtop, qbar, eps, scale, t, main) -> dict:
         state.M_top = float(fisher_scale(state.M_top, scale * qbar, t, eps))

@@ -12,8 +12,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from topictk.corpus.batches import FEISTEL_ROUNDS
 from topictk.inference.base import AddedDocuments
+from topictk.inference.minibatch import grown_epoch_state
 from topictk.state.simplex import SimplexState
 
 
@@ -21,14 +21,8 @@ def grow_simplex_state(driver, old: SimplexState, added: AddedDocuments) -> Simp
     """phi_hat with the new words' rows at beta, alpha, beta, the counter and the floor count
     kept, and the epoch set just before the one of update ``step`` on the union."""
     extra = np.full((driver.V - old.phi_hat.shape[0], old.phi_hat.shape[1]), float(old.beta))
-    permutation = None
-    schedule = driver.schedule
-    if not schedule.whole_corpus:
-        epoch = int(old.step) // schedule.per_epoch
-        if epoch > 0:
-            permutation = np.zeros(FEISTEL_ROUNDS + 1, dtype=np.uint64)
-            permutation[0] = epoch - 1
     return SimplexState(phi_hat=np.ascontiguousarray(np.vstack([old.phi_hat, extra])),
                         alpha=np.array(old.alpha, dtype=np.float64), beta=float(old.beta),
-                        step=int(old.step), permutation=permutation,
+                        step=int(old.step),
+                        permutation=grown_epoch_state(driver.schedule, old.step),
                         floored=int(old.floored))

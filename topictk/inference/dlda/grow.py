@@ -1,0 +1,43 @@
+"""The deep LDA state of a run grown by added documents (``train --continue RUN --add
+STORE``, docs/train.md "Adding documents to a trained model"), for the mini-batch samplers
+(TLASGR, TLFSGR, SGRLD for DLDA).
+
+The added documents are streamed in: every layer's topics, r, the Fisher scales and the
+persistent test chain (the test split is RUN's) go on; the update counter t, and so the step
+sizes, go on; the next update starts a new epoch over the union (a fresh permutation, its keys
+from the run's main stream). Only Phi^(1) (V, K_1) grows by the new words' rows:
+
+* TLASGR, TLFSGR: a new word w takes phi_wk = eta / (M_k + V eta), its posterior mean under
+  the Dirichlet(eta) prior with no count among the M_k expected tokens of topic k (the Fisher
+  scale of eq. 18; TLFSGR's mean scale for every k), and the old rows are scaled down so that
+  each column stays on the simplex;
+* SGRLD for DLDA: the expanded means phi-hat^(1) take rows at eta, as SGRLD's do (their
+  update's stationary mean without counts), and Phi^(1) is phi-hat^(1) normalised.
+"""
+from __future__ import annotations
+
+import dataclasses
+
+import numpy as np
+
+from topictk.inference.minibatch import grown_epoch_state
+from topictk.state.deep import DeepState
+
+
+def grown_first_layer(phi: np.ndarray, n_words: int, eta: float,
+                      scales: np.ndarray) -> np.ndarray:
+    """Phi^(1) (V_old, K) with rows for words V_old..n_words - 1 at eta / (M_k + V eta), the
+    old rows scaled so that every column sums to 1."""
+    new = eta / (np.asarray(scales, dtype=np.float64) + n_words * eta)        # (K,)
+    n_new = n_words - phi.shape[0]
+    kept = phi * (1.0 - n_new * new)
+    return np.ascontiguousarray(np.vstack([kept, np.tile(new, (n_new, 1))]))
+
+
+def grow_deep_state(driver, old: DeepState, first: np.ndarray,
+                    phi_hat: list[np.ndarray] | None = None) -> DeepState:
+    """``old`` with Phi^(1) = ``first`` (and the expanded means ``phi_hat``), the epoch set
+    for a new permutation of the union at the next update, and no samples."""
+    return dataclasses.replace(old, phi=[first, *old.phi[1:]], phi_hat=phi_hat,
+                               permutation=grown_epoch_state(driver.schedule, old.step),
+                               sample_steps=[])
