@@ -40,6 +40,9 @@ FAMILIES = {
               "point_perplexity": {"iterations": 20, "last": 10, "thin": 2, "every": 100},
               "model_only": {"family": "dlda", "layers": [8, 4], "eta": "auto"}}
        for name in ("tlasgr", "tlfsgr", "dlda-sgrld")},
+    "dlda-gibbs": {"algorithm": "dlda-gibbs", "chunks": 4,
+                   "point_perplexity": {"iterations": 20, "last": 10, "thin": 2, "every": 100},
+                   "model_only": {"family": "dlda", "layers": [8, 4], "eta": "auto"}},
 }
 # the families that save posterior samples (compared file by file)
 SAMPLED = {"gibbs-sparse", "sgrld"}
@@ -199,7 +202,13 @@ def test_a_continued_run_is_deterministic_resumable_and_thread_free(family, stor
         assert np.allclose(start["phi_1"].sum(axis=0), 1.0)
         for name in ("phi_2", "r", "theta_test", "racc"):
             assert np.array_equal(start[name], old[name]), name
-        if "phi_hat_1" in old:
+        if "theta_train" in old:   # dlda-gibbs: the old chains go on, the new ones start
+            D = old["theta_train"].shape[0]
+            assert np.array_equal(start["theta_train"][:D], old["theta_train"])
+            assert np.array_equal(start["c_train"][:D], old["c_train"])
+            assert np.all(start["c_train"][D:] == 1) and start["theta_train"].shape[0] > D
+            assert np.allclose(start["phi_1"][V:], 1 / union.n_words)
+        elif "phi_hat_1" in old:
             assert np.array_equal(start["phi_hat_1"][:V], old["phi_hat_1"])
         else:   # the old rows scaled by one factor per topic, the new ones equal
             ratio = start["phi_1"][:V] / old["phi_1"]

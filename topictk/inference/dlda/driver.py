@@ -24,6 +24,7 @@ accumulated value is logged as ``perplexity`` (the driver's objective) and is wh
 """
 from __future__ import annotations
 
+import dataclasses
 import logging
 
 import numpy as np
@@ -46,7 +47,8 @@ from topictk.inference.base import (
 from topictk.inference.minibatch import batch_sizes, epoch_schedule
 from topictk.inference.perplexity import perplexity_from_probabilities
 from topictk.inference.registry import register
-from topictk.inference.dlda.grow import grow_deep_state, grown_first_layer
+from topictk.inference.dlda.grow import (grow_deep_state, grow_training_chains,
+                                         grown_first_layer)
 from topictk.inference.schedules import sgmcmc_step
 from topictk.limits import at_peak
 from topictk.state.deep import DeepState
@@ -629,8 +631,8 @@ class TLASGRDriver(_StochasticDLDA):
         scales = old.M[0] if old.M is not None else np.zeros(self.layers[0])
         if self.shared_scale:
             scales = np.full(self.layers[0], float(np.mean(scales)))
-        return grow_deep_state(self, old, grown_first_layer(old.phi[0], self.V, self.eta[0],
-                                                            scales))
+        return grow_deep_state(old, grown_first_layer(old.phi[0], self.V, self.eta[0], scales),
+                               schedule=self.schedule)
 
     def global_update(self, state, xbar, xtop, qbar, eps, scale, t, main) -> dict:
         fg = self.config.inference.forgetting
@@ -698,8 +700,8 @@ class DLDASGRLDDriver(_StochasticDLDA):
         first = old.phi_hat[0]
         extra = np.full((self.V - first.shape[0], first.shape[1]), float(self.eta[0]))
         grown = np.ascontiguousarray(np.vstack([first, extra]))
-        return grow_deep_state(self, old, grown / grown.sum(axis=0),
-                               [grown, *old.phi_hat[1:]])
+        return grow_deep_state(old, grown / grown.sum(axis=0), [grown, *old.phi_hat[1:]],
+                               schedule=self.schedule)
 
     def global_update(self, state, xbar, xtop, qbar, eps, scale, t, main) -> dict:
         state.M_top = float(fisher_scale(state.M_top, scale * qbar, t, eps))
@@ -736,7 +738,8 @@ class DLDAGibbsDriver(DLDADriver):
     corpus; Phi^(l) ~ Dir, r ~ Gam between the upward and the downward pass."""
 
     name = "dlda-gibbs"
-    traits = DLDADriver.traits.but(kind="sampled", paper="Zhou, Cong & Chen 2016")
+    traits = DLDADriver.traits.but(kind="sampled", paper="Zhou, Cong & Chen 2016",
+                                   add_documents=("dlda",))
     stochastic = False
     OPTIONS = {
         **COMMON_OPTIONS,
@@ -785,6 +788,13 @@ class DLDAGibbsDriver(DLDADriver):
     def check_restored(self, state: DeepState) -> None:
         if state.theta_train is None:
             raise ValueError("the training documents' local state is missing")
+
+    def grow_state(self, old: DeepState, added) -> DeepState:
+        """Added documents (:mod:`topictk.inference.dlda.grow`): the old documents' chains go
+        on, the added ones start afresh; the new words' rows of Phi^(1) at 1/V."""
+        first = grown_first_layer(old.phi[0], self.V, self.eta[0], np.zeros(self.layers[0]))
+        return dataclasses.replace(grow_deep_state(old, first),
+                                   **grow_training_chains(old, self.n_docs, self.layers))
 
     def step(self, state: DeepState, t: int) -> StepInfo:
         C = self.bounds.size - 1

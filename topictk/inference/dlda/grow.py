@@ -13,6 +13,12 @@ from the run's main stream). Only Phi^(1) (V, K_1) grows by the new words' rows:
   each column stays on the simplex;
 * SGRLD for DLDA: the expanded means phi-hat^(1) take rows at eta, as SGRLD's do (their
   update's stationary mean without counts), and Phi^(1) is phi-hat^(1) normalised.
+
+Batch upward-downward Gibbs (dlda-gibbs) keeps every training document's chain: the old ones
+go on, the added ones start as a new run's do (theta^(l) = 1/K_l, c = 1). Its Phi^(1) is drawn
+from its conditional after every upward pass, so the new words' rows only weigh the first
+pass's allocation of their tokens: 1/V in every topic (M_k = 0 above), so that allocation
+follows the document's theta alone.
 """
 from __future__ import annotations
 
@@ -34,10 +40,22 @@ def grown_first_layer(phi: np.ndarray, n_words: int, eta: float,
     return np.ascontiguousarray(np.vstack([kept, np.tile(new, (n_new, 1))]))
 
 
-def grow_deep_state(driver, old: DeepState, first: np.ndarray,
-                    phi_hat: list[np.ndarray] | None = None) -> DeepState:
-    """``old`` with Phi^(1) = ``first`` (and the expanded means ``phi_hat``), the epoch set
-    for a new permutation of the union at the next update, and no samples."""
+def grow_deep_state(old: DeepState, first: np.ndarray, phi_hat: list[np.ndarray] | None = None,
+                    schedule=None) -> DeepState:
+    """``old`` with Phi^(1) = ``first`` (and the expanded means ``phi_hat``), no samples, and
+    for a mini-batch ``schedule`` the epoch set for a new permutation of the union at the next
+    update."""
+    permutation = None if schedule is None else grown_epoch_state(schedule, old.step)
     return dataclasses.replace(old, phi=[first, *old.phi[1:]], phi_hat=phi_hat,
-                               permutation=grown_epoch_state(driver.schedule, old.step),
-                               sample_steps=[])
+                               permutation=permutation, sample_steps=[])
+
+
+def grow_training_chains(old: DeepState, n_docs: int, layers: list[int]) -> dict:
+    """Batch Gibbs's local state of the union's ``n_docs`` training documents: the old
+    documents' theta and c kept, the added documents' at the start of §8.5 (theta^(l) =
+    1/K_l, c = 1)."""
+    n_new = n_docs - old.theta_train.shape[0]
+    theta = np.concatenate([np.full((n_new, k), 1.0 / k) for k in layers], axis=1)
+    return {"theta_train": np.ascontiguousarray(np.vstack([old.theta_train, theta])),
+            "c_train": np.ascontiguousarray(np.vstack([old.c_train,
+                                                       np.ones((n_new, len(layers)))]))}
