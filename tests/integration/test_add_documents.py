@@ -260,6 +260,11 @@ def test_what_cannot_be_continued_is_refused_in_one_line(stores, gibbs_run, tmp_
         "inference.algorithm pem with model.family lda cannot add documents to a trained run "
         "(topictk algorithms lists those that can); train a new run on a store with all the "
         "documents")
+    ok("train", "--config", write_run_config(tmp_path, stores["base"], {
+        "algorithm": "vb", "smoothed": False}, name="vb", iterations=3), "-q")
+    assert "inference.smoothed: false" in fails(2, *continue_args(tmp_path / "vb", added,
+                                                                  tmp_path / "x"))
+    assert not list(tmp_path.glob(".x.*"))     # the half-made run is removed
     message = fails(2, *continue_args(gibbs_run, stores["added-min2"], tmp_path / "x"))
     assert "options.min_length = 2" in message and "with 3" in message
     message = fails(2, *continue_args(gibbs_run, stores["added-case"], tmp_path / "x"))
