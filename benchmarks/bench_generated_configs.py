@@ -14,6 +14,7 @@ shared machine; the recorded run is the full one.
 from __future__ import annotations
 
 import argparse
+import hashlib
 import json
 import statistics
 from pathlib import Path
@@ -86,7 +87,9 @@ def run_one(algorithm: str, corpus: Path, topics: int, seed: int) -> dict:
     """Train the generated config with ``training.seed`` (reused when its model is there) and
     score it: perplexity, wall seconds of training, the watched log lines."""
     config, data = generated(algorithm, corpus, topics)
-    run_dir = WORK / "runs" / f"{config.stem}-s{seed}"
+    # the run is reused only for the same generated text (a changed generator trains anew)
+    digest = hashlib.sha256(config.read_bytes()).hexdigest()[:8]
+    run_dir = WORK / "runs" / f"{config.stem}-{digest}-s{seed}"
     logfile = WORK / "logs" / f"train-{run_dir.name}.log"
     wall = None
     if not (run_dir / "model.npz").exists():
