@@ -179,6 +179,7 @@ def cli(ctx: click.Context, debug: bool) -> None:
 from topictk.cli import (  # noqa: E402  (register commands)
     compare,
     config,
+    convert,
     evaluate,
     export,
     infer,
@@ -202,6 +203,7 @@ cli.add_command(plot.plot)
 cli.add_command(export.export)
 cli.add_command(report.report)
 cli.add_command(labels.labels)
+cli.add_command(convert.convert)
 
 
 def main() -> None:

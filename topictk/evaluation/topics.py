@@ -27,9 +27,40 @@ def ranked_table(top: np.ndarray, probabilities: np.ndarray, vocab: list[str]) -
             for k, (row, probs) in enumerate(zip(top, probabilities))]
 
 
+def listed_table(driver, state, table: list[dict]) -> list[dict]:
+    """``table`` (a dict per topic, in row order) cut to the topics the driver lists, in its
+    order (:meth:`~topictk.inference.base.Driver.listed_topics`: the live topics of a
+    hierarchical Dirichlet process, largest first, each under its own number), each with its
+    ``weights`` ({name: value}) when the driver has any; ``table`` itself otherwise."""
+    listed = driver.listed_topics(state)
+    if listed is None:
+        return table
+    weights = driver.topic_weights(state) or {}
+    out = [table[k] for k in listed]
+    if weights:
+        for k, t in zip(listed, out):
+            t["weights"] = {name: float(w[k]) for name, w in weights.items()}
+    return out
+
+
+def weights_text(t: dict) -> str:
+    """A topic's weights as text (``pi 0.231, share 0.198``); empty without weights."""
+    return ", ".join(f"{name} {value:.3f}" for name, value in (t.get("weights") or {}).items())
+
+
 def format_topics(table: list[dict], fmt: str) -> str:
     if fmt == "json":
         return json.dumps({"topics": table}, indent=None) + "\n"
+    if fmt == "tsv" and any("weights" in t for t in table):
+        # a hierarchical Dirichlet process: the topic's weights before its words
+        names = list(next(t["weights"] for t in table if "weights" in t))
+        labelled = any("label" in t for t in table)
+        return tsv_rows([("topic", *names, *(("label",) if labelled else ()), "rank", "word",
+                          "probability"),
+                         *((t["topic"], *(f"{t['weights'][n]:.6g}" for n in names),
+                            *((t.get("label") or "",) if labelled else ()), rank, w["word"],
+                            f"{w['probability']:.6g}")
+                           for t in table for rank, w in enumerate(t["words"], start=1))])
     if fmt == "tsv":
         if any("label" in t for t in table):     # a labels file or seed labels: a column
             return tsv_rows([("topic", "label", "rank", "word", "probability"),
@@ -43,6 +74,8 @@ def format_topics(table: list[dict], fmt: str) -> str:
     for t in table:
         words = " ".join(f"{w['word']}({w['probability']:.3f})" for w in t["words"])
         lines.append(f"{t['topic']:>3}  {words}")
+        if t.get("weights"):    # a hierarchical Dirichlet process: pi and the token share
+            lines.append(f"     weight: {weights_text(t)}")
         if t.get("features"):   # DMR: the metadata features with the largest weights nu
             feats = " ".join(f"{f['feature']}({f['weight']:+.3f})" for f in t["features"])
             lines.append(f"     metadata: {feats}")
@@ -197,9 +230,6 @@ def render_topics(driver, state, vocab: list[str], *, top: int, fmt: str,
                 t["features"] = feats
         if annotate is not None:    # labels and representative documents (topic_listing)
             annotate(table)
-        listed = driver.listed_topics(state)
-        if listed is not None:      # the live topics of a hierarchical Dirichlet process
-            table = [table[k] for k in listed]
-        return format_topics(table, fmt)
+        return format_topics(listed_table(driver, state, table), fmt)
     layers = list(range(1, depth + 1)) if layer is None else [layer]
     return format_layers(layer_tables(driver, state, vocab, top, layers), fmt)

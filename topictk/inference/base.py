@@ -578,8 +578,14 @@ class Driver(ABC):
         return None
 
     def listed_topics(self, state: Any) -> np.ndarray | None:
-        """The rows of the topics ``topics`` lists, ascending, when not every topic (a
-        hierarchical Dirichlet process lists its live topics); None: all (the default)."""
+        """The rows of the topics that every output lists, in the order listed, when not
+        every topic (a hierarchical Dirichlet process lists its live topics, largest first;
+        each keeps its number, row + 1); None: all, in row order (the default)."""
+        return None
+
+    def topic_weights(self, state: Any) -> dict[str, np.ndarray] | None:
+        """(K,) weights shown beside each listed topic, by name (a hierarchical Dirichlet
+        process: ``pi`` and the token ``share``); None: none (the default)."""
         return None
 
     def ranked_words(self, state: Any, n: int) -> tuple[np.ndarray, np.ndarray] | None:

@@ -345,7 +345,11 @@ class GibbsCounts(ABC):
         return {}
 
     def listed_topics(self, state) -> np.ndarray | None:
-        """The rows ``topics`` lists; None: every topic."""
+        """The rows ``topics`` lists, in the order listed; None: every topic."""
+        return None
+
+    def topic_weights(self, state) -> dict[str, np.ndarray] | None:
+        """(K,) weights shown beside each listed topic, by name; None: none."""
         return None
 
     def check_resumable(self, state) -> None:

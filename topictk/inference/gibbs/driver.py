@@ -356,6 +356,9 @@ class GibbsDriver(GrowMixin, GibbsClusterMixin, SampledDriver):
     def listed_topics(self, state: CountState) -> np.ndarray | None:
         return self.counts.listed_topics(state)
 
+    def topic_weights(self, state: CountState) -> dict[str, np.ndarray] | None:
+        return self.counts.topic_weights(state)
+
     def objective(self, state: CountState) -> float:
         """Collapsed log joint ln p(w, z | alpha, beta) per token (§1.3)."""
         return self.counts.objective(state)

@@ -205,8 +205,16 @@ class HDPCounts(SparseLDACounts):
                 "gamma": round(float(state.gamma), 6)}
 
     def listed_topics(self, state) -> np.ndarray:
-        """The live topics (with tokens), in slot order: their slot numbers stay their ids."""
-        return np.flatnonzero(state.nk)
+        """The live topics (with tokens), largest first (tokens n_k descending, ties by slot);
+        a topic's id stays its slot number + 1, whatever its rank."""
+        live = np.flatnonzero(state.nk)
+        return live[np.argsort(-np.asarray(state.nk)[live], kind="stable")]
+
+    def topic_weights(self, state) -> dict[str, np.ndarray]:
+        """(K,) weights of every slot: ``pi`` (the global weight) and ``share`` (of the
+        tokens)."""
+        nk = np.asarray(state.nk, dtype=np.float64)
+        return {"pi": np.asarray(state.pi, dtype=np.float64), "share": nk / max(nk.sum(), 1.0)}
 
     def learnt_alpha(self, state) -> np.ndarray:
         return state.alpha
