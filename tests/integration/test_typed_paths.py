@@ -133,3 +133,13 @@ def test_the_report_names_runs_as_typed(layout):
     page = (root / "work" / "page.html").read_text()
     assert '<a href="#run-0">r1</a>' in page
     assert '<a href="#run-1">../exp/runs/a</a>' in page
+
+
+def test_resuming_names_the_run_as_typed(layout):
+    root, _ = layout
+    ok("train", "--config", "../exp/a.yaml", "--out", "mine", "--set",
+       "training.checkpoint_every=2", *SMALL)
+    outcome = ok("train", "--config", "mine/config.yaml", "--resume", "--set",
+                 "inference.iterations=6")
+    assert "resuming mine from step 4" in outcome.stderr
+    assert str(root) not in outcome.stderr + outcome.stdout

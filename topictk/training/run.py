@@ -348,7 +348,8 @@ class RunSession:
             self.clock = dict(header["clock"])
             self.start = int(header["state"]["step"])
             truncate_metrics(self.metrics_path, self.start)
-            log.info("resuming %s from step %d (%s)", run_dir, self.start, path.name)
+            log.info("resuming %s from step %d (%s)", self.config.shown["output"], self.start,
+                     path.name)
         else:
             self.state = driver.init_state()
             self.clock = {"train_seconds": 0.0, "tokens_seen": 0, "documents_seen": 0}

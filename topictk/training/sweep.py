@@ -221,7 +221,8 @@ def train_sweep(plans: list[SweepRun], *, resume: bool = False, force: bool = Fa
         run_dir = plan.config.output
         iterations = int(plan.config.inference.iterations)
         if resume and _finished(run_dir, iterations):
-            log.info("%s: finished (%d steps); skipped", run_dir, iterations)
+            log.info("%s: finished (%d steps); skipped", plan.config.shown["output"],
+                     iterations)
             yield plan, None
             continue
         continues = resume and _has_checkpoint(run_dir)
