@@ -196,10 +196,11 @@ def _add_score(report: RunReport, loaded: LoadedRun, recompute: bool, bar) -> No
 
 
 def _display_name(path: Path) -> str:
-    """The run as the command line named it (``runs/k=10``); a name of dots alone (``.``,
-    ``..``) as its folder's parent and name, which say more."""
+    """The run as the command line named it when that is a relative path (``runs/k=10``);
+    an absolute path, or a name of dots alone (``.``, ``..``), as its folder's parent and
+    name, which are short and say more."""
     typed = os.path.normpath(path)
-    if Path(typed).name not in ("", ".", ".."):
+    if not Path(typed).is_absolute() and Path(typed).name not in ("", ".", ".."):
         return typed
     resolved = path.resolve()
     return f"{resolved.parent.name}/{resolved.name}" if resolved.parent.name else resolved.name
