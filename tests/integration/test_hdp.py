@@ -1,16 +1,18 @@
 """The hierarchical Dirichlet process (``model.family: hdp``, docs/algorithms.md §2.15) through
 the command line: training records live K and the concentrations and evaluates with alpha_0 pi
-as the fold-in prior, a resumed chain is the uninterrupted one, threads change no number, and
-on a planted corpus live K settles near the number of planted topics."""
+as the fold-in prior, a resumed chain is the uninterrupted one, threads change no number (with
+the SparseLDA, MH and WarpLDA samplers), a 2-worker Dask cluster gives the one-machine chain,
+and on a planted corpus live K settles near the number of planted topics."""
 from __future__ import annotations
 
 import json
 
 import numpy as np
+import pytest
 
 from tests.fixtures import planted_corpus, write_token_store
-from tests.integration._cli import (assert_resumed_and_threaded_runs_equal, model_arrays, ok,
-                                    write_config)
+from tests.integration._cli import (assert_resumed_and_threaded_runs_equal, assert_same_run,
+                                    model_arrays, ok, write_config)
 from topictk.numbering import topic_number
 
 
@@ -52,20 +54,23 @@ def test_resumed_equals_uninterrupted_and_threads_change_nothing(example_store, 
         lambda name, **sections: _config(tmp_path, example_store, name, **sections), tmp_path)
 
 
-def test_live_k_settles_near_the_planted_k(tmp_path):
+@pytest.mark.parametrize("sampler", ["sparse", "mh", "warp"])
+def test_live_k_settles_near_the_planted_k(tmp_path, sampler):
     """Five well-separated planted topics (95 % of each on 10 words of its own), 300
     documents, K_max = 20, the default start (every token in one slot) and priors: after 600
     sweeps the five largest topics hold at least 90 % of the tokens and live K is between 5
-    and 10. The lower bound: each planted topic needs a slot of its own. The upper: single-
-    token moves cannot merge a planted topic split over two slots quickly, and slots are born
-    and die with a few tokens each (on seeds 1-4 the run ends with 5 to 9)."""
+    and 10, with every sampler (the MH and WarpLDA samplers propose from alpha_0 pi: with a
+    flat prior every empty slot would take tokens). The lower bound: each planted topic needs
+    a slot of its own. The upper: single-token moves cannot merge a planted topic split over
+    two slots quickly, and slots are born and die with a few tokens each (on seeds 1-4 the
+    run ends with 5 to 9)."""
     planted = planted_corpus(4, n_topics=5, n_words=50, n_docs=300)
     store = write_token_store(tmp_path / "store", planted.docs, 50,
                               vocab=[f"w{i}" for i in range(50)])
     ok("train", "--config", write_config(
         tmp_path, store, "p.yaml", output=str(tmp_path / "p"),
         model={"family": "hdp", "max_topics": 20, "beta": 0.1},
-        inference={"iterations": 600, "chunks": 1},
+        inference={"iterations": 600, "chunks": 1, "sampler": sampler},
         training={"seed": 4, "eval_every": 100}), "-q")
     _, arrays = model_arrays(tmp_path / "p")
     nk = np.sort(arrays["nk"])[::-1]
@@ -89,3 +94,41 @@ def test_topics_lists_live_topics(tmp_path):
     assert 0 < live.size < 12
     listed = json.loads(ok("topics", tmp_path / "t", "--format", "json").stdout)["topics"]
     assert [t["topic"] for t in listed] == [topic_number(k) for k in live]
+
+
+@pytest.mark.parametrize("sampler", ["mh", "warp"])
+def test_mh_and_warp_sample_the_hdp(example_store, tmp_path, sampler):
+    """``inference.sampler: mh`` and ``warp`` sweep z with the prior alpha_0 pi (§2.7, §2.9):
+    the run trains with that sampler, a resumed run is the uninterrupted one and two threads
+    give the run of one."""
+    def config_of(name, **sections):
+        sections["inference"] = {"sampler": sampler, **sections.get("inference", {})}
+        return _config(tmp_path, example_store, name, **sections)
+
+    assert_resumed_and_threaded_runs_equal(config_of, tmp_path)
+    lines = [json.loads(x) for x in (tmp_path / "one" / "metrics.jsonl").read_text().splitlines()]
+    assert {m["sampler"] for m in lines} == {sampler}
+    header, arrays = model_arrays(tmp_path / "one")
+    np.testing.assert_allclose(arrays["alpha"], header["state"]["concentration"] * arrays["pi"])
+    assert 1 <= lines[-1]["live_k"] < 71
+
+
+def test_two_dask_workers_give_the_one_machine_chain(tmp_path, example_store):
+    """AD-LDA with 3 chunks on a 2-worker local cluster: the shards sweep with alpha_0 pi and
+    the tables, weights and concentrations are drawn from the z and n_dk brought back after
+    every sweep, so the run (every array, stream, metric and sample) and its evaluation equal
+    the run in one process."""
+    pytest.importorskip("distributed")
+    runs = []
+    for name, args in (("here", ()), ("there", ("--dask-workers", "2"))):
+        config = _config(tmp_path, example_store, name,
+                         inference={"iterations": 16, "burn_in": 8, "thin": 4, "chunks": 3},
+                         training={"eval_every": 8, "checkpoint_every": 8})
+        ok("train", "--config", config, "-q", *args)
+        runs.append(tmp_path / name)
+    assert_same_run(*runs, same_samples=True)
+    lines = [json.loads(x) for x in (runs[1] / "metrics.jsonl").read_text().splitlines()]
+    assert lines[-1]["live_k"] > 1
+    here = json.loads(ok("evaluate", runs[0], "--json").stdout)
+    there = json.loads(ok("evaluate", runs[0], "--json", "--dask-workers", "2").stdout)
+    assert here == there

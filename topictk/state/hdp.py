@@ -6,7 +6,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from topictk.state.counts import CountState
+from topictk.state.counts import CountState, WarpState
 from topictk.state.schema import Array, Value
 
 
@@ -23,6 +23,22 @@ class HDPState(CountState):
 
     SCHEMA_VERSION = 1
     SCHEMA = {**CountState.SCHEMA, "pi": Array("float64", ("K",)),
+              "tables": Array("int64", ("K",)), "concentration": Value(float),
+              "gamma": Value(float)}
+
+    pi: np.ndarray | None = None
+    tables: np.ndarray | None = None
+    concentration: float = 1.0
+    gamma: float = 1.0
+
+
+@dataclass
+class HDPWarpState(WarpState):
+    """An HDP chain swept in WarpLDA's order: z and n_k (:class:`WarpState`) with the global
+    weights of :class:`HDPState`."""
+
+    SCHEMA_VERSION = 1
+    SCHEMA = {**WarpState.SCHEMA, "pi": Array("float64", ("K",)),
               "tables": Array("int64", ("K",)), "concentration": Value(float),
               "gamma": Value(float)}
 

@@ -83,6 +83,21 @@ class GibbsClusterMixin:
         return self.remote.recovering(lambda exc: self._recover(state, chunk_streams, exc),
                                       attempt)
 
+    def global_draws(self, state) -> None:
+        """The representation's draws after sweep ``state.step`` (an HDP's tables, weights
+        and concentrations), from z and n_dk brought back from the cluster when it sweeps
+        there: the same numbers as on one machine. A worker lost while they are brought back
+        is recovered from as for alpha's update (the sweeps redone stop short of this)."""
+        if not self.counts.GLOBAL_DRAWS:
+            return
+        if self.remote is not None:
+            previous, self._updating = self._updating, True
+            try:
+                self.synced(state)
+            finally:
+                self._updating = previous
+        self.counts.draw_globals(state, self.streams)
+
     def _recover(self, state, chunk_streams: list, exc: Exception) -> None:
         """After a worker was lost: go back to the last step at which the driver held the whole
         state (its z and ndk as last gathered, with the counts, alpha and chunk streams kept

@@ -263,6 +263,7 @@ class GibbsCounts(ABC):
     ADLDA: ClassVar[bool] = False       # sweeps AD-LDA chunks only (no partitioned schedule)
     CLUSTER: ClassVar[bool] = False     # its sweeps run on a Dask cluster
     PHI_HAT: ClassVar[bool] = True      # its evaluations form phi-hat (V, K)
+    GLOBAL_DRAWS: ClassVar[bool] = False  # draws from n_dk after every sweep (draw_globals)
 
     def __init__(self, layout: SweepLayout, steps: int,
                  sync: Callable | None = None):
@@ -283,6 +284,12 @@ class GibbsCounts(ABC):
         """The counts of a model family of their own (the driver's ``FAMILY_COUNTS``) for
         ``config``, its words read from ``vocab``."""
         return cls(layout, opts, steps, sync, config=config)
+
+    @classmethod
+    def of_sampler(cls, sampler: str | None) -> type:
+        """The class of a model family of its own for ``inference.sampler`` (resolved); by
+        default itself, whatever the sampler."""
+        return cls
 
     @classmethod
     def check_family(cls, data: dict, where: str) -> None:
@@ -314,6 +321,10 @@ class GibbsCounts(ABC):
         """One sweep with the (1 or D, K) ``prior``, each chunk with its stream of
         ``chunk_streams`` (others from ``streams``); returns (rounding fallbacks, the sampler
         that ran)."""
+
+    def draw_globals(self, state, streams) -> None:
+        """Draws of the model's global variables after every sweep, from the counts
+        (``GLOBAL_DRAWS``; with ``sync``'s z and n_dk on a cluster); by default none."""
 
     def started(self, state):
         """The first state completed with what the representation adds to (z, n_dk, n_kw,

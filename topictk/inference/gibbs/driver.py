@@ -114,10 +114,12 @@ def counts_class(inference, n_topics: int, warp: bool = True,
                  family: str = "lda") -> type[GibbsCounts]:
     """The count representation ``inference.sampler`` picks for K topics
     (:func:`resolved_sampler`): WarpLDA's, MH's, else the dense counts of SparseLDA and the
-    dense sampler; the keyword topic model (``model.family: keyatm``) has counts of its own."""
+    dense sampler; the families of :data:`FAMILY_COUNTS` have counts of their own
+    (:meth:`GibbsCounts.of_sampler`)."""
     if family in FAMILY_COUNTS:         # imported when used: each is a family of its own
         module, name = FAMILY_COUNTS[family]
-        return getattr(importlib.import_module(module), name)
+        return getattr(importlib.import_module(module), name).of_sampler(
+            resolved_sampler(inference, n_topics, warp))
     return {"warp": WarpCounts, "mh": MHCounts}.get(resolved_sampler(inference, n_topics, warp),
                                                    SparseLDACounts)
 
@@ -334,6 +336,7 @@ class GibbsDriver(GrowMixin, GibbsClusterMixin, SampledDriver):
             fallbacks, ran = self.counts.sweep(state, self.sweep_prior(state), chunk_streams,
                                                self.streams, self.threads)
         state.step = t + 1
+        self.global_draws(state)
         self.after_sweep(state)
         opts = self.config.inference
         collect = (state.step > opts.burn_in and (state.step - opts.burn_in) % opts.thin == 0)

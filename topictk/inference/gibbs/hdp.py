@@ -5,8 +5,11 @@ representation of the Gibbs driver: ``model.family: hdp`` with ``inference.algor
 Weak-limit direct assignment (Fox et al. 2011): K_max topic slots (``model.topics``, resolved
 from ``model.max_topics``), global weights pi ~ Dir(gamma / K_max, ..., gamma / K_max), and
 every document's theta_d ~ Dir(alpha_0 pi). The document prior alpha_0 pi is the per-topic
-prior the SparseLDA and dense kernels already take, so z is swept by them unchanged; after
-every sweep, from one persistent stream (``topictk.streams.HDP``):
+prior the SparseLDA, dense, Metropolis-Hastings and WarpLDA kernels already take, so z is swept
+by the one ``inference.sampler`` picks, unchanged (:class:`HDPCounts`, :class:`HDPMHCounts`,
+:class:`HDPWarpCounts`); after every sweep (the driver's ``global_draws``, which brings z and
+n_dk back first when the sweep ran on a Dask cluster), from one persistent stream
+(``topictk.streams.HDP``):
 
 1. the tables m_dk ~ CRT(n_dk, alpha_0 pi_k) (:func:`crt_tables`),
 2. pi ~ Dir(gamma / K_max + m_.k) (:func:`draw_weights`),
@@ -23,9 +26,12 @@ import numpy as np
 from topictk import streams as keys
 from topictk.inference.gibbs import _warp
 from topictk.errors import ConfigError
-from topictk.inference.gibbs.counts import SparseLDACounts, refuse_cluster_and_mh_fold_in
+from topictk.inference.base import word_frequencies
+from topictk.inference.gibbs.counts import SparseLDACounts
+from topictk.inference.gibbs.mh import MHCounts
+from topictk.inference.gibbs.warp import WarpCounts
 from topictk.inference.seeds import setting
-from topictk.state.hdp import HDPState
+from topictk.state.hdp import HDPState, HDPWarpState
 
 #: Gamma (shape, rate) priors of the concentrations: Teh et al. (2006) §7.1, alpha_0 ~
 #: Gamma(1, 1) and gamma ~ Gamma(1, 0.1)
@@ -54,16 +60,36 @@ def crt_tables(ndk: np.ndarray, weight: np.ndarray, generator: np.random.Generat
     for begin in range(0, ndk.shape[0], CRT_BLOCK):
         rows = ndk[begin:begin + CRT_BLOCK]
         _, topic = np.nonzero(rows)
-        n = rows[rows > 0].astype(np.int64)
-        total = int(n.sum())
-        if total == 0:
-            continue
-        starts = np.cumsum(n) - n
-        rank = np.arange(total, dtype=np.int64) - np.repeat(starts, n)   # i = 0..n_dk-1
-        a = np.repeat(weight[topic], n)
-        sat = generator.random(total) < a / (a + rank)
-        tables += np.bincount(np.repeat(topic, n)[sat], minlength=K)
+        tables += block_tables(topic, rows[rows > 0], weight, generator)
     return tables
+
+
+def crt_tables_of_rows(ptr: np.ndarray, topic: np.ndarray, count: np.ndarray,
+                       weight: np.ndarray, generator: np.random.Generator) -> np.ndarray:
+    """:func:`crt_tables` from the non-zero n_dk as CSR rows (``ptr`` (D + 1), ``topic`` and
+    ``count``, topics ascending in a row): the same entries in the same order, so the same
+    tables from the same stream, without a (D, K) array."""
+    tables = np.zeros(weight.size, dtype=np.int64)
+    n_docs = ptr.size - 1
+    for begin in range(0, n_docs, CRT_BLOCK):
+        a, b = int(ptr[begin]), int(ptr[min(begin + CRT_BLOCK, n_docs)])
+        tables += block_tables(topic[a:b], count[a:b], weight, generator)
+    return tables
+
+
+def block_tables(topic: np.ndarray, n: np.ndarray, weight: np.ndarray,
+                 generator: np.random.Generator) -> np.ndarray:
+    """The tables of one block of documents' non-zero counts ``n`` at topics ``topic`` (in
+    row-major order): one uniform per customer, none when the block has no tokens."""
+    n = np.asarray(n, dtype=np.int64)
+    total = int(n.sum())
+    if total == 0:
+        return np.zeros(weight.size, dtype=np.int64)
+    starts = np.cumsum(n) - n
+    rank = np.arange(total, dtype=np.int64) - np.repeat(starts, n)   # i = 0..n_dk-1
+    a = np.repeat(weight[topic], n)
+    sat = generator.random(total) < a / (a + rank)
+    return np.bincount(np.repeat(topic, n)[sat], minlength=weight.size).astype(np.int64)
 
 
 def draw_weights(tables: np.ndarray, gamma: float, generator: np.random.Generator
@@ -109,23 +135,28 @@ def resample_gamma(gamma: float, live: int, total_tables: int, prior: tuple[floa
     return float(generator.gamma(shape, 1.0 / rate))
 
 
-class HDPCounts(SparseLDACounts):
-    """SparseLDA's (or the dense sampler's) counts over K_max slots, with the HDP's global
-    draws after every sweep (module docstring). Live topics are those with tokens."""
+class HDPChain:
+    """The HDP's side of a count representation (module docstring), mixed into the counts of
+    the sampler that sweeps z: SparseLDA or dense (:class:`HDPCounts`), Metropolis-Hastings
+    (:class:`HDPMHCounts`) or WarpLDA's order (:class:`HDPWarpCounts`). Every one of them
+    takes the per-topic prior alpha_0 pi as it takes ``model.alpha: auto``'s. Live topics are
+    those with tokens."""
 
-    name = "sparse"
+    GLOBAL_DRAWS = True
+
+    @classmethod
+    def of_sampler(cls, sampler: str | None) -> type:
+        """The HDP counts of ``inference.sampler`` (resolved): mh, warp, else SparseLDA's."""
+        return {"mh": HDPMHCounts, "warp": HDPWarpCounts}.get(sampler, HDPCounts)
 
     @classmethod
     def check_family(cls, data: dict, where: str) -> None:
-        """The HDP samples z by SparseLDA or the dense sampler, on one machine."""
-        sampler = data["inference"].get("sampler")
-        if sampler not in (None, "sparse", "dense"):
-            raise ConfigError(f"inference.sampler: {sampler} does not sample model.family: "
-                              f"hdp yet; use sparse or dense, or leave it out ({where})")
-        refuse_cluster_and_mh_fold_in(data, where, "hdp")
+        """The MH fold-in is not the HDP's (the Gibbs fold-in reads alpha_0 pi)."""
+        if data.get("evaluation", {}).get("fold_in") == "mh":
+            raise ConfigError(f"evaluation.fold_in: mh does not apply to model.family: hdp; "
+                              f"use gibbs ({where})")
 
-    def __init__(self, layout, opts, steps: int, sync=None, *, config=None):
-        super().__init__(layout, opts, steps, sync)
+    def hdp_settings(self, config) -> None:
         model = config.model
         self.resample = bool(setting(model, "resample_concentration", True))
         self.alpha_prior = (float(setting(model, "alpha_a", ALPHA_PRIOR[0])),
@@ -134,26 +165,33 @@ class HDPCounts(SparseLDACounts):
                             float(setting(model, "gamma_b", GAMMA_PRIOR[1])))
         self.gamma_start = float(setting(model, "gamma", GAMMA_START))
         self.initial_topics = min(int(setting(model, "initial_topics", INITIAL_TOPICS)),
-                                  layout.n_topics)
+                                  self.layout.n_topics)
 
     def state_class(self, base: type) -> type:
         return HDPState
 
-    def initial(self, stream) -> tuple:
-        """(z, n_dk, n_kw, n_k): every token in one of the first ``model.initial_topics``
-        slots, uniformly (one uniform per token from ``stream``, in token order); the other
-        slots start empty, and topics are born from them as the data ask. Starting from every
-        slot at once leaves true topics split over several slots, which single-token moves
-        merge very slowly."""
-        L = self.layout
+    def initial_z(self, stream) -> np.ndarray:
+        """Every token in one of the first ``model.initial_topics`` slots, uniformly (one
+        uniform per token from ``stream``, in token order); the other slots start empty, and
+        topics are born from them as the data ask."""
         self._start = np.random.Generator(stream)
-        u = self._start.random(L.n_tokens)
-        z = np.minimum((u * self.initial_topics).astype(np.int64),
-                       self.initial_topics - 1).astype(np.int32)
+        u = self._start.random(self.layout.n_tokens)
+        return np.minimum((u * self.initial_topics).astype(np.int64),
+                          self.initial_topics - 1).astype(np.int32)
+
+    def initial(self, stream) -> tuple:
+        """(z, n_dk, n_kw, n_k) of :meth:`initial_z`."""
+        L = self.layout
+        z = self.initial_z(stream)
         ndk = np.zeros((L.n_docs, L.n_topics), dtype=np.int32)
         nkw = np.zeros((L.n_words, L.n_topics), dtype=np.int32)
         _warp.count_topics(L.doc_ptr, L.words, z, ndk, nkw)
         return z, ndk, nkw, nkw.sum(axis=0, dtype=np.int64)
+
+    def tables_of(self, state, weight: np.ndarray, generator: np.random.Generator
+                  ) -> np.ndarray:
+        """m_.k from the state's n_dk (:func:`crt_tables`)."""
+        return crt_tables(self.sync(state).ndk, weight, generator)
 
     def started(self, state):
         """The first state: alpha_0 = model.alpha, gamma = model.gamma, and the tables and
@@ -161,12 +199,13 @@ class HDPCounts(SparseLDACounts):
         first sweep sees the empty slots with the small weight their posterior gives them:
         with pi uniform every empty slot would take tokens at once, and the topics born
         together split the data's topics between them."""
+        state = super().started(state)
         K = self.layout.n_topics
         state.concentration = float(state.alpha[0])
         state.gamma = self.gamma_start
         state.pi = np.full(K, 1.0 / K)
         state.alpha = state.concentration * state.pi
-        state.tables = crt_tables(state.ndk, state.alpha, self._start)
+        state.tables = self.tables_of(state, state.alpha, self._start)
         state.pi = draw_weights(state.tables, state.gamma, self._start)
         state.alpha = state.concentration * state.pi
         return state
@@ -174,19 +213,20 @@ class HDPCounts(SparseLDACounts):
     def grown(self, state, old):
         """The run's global draws go on: pi, alpha_0, gamma and the tables of its last sweep
         (drawn again after the next one)."""
+        state = super().grown(state, old)
         state.pi, state.tables = np.array(old.pi), np.array(old.tables)
         state.concentration, state.gamma = float(old.concentration), float(old.gamma)
         return state
 
-    def sweep(self, state, prior, chunk_streams, streams, threads):
-        fallbacks, ran = super().sweep(state, prior, chunk_streams, streams, threads)
+    def draw_globals(self, state, streams) -> None:
+        """After every sweep (the driver's ``global_draws``, on one machine or a cluster):
+        :meth:`global_step` from the persistent stream ``topictk.streams.HDP``."""
         self.global_step(state, np.random.Generator(streams.persistent(keys.HDP)))
-        return fallbacks, ran
 
     def global_step(self, state, generator: np.random.Generator) -> None:
         """Tables, weights and (with ``resample_concentration``) alpha_0 and gamma, in this
         order; then alpha = alpha_0 pi."""
-        state.tables = crt_tables(state.ndk, state.alpha, generator)
+        state.tables = self.tables_of(state, state.alpha, generator)
         total = int(state.tables.sum())
         state.pi = draw_weights(state.tables, state.gamma, generator)
         if self.resample:
@@ -218,3 +258,45 @@ class HDPCounts(SparseLDACounts):
 
     def learnt_alpha(self, state) -> np.ndarray:
         return state.alpha
+
+
+class HDPCounts(HDPChain, SparseLDACounts):
+    """SparseLDA's (or the dense sampler's) counts over K_max slots, with the HDP's global
+    draws after every sweep; the one HDP representation a Dask cluster sweeps (its z and n_dk
+    are brought back from the workers for the table draw)."""
+
+    name = "sparse"
+
+    def __init__(self, layout, opts, steps: int, sync=None, *, config=None):
+        super().__init__(layout, opts, steps, sync)
+        self.hdp_settings(config)
+
+
+class HDPMHCounts(HDPChain, MHCounts):
+    """The MH sampler's dense counts (§2.7) over K_max slots: its document proposal draws
+    from alpha_0 pi's alias table, rebuilt at every sweep as pi changes."""
+
+    def __init__(self, layout, opts, steps: int, sync=None, *, config=None):
+        super().__init__(layout, opts, steps, sync)
+        self.hdp_settings(config)
+
+
+class HDPWarpCounts(HDPChain, WarpCounts):
+    """WarpLDA-order counts (§2.9) over K_max slots: z and n_k; the table draw reads n_dk's
+    non-zero entries, counted from z."""
+
+    def __init__(self, layout, opts, steps: int, sync=None, *, config=None):
+        super().__init__(layout, opts, steps, sync)
+        self.hdp_settings(config)
+
+    def state_class(self, base: type) -> type:
+        return HDPWarpState
+
+    def initial(self, stream) -> tuple:
+        z = self.initial_z(stream)
+        return z, None, None, word_frequencies(z, self.layout.n_topics)
+
+    def tables_of(self, state, weight, generator):
+        rows = self.document_rows(state)
+        return crt_tables_of_rows(rows["ndk_ptr"], rows["ndk_topic"], rows["ndk_count"],
+                                  weight, generator)
