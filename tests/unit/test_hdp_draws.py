@@ -30,6 +30,30 @@ def test_table_draw_equals_its_twin(seed):
     assert got[2] == 0 and np.all(got <= ndk.sum(axis=0)) and np.all(got[ndk.any(0)] > 0)
 
 
+def test_table_draw_of_non_zero_rows_equals_the_dense_one(seed):
+    """The WarpLDA-order chain's table draw, from n_dk's non-zero entries as CSR rows (topics
+    ascending), gives the tables of the dense draw from the same stream, across blocks of
+    documents and with empty rows, and leaves the stream in the same place."""
+    from topictk.inference.gibbs.warp import sparse_counts
+    rng = np.random.default_rng(seed)
+    D, K = hdp.CRT_BLOCK + 211, 7
+    lengths = rng.integers(0, 9, D)
+    lengths[[0, 3, hdp.CRT_BLOCK]] = 0
+    doc_ptr = np.zeros(D + 1, dtype=np.int64)
+    np.cumsum(lengths, out=doc_ptr[1:])
+    z = rng.integers(0, K - 1, doc_ptr[-1]).astype(np.int32)       # topic K - 1 stays empty
+    ndk = np.zeros((D, K), dtype=np.int32)
+    np.add.at(ndk, (np.repeat(np.arange(D), lengths), z), 1)
+    rows = sparse_counts(doc_ptr, None, z, K, "ndk")
+    weight = rng.gamma(0.5, 1.0, K)
+    dense, sparse = _generator(seed), _generator(seed)
+    want = hdp.crt_tables(ndk, weight, dense)
+    got = hdp.crt_tables_of_rows(rows["ndk_ptr"], rows["ndk_topic"], rows["ndk_count"], weight,
+                                 sparse)
+    np.testing.assert_array_equal(got, want)
+    assert got[K - 1] == 0 and dense.random() == sparse.random()
+
+
 def test_table_draw_has_the_crt_mean():
     """E[m] = sum_{i<n} a / (a + i) = a (psi(a + n) - psi(a)); the mean of 4,000 documents of
     n customers within 4 standard errors, for small and large a."""
