@@ -89,8 +89,38 @@ class Run:
 
     @property
     def n_topics(self) -> int:
-        """K, the number of topics (of the bottom layer for deep models)."""
-        return int(self.config.model.topics)
+        """K, the number of topics (of the bottom layer for deep models; of an HDP run, its
+        live topics): the rows of :meth:`topic_word`."""
+        return len(self.topic_ids)
+
+    @property
+    def topic_ids(self) -> list[int]:
+        """The number people read for each row of :meth:`topic_word` (each column of
+        :meth:`doc_topic`, each entry of :meth:`labels`): 1 to K in the model's order; an HDP
+        run (``model.family: hdp``) gives its live topics only, largest first, each under
+        its slot number + 1, which labels files and exports use and which stays the
+        topic's from checkpoint to checkpoint."""
+        listed = self._listing()
+        if listed is None:
+            return list(range(1, int(self.config.model.topics) + 1))
+        return listed.ids
+
+    @property
+    def topic_weights(self) -> dict[str, np.ndarray]:
+        """An HDP run's weights of the topics of :attr:`topic_ids`: ``pi`` (the global
+        weights) and ``share`` (of the training tokens); other runs: empty."""
+        listed = self._listing()
+        return {} if listed is None else {n: w.copy() for n, w in listed.weights.items()}
+
+    def _listing(self):
+        from topictk.evaluation.topic_listing import listing
+
+        return listing(self._loaded)
+
+    def _rows(self) -> np.ndarray | None:
+        """The model's rows of the topics shown (an HDP run's live ones), None: all."""
+        listed = self._listing()
+        return None if listed is None else listed.rows
 
     @property
     def vocabulary(self) -> list[str]:
@@ -172,9 +202,12 @@ class Run:
         Returns
         -------
         numpy.ndarray
-            phi, (K, V) float64, every row sums to 1; for deep models the bottom layer.
+            phi, (K, V) float64, every row sums to 1; for deep models the bottom layer; for
+            an HDP run its live topics, largest first (their numbers: :attr:`topic_ids`).
         """
-        return np.array(self._loaded.topic_word(), dtype=np.float64, copy=True)
+        phi = np.array(self._loaded.topic_word(), dtype=np.float64, copy=True)
+        rows = self._rows()
+        return phi if rows is None else phi[rows]
 
     def doc_topic(self, *, split: str = "train", sweeps: int = 50, burn_in: int = 25,
                   seed: int | None = None, threads: int | None = None) -> np.ndarray:
@@ -195,14 +228,20 @@ class Run:
         Returns
         -------
         numpy.ndarray
-            theta, (D, K) float64, row ``d`` for document ``d`` of the split.
+            theta, (D, K) float64, row ``d`` for document ``d`` of the split; column ``k``
+            for topic :attr:`topic_ids` ``[k]`` (an HDP run: its live topics, whose rows sum
+            to 1 less the small mass of the empty slots).
         """
         from topictk.evaluation.infer import infer_documents, split_documents
 
         docs, features = split_documents(self.store, _split(split))
         blocks = infer_documents(self._loaded, docs, str(self.store.path), sweeps=sweeps,
                                  burn_in=burn_in, seed=seed, threads=threads, features=features)
-        return _stack(blocks, self.n_topics)
+        return self._shown_columns(_stack(blocks, int(self.config.model.topics)))
+
+    def _shown_columns(self, theta: np.ndarray) -> np.ndarray:
+        rows = self._rows()
+        return theta if rows is None else np.ascontiguousarray(theta[:, rows])
 
     def diagnostics(self, *, top: int = 10) -> list[dict]:
         """Per-topic diagnostics and junk flags, as ``topictk topics --diagnostics --format
@@ -232,7 +271,8 @@ class Run:
     def labels(self, labels_file: str | Path | None = None, *,
                suggest: bool = False) -> list[str | None]:
         """Every topic's label, as the commands show it, by topic row (the row of
-        :meth:`topic_word`; people read topic ``k`` as number ``k + 1``).
+        :meth:`topic_word`; people read topic ``k`` as number ``topic_ids[k]``, ``k + 1``
+        but for an HDP run).
 
         Parameters
         ----------
@@ -256,8 +296,11 @@ class Run:
             from topictk.evaluation.topic_docs import run_suggestions
 
             suggested, _ = run_suggestions(self._loaded)
-        found = run_labels(self.path, self.config, self.n_topics, labels_file, suggested)
-        return [label.text if label else None for label in found]
+        found = run_labels(self.path, self.config, int(self.config.model.topics), labels_file,
+                           suggested)
+        rows = self._rows()
+        return [label.text if label else None
+                for label in (found if rows is None else [found[k] for k in rows])]
 
     def representative_docs(self, k: int, n: int = 5) -> list[dict]:
         """Topic row ``k``'s ``n`` most representative training documents.
@@ -287,7 +330,9 @@ class Run:
                              f"{self.n_topics - 1}; got {k}")
         if getattr(self, "_training", None) is None:
             self._training = training_theta(self._loaded)
-        return representative_docs(self.store, self._training, int(k), int(n))
+        rows = self._rows()
+        row = int(k) if rows is None else int(rows[int(k)])
+        return representative_docs(self.store, self._training, row, int(n))
 
     def metrics(self) -> list[dict]:
         """The records of ``metrics.jsonl``, one per evaluation during training.
@@ -397,7 +442,7 @@ class Run:
         docs = documents_from_texts(texts, self.store, metas)
         blocks = infer_documents(self._loaded, docs, "documents", sweeps=sweeps,
                                  burn_in=burn_in, seed=seed, threads=threads)
-        return _stack(blocks, self.n_topics)
+        return self._shown_columns(_stack(blocks, int(self.config.model.topics)))
 
 
 def _split(split: str) -> str:

@@ -25,6 +25,7 @@ from topictk.evaluation.infer import (
     topic_labels,
     tsv_header,
 )
+from topictk.evaluation.topic_listing import listing
 from topictk.evaluation.run import LoadedRun, run_on_cluster
 from topictk.rundir.guard import check_output_file
 
@@ -88,15 +89,21 @@ def infer(run_dir, inputs, fmt, vocab, text_columns, id_column, delimiter, meta_
                                  table=table_from(text_columns, id_column, delimiter))
 
         labels = topic_labels(run, labels_file)
+        listed = listing(run)   # an HDP run: its live topics, largest first, by number
+        ids = None if listed is None else listed.ids
+        if listed is not None and labels:
+            labels = [labels[k] for k in listed.rows]
 
         def texts():
             if output_format == "tsv":
-                yield tsv_header(int(run.config.model.topics), labels)
+                yield tsv_header(int(run.config.model.topics), labels, ids)
             with progress.bar(docs.n_docs, desc="infer", unit="doc") as shown:
                 for start, theta in blocks:     # a block of BLOCK_DOCS documents at a time
                     shown.update(theta.shape[0])
+                    if listed is not None:
+                        theta = theta[:, listed.rows]
                     yield (render_tsv(docs, start, theta) if output_format == "tsv"
-                           else render_jsonl(docs, start, theta, top, labels))
+                           else render_jsonl(docs, start, theta, top, labels, ids))
 
         if out_path is None:
             for text in texts():

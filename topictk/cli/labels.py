@@ -9,6 +9,7 @@ from topictk.cli.options import run_dir_argument
 from topictk.evaluation.labels import labels_path, parse_set, read_labels, run_labels, write_labels
 from topictk.numbering import topic_number
 from topictk.evaluation.run import LoadedRun
+from topictk.evaluation.topic_listing import listing
 from topictk.evaluation.tsv import tsv_rows
 
 
@@ -52,12 +53,14 @@ def labels(run_dir, suggest, sets, labels_file, force, fmt):
                 current.pop(k, None)
         write_labels(path, current, force=force)
     shown = run_labels(run.run_dir, run.config, K, labels_file if path.is_file() else None)
-    click.echo(_render(shown, fmt), nl=False)
+    listed = listing(run)       # an HDP run: its live topics, largest first
+    order = range(K) if listed is None else listed.rows
+    click.echo(_render([(k, shown[k]) for k in order], fmt), nl=False)
 
 
 def _render(shown, fmt: str) -> str:
     rows = [(topic_number(k), label.text if label else "", label.source if label else "")
-            for k, label in enumerate(shown)]
+            for k, label in shown]
     if fmt == "json":
         return json.dumps({"labels": [{"topic": t, "label": text or None,
                                        "source": source or None}

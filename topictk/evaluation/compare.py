@@ -15,6 +15,7 @@ import numpy as np
 
 from topictk.errors import UsageError
 from topictk.evaluation.coherence import top_words
+from topictk.evaluation.topic_listing import listing
 from topictk.numbering import topic_number
 from topictk.evaluation.run import LoadedRun
 from topictk.evaluation.runs import RunRef
@@ -176,9 +177,20 @@ def align_topics(phi_a: np.ndarray, phi_b: np.ndarray) -> list[tuple[int, int, f
     return [(int(a), int(b), float(cost[a, b])) for a, b in zip(rows, cols)]
 
 
+def _shown_topics(run: LoadedRun) -> tuple[np.ndarray, list[int]]:
+    """The topics a run shows (an HDP run's live topics, largest first: :func:`listing`) and
+    their numbers."""
+    phi = np.asarray(run.topic_word(), dtype=np.float64)
+    shown = listing(run)
+    if shown is None:
+        return phi, [topic_number(k) for k in range(phi.shape[0])]
+    return phi[shown.rows], shown.ids
+
+
 def align_runs(run_a: RunRef, run_b: RunRef, top: int = 5) -> dict:
     """The alignment of the topics of ``run_b`` to those of ``run_a`` (their final models;
-    the bottom layer of deep models), with each pair's top words and the median distance."""
+    the bottom layer of deep models; an HDP run's live topics), with each pair's top words and
+    the median distance."""
     loaded = []
     for run in (run_a, run_b):
         missing = run.missing()
@@ -190,13 +202,13 @@ def align_runs(run_a: RunRef, run_b: RunRef, top: int = 5) -> dict:
         raise UsageError(f"--align: {run_a.path} and {run_b.path} have different vocabularies, "
                          f"so their topics are distributions over different words; align runs "
                          f"of one corpus store")
-    phi_a, phi_b = (np.asarray(r.topic_word(), dtype=np.float64) for r in loaded)
+    (phi_a, ids_a), (phi_b, ids_b) = (_shown_topics(r) for r in loaded)
     pairs = align_topics(phi_a, phi_b)
     words_a = top_words(phi_a, min(top, phi_a.shape[1]))
     words_b = top_words(phi_b, min(top, phi_b.shape[1]))
     return {"a": run_a.label, "b": run_b.label,
             "median_distance": float(np.median([d for _, _, d in pairs])),
-            "pairs": [{"topic_a": topic_number(a), "topic_b": topic_number(b), "distance": d,
+            "pairs": [{"topic_a": ids_a[a], "topic_b": ids_b[b], "distance": d,
                        "words_a": [vocab_a[w] for w in words_a[a]],
                        "words_b": [vocab_b[w] for w in words_b[b]]} for a, b, d in pairs]}
 

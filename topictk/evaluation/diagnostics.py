@@ -59,6 +59,7 @@ from scipy.special import rel_entr
 
 from topictk.errors import UsageError
 from topictk.evaluation.ldavis import term_frequencies
+from topictk.evaluation.topic_listing import listing
 from topictk.numbering import topic_number
 from topictk.evaluation.tsv import tsv_rows
 
@@ -301,17 +302,20 @@ def run_diagnostics(run, *, shown: int = TOP_WORDS, sweeps: int = 50, burn_in: i
     """:func:`topic_diagnostics` of a loaded run (:class:`topictk.evaluation.run.LoadedRun`):
     its topics (the bottom layer of a deep model), its training documents' counts
     (:func:`document_topic_blocks`) and the training corpus's word frequencies; ``shown``
-    top words listed per topic."""
+    top words listed per topic. The topics are those the run shows, in its order (an HDP
+    run's live topics, largest first: :func:`~topictk.evaluation.topic_listing.listing`)."""
     train = run.store.train()
     freq = term_frequencies(np.asarray(train.indices), np.asarray(train.counts),
                             run.store.n_words)
     n = min(max(TOP_WORDS, shown), run.driver.V)
     ranked = run.driver.ranked_words(run.state, n)
     phi = run.topic_word()
-    return topic_diagnostics(phi, document_topic_blocks(run, sweeps=sweeps, burn_in=burn_in,
-                                                        seed=seed),
-                             freq, list(run.store.vocab),
-                             None if ranked is None else ranked[0], shown)
+    table = topic_diagnostics(phi, document_topic_blocks(run, sweeps=sweeps, burn_in=burn_in,
+                                                         seed=seed),
+                              freq, list(run.store.vocab),
+                              None if ranked is None else ranked[0], shown)
+    listed = listing(run)       # an HDP run: its live topics, largest first
+    return table if listed is None else [table[k] for k in listed.rows]
 
 
 def render_diagnostics(run, *, fmt: str, top: int = TOP_WORDS, layer: int | None = None,

@@ -39,12 +39,12 @@ def diagnostics_section(rows: list[dict] | None) -> str:
     flagged = [str(r["topic"]) for r in rows if r["flags"]]
     head = "".join(f"<th>{_e(h)}</th>" for _, h, _ in _COLUMNS)
     body = []
-    for r in rows:
+    for j, r in enumerate(rows):     # row j of the page's topics (its data-topic)
         cells = "".join(f'<td class="num">{_e(_number(r[c], f))}</td>' for c, _, f in _COLUMNS)
         flags = ", ".join(r["flags"])
         mark = f'<td class="flags">⚑ {_e(flags)}</td>' if flags else "<td></td>"
         row_class = ' class="flagged"' if flags else ""
-        body.append(f'<tr{row_class} data-topic="{r["topic"]}">'
+        body.append(f'<tr{row_class} data-topic="{j}">'
                     f'<td class="num">{r["topic"]}</td>{cells}{mark}'
                     f'<td class="words">{_e(" ".join(r["words"]))}</td></tr>')
     return (f'<details class="diagnostics"><summary><h3>Topic diagnostics</h3> '

@@ -21,7 +21,7 @@ from topictk.evaluation.intrusion import intrusion_export
 from topictk.evaluation.ldavis import ldavis_data, term_frequencies
 from topictk.numbering import topic_columns
 from topictk.evaluation.run import LoadedRun
-from topictk.evaluation.topic_listing import labelled_column
+from topictk.evaluation.topic_listing import labelled_column, listing
 from topictk.evaluation.tsv import tsv_rows
 
 
@@ -55,14 +55,30 @@ class MatrixExport:
     matrix: np.ndarray
     meta: dict = field(default_factory=dict)
     topic_labels: list[str | None] | None = None    # by column: the topics' labels
+    topic_ids: list[int] | None = None      # by column: the topics' numbers (None: 1..K)
 
     def to_bytes(self, fmt: str) -> bytes:
         """The export written as ``fmt`` (tsv, json or npz)."""
         return {"tsv": self._tsv, "json": self._json, "npz": self._npz}[fmt]()
 
+    def shown(self, run: LoadedRun) -> MatrixExport:
+        """The export cut to the topics the run shows (:func:`listing`: an HDP run's live
+        topics, largest first), whose numbers name the columns and are in ``meta``
+        (``topic_ids``) and the weights too (``topic_weights``)."""
+        found = listing(run)
+        if found is None:
+            return self
+        self.matrix = np.ascontiguousarray(self.matrix[:, found.rows])
+        self.topic_ids = found.ids
+        self.meta = {**self.meta, "topic_ids": found.ids,
+                     "topic_weights": {n: w.tolist() for n, w in found.weights.items()}}
+        return self
+
     def _tsv(self) -> bytes:
         n_topics = self.matrix.shape[1]
-        header = [*self.labels, *topic_columns(n_topics)]
+        columns = (topic_columns(n_topics) if self.topic_ids is None
+                   else [f"topic_{n}" for n in self.topic_ids])
+        header = [*self.labels, *columns]
         if self.topic_labels:   # topic_labels.export_labels: "topic_3:space flight"
             header[len(self.labels):] = map(labelled_column, header[len(self.labels):],
                                             self.topic_labels)
@@ -123,7 +139,7 @@ def doc_topics(run: LoadedRun, fold_in: FoldIn) -> MatrixExport:
             ids += docs.ids
             splits += [split] * len(docs.ids)
     theta = np.concatenate(parts) if parts else np.zeros((0, n_topics))
-    return MatrixExport("doc_topic", {"id": ids, "split": splits}, theta, _meta(run))
+    return MatrixExport("doc_topic", {"id": ids, "split": splits}, theta, _meta(run)).shown(run)
 
 
 def topic_words(run: LoadedRun, fold_in: FoldIn) -> MatrixExport:
@@ -131,7 +147,7 @@ def topic_words(run: LoadedRun, fold_in: FoldIn) -> MatrixExport:
     that column k sums to 1); deep models give their bottom layer."""
     phi = np.asarray(run.topic_word(), dtype=np.float64)
     return MatrixExport("word_topic", {"word": list(run.store.vocab)}, phi.T.copy(),
-                        _meta(run))
+                        _meta(run)).shown(run)
 
 
 @dataclass
@@ -149,12 +165,20 @@ class JSONExport:
 def ldavis(run: LoadedRun, fold_in: FoldIn) -> JSONExport:
     """The LDAvis data of the run (:func:`topictk.evaluation.ldavis.ldavis_data`): its topics
     (the bottom layer of a deep model) and the training corpus's word counts, topics in the
-    model's order (LDAvis's topic n is the model's topic n - 1)."""
+    model's order (LDAvis's topic n is the model's topic n - 1); an HDP run's live topics
+    largest first, ``topic.order`` giving LDAvis's topic n's number in the run."""
     train = run.store.train()
     freq = term_frequencies(np.asarray(train.indices), np.asarray(train.counts),
                             run.store.n_words)
     phi = np.asarray(run.topic_word(), dtype=np.float64)
-    return JSONExport(ldavis_data(phi, list(run.store.vocab), freq))
+    shown = listing(run)
+    if shown is None:
+        return JSONExport(ldavis_data(phi, list(run.store.vocab), freq))
+    # an HDP run: its live topics, largest first; topic.order holds their numbers (pyLDAvis
+    # reads it as each topic's number in the model)
+    data = ldavis_data(phi[shown.rows], list(run.store.vocab), freq)
+    data["topic.order"] = shown.ids
+    return JSONExport(data)
 
 
 @dataclass(frozen=True)

@@ -212,26 +212,35 @@ def check_document_prior(alpha: np.ndarray, docs: NewDocuments, features: np.nda
 
 
 def render_jsonl(docs: NewDocuments, start: int, theta: np.ndarray, top: int,
-                 labels: list[str | None] | None = None) -> str:
-    """JSON lines of documents ``start``.. (one per row of ``theta``); with ``labels`` (row
-    k's topic label or None), the labels of the top topics too (``top_labels``)."""
+                 labels: list[str | None] | None = None,
+                 topic_ids: list[int] | None = None) -> str:
+    """JSON lines of documents ``start``.. (one per row of ``theta``); with ``labels`` (column
+    k's topic label or None), the labels of the top topics too (``top_labels``); with
+    ``topic_ids`` (the number of column k's topic: an HDP run's live topics), those numbers
+    name the topics and the record lists them (``topics``) beside ``theta``."""
+    number = topic_number if topic_ids is None else topic_ids.__getitem__
     lines = []
     for i, row in enumerate(theta):
         d = start + i
         order = np.argsort(-row, kind="stable")[:top]
         record = {"id": docs.ids[d], "tokens": int(docs.doc_ptr[d + 1] - docs.doc_ptr[d]),
                   "unknown": int(docs.unknown[d]),
-                  "top_topics": [topic_number(k) for k in order]}
+                  "top_topics": [number(k) for k in order]}
         if labels:
             record["top_labels"] = [labels[k] for k in order]
+        if topic_ids is not None:
+            record["topics"] = list(topic_ids)
         record["theta"] = [float(x) for x in row]
         lines.append(json.dumps(record) + "\n")
     return "".join(lines)
 
 
-def tsv_header(n_topics: int, labels: list[str | None] | None = None) -> str:
-    """The header row: topic columns ``topic_3``, or ``topic_3:LABEL`` for a labelled topic."""
-    columns = topic_columns(n_topics)
+def tsv_header(n_topics: int, labels: list[str | None] | None = None,
+               topic_ids: list[int] | None = None) -> str:
+    """The header row: topic columns ``topic_3``, or ``topic_3:LABEL`` for a labelled topic;
+    ``topic_ids``: the columns' topic numbers (default 1..n_topics)."""
+    columns = (topic_columns(n_topics) if topic_ids is None
+               else [f"topic_{n}" for n in topic_ids])
     if labels:
         columns = [labelled_column(c, label) for c, label in zip(columns, labels)]
     return tsv_rows([["id", "tokens", "unknown", *columns]])

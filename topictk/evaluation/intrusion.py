@@ -24,6 +24,7 @@ import numpy as np
 
 from topictk.errors import UsageError
 from topictk.evaluation.coherence import top_words
+from topictk.evaluation.topic_listing import listing
 from topictk.numbering import topic_number
 from topictk.evaluation.tsv import tsv_rows
 from topictk.streams import INTRUSION, make_stream
@@ -158,10 +159,20 @@ def intrusion_export(run, fold_in) -> IntrusionTasks:
     phi = np.asarray(run.topic_word(), dtype=np.float64)
     meta = {"run": str(run.run_dir), "algorithm": run.config.inference.algorithm,
             "topics": int(phi.shape[0])}
+    shown = listing(run)
+    if shown is not None:       # an HDP run: its live topics, under their own numbers
+        phi, meta["topics"] = phi[shown.rows], len(shown.rows)
     try:
-        return intrusion_tasks(phi, list(run.store.vocab), seed, meta=meta)
+        tasks = intrusion_tasks(phi, list(run.store.vocab), seed, meta=meta)
     except ValueError as exc:
         raise UsageError(f"--what intrusion: {run.run_dir}: {exc}") from None
+    if shown is not None:
+        ids = shown.ids
+        for row in (*tasks.tasks, *tasks.key):
+            for field in ("topic", "source_topic"):
+                if field in row:
+                    row[field] = ids[row[field] - 1]
+    return tasks
 
 
 # ------------------------------------------------------------------------------- scoring

@@ -46,6 +46,7 @@ from topictk.corpus.store import CorpusStore
 from topictk.errors import TopictkError, UsageError
 from topictk.evaluation.coherence import gensim_coherence, top_words
 from topictk.evaluation.compare import align_topics
+from topictk.evaluation.topic_listing import listing
 from topictk.evaluation.run import LoadedRun
 from topictk.evaluation.runs import RunRef, check_same_store, protocol_differences
 from topictk.evaluation.scores import (describe_protocol, progress_bar, protocol,
@@ -391,7 +392,7 @@ def run_vocab(run: RunRef) -> list[str]:
 def _score_run(run: RunRef, item: PanelRun, recompute: bool, bar) -> tuple[np.ndarray,
                                                                               np.ndarray]:
     """Fill ``item.scores`` from evaluate's score and the run's top words; returns its topics
-    (K, V) and top words (K, n) by the ranking evaluate uses."""
+    (K, V) and top words (K, n) by the ranking evaluate uses (an HDP run's live topics)."""
     cached = not recompute and scored_already(run.path, run.config)
     loaded = LoadedRun(run.path)
     scores = run_scores(run.path, run.config, loaded=loaded, recompute=recompute)
@@ -403,6 +404,9 @@ def _score_run(run: RunRef, item: PanelRun, recompute: bool, bar) -> tuple[np.nd
     n = min(max(ev.coherence_top, ev.diversity_top), V)
     ranked = loaded.driver.ranked_words(loaded.state, n)
     top = top_words(phi, n) if ranked is None else ranked[0]        # (K, n)
+    shown = listing(loaded)     # an HDP run: its live topics (the empty slots have no words)
+    if shown is not None:
+        phi, top = phi[shown.rows], top[shown.rows]
     item.scores.update(
         perplexity=ppl if ppl is not None else scores.get("perplexity_train_heldout"),
         npmi=scores.get("npmi"), umass=scores.get("umass"), diversity=scores.get("diversity"),

@@ -35,13 +35,13 @@
     return String(+v.toPrecision(3));
   }
 
-  function topicNumber(k) { return k + data.first_topic; }
-
   function setup(section, run) {
     var state = { topic: -1 };
     var K = run.share.length;
+    // topic row k's number: k + first_topic, or an HDP run's live topic's own (run.ids)
+    function topicNumber(k) { return run.ids ? run.ids[k] : k + data.first_topic; }
     var sizes = mapSizes(section, run);
-    var nav = topicNav(section, K, select);
+    var nav = topicNav(section, K, select, topicNumber);
     var slider = section.querySelector("input.lambda");
     var shown = section.querySelector(".lambda-value");
     var svg = section.querySelector("svg.bars");
@@ -90,7 +90,8 @@
     function heading() {
       if (state.topic < 0) return "Most salient terms (no topic selected)";
       var k = state.topic;
-      return "Topic " + topicNumber(k) + " · " + (100 * run.share[k]).toFixed(1) + "% of tokens · NPMI " +
+      return "Topic " + topicNumber(k) + " · " + (100 * run.share[k]).toFixed(1) + "% of tokens · " +
+        (run.weights ? "π " + run.weights.pi[k].toFixed(3) + " · " : "") + "NPMI " +
         run.npmi[k].toFixed(3);
     }
 
@@ -223,7 +224,7 @@
 
   // The topic box with Previous and Next: shows the selected topic's number (empty: none) and
   // selects the topic typed, or the one before or after (wrapping round), through select(row).
-  function topicNav(section, K, select) {
+  function topicNav(section, K, select, topicNumber) {
     var box = section.querySelector("input.topic-number");
     var error = section.querySelector(".topic-number-error");
     var current = -1;
@@ -236,16 +237,23 @@
     box.addEventListener("input", function () {
       var text = box.value.trim();
       if (text === "") { error.hidden = true; select(-1); return; }
-      var n = Number(text), k = n - data.first_topic;
-      if (!Number.isInteger(n) || k < 0 || k >= K) {
-        error.textContent = "no topic " + text + ": topics are numbered " + topicNumber(0) +
-          " to " + topicNumber(K - 1);
+      var n = Number(text), k = -1;
+      for (var j = 0; j < K; j++) if (topicNumber(j) === n) k = j;
+      if (!Number.isInteger(n) || k < 0) {
+        error.textContent = "no topic " + text + ": " + (K && topicNumber(K - 1) - topicNumber(0) === K - 1
+          ? "topics are numbered " + topicNumber(0) + " to " + topicNumber(K - 1)
+          : "the topics shown are " + shownNumbers());
         error.hidden = false;
         return;
       }
       error.hidden = true;
       select(k);
     });
+    function shownNumbers() {
+      var all = [];
+      for (var j = 0; j < K; j++) all.push(topicNumber(j));
+      return all.join(", ");
+    }
     return {
       step: step,
       show: function (k) {

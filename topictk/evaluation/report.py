@@ -28,6 +28,7 @@ from topictk.evaluation.runs import discover_runs
 from topictk.evaluation.run import LoadedRun
 from topictk.evaluation.scores import (describe_protocol, progress_bar, protocol, run_scores,
                                        scored_already)
+from topictk.evaluation.topic_listing import listing
 from topictk.evaluation.topics import topic_tree
 from topictk.inference.registry import load_config
 from topictk.rundir import checkpoint as ckpt
@@ -54,6 +55,9 @@ class RunReport:
     iterations: str             # "60 of 60"
     summary: dict               # train_seconds, perplexity, umass, npmi, diversity, status
     curve: list[dict]           # {"seconds", "tokens", "perplexity"} per evaluation
+    # the chain's own measures per evaluation, of an HDP run: {"step", "live_k", "alpha",
+    # "gamma"} (metrics.jsonl); empty for other runs
+    chain: list[dict] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)   # what is missing, what is shown instead
     topics: dict | None = None  # the map and bars (see _topic_data)
     tree: list[dict] | None = None
@@ -164,7 +168,8 @@ def _read_run(path: Path, n_terms: int, incidences: dict, config=None,
                        heldout_id=heldout_id(store.manifest),
                        corpus_counts=dict(store.manifest.get("counts", {})),
                        shape=_shape(config), iterations=_iterations(config, loaded, metrics),
-                       summary=_summary(loaded, metrics), curve=_curve(metrics), notes=notes)
+                       summary=_summary(loaded, metrics), curve=_curve(metrics),
+                       chain=_chain(metrics), notes=notes)
     counts = report.corpus_counts
     report.test_documents = counts.get("test_documents")
     report.curve_docs = config.evaluation.curve_docs
@@ -252,6 +257,19 @@ def _curve(metrics: list[dict]) -> list[dict]:
             for m in metrics if _perplexity(m) is not None]
 
 
+#: the measures of a chain that metrics.jsonl records besides the perplexity (an HDP run's
+#: live K, alpha_0 and gamma), which the page plots against the steps
+CHAIN_MEASURES = ("live_k", "alpha", "gamma")
+
+
+def _chain(metrics: list[dict]) -> list[dict]:
+    """Per evaluation with all of :data:`CHAIN_MEASURES`: the step and their values."""
+    return [{"step": int(m["step"]), **{k: float(m[k]) for k in CHAIN_MEASURES}}
+            for m in metrics
+            if all(isinstance(m.get(k), (int, float)) and math.isfinite(m[k])
+                   for k in CHAIN_MEASURES)]
+
+
 def _summary(loaded: LoadedRun | None, metrics: list[dict]) -> dict:
     """Training time and status; ``perplexity`` is the evaluate score (:func:`_add_score`),
     None without a model: the curve's last in-training estimate is not the run's score."""
@@ -275,7 +293,15 @@ def _add_model(report: RunReport, loaded: LoadedRun, n_terms: int, incidences: d
                           npmi=float(np.mean(per_topic)),
                           diversity=diversity(phi, min(ev.diversity_top, phi.shape[1])))
     freq = ldavis.term_frequencies(train.indices, train.counts, store.n_words)
-    report.topics = topic_data(phi, freq, per_topic, n_terms)
+    shown = listing(loaded)
+    if shown is None:
+        report.topics = topic_data(phi, freq, per_topic, n_terms)
+    else:   # an HDP run: its live topics, largest first, under their numbers, with weights
+        report.topics = topic_data(phi[shown.rows], freq, per_topic[shown.rows], n_terms)
+        report.topics["ids"] = shown.ids
+        report.shape = f"K = {len(shown.ids)} live of {phi.shape[0]} slots"
+        report.topics["weights"] = {n: [round(float(x), 6) for x in w]
+                                    for n, w in shown.weights.items()}
     report.topics["vocab"] = [store.vocab[w] for w in report.topics["words"]]
     traits = loaded.driver.traits
     if traits.offers("features"):

@@ -43,6 +43,8 @@ def render(reports: list[RunReport], version: str, k_panel=None) -> str:
                         "curve": reports[i].curve_label}
                        for rank, i in enumerate(order)],
             "protocol_differences": differences,
+            # an HDP run's live K, alpha_0 and gamma per evaluation (None: not an HDP run)
+            "chains": [r.chain or None for r in reports],
             # topics are numbered from this wherever the page names one; data-topic
             # attributes and the arrays of "runs" hold the model's 0-based rows
             "first_topic": FIRST_TOPIC}
@@ -55,7 +57,7 @@ def render(reports: list[RunReport], version: str, k_panel=None) -> str:
         f"<style>{style}</style></head><body>",
         (f"<header><h1>topictk report</h1><p class=\"sub\">{_subtitle(reports, version)}</p>"
         "</header>"),
-        _summary_table(reports, order, differences), _curves(reports),
+        _summary_table(reports, order, differences), _curves(reports), _chains(reports),
         _k_panel_section(k_panel),
         *(_run_section(i, r) for i, r in enumerate(reports)),
         f'<script type="application/json" id="report-data">{payload}</script>',
@@ -220,6 +222,53 @@ def _curves(reports: list[RunReport]) -> str:
             f'<ul class="legend">{legend}</ul>{caveat}</section>')
 
 
+#: the charts of an HDP chain: (metrics key, axis label)
+CHAIN_CHARTS = (("live_k", "live K (topics with tokens)"), ("alpha", "α₀ (document concentration)"),
+                ("gamma", "γ (top-level concentration)"))
+
+
+def _chains(reports: list[RunReport]) -> str:
+    """Live K, alpha_0 and gamma against the steps, for the runs whose metrics hold them (HDP
+    runs); empty when none does."""
+    shown = [(i, r) for i, r in enumerate(reports) if r.chain]
+    if not shown:
+        return ""
+    charts = "".join(_chain_chart(shown, key, label) for key, label in CHAIN_CHARTS)
+    return ('<section class="chains"><h2>HDP chains</h2><p class="note">Per evaluation '
+            "(metrics.jsonl's live_k, alpha, gamma): the topics holding tokens, and the "
+            "concentrations alpha_0 and gamma as the chain samples them.</p>"
+            f'<div class="charts">{charts}</div></section>')
+
+
+def _chain_chart(shown: list[tuple[int, RunReport]], key: str, label: str) -> str:
+    width, height, left, right, top, bottom = 480, 240, 64, 18, 16, 46
+    points = [(p["step"], p[key]) for _, r in shown for p in r.chain]
+    xt = nice_ticks(0.0, max(x for x, _ in points))
+    ys = [y for _, y in points]
+    yt = nice_ticks(min(0.0, min(ys)), max(ys))
+    sx = _scale(xt[0], xt[-1], left, width - right)
+    sy = _scale(yt[0], yt[-1], height - bottom, top)
+    svg = [f'<svg class="chart chain" data-measure="{key}" width="{width}" height="{height}" '
+           f'viewBox="0 0 {width} {height}" role="img" aria-label="{_e(label)} against steps">']
+    svg += _axes(xt, yt, sx, sy, left, width - right, top, height - bottom, _short,
+                 lambda v: f"{v:g}")
+    svg.append(f'<text class="axis-label" x="{(left + width - right) / 2}" y="{height - 8}" '
+               f'text-anchor="middle">steps</text><text class="axis-label" '
+               f'transform="translate(14,{(top + height - bottom) / 2}) rotate(-90)" '
+               f'text-anchor="middle">{_e(label)}</text>')
+    for i, r in shown:
+        xy = " ".join(f"{sx(p['step']):.1f},{sy(p[key]):.1f}" for p in r.chain)
+        svg.append(f'<polyline class="run-line" points="{xy}" fill="none" '
+                   f'stroke="{_colour(i)}" stroke-width="2"><title>{_e(r.name)}</title>'
+                   f"</polyline>")
+        for p in r.chain:
+            svg.append(f'<circle cx="{sx(p["step"]):.1f}" cy="{sy(p[key]):.1f}" r="2.5" '
+                       f'fill="{_colour(i)}"><title>{_e(r.name)}: {key} {p[key]:g} at step '
+                       f'{p["step"]}</title></circle>')
+    svg.append("</svg>")
+    return "".join(svg)
+
+
 def _k_panel_section(panel) -> str:
     if panel is None:
         return ""
@@ -296,7 +345,7 @@ def _run_section(i: int, r: RunReport) -> str:
     if r.topics is None:
         return f'<section class="run" id="run-{i}">{head}{notes}</section>'
     t = r.topics
-    panel = ('<div class="panel">' + _topic_nav(len(t["share"])) + '<h3 class="bars-title"></h3>'
+    panel = ('<div class="panel">' + _topic_nav(_numbers(t)) + '<h3 class="bars-title"></h3>'
              '<label class="slider">relevance λ = <span class="lambda-value">1.00</span> '
              '<input class="lambda" type="range" min="0" max="1" step="0.01" value="1">'
              '</label><svg class="bars" width="460" height="40"></svg>'
@@ -314,10 +363,17 @@ def _run_section(i: int, r: RunReport) -> str:
             f"{body}{tree}{diagnostics_section(r.diagnostics)}</section>")
 
 
-def _topic_nav(K: int) -> str:
+def _numbers(t: dict) -> list[int]:
+    """The number of each topic of a run's page, in the page's order: 1 to K, or an HDP run's
+    live topics (``ids``: slot + 1, largest first)."""
+    return list(t["ids"]) if "ids" in t else [topic_number(k) for k in range(len(t["share"]))]
+
+
+def _topic_nav(numbers: list[int]) -> str:
     """The selected topic's number (empty: no topic) with Previous and Next; the ← and →
-    keys do the same while the run's section has the focus (report.js)."""
-    first, last = topic_number(0), topic_number(K - 1)
+    keys do the same while the run's section has the focus (report.js). ``numbers``: the
+    topics' numbers in the page's order (Previous and Next follow it)."""
+    first, last = min(numbers), max(numbers)
     return ('<div class="topic-nav"><button type="button" class="topic-prev" '
             'aria-label="previous topic">◀ Previous</button> <label>topic '
             f'<input class="topic-number" type="number" min="{first}" max="{last}" step="1" '
@@ -378,7 +434,7 @@ def _size_legend(shares: list[float]) -> str:
 def _map(t: dict) -> str:
     size, pad = MAP_SIZE, 34
     xs, ys, shares = t["x"], t["y"], t["share"]
-    K = len(shares)
+    K, numbers = len(shares), _numbers(t)
     radius = [math.sqrt(_circle_scale() * s) for s in shares]
     span = max(max(xs) - min(xs), max(ys) - min(ys)) or 1.0
     scale = (size - 2 * pad) / span
@@ -396,22 +452,23 @@ def _map(t: dict) -> str:
     for k in order:
         svg.append(f'<circle class="topic" data-topic="{k}" tabindex="0" cx="{cx[k]:.1f}" '
                    f'cy="{cy[k]:.1f}" r="{_radius(shares[k]):.1f}"><title>topic '
-                   f'{topic_number(k)}: {100 * shares[k]:.1f}% of tokens, NPMI '
+                   f'{numbers[k]}: {100 * shares[k]:.1f}% of tokens, NPMI '
                    f'{t["npmi"][k]:.3f}</title></circle>')
-    for k, (x, y) in _label_positions(order, cx, cy, radius):
+    for k, (x, y) in _label_positions(order, cx, cy, radius, numbers):
         svg.append(f'<text class="topic-label" data-topic-label="{k}" x="{x:.1f}" '
-                   f'y="{y + 4:.1f}" text-anchor="middle">{topic_number(k)}</text>')
+                   f'y="{y + 4:.1f}" text-anchor="middle">{numbers[k]}</text>')
     svg.append("</svg>")
     return "".join(svg)
 
 
-def _label_positions(order: list[int], cx, cy, radius) -> list[tuple[int, tuple]]:
+def _label_positions(order: list[int], cx, cy, radius,
+                     numbers: list[int]) -> list[tuple[int, tuple]]:
     """Topic numbers (from 1) at the circle centres of rows ``order``, largest topics first,
     leaving out a label that would overlap one already placed (the circle's tooltip still
     names it)."""
     placed, boxes = [], []
     for k in order:
-        w, h = 7 * len(str(topic_number(k))) + 2, 12
+        w, h = 7 * len(str(numbers[k])) + 2, 12
         box = (cx[k] - w / 2, cy[k] - h / 2, cx[k] + w / 2, cy[k] + h / 2)
         if radius[k] < 5 or any(box[0] < b[2] and b[0] < box[2] and box[1] < b[3]
                                 and b[1] < box[3] for b in boxes):
@@ -422,7 +479,7 @@ def _label_positions(order: list[int], cx, cy, radius) -> list[tuple[int, tuple]
 
 
 def _npmi_chart(t: dict) -> str:
-    values = t["npmi"]
+    values, numbers = t["npmi"], _numbers(t)
     K = len(values)
     width, height, left, top, bottom = 900, 170, 44, 10, 30
     lo, hi = min(0.0, min(values)), max(0.0, max(values))
@@ -442,10 +499,10 @@ def _npmi_chart(t: dict) -> str:
         y0, y1 = sorted((zero, sy(v)))
         svg.append(f'<rect class="npmi-bar" data-topic="{k}" x="{x + 0.5:.1f}" y="{y0:.1f}" '
                    f'width="{max(step - 1, 1):.1f}" height="{max(y1 - y0, 0.5):.1f}">'
-                   f"<title>topic {topic_number(k)}: NPMI {v:.3f}</title></rect>")
+                   f"<title>topic {numbers[k]}: NPMI {v:.3f}</title></rect>")
         if k % label_every == 0:
             svg.append(f'<text class="tick" x="{x + step / 2:.1f}" y="{height - bottom + 14}" '
-                       f'text-anchor="middle">{topic_number(k)}</text>')
+                       f'text-anchor="middle">{numbers[k]}</text>')
     svg.append(f'<line class="axis" x1="{left}" x2="{width - 8}" y1="{zero:.1f}" '
                f'y2="{zero:.1f}"/><text class="axis-label" x="{(left + width) / 2}" '
                f'y="{height - 2}" text-anchor="middle">topic</text></svg>')

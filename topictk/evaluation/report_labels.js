@@ -31,26 +31,30 @@
     var docs = section.querySelector(".topic-docs");
     var K = run.labels.length;
 
-    function label(k) { return k in edits ? edits[k] : run.labels[k].text; }
-    function source(k) { return k in edits ? "edited here" : run.labels[k].source; }
+    // topic k of the page: its number, and the key of its edits (its model row, which an
+    // HDP run's live topic keeps while the page's order follows the topics' sizes)
+    function number(k) { return run.ids ? run.ids[k] : k + first; }
+    function key(k) { return number(k) - first; }
+    function label(k) { return key(k) in edits ? edits[key(k)] : run.labels[k].text; }
+    function source(k) { return key(k) in edits ? "edited here" : run.labels[k].source; }
 
     for (var k = 0; k < K; k++) body.appendChild(row(k));
 
     function row(k) {
       var tr = document.createElement("tr");
-      tr.appendChild(document.createElement("td")).textContent = String(k + first);
+      tr.appendChild(document.createElement("td")).textContent = String(number(k));
       var input = document.createElement("input");
       input.type = "text";
       input.className = "topic-label";
       input.setAttribute("data-topic-label", k);
-      input.setAttribute("aria-label", "label of topic " + (k + first));
+      input.setAttribute("aria-label", "label of topic " + number(k));
       input.value = label(k);
       var from = document.createElement("td");
       from.className = "label-source dim small";
       from.textContent = source(k);
       input.addEventListener("change", function () {
         var text = clean(input.value);
-        if (text === run.labels[k].text) delete edits[k]; else edits[k] = text;
+        if (text === run.labels[k].text) delete edits[key(k)]; else edits[key(k)] = text;
         input.value = label(k);
         from.textContent = source(k);
         store(run.label_key, edits);
@@ -65,7 +69,7 @@
       var lines = [run.labels_header];
       for (var k = 0; k < K; k++) {
         var text = clean(label(k));
-        if (text) lines.push((k + first) + "\t" + text);
+        if (text) lines.push(number(k) + "\t" + text);
       }
       var link = document.createElement("a");
       link.href = "data:text/tab-separated-values;charset=utf-8," +
@@ -90,7 +94,7 @@
         return;
       }
       var name = clean(label(k));
-      head.textContent = "Topic " + (k + first) + (name ? " · " + name : "") +
+      head.textContent = "Topic " + number(k) + (name ? " · " + name : "") +
         ": representative training documents";
       var note = docs.appendChild(document.createElement("p"));
       note.className = "dim small";

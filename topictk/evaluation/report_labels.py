@@ -8,6 +8,7 @@ import html
 from pathlib import Path
 
 from topictk.evaluation.labels import WRITTEN_BY, run_labels
+from topictk.numbering import FIRST_TOPIC
 from topictk.evaluation.topic_docs import (REPRESENTATIVE, representative_docs,
                                            run_suggestions, training_theta)
 
@@ -21,13 +22,13 @@ def add_labels_and_docs(report, loaded, labels_file: str | Path | None = None) -
     training = training_theta(loaded)
     suggested, how = run_suggestions(loaded, training)
     ids = loaded.store.document_ids("train")
-    K = len(report.topics["share"])
-    report.topics["suggested"] = [suggested.get(k) for k in range(K)]
+    rows = shown_rows(report.topics)
+    report.topics["suggested"] = [suggested.get(k) for k in rows]
     report.topics["label_how"] = how
     report.topics["label_key"] = "topictk-labels " + str(Path(loaded.run_dir).resolve())
     report.topics["labels_header"] = WRITTEN_BY
     report.topics["docs"] = [representative_docs(loaded.store, training, k, REPRESENTATIVE, ids)
-                             for k in range(K)]
+                             for k in rows]
     report.topics["docs_share"] = "θ_dk, " + training.theta_source
     report.topics["snippets"] = loaded.store.has_snippets
     relabel(report, loaded.config, labels_file)
@@ -38,11 +39,22 @@ def relabel(report, config, labels_file: str | Path | None = None) -> None:
     suggestion), the labels file being ``labels_file`` or the run's labels.tsv."""
     if report.topics is None or "suggested" not in report.topics:
         return
-    suggested = {k: s for k, s in enumerate(report.topics["suggested"]) if s}
-    labels = run_labels(report.path, config, len(report.topics["share"]), labels_file,
-                        suggested)
+    rows = shown_rows(report.topics)
+    suggested = {k: s for k, s in zip(rows, report.topics["suggested"]) if s}
+    labels = run_labels(report.path, config, max(len(report.topics["share"]),
+                                                 int(config.model.topics or 0)),
+                        labels_file, suggested)
     report.topics["labels"] = [{"text": label.text, "source": SOURCES[label.source]}
-                               if label else {"text": "", "source": ""} for label in labels]
+                               if label else {"text": "", "source": ""}
+                               for label in (labels[k] for k in rows)]
+
+
+def shown_rows(topics: dict) -> list[int]:
+    """The model's rows of the topics a run's page shows, in its order: every row, or an HDP
+    run's live topics (``ids``, their numbers)."""
+    if "ids" in topics:
+        return [number - FIRST_TOPIC for number in topics["ids"]]
+    return list(range(len(topics["share"])))
 
 
 def labels_markup(topics: dict) -> str:

@@ -3,11 +3,42 @@ each topic of ``topictk topics``, their lines in its text output, and the labels
 carries (``export_labels``)."""
 from __future__ import annotations
 
+from dataclasses import dataclass
 from pathlib import Path
+
+import numpy as np
 
 from topictk.errors import UsageError
 from topictk.evaluation.labels import run_labels
-from topictk.numbering import topic_row
+from topictk.numbering import topic_number, topic_row
+
+
+@dataclass
+class Listing:
+    """The topics a run shows when it shows not all of its rows (a hierarchical Dirichlet
+    process: its live topics, largest first): ``rows`` (0-based, in the order shown), and
+    ``weights`` by name, one value per shown topic."""
+
+    rows: np.ndarray
+    weights: dict[str, np.ndarray]
+
+    @property
+    def ids(self) -> list[int]:
+        """The shown topics' numbers (row + 1: stable whatever their order)."""
+        return [topic_number(k) for k in self.rows]
+
+
+def listing(run) -> Listing | None:
+    """What the loaded ``run`` (:class:`~topictk.evaluation.run.LoadedRun`) shows of its
+    topics (:meth:`~topictk.inference.base.Driver.listed_topics`); None: every row, in row
+    order."""
+    rows = run.driver.listed_topics(run.state)
+    if rows is None:
+        return None
+    rows = np.asarray(rows, dtype=np.int64)
+    weights = run.driver.topic_weights(run.state) or {}
+    return Listing(rows, {name: np.asarray(w, dtype=np.float64)[rows]
+                          for name, w in weights.items()})
 
 
 def annotator(run, *, labels_file: str | Path | None = None, docs: int = 0, fmt: str = "text"):
@@ -69,6 +100,10 @@ def export_labels(result, run, labels_file: str | Path | None = None):
     exports, and runs without labels, are left as they are."""
     K = int(run.topic_word().shape[0])
     labels = run_labels(run.run_dir, run.config, K, labels_file)
+    shown = listing(run)
+    if shown is not None:       # the columns and LDAvis topics are the shown topics
+        labels = [labels[k] for k in shown.rows]
+        K = len(labels)
     if not any(labels):
         return result
     texts = [label.text if label else None for label in labels]
