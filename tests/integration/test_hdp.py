@@ -78,6 +78,26 @@ def test_live_k_settles_near_the_planted_k(tmp_path, sampler):
     assert 5 <= np.count_nonzero(nk) <= 10, nk
 
 
+def test_a_binding_truncation_is_one_warning(tmp_path):
+    """Five planted topics in K_max = 4 slots: every slot fills, which one warning line names
+    (model.max_topics, the step, the live slots and a larger value); with K_max = 20 the
+    five topics leave most slots empty and nothing is said."""
+    planted = planted_corpus(4, n_topics=5, n_words=50, n_docs=300)
+    store = write_token_store(tmp_path / "store", planted.docs, 50,
+                              vocab=[f"w{i}" for i in range(50)])
+    said = {}
+    for k_max in (4, 20):
+        out = ok("train", "--config", write_config(
+            tmp_path, store, f"b{k_max}.yaml", output=str(tmp_path / f"b{k_max}"),
+            model={"family": "hdp", "max_topics": k_max, "beta": 0.1},
+            inference={"iterations": 150, "chunks": 1},
+            training={"seed": 4, "eval_every": 50}))
+        said[k_max] = [x for x in out.stderr.splitlines() if "binds" in x]
+    assert len(said[4]) == 1, said
+    assert "model.max_topics = 4 binds at step" in said[4][0] and "e.g. 8" in said[4][0]
+    assert said[20] == []
+
+
 def test_topics_lists_live_topics(tmp_path):
     """``topics`` lists the slots with tokens only, largest first under their slot numbers (a
     topic keeps its id from checkpoint to checkpoint), and no empty slot."""

@@ -21,6 +21,8 @@ order, so the numbers depend on neither threads nor where the run stopped.
 """
 from __future__ import annotations
 
+import logging
+
 import numpy as np
 
 from topictk import streams as keys
@@ -32,6 +34,8 @@ from topictk.inference.gibbs.mh import MHCounts
 from topictk.inference.gibbs.warp import WarpCounts
 from topictk.inference.seeds import setting
 from topictk.state.hdp import HDPState, HDPWarpState
+
+log = logging.getLogger("topictk")
 
 #: Gamma (shape, rate) priors of the concentrations: Teh et al. (2006) §7.1, alpha_0 ~
 #: Gamma(1, 1) and gamma ~ Gamma(1, 0.1)
@@ -45,6 +49,10 @@ INITIAL_TOPICS = 1
 #: the smallest weight of a topic slot: a Dirichlet draw with shapes gamma / K_max far below 1
 #: underflows to 0, and a zero prior would shut the slot for good (and make ln Gamma(0))
 PI_FLOOR = 1e-250
+#: live topics in this share of the K_max slots or more: the truncation binds (the weak limit
+#: approximates the HDP while K_max is well above the topics the data ask for, Fox et al.
+#: 2011), which a warning says once per run
+BINDING_SHARE = 0.9
 #: documents per block of the table draw (bounds its temporaries at a block's tokens)
 CRT_BLOCK = 4096
 
@@ -166,6 +174,7 @@ class HDPChain:
         self.gamma_start = float(setting(model, "gamma", GAMMA_START))
         self.initial_topics = min(int(setting(model, "initial_topics", INITIAL_TOPICS)),
                                   self.layout.n_topics)
+        self._warned_binding = False
 
     def state_class(self, base: type) -> type:
         return HDPState
@@ -239,8 +248,15 @@ class HDPChain:
 
     def metrics(self, state) -> dict:
         """What a metrics line records of the chain: live K (topics with tokens), alpha_0,
-        gamma."""
-        return {"live_k": int(np.count_nonzero(state.nk)),
+        gamma. Live K in BINDING_SHARE of the slots or more is a warning, once per run."""
+        live, K = int(np.count_nonzero(state.nk)), self.layout.n_topics
+        if live >= BINDING_SHARE * K and not self._warned_binding:
+            self._warned_binding = True
+            log.warning("model.max_topics = %d binds at step %d: %d of its %d slots hold "
+                        "tokens, so the data may ask for more topics than the truncation "
+                        "allows; train again with a larger model.max_topics (e.g. %d)",
+                        K, state.step, live, K, 2 * K)
+        return {"live_k": live,
                 "alpha": round(float(state.concentration), 6),
                 "gamma": round(float(state.gamma), 6)}
 
