@@ -206,3 +206,28 @@ def test_report_page_numbers_live_topics_in_the_browser(hdp, browser, tmp_path):
     assert numbers == [n for n in ids if n in numbers]
     assert errors == []
     page.close()
+
+
+def test_k_panel_scores_the_live_topics(hdp, example_store, tmp_path):
+    """Two HDP runs of different K_max make a K panel; each run's inverted RBO is that of its
+    live topics' top words (an empty slot's 'top words' are its words in id order)."""
+    from topictk.evaluation.coherence import top_words
+    from topictk.evaluation.kpanel import inverted_rbo
+
+    other = tmp_path / "h40"
+    ok("train", "--config", write_config(
+        tmp_path, example_store, "h40.yaml", output=str(other),
+        model={"family": "hdp", "topics": None, "max_topics": 40, "alpha": 1.0},
+        inference={"iterations": 20, "burn_in": 10, "thin": 10},
+        training={"eval_every": 10, "checkpoint_every": 10}), "-q")
+    ok("report", hdp["run"], other, "--out", tmp_path / "r.html")
+    page = (tmp_path / "r.html").read_text()
+    match = re.search(r'<script type="application/json" id="k-panel-data">(.*?)</script>',
+                      page, re.DOTALL)
+    panel = json.loads(match.group(1))
+    assert sorted(panel["x_values"]) == [40, hdp["arrays"]["nk"].size]
+    for path, entry in zip((hdp["run"], other), panel["runs"]):
+        run = topictk.load_run(path)
+        n = run.config.evaluation.coherence_top
+        expected = inverted_rbo(top_words(run.topic_word(), n))
+        assert entry["scores"]["inverted_rbo"] == pytest.approx(expected)

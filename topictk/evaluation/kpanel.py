@@ -185,7 +185,12 @@ def swept_keys(runs: Sequence[RunRef]) -> tuple[str | None, list[str]]:
     if not numeric:
         return None, differing
     x = TOPICS_KEY if TOPICS_KEY in numeric else numeric[0]
-    return x, [k for k in differing if k != x]
+    return x, [k for k in differing if k != x and SAME_AS.get(k) != x]
+
+
+#: keys a config resolves into another: an HDP run's model.topics is its model.max_topics,
+#: so runs that differ in both are one sweep of K (K_max), not one series per K_max
+SAME_AS = {"model.max_topics": TOPICS_KEY}
 
 
 @dataclass
