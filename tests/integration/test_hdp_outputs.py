@@ -231,3 +231,21 @@ def test_k_panel_scores_the_live_topics(hdp, example_store, tmp_path):
         n = run.config.evaluation.coherence_top
         expected = inverted_rbo(top_words(run.topic_word(), n))
         assert entry["scores"]["inverted_rbo"] == pytest.approx(expected)
+
+
+def test_a_checkpoint_lists_its_own_live_topics_and_documents_follow_their_topic(hdp):
+    """``--checkpoint 10`` lists the live slots of that checkpoint, largest first, under the
+    same numbering (slot + 1); ``--docs`` gives each listed topic its own documents (the
+    largest n_dk of its slot first)."""
+    _, early = model_arrays(hdp["run"], "checkpoints/step-00000010.npz")
+    live = np.flatnonzero(early["nk"])
+    live = live[np.argsort(-early["nk"][live], kind="stable")]
+    listed = json.loads(ok("topics", hdp["run"], "--checkpoint", "10", "--format",
+                           "json").stdout)["topics"]
+    assert [t["topic"] for t in listed] == [topic_number(k) for k in live]
+    listed = json.loads(ok("topics", hdp["run"], "--docs", "1", "--format",
+                           "json").stdout)["topics"]
+    ndk = hdp["arrays"]["ndk"]
+    for t, k in zip(listed[:5], hdp["live"]):
+        share = (ndk[:, k] + 0.0) / np.maximum(ndk.sum(axis=1), 1)
+        assert t["docs"][0]["index"] in np.flatnonzero(share >= share.max() - 0.05)
