@@ -152,3 +152,32 @@ def test_two_dask_workers_give_the_one_machine_chain(tmp_path, example_store):
     here = json.loads(ok("evaluate", runs[0], "--json").stdout)
     there = json.loads(ok("evaluate", runs[0], "--json", "--dask-workers", "2").stdout)
     assert here == there
+
+
+@pytest.mark.parametrize("method, failing_call", [("sweep", 7), ("gather", 5)])
+def test_a_lost_worker_changes_nothing(tmp_path, example_store, monkeypatch, method,
+                                       failing_call):
+    """A worker reported lost in sweep 7, or while z and n_dk are brought back for the global
+    draws after sweep 5 (the sweep is redone, then the draws are made once): the run is the
+    one-machine run."""
+    pytest.importorskip("distributed")
+    from topictk.inference import cluster
+    from topictk.inference.gibbs import shards as gibbs_shards
+    sections = {"inference": {"iterations": 12, "burn_in": 6, "thin": 3, "chunks": 3},
+                "training": {"eval_every": 6, "checkpoint_every": 6}}
+    ok("train", "--config", _config(tmp_path, example_store, "here", **sections), "-q")
+    original = getattr(gibbs_shards.ShardedGibbs, method)
+    calls = {"n": 0}
+
+    def flaky(self, *args, **kwargs):
+        if method == "sweep" or self.stale:
+            calls["n"] += 1
+            if calls["n"] == failing_call:
+                raise cluster.WorkerLost("a Dask worker was lost (simulated)")
+        return original(self, *args, **kwargs)
+
+    monkeypatch.setattr(gibbs_shards.ShardedGibbs, method, flaky)
+    ok("train", "--config", _config(tmp_path, example_store, "there", **sections),
+       "--dask-workers", "2", "-q")
+    assert calls["n"] > failing_call
+    assert_same_run(tmp_path / "here", tmp_path / "there", same_samples=True)
