@@ -98,3 +98,16 @@ def test_refusals(hdp_run, example_store, tmp_path):
     (tmp_path / "x" / "mine.txt").write_text("keep")
     assert "--force" in fails(2, "convert", hdp_run, "--out", tmp_path / "x")
     assert (tmp_path / "x" / "mine.txt").read_text() == "keep"
+
+
+def test_force_replaces_a_converted_run_with_its_labels_only(hdp_run, tmp_path):
+    """--force replaces a converted run, labels.tsv topictk wrote included; a labels.tsv
+    written by hand (without topictk's first line) is the user's and is refused, kept."""
+    out = tmp_path / "l"
+    ok("convert", hdp_run, "--out", out, "--set", "inference.iterations=1", "-q")
+    assert (out / "labels.tsv").is_file()
+    ok("convert", hdp_run, "--out", out, "--set", "inference.iterations=2", "--force", "-q")
+    assert json.loads((out / "metrics.jsonl").read_text().splitlines()[-1])["step"] == 22
+    (out / "labels.tsv").write_text("1\tmine\n")
+    assert "labels.tsv" in fails(2, "convert", hdp_run, "--out", out, "--force")
+    assert (out / "labels.tsv").read_text() == "1\tmine\n"

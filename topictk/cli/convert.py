@@ -8,7 +8,8 @@ import click
 
 from topictk.cli.options import quiet_option
 from topictk.cli.train import _report
-from topictk.evaluation.labels import LABELS_FILE, format_labels, labels_path, read_labels
+from topictk.evaluation.labels import (LABELS_FILE, format_labels, labels_path, read_labels,
+                                       written_by_topictk)
 from topictk.training.convert import TARGETS, convert_run
 
 
@@ -40,5 +41,10 @@ def convert(run_dir, target, out, overrides, force, quiet):
         kept = {j: found[int(k)] for j, k in enumerate(live) if int(k) in found}
         return {LABELS_FILE: format_labels(kept)} if kept else {}
 
+    def ours(path: Path) -> bool:
+        """A labels file topictk wrote (carried over, or by 'topictk labels')."""
+        return path.name == LABELS_FILE and path.parent == Path(out).resolve() and \
+            written_by_topictk(path)
+
     _report(convert_run(run_dir, out, target, list(overrides), force=force, quiet=quiet,
-                        extra_files=carried_labels), str(Path(out)))
+                        extra_files=carried_labels, ours=ours), str(Path(out)))

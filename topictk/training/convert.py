@@ -59,11 +59,13 @@ def live_topics(nk: np.ndarray) -> np.ndarray:
 
 def convert_run(run: str, out: str | None, to: str = "lda", overrides: list[str] = (), *,
                 force: bool = False, quiet: bool = False,
-                extra_files: Callable[[np.ndarray, int], dict[str, str]] | None = None
-                ) -> TrainResult:
+                extra_files: Callable[[np.ndarray, int], dict[str, str]] | None = None,
+                ours: Callable[[Path], bool] | None = None) -> TrainResult:
     """Write NEWRUN ``out``, RUN ``run`` (an HDP run) converted to ``to``, and train it.
     ``extra_files`` is given the kept slots (0-based, in the new topics' order) and RUN's
-    K_max, and returns more files of NEWRUN (name -> text: the carried-over labels)."""
+    K_max, and returns more files of NEWRUN (name -> text: the carried-over labels); ``ours``
+    says which other files of an existing NEWRUN topictk wrote (its labels file), which
+    ``force`` replaces with the run."""
     if to not in TARGETS:
         raise UsageError(f"--to {to}: convert makes {', '.join(TARGETS)} runs only")
     if not out:
@@ -84,7 +86,8 @@ def convert_run(run: str, out: str | None, to: str = "lda", overrides: list[str]
                          f"takes a run of model.family hdp (a fixed-K run needs no "
                          f"conversion: go on with 'topictk train --resume')")
     check_store_present(run_dir, old_config.corpus)
-    _check_output(out_dir, force, [run_dir.resolve(), Path(old_config.corpus).resolve()], out)
+    _check_output(out_dir, force, [run_dir.resolve(), Path(old_config.corpus).resolve()], out,
+                  ours)
     path, header, arrays = _latest_state(run_dir)
     store = CorpusStore.open(old_config.corpus)
     check_compatible(header, old_config, store, path)

@@ -23,6 +23,7 @@ import logging
 import os
 import shutil
 import tempfile
+from collections.abc import Callable
 from pathlib import Path
 
 import yaml
@@ -194,10 +195,12 @@ def _latest_state(run_dir: Path) -> tuple[Path, dict, dict]:
     return max(loaded, key=lambda item: int(item[1]["state"]["step"]))
 
 
-def _check_output(out_dir: Path, force: bool, inputs: list[Path], shown: str) -> None:
+def _check_output(out_dir: Path, force: bool, inputs: list[Path], shown: str,
+                  ours: Callable[[Path], bool] | None = None) -> None:
     """NEWRUN must be none of the inputs, neither inside one nor holding one; an existing
     NEWRUN is replaced only with ``force``, and only when it is a run or empty, holding
-    nothing training did not write. ``shown``: NEWRUN as typed, for the messages."""
+    nothing training did not write (or ``ours`` says topictk wrote: a labels file). ``shown``:
+    NEWRUN as typed, for the messages."""
     for source in inputs:
         if out_dir == source or source in out_dir.parents or out_dir in source.parents:
             raise UsageError(f"--out {shown}: is, holds or is inside the input {source}, "
@@ -213,16 +216,16 @@ def _check_output(out_dir: Path, force: bool, inputs: list[Path], shown: str) ->
     if not out_dir.is_dir() or not (is_run(out_dir) or is_empty_for_run(out_dir)):
         raise UsageError(f"--out {shown}: holds files that are not a topictk run; choose "
                          f"another --out (--force replaces runs only)")
-    foreign = _foreign_file(out_dir)
+    foreign = _foreign_file(out_dir, ours)
     if foreign is not None:
         raise UsageError(f"--out {shown}: holds {foreign}, which topictk did not write and "
                          f"--force replaces the folder whole; move it out or choose another "
                          f"--out")
 
 
-def _foreign_file(out_dir: Path) -> str | None:
+def _foreign_file(out_dir: Path, ours: Callable[[Path], bool] | None = None) -> str | None:
     """The first file of the run ``out_dir`` that training did not write (its files, its
-    union store, topictk's leftovers), or None."""
+    union store, topictk's leftovers) and ``ours`` does not say topictk wrote, or None."""
     written = set(run_files(out_dir))
     for path in sorted(out_dir.rglob("*")):
         name = path.relative_to(out_dir).as_posix()
@@ -231,6 +234,8 @@ def _foreign_file(out_dir: Path) -> str | None:
                 path.name) or top == LOCK_FILE or top.startswith(".replaced-"):
             continue
         if top == CORPUS_FOLDER and is_store_folder(out_dir / CORPUS_FOLDER):
+            continue
+        if ours is not None and ours(path):
             continue
         return name
     return None
