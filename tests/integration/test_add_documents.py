@@ -15,6 +15,7 @@ from tests.fixtures import cut_back_run
 from tests.integration._cli import (EXAMPLE, assert_same_run, fails, metrics, model_arrays,
                                     ok, snapshot)
 from topictk.corpus.store import CorpusStore, verify_store
+from topictk.inference.registry import get_driver
 from topictk.rundir.checkpoint import load_arrays
 
 # the example corpus: its first 270 lines are the run's documents, the other 71 the added
@@ -27,6 +28,8 @@ FAMILIES = {
     "gibbs-mh": {"algorithm": "gibbs", "sampler": "mh", "chunks": 2, "mh_rebuild": 3},
     "gibbs-warp": {"algorithm": "gibbs", "sampler": "warp", "chunks": 2},
     "vb": {"algorithm": "vb", "chunks": 2},
+    # topics without a prior: the new words are dropped (tol 0: every EM iteration runs)
+    "vb-unsmoothed": {"algorithm": "vb", "smoothed": False, "chunks": 2, "tol": 0},
     "cvb": {"algorithm": "cvb", "chunks": 2},
     "cvb0": {"algorithm": "cvb0", "chunks": 2},
     "ovb": {"algorithm": "ovb", "batch_size": 32, "chunks": 2},
@@ -46,16 +49,23 @@ FAMILIES = {
 }
 # the families that save posterior samples (compared file by file)
 SAMPLED = {"gibbs-sparse", "sgrld"}
+# the families whose topics have no prior to give a new word
+NO_PRIOR = ("vb-unsmoothed",)
+# a line of words no other document has, all new to the run's vocabulary
+NOVEL_LINE = "zorblat quenvix zorblat"
 
 
 @pytest.fixture(scope="module")
 def stores(tmp_path_factory) -> dict[str, Path]:
-    """The run's store (a test split), the added store (no test split), and one of the added
-    documents prepared with another --min-length."""
+    """The run's store (a test split), the added store (no test split), one of the added
+    documents prepared with another --min-length, and one whose last document has only new
+    words and whose documents keep held-out tokens (Protocol B)."""
     folder = tmp_path_factory.mktemp("add")
     lines = EXAMPLE.read_text(encoding="utf-8").splitlines(keepends=True)
     (folder / "old.txt").write_text("".join(lines[:BASE_LINES]), encoding="utf-8")
     (folder / "new.txt").write_text("".join(lines[BASE_LINES:]), encoding="utf-8")
+    (folder / "novel.txt").write_text("".join(lines[BASE_LINES:]) + NOVEL_LINE + "\n",
+                                      encoding="utf-8")
     ok("prepare", folder / "old.txt", "--out", folder / "base")
     ok("prepare", folder / "new.txt", "--out", folder / "added", "--test-docs", "0")
     ok("prepare", folder / "new.txt", "--out", folder / "added-min2", "--test-docs", "0",
@@ -63,9 +73,11 @@ def stores(tmp_path_factory) -> dict[str, Path]:
     ok("prepare", folder / "new.txt", "--out", folder / "added-test")
     ok("prepare", folder / "new.txt", "--out", folder / "added-case", "--test-docs", "0",
        "--case", "keep")
+    ok("prepare", folder / "novel.txt", "--out", folder / "added-novel", "--test-docs", "0",
+       "--heldout-train-fraction", "0.2")
     return {"folder": folder, "base": folder / "base", "added": folder / "added",
             "added-min2": folder / "added-min2", "added-test": folder / "added-test",
-            "added-case": folder / "added-case"}
+            "added-case": folder / "added-case", "added-novel": folder / "added-novel"}
 
 
 def write_run_config(folder: Path, store: Path, inference: dict, name: str = "run",
@@ -129,6 +141,9 @@ def test_the_union_store_keeps_the_old_ids_and_test_split(stores, gibbs_run, tmp
     assert origin["step"] == 30 and origin["corpus_id"] == union.corpus_id
     assert origin["run_corpus_id"] == base.corpus_id
     assert origin["added_corpus_id"] == added.corpus_id
+    assert origin["new_words"] == {"words": facts["new_words"],
+                                   "tokens": facts["new_word_tokens"], "dropped": False}
+    assert not facts["new_words_dropped"]
 
 
 def test_run_and_stores_are_only_read_and_a_moved_run_evaluates(stores, gibbs_run, tmp_path):
@@ -184,10 +199,24 @@ def test_a_continued_run_is_deterministic_resumable_and_thread_free(family, stor
         assert np.array_equal(start["pi"], old["pi"])
         for key in ("concentration", "gamma"):
             assert start_header["state"][key] == old_header["state"][key]
-    if "lam" in old:
+    if family in NO_PRIOR:      # the topics kept whole: the union has no new words
+        topics = "phi" if "phi" in old else "lam"
+        assert union.n_words == old[topics].shape[0]
+        assert np.array_equal(start[topics], old[topics])
+    elif "lam" in old:
         V = old["lam"].shape[0]
         assert np.array_equal(start["lam"][:V], old["lam"])
         assert np.all(start["lam"][V:] == 0.01)         # the new words' rows: the prior
+        assert start["lam"].shape[0] == union.n_words > V
+    if "gamma" in old:          # vb, pem: the old documents' gamma kept, the added at a start
+        D = old["gamma"].shape[-2]
+        lengths = np.diff(union.train().doc_ptr)[D:].astype(float)
+        cold = old["alpha"] + (lengths / 5)[:, None]
+        assert start["gamma"].shape[-2] == union.train().n_docs > D
+        assert np.array_equal(start["gamma"][..., :D, :], old["gamma"])
+        assert np.array_equal(start["alpha"], old["alpha"])
+        if old["gamma"].ndim == 2:
+            assert np.allclose(start["gamma"][D:], cold)
     if "mu" in old:
         assert np.array_equal(start["mu"][:old["mu"].shape[0]], old["mu"])
     if "phi_hat" in old:        # SGRLD: the new words' rows at beta; samples after RUN's step
@@ -252,19 +281,18 @@ def test_adding_the_held_back_documents_scores_as_a_fresh_run(stores, tmp_path):
     assert continued["perplexity"] < before["perplexity"], (continued, before)
 
 
-def test_what_cannot_be_continued_is_refused_in_one_line(stores, gibbs_run, tmp_path):
+def test_what_cannot_be_continued_is_refused_in_one_line(stores, gibbs_run, tmp_path,
+                                                         monkeypatch):
     added = stores["added"]
-    ok("train", "--config", write_run_config(tmp_path, stores["base"], {"algorithm": "pem"},
-                                             name="pem", iterations=3), "-q")
-    assert fails(2, *continue_args(tmp_path / "pem", added, tmp_path / "x")) == (
-        "inference.algorithm pem with model.family lda cannot add documents to a trained run "
-        "(topictk algorithms lists those that can); train a new run on a store with all the "
-        "documents")
-    ok("train", "--config", write_run_config(tmp_path, stores["base"], {
-        "algorithm": "vb", "smoothed": False}, name="vb", iterations=3), "-q")
-    assert "inference.smoothed: false" in fails(2, *continue_args(tmp_path / "vb", added,
-                                                                  tmp_path / "x"))
-    assert not list(tmp_path.glob(".x.*"))     # the half-made run is removed
+    # every algorithm adds documents now: a driver whose traits list no family is refused
+    gibbs = get_driver("gibbs")
+    with monkeypatch.context() as patch:
+        patch.setattr(gibbs, "traits", gibbs.traits.but(add_documents=()))
+        assert fails(2, *continue_args(gibbs_run, added, tmp_path / "x")) == (
+            "inference.algorithm gibbs with model.family lda cannot add documents to a trained "
+            "run (topictk algorithms lists those that can); train a new run on a store with all "
+            "the documents")
+    assert not list(tmp_path.glob(".x.*"))     # no half-made run is left
     message = fails(2, *continue_args(gibbs_run, stores["added-min2"], tmp_path / "x"))
     assert "options.min_length = 2" in message and "with 3" in message
     message = fails(2, *continue_args(gibbs_run, stores["added-case"], tmp_path / "x"))
@@ -335,6 +363,64 @@ def test_the_training_documents_held_out_tokens_join_the_union(stores, tmp_path)
     assert np.array_equal(both.indptr[:D + 1], old.indptr)
     assert np.array_equal(both.indices, old.indices) and np.array_equal(both.counts, old.counts)
     assert np.all(both.indptr[D:] == old.indptr[-1])
+    result = json.loads(ok("evaluate", tmp_path / "new", "--json").stdout)
+    assert np.isfinite(result["perplexity"])
+
+
+@pytest.mark.parametrize("family", NO_PRIOR)
+def test_topics_without_a_prior_drop_the_new_words_and_report_them(family, stores, tmp_path):
+    """Unsmoothed vb: the union keeps RUN's vocabulary alone; the added documents'
+    tokens (and held-out tokens) of new words are dropped, a document of new words only stays
+    empty, and the dropped words and tokens are counted in one log line, the union's manifest
+    and the marker; the continued run evaluates."""
+    ok("train", "--config", write_run_config(tmp_path, stores["base"], FAMILIES[family],
+                                             iterations=5), "-q")
+    novel = stores["added-novel"]
+    out = ok("train", "--continue", tmp_path / "run", "--add", novel, "--out", tmp_path / "new",
+             "--set", "inference.iterations=3")
+    base, added = CorpusStore.open(stores["base"]), CorpusStore.open(novel)
+    union = CorpusStore.open(tmp_path / "new" / "corpus")
+    verify_store(union.path)
+    assert union.vocab == base.vocab
+    known = set(base.vocab)
+    new_words = [w for w in added.vocab if w not in known]
+    assert {"zorblat", "quenvix"} <= set(new_words)
+    # the added documents in order, each with its tokens of known words, in order
+    old, new, both = base.train(), added.train(), union.train()
+    assert both.n_docs == old.n_docs + new.n_docs
+    for d in range(new.n_docs):
+        kept = [added.vocab[w] for w in new.words[new.doc_ptr[d]:new.doc_ptr[d + 1]]
+                if added.vocab[w] in known]
+        row = both.words[both.doc_ptr[old.n_docs + d]:both.doc_ptr[old.n_docs + d + 1]]
+        assert [union.vocab[w] for w in row] == kept, d
+    assert both.doc_ptr[-1] == both.doc_ptr[-2]         # the novel line: an empty document
+    assert union.document_ids("train") == base.document_ids("train") + added.document_ids(
+        "train")
+    dropped = sum(added.vocab[w] not in known for w in new.words)
+    assert dropped >= 3
+    # the added documents' held-out tokens of known words join the union, the others not
+    held_new, held_both = added.train_heldout(), union.train_heldout()
+    assert any(added.vocab[w] not in known for w in held_new.indices)
+    for d in range(new.n_docs):
+        entries = slice(held_new.indptr[d], held_new.indptr[d + 1])
+        expected = sorted((added.vocab[w], int(c)) for w, c in zip(
+            held_new.indices[entries], held_new.counts[entries]) if added.vocab[w] in known)
+        entries = slice(held_both.indptr[old.n_docs + d], held_both.indptr[old.n_docs + d + 1])
+        got = sorted((union.vocab[w], int(c)) for w, c in zip(held_both.indices[entries],
+                                                               held_both.counts[entries]))
+        assert got == expected, d
+    facts = union.manifest["union"]
+    assert (facts["new_words"], facts["new_word_tokens"]) == (len(new_words), dropped)
+    assert facts["new_words_dropped"] and facts["added_tokens"] == new.n_tokens - dropped
+    origin = json.loads((tmp_path / "new" / "topictk-run.json").read_text())["continued_from"]
+    assert origin["new_words"] == {"words": len(new_words), "tokens": dropped, "dropped": True}
+    lines = [line for line in out.stderr.splitlines() if "new words" in line]
+    assert len(lines) == 1, out.stderr
+    assert (f"{len(new_words)} new words with {dropped} tokens dropped from the added "
+            f"documents") in lines[0]
+    header, arrays = model_arrays(tmp_path / "new")
+    assert header["state"]["step"] == 8 and header["vocabulary"] == base.n_words
+    assert np.isfinite(arrays["gamma"]).all()
     result = json.loads(ok("evaluate", tmp_path / "new", "--json").stdout)
     assert np.isfinite(result["perplexity"])
 

@@ -9,6 +9,12 @@ lacks, in the added store's order. Nothing in either store is changed. The union
 records its base's held-out id (:func:`heldout_id`): runs of the two stores are scored on the
 same held-out tokens, and ``compare``, ``plot`` and ``report`` rank them together.
 
+A run whose topics have no prior to give a new word (particle EM, unsmoothed VB) takes a union
+*without new words*: its vocabulary is the base's alone, and the added documents' tokens (and
+held-out tokens) of words the base lacks are dropped; a document left empty stays, empty, so
+that the added documents keep their ids, metadata and snippets. The manifest's ``union``
+section counts the dropped words and tokens as it counts added ones (``new_words_dropped``).
+
 Document features (``prepare --meta``) of the added documents are their metadata encoded as
 the base encodes its own, never the added store's own encoding (whose means, deviations and
 categories are those of the added documents).
@@ -37,8 +43,9 @@ PREPROCESSING_OPTIONS = ("min_length", "stopwords")
 
 @dataclass(frozen=True)
 class UnionFacts:
-    """What the union added: documents, tokens, words new to the base's vocabulary and their
-    tokens (counted in the added store's training documents)."""
+    """What the union added: documents, tokens (those the union holds), words new to the
+    base's vocabulary and their tokens (counted in the added store's training documents), and
+    whether those words were dropped (their tokens with them) rather than added."""
 
     base_documents: int
     base_tokens: int
@@ -47,11 +54,14 @@ class UnionFacts:
     added_tokens: int
     new_words: int
     new_word_tokens: int
+    new_words_dropped: bool = False
 
     @classmethod
     def of_manifest(cls, manifest: dict) -> "UnionFacts":
         union = manifest["union"]
-        return cls(**{key: int(union[key]) for key in cls.__dataclass_fields__})
+        counts = {key: int(union[key]) for key in cls.__dataclass_fields__
+                  if key != "new_words_dropped"}
+        return cls(**counts, new_words_dropped=bool(union.get("new_words_dropped", False)))
 
 
 def heldout_id(manifest: dict) -> str | None:
@@ -110,28 +120,49 @@ def added_features(base: CorpusStore, added: CorpusStore) -> np.ndarray:
     return X
 
 
-def union_vocabulary(base: list[str], added: list[str]) -> tuple[list[str], np.ndarray]:
+def union_vocabulary(base: list[str], added: list[str],
+                     new_words: bool = True) -> tuple[list[str], np.ndarray]:
     """The union's vocabulary (the base's words, then the added store's new words in its
-    order) and (V_added,) int32: the union id of every word id of the added store."""
+    order; without ``new_words``, the base's alone) and (V_added,) int32: the union id of
+    every word id of the added store, -1 for a word dropped."""
     ids = {word: i for i, word in enumerate(base)}
     vocab = list(base)
     remap = np.empty(len(added), dtype=np.int32)
     for j, word in enumerate(added):
         if word not in ids:
+            if not new_words:
+                remap[j] = -1
+                continue
             ids[word] = len(vocab)
             vocab.append(word)
         remap[j] = ids[word]
     return vocab, remap
 
 
+def kept_tokens(doc_ptr: np.ndarray, words: np.ndarray,
+                remap: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Representation T of documents with every word id mapped by ``remap`` and the tokens of
+    the words it drops (-1) left out, each document keeping its place: (doc_ptr, words)."""
+    mapped = remap[np.asarray(words)]
+    keep = mapped >= 0
+    ptr = np.asarray(doc_ptr, dtype=np.int64)
+    kept_before = np.concatenate([[0], np.cumsum(keep, dtype=np.int64)])
+    return kept_before[ptr], mapped[keep]
+
+
 def remap_csr(indptr: np.ndarray, indices: np.ndarray, counts: np.ndarray, remap: np.ndarray,
               n_words: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """CSR rows with every word id mapped by ``remap``, sorted ascending again in each row."""
-    rows = np.repeat(np.arange(indptr.size - 1, dtype=np.int64), np.diff(indptr))
+    """CSR rows with every word id mapped by ``remap``, sorted ascending again in each row;
+    the entries of words it drops (-1) are left out."""
+    n_rows = indptr.size - 1
+    rows = np.repeat(np.arange(n_rows, dtype=np.int64), np.diff(indptr))
     words = remap[np.asarray(indices)].astype(np.int64)
+    keep = words >= 0
+    rows, words, counts = rows[keep], words[keep], np.asarray(counts, dtype=np.int32)[keep]
     order = np.argsort(rows * n_words + words, kind="stable")
-    return (np.asarray(indptr, dtype=np.int64), words[order].astype(np.int32),
-            np.asarray(counts, dtype=np.int32)[order])
+    new_ptr = np.zeros(n_rows + 1, dtype=np.int64)
+    np.cumsum(np.bincount(rows, minlength=n_rows), out=new_ptr[1:])
+    return new_ptr, words[order].astype(np.int32), counts[order]
 
 
 def _stack_ptr(first: np.ndarray, second: np.ndarray) -> np.ndarray:
@@ -158,10 +189,10 @@ def union_arrays(base: CorpusStore, added: CorpusStore,
     """The union's arrays (module docstring)."""
     arrays: dict[str, np.ndarray] = {}
     old, new = base.train(), added.train()
-    new_words = remap[np.asarray(new.words)]
-    arrays["train_doc_ptr"] = _stack_ptr(old.doc_ptr, new.doc_ptr)
+    new_ptr, new_words = kept_tokens(new.doc_ptr, new.words, remap)
+    arrays["train_doc_ptr"] = _stack_ptr(old.doc_ptr, new_ptr)
     arrays["train_words"] = np.concatenate([np.asarray(old.words), new_words])
-    new_csr = ptr_to_csr(np.asarray(new.doc_ptr, dtype=np.int64), new_words, n_words)
+    new_csr = ptr_to_csr(new_ptr, new_words, n_words)
     (arrays["train_indptr"], arrays["train_indices"],
      arrays["train_counts"]) = _stack_csr(_csr(old), new_csr)
     for name in base.manifest["arrays"]:
@@ -192,16 +223,18 @@ def _metadata(base: CorpusStore, added: CorpusStore) -> list[dict] | None:
     return ((old or [{}] * base.train().n_docs) + (new or [{}] * added.train().n_docs))
 
 
-def write_union_store(base: CorpusStore, added: CorpusStore, out: Path) -> dict:
+def write_union_store(base: CorpusStore, added: CorpusStore, out: Path, *,
+                      new_words: bool = True) -> dict:
     """Write the union of ``base`` and ``added`` to ``out`` (a new folder); returns its
-    manifest, whose ``union`` section records both stores and :class:`UnionFacts`."""
+    manifest, whose ``union`` section records both stores and :class:`UnionFacts`. Without
+    ``new_words`` the words the base lacks are dropped with their tokens (module docstring)."""
     check_added(base, added)
     base.verify()
     added.verify()
-    vocab, remap = union_vocabulary(base.vocab, added.vocab)
+    vocab, remap = union_vocabulary(base.vocab, added.vocab, new_words)
     arrays = union_arrays(base, added, remap, len(vocab))
     old, new = base.train(), added.train()
-    fresh = remap >= len(base.vocab)
+    fresh = (remap >= len(base.vocab)) | (remap < 0)
     new_word_tokens = int(np.bincount(np.asarray(new.words), minlength=fresh.size)[fresh].sum())
     manifest = {key: value for key, value in base.manifest.items()
                 if key not in ("arrays", "corpus_id", "format", "format_version")}
@@ -219,8 +252,9 @@ def write_union_store(base: CorpusStore, added: CorpusStore, out: Path) -> dict:
         "added": {"path": str(added.path), "corpus_id": added.corpus_id},
         "base_documents": old.n_docs, "base_tokens": old.n_tokens,
         "base_words": len(base.vocab), "added_documents": new.n_docs,
-        "added_tokens": new.n_tokens, "new_words": int(fresh.sum()),
-        "new_word_tokens": new_word_tokens}
+        "added_tokens": int(arrays["train_words"].size) - old.n_tokens,
+        "new_words": int(fresh.sum()), "new_word_tokens": new_word_tokens,
+        "new_words_dropped": not new_words}
     if base.has_snippets and not added.has_snippets:
         manifest.pop("snippets", None)
     return write_store(out, arrays, vocab, manifest,

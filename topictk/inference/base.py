@@ -559,6 +559,14 @@ class Driver(ABC):
         Only drivers whose traits list the model family in ``add_documents`` override it."""
         raise cannot_add_documents(self.name, getattr(self.config.model, "family", "lda"))
 
+    @classmethod
+    def takes_new_words(cls, config: Any) -> bool:
+        """Whether a run of ``config`` continued with added documents gives the words new to
+        its vocabulary their prior (True, the default), or, its topics having no prior (a
+        point estimate of phi), has them dropped from the added documents with their tokens,
+        which ``train`` reports (:mod:`topictk.corpus.union`)."""
+        return True
+
     def continued_settings(self, state: Any) -> dict[str, Any]:
         """Settings (dotted keys) that a run continued from this one's ``state`` with added
         documents is given: those kept as this run resolved them, where resolving them on the

@@ -11,7 +11,9 @@ leaves no half-made run (and a run replaced with ``--force`` intact):
 * ``checkpoints/step-S.npz`` at RUN's step S: RUN's latest state grown by its driver's
   :meth:`~topictk.inference.base.Driver.grow_state`, with RUN's random streams and clock;
 * the run marker, which records where the run came from (``continued_from``: RUN, its step,
-  STORE and the two stores' corpus ids).
+  STORE, the two stores' corpus ids, and the words new to RUN's vocabulary: how many, their
+  tokens, and whether they were added with the prior or, for a run whose topics have no
+  prior (:meth:`~topictk.inference.base.Driver.takes_new_words`), dropped with their tokens).
 
 Training then resumes NEWRUN from that checkpoint like any run, so a continued run resumes,
 evaluates and is listed as any other. RUN and both stores are only read.
@@ -106,7 +108,8 @@ def _write_run(folder: Path, old_config, base: CorpusStore, added: CorpusStore, 
                      streams=Streams.from_state(header["streams"]))
     old_state = old_driver.state_from_arrays(header["state"], arrays)
     step = int(header["state"]["step"])
-    manifest = write_union_store(base, added, folder / CORPUS_FOLDER)
+    manifest = write_union_store(base, added, folder / CORPUS_FOLDER,
+                                 new_words=cls.takes_new_words(old_config))
     union = CorpusStore.open(folder / CORPUS_FOLDER)
     data = old_config.to_dict()
     data.update(corpus=str(folder / CORPUS_FOLDER), output=str(folder))
@@ -125,7 +128,10 @@ def _write_run(folder: Path, old_config, base: CorpusStore, added: CorpusStore, 
     marker = write_marker(folder, union, None)
     marker["continued_from"] = {**origin, "step": step, "run_corpus_id": base.corpus_id,
                                 "added_corpus_id": added.corpus_id,
-                                "corpus_id": union.corpus_id, "steps_added": iterations - step}
+                                "corpus_id": union.corpus_id, "steps_added": iterations - step,
+                                "new_words": {"words": facts.new_words,
+                                              "tokens": facts.new_word_tokens,
+                                              "dropped": facts.new_words_dropped}}
     atomic_write_text(folder / MARKER_FILE, json.dumps(marker, indent=1) + "\n")
     saved_config = config.to_dict()
     saved_config.update(corpus=CORPUS_FOLDER, output=".")
@@ -258,7 +264,12 @@ def _put_in_place(new: Path, out_dir: Path) -> None:
 
 
 def _report_growth(facts: UnionFacts, algorithm: str) -> None:
+    if facts.new_words_dropped:
+        fate = ("dropped from the added documents (its topics are a point estimate with no "
+                "prior to give a new word)")
+    else:
+        fate = "added with the prior"
     log.info("continuing on %d + %d training documents (%d + %d tokens); %d new words with "
-             "%d tokens added with the prior (%s)", facts.base_documents,
-             facts.added_documents, facts.base_tokens, facts.added_tokens, facts.new_words,
-             facts.new_word_tokens, algorithm)
+             "%d tokens %s (%s)", facts.base_documents, facts.added_documents,
+             facts.base_tokens, facts.added_tokens, facts.new_words, facts.new_word_tokens,
+             fate, algorithm)

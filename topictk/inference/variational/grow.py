@@ -4,8 +4,10 @@ STORE``, docs/train.md "Adding documents to a trained model").
 Both start the added documents from the run's topics, deterministically (no draw): batch VB
 keeps lambda and gives the new words' rows the prior eta (``model.beta``: what lambda is
 without a count), and starts gamma of the added documents as its first E-step does (alpha +
-N_d / K); CVB and CVB0 keep mu of the old pairs and start each added pair at the run's
-posterior of the word's topic, mu_k proportional to alpha_k (m_kw + beta) / (m_k + V beta),
+N_d / K); unsmoothed VB keeps phi, a point estimate with no prior to give a new word, so its
+union has no new words (their tokens dropped from the added documents, reported by ``train``)
+and only gamma grows. CVB and CVB0 keep mu of the old pairs and start each added pair at the
+run's posterior of the word's topic, mu_k proportional to alpha_k (m_kw + beta) / (m_k + V beta),
 then count every field again from mu. The EM stopping rule starts afresh: the added documents
 move the bound. Online VB and HSVG stream the added documents in: lambda's new rows start at
 the prior (lam_tilde 0, so lambda = the offset, eta), the update counter t and so the step
@@ -16,7 +18,6 @@ from __future__ import annotations
 
 import numpy as np
 
-from topictk.errors import UsageError
 from topictk.inference.base import AddedDocuments
 from topictk.corpus.batches import FEISTEL_ROUNDS
 from topictk.state.variational import CVBState, OnlineState, VBState
@@ -28,19 +29,24 @@ def _new_rows(old: np.ndarray, n_rows: int, value: float) -> np.ndarray:
     return np.ascontiguousarray(np.vstack([old, extra]))
 
 
+def _same_words(driver, rows: int) -> None:
+    """A family without a prior on its topics runs on a union without new words."""
+    if driver.V != rows:
+        raise ValueError(f"the union has {driver.V} words, the run's topics {rows}: new words "
+                         f"must be dropped for a family whose topics have no prior")
+
+
 def grow_vb_state(driver, old: VBState, added: AddedDocuments) -> VBState:
-    """Batch VB (smoothed: the new words' lambda rows are eta; unsmoothed phi has no prior to
-    give new words, and is refused)."""
+    """Batch VB (smoothed: the new words' lambda rows are eta; unsmoothed: phi kept, the union
+    has no new words)."""
     if not old.smoothed:
-        raise UsageError("inference.smoothed: false keeps phi without a prior, so the added "
-                         "documents' new words would have no probability; continue a run "
-                         "trained with inference.smoothed: true")
+        _same_words(driver, old.lam.shape[0])
     alpha = np.array(old.alpha, dtype=np.float64)
     lengths = np.asarray(driver.doc_lengths[added.n_docs:], dtype=np.float64)
     gamma = np.vstack([old.gamma, alpha[None, :] + (lengths / driver.K)[:, None]])
     return VBState(lam=_new_rows(old.lam, driver.V, old.beta),
                    gamma=np.ascontiguousarray(gamma), alpha=alpha, beta=float(old.beta),
-                   smoothed=True, step=int(old.step))
+                   smoothed=bool(old.smoothed), step=int(old.step))
 
 
 def grow_cvb_state(driver, old: CVBState, added: AddedDocuments) -> CVBState:

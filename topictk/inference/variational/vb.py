@@ -143,6 +143,10 @@ class VBDriver(SeededDriverMixin, BatchEMDriver):
         return VBState(lam=np.ascontiguousarray(lam), gamma=np.ascontiguousarray(gamma),
                        alpha=alpha, beta=float(self.config.model.beta), smoothed=self.smoothed)
 
+    @classmethod
+    def takes_new_words(cls, config) -> bool:
+        """Unsmoothed phi is a point estimate without a prior: new words are dropped."""
+        return bool(config.inference.smoothed)
 
     def grow_state(self, old: VBState, added) -> VBState:
         """Added documents (:func:`topictk.inference.variational.grow.grow_vb_state`)."""
