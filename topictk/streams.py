@@ -49,7 +49,8 @@ def left_to_right_key(chunk: int) -> tuple[int, ...]:
 
 def grow_key(*parts: int) -> tuple[int, ...]:
     """The derived streams of documents added to a trained run: ``(10, 0, c)`` the fold-in of
-    chunk c, ``(10, 1)`` the draw of their first topics."""
+    chunk c, ``(10, 1)`` the draw of their first topics, ``(10, 2, p)`` particle EM's start of
+    particle p for them."""
     return (10, *parts)
 
 

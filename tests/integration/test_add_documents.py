@@ -30,6 +30,8 @@ FAMILIES = {
     "vb": {"algorithm": "vb", "chunks": 2},
     # topics without a prior: the new words are dropped (tol 0: every EM iteration runs)
     "vb-unsmoothed": {"algorithm": "vb", "smoothed": False, "chunks": 2, "tol": 0},
+    "pem": {"algorithm": "pem", "particles": 3, "particle_offset": 1, "tol": 0,
+            "temperature": 0.5, "anneal_steps": 40},
     "cvb": {"algorithm": "cvb", "chunks": 2},
     "cvb0": {"algorithm": "cvb0", "chunks": 2},
     "ovb": {"algorithm": "ovb", "batch_size": 32, "chunks": 2},
@@ -50,7 +52,7 @@ FAMILIES = {
 # the families that save posterior samples (compared file by file)
 SAMPLED = {"gibbs-sparse", "sgrld"}
 # the families whose topics have no prior to give a new word
-NO_PRIOR = ("vb-unsmoothed",)
+NO_PRIOR = ("pem", "vb-unsmoothed")
 # a line of words no other document has, all new to the run's vocabulary
 NOVEL_LINE = "zorblat quenvix zorblat"
 
@@ -217,6 +219,18 @@ def test_a_continued_run_is_deterministic_resumable_and_thread_free(family, stor
         assert np.array_equal(start["alpha"], old["alpha"])
         if old["gamma"].ndim == 2:
             assert np.allclose(start["gamma"][D:], cold)
+    if "omega" in old:          # pem (particle_offset 1): every particle's start perturbed
+        D = old["omega"].shape[0]
+        assert np.array_equal(start["omega"][:D], old["omega"])
+        assert np.all(start["omega"][D:] == 1 / 3)
+        added = start["gamma"][:, D:] - old["alpha"]
+        assert np.allclose(added.sum(axis=2), lengths)      # alpha + N_d e / e.
+        for p in range(3):
+            assert not np.allclose(added[p], (lengths / 5)[:, None]), p
+        assert not np.allclose(added[0], added[1]) and not np.allclose(added[1], added[2])
+        assert np.isnan(start["particle_bounds"]).all()
+        state = start_header["state"]       # the stopping rule starts afresh (nan: null)
+        assert state["bound"] is None and state["bound_prev"] is None and not state["converged"]
     if "mu" in old:
         assert np.array_equal(start["mu"][:old["mu"].shape[0]], old["mu"])
     if "phi_hat" in old:        # SGRLD: the new words' rows at beta; samples after RUN's step
@@ -369,7 +383,7 @@ def test_the_training_documents_held_out_tokens_join_the_union(stores, tmp_path)
 
 @pytest.mark.parametrize("family", NO_PRIOR)
 def test_topics_without_a_prior_drop_the_new_words_and_report_them(family, stores, tmp_path):
-    """Unsmoothed vb: the union keeps RUN's vocabulary alone; the added documents'
+    """pem and unsmoothed vb: the union keeps RUN's vocabulary alone; the added documents'
     tokens (and held-out tokens) of new words are dropped, a document of new words only stays
     empty, and the dropped words and tokens are counted in one log line, the union's manifest
     and the marker; the continued run evaluates."""
@@ -423,6 +437,16 @@ def test_topics_without_a_prior_drop_the_new_words_and_report_them(family, store
     assert np.isfinite(arrays["gamma"]).all()
     result = json.loads(ok("evaluate", tmp_path / "new", "--json").stdout)
     assert np.isfinite(result["perplexity"])
+    if family == "pem":         # particle p's added documents start the same whatever P is
+        ok("train", "--config", write_run_config(tmp_path, stores["base"], {
+            **FAMILIES[family], "particles": 2}, name="two", iterations=5), "-q")
+        ok(*continue_args(tmp_path / "two", novel, tmp_path / "two-new",
+                          "--set", "inference.iterations=1"))
+        D = old.n_docs
+        _, three = load_arrays(tmp_path / "new" / "checkpoints" / "step-00000005.npz")
+        _, two = load_arrays(tmp_path / "two-new" / "checkpoints" / "step-00000005.npz")
+        assert np.array_equal(two["gamma"][:, D:], three["gamma"][:2, D:])
+        assert not np.array_equal(two["gamma"][:, :D], three["gamma"][:2, :D])
 
 
 DMR = {"dmr-sem": {"algorithm": "dmr-sem", "optimize_interval": 10, "optimize_burn_in": 5,

@@ -6,8 +6,13 @@ keeps lambda and gives the new words' rows the prior eta (``model.beta``: what l
 without a count), and starts gamma of the added documents as its first E-step does (alpha +
 N_d / K); unsmoothed VB keeps phi, a point estimate with no prior to give a new word, so its
 union has no new words (their tokens dropped from the added documents, reported by ``train``)
-and only gamma grows. CVB and CVB0 keep mu of the old pairs and start each added pair at the
-run's posterior of the word's topic, mu_k proportional to alpha_k (m_kw + beta) / (m_k + V beta),
+and only gamma grows. Particle EM is unsmoothed too: phi and alpha are kept, every particle's
+gamma of the old documents goes on, and the added documents start as a new run starts each
+particle (§10.4): particle 0 at alpha + N_d / K, particle p >= 1 perturbed by Gam(1, 1) draws
+from the growth's own stream ``grow_key(2, p)`` (p counted from ``particle_offset``, so a
+particle starts the same whatever P is); their weights omega are uniform until the next
+E-step. CVB and CVB0 keep mu of the old pairs and start each added pair at the run's
+posterior of the word's topic, mu_k proportional to alpha_k (m_kw + beta) / (m_k + V beta),
 then count every field again from mu. The EM stopping rule starts afresh: the added documents
 move the bound. Online VB and HSVG stream the added documents in: lambda's new rows start at
 the prior (lam_tilde 0, so lambda = the offset, eta), the update counter t and so the step
@@ -21,6 +26,7 @@ import numpy as np
 from topictk.inference.base import AddedDocuments
 from topictk.corpus.batches import FEISTEL_ROUNDS
 from topictk.state.variational import CVBState, OnlineState, VBState
+from topictk.streams import grow_key
 
 
 def _new_rows(old: np.ndarray, n_rows: int, value: float) -> np.ndarray:
@@ -47,6 +53,27 @@ def grow_vb_state(driver, old: VBState, added: AddedDocuments) -> VBState:
     return VBState(lam=_new_rows(old.lam, driver.V, old.beta),
                    gamma=np.ascontiguousarray(gamma), alpha=alpha, beta=float(old.beta),
                    smoothed=bool(old.smoothed), step=int(old.step))
+
+
+def grow_pem_state(driver, old, added: AddedDocuments):
+    """Particle EM (module docstring): phi, alpha, the old documents' gamma and omega kept;
+    the added documents' gamma of particle p as the driver's ``particle_start``, its draws
+    from ``grow_key(2, p)``; the bounds and the stopping rule start afresh."""
+    _same_words(driver, old.phi.shape[0])
+    alpha = np.array(old.alpha, dtype=np.float64)
+    lengths = driver.doc_lengths[added.n_docs:]
+    offset = int(driver.config.inference.particle_offset)
+    P = old.gamma.shape[0]
+    gamma = np.empty((P, driver.n_docs, driver.K))
+    gamma[:, :added.n_docs] = old.gamma
+    for p in range(P):
+        start = offset + p
+        gamma[p, added.n_docs:] = driver.particle_start(
+            start, alpha, lengths, added.streams.derived(grow_key(2, start)))
+    omega = np.vstack([old.omega, np.full((lengths.size, P), 1.0 / P)])
+    return type(old)(phi=np.array(old.phi, dtype=np.float64), gamma=gamma, alpha=alpha,
+                     omega=np.ascontiguousarray(omega), particle_bounds=np.full(P, np.nan),
+                     step=int(old.step))
 
 
 def grow_cvb_state(driver, old: CVBState, added: AddedDocuments) -> CVBState:

@@ -62,6 +62,7 @@ from topictk.inference.hyper import resolve_alpha
 from topictk.inference.perplexity import csr_arrays, mixture_probabilities
 from topictk.inference.registry import register
 from topictk.inference.seed_prior import SeededDriverMixin
+from topictk.inference.variational.grow import grow_pem_state
 from topictk.inference.variational.template import (
     ESTEP_OPTIONS,
     stopping_tolerance,
@@ -274,7 +275,7 @@ class PEMDriver(SeededDriverMixin, BatchEMDriver):
 
     name = "pem"
     traits = Traits(kind="variational", paper="particle EM (docs/algorithms.md §10)",
-                    alpha_auto=True, objective="train_bound_per_token")
+                    alpha_auto=True, objective="train_bound_per_token", add_documents=("lda",))
     STATE = PEMState
     OPTIONS = {
         "particles": Option("int", 4, low=1, help="number of particles P"),
@@ -425,15 +426,29 @@ class PEMDriver(SeededDriverMixin, BatchEMDriver):
                         omega=np.full((self.n_docs, self.P), 1.0 / self.P),
                         particle_bounds=np.full(self.P, np.nan))
 
-    def particle_start(self, p: int, alpha: np.ndarray) -> np.ndarray:
+    def particle_start(self, p: int, alpha: np.ndarray, lengths: np.ndarray | None = None,
+                       stream: np.random.BitGenerator | None = None) -> np.ndarray:
         """gamma (D, K) of particle p's start (§10.4): alpha + N_d / K for p = 0, otherwise
-        alpha + N_d e_pd / sum_k e_pdk with e_pdk ~ Gam(1, 1) from stream (0, p)."""
+        alpha + N_d e_pd / sum_k e_pdk with e_pdk ~ Gam(1, 1) from stream (0, p). ``lengths``
+        and ``stream``: other documents' N_d and the stream of their draws (documents added
+        to a trained run, :func:`topictk.inference.variational.grow.grow_pem_state`)."""
+        lengths = self.doc_lengths if lengths is None else lengths
         if p == 0:
-            return alpha[None, :] + (self.doc_lengths / self.K)[:, None]
-        e = np.random.Generator(self.streams.derived(particle_key(p))).standard_gamma(
-            1.0, size=(self.n_docs, self.K))
+            return alpha[None, :] + (lengths / self.K)[:, None]
+        if stream is None:
+            stream = self.streams.derived(particle_key(p))
+        e = np.random.Generator(stream).standard_gamma(1.0, size=(lengths.size, self.K))
         np.maximum(e, 1e-300, out=e)
-        return alpha[None, :] + self.doc_lengths[:, None] * e / e.sum(axis=1, keepdims=True)
+        return alpha[None, :] + lengths[:, None] * e / e.sum(axis=1, keepdims=True)
+
+    @classmethod
+    def takes_new_words(cls, config) -> bool:
+        """phi is a point estimate without a prior: new words are dropped."""
+        return False
+
+    def grow_state(self, old: PEMState, added) -> PEMState:
+        """Added documents (:func:`topictk.inference.variational.grow.grow_pem_state`)."""
+        return grow_pem_state(self, old, added)
 
     # ------------------------------------------------------------------- step
     def particle_e_steps(self, state: PEMState, temperature: float, sstats, pair_z=None,
