@@ -543,7 +543,11 @@ def prepare(inputs: str | Path | Iterable[str | Path] | None = None,
         The command's options with underscores: ``format``, ``vocab``, ``test_docs``,
         ``heldout_fraction``, ``heldout_train_fraction``, ``test_observed``,
         ``test_heldout``, ``min_df``, ``max_df``, ``vocab_size``, ``stopwords``, ``seed``,
-        ``meta`` (fields of ``texts`` records or columns of a data frame too), ``force``, ... .
+        ``meta`` (fields of ``texts`` records or columns of a data frame too), ``force``, ... ;
+        the preprocessing options (docs/prepare.md): ``min_length``, ``token_pattern``,
+        ``case`` (``"fold"`` or ``"keep"``), ``lemmatize`` (a language code; needs the
+        ``lemma`` extra), ``phrases``, ``phrase_min_count``, ``phrase_threshold``;
+        ``stopwords="english+FILE"`` extends the English list.
 
     Returns
     -------
