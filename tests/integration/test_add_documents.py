@@ -41,6 +41,10 @@ FAMILIES = {
         "family": "keyatm", "seed_words": {"exceptions": ["exception", "raised", "raise"],
                                            "numbers": ["number", "integer", "float"]}}},
     "hdp": {"algorithm": "gibbs", "chunks": 2, "model": {"family": "hdp", "topics": 12}},
+    "hdp-mh": {"algorithm": "gibbs", "sampler": "mh", "chunks": 2,
+               "model": {"family": "hdp", "topics": 12}},
+    "hdp-warp": {"algorithm": "gibbs", "sampler": "warp", "chunks": 2,
+                 "model": {"family": "hdp", "topics": 12}},
     **{name: {"algorithm": name, "batch_size": 32, "local_burn_in": 10, "local_samples": 6,
               "point_perplexity": {"iterations": 20, "last": 10, "thin": 2, "every": 100},
               "model_only": {"family": "dlda", "layers": [8, 4], "eta": "auto"}}
