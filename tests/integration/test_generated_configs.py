@@ -46,10 +46,12 @@ def test_generated_dmr_configs_learn_their_weights(algorithm, hold, tmp_path, me
 @pytest.mark.parametrize("algorithm", MINI_BATCH)
 def test_a_generated_mini_batch_config_covers_an_epoch(algorithm, tmp_path, example_store,
                                                        monkeypatch):
-    batch = get_driver(algorithm).OPTIONS["batch_size"].default
-    own = GENERATED.get(algorithm, {}).get("inference", {}).get("iterations", 100)
+    own_inference = GENERATED.get(algorithm, {}).get("inference", {})
+    batch = own_inference.get("batch_size", get_driver(algorithm).OPTIONS["batch_size"].default)
+    own = own_inference.get("iterations", 100)
     small, _ = _generate(tmp_path, algorithm, "--corpus", example_store)
     assert small["inference"]["iterations"] == own        # 307 documents: many epochs already
+    assert small["inference"]["batch_size"] == batch
     documents = (own + 50) * batch + 1                     # more than those updates' documents
     monkeypatch.setattr(config_command, "store_counts",
                         lambda corpus: {"train_documents": documents})
@@ -69,24 +71,32 @@ def test_batch_algorithms_keep_their_generated_iterations(tmp_path, example_stor
 
 
 def test_the_algorithms_with_values_of_their_own_write_them(tmp_path, example_store):
-    """sgrld and dmr-sgrld train 2,000 updates, cvb has beta 0.1; the others the shared
+    """sgrld and dmr-sgrld train 2,000 updates, dlda-sgrld 600 of 32 documents, cvb has beta
+    0.1, the exp-digamma VB family alpha 0.5 (hsvg with kappa 0.8); the others the shared
     values (docs/train.md says why)."""
     written = {}
     for algorithm in algorithm_names():
         data, _ = _generate(tmp_path, algorithm, "--corpus", example_store)
-        written[algorithm] = (data["inference"]["iterations"], data["model"].get("beta"))
+        written[algorithm] = (data["inference"]["iterations"], data["model"].get("beta"),
+                              data["model"].get("alpha"), data["inference"].get("batch_size"),
+                              data["inference"].get("kappa"))
     assert written["sgrld"][0] == written["dmr-sgrld"][0] == 2000
+    assert written["dlda-sgrld"][0] == 600 and written["dlda-sgrld"][3] == 32
     assert written["cvb"][1] == 0.1
     assert {written[name][0] for name in algorithm_names()
-            if name not in ("sgrld", "dmr-sgrld")} == {100}
+            if name not in ("sgrld", "dmr-sgrld", "dlda-sgrld")} == {100}
     assert {written[name][1] for name in ("gibbs", "vb", "cvb0", "ovb")} == {0.01}
+    assert {written[name][2] for name in ("vb", "ovb", "hsvg", "pem")} == {0.5}
+    assert {written[name][2] for name in ("gibbs", "cvb", "cvb0")} == {0.1}
+    assert written["hsvg"][4] == 0.8 and written["ovb"][4] == 0.7
 
 
 def test_a_rising_held_out_curve_is_reported(tmp_path, example_store):
-    # online VB with many topics for this small corpus: the curve is best early, then rises
+    # online VB with many topics and a small alpha (0.1, not the generated 0.5) for this small
+    # corpus: the curve is best early, then rises
     _, path = _generate(tmp_path, "ovb", "--corpus", example_store, "--topics", "40")
     trained = run("train", "--config", path, "--out", tmp_path / "rises",
-                  "--set", "inference.iterations=300")
+                  "--set", "inference.iterations=300", "--set", "model.alpha=0.1")
     assert trained.exit_code == 0, trained.stderr
     warnings = [line for line in trained.stderr.splitlines() if "perplexity rose" in line]
     assert len(warnings) == 1 and warnings[0].startswith(f"topictk: {tmp_path / 'rises'}: ")
@@ -94,7 +104,7 @@ def test_a_rising_held_out_curve_is_reported(tmp_path, example_store):
     assert [line for line in shown.splitlines() if line.startswith("curve:")]
     # the same run stopped at its best does not warn
     calm = run("train", "--config", path, "--out", tmp_path / "calm",
-                "--set", "inference.iterations=60")
+                "--set", "inference.iterations=60", "--set", "model.alpha=0.1")
     assert calm.exit_code == 0 and "perplexity rose" not in calm.stderr
     assert not [line for line in ok("evaluate", tmp_path / "calm").stdout.splitlines()
                 if line.startswith("curve:")]

@@ -33,11 +33,25 @@ DEFAULT_ITERATIONS = 100
 #   algorithm needs sweeps: at 100 updates 1.2 to 1.8 x Gibbs, at 2,000 within 5 % (2,000
 #   updates of 64 documents are 11 epochs of 20 Newsgroups, where Gibbs' 100 sweeps are 100);
 # - second-order CVB with beta 0.01 is 1.12 to 1.28 x Gibbs and within 4 % with beta 0.1, the
-#   setting of Teh, Newman & Welling's comparison (2007)
+#   setting of Teh, Newman & Welling's comparison (2007);
+# - the mean-field (exp-digamma) updates of vb, ovb, hsvg and pem weigh a count n of a topic in
+#   a document by exp(psi(n + alpha)), about n + alpha - 0.5, so VB's alpha acts about 0.5
+#   lower than the same alpha in Gibbs (Asuncion, Welling, Smyth & Teh 2009): alpha 0.5, not
+#   0.1 (1.13 to 1.15 x Gibbs on the example corpus with 0.1, 0.99 to 1.10 with 0.5); hsvg's
+#   noisier Gibbs-sampled local step also needs its step size to decay faster (kappa 0.8);
+# - deep LDA's SGRLD took 200 of the example corpus' 239 training documents per update, so 100
+#   updates moved its chain little (1.30 x Gibbs): 600 updates of 32 documents visit as many
+#   documents as 100 of 200 (1.06 x Gibbs)
+VB_ALPHA = 0.5
 GENERATED: dict[str, dict[str, dict[str, Any]]] = {
     "sgrld": {"inference": {"iterations": 2000}},
     "dmr-sgrld": {"inference": {"iterations": 2000}},
     "cvb": {"model": {"beta": 0.1}},
+    "vb": {"model": {"alpha": VB_ALPHA}},
+    "ovb": {"model": {"alpha": VB_ALPHA}},
+    "hsvg": {"model": {"alpha": VB_ALPHA}, "inference": {"kappa": 0.8}},
+    "pem": {"model": {"alpha": VB_ALPHA}},
+    "dlda-sgrld": {"inference": {"iterations": 600, "batch_size": 32}},
 }
 INDENT = "  "
 
@@ -96,9 +110,13 @@ def render_config(algorithm: str, catalogue: Catalogue, *, corpus: str | None = 
     own = GENERATED.get(algorithm, {})
     model_values.update(own.get("model", {}))
     inference_schema = {**INFERENCE_COMMON, **driver.OPTIONS}
-    iterations = own.get("inference", {}).get("iterations", DEFAULT_ITERATIONS)
+    own_inference = own.get("inference", {})
+    iterations = own_inference.get("iterations", DEFAULT_ITERATIONS)
     inference_values = {"algorithm": algorithm,
-                        **generated_inference(inference_schema, documents, iterations)}
+                        **generated_inference(inference_schema, documents, iterations,
+                                              own_inference.get("batch_size"))}
+    inference_values.update({key: value for key, value in own_inference.items()
+                             if key not in inference_values})
     helps = {"iterations": _iterations_help(inference_schema, documents)}
     for name, schema, values in (("model", model_schema, model_values),
                                  ("inference", inference_schema, inference_values),
@@ -109,15 +127,16 @@ def render_config(algorithm: str, catalogue: Catalogue, *, corpus: str | None = 
 
 
 def generated_inference(schema: dict, documents: int | None,
-                        iterations: int = DEFAULT_ITERATIONS) -> dict[str, Any]:
+                        iterations: int = DEFAULT_ITERATIONS,
+                        batch_size: int | None = None) -> dict[str, Any]:
     """The inference keys a generated config writes in place of their declared defaults, so
     that its defaults train a model that uses every part of it:
 
     - ``iterations`` (no declared default): ``iterations`` (DEFAULT_ITERATIONS, or the
       algorithm's own in GENERATED), and for a mini-batch algorithm (a ``batch_size`` key) on
       a store of ``documents`` training documents at least one epoch, ceil(documents /
-      batch_size) updates; without a store the key's comment says how many updates an epoch
-      is;
+      batch_size) updates (``batch_size`` the algorithm's own in GENERATED, else the declared
+      default); without a store the key's comment says how many updates an epoch is;
     - a schedule whose first update the declared defaults put after the last iteration
       (dmr-sem's nu: ``optimize_burn_in`` 100, ``optimize_interval`` 50, first update at
       sweep 150) starts after a quarter of the iterations and updates every tenth of them;
@@ -126,7 +145,8 @@ def generated_inference(schema: dict, documents: int | None,
     Only generated text changes: a config that sets these keys trains as before."""
     batch = schema.get("batch_size")
     if documents is not None and isinstance(batch, Option):
-        iterations = max(iterations, math.ceil(int(documents) / int(batch.default)))
+        size = int(batch.default if batch_size is None else batch_size)
+        iterations = max(iterations, math.ceil(int(documents) / size))
     values: dict[str, Any] = {"iterations": iterations}
     burn_in, interval = schema.get("optimize_burn_in"), schema.get("optimize_interval")
     if isinstance(burn_in, Option) and isinstance(interval, Option):
