@@ -78,6 +78,29 @@ def test_live_k_settles_near_the_planted_k(tmp_path, sampler):
     assert 5 <= np.count_nonzero(nk) <= 10, nk
 
 
+def test_split_merge_moves_let_the_chain_forget_a_start_in_every_slot(tmp_path):
+    """The planted corpus of the test above started with every token spread over all 20
+    slots: single-token moves leave the planted topics split over 12 live slots after 600
+    sweeps (model.split_merge: 0; 12-14 on seeds 1-4), the top five holding 70 % of the
+    tokens; ten split-merge moves after every sweep merge them back, to at most 8 live
+    slots, the top five holding 90 % or more (7 on seeds 1 and 2)."""
+    planted = planted_corpus(4, n_topics=5, n_words=50, n_docs=300)
+    store = write_token_store(tmp_path / "store", planted.docs, 50,
+                              vocab=[f"w{i}" for i in range(50)])
+    live, share = {}, {}
+    for moves in (0, 10):
+        ok("train", "--config", write_config(
+            tmp_path, store, f"s{moves}.yaml", output=str(tmp_path / f"s{moves}"),
+            model={"family": "hdp", "max_topics": 20, "beta": 0.1, "initial_topics": 20,
+                   "split_merge": moves},
+            inference={"iterations": 600, "chunks": 1},
+            training={"seed": 1, "eval_every": 100}), "-q")
+        nk = np.sort(model_arrays(tmp_path / f"s{moves}")[1]["nk"])[::-1]
+        live[moves], share[moves] = np.count_nonzero(nk), nk[:5].sum() / nk.sum()
+    assert live[0] >= 11 and share[0] < 0.8, (live, share)
+    assert live[10] <= 8 and share[10] >= 0.9, (live, share)
+
+
 def test_a_binding_truncation_is_one_warning(tmp_path):
     """Five planted topics in K_max = 4 slots: every slot fills, which one warning line names
     (model.max_topics, the step, the live slots and a larger value); with K_max = 20 the
@@ -135,20 +158,21 @@ def test_mh_and_warp_sample_the_hdp(example_store, tmp_path, sampler):
 
 def test_two_dask_workers_give_the_one_machine_chain(tmp_path, example_store):
     """AD-LDA with 3 chunks on a 2-worker local cluster: the shards sweep with alpha_0 pi and
-    the tables, weights and concentrations are drawn from the z and n_dk brought back after
-    every sweep, so the run (every array, stream, metric and sample) and its evaluation equal
-    the run in one process."""
+    the split-merge moves, tables, weights and concentrations are drawn from the z and n_dk
+    brought back after every sweep (the moved z sent out again), so the run (every array,
+    stream, metric and sample) and its evaluation equal the run in one process."""
     pytest.importorskip("distributed")
     runs = []
     for name, args in (("here", ()), ("there", ("--dask-workers", "2"))):
-        config = _config(tmp_path, example_store, name,
+        config = _config(tmp_path, example_store, name, model={"split_merge": 30},
                          inference={"iterations": 16, "burn_in": 8, "thin": 4, "chunks": 3},
-                         training={"eval_every": 8, "checkpoint_every": 8})
+                         training={"eval_every": 2, "checkpoint_every": 8})
         ok("train", "--config", config, "-q", *args)
         runs.append(tmp_path / name)
     assert_same_run(*runs, same_samples=True)
     lines = [json.loads(x) for x in (runs[1] / "metrics.jsonl").read_text().splitlines()]
     assert lines[-1]["live_k"] > 1
+    assert sum(m["splits"] + m["merges"] for m in lines) > 0, lines
     here = json.loads(ok("evaluate", runs[0], "--json").stdout)
     there = json.loads(ok("evaluate", runs[0], "--json", "--dask-workers", "2").stdout)
     assert here == there
@@ -181,3 +205,21 @@ def test_a_lost_worker_changes_nothing(tmp_path, example_store, monkeypatch, met
        "--dask-workers", "2", "-q")
     assert calls["n"] > failing_call
     assert_same_run(tmp_path / "here", tmp_path / "there", same_samples=True)
+
+
+def test_a_run_saved_before_split_merge_resumes_without_the_moves(example_store, tmp_path):
+    """A run whose saved config.yaml has no model.split_merge (trained before the moves)
+    continues its own chain: resumed from its checkpoint at step 20 it ends where the run
+    without moves ends, not where the default moves would take it."""
+    from tests.fixtures import cut_back_run
+    ok("train", "--config", _config(tmp_path, example_store, "old",
+                                    model={"split_merge": 0}), "-q")
+    ok("train", "--config", _config(tmp_path, example_store, "new"), "-q")
+    cut_back_run(tmp_path / "old", tmp_path / "cut", 20)
+    saved = tmp_path / "cut" / "config.yaml"
+    lines = saved.read_text(encoding="utf-8").splitlines(keepends=True)
+    saved.write_text("".join(x for x in lines if "split_merge" not in x), encoding="utf-8")
+    ok("train", "--config", _config(tmp_path, example_store, "cut"), "--resume", "-q")
+    assert_same_run(tmp_path / "old", tmp_path / "cut", same_samples=True)
+    new, old = model_arrays(tmp_path / "new")[1], model_arrays(tmp_path / "old")[1]
+    assert not np.array_equal(new["z"], old["z"])

@@ -117,3 +117,38 @@ def test_concentration_draws_have_their_posterior_mean():
     want = _posterior_mean(lambda x: -0.1 * x + live * np.log(x) + gammaln(x)
                            - gammaln(x + total), grid)
     assert abs(np.mean(gammas[200:]) - want) / want < 0.04, (np.mean(gammas[200:]), want)
+
+
+def test_a_split_and_the_merge_back_have_inverse_ratios(seed):
+    """Detailed balance of the split-merge move, term by term: for a merged state x (a
+    topic's tokens in k, pi_k, pi_j) and a split x' of it (its tokens dealt into k and j, pi'
+    proposed, the deal's ln q), the log ratio of x -> x' and that of the merge x' -> x (E
+    empty slots in x, E - 1 in x') add up to 0, whatever the weights."""
+    rng = np.random.default_rng(seed)
+    n, V = 50, 9
+    docs = np.sort(rng.integers(0, 7, n))
+    words = rng.integers(0, V, n)
+    side = rng.random(n) < 0.4
+    pi, proposed = (0.3, 1e-9), (0.12, 0.18 + 1e-9)
+    common = (0.7, 0.05, V, 0.02)
+    log_q, n_empty = -31.5, 5
+    split = hdp.pair_log_ratio(True, docs, words, docs[~side], words[~side], docs[side],
+                               words[side], pi, proposed, log_q, n_empty, *common)
+    merge = hdp.pair_log_ratio(False, docs, words, docs[~side], words[~side], docs[side],
+                               words[side], proposed, pi, log_q, n_empty - 1, *common)
+    assert np.isfinite(split)
+    np.testing.assert_allclose(split + merge, 0.0, atol=1e-9)
+
+
+def test_the_split_merge_term_of_the_joint_is_its_dense_formula():
+    """A topic's factors of ln p(z | pi) from its tokens' documents and words equal the dense
+    formula over every document and word (zero counts adding nothing)."""
+    rng = np.random.default_rng(4)
+    docs, words = rng.integers(0, 6, 40), rng.integers(0, 8, 40)
+    a, beta, V = 0.37, 0.05, 8
+    nd = np.bincount(docs, minlength=6)
+    nw = np.bincount(words, minlength=V)
+    want = ((gammaln(a + nd) - gammaln(a)).sum() + gammaln(V * beta)
+            - gammaln(V * beta + 40) + (gammaln(beta + nw) - gammaln(beta)).sum())
+    np.testing.assert_allclose(hdp.topic_log_joint(docs, words, a, beta, V), want)
+    assert hdp.topic_log_joint(docs[:0], words[:0], a, beta, V) == 0.0

@@ -243,6 +243,11 @@ MODEL_HDP = {
                     help="start of gamma, the top-level concentration: pi ~ Dir(gamma / "
                          "K_max)"),
     "beta": Option("float", 0.01, low=0, low_open=True, help="symmetric topic-word prior"),
+    # null default: a run saved before the key existed (absent) resumes without the moves
+    "split_merge": Option("int", None, low=0, nullable=True,
+                          help="split-merge moves after every sweep, which let the chain "
+                               "forget its start (docs/algorithms.md §2.15); 0: none; null: "
+                               "1"),
     "resample_concentration": Option("bool", True,
                                      help="resample alpha_0 and gamma after every sweep "
                                           "(auxiliary variables); false keeps their starts"),

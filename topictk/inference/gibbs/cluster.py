@@ -84,10 +84,11 @@ class GibbsClusterMixin:
                                       attempt)
 
     def global_draws(self, state) -> None:
-        """The representation's draws after sweep ``state.step`` (an HDP's tables, weights
-        and concentrations), from z and n_dk brought back from the cluster when it sweeps
-        there: the same numbers as on one machine. A worker lost while they are brought back
-        is recovered from as for alpha's update (the sweeps redone stop short of this)."""
+        """The representation's draws after sweep ``state.step`` (an HDP's split-merge moves,
+        tables, weights and concentrations), from z and n_dk brought back from the cluster
+        when it sweeps there: the same numbers as on one machine; a move that changed z has
+        the shards sent out again before the next sweep. A worker lost while they are brought
+        back is recovered from as for alpha's update (the sweeps redone stop short of this)."""
         if not self.counts.GLOBAL_DRAWS:
             return
         if self.remote is not None:
@@ -96,7 +97,8 @@ class GibbsClusterMixin:
                 self.synced(state)
             finally:
                 self._updating = previous
-        self.counts.draw_globals(state, self.streams)
+        if self.counts.draw_globals(state, self.streams) and self.remote is not None:
+            self.remote.release()           # the next sweep sends the moved z and n_dk out
 
     def _recover(self, state, chunk_streams: list, exc: Exception) -> None:
         """After a worker was lost: go back to the last step at which the driver held the whole

@@ -322,9 +322,11 @@ class GibbsCounts(ABC):
         ``chunk_streams`` (others from ``streams``); returns (rounding fallbacks, the sampler
         that ran)."""
 
-    def draw_globals(self, state, streams) -> None:
+    def draw_globals(self, state, streams) -> bool:
         """Draws of the model's global variables after every sweep, from the counts
-        (``GLOBAL_DRAWS``; with ``sync``'s z and n_dk on a cluster); by default none."""
+        (``GLOBAL_DRAWS``; with ``sync``'s z and n_dk on a cluster); by default none. Returns
+        whether they changed z (which a cluster's shards then get again)."""
+        return False
 
     def started(self, state):
         """The first state completed with what the representation adds to (z, n_dk, n_kw,

@@ -248,7 +248,22 @@ class GibbsDriver(GrowMixin, GibbsClusterMixin, SampledDriver):
         """The Gibbs samplers' resume rules, for runs trained before a default changed: the
         schedule the run sampled by (:meth:`keep_saved_chunks`), then the sampler
         (:meth:`keep_saved_sampler`)."""
-        return cls.keep_saved_sampler(cls.keep_saved_chunks(config, saved), arrays)
+        config = cls.keep_saved_sampler(cls.keep_saved_chunks(config, saved), arrays)
+        return cls.keep_saved_moves(config, saved)
+
+    @classmethod
+    def keep_saved_moves(cls, config, saved: dict):
+        """An HDP run trained before ``model.split_merge`` existed (its saved config.yaml has
+        a model section without it) continues its chain without the moves."""
+        model = saved.get("model")
+        if (getattr(config.model, "family", "lda") != "hdp" or not isinstance(model, dict)
+                or "split_merge" in model):
+            return config
+        log.info("the run was trained before model.split_merge; it continues without the "
+                 "moves (model.split_merge: 0)")
+        data = config.to_dict()
+        data["model"]["split_merge"] = 0
+        return type(config)(data, config.source)
 
     @classmethod
     def keep_saved_chunks(cls, config, saved: dict):

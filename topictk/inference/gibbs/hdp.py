@@ -11,6 +11,8 @@ by the one ``inference.sampler`` picks, unchanged (:class:`HDPCounts`, :class:`H
 n_dk back first when the sweep ran on a Dask cluster), from one persistent stream
 (``topictk.streams.HDP``):
 
+0. ``model.split_merge`` split-merge moves on (z, pi) (:meth:`HDPChain.split_merge_move`),
+   which let the chain forget its start,
 1. the tables m_dk ~ CRT(n_dk, alpha_0 pi_k) (:func:`crt_tables`),
 2. pi ~ Dir(gamma / K_max + m_.k) (:func:`draw_weights`),
 3. alpha_0 and gamma by the auxiliary-variable method of Escobar & West (1995) and Teh et al.
@@ -26,7 +28,8 @@ import logging
 import numpy as np
 
 from topictk import streams as keys
-from topictk.inference.gibbs import _warp
+from topictk._cy.special import gammaln
+from topictk.inference.gibbs import _hdp, _warp
 from topictk.errors import ConfigError
 from topictk.inference.base import word_frequencies
 from topictk.inference.gibbs.counts import SparseLDACounts
@@ -53,6 +56,11 @@ PI_FLOOR = 1e-250
 #: approximates the HDP while K_max is well above the topics the data ask for, Fox et al.
 #: 2011), which a warning says once per run
 BINDING_SHARE = 0.9
+#: model.split_merge: split-merge attempts after every sweep
+SPLIT_MERGE = 1
+#: pseudo-counts of the proposal of a split's share of the weights, Beta(1 + c n_A / n,
+#: 1 + c n_B / n): the two sides' token shares, loosely
+SHARE_COUNTS = 10.0
 #: documents per block of the table draw (bounds its temporaries at a block's tokens)
 CRT_BLOCK = 4096
 
@@ -143,6 +151,60 @@ def resample_gamma(gamma: float, live: int, total_tables: int, prior: tuple[floa
     return float(generator.gamma(shape, 1.0 / rate))
 
 
+def topic_log_joint(docs: np.ndarray, words: np.ndarray, prior: float, beta: float,
+                    n_words: int) -> float:
+    """The factors of one topic in ln p(z | pi, alpha_0, beta) (theta and phi integrated out)
+    from the documents and words of its tokens: sum over its documents of ln G(a + n_dk) -
+    ln G(a), a = alpha_0 pi_k ``prior``, and ln G(V beta) - ln G(V beta + n_k) + sum over its
+    words of ln G(beta + n_kw) - ln G(beta). 0 for a topic without tokens."""
+    if docs.size == 0:
+        return 0.0
+    nd = np.unique(docs, return_counts=True)[1].astype(np.float64)
+    nw = np.unique(words, return_counts=True)[1].astype(np.float64)
+    vbeta = n_words * beta
+    return float((gammaln(prior + nd) - gammaln(prior)).sum()
+                 + gammaln(vbeta) - gammaln(vbeta + docs.size)
+                 + (gammaln(beta + nw) - gammaln(beta)).sum())
+
+
+def log_beta_density(log_v: float, log_w: float, a: float, b: float) -> float:
+    """ln Beta(v; a, b) from ln v and ln w = ln(1 - v)."""
+    return float((a - 1.0) * log_v + (b - 1.0) * log_w
+                 - (gammaln(a) + gammaln(b) - gammaln(a + b)))
+
+
+def pair_log_ratio(split: bool, docs, words, docs_k, words_k, docs_j, words_j,
+                   weights: tuple[float, float], proposed: tuple[float, float], log_q: float,
+                   n_empty: int, alpha0: float, beta: float, n_words: int, g: float) -> float:
+    """ln of the Metropolis-Hastings ratio of a split-merge move (docs/algorithms.md §2.15)
+    between the merged state (the pair's tokens, documents ``docs`` and words ``words``, in
+    topic k) and the split one (``docs_k``/``words_k`` in k, ``docs_j``/``words_j`` in j);
+    ``weights`` (pi_k, pi_j) now, ``proposed`` after the move, ``log_q`` the deal's log
+    probability, E = ``n_empty`` empty slots now, g = gamma / K_max. A split:
+    ln p(z' | pi') - ln p(z | pi) + ln Beta(v'; g, g) + ln E - ln q - ln q_v(v'), a merge:
+    the same for the reverse with the split's v, E + 1 empty slots after it: so the ratio of
+    a split and that of the merge back add up to 0."""
+    total = weights[0] + weights[1]
+    n_k, n_j = docs_k.size, docs_j.size
+    c = SHARE_COUNTS / (n_k + n_j)
+    qa, qb = 1.0 + c * n_k, 1.0 + c * n_j
+    whole = (docs, words)
+    split_k, split_j = (docs_k, words_k), (docs_j, words_j)
+    if split:
+        before = topic_log_joint(*whole, alpha0 * weights[0], beta, n_words)
+        after = (topic_log_joint(*split_k, alpha0 * proposed[0], beta, n_words)
+                 + topic_log_joint(*split_j, alpha0 * proposed[1], beta, n_words))
+        log_v, log_w = np.log(proposed[0] / total), np.log(proposed[1] / total)
+        return float(after - before + log_beta_density(log_v, log_w, g, g) + np.log(n_empty)
+                     - log_q - log_beta_density(log_v, log_w, qa, qb))
+    before = (topic_log_joint(*split_k, alpha0 * weights[0], beta, n_words)
+              + topic_log_joint(*split_j, alpha0 * weights[1], beta, n_words))
+    after = topic_log_joint(*whole, alpha0 * proposed[0], beta, n_words)
+    log_v, log_w = np.log(weights[0] / total), np.log(weights[1] / total)
+    return float(after - before - log_beta_density(log_v, log_w, g, g) + log_q
+                 + log_beta_density(log_v, log_w, qa, qb) - np.log(n_empty + 1))
+
+
 class HDPChain:
     """The HDP's side of a count representation (module docstring), mixed into the counts of
     the sampler that sweeps z: SparseLDA or dense (:class:`HDPCounts`), Metropolis-Hastings
@@ -175,6 +237,9 @@ class HDPChain:
         self.initial_topics = min(int(setting(model, "initial_topics", INITIAL_TOPICS)),
                                   self.layout.n_topics)
         self._warned_binding = False
+        self.split_merge = int(setting(model, "split_merge", SPLIT_MERGE))
+        self._doc_of = None
+        self.moves = [0, 0]         # splits and merges accepted after the last sweep
 
     def state_class(self, base: type) -> type:
         return HDPState
@@ -227,10 +292,112 @@ class HDPChain:
         state.concentration, state.gamma = float(old.concentration), float(old.gamma)
         return state
 
-    def draw_globals(self, state, streams) -> None:
+    def draw_globals(self, state, streams) -> bool:
         """After every sweep (the driver's ``global_draws``, on one machine or a cluster):
-        :meth:`global_step` from the persistent stream ``topictk.streams.HDP``."""
-        self.global_step(state, np.random.Generator(streams.persistent(keys.HDP)))
+        ``model.split_merge`` split-merge moves (:meth:`split_merge_move`), then
+        :meth:`global_step`, from the persistent stream ``topictk.streams.HDP``. Returns
+        whether a move changed z."""
+        generator = np.random.Generator(streams.persistent(keys.HDP))
+        self.moves = [0, 0]
+        for _ in range(self.split_merge):
+            moved = self.split_merge_move(state, generator)
+            if moved:
+                self.moves[0 if moved > 0 else 1] += 1
+        self.global_step(state, generator)
+        return any(self.moves)
+
+    @property
+    def doc_of(self) -> np.ndarray:
+        """(N,) int32 the document of every token."""
+        if self._doc_of is None:
+            L = self.layout
+            self._doc_of = np.repeat(np.arange(L.n_docs, dtype=np.int32), np.diff(L.doc_ptr))
+        return self._doc_of
+
+    def split_merge_move(self, state, generator: np.random.Generator) -> int:
+        """One Metropolis-Hastings split-merge move on (z, pi) (docs/algorithms.md §2.15;
+        Jain & Neal 2004, Dahl 2005's sequential allocation, Wang & Blei 2012 for the HDP),
+        with pi_k + pi_j of the pair kept and its share v = pi_k / (pi_k + pi_j) moved, whose
+        prior under Dir(gamma / K_max) is Beta(gamma / K_max, gamma / K_max). Two tokens i, i'
+        drawn uniformly: in one topic k, a split of k with an empty slot j (uniform among the
+        E empty ones): i stays, i' goes to j, the others are dealt by
+        :func:`topictk.inference.gibbs._hdp.sequential_allocation` in token order, and v is
+        drawn from Beta(1 + c n_k / n, 1 + c n_j / n), c = SHARE_COUNTS; in two topics k and
+        l, the merge of l into k, v drawn from its prior. Accepted with the ratio of
+        p(z, v) times the reverse proposal over the forward one. Returns 1 for an accepted
+        split, -1 for a merge, 0 otherwise."""
+        L = self.layout
+        N, K, V = L.n_tokens, L.n_topics, L.n_words
+        if N < 2:
+            return 0
+        u = generator.random(3)
+        i, i2 = min(int(u[0] * N), N - 1), min(int(u[1] * N), N - 1)
+        if i == i2:
+            return 0
+        z, pi, a0, beta = state.z, state.pi, float(state.concentration), float(state.beta)
+        k, l = int(z[i]), int(z[i2])
+        n_empty = K - int(np.count_nonzero(state.nk))
+        split = k == l
+        if split:
+            if n_empty == 0:
+                return 0
+            j = int(np.flatnonzero(state.nk == 0)[min(int(u[2] * n_empty), n_empty - 1)])
+            members = np.flatnonzero(z == k)
+        else:
+            j = l
+            members = np.flatnonzero((z == k) | (z == l))
+        others = members[(members != i) & (members != i2)].astype(np.int64)
+        total = float(pi[k] + pi[j])
+        args = (a0 * total / 2.0, beta, V * beta, L.n_docs, V)
+        side = np.empty(others.size, dtype=np.int8)
+        if split:
+            log_q = _hdp.sequential_allocation(others, self.doc_of, L.words, i, i2,
+                                               generator.random(others.size),
+                                               np.zeros(0, dtype=np.int8), False, *args, side)
+        else:
+            side = (z[others] == l).astype(np.int8)
+            log_q = _hdp.sequential_allocation(others, self.doc_of, L.words, i, i2,
+                                               np.zeros(0), side, True, *args,
+                                               np.empty(others.size, dtype=np.int8))
+        to_k = np.append(others[side == 0], i)
+        to_j = np.append(others[side == 1], i2)
+        c = SHARE_COUNTS / members.size
+        qa, qb = 1.0 + c * to_k.size, 1.0 + c * to_j.size
+        g = float(state.gamma) / K
+        if split:
+            v = float(generator.beta(qa, qb))
+            new_k, new_j = total * v, total * (1.0 - v)
+        else:
+            log_g = np.log(generator.standard_gamma(g + 1.0, 2)) + np.log(
+                generator.random(2)) / g
+            log_g -= np.logaddexp(log_g[0], log_g[1])
+            new_k = max(total * float(np.exp(log_g[0])), PI_FLOOR)
+            new_j = max(total * float(np.exp(log_g[1])), PI_FLOOR)
+        log_ratio = pair_log_ratio(split, self.doc_of[members], L.words[members],
+                                   self.doc_of[to_k], L.words[to_k], self.doc_of[to_j],
+                                   L.words[to_j], (float(pi[k]), float(pi[j])),
+                                   (new_k, new_j), log_q, n_empty, a0, beta, V, g)
+        if np.log(generator.random()) >= log_ratio:
+            return 0
+        kept, moved = (to_k, to_j) if split else (members, np.zeros(0, dtype=np.int64))
+        z[to_j] = j if split else k
+        pi[k], pi[j] = new_k, new_j
+        state.alpha = state.concentration * pi
+        self.recount(state, k, j, kept, moved)
+        return 1 if split else -1
+
+    def recount(self, state, k: int, j: int, in_k: np.ndarray, in_j: np.ndarray) -> None:
+        """The counts of topics k and j after a move, from their tokens ``in_k``, ``in_j``."""
+        L = self.layout
+        state.nk[k], state.nk[j] = in_k.size, in_j.size
+        if state.ndk is not None:
+            for topic, tokens in ((k, in_k), (j, in_j)):
+                state.ndk[:, topic] = np.bincount(self.doc_of[tokens], minlength=L.n_docs)
+                state.nkw[:, topic] = np.bincount(L.words[tokens], minlength=L.n_words)
+        self.counts_changed(state)
+
+    def counts_changed(self, state) -> None:
+        """What the sampler keeps of the counts is out of date (a move changed them)."""
 
     def global_step(self, state, generator: np.random.Generator) -> None:
         """Tables, weights and (with ``resample_concentration``) alpha_0 and gamma, in this
@@ -256,7 +423,7 @@ class HDPChain:
                         "tokens, so the data may ask for more topics than the truncation "
                         "allows; train again with a larger model.max_topics (e.g. %d)",
                         K, state.step, live, K, 2 * K)
-        return {"live_k": live,
+        return {"live_k": live, "splits": self.moves[0], "merges": self.moves[1],
                 "alpha": round(float(state.concentration), 6),
                 "gamma": round(float(state.gamma), 6)}
 
@@ -287,6 +454,9 @@ class HDPCounts(HDPChain, SparseLDACounts):
         super().__init__(layout, opts, steps, sync)
         self.hdp_settings(config)
 
+    def counts_changed(self, state) -> None:
+        self._lists_for = None      # the SparseLDA lists are built again from n_kw
+
 
 class HDPMHCounts(HDPChain, MHCounts):
     """The MH sampler's dense counts (§2.7) over K_max slots: its document proposal draws
@@ -307,6 +477,9 @@ class HDPWarpCounts(HDPChain, WarpCounts):
 
     def state_class(self, base: type) -> type:
         return HDPWarpState
+
+    def counts_changed(self, state) -> None:
+        state.word_rows = None      # n_kw's non-zero entries are counted again from z
 
     def initial(self, stream) -> tuple:
         z = self.initial_z(stream)
