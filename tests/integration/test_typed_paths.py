@@ -143,3 +143,18 @@ def test_resuming_names_the_run_as_typed(layout):
                  "inference.iterations=6")
     assert "resuming mine from step 4" in outcome.stderr
     assert str(root) not in outcome.stderr + outcome.stdout
+
+
+def test_the_report_and_seed_file_errors_show_paths_relative_to_the_working_directory(
+        layout, example_store):
+    root, config = layout
+    ok("train", "--config", "../exp/a.yaml", "--out", "r1", *SMALL)
+    ok("report", "r1", "-o", "page.html", "-q")
+    page = (root / "work" / "page.html").read_text()
+    assert f'title="{os.path.relpath(example_store, root / "work")}"' in page
+    assert f'title="{example_store}"' not in page
+    (root / "exp" / "seeds.txt").write_text("sport\n", encoding="utf-8")
+    message = fails(2, "train", "--config", "../exp/a.yaml", "--out", "r2",
+                    "--set", "model.seed_file=seeds.txt", *SMALL)
+    assert message.startswith("../exp/seeds.txt:1: label 'sport' has no words"), message
+    assert str(root) not in message

@@ -14,6 +14,8 @@ from typing import Any
 
 import yaml
 
+from topictk._fileio import shown
+
 from topictk.errors import ConfigError
 from topictk.config.textfile import read_text_file
 from topictk.limits import short, text_lines
@@ -55,7 +57,7 @@ def check_seed_words(value: Any, key: str, where: str) -> dict[str, list[str]] |
 def read_seed_file(path: str | Path) -> dict[str, list[str]]:
     """The seed words of a seed file (module docstring). Raises ConfigError naming the file,
     and the line of a text file, for what cannot be read or is not a seed list."""
-    path = Path(path)
+    path = Path(shown(path))
     text = read_text_file(path, MAX_SEED_FILE, "seed file", "'label word word ...' lines",
                           " (model.seed_file is relative to the config)")
     if path.suffix.lower() in (".yaml", ".yml"):

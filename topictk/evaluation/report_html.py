@@ -8,6 +8,7 @@ import math
 from importlib import resources
 from pathlib import PurePath
 
+from topictk._fileio import shown
 from topictk.evaluation.diagnostics_html import diagnostics_section
 from topictk.evaluation.htmljson import script_json
 from topictk.evaluation.report_labels import DOCS_MARKUP, labels_markup
@@ -73,7 +74,7 @@ def _e(value) -> str:
 def _subtitle(reports: list[RunReport], version: str) -> str:
     stores = sorted({r.corpus for r in reports})
     runs = f"{len(reports)} run{'s' if len(reports) != 1 else ''}"
-    where = (f'on the corpus store <span title="{_e(stores[0])}">'
+    where = (f'on the corpus store <span title="{_e(shown(stores[0]))}">'
              f"{_e(PurePath(stores[0]).name)}</span>" if len(stores) == 1
              else f"on {len(stores)} corpus stores")
     return f"{runs} {where} · topictk {_e(version)}"
@@ -160,7 +161,7 @@ def _summary_table(reports: list[RunReport], order: list[int] | None = None,
     for i in (order if order is not None else range(len(reports))):
         r = reports[i]
         s, c = r.summary, r.corpus_counts
-        corpus = (f"<span title=\"{_e(r.corpus)}\">{_e(PurePath(r.corpus).name)}</span>"
+        corpus = (f"<span title=\"{_e(shown(r.corpus))}\">{_e(PurePath(r.corpus).name)}</span>"
                   f"<br><span class=\"dim\">{_fmt(c.get('train_documents'))} "
                   f"docs, {_fmt(c.get('vocabulary'))} words, {_fmt(c.get('train_tokens'))} "
                   f"tokens</span>")
