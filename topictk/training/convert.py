@@ -20,28 +20,24 @@ RUN is only read.
 from __future__ import annotations
 
 import json
-import os
-import shutil
-import tempfile
 from collections.abc import Callable
 from pathlib import Path
 
 import numpy as np
 
-from topictk._fileio import atomic_write_text, new_dir_mode
+from topictk._fileio import atomic_write_text
 from topictk.config.loader import parse_override
 from topictk.corpus.store import CorpusStore
 from topictk.errors import UsageError
 from topictk.inference.registry import driver_class, load_config
 from topictk.numbering import topic_number
 from topictk.rundir import checkpoint as ckpt
-from topictk.rundir.guard import is_run, write_marker
-from topictk.rundir.layout import MARKER_FILE, check_compatible, check_store_present
+from topictk.rundir.guard import write_marker
+from topictk.rundir.layout import MARKER_FILE, check_store_present
 from topictk.streams import Streams
-from topictk.training.grow import (_additional_steps, _check_output, _latest_state,
-                                   _put_in_place)
+from topictk.training.grow import (_additional_steps, _check_output, latest_state,
+                                   trained_run_config, write_and_train)
 from topictk.training.run import RESUMABLE_CHANGES, TrainResult, _header, saved_config_text
-from topictk.training.run import train as run_training
 
 #: the targets of ``convert --to``
 TARGETS = ("lda",)
@@ -76,10 +72,7 @@ def convert_run(run: str, out: str | None, to: str = "lda", overrides: list[str]
     others = [o for o in overrides if parse_override(o)[0] != ["model", "alpha"]]
     extra = _additional_steps(others)
     others = [o for o in others if parse_override(o)[0] != ["inference", "iterations"]]
-    if not is_run(run_dir) or not (run_dir / "config.yaml").is_file():
-        raise UsageError(f"convert {run}: not a run directory (no {MARKER_FILE} and "
-                         f"config.yaml); give the output directory of a trained run")
-    old_config = load_config(run_dir / "config.yaml", [f"output={run_dir.resolve()}"])
+    old_config = trained_run_config(run_dir, f"convert {run}")
     family = getattr(old_config.model, "family", "lda")
     if family != "hdp":
         raise UsageError(f"convert {run}: a run of model.family {family}; convert --to lda "
@@ -88,25 +81,18 @@ def convert_run(run: str, out: str | None, to: str = "lda", overrides: list[str]
     check_store_present(run_dir, old_config.corpus)
     _check_output(out_dir, force, [run_dir.resolve(), Path(old_config.corpus).resolve()], out,
                   ours)
-    path, header, arrays = _latest_state(run_dir)
     store = CorpusStore.open(old_config.corpus)
-    check_compatible(header, old_config, store, path)
-    out_dir.parent.mkdir(parents=True, exist_ok=True)
-    tmp = Path(tempfile.mkdtemp(prefix=f".{out_dir.name}.convert-", dir=out_dir.parent))
-    try:
-        os.chmod(tmp, new_dir_mode())       # mkdtemp alone leaves 0700
-        origin = {"run": str(run_dir.resolve()), "state": path.name, "to": to}
+    path, header, arrays = latest_state(run_dir, old_config, store)
+    origin = {"run": str(run_dir.resolve()), "state": path.name, "to": to}
+
+    def write(tmp: Path) -> None:
         live = _write_run(tmp, old_config, store, (header, arrays), origin, extra,
                           [*others, *model])
         more = extra_files(live, int(old_config.model.topics)) if extra_files else {}
         for name, text in more.items():
             atomic_write_text(tmp / name, text)
-        _put_in_place(tmp, out_dir)
-    except BaseException:
-        shutil.rmtree(tmp, ignore_errors=True)
-        raise
-    return run_training(load_config(out_dir / "config.yaml", [f"output={out_dir}"]),
-                        resume=True, quiet=quiet)
+
+    return write_and_train(out_dir, "convert", write, quiet)
 
 
 def _model_overrides(overrides: list[str]) -> list[str]:

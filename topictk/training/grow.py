@@ -67,10 +67,7 @@ def continue_run(run: str, added: str, out: str | None, overrides: list[str] = (
     others = [o for o in overrides if parse_override(o)[0] != ["inference", "iterations"]]
     if resume:
         return _resume(out_dir, extra, others, quiet)
-    if not is_run(run_dir) or not (run_dir / "config.yaml").is_file():
-        raise UsageError(f"--continue {run}: not a run directory (no {MARKER_FILE} and "
-                         f"config.yaml); give the output directory of a trained run")
-    old_config = load_config(run_dir / "config.yaml", [f"output={run_dir.resolve()}"])
+    old_config = trained_run_config(run_dir, f"--continue {run}")
     check_store_present(run_dir, old_config.corpus)
     added_store = CorpusStore.open(added)
     _check_output(out_dir, force, [run_dir.resolve(), Path(old_config.corpus).resolve(),
@@ -79,16 +76,41 @@ def continue_run(run: str, added: str, out: str | None, overrides: list[str] = (
     family = getattr(old_config.model, "family", "lda")
     if family not in cls.traits.add_documents:
         raise cannot_add_documents(cls.name, family)
-    path, header, arrays = _latest_state(run_dir)
     base = CorpusStore.open(old_config.corpus)
-    check_compatible(header, old_config, base, path)
+    path, header, arrays = latest_state(run_dir, old_config, base)
+    origin = {"run": str(run_dir.resolve()), "state": path.name,
+              "added": str(Path(added).resolve())}
+    return write_and_train(out_dir, "continue", lambda tmp: _write_run(
+        tmp, old_config, base, added_store, (header, arrays), origin, extra, others), quiet)
+
+
+def trained_run_config(run_dir: Path, named: str):
+    """The config of the trained run in ``run_dir``, its output where the run is now; refuses
+    a folder that is no run (``named``: the option and value, for the message)."""
+    if not is_run(run_dir) or not (run_dir / "config.yaml").is_file():
+        raise UsageError(f"{named}: not a run directory (no {MARKER_FILE} and "
+                         f"config.yaml); give the output directory of a trained run")
+    return load_config(run_dir / "config.yaml", [f"output={run_dir.resolve()}"])
+
+
+def latest_state(run_dir: Path, config, store: CorpusStore) -> tuple[Path, dict, dict]:
+    """The newest saved state of the run in ``run_dir`` (path, header, arrays), checked
+    against its ``config`` and ``store``."""
+    path, header, arrays = _latest_state(run_dir)
+    check_compatible(header, config, store, path)
+    return path, header, arrays
+
+
+def write_and_train(out_dir: Path, kind: str, write: Callable[[Path], None],
+                    quiet: bool) -> TrainResult:
+    """A new run made whole by ``write(folder)`` in a hidden folder beside ``out_dir``
+    (``.NAME.KIND-*``), put in its place (a failure leaves nothing half made), then trained by
+    resuming it from the checkpoint ``write`` saved."""
     out_dir.parent.mkdir(parents=True, exist_ok=True)
-    tmp = Path(tempfile.mkdtemp(prefix=f".{out_dir.name}.continue-", dir=out_dir.parent))
+    tmp = Path(tempfile.mkdtemp(prefix=f".{out_dir.name}.{kind}-", dir=out_dir.parent))
     try:
         os.chmod(tmp, new_dir_mode())       # mkdtemp alone leaves 0700
-        origin = {"run": str(run_dir.resolve()), "state": path.name,
-                  "added": str(Path(added).resolve())}
-        _write_run(tmp, old_config, base, added_store, (header, arrays), origin, extra, others)
+        write(tmp)
         _put_in_place(tmp, out_dir)
     except BaseException:
         shutil.rmtree(tmp, ignore_errors=True)
