@@ -310,12 +310,21 @@ EVALUATION = {
     "curve_fold_in_sweeps": Option("int", 10, low=2, nullable=True,
                                    help="Gibbs fold-in sweeps of the in-training curve, the "
                                         "first half discarded; null = fold_in_sweeps"),
-    "fold_in": Option("choice", "gibbs", choices=("gibbs", "mh"),
-                      help="fold-in of collapsed Gibbs runs (gibbs, dmr-sem): gibbs = the Gibbs "
-                           "fold-in; mh = Metropolis-Hastings with tables from the counts, "
-                           "O(1) per token whatever K is, for large K, but slower to converge "
-                           "per sweep, so give it more sweeps (it overestimates perplexity with "
-                           "few, docs/algorithms.md §2.7)"),
+    "fold_in": Option("choice", "gibbs", choices=("gibbs", "mh", "fixed-point"),
+                      help="estimator of theta that evaluate scores with (docs/evaluate.md, "
+                           "'Two estimators of theta'): gibbs = the Gibbs fold-in; mh = "
+                           "Metropolis-Hastings with tables from the counts (collapsed Gibbs "
+                           "runs: gibbs, dmr-sem), O(1) per token whatever K is, for large K, "
+                           "but slower to converge per sweep, so give it more sweeps (it "
+                           "overestimates perplexity with few, docs/algorithms.md §2.7); "
+                           "fixed-point = theta iterated to its fixed point (no sampling, "
+                           "fold_in_tol, fold_in_max_iterations), the estimator of many other "
+                           "toolkits' evaluations"),
+    "fold_in_tol": Option("float", 1e-6, low=0, low_open=True,
+                          help="fixed-point fold-in: stop a document when no theta_k changes "
+                               "by this much in an update"),
+    "fold_in_max_iterations": Option("int", 500, low=1,
+                                     help="fixed-point fold-in: most updates per document"),
     "coherence_top": Option("int", 10, low=2, help="top words for UMass and NPMI"),
     "diversity_top": Option("int", 25, low=1, help="top words for topic diversity"),
 }

@@ -185,6 +185,52 @@ def gibbs_fold_in(weights: np.ndarray, alpha: np.ndarray, doc_ptr: np.ndarray,
     return theta
 
 
+FIXED_POINT = "fixed-point"     # evaluation.fold_in of the deterministic fold-in
+
+
+def fixed_point_fold_in(phi: np.ndarray, alpha: np.ndarray, documents: Documents,
+                        active: np.ndarray | None, *, tol: float, max_iterations: int,
+                        threads: int = 1) -> np.ndarray:
+    """theta-hat (D, K) of documents under fixed word-major topics ``phi`` (V, K) and a
+    Dirichlet prior (1 or D, K) by the fixed-point fold-in (§11.2, ``evaluation.fold_in:
+    fixed-point``): theta_dk <- (sum_w c_dw r_dwk + alpha_dk) / (N_d + alpha_d.) with
+    r_dwk proportional to theta_dk phi_wk, from the uniform theta until max_k |change| <
+    ``tol`` or ``max_iterations`` updates (kernel
+    :func:`topictk.inference._fixed_point.fold_in_theta`). No random numbers: the same at any
+    thread count. Rows of documents not ``active`` are NaN."""
+    from topictk.inference import _fixed_point
+
+    phi = np.asarray(phi, dtype=np.float64)
+    K = phi.shape[1]
+    alpha = np.ascontiguousarray(np.atleast_2d(alpha), dtype=np.float64)
+    indptr, indices, counts = documents.indptr, documents.indices, documents.counts
+    if indptr is None:
+        indptr, indices, counts = ptr_to_csr(np.asarray(documents.doc_ptr, dtype=np.int64),
+                                             np.asarray(documents.words, dtype=np.int32),
+                                             phi.shape[0])
+    D = np.asarray(indptr).size - 1
+    # only the rows of the words that occur are copied (new documents cost by their vocabulary)
+    vocab, local = np.unique(np.asarray(indices), return_inverse=True)
+    flags = (np.ones(D, dtype=np.uint8) if active is None
+             else np.ascontiguousarray(active, dtype=np.uint8))
+    theta = np.full((D, K), np.nan)
+    iterations = np.zeros(D, dtype=np.int32)
+    _fixed_point.fold_in_theta(np.ascontiguousarray(indptr, dtype=np.int64),
+                               local.reshape(-1).astype(np.int32),
+                               np.ascontiguousarray(counts, dtype=np.int32),
+                               np.ascontiguousarray(phi[vocab]), alpha, flags, float(tol),
+                               int(max_iterations), theta, iterations, int(threads))
+    return theta
+
+
+def fixed_point_settings(config) -> tuple[float, int] | None:
+    """(tol, max_iterations) when ``config`` scores by the fixed-point fold-in, else None."""
+    evaluation = getattr(config, "evaluation", None)
+    if getattr(evaluation, "fold_in", "gibbs") != FIXED_POINT:
+        return None
+    return (float(evaluation.fold_in_tol), int(evaluation.fold_in_max_iterations))
+
+
 def tokens_by_word(words: np.ndarray, n_words: int, dtype=np.int64,
                    block: int = 1 << 20) -> tuple[np.ndarray, np.ndarray]:
     """The tokens grouped by word, for the samplers that visit a word's tokens together (MH
@@ -656,8 +702,20 @@ class Driver(ABC):
         (an E-step, a deep chain) override it."""
         if prior is None:
             prior = self.document_prior(state, None)
+        fixed = fixed_point_settings(self.config)
+        if fixed is not None:
+            return fixed_point_fold_in(self.topic_word(state).T, prior, documents, plan.active,
+                                       tol=fixed[0], max_iterations=fixed[1],
+                                       threads=plan.threads)
         return gibbs_fold_in(self.fold_in_weights(state), prior, documents.doc_ptr,
                              documents.words, plan)
+
+    @classmethod
+    def heldout_estimator(cls, config) -> str:
+        """The estimator of theta that :meth:`heldout_probabilities` scores the runs of
+        ``config`` with, as evaluate declares it: ``evaluation.fold_in`` (gibbs, mh or
+        fixed-point) by default."""
+        return str(getattr(config.evaluation, "fold_in", "gibbs"))
 
     def fold_in_weights(self, state: Any) -> np.ndarray:
         """The word-major (V, K) weights the default Gibbs fold-in samples with: phi-hat

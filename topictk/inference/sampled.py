@@ -22,6 +22,8 @@ from topictk.inference.base import (
     FoldInPlan,
     chunk_bounds_by_docs,
     chunk_bounds_by_tokens,
+    fixed_point_fold_in,
+    fixed_point_settings,
     gibbs_fold_in,
     take_documents,
 )
@@ -298,6 +300,11 @@ class SampledDriver(Driver):
             return super().fold_in(state, documents, plan, prior=prior)
         if prior is None:
             raise ValueError("a fold-in with a saved sample needs the documents' prior")
+        fixed = fixed_point_settings(self.config)
+        if fixed is not None:
+            return fixed_point_fold_in(self.sample_phi(state, sample), prior, documents,
+                                       plan.active, tol=fixed[0], max_iterations=fixed[1],
+                                       threads=plan.threads)
         return gibbs_fold_in(self.sample_phi(state, sample), prior, documents.doc_ptr,
                              documents.words, plan)
 
@@ -310,7 +317,8 @@ class SampledDriver(Driver):
         for s in samples:
             phi = np.ascontiguousarray(self.sample_phi(state, s))
             prior = self.sample_prior(state, s, documents)
-            if self.cluster is not None and np.ndim(prior) == 1:
+            if (self.cluster is not None and np.ndim(prior) == 1
+                    and fixed_point_settings(self.config) is None):
                 total += cluster_fold_in(self, docs, documents, (phi, phi), prior, pass_index)
             else:
                 theta = counted_fold_in(self, state, docs.observed,

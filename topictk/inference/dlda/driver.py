@@ -256,6 +256,11 @@ class DLDADriver(Driver):
     @classmethod
     def check_config(cls, data: dict, where: str) -> None:
         model, inf = data["model"], data["inference"]
+        if data.get("evaluation", {}).get("fold_in") == "fixed-point":
+            raise ConfigError(f"evaluation.fold_in: fixed-point does not apply to deep LDA "
+                              f"(a gamma prior from the layer above, not a Dirichlet one; "
+                              f"evaluate scores with the persistent test chain); leave it "
+                              f"out ({where})")
         layers = model["layers"]
         if model.get("topics") is None:
             model["topics"] = layers[0]
@@ -527,6 +532,10 @@ class DLDADriver(Driver):
                              f"{state.depth}-layer '{self.name}' network has a gamma prior from "
                              f"the layer above. Use the default estimator (document completion)")
         return [(state.phi[0], state.r)]
+
+    @classmethod
+    def heldout_estimator(cls, config) -> str:
+        return "persistent test chain"
 
     def heldout_probabilities(self, state: DeepState, samples, test: EvaluationSet,
                               pass_index: int) -> np.ndarray:

@@ -15,7 +15,7 @@ import numpy as np
 from topictk import streams as keys
 from topictk.config.schema import Option
 from topictk.errors import ConfigError, NumericalError
-from topictk.inference.base import StepInfo, Traits
+from topictk.inference.base import StepInfo, Traits, fixed_point_fold_in, fixed_point_settings
 from topictk.inference.gibbs.cluster import GibbsClusterMixin
 from topictk.inference.gibbs.grow import GrowMixin
 from topictk.inference.hyper import resolve_alpha
@@ -395,6 +395,11 @@ class GibbsDriver(GrowMixin, GibbsClusterMixin, SampledDriver):
             if sample is not None:
                 raise ValueError("a fold-in with a saved sample needs the documents' prior")
             prior = self.document_prior(state, None)
+        fixed = fixed_point_settings(self.config)
+        if fixed is not None:
+            phi = self.topic_word(state).T if sample is None else self.sample_phi(state, sample)
+            return fixed_point_fold_in(phi, prior, documents, plan.active, tol=fixed[0],
+                                       max_iterations=fixed[1], threads=plan.threads)
         if getattr(self.config.evaluation, "fold_in", "gibbs") == "mh":
             nk = state.nk if sample is None else sample["nk"]
             nkw = (self.counted(state).nkw if sample is None

@@ -100,6 +100,7 @@ class CVBDriver(SeededDriverMixin, VariationalDriver):
     """CVB with the second-order (Gaussian) correction; one step is one sweep over all pairs."""
 
     name = "cvb"
+    own_estimator = "CVB0 fold-in"
     traits = Traits(kind="variational", paper="Teh, Newman & Welling 2007",
                     objective="train_bound_per_token", add_documents=("lda",))
     STATE = CVBState

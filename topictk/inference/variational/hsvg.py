@@ -13,7 +13,13 @@ import numpy as np
 
 from topictk.config.schema import Option
 from topictk.corpus.batches import gather_batch
-from topictk.inference.base import Driver, EvaluationSet, FoldInPlan, StepInfo
+from topictk.inference.base import (
+    Driver,
+    EvaluationSet,
+    FoldInPlan,
+    StepInfo,
+    fixed_point_settings,
+)
 from topictk.inference.minibatch import (
     batch_sizes,
     local_step_arrays,
@@ -113,6 +119,10 @@ class HSVGDriver(OVBDriver):
         """theta-hat by the Gibbs fold-in of its own local step (§11.2)."""
         return Driver.fold_in(self, state, documents, plan, prior=prior)
 
+    @classmethod
+    def heldout_estimator(cls, config) -> str:
+        return str(getattr(config.evaluation, "fold_in", "gibbs"))
+
     def fold_in_weights(self, state: OnlineState) -> np.ndarray:
         """exp(E log phi), the weights of its own local step."""
         return self.weights(state)
@@ -121,7 +131,7 @@ class HSVGDriver(OVBDriver):
                               pass_index: int, part: str = "test") -> np.ndarray:
         """:meth:`fold_in`, then the predictive p(w | doc) with phi-hat = lambda / lambda_k
         (§11.2); on a cluster, the fold-in of each block of chunks runs on a worker."""
-        if self.cluster is not None:
+        if self.cluster is not None and fixed_point_settings(self.config) is None:
             # the documents and sweeps of ``test`` (the curve's), as on one machine
             return cluster_fold_in(self, test, part, (self.weights(state), state.phi()),
                                    state.alpha, pass_index)

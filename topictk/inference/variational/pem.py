@@ -274,6 +274,7 @@ class PEMDriver(SeededDriverMixin, BatchEMDriver):
     """Particle EM; one step is one EM iteration of every particle (§10.3)."""
 
     name = "pem"
+    own_estimator = "particle E-step"
     traits = Traits(kind="variational", paper="particle EM (docs/algorithms.md §10)",
                     alpha_auto=True, objective="train_bound_per_token", add_documents=("lda",))
     STATE = PEMState

@@ -17,7 +17,16 @@ from topictk.config.schema import Option
 from topictk.corpus.batches import gather_rows
 from topictk.corpus.store import Documents
 from topictk.inference.variational import _vb
-from topictk.inference.base import Driver, EvaluationSet, FoldInPlan, MemorySizes, StepInfo
+from topictk.inference.base import (
+    FIXED_POINT,
+    Driver,
+    EvaluationSet,
+    FoldInPlan,
+    MemorySizes,
+    StepInfo,
+    fixed_point_fold_in,
+    fixed_point_settings,
+)
 from topictk.inference.cluster import ClusterTask, StoreRef, map_merge, runs, worker_threads
 from topictk.inference.perplexity import csr_arrays, mixture_probabilities
 from topictk.limits import at_peak
@@ -295,6 +304,9 @@ class VariationalDriver(Driver):
     local update with the topics frozen) and mixing, p-hat(w | d) = sum_k theta-hat_dk phi_wk
     (§11.2); Protocol B mixes the training documents' own theta-hat."""
 
+    # the estimator of theta evaluate scores with unless evaluation.fold_in is fixed-point
+    own_estimator = "variational E-step"
+
     MEMORY_FIX = ("leave inference.chunks out (one V x K block of E-step statistics), or "
                   "train with inference.algorithm: ovb (a mini-batch's statistics, no D x K "
                   "arrays)")
@@ -369,8 +381,21 @@ class VariationalDriver(Driver):
 
     def heldout_probabilities(self, state: Any, samples, test: EvaluationSet,
                               pass_index: int) -> np.ndarray:
-        theta = self.fold_in(state, test.observed)
+        fixed = fixed_point_settings(self.config)
+        if fixed is not None:
+            theta = fixed_point_fold_in(self.point_phi(state), state.alpha, test.observed, None,
+                                        tol=fixed[0], max_iterations=fixed[1],
+                                        threads=self.threads)
+        else:
+            theta = self.fold_in(state, test.observed)
         return mixture_probabilities(test.heldout, theta, self.point_phi(state), self.threads)
+
+    @classmethod
+    def heldout_estimator(cls, config) -> str:
+        """``fixed-point`` when asked, else the algorithm's own local update (§11.2)."""
+        if fixed_point_settings(config) is not None:
+            return FIXED_POINT
+        return cls.own_estimator
 
     def train_heldout_probabilities(self, state: Any, samples,
                                     heldout: Documents) -> np.ndarray:
