@@ -59,15 +59,23 @@ def runs(jsonl_store, tmp_path_factory):
 
 
 # ----------------------------------------------------------------------------- compare
-def test_compare_scores_every_family_as_evaluate_does_sorted_by_perplexity(runs):
+def test_compare_scores_every_family_as_evaluate_does_flagging_mixed_estimators(runs):
     data = json.loads(ok("compare", runs, "--format", "json").stdout)
     rows = data["runs"]
-    assert data["perplexity_comparable"] is True
+    # each family's own estimator of theta: not one estimator, so flagged
+    assert data["perplexity_comparable"] is False
+    theta = [d for d in data["protocol_differences"] if d.startswith("evaluation.theta:")]
+    assert len(theta) == 1 and "variational E-step (ovb)" in theta[0]
+    assert "persistent test chain (tlasgr)" in theta[0]
+    assert {r["run"]: r["estimator"] for r in rows} == {
+        "gibbs": "gibbs", "dmr-sem": "gibbs", "ovb": "variational E-step",
+        "tlasgr": "persistent test chain"}
     assert sorted(r["run"] for r in rows) == sorted(FAMILIES)
     perplexities = [r["perplexity"] for r in rows]
     assert perplexities == sorted(perplexities)
     for row in rows:
         evaluated = json.loads(ok("evaluate", runs / row["run"], "--json").stdout)
+        assert row["estimator"] == evaluated["estimator"]
         for key in ("perplexity", "umass", "npmi", "diversity"):
             assert row[key] == pytest.approx(evaluated[key], rel=1e-12), (row["run"], key)
         assert row["iterations"] == FAMILIES[row["run"]][1]["iterations"]
@@ -75,14 +83,39 @@ def test_compare_scores_every_family_as_evaluate_does_sorted_by_perplexity(runs)
     assert next(r for r in rows if r["run"] == "tlasgr")["topics"] == "6-3"
 
 
+def test_compare_fold_in_scores_every_run_with_one_estimator(runs):
+    chosen = [runs / "gibbs", runs / "ovb", runs / "dmr-sem"]
+    mixed = ok("compare", *chosen).stdout
+    assert "perplexity*" in mixed and "--fold-in fixed-point" in mixed
+    data = json.loads(ok("compare", *chosen, "--fold-in", "fixed-point", "--format",
+                         "json").stdout)
+    assert data["perplexity_comparable"] is True and data["protocol_differences"] == []
+    assert "fixed-point fold-in" in data["protocol"]
+    rows = data["runs"]
+    assert {r["estimator"] for r in rows} == {"fixed-point"}
+    assert [r["perplexity"] for r in rows] == sorted(r["perplexity"] for r in rows)
+    for row in rows:
+        evaluated = json.loads(ok("evaluate", runs / row["run"], "--json", "--fold-in",
+                                  "fixed-point").stdout)
+        assert row["perplexity"] == pytest.approx(evaluated["perplexity"], rel=1e-12)
+        own = json.loads(ok("evaluate", runs / row["run"], "--json").stdout)
+        assert own["perplexity"] != evaluated["perplexity"]
+    # deep LDA has no Dirichlet prior to fold in with
+    message = fails(2, "compare", runs / "tlasgr", "--fold-in", "fixed-point")
+    assert "evaluation.fold_in: fixed-point does not apply to deep LDA" in message
+
+
 def test_compare_text_and_tsv_hold_the_same_rows(runs):
-    text = ok("compare", runs / "gibbs", runs / "ovb").stdout.splitlines()
+    text = ok("compare", runs / "gibbs", runs / "dmr-sem").stdout.splitlines()
     assert text[0].split()[:6] == ["run", "algorithm", "topics", "iterations", "train_seconds",
                                    "perplexity"]
     # the rows, then the line saying how the perplexities were measured
     assert text[-1].startswith("perplexity: evaluate: document completion on all ")
-    assert {line.split()[0] for line in text[1:-1]} == {"gibbs", "ovb"}
-    tsv = ok("compare", runs / "gibbs", runs / "ovb", "--format", "tsv").stdout.splitlines()
+    assert {line.split()[0] for line in text[1:-1]} == {"gibbs", "dmr-sem"}
+    assert text[0].split()[-1] == "estimator"
+    assert all(line.split()[-1] == "gibbs" for line in text[1:-1])
+    tsv = ok("compare", runs / "gibbs", runs / "dmr-sem", "--format",
+             "tsv").stdout.splitlines()
     header = tsv[0].split("\t")
     rows = [dict(zip(header, line.split("\t"))) for line in tsv[1:]]
     assert [r["run"] for r in rows] == [line.split()[0] for line in text[1:-1]]

@@ -16,7 +16,9 @@ from topictk.evaluation.compare import (
 from topictk.evaluation.labels import labels_for_runs
 from topictk.evaluation.left_to_right import DEFAULT_PARTICLES
 from topictk.evaluation.topic_listing import alignment_labels
-from topictk.evaluation.runs import check_same_store, discover_runs, protocol_differences
+from topictk.cli.evaluate import FOLD_INS
+from topictk.evaluation.runs import (check_same_store, discover_runs, protocol_differences,
+                                     scored_with)
 from topictk.evaluation.scores import protocol_line
 
 log = logging.getLogger("topictk")
@@ -38,6 +40,10 @@ log = logging.getLogger("topictk")
 @click.option("--labels", "labels_files", multiple=True, metavar="RUN=FILE",
               help="--align: topic labels of RUN from FILE instead of its labels.tsv (FILE "
                    "alone with one run); may be repeated.")
+@click.option("--fold-in", "fold_in", type=click.Choice(FOLD_INS), default=None,
+              help="Score every run with this estimator of theta (evaluation.fold_in) instead "
+                   "of each run's own, so that runs of different families are compared on "
+                   "one estimator (fixed-point applies to all but deep LDA; docs/evaluate.md).")
 @click.option("--recompute", is_flag=True,
               help="Score every run again instead of reading the scores cached in its "
                    "scores.json (they are written again).")
@@ -45,7 +51,7 @@ log = logging.getLogger("topictk")
 @threads_option()
 @quiet_option
 def compare(runs, fmt, left_to_right, particles, align, top, labels_files,
-            allow_different_corpora, threads, recompute, quiet):
+            allow_different_corpora, fold_in, threads, recompute, quiet):
     """Scores of several runs side by side, lowest held-out perplexity first.
 
     Each RUN is a run directory or a folder of runs (such as the output of 'train --sweep').
@@ -70,6 +76,7 @@ def compare(runs, fmt, left_to_right, particles, align, top, labels_files,
                                       for other in found[1:]], fmt), nl=False)
         return
     particles = (particles or DEFAULT_PARTICLES) if left_to_right else None
+    found = scored_with(found, fold_in)
     differences = protocol_differences(found, particles)
     for line in differences:
         log.warning("the runs are scored differently: %s", line)

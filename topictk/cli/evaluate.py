@@ -6,6 +6,7 @@ from pathlib import Path
 
 import click
 
+from topictk.config.schema import EVALUATION
 from topictk.cli.options import (cluster_options, cluster_overrides, quiet_option,
                                  run_dir_argument, threads_option)
 from topictk.errors import UsageError
@@ -13,6 +14,8 @@ from topictk.evaluation.coherence import C_V_CAVEAT, GENSIM_MEASURES, WINDOW
 from topictk.evaluation.left_to_right import DEFAULT_PARTICLES
 from topictk.evaluation.run import evaluate_run
 from topictk.rundir.metrics import curve_rise, read_metrics
+
+FOLD_INS = tuple(EVALUATION["fold_in"].choices)
 
 
 @click.command()
@@ -33,6 +36,10 @@ from topictk.rundir.metrics import curve_rise, read_metrics
 @click.option("--reference", default=None, metavar="STORE",
               help="Compute the --coherence measures on the training texts of this corpus "
                    "store instead (words matched by their spelling).")
+@click.option("--fold-in", "fold_in", type=click.Choice(FOLD_INS), default=None,
+              help="Estimator of theta to score with instead of the run's evaluation.fold_in: "
+                   "gibbs, mh (collapsed Gibbs runs) or fixed-point (docs/evaluate.md, 'Two "
+                   "estimators of theta'); cached apart from the run's own.")
 @click.option("--recompute", is_flag=True,
               help="Score again instead of reading the scores cached in the run's "
                    "scores.json (they are written again).")
@@ -40,7 +47,7 @@ from topictk.rundir.metrics import curve_rise, read_metrics
 @cluster_options
 @quiet_option
 def evaluate(run_dir, as_json, checkpoint, left_to_right, particles, coherence, reference,
-             recompute, threads, scheduler, dask_workers, quiet):
+             fold_in, recompute, threads, scheduler, dask_workers, quiet):
     """Held-out perplexity (document completion), UMass, NPMI and topic diversity of a run;
     with --coherence, gensim's coherence measures too.
 
@@ -53,7 +60,8 @@ def evaluate(run_dir, as_json, checkpoint, left_to_right, particles, coherence, 
     result = evaluate_run(run_dir, checkpoint, threads,
                           left_to_right=(particles or DEFAULT_PARTICLES) if left_to_right
                           else None, scheduler=scheduler, dask_workers=dask_workers,
-                          coherence=coherence, reference=reference, recompute=recompute)
+                          coherence=coherence, reference=reference, recompute=recompute,
+                          fold_in=fold_in)
     if as_json:
         click.echo(json.dumps(result, sort_keys=True))
         return
@@ -63,6 +71,8 @@ def evaluate(run_dir, as_json, checkpoint, left_to_right, particles, coherence, 
     if ppl is not None:
         click.echo(f"perplexity:  {ppl:.3f}  ({result['heldout_tokens']:,} held-out tokens, "
                    f"{result['samples']} sample(s))")
+        click.echo(f"estimator:   theta by the {result.get('estimator')} fold-in "
+                   f"(evaluation.fold_in; document completion, docs/evaluate.md)")
     else:
         click.echo("perplexity:  n/a (the corpus store has no held-out tokens)")
     rise = curve_rise(read_metrics(Path(run_dir) / "metrics.jsonl"))

@@ -25,7 +25,7 @@ from topictk.evaluation.tsv import tsv_rows
 log = logging.getLogger("topictk")
 
 COLUMNS = ("run", "algorithm", "topics", "iterations", "train_seconds", "perplexity",
-           "perplexity_left_to_right", "umass", "npmi", "diversity")
+           "perplexity_left_to_right", "umass", "npmi", "diversity", "estimator")
 
 
 def model_size(config) -> str:
@@ -57,6 +57,7 @@ def compare_row(run: RunRef, left_to_right: int | None = None,
                 # training documents' (§11.1), the same for every run of the store
                 "perplexity": (scores["perplexity"] if scores.get("perplexity") is not None
                                else scores.get("perplexity_train_heldout")),
+                "estimator": scores.get("estimator"),
                 "umass": scores["umass"], "npmi": scores["npmi"],
                 "diversity": scores["diversity"], "cached": scores.get("cached", False)})
     if left_to_right is not None:
@@ -129,6 +130,9 @@ def render_rows(rows: list[dict], fmt: str, *, comparable: bool,
     if differences:
         lines.append("* scored differently, so not ranked on equal terms; differing: "
                      + " | ".join(differences))
+        if any(d.startswith("evaluation.theta:") for d in differences):
+            lines.append("* theta is estimated differently: --fold-in fixed-point scores every "
+                         "run (but deep LDA's) with one estimator")
     if any("missing" in r for r in rows):
         lines.append("- : not available (a run without its final model; see the warnings)")
     return "\n".join(lines) + "\n"

@@ -93,17 +93,19 @@ def _training_warnings_shown_once():
 
 
 class LoadedRun:
-    """A run directory's config, store, driver and state (final model or a checkpoint)."""
+    """A run directory's config, store, driver and state (final model or a checkpoint);
+    ``fold_in``: score with this ``evaluation.fold_in`` instead of the run's own."""
 
     def __init__(self, run_dir: str | Path, checkpoint: int | None = None,
-                 threads: int | None = None):
+                 threads: int | None = None, fold_in: str | None = None):
         run_dir = Path(run_dir)
         config_path = run_dir / "config.yaml"
         if not config_path.exists():
             raise not_a_run_error(run_dir)
         self.run_dir = run_dir
         with _training_warnings_shown_once():
-            self.config = load_config(config_path)
+            self.config = load_config(config_path, [] if fold_in is None
+                                      else [f"evaluation.fold_in={fold_in}"])
         if checkpoint is None:
             path = run_dir / MODEL_FILE
             if not path.exists():
@@ -164,7 +166,8 @@ def evaluate_run(run_dir: str | Path, checkpoint: int | None = None,
                  threads: int | None = None, left_to_right: int | None = None, *,
                  scheduler: str | None = None, dask_workers: int | None = None,
                  coherence: Sequence[str] | str | None = None,
-                 reference: str | Path | None = None, recompute: bool = False) -> dict:
+                 reference: str | Path | None = None, recompute: bool = False,
+                 fold_in: str | None = None) -> dict:
     """Held-out perplexity averaged over the saved samples, coherence and diversity;
     ``left_to_right`` = R also scores the held-out tokens by the left-to-right estimator with R
     particles (§11.3). ``scheduler`` or ``dask_workers``: the fold-in of the test documents
@@ -172,11 +175,13 @@ def evaluate_run(run_dir: str | Path, checkpoint: int | None = None,
     measures (:data:`~topictk.evaluation.coherence.GENSIM_MEASURES`), on the training texts or
     on those of the store ``reference``. The scores are read from the run's ``scores.json``
     when it holds them for this model, store and protocol, and written there when computed
-    (:mod:`topictk.evaluation.scores`); ``recompute`` scores again all the same."""
+    (:mod:`topictk.evaluation.scores`); ``recompute`` scores again all the same.
+    ``fold_in``: the estimator of theta (``evaluation.fold_in``) instead of the run's own; the
+    cache keys on it, so another estimator's cached score is never shown for it."""
     measures = _coherence_request(coherence, reference)
     if reference is not None:
         CorpusStore.open(reference)         # a wrong path fails before the scoring starts
-    run = LoadedRun(run_dir, checkpoint, threads)
+    run = LoadedRun(run_dir, checkpoint, threads, fold_in)
     try:
         with run_on_cluster(run, scheduler, dask_workers, "evaluated"):
             return evaluate_loaded(run, left_to_right, coherence=measures,
@@ -305,7 +310,8 @@ def score_loaded(run: LoadedRun, left_to_right: int | None = None) -> dict:
     test = EvaluationSet.from_store(run.store)
     result = {"run": str(run.run_dir), "model": run.path.name,
               "algorithm": run.config.inference.algorithm, "topics": run.config.model.topics,
-              "step": run.state.step}
+              "step": run.state.step,
+              "estimator": run.driver.heldout_estimator(run.config)}
     samples = run.samples()
     if test.n_heldout_tokens:
         ppl = counted_perplexity(run, test, samples)

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 from topictk.config.loader import Config
@@ -182,6 +182,17 @@ def check_same_store(runs: Sequence[RunRef], allow_different: bool = False) -> b
                 f"one store, or add --allow-different-corpora to show them with the perplexity "
                 f"marked as not comparable")
     return True
+
+
+def scored_with(runs: Sequence[RunRef], fold_in: str | None) -> list[RunRef]:
+    """The runs with ``evaluation.fold_in`` set to ``fold_in`` (None: as they are), so that
+    every run is scored by one estimator of theta; a run whose family cannot use it is
+    refused with its config's name."""
+    if fold_in is None:
+        return list(runs)
+    return [replace(run, config=load_config(run.path / "config.yaml",
+                                            [f"evaluation.fold_in={fold_in}"]))
+            for run in runs]
 
 
 def protocol_differences(runs: Sequence[RunRef], left_to_right: int | None = None) -> list[str]:

@@ -33,13 +33,35 @@ MAX_ENTRIES = 32            # checkpoints and particle counts scored; the oldest
 MAX_BYTES = 4 << 20         # a larger scores.json is not ours to read
 # the in-training curve's settings: they never change what evaluate scores
 CURVE_KEYS = ("curve_docs", "curve_fold_in_sweeps")
+# the settings of one fold-in that the other never reads
+SAMPLED_KEYS = ("fold_in_sweeps", "fold_in_burn_in", "chunk_docs")
+FIXED_POINT_KEYS = ("fold_in_tol", "fold_in_max_iterations")
+FIXED_POINT = "fixed-point"
+
+
+def theta_estimator(config) -> str:
+    """The estimator of theta that evaluate scores the runs of ``config`` with: gibbs, mh or
+    fixed-point (``evaluation.fold_in``), or the family's own (a variational E-step, deep
+    LDA's persistent test chain) when it does not fold in by Gibbs."""
+    from topictk.inference.registry import get_driver
+
+    try:
+        driver = get_driver(config.inference.algorithm)
+    except (KeyError, ValueError, TypeError, AttributeError):
+        return str(getattr(config.evaluation, "fold_in", "gibbs"))
+    return driver.heldout_estimator(config)
 
 
 def protocol(config, left_to_right: int | None = None) -> dict:
     """The evaluate protocol of a run's config: the estimator and its settings (what a reader
-    must know to compare two runs' scores)."""
+    must know to compare two runs' scores). ``theta`` names the estimator of theta; only the
+    settings of the fold-in used are listed (a gibbs config's protocol is what it was before
+    the fixed-point fold-in existed)."""
     ev = {k: v for k, v in config.to_dict()["evaluation"].items() if k not in CURVE_KEYS}
-    return {"estimator": "document completion", **ev, "left_to_right": left_to_right}
+    unused = SAMPLED_KEYS if ev.get("fold_in") == FIXED_POINT else FIXED_POINT_KEYS
+    ev = {k: v for k, v in ev.items() if k not in unused}
+    return {"estimator": "document completion", "theta": theta_estimator(config), **ev,
+            "left_to_right": left_to_right}
 
 
 def store_counts(corpus) -> dict:
@@ -65,8 +87,16 @@ def describe_protocol(proto: dict, test_documents: int | None = None) -> str:
     else:
         docs = ("all test documents" if test_documents is None
                 else f"all {int(test_documents):,} test documents")
-    text = (f"evaluate: document completion on {docs}, {proto.get('fold_in')} fold-in "
-            f"{proto.get('fold_in_sweeps')} sweeps ({proto.get('fold_in_burn_in')} burn-in)")
+    theta = proto.get("theta") or proto.get("fold_in")
+    if theta == FIXED_POINT:
+        how = (f"fixed-point fold-in (tol {proto.get('fold_in_tol')}, at most "
+               f"{proto.get('fold_in_max_iterations')} updates)")
+    elif theta in ("gibbs", "mh"):
+        how = (f"{theta} fold-in {proto.get('fold_in_sweeps')} sweeps "
+               f"({proto.get('fold_in_burn_in')} burn-in)")
+    else:
+        how = f"theta by the {theta}"
+    text = f"evaluate: document completion on {docs}, {how}"
     if proto.get("left_to_right"):
         text += f", left-to-right with {proto['left_to_right']} particles"
     return text
@@ -112,9 +142,16 @@ def cache_key(run_dir: Path, config, checkpoint: int | None = None,
     settings = json.dumps({"model": data.get("model"), "inference": data.get("inference")},
                           sort_keys=True, default=str)
     return {"model": str(path.relative_to(run_dir)), "model_file": stat, "samples": samples,
-            **_store_identity(config.corpus), "protocol": protocol(config, left_to_right),
+            **_store_identity(config.corpus), "protocol": _keyed_protocol(config, left_to_right),
             "settings_sha256": hashlib.sha256(settings.encode()).hexdigest(),
             "topictk": __version__}
+
+
+def _keyed_protocol(config, left_to_right: int | None) -> dict:
+    """The protocol as the cache keys on it: without ``theta``, which ``evaluation.fold_in``
+    (in the protocol) and the algorithm (in the settings) fix, so the entries cached before it
+    was named still match."""
+    return {k: v for k, v in protocol(config, left_to_right).items() if k != "theta"}
 
 
 def _read(run_dir: Path) -> list[dict]:
@@ -183,10 +220,11 @@ def run_scores(run_dir: str | Path, config=None, checkpoint: int | None = None,
     hit = None if recompute else lookup(run_dir, key)
     if hit is not None:
         result = dict(hit["result"])
-        result.update(run=str(run_dir), cached=True)
+        result.update(run=str(run_dir), cached=True, estimator=theta_estimator(config))
         return result
     if loaded is None:
-        loaded = run_mod.LoadedRun(run_dir, checkpoint, threads)
+        loaded = run_mod.LoadedRun(run_dir, checkpoint, threads,
+                                   getattr(config.evaluation, "fold_in", None))
     result = run_mod.score_loaded(loaded, left_to_right)
     clock = loaded.header.get("clock", {})
     result["train_seconds"] = float(clock.get("train_seconds", 0.0))
@@ -223,5 +261,5 @@ def scored_already(run_dir: Path, config, left_to_right: int | None = None) -> b
 
 __all__ = ["SCORES_FILE", "cache_key", "describe_protocol", "lookup", "progress_bar",
            "protocol", "protocol_line", "run_scores", "scored_already", "store",
-           "store_counts"]
+           "store_counts", "theta_estimator"]
 
