@@ -350,7 +350,8 @@ class Run:
 
     def evaluate(self, *, left_to_right: int | None = None,
                  threads: int | None = None, coherence: str | Iterable[str] | None = None,
-                 reference: str | Path | None = None, recompute: bool = False) -> dict:
+                 reference: str | Path | None = None, recompute: bool = False,
+                 fold_in: str | None = None) -> dict:
         """Score the model as ``topictk evaluate --json`` does: the number ``compare``,
         ``report`` and ``plot`` show for the run, read from the run's ``scores.json`` when it
         holds it for this model, store and evaluation settings, else computed and cached
@@ -372,6 +373,10 @@ class Run:
             (``--reference``); words are matched by their spelling.
         recompute : bool
             Score again instead of reading the cache (``--recompute``).
+        fold_in : {"gibbs", "mh", "fixed-point"}, optional
+            The estimator of theta instead of the run's ``evaluation.fold_in``
+            (``--fold-in``); cached apart from the run's own. The result's ``estimator``
+            names the one used.
 
         Returns
         -------
@@ -388,7 +393,8 @@ class Run:
         if coherence is not None and not isinstance(coherence, str):
             coherence = list(coherence)
         return evaluate_run(self.path, self.checkpoint, threads, left_to_right=left_to_right,
-                            coherence=coherence, reference=reference, recompute=recompute)
+                            coherence=coherence, reference=reference, recompute=recompute,
+                            fold_in=fold_in)
 
     def infer(self, documents: Iterable[str | Mapping[str, Any]] | Any, *, sweeps: int = 50,
               burn_in: int = 25, seed: int | None = None, threads: int | None = None,
@@ -720,13 +726,15 @@ def _interrupted(result, threads: int | None) -> Run:
 
 def score_topic_word(store, topic_word, alpha, *, sweeps: int = 50,
                      burn_in: int = 25, seed: int = 0, threads: int = 1,
-                     coherence: bool = False) -> dict:
+                     coherence: bool = False, fold_in: str = "gibbs",
+                     tol: float | None = None, max_iterations: int | None = None) -> dict:
     """Score topics from anywhere (another library's model) on a store's held-out tokens.
 
     The estimator is the one ``topictk evaluate`` uses for a collapsed Gibbs run's point
-    estimate: every test document's observed part is folded in by collapsed Gibbs with the
-    topics fixed, and its held-out part scored by document completion. Models of different
-    libraries scored by it on one store are compared on the same tokens.
+    estimate: every test document's observed part is folded in with the topics fixed (by
+    collapsed Gibbs, or by the fixed-point iteration with ``fold_in="fixed-point"``), and its
+    held-out part scored by document completion. Models of different libraries scored by it
+    on one store, with one ``fold_in``, are compared on the same tokens and estimator.
 
     Parameters
     ----------
@@ -740,26 +748,33 @@ def score_topic_word(store, topic_word, alpha, *, sweeps: int = 50,
         The Dirichlet document prior: a number, (K,), or (D_test, K), one row per test
         document; with samples, one per sample or one for all.
     sweeps, burn_in : int
-        Fold-in sweeps per test document, and how many are discarded.
+        Gibbs fold-in sweeps per test document, and how many are discarded.
     seed : int
         Seed of the fold-in.
     threads : int
         Threads; the numbers do not depend on it.
     coherence : bool
         Also compute ``umass``, ``npmi`` and ``diversity`` on the training documents.
+    fold_in : {"gibbs", "fixed-point"}
+        The estimator of theta (docs/evaluate.md, "Two estimators of theta for document
+        completion"); ``sweeps``, ``burn_in`` and ``seed`` are the Gibbs one's.
+    tol, max_iterations : optional
+        The fixed-point fold-in's stopping rule (default: ``evaluation.fold_in_tol`` and
+        ``evaluation.fold_in_max_iterations``'s defaults, 1e-6 and 500).
 
     Returns
     -------
     dict
-        ``perplexity``, ``heldout_tokens``, ``floored_tokens``, ``samples`` (and the
-        coherence keys, of the first sample).
+        ``perplexity``, ``heldout_tokens``, ``floored_tokens``, ``samples``, ``estimator``
+        (and the coherence keys, of the first sample).
     """
     from topictk.evaluation.external import score_topic_word as score
 
     if isinstance(store, (str, Path)):
         store = open_store(store)
     return score(store, topic_word, alpha, sweeps=sweeps, burn_in=burn_in, seed=seed,
-                 threads=threads, coherence=coherence)
+                 threads=threads, coherence=coherence, fold_in=fold_in, tol=tol,
+                 max_iterations=max_iterations)
 
 
 def coherence(store, topics: Iterable[Iterable[str]],

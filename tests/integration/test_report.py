@@ -65,6 +65,11 @@ def test_summary_numbers_are_those_of_evaluate(tmp_path, report_runs):
     # estimate
     assert cells[6] == f"{scored['perplexity']:.5g}"
     assert _data(page)["scores"][0]["perplexity"] == scored["perplexity"]
+    # the estimator of theta the score used is named by the page's data and the legend
+    assert _data(page)["scores"][0]["estimator"] == scored["estimator"] == "gibbs"
+    assert f"held-out perplexity {scored['perplexity']:.5g} (theta: gibbs)" in page
+    assert "gibbs fold-in" in re.search(r'<span class="dim protocol"[^>]*>(.*?)</span>',
+                                        page).group(1)
     last = json.loads((report_runs["gibbs"] / "metrics.jsonl").read_text().splitlines()[-1])
     assert last["perplexity_point"] != scored["perplexity"]
     assert cells[4] == "40 of 40" and cells[3] == "K = 6"

@@ -51,6 +51,29 @@ def test_topics_shows_evaluates_score_only_once_computed(example_store, tmp_path
     assert ok("topics", run, "--format", "tsv").stdout.startswith("topic\trank\tword")
 
 
+def test_topics_score_line_names_the_estimator(example_store, tmp_path):
+    gibbs = _train(tmp_path, example_store, 20)
+    fixed = _train(tmp_path, example_store, 20, name="fixed",
+                   evaluation={"fold_in": "fixed-point"})
+    for run, estimator, how in ((gibbs, "gibbs", "gibbs fold-in 20 sweeps"),
+                                (fixed, "fixed-point",
+                                 "fixed-point fold-in (tol 1e-06, at most 500 updates)")):
+        data = json.loads(ok("topics", run, "--format", "json", "--score", "-q").stdout)
+        assert data["score"]["estimator"] == estimator
+        assert how in data["score"]["protocol"]
+        first = ok("topics", run, "-n", "3").stdout.splitlines()[0]
+        assert how in first
+        evaluated = json.loads(ok("evaluate", run, "--json").stdout)
+        assert evaluated["estimator"] == estimator
+        assert data["score"]["perplexity"] == evaluated["perplexity"]
+    # the same chain (a fold-in draws nothing from the chain's streams), scored two ways
+    assert (topictk.load_run(gibbs).topic_word().tobytes()
+            == topictk.load_run(fixed).topic_word().tobytes())
+    asked = json.loads(ok("evaluate", gibbs, "--json", "--fold-in", "fixed-point").stdout)
+    assert asked["perplexity"] == json.loads(ok("evaluate", fixed, "--json").stdout)[
+        "perplexity"]
+
+
 def test_topics_score_computes_and_caches(example_store, tmp_path, monkeypatch):
     run = _train(tmp_path, example_store, 20)
     score = json.loads(ok("topics", run, "--format", "json", "--score", "-q").stdout)["score"]

@@ -182,6 +182,31 @@ def test_score_topic_word_is_the_point_evaluation(point_run, store):
                                 seed=5)["perplexity"] == pytest.approx(expected["perplexity"])
 
 
+def test_fixed_point_fold_in_is_declared_cached_apart_and_matches_score_topic_word(
+        point_run, store):
+    """A run scored with gibbs, then asked for fixed-point, is scored again (not the cached
+    gibbs number), and each result names its estimator; score_topic_word's fold_in= gives the
+    same fixed-point number for the same topics."""
+    run = api.load_run(point_run)
+    gibbs = run.evaluate()
+    assert gibbs["estimator"] == "gibbs"
+    fixed = run.evaluate(fold_in="fixed-point")
+    assert fixed["estimator"] == "fixed-point"
+    assert fixed["perplexity"] != gibbs["perplexity"]
+    again = run.evaluate(fold_in="fixed-point")
+    assert again == fixed                                 # now from the cache, same number
+    assert run.evaluate() == gibbs                        # the gibbs entry is kept
+    from_cli = json.loads(ok("evaluate", point_run, "--json", "--fold-in",
+                             "fixed-point").stdout)
+    assert from_cli == fixed
+    got = api.score_topic_word(store, run.topic_word(), 0.1, fold_in="fixed-point")
+    assert got["estimator"] == "fixed-point"
+    assert got["perplexity"] == fixed["perplexity"]
+    assert api.score_topic_word(store, run.topic_word(), 0.1, seed=5)["estimator"] == "gibbs"
+    with pytest.raises(UsageError, match="fold_in must be one of gibbs, fixed-point"):
+        api.score_topic_word(store, run.topic_word(), 0.1, fold_in="mh")
+
+
 def test_score_topic_word_averages_samples_as_evaluate_does(gibbs_run, store):
     """A run's saved samples, given as a list, are scored as ``topictk evaluate`` scores
     them: probabilities averaged over the samples."""

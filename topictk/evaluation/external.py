@@ -1,7 +1,8 @@
 """Scoring topics that do not come from a topictk run (another library's model, a hand-made
 phi) on a store's held-out tokens, by the estimator ``topictk evaluate`` uses for a
-collapsed Gibbs run's point estimate: Gibbs fold-in of every test document's observed part
-with the topics fixed, then document completion of its held-out part (docs/algorithms.md §11.2)."""
+collapsed Gibbs run's point estimate: a fold-in of every test document's observed part with the
+topics fixed (the Gibbs one, or the fixed-point one with ``fold_in="fixed-point"``), then
+document completion of its held-out part (docs/algorithms.md §11.2, docs/evaluate.md)."""
 from __future__ import annotations
 
 import numpy as np
@@ -10,8 +11,13 @@ from topictk.config.loader import Section
 from topictk.config.schema import EVALUATION
 from topictk.errors import UsageError
 from topictk.evaluation.coherence import topic_quality
-from topictk.inference.base import EvaluationSet, FoldInPlan
-from topictk.inference.perplexity import perplexity_from_probabilities
+from topictk.inference.base import (
+    FIXED_POINT,
+    EvaluationSet,
+    FoldInPlan,
+    fixed_point_fold_in,
+)
+from topictk.inference.perplexity import mixture_probabilities, perplexity_from_probabilities
 from topictk.inference.sampled import fold_in_probabilities, heldout_documents
 from topictk.streams import Streams
 
@@ -36,14 +42,30 @@ def _check_sample(phi, alpha, V: int) -> tuple[np.ndarray, np.ndarray]:
     return phi, alpha
 
 
+FOLD_INS = ("gibbs", FIXED_POINT)
+
+
 def score_topic_word(store, topic_word, alpha, *, sweeps: int = 50, burn_in: int = 25,
-                     seed: int = 0, threads: int = 1, coherence: bool = False) -> dict:
+                     seed: int = 0, threads: int = 1, coherence: bool = False,
+                     fold_in: str = "gibbs", tol: float | None = None,
+                     max_iterations: int | None = None) -> dict:
     """Held-out perplexity of ``topic_word`` (K, V) on ``store`` with the document prior
     ``alpha`` (a number, (K,), or (D_test, K) for a prior per test document). A list of
     topic-word arrays (with a list of priors, or one for all) is a set of posterior samples:
     the held-out probabilities are averaged over them, as ``topictk evaluate`` averages a
     run's saved samples. ``coherence``: also UMass, NPMI and diversity of the (first) topics
-    on the training documents."""
+    on the training documents. ``fold_in``: the estimator of theta, ``gibbs`` (``sweeps``,
+    ``burn_in``, ``seed``) or ``fixed-point`` (``tol``, ``max_iterations``, by default those
+    of ``evaluation.fold_in_tol`` and ``fold_in_max_iterations``); the result names it as
+    ``estimator``."""
+    if fold_in not in FOLD_INS:
+        raise UsageError(f"fold_in must be one of {', '.join(FOLD_INS)}; got {fold_in!r}")
+    tol = float(EVALUATION["fold_in_tol"].default if tol is None else tol)
+    max_iterations = int(EVALUATION["fold_in_max_iterations"].default
+                         if max_iterations is None else max_iterations)
+    if not tol > 0 or max_iterations < 1:
+        raise UsageError(f"tol must be > 0 and max_iterations >= 1; got tol = {tol}, "
+                         f"max_iterations = {max_iterations}")
     if burn_in < 0 or sweeps <= burn_in:
         raise UsageError(f"sweeps must be larger than burn_in (>= 0); got sweeps = {sweeps}, "
                          f"burn_in = {burn_in}")
@@ -58,11 +80,19 @@ def score_topic_word(store, topic_word, alpha, *, sweeps: int = 50, burn_in: int
     test = EvaluationSet.from_store(store)
     evaluation = Section({**{k: o.default for k, o in EVALUATION.items()},
                           "fold_in_sweeps": int(sweeps), "fold_in_burn_in": int(burn_in)})
-    result: dict = {"heldout_tokens": test.n_heldout_tokens, "samples": len(checked)}
+    result: dict = {"heldout_tokens": test.n_heldout_tokens, "samples": len(checked),
+                    "estimator": fold_in}
     if test.n_heldout_tokens:
         total = np.zeros(test.heldout.indices.size)
         for phi, a in checked:
             weights = np.ascontiguousarray(phi.T)
+            if fold_in == FIXED_POINT:
+                theta = fixed_point_fold_in(weights, np.atleast_2d(a), test.observed,
+                                            heldout_documents(test), tol=tol,
+                                            max_iterations=max_iterations,
+                                            threads=int(threads))
+                total += mixture_probabilities(test.heldout, theta, weights, int(threads))
+                continue
             plan = FoldInPlan.for_evaluation(test.observed.n_docs, evaluation, Streams(seed), 0,
                                              int(threads), heldout_documents(test))
             total += fold_in_probabilities(test, weights, weights, a, plan)

@@ -196,6 +196,7 @@ def _add_score(report: RunReport, loaded: LoadedRun, recompute: bool, bar) -> No
     report.summary["heldout_tokens"] = scores.get("heldout_tokens",
                                                   scores.get("train_heldout_tokens"))
     report.summary["scored_step"] = scores.get("step")
+    report.summary["estimator"] = scores.get("estimator")
     if loaded.checkpoint is not None:
         report.protocol_text += f" (checkpoint at step {loaded.checkpoint})"
 

@@ -40,6 +40,7 @@ def render(reports: list[RunReport], version: str, k_panel=None) -> str:
                         "rank": (rank + 1) if _ranked(reports) else None,
                         "perplexity": _finite(reports[i].summary.get("perplexity")),
                         "heldout_tokens": reports[i].summary.get("heldout_tokens"),
+                        "estimator": reports[i].summary.get("estimator"),
                         "protocol": reports[i].protocol_text,
                         "curve": reports[i].curve_label}
                        for rank, i in enumerate(order)],
@@ -280,7 +281,11 @@ def _k_panel_section(panel) -> str:
 
 def _legend_score(r: RunReport) -> str:
     value = _finite(r.summary.get("perplexity"))
-    return "" if value is None else f" · held-out perplexity {_fmt(value, 5)}"
+    if value is None:
+        return ""
+    estimator = r.summary.get("estimator")
+    named = f" (theta: {estimator})" if estimator else ""
+    return f" · held-out perplexity {_fmt(value, 5)}{named}"
 
 
 def _curve_chart(reports: list[RunReport], key: str, label: str, ticks_fmt) -> str:

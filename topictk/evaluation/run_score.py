@@ -11,7 +11,8 @@ from __future__ import annotations
 import shlex
 from pathlib import Path
 
-from topictk.evaluation.scores import (cache_key, lookup, protocol_line, run_scores)
+from topictk.evaluation.scores import (cache_key, lookup, protocol_line, run_scores,
+                                       theta_estimator)
 
 
 def evaluate_command(run_dir: Path, checkpoint: int | None) -> str:
@@ -42,11 +43,13 @@ def run_score(run_dir: str | Path, config, checkpoint: int | None = None, *,
     dict
         ``perplexity`` (None when not computed, or the store has no held-out tokens),
         ``computed``, ``cached`` (read from scores.json), ``heldout_tokens``, ``protocol``
-        (how evaluate scores, one line), ``model`` and ``command`` (that computes it).
+        (how evaluate scores, one line, naming the estimator of theta), ``estimator`` (that
+        estimator: gibbs, mh, fixed-point or the family's own), ``model`` and ``command``
+        (that computes it).
     """
     run_dir = Path(run_dir)
     out = {"perplexity": None, "computed": False, "cached": False, "heldout_tokens": None,
-           "protocol": protocol_line(config),
+           "protocol": protocol_line(config), "estimator": theta_estimator(config),
            "model": "model.npz" if checkpoint is None else f"checkpoint {checkpoint}",
            "command": evaluate_command(run_dir, checkpoint)}
     if compute:
