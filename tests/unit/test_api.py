@@ -207,6 +207,20 @@ def test_fixed_point_fold_in_is_declared_cached_apart_and_matches_score_topic_wo
         api.score_topic_word(store, run.topic_word(), 0.1, fold_in="mh")
 
 
+def test_fixed_point_scores_below_the_gibbs_fold_in_on_the_example(point_run, store):
+    """The expected direction (docs/evaluate.md, 'Two estimators of theta'): on a real model
+    of the example corpus the fixed-point theta gives a lower document-completion perplexity
+    than the Gibbs fold-in's, whatever the fold-in's seed, and the two are not equal."""
+    phi = api.load_run(point_run).topic_word()
+    fixed = api.score_topic_word(store, phi, 0.1, fold_in="fixed-point")["perplexity"]
+    gibbs = [api.score_topic_word(store, phi, 0.1, seed=seed)["perplexity"]
+             for seed in range(3)]
+    assert all(fixed < g for g in gibbs), (fixed, gibbs)
+    # deterministic: no seed, same number at 1 and 2 threads
+    assert api.score_topic_word(store, phi, 0.1, fold_in="fixed-point",
+                                threads=2)["perplexity"] == fixed
+
+
 def test_score_topic_word_averages_samples_as_evaluate_does(gibbs_run, store):
     """A run's saved samples, given as a list, are scored as ``topictk evaluate`` scores
     them: probabilities averaged over the samples."""
