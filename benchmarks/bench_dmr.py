@@ -58,6 +58,7 @@ NAME = "dmr"
 
 ALPHA, BETA = 0.1, 0.01
 SIGMA2, SIGMA2_INTERCEPT = 0.5, 100.0
+ESTIMATOR = "gibbs"      # one estimator of theta for topictk and tomotopy (evaluation.fold_in)
 FOLD_IN_SWEEPS, FOLD_IN_BURN_IN = 50, 25
 SGRLD_SWEEPS = 10
 DMR_LIBS = ["gibbs", "dmr-sem", "dmr-sem-sparse", "dmr-sem-dense", "tomotopy-dmr", "sgrld",
@@ -148,7 +149,8 @@ def worker_tomotopy(spec: dict) -> None:
     e0 = time.perf_counter()
     scored = topictk.score_topic_word(store, [phi.T for phi, _ in snapshots],
                                       [alpha for _, alpha in snapshots], sweeps=FOLD_IN_SWEEPS,
-                                      burn_in=FOLD_IN_BURN_IN, seed=int(spec["seed"]), threads=1)
+                                      burn_in=FOLD_IN_BURN_IN, seed=int(spec["seed"]), threads=1,
+                                      fold_in=ESTIMATOR)
     ppl, floored = scored["perplexity"], scored["floored_tokens"]
     Path(spec["out"]).write_text(json.dumps({
         "train_seconds": wall, "train_cpu": cpu, "construct_seconds": construct,
@@ -209,7 +211,7 @@ class Bench:
                                "threads": self.args.threads,
                                "eval_every": 1 if objective else 0,
                                "checkpoint_every": 0, "keep_checkpoints": 1},
-                  "evaluation": {"fold_in_sweeps": FOLD_IN_SWEEPS,
+                  "evaluation": {"fold_in": ESTIMATOR, "fold_in_sweeps": FOLD_IN_SWEEPS,
                                  "fold_in_burn_in": FOLD_IN_BURN_IN}}
         cfg_path = base / "config.yaml"
         cfg_path.write_text(json.dumps(config, indent=1))          # JSON is YAML
@@ -545,7 +547,12 @@ def write_section(results: dict, args) -> None:
     rows = results["rows"]
     seeds = list(args.seeds)
     today = _dt.date.today().isoformat()
-    lines = ["# DMR and particle EM", ""]
+    lines = ["# DMR and particle EM", "",
+             f"estimator: {ESTIMATOR} (theta of every test document by the {ESTIMATOR} "
+             f"fold-in) for the topictk runs and tomotopy's; docs/evaluate.md, 'Two estimators "
+             f"of theta for document completion'. Part pem (no peer): each row's theta by "
+             f"its algorithm's own E-step (pem: particle E-step, vb: variational E-step).",
+             ""]
     try:
         import tomotopy
         tomo = f"tomotopy {tomotopy.__version__} ({tomotopy.isa})"

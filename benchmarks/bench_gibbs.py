@@ -32,6 +32,8 @@ NAME = "gibbs"
 WORK = h.WORK / "gibbs"
 ALPHA = 0.1
 BETA = 0.01
+# one estimator of theta for every library (the topictk rows' evaluate uses it too)
+ESTIMATOR = "gibbs"
 FOLD_IN_SWEEPS = 50      # topictk defaults (evaluation.fold_in_sweeps / fold_in_burn_in)
 FOLD_IN_BURN_IN = 25
 
@@ -177,7 +179,7 @@ def worker_eval(spec: dict) -> None:
     began = time.perf_counter()
     result = topictk.score_topic_word(store, phi, ALPHA, sweeps=FOLD_IN_SWEEPS,
                                       burn_in=FOLD_IN_BURN_IN, seed=int(spec["seed"]),
-                                      threads=int(spec["threads"]))
+                                      threads=int(spec["threads"]), fold_in=ESTIMATOR)
     result["eval_seconds"] = time.perf_counter() - began
     Path(spec["out"]).write_text(json.dumps(result))
 
@@ -398,7 +400,10 @@ class Bench:
              f"Measured {started:%Y-%m-%d %H:%M} UTC ({self.minutes:.1f} min) by", "",
              "```bash", *self.commands, "```", "",
              *h.machine_info("tomotopy", "lda"), f"- topictk sources fingerprint "
-             f"{self.fingerprint}", "", "## Method", "",
+             f"{self.fingerprint}", f"- estimator: {ESTIMATOR} (theta of every test "
+             f"document by the {ESTIMATOR} fold-in) for topictk and for every peer; "
+             "docs/evaluate.md, 'Two estimators of theta for document completion'", "",
+             "## Method", "",
              "- Each library trains on exactly the training tokens of the topictk store "
              "(tomotopy: one `add_doc` per training document with the store's word strings, "
              "`min_cf=0, min_df=0, rm_top=0`, `optim_interval=0` so α stays fixed; lda: the "

@@ -47,7 +47,9 @@ ALPHA, ETA, BATCH, KAPPA, TAU0 = 0.1, 0.01, 256, 0.7, 64.0
 ESTEP_TOL, ESTEP_MAX = 1e-3, 100
 EPOCHS = {"kos": 5, "20news": 2}
 EVALS_PER_EPOCH = 2
-SCORE = {"sweeps": 50, "burn_in": 25, "seed": 0}
+# one estimator of theta for every library: topictk's runs are scored by score_topic_word too
+# (not by evaluate, which would use online VB's own E-step)
+SCORE = {"sweeps": 50, "burn_in": 25, "seed": 0, "fold_in": "gibbs"}
 
 
 class Clock:
@@ -251,7 +253,10 @@ def report(results: dict, started, figure: Path | None) -> str:
     lines = ["# Variational family: online VB against gensim and scikit-learn; batch "
              "throughput", "", f"Measured {started:%Y-%m-%d %H:%M} UTC "
              f"({results['wall_seconds'] / 60:.1f} min) by", "", "```bash", h.command_line(),
-             "```", "", *h.machine_info("gensim", "scikit-learn"), "",
+             "```", "", *h.machine_info("gensim", "scikit-learn"),
+             f"- estimator: {SCORE['fold_in']} (theta of every test document by the "
+             f"{SCORE['fold_in']} fold-in) for topictk and for both peers; docs/evaluate.md, "
+             "'Two estimators of theta for document completion'", "",
              f"α = {ALPHA}, η = {ETA}, |B| = {BATCH}, κ = {KAPPA}, τ0 = {TAU0:g}, E-step "
              f"tolerance {ESTEP_TOL:g} (≤ {ESTEP_MAX} iterations); every model scored by "
              f"`topictk.score_topic_word` ({SCORE['sweeps']} fold-in sweeps, "
