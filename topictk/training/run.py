@@ -121,7 +121,8 @@ RESUMABLE_CHANGES = frozenset({
     "inference.iterations", "training.threads", "training.time_limit",
     "training.checkpoint_every", "training.keep_checkpoints", "training.eval_every",
     "training.scheduler", "training.dask_workers", "training.cluster_timeout",
-    "evaluation.curve_docs", "evaluation.curve_fold_in_sweeps", "evaluation.fold_in"})
+    "evaluation.curve_docs", "evaluation.curve_fold_in_sweeps", "evaluation.fold_in",
+    "evaluation.fold_in_tol", "evaluation.fold_in_max_iterations"})
 _PATHS = frozenset({"corpus", "output"})
 
 
