@@ -65,6 +65,9 @@ def test_topics_score_line_names_the_estimator(example_store, tmp_path):
         assert how in first
         evaluated = json.loads(ok("evaluate", run, "--json").stdout)
         assert evaluated["estimator"] == estimator
+        lines = ok("evaluate", run).stdout.splitlines()
+        assert lines[1].startswith("perplexity:  ")
+        assert lines[2].startswith(f"estimator:   theta by the {estimator} fold-in ")
         assert data["score"]["perplexity"] == evaluated["perplexity"]
     # the same chain (a fold-in draws nothing from the chain's streams), scored two ways
     assert (topictk.load_run(gibbs).topic_word().tobytes()
