@@ -619,7 +619,7 @@ def test_evaluate_with_missing_store(trained, tmp_path):
 
 
 @pytest.mark.parametrize("args, expected", [
-    (("train",), "Missing option '--config' / '-c'; see '"),
+    (("train",), "Missing option '--config' / '-c' (or --continue RUN --add STORE); see '"),
     (("evaluate", "--nope", "x"), "No such option '--nope'"),
     (("evaluate", "README.md"), "Invalid value for 'RUN_DIR': Directory 'README.md' is a file"),
     (("prepare", "--vocab", "{tmp}", "x", "--out", "y"),

@@ -131,10 +131,13 @@ def test_api_shows_live_topics(hdp):
     assert run.labels()[1] == "runner up" and len(run.labels()) == len(live)
     assert run.doc_topic(sweeps=4, burn_in=2).shape == (307, len(live))
     assert [d["topic"] for d in run.diagnostics()] == hdp["ids"]
-    share = run.representative_docs(0, 1)[0]["share"]
-    ndk = arrays["ndk"][:, live[0]]
-    d = int(np.argmax(ndk))
-    assert run.representative_docs(0, 1)[0]["index"] == d and share > 0
+    # the largest share of the first live topic in the training state, (n_dk + alpha_k) /
+    # (n_d + sum alpha), alpha = alpha_0 pi of the saved state
+    counts = arrays["ndk"].astype(np.float64) + arrays["alpha"]
+    theta = counts[:, live[0]] / counts.sum(axis=1)
+    top = run.representative_docs(0, 1)[0]
+    assert top["index"] == int(np.argmax(theta))
+    assert top["share"] == pytest.approx(theta.max())
 
 
 def _page_data(page: str) -> dict:
