@@ -18,6 +18,7 @@ from topictk.errors import ConfigError, NumericalError
 from topictk.inference.base import StepInfo, Traits, fixed_point_fold_in, fixed_point_settings
 from topictk.inference.gibbs.cluster import GibbsClusterMixin
 from topictk.inference.gibbs.grow import GrowMixin
+from topictk.inference.gibbs import resume_rules
 from topictk.inference.hyper import resolve_alpha
 from topictk.inference.gibbs.counts import (
     GibbsCounts,
@@ -245,54 +246,12 @@ class GibbsDriver(GrowMixin, GibbsClusterMixin, SampledDriver):
 
     @classmethod
     def resume_config(cls, config, arrays: dict, saved: dict):
-        """The Gibbs samplers' resume rules, for runs trained before a default changed: the
-        schedule the run sampled by (:meth:`keep_saved_chunks`), then the sampler
-        (:meth:`keep_saved_sampler`)."""
-        config = cls.keep_saved_sampler(cls.keep_saved_chunks(config, saved), arrays)
-        return cls.keep_saved_moves(config, saved)
-
-    @classmethod
-    def keep_saved_moves(cls, config, saved: dict):
-        """An HDP run trained before ``model.split_merge`` existed (its saved config.yaml has
-        a model section without it) continues its chain without the moves."""
-        model = saved.get("model")
-        if (getattr(config.model, "family", "lda") != "hdp" or not isinstance(model, dict)
-                or "split_merge" in model):
-            return config
-        log.info("the run was trained before model.split_merge; it continues without the "
-                 "moves (model.split_merge: 0)")
-        data = config.to_dict()
-        data["model"]["split_merge"] = 0
-        return type(config)(data, config.source)
-
-    @classmethod
-    def keep_saved_chunks(cls, config, saved: dict):
-        """A run whose saved settings ``saved`` sample by ``inference.chunks: auto`` (AD-LDA,
-        the default of runs trained before ``inference.blocks``) continues so when ``config``
-        sets neither key (which now means the partitioned schedule)."""
-        inference = config.inference
-        if inference.chunks is not None or inference.blocks is not None:
-            return config
-        before = saved.get("inference")
-        if not isinstance(before, dict) or before.get("chunks") != "auto":
-            return config
-        log.info("the run samples by AD-LDA chunks (inference.chunks: auto); it continues so")
-        data = config.to_dict()
-        data["inference"]["chunks"] = "auto"
-        return type(config)(data, config.source)
-
-    @classmethod
-    def keep_saved_sampler(cls, config, arrays: dict):
-        """A run trained with ``sampler: auto`` before auto could pick WarpLDA (its checkpoint
-        holds dense counts) continues with the sampler auto picked then (§2.9)."""
-        inference = config.inference
-        if counts_class(inference, config.model.topics, cls.WARP).reads(arrays):
-            return config
-        data = config.to_dict()
-        data["inference"]["sampler"] = resolved_sampler(inference, config.model.topics, False)
-        log.info("the run was trained with inference.sampler: auto = %s; it continues so",
-                 data["inference"]["sampler"] or "as inference.sparse")
-        return type(config)(data, config.source)
+        """The Gibbs samplers' resume rules, for runs trained before a default changed
+        (:mod:`topictk.inference.gibbs.resume_rules`)."""
+        return resume_rules.keep_saved_settings(
+            config, arrays, saved,
+            lambda c, a: counts_class(c.inference, c.model.topics, cls.WARP).reads(a),
+            lambda c: resolved_sampler(c.inference, c.model.topics, False))
 
     def __init__(self, config, store, threads: int = 1, *,
                  streams: Streams | None = None):
