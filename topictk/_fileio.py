@@ -159,17 +159,15 @@ def remove_stale_temps(directory: Path, target: str | None = None,
 
 
 def shown(path: str | Path) -> str:
-    """A path as a message or page shows it: a relative path as given; an absolute one relative
-    to the working directory when the two share a folder below the root (``../store``, as a
-    user would type it), else absolute."""
+    """A path as a message or page shows it: a relative path as given; an absolute one
+    relative to the working directory when it lies under it (as a user there would type it),
+    else as given."""
     text = str(path)
     if not os.path.isabs(text):
         return os.path.normpath(text)
     here = os.getcwd()
     try:
-        common = os.path.commonpath([here, text])
+        inside = os.path.commonpath([here, text]) == here
     except ValueError:          # another drive
         return text
-    if common == os.path.dirname(common):       # only the root (or a drive) in common
-        return text
-    return os.path.relpath(text, here)
+    return os.path.relpath(text, here) if inside else text
