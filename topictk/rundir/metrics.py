@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import itertools
 import json
+import math
 import os
 import statistics
 from pathlib import Path
@@ -58,8 +59,10 @@ def curve_rise(records: list[dict]) -> str | None:
     rose at the end of training, or None when it did not, or has fewer than two windows of
     RISE_WINDOW evaluations."""
     for key in CURVE_KEYS:
+        # NaN: an evaluation that skipped this estimate (deep LDA's point_perplexity.every)
         points = [(int(r["step"]), float(r[key])) for r in records
-                  if isinstance(r.get(key), (int, float)) and "step" in r]
+                  if isinstance(r.get(key), (int, float)) and math.isfinite(r[key])
+                  and "step" in r]
         if points:
             break
     else:
