@@ -2,6 +2,7 @@
 weights, a mini-batch run covers an epoch, and a run whose held-out curve rises says so."""
 from __future__ import annotations
 
+import json
 import math
 
 import numpy as np
@@ -49,6 +50,8 @@ def test_a_generated_mini_batch_config_covers_an_epoch(algorithm, tmp_path, exam
     own_inference = GENERATED.get(algorithm, {}).get("inference", {})
     batch = own_inference.get("batch_size", get_driver(algorithm).OPTIONS["batch_size"].default)
     own = own_inference.get("iterations", 100)
+    epochs = GENERATED.get(algorithm, {}).get("epochs", 1)
+    batches = GENERATED.get(algorithm, {}).get("batches")
     small, _ = _generate(tmp_path, algorithm, "--corpus", example_store)
     assert small["inference"]["iterations"] == own        # 307 documents: many epochs already
     assert small["inference"]["batch_size"] == batch
@@ -56,8 +59,10 @@ def test_a_generated_mini_batch_config_covers_an_epoch(algorithm, tmp_path, exam
     monkeypatch.setattr(config_command, "store_counts",
                         lambda corpus: {"train_documents": documents})
     large, _ = _generate(tmp_path, algorithm, "--corpus", example_store)
-    iterations = large["inference"]["iterations"]
-    assert iterations == math.ceil(documents / batch) and iterations * batch >= documents
+    iterations, size = large["inference"]["iterations"], large["inference"]["batch_size"]
+    assert size == (batch if batches is None else max(batch, math.ceil(documents / batches)))
+    assert iterations == math.ceil(epochs * documents / size)
+    assert iterations * size >= epochs * documents
     text = ok("config", algorithm).stdout        # no store: the comment says what an epoch is
     assert "one epoch is (training documents / batch_size) updates" in text
 
@@ -89,6 +94,44 @@ def test_the_algorithms_with_values_of_their_own_write_them(tmp_path, example_st
     assert {written[name][2] for name in ("vb", "ovb", "hsvg", "pem")} == {0.5}
     assert {written[name][2] for name in ("gibbs", "cvb", "cvb0")} == {0.1}
     assert written["hsvg"][4] == 0.8 and written["ovb"][4] == 0.7
+
+
+def test_generated_mini_batch_values_at_the_size_of_20_newsgroups(tmp_path, example_store,
+                                                                  monkeypatch):
+    """11,257 training documents: online VB and hsvg train 20 epochs of at most 20 updates
+    each, the deep LDA samplers 10 epochs (docs/train.md gives their scores against Gibbs);
+    deep LDA's point perplexity runs at the last update only."""
+    monkeypatch.setattr(config_command, "store_counts",
+                        lambda corpus: {"train_documents": 11_257})
+    written = {}
+    for algorithm in MINI_BATCH:
+        data, _ = _generate(tmp_path, algorithm, "--corpus", example_store)
+        inference = data["inference"]
+        written[algorithm] = (inference["iterations"], inference["batch_size"])
+        if "point_perplexity" in inference:
+            assert inference["point_perplexity"]["every"] == inference["iterations"]
+    assert written == {"ovb": (400, 563), "hsvg": (400, 563), "sgrld": (2000, 64),
+                       "dmr-sgrld": (2000, 64), "tlasgr": (563, 200), "tlfsgr": (563, 200),
+                       "dlda-sgrld": (3518, 32)}
+
+
+def test_a_point_perplexity_at_the_last_update_only_leaves_the_score(tmp_path, example_store):
+    """Deep LDA's score is its persistent test chain's, which the point perplexities do not
+    touch: the generated every = iterations scores as every evaluation's would, and its NaN
+    points between are no rising curve."""
+    data, path = _generate(tmp_path, "tlasgr", "--corpus", example_store, "--topics", "5")
+    assert data["inference"]["point_perplexity"]["every"] == data["inference"]["iterations"]
+    scores, warnings = [], []
+    for name, every in (("last", None), ("each", "0")):
+        extra = [] if every is None else ["--set", f"inference.point_perplexity.every={every}"]
+        trained = run("train", "--config", path, "--out", tmp_path / name, "--set",
+                      "inference.iterations=80", "--set", "training.seed=3", "-q", *extra)
+        assert trained.exit_code == 0, trained.stderr
+        warnings.append(trained.stderr)
+        shown = json.loads(ok("evaluate", tmp_path / name, "--json", "-q").stdout)
+        scores.append(shown["perplexity"])
+    assert scores[0] == scores[1] and math.isfinite(scores[0])
+    assert "perplexity rose" not in warnings[0]
 
 
 def test_a_rising_held_out_curve_is_reported(tmp_path, example_store):

@@ -42,16 +42,27 @@ DEFAULT_ITERATIONS = 100
 # - deep LDA's SGRLD took 200 of the example corpus' 239 training documents per update, so 100
 #   updates moved its chain little (1.30 x Gibbs): 600 updates of 32 documents visit as many
 #   documents as 100 of 200 (1.06 x Gibbs)
+# On a store (--corpus), "epochs" is the least number of epochs a mini-batch algorithm trains,
+# and "batches" the most updates an epoch takes (a larger store gets larger batches); on full
+# 20 Newsgroups (11,257 training documents, K = 20, seed 1) one epoch was not enough:
+# - ovb and hsvg scored 1.21 and 1.30 x Gibbs after 1 epoch of 64 documents, 1.16 and 1.18
+#   after 10 (their curves flat from epoch 5); 20 epochs of 563 documents (20 updates an
+#   epoch) score 1.06 and 1.06 in about 10 s; the example corpus keeps batches of 64;
+# - tlasgr and tlfsgr: 1.28 and 1.27 after 100 updates of 200 documents (1.8 epochs), 1.00
+#   after 10 epochs; dlda-sgrld 1.13 after 600 updates of 32 (1.7 epochs), 0.98 after 10
 VB_ALPHA = 0.5
 GENERATED: dict[str, dict[str, dict[str, Any]]] = {
     "sgrld": {"inference": {"iterations": 2000}},
     "dmr-sgrld": {"inference": {"iterations": 2000}},
     "cvb": {"model": {"beta": 0.1}},
     "vb": {"model": {"alpha": VB_ALPHA}},
-    "ovb": {"model": {"alpha": VB_ALPHA}},
-    "hsvg": {"model": {"alpha": VB_ALPHA}, "inference": {"kappa": 0.8}},
+    "ovb": {"model": {"alpha": VB_ALPHA}, "epochs": 20, "batches": 20},
+    "hsvg": {"model": {"alpha": VB_ALPHA}, "inference": {"kappa": 0.8}, "epochs": 20,
+             "batches": 20},
     "pem": {"model": {"alpha": VB_ALPHA}},
-    "dlda-sgrld": {"inference": {"iterations": 600, "batch_size": 32}},
+    "dlda-sgrld": {"inference": {"iterations": 600, "batch_size": 32}, "epochs": 10},
+    "tlasgr": {"epochs": 10},
+    "tlfsgr": {"epochs": 10},
 }
 INDENT = "  "
 
@@ -114,7 +125,8 @@ def render_config(algorithm: str, catalogue: Catalogue, *, corpus: str | None = 
     iterations = own_inference.get("iterations", DEFAULT_ITERATIONS)
     inference_values = {"algorithm": algorithm,
                         **generated_inference(inference_schema, documents, iterations,
-                                              own_inference.get("batch_size"))}
+                                              own_inference.get("batch_size"),
+                                              own.get("epochs", 1), own.get("batches"))}
     inference_values.update({key: value for key, value in own_inference.items()
                              if key not in inference_values})
     helps = {"iterations": _iterations_help(inference_schema, documents)}
@@ -128,26 +140,39 @@ def render_config(algorithm: str, catalogue: Catalogue, *, corpus: str | None = 
 
 def generated_inference(schema: dict, documents: int | None,
                         iterations: int = DEFAULT_ITERATIONS,
-                        batch_size: int | None = None) -> dict[str, Any]:
+                        batch_size: int | None = None, epochs: int = 1,
+                        batches: int | None = None) -> dict[str, Any]:
     """The inference keys a generated config writes in place of their declared defaults, so
     that its defaults train a model that uses every part of it:
 
     - ``iterations`` (no declared default): ``iterations`` (DEFAULT_ITERATIONS, or the
       algorithm's own in GENERATED), and for a mini-batch algorithm (a ``batch_size`` key) on
-      a store of ``documents`` training documents at least one epoch, ceil(documents /
-      batch_size) updates (``batch_size`` the algorithm's own in GENERATED, else the declared
-      default); without a store the key's comment says how many updates an epoch is;
+      a store of ``documents`` training documents at least ``epochs`` epochs (1, or the
+      algorithm's own in GENERATED), ceil(epochs * documents / batch_size) updates
+      (``batch_size`` the algorithm's own in GENERATED, else the declared default); without a
+      store the key's comment says how many updates an epoch is;
+    - ``batch_size``, for an algorithm with ``batches`` in GENERATED, on a store: the larger
+      of its batch size and ceil(documents / batches), so an epoch is at most ``batches``
+      updates however large the store;
     - a schedule whose first update the declared defaults put after the last iteration
       (dmr-sem's nu: ``optimize_burn_in`` 100, ``optimize_interval`` 50, first update at
       sweep 150) starts after a quarter of the iterations and updates every tenth of them;
-      ``nu_burn_in`` likewise. Schedules that fit (gibbs' alpha) keep their defaults.
+      ``nu_burn_in`` likewise. Schedules that fit (gibbs' alpha) keep their defaults;
+    - deep LDA's point perplexity (``point_perplexity.every``), a fresh test chain of 600
+      iterations that costs more than the training at every evaluation, runs at the last
+      update only: the run's perplexity is the persistent test chain's, which the point
+      perplexity does not touch.
 
     Only generated text changes: a config that sets these keys trains as before."""
     batch = schema.get("batch_size")
     if documents is not None and isinstance(batch, Option):
         size = int(batch.default if batch_size is None else batch_size)
-        iterations = max(iterations, math.ceil(int(documents) / size))
+        if batches is not None:
+            size = max(size, math.ceil(int(documents) / batches))
+        iterations = max(iterations, math.ceil(epochs * int(documents) / size))
     values: dict[str, Any] = {"iterations": iterations}
+    if batches is not None and documents is not None and isinstance(batch, Option):
+        values["batch_size"] = size
     burn_in, interval = schema.get("optimize_burn_in"), schema.get("optimize_interval")
     if isinstance(burn_in, Option) and isinstance(interval, Option):
         first = (burn_in.default // interval.default + 1) * interval.default
@@ -157,6 +182,8 @@ def generated_inference(schema: dict, documents: int | None,
     nu_burn_in = schema.get("nu_burn_in")
     if isinstance(nu_burn_in, Option) and nu_burn_in.default >= iterations:
         values["nu_burn_in"] = iterations // 4
+    if isinstance(schema.get("point_perplexity"), dict):
+        values["point_perplexity"] = {"every": iterations}
     return values
 
 
@@ -174,7 +201,8 @@ def _section(schema: dict, values: dict, depth: int,
     lines: list[str] = []
     for key, option in schema.items():
         if isinstance(option, dict):
-            lines += [f"{INDENT * depth}{key}:"] + _section(option, {}, depth + 1)
+            lines += [f"{INDENT * depth}{key}:"] + _section(option, values.get(key, {}),
+                                                            depth + 1)
             continue
         value = values.get(key, None if option.required else option.default)
         meaning = (helps or {}).get(key) or option.help
