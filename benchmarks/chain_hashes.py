@@ -133,6 +133,7 @@ def run_case(work: Path, stores: dict[str, Path], name: str, config: str, extra:
                for line in (run / "metrics.jsonl").read_text().splitlines()]
     scored = json.loads(_topictk("evaluate", run, "--json"))
     scored.pop("run", None)
+    scored.pop("estimator", None)   # the estimator's name: a label the perplexity already follows
     parts = {"model": _npz_digest(run / "model.npz"), "metrics": _digest(metrics),
              "evaluate": _digest(scored),
              "samples": [_npz_digest(p) for p in sorted((run / "samples").glob("*.npz"))]}
