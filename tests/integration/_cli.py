@@ -142,3 +142,24 @@ def assert_resumed_and_threaded_runs_equal(config_of, folder: Path, step: int = 
     sections["training"] = {"threads": 2}
     ok("train", "--config", config_of("two", **sections), "-q")
     assert_same_run(folder / "one", folder / "two", same_samples=True)
+
+
+def lose_a_worker(monkeypatch, method: str, failing_call: int) -> dict:
+    """Make the ``failing_call``-th call of ``ShardedGibbs.<method>`` (``sweep``, or ``gather``
+    while the shards hold stale counts) report a lost Dask worker; returns the call counter
+    (``["n"]``), so a test can check the loss happened."""
+    from topictk.inference import cluster
+    from topictk.inference.gibbs import shards as gibbs_shards
+
+    original = getattr(gibbs_shards.ShardedGibbs, method)
+    calls = {"n": 0}
+
+    def flaky(self, *args, **kwargs):
+        if method == "sweep" or self.stale:
+            calls["n"] += 1
+            if calls["n"] == failing_call:
+                raise cluster.WorkerLost("a Dask worker was lost (simulated)")
+        return original(self, *args, **kwargs)
+
+    monkeypatch.setattr(gibbs_shards.ShardedGibbs, method, flaky)
+    return calls

@@ -16,6 +16,7 @@ import pytest
 
 from tests.integration._cli import (
     EXAMPLE,
+    lose_a_worker,
     assert_same_arrays,
     comparable_metrics,
     fails,
@@ -337,19 +338,7 @@ def test_a_lost_worker_at_any_point_changes_nothing(example_store, in_process, t
     or while ndk is brought back for the alpha update of step 12 (redone up to that update,
     which is then made once): the run is the one-machine run."""
     pytest.importorskip("distributed")
-    from topictk.inference import cluster
-    from topictk.inference.gibbs import shards as gibbs_shards
-    original = getattr(gibbs_shards.ShardedGibbs, method)
-    calls = {"n": 0}
-
-    def flaky(self, *args, **kwargs):
-        if method == "sweep" or self.stale:
-            calls["n"] += 1
-            if calls["n"] == failing_call:
-                raise cluster.WorkerLost("a Dask worker was lost (simulated)")
-        return original(self, *args, **kwargs)
-
-    monkeypatch.setattr(gibbs_shards.ShardedGibbs, method, flaky)
+    calls = lose_a_worker(monkeypatch, method, failing_call)
     config = write_config(tmp_path, example_store, **RUN)
     ok("train", "--config", config, "--dask-workers", "2", "--quiet")
     assert calls["n"] > failing_call

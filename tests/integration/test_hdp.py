@@ -12,7 +12,7 @@ import pytest
 
 from tests.fixtures import planted_corpus, write_token_store
 from tests.integration._cli import (assert_resumed_and_threaded_runs_equal, assert_same_run,
-                                    model_arrays, ok, write_config)
+                                    lose_a_worker, model_arrays, ok, write_config)
 from topictk.numbering import topic_number
 
 
@@ -185,22 +185,10 @@ def test_a_lost_worker_changes_nothing(tmp_path, example_store, monkeypatch, met
     draws after sweep 5 (the sweep is redone, then the draws are made once): the run is the
     one-machine run."""
     pytest.importorskip("distributed")
-    from topictk.inference import cluster
-    from topictk.inference.gibbs import shards as gibbs_shards
     sections = {"inference": {"iterations": 12, "burn_in": 6, "thin": 3, "chunks": 3},
                 "training": {"eval_every": 6, "checkpoint_every": 6}}
     ok("train", "--config", _config(tmp_path, example_store, "here", **sections), "-q")
-    original = getattr(gibbs_shards.ShardedGibbs, method)
-    calls = {"n": 0}
-
-    def flaky(self, *args, **kwargs):
-        if method == "sweep" or self.stale:
-            calls["n"] += 1
-            if calls["n"] == failing_call:
-                raise cluster.WorkerLost("a Dask worker was lost (simulated)")
-        return original(self, *args, **kwargs)
-
-    monkeypatch.setattr(gibbs_shards.ShardedGibbs, method, flaky)
+    calls = lose_a_worker(monkeypatch, method, failing_call)
     ok("train", "--config", _config(tmp_path, example_store, "there", **sections),
        "--dask-workers", "2", "-q")
     assert calls["n"] > failing_call

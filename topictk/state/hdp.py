@@ -9,6 +9,11 @@ import numpy as np
 from topictk.state.counts import CountState, WarpState
 from topictk.state.schema import Array, Value
 
+#: what an HDP chain saves beside its counts, in either order of sweeping: the global weights,
+#: the table counts m_.k and the two concentrations
+GLOBALS = {"pi": Array("float64", ("K",)), "tables": Array("int64", ("K",)),
+           "concentration": Value(float), "gamma": Value(float)}
+
 
 @dataclass
 class HDPState(CountState):
@@ -22,9 +27,7 @@ class HDPState(CountState):
     """
 
     SCHEMA_VERSION = 1
-    SCHEMA = {**CountState.SCHEMA, "pi": Array("float64", ("K",)),
-              "tables": Array("int64", ("K",)), "concentration": Value(float),
-              "gamma": Value(float)}
+    SCHEMA = {**CountState.SCHEMA, **GLOBALS}
 
     pi: np.ndarray | None = None
     tables: np.ndarray | None = None
@@ -38,9 +41,7 @@ class HDPWarpState(WarpState):
     weights of :class:`HDPState`."""
 
     SCHEMA_VERSION = 1
-    SCHEMA = {**WarpState.SCHEMA, "pi": Array("float64", ("K",)),
-              "tables": Array("int64", ("K",)), "concentration": Value(float),
-              "gamma": Value(float)}
+    SCHEMA = {**WarpState.SCHEMA, **GLOBALS}
 
     pi: np.ndarray | None = None
     tables: np.ndarray | None = None
