@@ -1,6 +1,7 @@
 """The partitioned schedule (docs/algorithms.md §2.8): the kernel equals its NumPy twin
-(tests/reference/gibbs.py::block_sweep) exactly for 1, 2 and 3 blocks, both samplers, one
-prior and a prior per document; threads never change it; one block is the exact chain; the
+(tests/reference/gibbs.py::block_sweep) exactly for 1, 2, 3 and 5 blocks, both samplers, one
+prior and a prior per document, n_k taken at every epoch or carried through the sweep
+(flowing); threads never change it; one block is the exact chain; the
 word blocks and the token order are what the schedule says."""
 from __future__ import annotations
 
@@ -30,19 +31,22 @@ def _blocks(doc_ptr, words, n_blocks):
 
 
 def _kernel_sweep(state: KernelState, alpha, bounds, order, streams, sparse, threads,
-                  buffers=None) -> int:
+                  buffers=None, flowing=False) -> int:
     word_block = word_blocks(np.bincount(state.words, minlength=state.nkw.shape[0]).astype(
         np.int64), bounds.size - 1)
     return _gibbs.gibbs_block_sweep(state.doc_ptr, state.words, state.z, state.ndk, state.nkw,
                                     state.nk, alpha, 0.05, bounds, order[0], order[1],
                                     word_block, streams, sparse, state.wt_ptr,
-                                    state.wt_entries, state.wt_len, state.bits, threads, buffers)
+                                    state.wt_entries, state.wt_len, state.bits, threads, buffers,
+                                    flowing=flowing)
 
 
 @pytest.mark.parametrize("sparse", [False, True], ids=["dense", "sparse"])
-@pytest.mark.parametrize("n_blocks,threads", [(1, 1), (2, 1), (2, 2), (3, 1), (3, 2), (3, 3)])
+@pytest.mark.parametrize("n_blocks,threads", [(1, 1), (2, 1), (2, 2), (3, 1), (3, 2), (3, 3),
+                                              (5, 2)])
 @pytest.mark.parametrize("prior", ["one", "per_document"])
-def test_block_sweep_equals_reference(seed, sparse, n_blocks, threads, prior):
+@pytest.mark.parametrize("flowing", [False, True], ids=["epoch_nk", "flowing"])
+def test_block_sweep_equals_reference(seed, sparse, n_blocks, threads, prior, flowing):
     # documents of 1..12 tokens: some have no token in a word block, some are visited in two or
     # three epochs (their topic list carried from one visit to the next, _sparse_doc_start)
     doc_ptr, words = random_corpus(np.random.default_rng(seed), D, V, 12)
@@ -60,9 +64,9 @@ def test_block_sweep_equals_reference(seed, sparse, n_blocks, threads, prior):
         if sparse:
             state.rebuild_lists()
         fallbacks = _kernel_sweep(state, alpha, bounds, order, kernel_streams, sparse, threads,
-                                  buffers if sweep % 2 else None)
+                                  buffers if sweep % 2 else None, flowing)
         ref.block_sweep(doc_ptr, words, z, ndk, nkw, nk, alpha, 0.05, bounds, word_block,
-                        ref_rngs, sparse)
+                        ref_rngs, sparse, flowing=flowing)
         assert fallbacks == 0
         for name, got, want in zip(("z", "ndk", "nkw", "nk"), state.arrays(), (z, ndk, nkw, nk)):
             assert np.array_equal(got, want), f"{name} differs after sweep {sweep + 1}"
@@ -74,22 +78,25 @@ def test_block_sweep_equals_reference(seed, sparse, n_blocks, threads, prior):
 
 
 @pytest.mark.parametrize("sparse", [False, True], ids=["dense", "sparse"])
-def test_threads_do_not_change_the_blocks(seed, sparse):
-    """1, 2 and 3 threads give the same bits with three blocks (a larger corpus, K = 24)."""
+@pytest.mark.parametrize("n_blocks,flowing", [(3, False), (3, True), (7, True)])
+def test_threads_do_not_change_the_blocks(seed, sparse, n_blocks, flowing):
+    """1, 2 and 3 threads give the same bits with three or seven blocks (a larger corpus,
+    K = 24); the flowing schedule's tasks run in whatever order the threads take them."""
     rng = np.random.default_rng(seed)
     n_docs, n_words, n_topics = 300, 200, 24
     doc_ptr, words = random_corpus(rng, n_docs, n_words, 60)
-    word_block = word_blocks(np.bincount(words, minlength=n_words).astype(np.int64), 3)
-    order = block_order(doc_ptr, words, word_block, 3)
-    bounds = chunk_bounds_by_tokens(doc_ptr, 3)
+    word_block = word_blocks(np.bincount(words, minlength=n_words).astype(np.int64), n_blocks)
+    order = block_order(doc_ptr, words, word_block, n_blocks)
+    bounds = chunk_bounds_by_tokens(doc_ptr, n_blocks)
     alpha = np.full((1, n_topics), 0.1)
     results = []
     for threads in (1, 2, 3):
         state = KernelState.initial(doc_ptr, words, n_topics, n_words, stream(seed, 0))
-        streams = [stream(seed, 3, i) for i in range(3)]
+        streams = [stream(seed, 3, i) for i in range(n_blocks)]
         buffers = _gibbs.SweepBuffers()
         for _ in range(3):
-            _kernel_sweep(state, alpha, bounds, order, streams, sparse, threads, buffers)
+            _kernel_sweep(state, alpha, bounds, order, streams, sparse, threads, buffers,
+                          flowing)
         results.append([a.copy() for a in state.arrays()])
     for other in results[1:]:
         for got, want in zip(other, results[0]):

@@ -379,13 +379,15 @@ def word_blocks(word_freq, n_blocks):
 
 
 def block_sweep(doc_ptr, words, z, ndk, nkw, nk, alpha, beta, block_bounds, word_block, rngs,
-                sparse, **word_term):
+                sparse, flowing=False, **word_term):
     """One iteration of the partitioned schedule (§2.8): B epochs; in epoch e doc block i
     samples its documents' tokens of word block (i + e) mod B in canonical order with rngs[i],
     against the shared word counts and its own copy of n_k at the epoch start; the changes of
     n_k are added after the epoch. SparseLDA with one prior lists a document's topics at its
     first visit of the sweep in ascending k and at a later one as the earlier left them. One
-    block: the exact sampler. ``word_term``: the word term of :func:`sweep`."""
+    block: the exact sampler. ``word_term``: the word term of :func:`sweep`. ``flowing``: doc
+    block i carries its own copy of n_k from the sweep start through every epoch instead, and
+    the changes of n_k are added after the last epoch."""
     n_blocks = len(block_bounds) - 1
     if n_blocks == 1:
         sweep(doc_ptr, words, z, ndk, nkw, nk, alpha, beta, block_bounds, rngs, sparse,
@@ -393,6 +395,22 @@ def block_sweep(doc_ptr, words, z, ndk, nkw, nk, alpha, beta, block_bounds, word
         return
     term = WordTerm(beta, nkw.shape[0], nkw.shape[1], **word_term)
     saved: dict[int, list[int]] = {}
+    if flowing:
+        sweep_start = nk.copy()
+        carried = [sweep_start.copy() for _ in range(n_blocks)]
+        for e in range(n_blocks):
+            for i in range(n_blocks):
+                b = (i + e) % n_blocks
+
+                def tokens(d, b=b):
+                    return [t for t in range(doc_ptr[d], doc_ptr[d + 1])
+                            if word_block[words[t]] == b]
+
+                _sweep_part(sparse, range(block_bounds[i], block_bounds[i + 1]), doc_ptr,
+                            words, z, ndk, nkw, carried[i], alpha, beta, rngs[i], term, tokens,
+                            saved)
+        nk[...] = sweep_start + sum(c - sweep_start for c in carried)
+        return
     for e in range(n_blocks):
         start_nk = nk.copy()
         delta = np.zeros_like(nk)

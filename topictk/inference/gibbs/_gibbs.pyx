@@ -49,6 +49,88 @@ cdef extern from *:
     #endif
     """
     void TOPICTK_PREFETCH(const void* p) noexcept nogil
+
+cdef extern from *:
+    """
+    #include <stdint.h>
+    #include <time.h>
+    #if defined(__linux__)
+    #include <sched.h>
+    #endif
+    /* the flowing partitioned schedule: a shared task counter and each doc block's progress,
+       published with release and read with acquire, so that a block's writes (n_dk, the
+       word block's counts and list lengths) are seen by the task that waited for it */
+    static inline long long topictk_take(long long* next) {
+        return __atomic_fetch_add(next, 1, __ATOMIC_RELAXED);
+    }
+    static inline int32_t topictk_progress(const int32_t* p) {
+        return __atomic_load_n(p, __ATOMIC_ACQUIRE);
+    }
+    static inline void topictk_publish(int32_t* p, int32_t value) {
+        __atomic_store_n(p, value, __ATOMIC_RELEASE);
+    }
+    static inline int topictk_claim(int32_t* flag) {
+        int32_t expected = 0;
+        return __atomic_compare_exchange_n(flag, &expected, 1, 0, __ATOMIC_ACQ_REL,
+                                           __ATOMIC_ACQUIRE);
+    }
+    static inline void topictk_add(long long* total, long long value) {
+        __atomic_fetch_add(total, value, __ATOMIC_RELAXED);
+    }
+    /* a wait: a short spin while the other thread is about to finish, then 20 us sleeps that
+       leave the core to the thread being waited for when another process competes for it */
+    /* the calling thread held on the tid-th CPU it may run on (tid modulo their number) for a
+       parallel region, so that the operating system never stacks two of the region's threads
+       on one core while another process has a core to itself; returns whether it did, with
+       the thread's own CPU set in *saved for topictk_unpin. Where this is not Linux, or the
+       thread may run on one CPU only, nothing is done. */
+    #if defined(__linux__)
+    typedef cpu_set_t topictk_cpus;
+    static inline int topictk_pin(int tid, topictk_cpus* saved) {
+        int n, want, seen = 0, c;
+        cpu_set_t one;
+        if (sched_getaffinity(0, sizeof(cpu_set_t), saved) != 0) return 0;
+        n = CPU_COUNT(saved);
+        if (n < 2) return 0;
+        want = tid % n;
+        for (c = 0; c < CPU_SETSIZE; c++) {
+            if (CPU_ISSET(c, saved) && seen++ == want) {
+                CPU_ZERO(&one);
+                CPU_SET(c, &one);
+                return sched_setaffinity(0, sizeof(cpu_set_t), &one) == 0;
+            }
+        }
+        return 0;
+    }
+    static inline void topictk_unpin(int pinned, const topictk_cpus* saved) {
+        if (pinned) sched_setaffinity(0, sizeof(cpu_set_t), saved);
+    }
+    #else
+    typedef int topictk_cpus;
+    static inline int topictk_pin(int tid, topictk_cpus* saved) { return 0; }
+    static inline void topictk_unpin(int pinned, const topictk_cpus* saved) { }
+    #endif
+    static inline void topictk_wait(long long round) {
+        if (round < 256) {
+    #if defined(__x86_64__) || defined(__i386__)
+            __builtin_ia32_pause();
+    #endif
+        } else {
+            struct timespec ts = {0, 20000};
+            nanosleep(&ts, NULL);
+        }
+    }
+    """
+    long long topictk_take(long long* next) noexcept nogil
+    int32_t topictk_progress(const int32_t* p) noexcept nogil
+    void topictk_publish(int32_t* p, int32_t value) noexcept nogil
+    void topictk_add(long long* total, long long value) noexcept nogil
+    int topictk_claim(int32_t* flag) noexcept nogil
+    void topictk_wait(long long round) noexcept nogil
+    ctypedef struct topictk_cpus:
+        pass
+    int topictk_pin(int tid, topictk_cpus* saved) noexcept nogil
+    void topictk_unpin(int pinned, const topictk_cpus* saved) noexcept nogil
 from topictk._cy.rng cimport bitgen_of, next_uniform, uniform_topic
 from topictk._cy.wordprior cimport attach_overlay, beta_bar, check_phi, check_terms
 
@@ -236,6 +318,9 @@ cdef struct Workspace:
     int32_t* len_blocks         # (C V) blocks: each block's copy of the list lengths of its
                                 # epoch's words (the threads write no shared cache line)
     const int32_t* word_block   # (V) blocks: the word block of every word
+    int32_t* progress           # (C) flowing blocks: epochs each doc block has finished
+    int32_t* claimed            # (C) flowing blocks: 1 while a thread samples the doc block
+    topictk_cpus* cpus          # (threads) flowing blocks: each thread's own CPU set
     double* bbar                # (K) the topics' total prior of this sweep (Sweep.bbar)
 
 
@@ -888,6 +973,9 @@ cdef void _workspace_free(Workspace* ws) noexcept nogil:
     free(ws.dt_saved)
     free(ws.dt_saved_n)
     free(ws.len_blocks)
+    free(ws.progress)
+    free(ws.claimed)
+    free(ws.cpus)
     free(ws.bbar)
 
 
@@ -948,6 +1036,9 @@ cdef int _workspace_init(Workspace* ws, const Sweep* sw, Py_ssize_t C, int64_t s
         ws.dt_saved = <int32_t*> _alloc(sw.n_tokens, sizeof(int32_t))
         ws.dt_saved_n = <int32_t*> _alloc(sw.n_docs, sizeof(int32_t))
         ws.len_blocks = <int32_t*> _alloc(C * sw.V, sizeof(int32_t))
+        ws.progress = <int32_t*> _alloc(C, sizeof(int32_t))
+        ws.claimed = <int32_t*> _alloc(C, sizeof(int32_t))
+        ws.cpus = <topictk_cpus*> _alloc(ws.threads, sizeof(topictk_cpus))
     if C == 1 or ws.blocks:
         return 0
     _copy_alloc(&ws.snap, sw)
@@ -1293,10 +1384,11 @@ def gibbs_sweep(const int64_t[::1] doc_ptr,      # IN  (D + 1) token offsets
 
 cdef int64_t _sample_block(const Sweep* sw, Workspace* ws, const Counts* shared,
                            const int64_t* order, const int64_t* order_ptr, Py_ssize_t i,
-                           Py_ssize_t b, int tid) noexcept nogil:
+                           Py_ssize_t b, int tid, bint epoch_nk) noexcept nogil:
     """Doc block i on the tokens of its documents in word block b, by thread ``tid``: on the
     shared lists (or dense rows) of b's words, which no other block of the epoch touches, on
-    its own copy of the n_k of the epoch start, and (SparseLDA) on its own copy of the list
+    its own copy of n_k (``epoch_nk``: taken afresh from the epoch start; else the copy it
+    has carried since the sweep began), and (SparseLDA) on its own copy of the list
     lengths of b's words, written back afterwards (the lengths of the two blocks' words share
     cache lines)."""
     cdef Py_ssize_t K = sw.K, w
@@ -1304,7 +1396,8 @@ cdef int64_t _sample_block(const Sweep* sw, Workspace* ws, const Counts* shared,
     cdef Order od
     cdef int64_t fallbacks
     cn.nk = ws.nk_blocks + i * K
-    memcpy(cn.nk, ws.nk_blocks + ws.C * K, K * sizeof(int64_t))
+    if epoch_nk:
+        memcpy(cn.nk, ws.nk_blocks + ws.C * K, K * sizeof(int64_t))
     if sw.sparse:
         cn.wt_len = ws.len_blocks + i * sw.V
         for w in range(sw.V):
@@ -1344,13 +1437,13 @@ cdef int64_t _sweep_blocks(const Sweep* sw, Workspace* ws, Counts* shared,
                 tid = threadid()
                 for i in prange(B, schedule="static", chunksize=1):
                     fallbacks += _sample_block(sw, ws, shared, order, order_ptr, i,
-                                               (i + e) % B, tid)
+                                               (i + e) % B, tid, True)
         else:
             with parallel(num_threads=P):
                 tid = threadid()
                 for i in prange(B, schedule="dynamic", chunksize=1):
                     fallbacks += _sample_block(sw, ws, shared, order, order_ptr, i,
-                                               (i + e) % B, tid)
+                                               (i + e) % B, tid, True)
         for i in range(B):
             for k in range(K):
                 shared.nk[k] += ws.nk_blocks[i * K + k] - start[k]
@@ -1359,6 +1452,75 @@ cdef int64_t _sweep_blocks(const Sweep* sw, Workspace* ws, Counts* shared,
             _lists_to_counts(shared.wt_entries, sw.wt_ptr, shared.wt_len, shared.nkw, K,
                              sw.bits, p * sw.V // P, (p + 1) * sw.V // P)
     return fallbacks
+
+
+cdef int64_t _sweep_blocks_flowing(const Sweep* sw, Workspace* ws, Counts* shared,
+                                   const int64_t* order,
+                                   const int64_t* order_ptr) noexcept nogil:
+    """The B epochs of a partitioned sweep without a wait for whole epochs (§2.8, flowing
+    n_k): doc block i carries its own copy of n_k through the sweep, so the task (i, e) -- doc
+    block i on word block (i + e) mod B -- needs only the two tasks before it on the same
+    blocks: (i, e - 1) on its documents and (i + 1, e - 1) on its words. Each doc block's next
+    task is (i, progress[i]); a free thread claims the ready one of the lowest epoch (ties: the
+    lowest i), so it never waits while another task could run. The result is fixed by the
+    blocks, never by which thread takes which task or when. After the last epoch every block's
+    change of n_k is added to the shared n_k."""
+    cdef Py_ssize_t B = ws.C, K = sw.K, i, k, p, j
+    cdef Py_ssize_t P = ws.threads
+    cdef int64_t* start = ws.nk_blocks + B * K
+    cdef long long total = 0, rounds
+    cdef Py_ssize_t e, best, best_e, left
+    cdef int tid, pinned
+    cdef topictk_cpus* saved = NULL
+    memset(ws.dt_saved_n, 0xFF, sw.n_docs * sizeof(int32_t))     # -1: no visit yet
+    memset(ws.progress, 0, B * sizeof(int32_t))
+    memset(ws.claimed, 0, B * sizeof(int32_t))
+    memcpy(start, shared.nk, K * sizeof(int64_t))
+    for i in range(B):
+        memcpy(ws.nk_blocks + i * K, start, K * sizeof(int64_t))
+    with parallel(num_threads=P):
+        tid = threadid()
+        # each thread on a core of its own for the sweep (topictk_pin), its CPU set kept in
+        # the workspace and given back at the end
+        saved = &ws.cpus[tid]
+        pinned = topictk_pin(tid, saved) if P > 1 else 0
+        rounds = 0
+        while True:
+            best = -1
+            best_e = B
+            left = 0
+            for j in range(B):
+                e = topictk_progress(&ws.progress[j])
+                if e >= B:
+                    continue
+                left = left + 1
+                if (e < best_e and topictk_progress(&ws.claimed[j]) == 0
+                        and (e == 0 or topictk_progress(&ws.progress[(j + 1) % B]) >= e)):
+                    best = j
+                    best_e = e
+            if left == 0:
+                break
+            if best < 0 or not topictk_claim(&ws.claimed[best]):
+                topictk_wait(rounds)
+                rounds = rounds + 1
+                continue
+            rounds = 0
+            # claimed: only this thread advances the block now, so its epoch is settled
+            e = topictk_progress(&ws.progress[best])
+            if e < B and (e == 0 or topictk_progress(&ws.progress[(best + 1) % B]) >= e):
+                topictk_add(&total, _sample_block(sw, ws, shared, order, order_ptr, best,
+                                                  (best + e) % B, tid, False))
+                topictk_publish(&ws.progress[best], <int32_t> (e + 1))
+            topictk_publish(&ws.claimed[best], 0)
+        topictk_unpin(pinned, saved)
+    for i in range(B):
+        for k in range(K):
+            shared.nk[k] += ws.nk_blocks[i * K + k] - start[k]
+    if sw.sparse:
+        for p in prange(P, schedule="static", chunksize=1, num_threads=P):
+            _lists_to_counts(shared.wt_entries, sw.wt_ptr, shared.wt_len, shared.nkw, K,
+                             sw.bits, p * sw.V // P, (p + 1) * sw.V // P)
+    return total
 
 
 def gibbs_block_sweep(const int64_t[::1] doc_ptr,      # IN  (D + 1) token offsets
@@ -1385,7 +1547,8 @@ def gibbs_block_sweep(const int64_t[::1] doc_ptr,      # IN  (D + 1) token offse
                       const int64_t[::1] prior_ptr=None,    # IN  the word prior's overlay and
                       const int32_t[::1] prior_topic=None,  #     a given word term, as
                       const double[::1] prior_extra=None,   #     gibbs_sweep takes them
-                      const double[:, ::1] phi=None):
+                      const double[:, ::1] phi=None,
+                      bint flowing=False):
     """One Gibbs iteration by the partitioned schedule of B blocks (§2.8); returns the number
     of rounding fallbacks.
 
@@ -1398,6 +1561,12 @@ def gibbs_block_sweep(const int64_t[::1] doc_ptr,      # IN  (D + 1) token offse
     :func:`gibbs_sweep` with one chunk, bit for bit. Equivalent to
     ``tests/reference/gibbs.py::block_sweep``. ``prior_*`` and ``phi``: the word term of
     :func:`gibbs_sweep` (§2.10).
+
+    ``flowing``: each doc block keeps its own copy of n_k for the whole sweep (the other
+    blocks' changes are added at its end) instead of taking the epoch start's at every epoch,
+    so no task waits for a whole epoch, only for the two tasks before it on its documents and
+    its words (:func:`_sweep_blocks_flowing`): a thread slowed by another process holds up
+    the others for one task, not for every epoch. Another chain than ``flowing=False``.
     """
     cdef Sweep sw
     cdef Counts shared
@@ -1419,6 +1588,10 @@ def gibbs_block_sweep(const int64_t[::1] doc_ptr,      # IN  (D + 1) token offse
         with nogil:
             if B == 1:
                 fallbacks = _sweep_chunks(&sw, ws, &shared)
+            elif flowing:
+                fallbacks = _sweep_blocks_flowing(&sw, ws, &shared,
+                                                  &order[0] if D > 0 else NULL,
+                                                  &order_ptr[0] if D > 0 else NULL)
             else:
                 fallbacks = _sweep_blocks(&sw, ws, &shared, &order[0] if D > 0 else NULL,
                                           &order_ptr[0] if D > 0 else NULL)
