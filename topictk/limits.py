@@ -13,6 +13,7 @@ import logging
 import os
 import reprlib
 from collections.abc import Iterable
+from pathlib import Path
 from typing import Any
 
 log = logging.getLogger("topictk")
@@ -33,6 +34,37 @@ def cores() -> int:
         return max(len(os.sched_getaffinity(0)), 1)
     except (AttributeError, OSError):
         return max(os.cpu_count() or 1, 1)
+
+
+def cpu_quota(root: str = "/sys/fs/cgroup") -> int | None:
+    """The CPUs a cgroup v2 quota (``cpu.max``: QUOTA PERIOD) lets this process use, rounded
+    up; None without a quota or where there is no such file."""
+    try:
+        text = (Path(root) / "cpu.max").read_text().split()
+    except OSError:
+        return None
+    if len(text) != 2 or text[0] == "max":
+        return None
+    try:
+        quota, period = int(text[0]), int(text[1])
+    except ValueError:
+        return None
+    return max(1, -(-quota // period)) if quota > 0 and period > 0 else None
+
+
+def available_cores() -> int:
+    """``training.threads: auto``: the CPUs this process may run on when asked (its affinity
+    mask), fewer when a cgroup quota allows fewer."""
+    quota = cpu_quota()
+    return cores() if quota is None else min(cores(), quota)
+
+
+def resolve_threads(setting, name: str) -> int:
+    """The thread count of ``setting``: ``auto`` is :func:`available_cores`, a number is itself;
+    either lowered to :func:`max_threads` (:func:`cap_threads`)."""
+    if setting == "auto":
+        return available_cores()
+    return cap_threads(int(setting), name)
 
 
 def max_threads() -> int:

@@ -101,18 +101,28 @@ CASES: list[tuple[str, str, list[str]]] = [
 
 # cases of schedules added after runs_v1/ was written (record_runs.py), so with no old run:
 # the partitioned schedule (docs/algorithms.md §2.8) with 3 blocks, 2 threads sharing them,
-# SparseLDA and the dense sampler chosen per sweep; DMR's prior per document with 2 blocks; and
+# SparseLDA and the dense sampler chosen per sweep, n_k taken at every epoch and (flowing, 5
+# blocks) carried through the sweep; DMR's prior per document with 2 blocks; and
 # the keyword topic model on 2 AD-LDA chunks with alpha learnt
 LATER_CASES: list[tuple[str, str, list[str]]] = [
     ("gibbs-blocks", "example_gibbs.yaml",
      ["inference.iterations=24", "inference.burn_in=12", "inference.thin=4",
-      "inference.chunks=null", "inference.blocks=3", "inference.sparse=auto", "model.alpha=auto",
+      "inference.chunks=null", "inference.blocks=3", "inference.block_sync=epoch",
+      "inference.sparse=auto", "model.alpha=auto",
+      "inference.optimize_burn_in=8", "inference.optimize_interval=4", "training.eval_every=8",
+      "training.checkpoint_every=8", "evaluation.fold_in_sweeps=10",
+      "evaluation.fold_in_burn_in=5"]),
+    ("gibbs-flowing", "example_gibbs.yaml",
+     ["inference.iterations=24", "inference.burn_in=12", "inference.thin=4",
+      "inference.chunks=null", "inference.blocks=5", "inference.block_sync=sweep",
+      "inference.sparse=auto", "model.alpha=auto",
       "inference.optimize_burn_in=8", "inference.optimize_interval=4", "training.eval_every=8",
       "training.checkpoint_every=8", "evaluation.fold_in_sweeps=10",
       "evaluation.fold_in_burn_in=5"]),
     ("dmr-sem-blocks", "example_dmr_sem.yaml",
      ["inference.iterations=24", "inference.burn_in=12", "inference.thin=4",
-      "inference.chunks=null", "inference.blocks=2", "inference.optimize_burn_in=8",
+      "inference.chunks=null", "inference.blocks=2", "inference.block_sync=epoch",
+      "inference.optimize_burn_in=8",
       "inference.optimize_interval=8", "training.eval_every=8", "training.checkpoint_every=8",
       "evaluation.fold_in_sweeps=10", "evaluation.fold_in_burn_in=5"]),
     ("keyatm", "example_keyatm.yaml",

@@ -394,7 +394,7 @@ def _train_fails(code: int, run_dir: Path, *args) -> str:
     ("model.topics=0", "model.topics must be an integer in [1, 1000000]; got 0 ({set})"),
     ("inference.burn_in=20", "inference.burn_in must be < inference.iterations (20); got 20 "
                              "({config} with {set})"),
-    ("training.threads=0", "training.threads must be an integer >= 1; got 0 ({set})"),
+    ("training.threads=0", "training.threads must be an integer >= 1 or auto; got 0 ({set})"),
 ])
 def test_config_errors_via_set(trained, override, expected):
     config, run_dir = trained

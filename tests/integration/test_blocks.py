@@ -1,10 +1,11 @@
 """The default schedule of the Gibbs drivers, the partitioned one (docs/algorithms.md §2.8),
 through ``train``: threads never change the run, one block is the exact chain, a resumed run
 equals an uninterrupted one, a run that saved ``inference.chunks: auto`` keeps its AD-LDA
-chain when resumed, and the settings that do not fit together fail with one line.
+chain when resumed, so does a run saved before ``inference.block_sync`` and ``blocks: auto``,
+and the settings that do not fit together fail with one line.
 
 The example corpus (13,000 tokens) is below the size from which the default cuts it in
-blocks, so the tests that need the default's two blocks lower that size."""
+blocks, so the tests that need the default's four blocks lower that size."""
 from __future__ import annotations
 
 from pathlib import Path
@@ -30,7 +31,8 @@ SHORT = {"iterations": 30, "burn_in": 10, "thin": 10}
 
 @pytest.fixture
 def small_auto(monkeypatch):
-    """The default's two blocks (and chunks: auto's two chunks) on the example corpus."""
+    """The default's four blocks (blocks: null's two, chunks: auto's two chunks) on the example
+    corpus."""
     monkeypatch.setattr(base, "AUTO_CHUNK_TOKENS", 1)
 
 
@@ -59,16 +61,48 @@ def _z(run: Path) -> np.ndarray:
 
 
 @pytest.mark.parametrize("sparse", [True, False], ids=["sparse", "dense"])
-def test_default_two_blocks_at_one_and_two_threads_are_one_run(tmp_path, example_store,
-                                                               small_auto, sparse):
-    one = _train(tmp_path, example_store, "t1", {"sparse": sparse})
+def test_default_blocks_at_one_and_two_threads_are_one_run(tmp_path, example_store,
+                                                           small_auto, sparse):
+    one = _train(tmp_path, example_store, "t1", {"sparse": sparse}, training={"threads": 1})
     two = _train(tmp_path, example_store, "t2", {"sparse": sparse}, training={"threads": 2})
     _same_run(one, two)
-    # the default is neither the exact chain nor AD-LDA with two chunks
+    # the default is four flowing blocks: neither the exact chain, nor AD-LDA with two chunks,
+    # nor the same blocks taking n_k at every epoch
+    explicit = _train(tmp_path, example_store, "b4", {"sparse": sparse, "blocks": 4,
+                                                      "block_sync": "sweep"})
+    _same_run(one, explicit)
     exact = _train(tmp_path, example_store, "exact", {"sparse": sparse, "chunks": 1})
     adlda = _train(tmp_path, example_store, "adlda", {"sparse": sparse, "chunks": "auto"})
-    assert not np.array_equal(_z(one), _z(exact))
-    assert not np.array_equal(_z(one), _z(adlda))
+    epoch = _train(tmp_path, example_store, "epoch", {"sparse": sparse, "block_sync": "epoch"})
+    for other in (exact, adlda, epoch):
+        assert not np.array_equal(_z(one), _z(other))
+
+
+def test_run_saved_before_block_sync_resumes_its_own_chain(tmp_path, example_store,
+                                                          small_auto):
+    """A run of an earlier release saved ``blocks: null`` and ``sampler: null`` (then the
+    defaults: 2 blocks, SparseLDA) and no ``block_sync`` (n_k at every epoch); resumed by its
+    config, which sets none of them, it continues that chain."""
+    before = {"blocks": None, "block_sync": "epoch", "sampler": None}
+    straight = _train(tmp_path, example_store, "straight", before,
+                      training={"checkpoint_every": 10})
+    config = write_config(tmp_path, example_store, name="old.yaml",
+                          output=str(tmp_path / "old"), inference=SHORT,
+                          training={"checkpoint_every": 10})
+    ok("train", "--config", config, "-q", "--set", "inference.iterations=20",
+       "--set", "inference.blocks=null", "--set", "inference.block_sync=epoch",
+       "--set", "inference.sampler=null")
+    saved = tmp_path / "old" / "config.yaml"
+    data = yaml.safe_load(saved.read_text())
+    del data["inference"]["block_sync"]     # as an earlier release wrote it
+    saved.write_text(yaml.safe_dump(data, sort_keys=False))
+    resumed = ok("train", "--config", config, "--resume", "--set", "training.threads=2")
+    assert "inference.block_sync: epoch" in resumed.stderr
+    assert "inference.blocks: null, the default then" in resumed.stderr
+    _same_run(straight, tmp_path / "old")
+    # the same run resumed under today's defaults would have been another chain
+    today = _train(tmp_path, example_store, "today", {}, training={"checkpoint_every": 10})
+    assert not np.array_equal(_z(today), _z(straight))
 
 
 def test_three_blocks_at_one_and_three_threads_are_one_run(tmp_path, example_store):

@@ -153,4 +153,7 @@ def test_resolved_config_of_a_cli_run(tmp_path, example_store):
     written = yaml.safe_load((tmp_path / "run" / "config.yaml").read_text())
     assert written["model"] == {"family": "lda", "topics": 3, "alpha": 0.1, "beta": 0.01}
     assert written["corpus"] == str(example_store.resolve())
-    assert written["training"]["threads"] == 1
+    # threads: auto (the default) is recorded as the number the run used
+    from topictk.limits import available_cores
+    assert written["training"]["threads"] == available_cores()
+    assert written["inference"]["sampler"] == "auto" and written["inference"]["blocks"] == "auto"

@@ -15,7 +15,8 @@ import pytest
 from tests.integration._cli import REPO, fails, ok, write_config
 from topictk import limits
 
-BIG = {"model": {"topics": 20000}, "inference": {"chunks": 2}}
+# SparseLDA named: the default at this K (sampler: auto) is WarpLDA's, which fits
+BIG = {"model": {"topics": 20000}, "inference": {"chunks": 2, "sampler": "sparse"}}
 
 
 def test_a_run_the_dense_count_let_through_is_refused_before_anything_is_written(
@@ -62,7 +63,8 @@ def test_the_estimate_is_close_to_the_memory_a_run_grows_by(example_store, tmp_p
     """Trained in a process of its own: its peak resident memory grows by the estimate, give
     or take a third (the arrays, not the interpreter, dominate at K = 8,000)."""
     config = write_config(tmp_path, example_store, model={"topics": 8000},
-                          inference={"iterations": 2, "burn_in": 1, "thin": 1, "chunks": 2},
+                          inference={"iterations": 2, "burn_in": 1, "thin": 1, "chunks": 2,
+                                     "sampler": "sparse"},
                           training={"eval_every": 2, "checkpoint_every": 2})
     script = textwrap.dedent(f"""
         from topictk.inference.registry import load_config

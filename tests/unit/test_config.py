@@ -12,6 +12,7 @@ from tests.fixtures import write_token_store
 from topictk.config import parse_override
 from topictk.errors import ConfigError, UsageError
 from topictk.inference.registry import algorithm_names, get_driver, load_config
+from topictk.limits import available_cores
 
 ALGORITHMS = ", ".join(algorithm_names())
 
@@ -58,8 +59,10 @@ def test_valid_config_resolves_paths_and_defaults(tmp_path):
     assert config.output == (tmp_path / "run").resolve()
     assert config.model.topics == 4 and config.model.family == "lda"
     assert config.inference.sparse is True and config.inference.chunks is None
-    assert config.inference.blocks is None
-    assert config.training.threads == 1 and config.training.keep_checkpoints == 3
+    assert config.inference.blocks == "auto" and config.inference.block_sync == "sweep"
+    assert config.inference.sampler == "auto"
+    # threads: auto is the CPUs this process may use, resolved when the config is loaded
+    assert config.training.threads == available_cores() and config.training.keep_checkpoints == 3
     assert config.training.eval_every == 2                      # a tenth of 20 iterations
     assert config.evaluation.curve_fold_in_sweeps == 10
     assert config.evaluation.fold_in_sweeps == 50 and config.evaluation.fold_in_burn_in == 25
@@ -134,7 +137,7 @@ def test_topics_out_of_range(tmp_path, topics):
     ("model", "topics", 2.5, "an integer in [1, 1000000]"),
     ("model", "beta", "small", "a number > 0"),
     ("inference", "sparse", "yes please", "true, false or auto"),
-    ("training", "threads", 0, "an integer >= 1"),
+    ("training", "threads", 0, "an integer >= 1 or auto"),
     ("training", "time_limit", -1, "a number > 0 or null"),
     ("evaluation", "coherence_top", 1, "an integer >= 2"),
     ("inference", "iterations", True, "an integer >= 1"),

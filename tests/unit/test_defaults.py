@@ -10,7 +10,7 @@ import pytest
 
 from tests.fixtures import planted_corpus, write_token_store
 from topictk.inference import base
-from topictk.inference.base import EvaluationSet, resolve_chunks, take_documents
+from topictk.inference.base import EvaluationSet, resolve_blocks, resolve_chunks, take_documents
 from topictk.inference.registry import get_driver, load_config
 from topictk.streams import Streams
 from topictk.training.run import train
@@ -43,6 +43,18 @@ def test_auto_chunks_depend_on_the_corpus_size_only():
     assert resolve_chunks(7, 10) == 7
 
 
+def test_auto_blocks_depend_on_the_corpus_size_only():
+    """``blocks: auto`` (the default) grows with the corpus; null is the earlier default."""
+    assert resolve_blocks("auto", base.AUTO_CHUNK_TOKENS - 1) == 1
+    assert resolve_blocks("auto", base.AUTO_CHUNK_TOKENS) == base.AUTO_BLOCKS == 4
+    assert resolve_blocks("auto", (1 << 22) - 1) == 4
+    assert resolve_blocks("auto", 1 << 22) == 8
+    assert resolve_blocks("auto", 1 << 25) == resolve_blocks("auto", 10**10) == 16
+    assert resolve_blocks(None, base.AUTO_CHUNK_TOKENS - 1) == 1
+    assert resolve_blocks(None, 10**10) == base.EARLIER_BLOCKS == 2
+    assert resolve_blocks(3, 10) == 3
+
+
 @pytest.fixture(scope="module")
 def big_store(tmp_path_factory):
     """A planted corpus just over AUTO_CHUNK_TOKENS training tokens, with test documents."""
@@ -52,20 +64,20 @@ def big_store(tmp_path_factory):
     return store
 
 
-@pytest.mark.parametrize("algorithm, explicit", [("gibbs", {"blocks": 2}),
-                                                 ("cvb0", {"chunks": 2})])
+@pytest.mark.parametrize("algorithm, explicit, count", [
+    ("gibbs", {"blocks": 4, "block_sync": "sweep"}, 4), ("cvb0", {"chunks": 2}, 2)])
 def test_default_chunks_use_two_threads_and_give_the_same_chain(big_store, tmp_path,
-                                                               algorithm, explicit):
-    """With inference.chunks (and blocks) left out, two threads both get a block (Gibbs: the
-    partitioned schedule) or chunk (CVB0: AD-LDA), and 1 and 2 threads give the chain of two
-    given explicitly, bit for bit."""
+                                                               algorithm, explicit, count):
+    """With inference.chunks (and blocks) left out, two threads both get blocks (Gibbs: the
+    flowing partitioned schedule, 4 blocks) or a chunk (CVB0: AD-LDA), and 1 and 2 threads give
+    the chain of the count given explicitly, bit for bit."""
     states = {}
     for name, threads, inference in (("t1", 1, {}), ("t2", 2, {}), ("c2", 1, explicit)):
         config = _config(big_store, tmp_path, algorithm, inference=inference)
         assert config.inference.chunks == (inference.get("chunks") if algorithm == "gibbs"
                                            else inference.get("chunks", "auto"))
         driver = get_driver(algorithm)(config, _open(big_store), threads, streams=Streams(4))
-        assert driver.n_chunks == 2
+        assert driver.n_chunks == count
         state = driver.init_state()
         for t in range(3):
             driver.step(state, t)

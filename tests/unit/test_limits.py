@@ -192,6 +192,27 @@ def test_thread_counts_are_capped_with_one_line(tmp_path, caplog):
     assert _config(tmp_path, overrides=["training.threads=2"]).training.threads == 2
 
 
+def test_threads_auto_is_the_cpus_the_process_may_use(tmp_path, monkeypatch):
+    """``training.threads: auto`` (the default) is the affinity mask's CPUs, fewer under a
+    cgroup v2 quota (rounded up), resolved when the config is loaded."""
+    monkeypatch.setattr(limits, "cores", lambda: 6)
+    (tmp_path / "cpu.max").write_text("max 100000\n")
+    assert limits.cpu_quota(str(tmp_path)) is None
+    (tmp_path / "cpu.max").write_text("250000 100000\n")
+    assert limits.cpu_quota(str(tmp_path)) == 3
+    (tmp_path / "cpu.max").write_text("50000 100000\n")
+    assert limits.cpu_quota(str(tmp_path)) == 1
+    assert limits.cpu_quota(str(tmp_path / "absent")) is None
+    monkeypatch.setattr(limits, "cpu_quota", lambda: 3)
+    assert limits.available_cores() == 3
+    monkeypatch.setattr(limits, "cpu_quota", lambda: 16)
+    assert limits.available_cores() == 6
+    monkeypatch.setattr(limits, "cpu_quota", lambda: None)
+    assert limits.available_cores() == 6
+    assert _config(tmp_path).training.threads == 6
+    assert _config(tmp_path, overrides=["training.threads=2"]).training.threads == 2
+
+
 def test_cap_threads_leaves_sane_counts_alone(monkeypatch):
     monkeypatch.setattr(limits, "cores", lambda: 2)
     assert limits.max_threads() == 8
@@ -240,7 +261,9 @@ def test_a_model_larger_than_memory_is_refused_with_its_estimate(tmp_path, monke
     _store(tmp_path)
     monkeypatch.setattr(limits, "available_memory", lambda: 2**28)
     assert _config(tmp_path, overrides=["model.topics=1000"]).model.topics == 1000
-    message = _refused(tmp_path, overrides=["model.topics=1000000"])
+    # the default sampler at this K is WarpLDA's (auto), whose counts fit
+    assert _config(tmp_path, overrides=["model.topics=1000000"]).model.topics == 1000000
+    message = _refused(tmp_path, overrides=["model.topics=1000000", "inference.sampler=sparse"])
     assert message.startswith(
         "model.topics = 1000000 needs about 1.5 GiB of memory (phi-hat 2 x 50 x 1,000,000 x "
         "8 B = 763 MiB, phi-hat of the curve's words 50 x 1,000,000 x 8 B = 381 MiB, "

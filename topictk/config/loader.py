@@ -26,12 +26,12 @@ from topictk.config.schema import (
 )
 from topictk.errors import ConfigError
 from topictk.limits import (
-    cap_threads,
     dense_bytes,
     json_loads,
     local_workers_problem,
     memory_shortfall,
     one_line,
+    resolve_threads,
     short,
 )
 
@@ -468,7 +468,7 @@ def validate(raw: dict, where: str, base_dir: Path, catalogue: Catalogue,
     schema.update(driver_cls.OPTIONS)
     inference = _check_section(inf_raw, schema, "inference", where, origins)
     training = _check_section(raw.get("training"), TRAINING, "training", where, origins)
-    training["threads"] = cap_threads(training["threads"], "training.threads")
+    training["threads"] = resolve_threads(training["threads"], "training.threads")
     evaluation = _check_section(raw.get("evaluation"), EVALUATION, "evaluation", where,
                                 origins)
     if evaluation["fold_in_burn_in"] >= evaluation["fold_in_sweeps"]:

@@ -273,7 +273,10 @@ INFERENCE_COMMON = {
 
 TRAINING = {
     "seed": Option("int", 0, low=0, help="the one seed every random stream derives from"),
-    "threads": Option("int", 1, low=1, help="OpenMP threads; never changes the numbers"),
+    "threads": Option("int", "auto", low=1, auto=True,
+                      help="OpenMP threads; never changes the numbers; auto = the CPUs this "
+                           "process may use when the run starts (its affinity mask and cgroup "
+                           "quota), recorded in the run's config.yaml"),
     "eval_every": Option("int", "auto", low=0, auto=True,
                          help="point perplexity every N steps into metrics.jsonl (0 = never); "
                               "auto = a tenth of "

@@ -290,18 +290,34 @@ def resolve_chunks(setting, n_tokens: int) -> int:
     return AUTO_CHUNKS if n_tokens >= AUTO_CHUNK_TOKENS else 1
 
 
-#: ``inference.blocks`` unset or ``auto``: this many blocks of the partitioned schedule for a
-#: corpus of at least AUTO_CHUNK_TOKENS training tokens, else 1 (the exact sampler;
-#: docs/algorithms.md §2.8, benchmarks/results/default_threads.md)
-AUTO_BLOCKS = 2
+#: ``inference.blocks: null``: this many blocks of the partitioned schedule for a corpus of
+#: at least AUTO_CHUNK_TOKENS training tokens, else 1: the default of runs trained before
+#: ``inference.block_sync`` (docs/algorithms.md §2.8)
+EARLIER_BLOCKS = 2
+
+#: ``inference.blocks: auto`` (the default): AUTO_BLOCKS blocks from AUTO_CHUNK_TOKENS training
+#: tokens (1 block, the exact sampler, below), more for larger corpora ((tokens from, blocks)
+#: of MORE_BLOCKS); fixed by the corpus alone. More blocks than threads let a thread that
+#: another process slows down take fewer of the sweep's B * B tasks
+#: (benchmarks/results/default_threads.md); each document is entered once per block, so more
+#: blocks cost one thread a little (+2.5 % at 4 against 2 on 20 Newsgroups, K = 128).
+AUTO_BLOCKS = 4
+MORE_BLOCKS = ((1 << 22, 8), (1 << 25, 16))
 
 
 def resolve_blocks(setting, n_tokens: int) -> int:
-    """The block count of ``inference.blocks``: the number given, or for null and ``auto`` one
-    fixed by the corpus size alone (AUTO_BLOCKS, or 1 below AUTO_CHUNK_TOKENS tokens)."""
-    if setting is not None and setting != "auto":
+    """The block count of ``inference.blocks``: the number given; for ``auto`` one fixed by the
+    corpus size alone (AUTO_BLOCKS); for null that of runs trained before ``auto``
+    (EARLIER_BLOCKS, or 1 below AUTO_CHUNK_TOKENS tokens)."""
+    if setting is None:
+        return EARLIER_BLOCKS if n_tokens >= AUTO_CHUNK_TOKENS else 1
+    if setting != "auto":
         return int(setting)
-    return AUTO_BLOCKS if n_tokens >= AUTO_CHUNK_TOKENS else 1
+    blocks = AUTO_BLOCKS if n_tokens >= AUTO_CHUNK_TOKENS else 1
+    for tokens, count in MORE_BLOCKS:
+        if n_tokens >= tokens:
+            blocks = count
+    return blocks
 
 
 def warn_idle_threads(setting, threads: int, n_chunks: int, key: str = "inference.chunks",
@@ -312,6 +328,8 @@ def warn_idle_threads(setting, threads: int, n_chunks: int, key: str = "inferenc
     if threads <= n_chunks:
         return
     if setting in ("auto", None):
+        if n_chunks == 1:       # a small corpus: the exact chain, over in moments anyway
+            return
         log.info("%s auto = %d for this corpus: %d of the %d threads work on the sweep; set "
                  "%s >= threads to use them all (a different chain: %s)", key, n_chunks,
                  n_chunks, threads, key, what)

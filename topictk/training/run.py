@@ -178,12 +178,18 @@ def check_resume_settings(saved: Path, config: Config, driver: Driver,
     changed = [f"{key} {before.get(key)!r} -> {after.get(key)!r}"
                for key in sorted(set(before) | set(after))
                if before.get(key) != after.get(key) and before.get(key) != kept.get(key)
-               and key not in free]
+               and key not in free and not _set_by_a_rule(key, before, after, kept)]
     if changed:
         allowed = ", ".join(sorted(RESUMABLE_CHANGES - driver.fixed_on_resume))
         raise UsageError(f"{saved}: --resume continues the run as it was configured, but these "
                          f"settings differ from it: {'; '.join(changed)}; resume with the run's "
                          f"settings (only {allowed} may change), or train into a new output")
+
+
+def _set_by_a_rule(key: str, before: dict, after: dict, kept: dict) -> bool:
+    """A key the saved config does not have (added to the schema since) that the driver's
+    resume rules set to what the run did then (``kept``, not today's default ``after``)."""
+    return key not in before and key in kept and kept[key] != after.get(key)
 
 
 def saved_config_text(config: Config) -> str:

@@ -35,6 +35,7 @@ from __future__ import annotations
 
 import contextlib
 import ctypes
+import dataclasses
 import logging
 
 import numpy as np
@@ -54,7 +55,12 @@ from topictk.inference.base import (
     Traits,
     chunk_bounds_by_docs,
 )
-from topictk.inference.gibbs.driver import BLOCKS_OPTION, CHUNKS_OPTION, GibbsDriver
+from topictk.inference.gibbs.driver import (
+    BLOCK_SYNC_OPTION,
+    BLOCKS_OPTION,
+    CHUNKS_OPTION,
+    GibbsDriver,
+)
 from topictk.inference.minibatch import FLOOR
 from topictk.inference.registry import register
 from topictk.inference.schedules import sgmcmc_step
@@ -374,12 +380,14 @@ class DMRSEMDriver(DMRPriorMixin, GibbsDriver):
                        help="sweeps between saved samples (default: 10 samples after burn-in)"),
         "chunks": CHUNKS_OPTION,
         "blocks": BLOCKS_OPTION,
+        "block_sync": BLOCK_SYNC_OPTION,
         "sparse": Option("bool", "auto", auto=True,
                          help="true = SparseLDA buckets with the document's prior (exact); "
                               "false = the dense sampler of §9.2; auto = chosen before every "
                               "sweep from the counts (dense while the words' topic lists are "
                               "long, as early in a run or at small K)"),
-        "sampler": GibbsDriver.OPTIONS["sampler"],
+        # null by default: auto's choice at large K is measured for LDA only
+        "sampler": dataclasses.replace(GibbsDriver.OPTIONS["sampler"], default=None),
         "mh_steps": GibbsDriver.OPTIONS["mh_steps"],
         "mh_rebuild": GibbsDriver.OPTIONS["mh_rebuild"],
         "optimize_interval": Option("int", 50, low=1, help="sweeps between nu updates"),

@@ -111,6 +111,7 @@ class SweepLayout:
     bounds: np.ndarray
     order: tuple[np.ndarray, np.ndarray] | None = None
     word_block: np.ndarray | None = None
+    flowing: bool = False       # blocks: n_k carried through the sweep (block_sync: sweep)
 
     @property
     def n_chunks(self) -> int:
@@ -143,7 +144,7 @@ class SweepLayout:
             return cls(*corpus, bounds)
         word_block = word_blocks(word_frequencies(words, n_words), n_blocks)
         return cls(*corpus, bounds, block_order(doc_ptr, words, word_block, n_blocks),
-                   word_block)
+                   word_block, getattr(opts, "block_sync", None) == "sweep")
 
 
 def warn_empty_topics(layout: SweepLayout) -> None:
@@ -585,7 +586,7 @@ class SparseLDACounts(DenseCounts):
         if L.order is not None:
             fallbacks = _gibbs.gibbs_block_sweep(L.doc_ptr, L.words, *counts, *L.order,
                                                  L.word_block, chunk_streams, *lists,
-                                                 **self.word_prior)
+                                                 **self.word_prior, flowing=L.flowing)
         else:
             fallbacks = _gibbs.gibbs_sweep(L.doc_ptr, L.words, *counts, chunk_streams, *lists,
                                            **self.word_prior)

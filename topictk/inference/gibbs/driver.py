@@ -82,11 +82,12 @@ def check_schedule(data: dict, where: str, warp: bool = True) -> None:
     family = data["model"].get("family", "lda")
     if family in FAMILY_COUNTS:
         counts_class(inference, 0, family=family).check_family(data, where)
-    if inference.get("chunks") is not None and inference.get("blocks") is not None:
+    blocks_given = inference.get("blocks") not in (None, "auto")
+    if inference.get("chunks") is not None and blocks_given:
         raise ConfigError(f"inference.chunks = {inference['chunks']} and inference.blocks = "
                           f"{inference['blocks']} choose two different parallel schedules; "
                           f"set one of them and leave the other out ({where})")
-    if inference.get("blocks") is not None and resolved_sampler(
+    if blocks_given and resolved_sampler(
             inference, data["model"]["topics"], warp) in ("mh", "warp"):
         raise ConfigError(f"inference.blocks does not apply to the Metropolis-Hastings sampler "
                           f"(inference.sampler), which runs AD-LDA chunks; set "
@@ -156,11 +157,23 @@ CHUNKS_OPTION = Option("int", None, low=1, auto=True, nullable=True,
                             "sequential sampler; C = AD-LDA with C chunks (what a Dask cluster "
                             "runs); auto = 2 chunks (1 below 65,536 tokens), the default of "
                             "runs trained before inference.blocks; null = inference.blocks")
-BLOCKS_OPTION = Option("int", None, low=1, auto=True, nullable=True,
+BLOCKS_OPTION = Option("int", "auto", low=1, auto=True, nullable=True,
                        help="blocks of the partitioned schedule (no stale counts but n_k), "
                             "which threads work on in parallel, used when inference.chunks is "
-                            "null: 1 = exact sequential sampler; null or auto = 2 (1 below "
-                            "65,536 tokens), fixed by the corpus, never by the thread count")
+                            "null: 1 = exact sequential sampler; auto = 1 below 65,536 "
+                            "training tokens, 4 below 2^22, 8 below 2^25, else 16: fixed by "
+                            "the corpus, never by the thread count; null = 2 (1 below 65,536), "
+                            "the default of runs trained before inference.block_sync")
+
+
+#: ``inference.block_sync`` of the Gibbs drivers
+BLOCK_SYNC_OPTION = Option("choice", "sweep", choices=("sweep", "epoch"), nullable=True,
+                           help="partitioned schedule: sweep = each doc block carries its own "
+                                "n_k through the sweep and waits only for the two tasks before "
+                                "it on its documents and its words (a slow thread holds up "
+                                "one task, not every epoch); epoch = every block takes n_k "
+                                "afresh at each epoch and all wait for the epoch's end (runs "
+                                "trained before this key; null = epoch)")
 
 
 #: the options of ``gibbs`` (dmr-sem shares some)
@@ -172,15 +185,16 @@ GIBBS_OPTIONS = {
     "sparse": Option("bool", True, auto=True,
                      help="SparseLDA sampler (exact); false = dense O(K); auto = chosen "
                           "before every sweep from the counts (see sparse_sweep)"),
-    "sampler": Option("choice", None, choices=("sparse", "dense", "mh", "warp", "auto"),
+    "sampler": Option("choice", "auto", choices=("sparse", "dense", "mh", "warp", "auto"),
                       nullable=True,
                       help="sparse = SparseLDA, dense = dense O(K), mh = Metropolis-Hastings "
                            "O(1) per token (approximate per sweep), warp = Metropolis-"
                            "Hastings in WarpLDA's order: O(1) per token reading one word's "
                            "or one document's counts at a time, exact (docs/algorithms.md "
-                           "§2.9); auto = warp "
+                           "§2.9); auto (gibbs' default) = warp "
                            f"from K = {WARP_FROM_K} (dmr-sem: mh from K = {MH_FROM_K}), "
-                           "else as inference.sparse; null = as inference.sparse"),
+                           "else as inference.sparse; null = as inference.sparse (the "
+                           "default of runs trained before auto)"),
     # null defaults, so that runs saved before these keys existed resume unchanged
     "mh_steps": Option("int", None, low=1, nullable=True,
                        help="mh, warp: cycles of a word and a document proposal per "
@@ -190,6 +204,7 @@ GIBBS_OPTIONS = {
                               f"(null: {MH_REBUILD})"),
     "chunks": CHUNKS_OPTION,
     "blocks": BLOCKS_OPTION,
+    "block_sync": BLOCK_SYNC_OPTION,
     "optimize_interval": Option("int", 20, low=1,
                                 help="sweeps between alpha updates when model.alpha is auto"),
     "optimize_burn_in": Option("int", 50, low=0,

@@ -104,7 +104,7 @@ class KeyATMCounts(GibbsCounts):
         if inference.get("sampler") not in (None, "auto", "sparse", "dense"):
             raise ConfigError(f"inference.sampler: {inference['sampler']} does not sample the "
                               f"keyword topic model; leave inference.sampler out ({where})")
-        if inference.get("blocks") is not None:
+        if inference.get("blocks") not in (None, "auto"):
             raise ConfigError(f"inference.blocks: the keyword topic model samples AD-LDA "
                               f"chunks; set inference.chunks instead ({where})")
         refuse_cluster_and_mh_fold_in(data, where, "keyatm")
