@@ -17,7 +17,9 @@ the same model at any thread count; one ``topictk evaluate`` of each chain (the 
 estimator, ``evaluation.fold_in: gibbs``, declared in the report) gives its held-out
 perplexity.
 
-    python benchmarks/bench_default_threads.py --rounds 3 --record
+    python benchmarks/bench_default_threads.py --rounds 5 --record
+    python benchmarks/bench_default_threads.py --topics 1000 --sweeps 30 --rounds 2 \
+        --name default_threads_k1000 --record
 """
 from __future__ import annotations
 
@@ -174,10 +176,12 @@ def main() -> None:
     parser.add_argument("--topics", type=int, default=128)
     parser.add_argument("--sweeps", type=int, default=60)
     parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--name", default="default_threads",
+                        help="results file name (default_threads)")
     h.add_common_options(parser)
     args = parser.parse_args()
     data = measure(args)
-    h.write_results(h.results_path("default_threads", args.record), report(args, data))
+    h.write_results(h.results_path(args.name, args.record), report(args, data))
 
 
 if __name__ == "__main__":

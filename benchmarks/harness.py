@@ -265,6 +265,13 @@ CORPORA: dict[str, list[str]] = {
                   "--vocab", "nips12_roweis_knowceans/vocab.nips12.txt",
                   "--meta-file", "nips12_roweis_knowceans/metadata.tsv", "--meta", "year:cat"],
     "kos_default": ["uci_kos/docword.kos.txt.gz", "--vocab", "uci_kos/vocab.kos.txt"],
+    # a few hundred test documents each, so that a fixed-point fold-in at K = 10,000 can score
+    # a curve (bench_default_route.py)
+    "20news_docs": ["20news_gan2015/docword.train.txt.gz", "--vocab", "20news_gan2015/vocab.txt",
+                    "--test-docs", "0.03", "--heldout-fraction", "0.2", "--seed", "0"],
+    "nips12_docs": ["nips12_roweis_knowceans/docword.nips12.txt.gz",
+                    "--vocab", "nips12_roweis_knowceans/vocab.nips12.txt",
+                    "--test-docs", "0.1", "--heldout-fraction", "0.2", "--seed", "0"],
     # the filtered NIPS training documents with a test split of their own
     "uci_nips": ["uci_nips_filtered_giuseppedib/docword.train.txt.gz",
                  "--vocab", "uci_nips_filtered_giuseppedib/vocab.filtered.txt",
