@@ -1417,13 +1417,33 @@ cdef int64_t _sample_block(const Sweep* sw, Workspace* ws, const Counts* shared,
     return fallbacks
 
 
+cdef void _add_block_changes(const Sweep* sw, const Workspace* ws, Counts* shared,
+                             const int64_t* start) noexcept nogil:
+    """n_k += every block's change of its copy from ``start`` (integer sums, order-free)."""
+    cdef Py_ssize_t i, k, K = sw.K
+    for i in range(ws.C):
+        for k in range(K):
+            shared.nk[k] += ws.nk_blocks[i * K + k] - start[k]
+
+
+cdef void _refresh_dense(const Sweep* sw, const Workspace* ws, Counts* shared) noexcept nogil:
+    """SparseLDA: the dense n_kw follow the lists after a partitioned sweep, cut by words
+    between the threads."""
+    cdef Py_ssize_t p, P = ws.threads
+    if not sw.sparse:
+        return
+    for p in prange(P, schedule="static", chunksize=1, num_threads=P):
+        _lists_to_counts(shared.wt_entries, sw.wt_ptr, shared.wt_len, shared.nkw, sw.K,
+                         sw.bits, p * sw.V // P, (p + 1) * sw.V // P)
+
+
 cdef int64_t _sweep_blocks(const Sweep* sw, Workspace* ws, Counts* shared,
                            const int64_t* order, const int64_t* order_ptr) noexcept nogil:
     """The B epochs of a partitioned sweep (§2.8): in epoch e, doc block i samples its tokens
     of word block (i + e) mod B, the B blocks in parallel; after the epoch every block's
     change of n_k is added to the shared n_k (integer sums, in any order the same); then, with
     SparseLDA, the dense counts follow the lists."""
-    cdef Py_ssize_t B = ws.C, K = sw.K, e, i, k, p
+    cdef Py_ssize_t B = ws.C, K = sw.K, e, i
     cdef Py_ssize_t P = ws.threads
     cdef int64_t* start = ws.nk_blocks + B * K
     cdef int64_t fallbacks = 0
@@ -1444,13 +1464,8 @@ cdef int64_t _sweep_blocks(const Sweep* sw, Workspace* ws, Counts* shared,
                 for i in prange(B, schedule="dynamic", chunksize=1):
                     fallbacks += _sample_block(sw, ws, shared, order, order_ptr, i,
                                                (i + e) % B, tid, True)
-        for i in range(B):
-            for k in range(K):
-                shared.nk[k] += ws.nk_blocks[i * K + k] - start[k]
-    if sw.sparse:
-        for p in prange(P, schedule="static", chunksize=1, num_threads=P):
-            _lists_to_counts(shared.wt_entries, sw.wt_ptr, shared.wt_len, shared.nkw, K,
-                             sw.bits, p * sw.V // P, (p + 1) * sw.V // P)
+        _add_block_changes(sw, ws, shared, start)
+    _refresh_dense(sw, ws, shared)
     return fallbacks
 
 
@@ -1465,7 +1480,7 @@ cdef int64_t _sweep_blocks_flowing(const Sweep* sw, Workspace* ws, Counts* share
     lowest i), so it never waits while another task could run. The result is fixed by the
     blocks, never by which thread takes which task or when. After the last epoch every block's
     change of n_k is added to the shared n_k."""
-    cdef Py_ssize_t B = ws.C, K = sw.K, i, k, p, j
+    cdef Py_ssize_t B = ws.C, K = sw.K, i, j
     cdef Py_ssize_t P = ws.threads
     cdef int64_t* start = ws.nk_blocks + B * K
     cdef long long total = 0, rounds
@@ -1513,13 +1528,8 @@ cdef int64_t _sweep_blocks_flowing(const Sweep* sw, Workspace* ws, Counts* share
                 topictk_publish(&ws.progress[best], <int32_t> (e + 1))
             topictk_publish(&ws.claimed[best], 0)
         topictk_unpin(pinned, saved)
-    for i in range(B):
-        for k in range(K):
-            shared.nk[k] += ws.nk_blocks[i * K + k] - start[k]
-    if sw.sparse:
-        for p in prange(P, schedule="static", chunksize=1, num_threads=P):
-            _lists_to_counts(shared.wt_entries, sw.wt_ptr, shared.wt_len, shared.nkw, K,
-                             sw.bits, p * sw.V // P, (p + 1) * sw.V // P)
+    _add_block_changes(sw, ws, shared, start)
+    _refresh_dense(sw, ws, shared)
     return total
 
 
