@@ -113,9 +113,9 @@ def measure(args) -> dict:
                     h.log(f"round {r + 1} {condition} {key}: train {res['train']:.2f}s "
                           f"cpu {res['cpu']:.1f}s foreign {res['foreign']:.2f}")
     base = h.WORK / "runs" / "default_threads"
-    same = {name: same_model(base / f"quiet-{name}-auto" if name == "default"
-                             else base / f"quiet-{name}-2", base / f"quiet-{name}-1")
-            for name in ("default", "before")}
+    # each chain's multi-threaded run (the default's threads: auto) against its one thread
+    same = {name: same_model(base / f"quiet-{name}-{many}", base / f"quiet-{name}-1")
+            for name, many in (("default", "auto"), ("before", "2"))}
     perplexity = {}
     for name in ("default", "before"):
         result, _ = h.evaluate(base / f"quiet-{name}-1",

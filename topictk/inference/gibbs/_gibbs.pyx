@@ -57,13 +57,10 @@ cdef extern from *:
     #if defined(__linux__)
     #include <sched.h>
     #endif
-    /* the flowing partitioned schedule: a shared task counter and each doc block's progress,
-       published with release and read with acquire, so that a block's writes (n_dk, the
-       word block's counts and list lengths) are seen by the task that waited for it */
-    static inline long long topictk_take(long long* next) {
-        return __atomic_fetch_add(next, 1, __ATOMIC_RELAXED);
-    }
-    static inline int32_t topictk_progress(const int32_t* p) {
+    /* the flowing partitioned schedule: each doc block's progress and claim, published with
+       release and read with acquire, so that a block's writes (n_dk, the word block's counts
+       and list lengths) are seen by the task that waited for it */
+    static inline int32_t topictk_read(const int32_t* p) {
         return __atomic_load_n(p, __ATOMIC_ACQUIRE);
     }
     static inline void topictk_publish(int32_t* p, int32_t value) {
@@ -121,8 +118,7 @@ cdef extern from *:
         }
     }
     """
-    long long topictk_take(long long* next) noexcept nogil
-    int32_t topictk_progress(const int32_t* p) noexcept nogil
+    int32_t topictk_read(const int32_t* p) noexcept nogil
     void topictk_publish(int32_t* p, int32_t value) noexcept nogil
     void topictk_add(long long* total, long long value) noexcept nogil
     int topictk_claim(int32_t* flag) noexcept nogil
@@ -1505,12 +1501,12 @@ cdef int64_t _sweep_blocks_flowing(const Sweep* sw, Workspace* ws, Counts* share
             best_e = B
             left = 0
             for j in range(B):
-                e = topictk_progress(&ws.progress[j])
+                e = topictk_read(&ws.progress[j])
                 if e >= B:
                     continue
                 left = left + 1
-                if (e < best_e and topictk_progress(&ws.claimed[j]) == 0
-                        and (e == 0 or topictk_progress(&ws.progress[(j + 1) % B]) >= e)):
+                if (e < best_e and topictk_read(&ws.claimed[j]) == 0
+                        and (e == 0 or topictk_read(&ws.progress[(j + 1) % B]) >= e)):
                     best = j
                     best_e = e
             if left == 0:
@@ -1521,8 +1517,8 @@ cdef int64_t _sweep_blocks_flowing(const Sweep* sw, Workspace* ws, Counts* share
                 continue
             rounds = 0
             # claimed: only this thread advances the block now, so its epoch is settled
-            e = topictk_progress(&ws.progress[best])
-            if e < B and (e == 0 or topictk_progress(&ws.progress[(best + 1) % B]) >= e):
+            e = topictk_read(&ws.progress[best])
+            if e < B and (e == 0 or topictk_read(&ws.progress[(best + 1) % B]) >= e):
                 topictk_add(&total, _sample_block(sw, ws, shared, order, order_ptr, best,
                                                   (best + e) % B, tid, False))
                 topictk_publish(&ws.progress[best], <int32_t> (e + 1))
