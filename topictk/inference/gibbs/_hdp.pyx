@@ -1,8 +1,9 @@
 # cython: language_level=3, boundscheck=False, wraparound=False, cdivision=True
-"""The sequential allocation of the HDP's split-merge move (docs/algorithms.md §2.15): the
-tokens of one topic (or of two) dealt between two sides, one after the other in the given
-order, each with the probability of its predictive under the counts dealt so far. Its NumPy
-twin is ``tests/reference/hdp.py``."""
+"""The HDP's kernels (docs/algorithms.md §2.15): the sequential allocation of its split-merge
+move (the tokens of one topic, or of two, dealt between two sides, one after the other in the
+given order, each with the probability of its predictive under the counts dealt so far), and
+the table draw by the Chinese restaurant table distribution, one uniform per customer. Their
+NumPy twins are in ``tests/reference/hdp.py``."""
 import numpy as np
 
 from libc.math cimport log
@@ -53,3 +54,62 @@ def sequential_allocation(const int64_t[::1] tokens, const int32_t[::1] doc_of,
             nw[s, w] += 1
             total[s] += 1
     return logq
+
+
+def crt_dense_block(const int32_t[:, ::1] rows, const double[::1] weight, const double[::1] u,
+                    int64_t[::1] tables):
+    """The tables of one block of documents' counts ``rows`` (B, K) added to ``tables`` (K):
+    customer i (0-based) of topic k in a row opens a table when ``u < a_k / (a_k + i)``,
+    a_k = ``weight[k]``, one entry of ``u`` per customer in row-major (row, topic) order and
+    i ascending (the Chinese restaurant table distribution, docs/algorithms.md §2.15)."""
+    cdef Py_ssize_t B = rows.shape[0], K = rows.shape[1], d, k, t = 0, m = u.shape[0]
+    cdef int32_t i, n
+    cdef double a
+    cdef bint short = False
+    if weight.shape[0] != K or tables.shape[0] != K:
+        raise ValueError("rows, weight and tables need one entry per topic")
+    with nogil:
+        for d in range(B):
+            for k in range(K):
+                n = rows[d, k]
+                if n <= 0:
+                    continue
+                if t + n > m:
+                    short = True
+                    break
+                a = weight[k]
+                for i in range(n):
+                    if u[t] < a / (a + <double>i):
+                        tables[k] += 1
+                    t += 1
+            if short:
+                break
+    if short or t != m:
+        raise ValueError("u needs one entry per customer of the block")
+
+
+def crt_rows_block(const int32_t[::1] topic, const int32_t[::1] count,
+                   const double[::1] weight, const double[::1] u, int64_t[::1] tables):
+    """:func:`crt_dense_block` of a block's non-zero counts ``count`` at topics ``topic``,
+    in row-major order (CSR rows, topics ascending in a row): the same customers in the same
+    order."""
+    cdef Py_ssize_t n_entries = topic.shape[0], K = weight.shape[0], e, t = 0, m = u.shape[0]
+    cdef int32_t i, n, k
+    cdef double a
+    cdef bint bad = False
+    if count.shape[0] != n_entries or tables.shape[0] != K:
+        raise ValueError("topic and count, weight and tables do not fit together")
+    with nogil:
+        for e in range(n_entries):
+            k = topic[e]
+            n = count[e]
+            if k < 0 or k >= K or t + n > m:
+                bad = True
+                break
+            a = weight[k]
+            for i in range(n):
+                if u[t] < a / (a + <double>i):
+                    tables[k] += 1
+                t += 1
+    if bad or t != m:
+        raise ValueError("a topic outside the weights, or u not one entry per customer")

@@ -70,13 +70,15 @@ def crt_tables(ndk: np.ndarray, weight: np.ndarray, generator: np.random.Generat
     """m_.k, the tables of every topic summed over documents: m_dk = sum_{i < n_dk}
     Bernoulli(a_k / (a_k + i)) with a_k = ``weight[k]`` (the Chinese restaurant table
     distribution), one uniform per (d, k, i) in row-major (d, k) order and i ascending, drawn
-    from ``generator`` in blocks of CRT_BLOCK documents. Returns (K,) int64."""
-    K = ndk.shape[1]
-    tables = np.zeros(K, dtype=np.int64)
+    from ``generator`` in blocks of CRT_BLOCK documents (kernel
+    :func:`topictk.inference.gibbs._hdp.crt_dense_block`). Returns (K,) int64."""
+    weight = np.ascontiguousarray(weight, dtype=np.float64)
+    tables = np.zeros(weight.size, dtype=np.int64)
     for begin in range(0, ndk.shape[0], CRT_BLOCK):
-        rows = ndk[begin:begin + CRT_BLOCK]
-        _, topic = np.nonzero(rows)
-        tables += block_tables(topic, rows[rows > 0], weight, generator)
+        rows = np.ascontiguousarray(ndk[begin:begin + CRT_BLOCK], dtype=np.int32)
+        customers = int(rows.sum(dtype=np.int64))
+        if customers:
+            _hdp.crt_dense_block(rows, weight, generator.random(customers), tables)
     return tables
 
 
@@ -85,27 +87,18 @@ def crt_tables_of_rows(ptr: np.ndarray, topic: np.ndarray, count: np.ndarray,
     """:func:`crt_tables` from the non-zero n_dk as CSR rows (``ptr`` (D + 1), ``topic`` and
     ``count``, topics ascending in a row): the same entries in the same order, so the same
     tables from the same stream, without a (D, K) array."""
+    weight = np.ascontiguousarray(weight, dtype=np.float64)
+    topic = np.ascontiguousarray(topic, dtype=np.int32)
+    count = np.ascontiguousarray(count, dtype=np.int32)
     tables = np.zeros(weight.size, dtype=np.int64)
     n_docs = ptr.size - 1
     for begin in range(0, n_docs, CRT_BLOCK):
         a, b = int(ptr[begin]), int(ptr[min(begin + CRT_BLOCK, n_docs)])
-        tables += block_tables(topic[a:b], count[a:b], weight, generator)
+        customers = int(count[a:b].sum(dtype=np.int64))
+        if customers:
+            _hdp.crt_rows_block(topic[a:b], count[a:b], weight, generator.random(customers),
+                                tables)
     return tables
-
-
-def block_tables(topic: np.ndarray, n: np.ndarray, weight: np.ndarray,
-                 generator: np.random.Generator) -> np.ndarray:
-    """The tables of one block of documents' non-zero counts ``n`` at topics ``topic`` (in
-    row-major order): one uniform per customer, none when the block has no tokens."""
-    n = np.asarray(n, dtype=np.int64)
-    total = int(n.sum())
-    if total == 0:
-        return np.zeros(weight.size, dtype=np.int64)
-    starts = np.cumsum(n) - n
-    rank = np.arange(total, dtype=np.int64) - np.repeat(starts, n)   # i = 0..n_dk-1
-    a = np.repeat(weight[topic], n)
-    sat = generator.random(total) < a / (a + rank)
-    return np.bincount(np.repeat(topic, n)[sat], minlength=weight.size).astype(np.int64)
 
 
 def draw_weights(tables: np.ndarray, gamma: float, generator: np.random.Generator
