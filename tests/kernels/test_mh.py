@@ -358,7 +358,8 @@ def _test_documents(seed, n_docs=9):
     return doc_ptr, words[keep]
 
 
-FOLD_PRIORS = {"symmetric": SYMMETRIC, "per-document": PER_DOC[:9]}
+FOLD_PRIORS = {"symmetric": SYMMETRIC, "asymmetric": ASYMMETRIC,
+               "per-document": PER_DOC[:9]}
 
 
 @pytest.mark.parametrize("n_chunks,threads", [(1, 1), (2, 1), (2, 2), (3, 2)])

@@ -30,7 +30,6 @@ import numpy as np
 from topictk import streams as keys
 from topictk._cy.special import gammaln
 from topictk.inference.gibbs import _hdp, _warp
-from topictk.errors import ConfigError
 from topictk.inference.base import word_frequencies
 from topictk.inference.gibbs.counts import SparseLDACounts
 from topictk.inference.gibbs.mh import MHCounts
@@ -211,13 +210,6 @@ class HDPChain:
     def of_sampler(cls, sampler: str | None) -> type:
         """The HDP counts of ``inference.sampler`` (resolved): mh, warp, else SparseLDA's."""
         return {"mh": HDPMHCounts, "warp": HDPWarpCounts}.get(sampler, HDPCounts)
-
-    @classmethod
-    def check_family(cls, data: dict, where: str) -> None:
-        """The MH fold-in is not the HDP's (the Gibbs fold-in reads alpha_0 pi)."""
-        if data.get("evaluation", {}).get("fold_in") == "mh":
-            raise ConfigError(f"evaluation.fold_in: mh does not apply to model.family: hdp; "
-                              f"use gibbs ({where})")
 
     def hdp_settings(self, config) -> None:
         model = config.model
