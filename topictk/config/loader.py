@@ -22,6 +22,7 @@ from topictk.config.schema import (
     MODEL_FAMILIES,
     TOP_LEVEL,
     TRAINING,
+    initial_hdp_topics,
     Option,
 )
 from topictk.errors import ConfigError
@@ -546,7 +547,8 @@ MAX_TOPICS_NO_STORE = 100
 def _resolve_max_topics(model: dict, corpus: str) -> None:
     """``model.max_topics`` of the hierarchical Dirichlet process as a number, and
     ``model.topics`` (the K of its arrays) equal to it: ``auto`` is model.topics when given
-    (a saved run's config), else min(V, ceil(4 sqrt(D))) of the store's counts alone."""
+    (a saved run's config), else min(V, ceil(4 sqrt(D))) of the store's counts alone; and
+    ``model.initial_topics: auto`` as ceil(K_max / 4) (docs/algorithms.md §2.15, "Start")."""
     if model["max_topics"] == "auto":
         if model.get("topics") is not None:
             model["max_topics"] = int(model["topics"])
@@ -555,6 +557,8 @@ def _resolve_max_topics(model: dict, corpus: str) -> None:
             model["max_topics"] = (MAX_TOPICS_NO_STORE if counts is None else max(2, min(
                 counts["vocabulary"], math.ceil(4 * math.sqrt(counts["train_documents"])))))
     model["topics"] = int(model["max_topics"])
+    if model.get("initial_topics") == "auto":
+        model["initial_topics"] = initial_hdp_topics(model["topics"])
 
 
 def _store_counts(corpus: str) -> dict | None:

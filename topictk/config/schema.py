@@ -224,6 +224,12 @@ MODEL_KEYATM = {
                                 "seed words"),
 }
 
+def initial_hdp_topics(max_topics: int) -> int:
+    """``model.initial_topics: auto`` of the HDP: a quarter of its K_max slots (at least 1),
+    where the chain starts (docs/algorithms.md §2.15, "Start")."""
+    return max(1, math.ceil(max_topics / 4))
+
+
 # the hierarchical Dirichlet process (docs/algorithms.md §2.15; weak limit, the concentrations'
 # priors of Teh, Jordan, Beal & Blei 2006 §7.1): trained by inference.algorithm gibbs
 MODEL_HDP = {
@@ -233,9 +239,10 @@ MODEL_HDP = {
                               "below it); auto = min(V, ceil(4 sqrt(D))) of the store"),
     "topics": Option("int", None, low=2, high=MAX_TOPICS, nullable=True,
                      help="K_max; filled in from max_topics"),
-    "initial_topics": Option("int", 1, low=1, high=MAX_TOPICS,
+    "initial_topics": Option("int", "auto", low=1, high=MAX_TOPICS, auto=True,
                              help="the slots every token starts in (uniformly); the others "
-                                  "start empty and topics are born from them"),
+                                  "start empty and topics are born from them; auto = "
+                                  "ceil(K_max / 4)"),
     "alpha": Option("float", 1.0, low=0, low_open=True,
                     help="start of alpha_0, the document concentration: theta_d ~ "
                          "Dir(alpha_0 pi)"),

@@ -42,6 +42,7 @@ from pathlib import Path
 
 import numpy as np
 
+from topictk.config.schema import initial_hdp_topics
 from topictk.corpus.store import CorpusStore
 from topictk.errors import TopictkError, UsageError
 from topictk.evaluation.coherence import gensim_coherence, top_words
@@ -178,7 +179,7 @@ def swept_keys(runs: Sequence[RunRef]) -> tuple[str | None, list[str]]:
     key is ``model.topics`` when it differs, else the first numeric key that differs (None:
     no numeric key differs); the other differing keys split the runs into series. The seed
     and the training and evaluation settings are never among them."""
-    flats = [_flat(run.config.to_dict()) for run in runs]
+    flats = [_resolved_as_auto(_flat(run.config.to_dict())) for run in runs]
     keys = sorted({k for f in flats for k in f if not k.startswith(_NOT_SETTINGS)})
     differing = [k for k in keys if len({_setting(f.get(k)) for f in flats}) > 1]
     numeric = [k for k in differing if all(_numeric(f.get(k)) for f in flats)]
@@ -191,6 +192,16 @@ def swept_keys(runs: Sequence[RunRef]) -> tuple[str | None, list[str]]:
 #: keys a config resolves into another: an HDP run's model.topics is its model.max_topics,
 #: so runs that differ in both are one sweep of K (K_max), not one series per K_max
 SAME_AS = {"model.max_topics": TOPICS_KEY}
+
+
+def _resolved_as_auto(flat: dict) -> dict:
+    """An HDP run's ``model.initial_topics`` back to ``auto`` where it is the number auto
+    resolved to for its K_max: runs of different K_max started by default are one sweep."""
+    topics = flat.get(TOPICS_KEY)
+    if (flat.get("model.family") == "hdp" and isinstance(topics, int)
+            and flat.get("model.initial_topics") == initial_hdp_topics(topics)):
+        flat["model.initial_topics"] = "auto"
+    return flat
 
 
 @dataclass

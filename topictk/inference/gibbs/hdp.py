@@ -29,6 +29,7 @@ import numpy as np
 
 from topictk import streams as keys
 from topictk._cy.special import gammaln
+from topictk.config.schema import initial_hdp_topics
 from topictk.inference.gibbs import _hdp, _warp
 from topictk.inference.base import word_frequencies
 from topictk.inference.gibbs.counts import SparseLDACounts
@@ -45,9 +46,6 @@ ALPHA_PRIOR = (1.0, 1.0)
 GAMMA_PRIOR = (1.0, 0.1)
 #: the start of gamma (its prior's mean is 10; 1 starts the weights less even)
 GAMMA_START = 1.0
-#: model.initial_topics: the slots the chain starts in (the HDP samplers of Teh et al. start
-#: from one topic; a small number spreads the first sweeps' work)
-INITIAL_TOPICS = 1
 #: the smallest weight of a topic slot: a Dirichlet draw with shapes gamma / K_max far below 1
 #: underflows to 0, and a zero prior would shut the slot for good (and make ln Gamma(0))
 PI_FLOOR = 1e-250
@@ -219,8 +217,10 @@ class HDPChain:
         self.gamma_prior = (float(setting(model, "gamma_a", GAMMA_PRIOR[0])),
                             float(setting(model, "gamma_b", GAMMA_PRIOR[1])))
         self.gamma_start = float(setting(model, "gamma", GAMMA_START))
-        self.initial_topics = min(int(setting(model, "initial_topics", INITIAL_TOPICS)),
-                                  self.layout.n_topics)
+        start = setting(model, "initial_topics", "auto")
+        if start == "auto":
+            start = initial_hdp_topics(self.layout.n_topics)
+        self.initial_topics = min(int(start), self.layout.n_topics)
         self._warned_binding = False
         self.split_merge = int(setting(model, "split_merge", SPLIT_MERGE))
         self._doc_of = None
