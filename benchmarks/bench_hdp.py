@@ -256,7 +256,8 @@ class Bench:
                     metrics = h.read_metrics(run)
                     curve = [[m["step"], m["live_k"]] for m in metrics if "live_k" in m]
                     curves[f"{corpus}/start{start}/seed{seed}"] = {
-                        "step": [c[0] for c in curve], "live_k": [c[1] for c in curve]}
+                        "step": [c[0] for c in curve], "live_k": [c[1] for c in curve],
+                        "max_topics": topictk.load_run(run).config.model.topics}
                     finals.append(curve[-1][1])
                     marks = [c[1] for c in curve if c[0] in self.marks()]
                     rows.append([label, start, seed, " / ".join(map(str, marks)), curve[-1][1]])
@@ -300,11 +301,15 @@ class Bench:
                     curve = curves[f"{corpus}/start{start}/seed{seed}"]
                     ax.plot(curve["step"], curve["live_k"], styles[i % len(styles)],
                             color=colours[start], label=f"start {start}, seed {seed}")
+            k_max = curves[f"{corpus}/start{STARTS[0]}/seed{self.args.seeds[0]}"]["max_topics"]
+            ax.axhline(k_max, color="grey", linestyle="--", linewidth=1)
+            ax.annotate(f"K_max = {k_max}", (0, k_max), xytext=(4, -12),
+                        textcoords="offset points", fontsize=8, color="grey")
             ax.set_title(label)
             ax.set_xlabel("sweeps")
             ax.set_ylabel("live K")
             ax.grid(alpha=0.3)
-        axes[0].legend(fontsize=8)
+        axes[0].legend(fontsize=8, loc="lower right")
         fig.suptitle(f"topictk HDP: live K from 2 and 64 occupied topics ({self.S} sweeps"
                      + (", --quick" if self.args.quick else "") + ")")
         fig.tight_layout()
