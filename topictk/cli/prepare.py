@@ -40,6 +40,12 @@ def _summary(manifest: dict, out: str) -> str:
                      f"{', ...' if len(f['names']) > 8 else ''}); filled-in missing values "
                      f"{f['train']['missing_values'] + f['test']['missing_values']}, unseen "
                      f"test categories {f['test']['unseen_categories']}")
+    if "time" in manifest:
+        t = manifest["time"]
+        shown = ", ".join(f"{label} {n}" for label, n in zip(t["labels"][:6],
+                                                             t["train_documents"]))
+        lines.append(f"time slices:  {len(t['labels'])} of '{t['field']}' by {t['rule']} "
+                     f"(training documents: {shown}{', ...' if len(t['labels']) > 6 else ''})")
     if "snippets" in manifest:
         lines.append(f"snippets:     the first {manifest['snippets']['characters']:,} "
                      f"characters of each training document's text")
@@ -149,6 +155,13 @@ def stopword_listing(stopwords: str | None, inputs: tuple, out: str | None) -> s
                    "(numeric standardised, categorical one-hot; :num/:cat force the type); "
                    "may be repeated.")
 @meta_file_option("Tab-separated metadata with a header row, row i for input document i.")
+@click.option("--time-column", default=None, metavar="FIELD",
+              help="Metadata field (JSONL field, CSV/TSV or --meta-file column) holding each "
+                   "document's time, a number or an ISO date: the store records each "
+                   "document's time slice, and test documents are drawn slice by slice.")
+@click.option("--time-bins", default=None, metavar="RULE",
+              help="How --time-column's times make slices: year (default), month, width:N "
+                   "(N equal-width slices) or edges:E0,E1,...,EN (N slices [E0, E1), ...).")
 @click.option("--snippets", type=int, default=0, show_default=True, metavar="N",
               help="Keep the first N characters of each training document's text (white "
                    "space collapsed) for the representative documents of 'topics --docs' "
@@ -159,8 +172,8 @@ def prepare(inputs, out, verify, fmt, vocab, text_columns, id_column, delimiter,
             token_pattern, case, lemmatize, stopwords, list_stopwords, phrases,
             phrase_min_count, phrase_threshold, min_df, max_df, vocab_size, test_docs,
             heldout_fraction, heldout_train_fraction, seed, test_observed, test_heldout,
-            duplicate_ids, encoding_errors, split_field, vocab_list, meta, meta_file, snippets,
-            force):
+            duplicate_ids, encoding_errors, split_field, vocab_list, meta, meta_file, time_column,
+            time_bins, snippets, force):
     """Turn text or bag-of-words INPUTS into a corpus store with a fixed held-out split.
 
     INPUTS are files with one document per line, a folder of .txt files, a .jsonl file,
@@ -183,6 +196,7 @@ def prepare(inputs, out, verify, fmt, vocab, text_columns, id_column, delimiter,
                           encoding_errors=encoding_errors, duplicate_ids=duplicate_ids,
                           split_field=split_field,
                           vocab_list=vocab_list, meta=meta, meta_file=meta_file, force=force,
+                          time_column=time_column, time_bins=time_bins,
                           snippets=snippets, token_pattern=token_pattern, case=case,
                           lemmatize=lemmatize, phrases=phrases,
                           phrase_min_count=phrase_min_count, phrase_threshold=phrase_threshold,

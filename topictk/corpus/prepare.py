@@ -27,6 +27,7 @@ from topictk.corpus.preprocess import (
     stopwords_record,
 )
 from topictk.corpus.tables import TableOptions, check_table_options
+from topictk.corpus.timeslices import Rule, TimeSlices
 from topictk.corpus.store import check_output, csr_to_tokens, ptr_to_csr, tokens_to_ptr, write_store
 from topictk.corpus.vocab import document_frequency, select_vocabulary, vocab_hash
 from topictk.errors import CorpusError, CorpusUsageError, UsageError
@@ -61,6 +62,8 @@ class PrepareOptions:
     split_field: str | None = None       # JSONL field whose value (train/test) fixes the split
     meta: str | None = None              # metadata fields kept as features: "year,party:cat"
     meta_file: str | None = None         # tab-separated metadata, one row per input document
+    time_column: str | None = None       # metadata field of each document's time (slices)
+    time_bins: str | None = None         # the rule that makes slices of it (None: year)
     vocab_list: str | None = None        # a fixed vocabulary, one word per line
     table: TableOptions | None = None    # CSV/TSV columns and delimiter (None: the defaults)
     duplicate_ids: str = "refuse"        # a document id given twice: refuse, or rename ID~2
@@ -147,9 +150,20 @@ class PrepareOptions:
             if self.vocab_list is not None:
                 raise UsageError("--phrases makes new words, --vocab-list fixes the words; "
                                  "drop one of them")
-        if self.meta_file is not None and self.meta is None and self.split_field is None:
+        if (self.meta_file is not None and self.meta is None and self.split_field is None
+                and self.time_column is None):
             raise UsageError(f"--meta-file {self.meta_file}: nothing uses it; add --meta FIELD,... "
-                             f"to keep fields as features (or --split-field FIELD)")
+                             f"to keep fields as features (or --split-field FIELD, or "
+                             f"--time-column FIELD)")
+        if self.time_bins is not None and self.time_column is None:
+            raise UsageError("--time-bins makes slices of the times of --time-column FIELD: "
+                             "add --time-column")
+        if self.time_column is not None:
+            Rule.parse(self.time_bins)
+            if self.test_observed is not None:
+                raise UsageError("--time-column needs a time for every document, and an "
+                                 "imported split (--test-observed/--test-heldout) has no "
+                                 "metadata for its test documents: drop one of them")
 
 
 def read_vocab_list(path: str) -> list[str]:
@@ -329,6 +343,8 @@ def _read_input(inputs: list[str], fmt: str, opts: PrepareOptions,
         used = [name for name, _ in parse_meta_option(opts.meta)] if opts.meta else []
         if opts.split_field is not None:
             used.append(opts.split_field)
+        if opts.time_column is not None:
+            used.append(opts.time_column)
         read.docs.meta = merge_meta_file(rows, read.docs.meta, used, opts.meta_file)
     return read
 
@@ -457,17 +473,18 @@ def _check_formats(inputs: list[str], out: str | Path, opts: PrepareOptions,
     return fmt
 
 
-def _split_documents(read: _Input, inputs: list[str],
-                     opts: PrepareOptions) -> tuple[DocumentSet, DocumentSet]:
+def _split_documents(read: _Input, inputs: list[str], opts: PrepareOptions,
+                     slices: np.ndarray | None = None) -> tuple[DocumentSet, DocumentSet]:
     """The training and test documents: the imported split, the split field's, or a random
-    choice of test documents. Test documents are whole here, except imported ones."""
+    choice of test documents, drawn slice by slice when the documents have time ``slices``.
+    Test documents are whole here, except imported ones."""
     docs = read.docs
     if opts.split_field is not None:
         test_mask = _split_from_field(opts.split_field, docs.meta, docs.ids, inputs)
     if read.imported_test is not None:
         return docs, read.imported_test
     if opts.split_field is None:
-        test_mask = choose_test_documents(len(docs), opts.test_docs, opts.seed)
+        test_mask = choose_test_documents(len(docs), opts.test_docs, opts.seed, strata=slices)
         _check_test_documents(int(test_mask.sum()), len(docs), opts.test_docs)
     return docs.take(np.flatnonzero(~test_mask)), docs.take(np.flatnonzero(test_mask))
 
@@ -674,7 +691,11 @@ def prepare(inputs: list[str], out: str | Path, opts: PrepareOptions,
     stats = readers.ReadStats()
     read = _read_input(inputs, fmt, opts, stats, documents)
     n_read = len(read.docs) + (len(read.imported_test) if read.imported_test is not None else 0)
-    train, test = _split_documents(read, inputs, opts)
+    time_slices, slices = None, None
+    if opts.time_column is not None:
+        time_slices, slices = TimeSlices.fit(opts.time_column, opts.time_bins, read.docs.meta,
+                                             read.docs.ids, opts.meta_file or ", ".join(inputs))
+    train, test = _split_documents(read, inputs, opts, slices)
     phrases = None
     if opts.phrases:
         train, test, phrases = _join_phrases(train, test, read, opts)
@@ -686,10 +707,16 @@ def prepare(inputs: list[str], out: str | Path, opts: PrepareOptions,
     if opts.heldout_train_fraction is not None:
         train, test, vocab = _hold_out_training_tokens(train, test, vocab, opts, dropped)
     arrays, features = _feature_arrays(train, test, inputs, opts)
+    if time_slices is not None:
+        where = opts.meta_file or ", ".join(inputs)
+        arrays["train_slices"] = time_slices.index(train.meta, train.ids, where)
+        arrays["test_slices"] = time_slices.index(test.meta, test.ids, where)
     arrays = _store_arrays(train, test, len(vocab), arrays)
     manifest = _manifest(inputs, fmt, opts, vocab, n_read, train, test, dropped, stats)
     if features is not None:
         manifest["features"] = features
+    if time_slices is not None:
+        manifest["time"] = time_slices.to_json(arrays["train_slices"], arrays["test_slices"])
     manifest["preprocessing"] = opts.preprocessing().to_manifest(
         stopwords_record(opts.stopwords, read.stopwords,
                          default_on=fmt not in readers.BAG_FORMATS and not opts.vocab_list),

@@ -7,19 +7,47 @@ import math
 import numpy as np
 
 
-def choose_test_documents(n_docs: int, test_docs: float, seed: int) -> np.ndarray:
+def choose_test_documents(n_docs: int, test_docs: float, seed: int,
+                          strata: np.ndarray | None = None) -> np.ndarray:
     """Boolean mask of test documents.
 
     ``test_docs`` is a share of the documents (0 <= value < 1) or a count (an integer >= 1).
     The documents are drawn with ``default_rng(SeedSequence(seed, spawn_key=(1,)))``, a stream
-    separate from the token split.
+    separate from the token split. With ``strata`` (a stratum per document, e.g. its time
+    slice), each stratum in ascending order gives its share of the test documents
+    (:func:`stratum_counts`), drawn by a permutation of its documents from the same stream.
     """
     n_test = int(round(test_docs * n_docs)) if test_docs < 1 else int(test_docs)
     n_test = min(n_test, n_docs)
     rng = np.random.default_rng(np.random.SeedSequence(seed, spawn_key=(1,)))
     mask = np.zeros(n_docs, dtype=bool)
-    mask[rng.permutation(n_docs)[:n_test]] = True
+    if strata is None:
+        mask[rng.permutation(n_docs)[:n_test]] = True
+        return mask
+    strata = np.asarray(strata)
+    groups = [np.flatnonzero(strata == s) for s in np.unique(strata)]
+    for members, take in zip(groups, stratum_counts([g.size for g in groups], n_test)):
+        mask[members[rng.permutation(members.size)[:take]]] = True
     return mask
+
+
+def stratum_counts(sizes: list[int], n_test: int) -> list[int]:
+    """``n_test`` test documents shared among strata of ``sizes`` in proportion, by largest
+    remainder (ties to the earlier stratum), never more than a stratum holds."""
+    total = sum(sizes)
+    if total == 0:
+        return [0] * len(sizes)
+    quotas = [n_test * size / total for size in sizes]
+    counts = [min(int(math.floor(q)), size) for q, size in zip(quotas, sizes)]
+    order = sorted(range(len(sizes)), key=lambda i: (-(quotas[i] - math.floor(quotas[i])), i))
+    left = n_test - sum(counts)
+    for i in order * 2:
+        if left <= 0:
+            break
+        if counts[i] < sizes[i]:
+            counts[i] += 1
+            left -= 1
+    return counts
 
 
 def observed_count(n_tokens: int, heldout_fraction: float) -> int:

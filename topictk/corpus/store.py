@@ -17,6 +17,8 @@ Layout (D documents, V words; docs/algorithms.md §1.5 for the two representatio
     train_ids.txt, test_ids.txt      original document ids, one per line
     train_meta.jsonl, test_meta.jsonl  metadata fields (JSONL input or --meta-file)
     train_features, test_features     optional (prepare --meta): (D, F) float64 features
+    train_slices, test_slices         optional (prepare --time-column): int32 (D) the time
+                        slice of each document, named in the manifest's ``time``
     train_snippet_ptr   int64 (D+1)   optional (prepare --snippets N): byte offsets into
     train_snippet_text  uint8         the first N characters of each training document's
                         text (white space collapsed), one UTF-8 blob
@@ -59,6 +61,8 @@ OPTIONAL_ARRAYS = {
     "train_held_indptr": np.int64, "train_held_indices": np.int32, "train_held_counts": np.int32,
     # document features from metadata (prepare --meta; DMR), the intercept last
     "train_features": np.float64, "test_features": np.float64,
+    # each document's time slice (prepare --time-column), numbered in time order
+    "train_slices": np.int32, "test_slices": np.int32,
     # the start of each training document's text (prepare --snippets), for people to read
     "train_snippet_ptr": np.int64, "train_snippet_text": np.uint8,
 }
@@ -493,8 +497,8 @@ class CorpusStore:
                                               "test_held_indptr")),
                     ("train_tokens", length, ("train_words",)),
                     ("test_observed_tokens", length, ("test_obs_words",)),
-                    ("train_documents", length, ("train_features",)),
-                    ("test_documents", length, ("test_features",))]
+                    ("train_documents", length, ("train_features", "train_slices")),
+                    ("test_documents", length, ("test_features", "test_slices"))]
         for key, size, names in expected:
             for name in names:
                 got = size(name)
@@ -620,6 +624,29 @@ class CorpusStore:
         # shape, and by verify())
         self._check_hash(name)
         return self.array(name)
+
+    def slices(self, part: str) -> np.ndarray | None:
+        """(D,) int32 the time slice of every document of ``part`` ("train" or "test"),
+        numbered in time order as :attr:`time_slices` names them, or None when the store was
+        prepared without ``--time-column``. Checked against its sha256 when first read, and
+        every slice against the manifest's count of slices."""
+        name = f"{part}_slices"
+        if name not in self.manifest.get("arrays", {}):
+            return None
+        self._check_hash(name)
+        slices = self.array(name)
+        n = len(self.time_slices or [])
+        if slices.size and (int(slices.min()) < 0 or int(slices.max()) >= n):
+            raise CorpusError(f"{self.path / (name + '.npy')}: a slice outside the {n} of "
+                              f"manifest.json; prepare the corpus again with --force")
+        return slices
+
+    @property
+    def time_slices(self) -> list[str] | None:
+        """The names of the time slices (``prepare --time-column``), in time order; None
+        without."""
+        time = self.manifest.get("time")
+        return list(time["labels"]) if time else None
 
     @property
     def has_snippets(self) -> bool:

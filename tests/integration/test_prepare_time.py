@@ -1,0 +1,100 @@
+"""``prepare --time-column FIELD --time-bins RULE`` (docs/prepare.md, "Time slices"): the store
+records each document's slice in document order, names the slices, draws test documents slice
+by slice, from JSONL fields and from a --meta-file beside bag-of-words input; a time the rule
+cannot place is one line naming the document, exit 2."""
+from __future__ import annotations
+
+import json
+
+import numpy as np
+
+from tests.integration._cli import fails, ok
+from topictk import open_store, prepare
+
+WORDS = ["market", "stock", "trade", "price", "vote", "party", "poll", "senate"]
+
+
+def _jsonl(path, n_per_month=10, months=6):
+    rng = np.random.default_rng(0)
+    with open(path, "w", encoding="utf-8") as out:
+        for m in range(months):
+            for i in range(n_per_month):
+                words = rng.choice(WORDS, 12)
+                out.write(json.dumps({"id": f"m{m}-{i}", "text": " ".join(words),
+                                      "date": f"2008-{m + 1:02d}-{i + 1:02d}"}) + "\n")
+    return path
+
+
+def test_jsonl_dates_by_month_are_recorded_and_drawn_slice_by_slice(tmp_path):
+    data = _jsonl(tmp_path / "docs.jsonl")
+    out = ok("prepare", data, "--time-column", "date", "--time-bins", "month",
+             "--test-docs", "0.2", "--stopwords", "none", "--out", tmp_path / "s").stdout
+    assert "time slices:  6 of 'date' by month" in out, out
+    store = open_store(tmp_path / "s")
+    assert store.time_slices == [f"2008-{m:02d}" for m in range(1, 7)]
+    for part in ("train", "test"):
+        slices = store.slices(part)
+        ids = store.document_ids(part)
+        assert slices.dtype == np.int32 and slices.size == len(ids)
+        # every document's slice is its month, in the store's document order
+        np.testing.assert_array_equal(slices, [int(i[1]) for i in ids])
+    # 2 of every month's 10 documents are test documents
+    assert np.bincount(store.slices("test"), minlength=6).tolist() == [2] * 6
+    time = store.manifest["time"]
+    assert time["train_documents"] == [8] * 6 and time["test_documents"] == [2] * 6
+    assert time["field"] == "date" and time["kind"] == "date" and time["rule"] == "month"
+    assert store.verify() > 0
+    # the Python API takes the options by their names, records in memory the same store
+    records = [json.loads(line) for line in data.read_text().splitlines()]
+    prepare(out=tmp_path / "api", texts=records, time_column="date", time_bins="month",
+            test_docs=0.2, stopwords="none")
+    api = open_store(tmp_path / "api")
+    for part in ("train", "test"):
+        np.testing.assert_array_equal(api.slices(part), store.slices(part))
+
+
+def test_a_meta_file_gives_bag_of_words_their_times(tmp_path):
+    """UCI input, the times in a --meta-file column, explicit edges; a store prepared without
+    --time-column has no slices."""
+    V, D = 5, 12
+    rng = np.random.default_rng(1)
+    rows = [(d + 1, w + 1, int(rng.integers(1, 4))) for d in range(D) for w in range(V)
+            if rng.random() < 0.7]
+    lines = [str(D), str(V), str(len(rows))] + [f"{d} {w} {c}" for d, w, c in rows]
+    (tmp_path / "docword.t.txt").write_text("\n".join(lines) + "\n")
+    (tmp_path / "vocab.t.txt").write_text("\n".join(WORDS[:V]) + "\n")
+    days = [3, 40, 75, 5, 41, 90, 7, 33, 100, 12, 58, 61]
+    (tmp_path / "meta.tsv").write_text("doc_id\tday\n" + "".join(
+        f"{d + 1}\t{day}\n" for d, day in enumerate(days)))
+    ok("prepare", tmp_path / "docword.t.txt", "--vocab", tmp_path / "vocab.t.txt",
+       "--meta-file", tmp_path / "meta.tsv", "--time-column", "day",
+       "--time-bins", "edges:1,32,61,101", "--test-docs", "3", "--out", tmp_path / "s")
+    store = open_store(tmp_path / "s")
+    assert store.time_slices == ["[1, 32)", "[32, 61)", "[61, 101]"]
+    want = {str(d + 1): int(np.searchsorted([32, 61], day, side="right"))
+            for d, day in enumerate(days)}
+    for part in ("train", "test"):
+        assert store.slices(part).tolist() == [want[i] for i in store.document_ids(part)]
+    assert np.bincount(store.slices("test"), minlength=3).tolist() == [1, 1, 1]
+    ok("prepare", tmp_path / "docword.t.txt", "--vocab", tmp_path / "vocab.t.txt",
+       "--out", tmp_path / "plain")
+    plain = open_store(tmp_path / "plain")
+    assert plain.slices("train") is None and plain.time_slices is None
+
+
+def test_times_the_rule_cannot_place_are_one_line_exit_2(tmp_path):
+    data = _jsonl(tmp_path / "docs.jsonl", n_per_month=3, months=2)
+    lines = data.read_text().splitlines()
+    lines[4] = lines[4].replace('"date": "2008-02-02"', '"date": "someday"')
+    data.write_text("\n".join(lines) + "\n")
+    message = fails(2, "prepare", data, "--time-column", "date", "--out", tmp_path / "s")
+    assert "document m1-1" in message and "'someday'" in message
+    message = fails(2, "prepare", _jsonl(tmp_path / "ok.jsonl"), "--time-column", "date",
+                    "--time-bins", "edges:2008-01-01,2008-03-01", "--out", tmp_path / "s")
+    assert "outside the slices' edges" in message and "widen --time-bins" in message
+    message = fails(2, "prepare", data, "--time-bins", "year", "--out", tmp_path / "s")
+    assert "add --time-column" in message
+    message = fails(2, "prepare", data, "--time-column", "date", "--time-bins", "weekly",
+                    "--out", tmp_path / "s")
+    assert "--time-bins weekly" in message
+    assert not (tmp_path / "s").exists()
