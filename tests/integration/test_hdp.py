@@ -59,11 +59,11 @@ def test_live_k_settles_near_the_planted_k(tmp_path, sampler):
     """Five well-separated planted topics (95 % of each on 10 words of its own), 300
     documents, K_max = 20, the default start (every token in one of the first K_max / 4 = 5
     slots) and priors: after 600 sweeps the five largest topics hold at least 90 % of the
-    tokens and live K is between 5 and 10, with every sampler (the MH and WarpLDA samplers propose from alpha_0 pi: with a
-    flat prior every empty slot would take tokens). The lower bound: each planted topic needs
-    a slot of its own. The upper: single-token moves cannot merge a planted topic split over
-    two slots quickly, and slots are born and die with a few tokens each (on seeds 1-4 the
-    run ends with 5 to 9 live, 91-100 % in the top five)."""
+    tokens and live K is between 5 and 10, with every sampler (the MH and WarpLDA samplers
+    propose from alpha_0 pi: with a flat prior every empty slot would take tokens). The lower
+    bound: each planted topic needs a slot of its own. The upper: single-token moves cannot
+    merge a planted topic split over two slots quickly, and slots are born and die with a few
+    tokens each (on seeds 1-4 the run ends with 5 to 9 live, 91-100 % in the top five)."""
     planted = planted_corpus(4, n_topics=5, n_words=50, n_docs=300)
     store = write_token_store(tmp_path / "store", planted.docs, 50,
                               vocab=[f"w{i}" for i in range(50)])
