@@ -98,3 +98,46 @@ def test_times_the_rule_cannot_place_are_one_line_exit_2(tmp_path):
                     "--out", tmp_path / "s")
     assert "--time-bins weekly" in message
     assert not (tmp_path / "s").exists()
+
+
+def test_documents_added_to_a_run_get_their_slices(tmp_path):
+    """``train --continue RUN --add STORE``: the union store places the added documents' times
+    in the run's slices (their own store's slices do not matter) and counts them; added
+    documents without metadata, or with a time outside the slices, are refused in one line."""
+    from tests.integration._cli import write_config
+    ok("prepare", _jsonl(tmp_path / "base.jsonl", n_per_month=6, months=3), "--time-column",
+       "date", "--time-bins", "month", "--stopwords", "none", "--out", tmp_path / "base")
+    ok("train", "--config", write_config(tmp_path, tmp_path / "base",
+                                         inference={"iterations": 4, "burn_in": 2, "thin": 2},
+                                         training={"eval_every": 2, "checkpoint_every": 2}),
+       "-q")
+    added = tmp_path / "added.jsonl"
+    added.write_text("".join(json.dumps({"id": f"new{i}", "text": "stock vote poll market",
+                                         "date": date}) + "\n"
+                             for i, date in enumerate(["2008-03-30", "2008-01-02"])))
+    ok("prepare", added, "--time-column", "date", "--stopwords", "none", "--test-docs", "0",
+       "--out", tmp_path / "added")
+    ok("train", "--continue", tmp_path / "run", "--add", tmp_path / "added", "--out",
+       tmp_path / "more", "-q")
+    union = open_store(tmp_path / "more" / "corpus")
+    base = open_store(tmp_path / "base")
+    assert union.time_slices == ["2008-01", "2008-02", "2008-03"]
+    np.testing.assert_array_equal(union.slices("train"),
+                                  np.concatenate([base.slices("train"), [2, 0]]))
+    np.testing.assert_array_equal(union.slices("test"), base.slices("test"))
+    assert union.manifest["time"]["train_documents"] == (
+        np.bincount(base.slices("train"), minlength=3) + [1, 0, 1]).tolist()
+    (tmp_path / "plain.txt").write_text("stock vote poll market\n")
+    ok("prepare", tmp_path / "plain.txt", "--stopwords", "none", "--test-docs", "0",
+       "--out", tmp_path / "plain")
+    message = fails(2, "train", "--continue", tmp_path / "run", "--add", tmp_path / "plain",
+                    "--out", tmp_path / "more2", "-q")
+    assert "time slice" in message and "--time-column date" in message
+    late = tmp_path / "late.jsonl"
+    late.write_text(json.dumps({"id": "late", "text": "stock vote", "date": "2009-05-01"})
+                    + "\n")
+    ok("prepare", late, "--time-column", "date", "--stopwords", "none", "--test-docs", "0",
+       "--out", tmp_path / "late")
+    message = fails(2, "train", "--continue", tmp_path / "run", "--add", tmp_path / "late",
+                    "--out", tmp_path / "more3", "-q")
+    assert "document late" in message and "its month is none of the store's slices" in message

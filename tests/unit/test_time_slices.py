@@ -48,6 +48,19 @@ def test_years_and_months_of_dates():
     np.testing.assert_array_equal(index, [1, 2, 0, 3])
 
 
+def test_a_time_between_calendar_slices_belongs_to_none():
+    """A later document (added to a run) whose year or month no slice holds is refused, not
+    put in the slice before the gap."""
+    slices, _ = _fit(["2008-01-05", "2008-03-05"], "month")
+    np.testing.assert_array_equal(
+        slices.index([{"t": "2008-03-31"}, {"t": "2008-01-01"}], ["a", "b"], "new"), [1, 0])
+    with pytest.raises(CorpusUsageError, match="document gap"):
+        slices.index([{"t": "2008-02-10"}], ["gap"], "new")
+    years, _ = _fit([1987, 1990])
+    with pytest.raises(CorpusUsageError, match="document gap"):
+        years.index([{"t": 1988}], ["gap"], "new")
+
+
 def test_equal_width_slices_span_the_times_the_last_one_closed():
     slices, index = _fit([0, 10, 2.5, 5, 7.5, 9.99], "width:4")
     assert slices.labels == ["[0, 2.5)", "[2.5, 5)", "[5, 7.5)", "[7.5, 10]"]

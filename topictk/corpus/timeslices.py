@@ -149,14 +149,25 @@ class TimeSlices:
         edges = np.asarray(self.edges)
         index = np.searchsorted(edges, times, side="right") - 1
         index[times == edges[-1]] = len(self.labels) - 1      # the last slice is closed
-        outside = np.flatnonzero((index < 0) | (index >= len(self.labels)))
-        if outside.size:
-            d = int(outside[0])
-            raise CorpusUsageError(
-                f"{where}: document {ids[d]} has '{self.field}' = "
-                f"{_label(float(times[d]), self.kind)}, outside the slices' edges "
-                f"{_label(self.edges[0], self.kind)} to {_label(self.edges[-1], self.kind)}; "
-                f"widen --time-bins edges:... ({outside.size} document(s) outside)")
+        outside = (index < 0) | (index >= len(self.labels))
+        rule = Rule.parse(self.rule).kind
+        if rule in ("year", "month"):
+            # a calendar slice is its period only: a time in a period between two slices
+            # (no document of the store fell in it) belongs to none
+            outside |= np.array([outside[d] or _period(t, self.kind, rule) != self.labels[s]
+                                 for d, (t, s) in enumerate(zip(times.tolist(), index))],
+                                dtype=bool)
+        if outside.any():
+            d = int(np.flatnonzero(outside)[0])
+            time = f"'{self.field}' = {_label(float(times[d]), self.kind)}"
+            fix = (f"its {rule} is none of the store's slices ({', '.join(self.labels[:6])}"
+                   f"{', ...' if len(self.labels) > 6 else ''}): prepare the corpus with a "
+                   f"document of that {rule}, or with --time-bins edges:..."
+                   if rule in ("year", "month") else
+                   f"outside the slices' edges {_label(self.edges[0], self.kind)} to "
+                   f"{_label(self.edges[-1], self.kind)}; widen --time-bins edges:...")
+            raise CorpusUsageError(f"{where}: document {ids[d]} has {time}, {fix} "
+                                   f"({int(outside.sum())} document(s) without a slice)")
         return index.astype(np.int32)
 
     def index(self, metas: list[dict] | None, ids: list[str], where: str) -> np.ndarray:
@@ -170,12 +181,29 @@ class TimeSlices:
         return self.index_times(times, ids, where)
 
     def to_json(self, train: np.ndarray, test: np.ndarray) -> dict:
-        """The manifest's record, with the documents per slice of each split."""
+        """The manifest's record, with the documents per slice of each split: ``edges`` on
+        the time axis (numbers; dates as days since 0001-01-01), ``edge_labels`` as written."""
         n = len(self.labels)
         return {"field": self.field, "rule": self.rule, "kind": self.kind,
-                "edges": [_label(e, self.kind) for e in self.edges], "labels": self.labels,
+                "edges": [float(e) for e in self.edges],
+                "edge_labels": [_label(e, self.kind) for e in self.edges],
+                "labels": self.labels,
                 "train_documents": np.bincount(train, minlength=n).tolist(),
                 "test_documents": np.bincount(test, minlength=n).tolist()}
+
+    @classmethod
+    def from_json(cls, record: dict) -> TimeSlices:
+        """The slices a store's manifest records (:meth:`to_json`), to place new documents."""
+        return cls(record["field"], record["rule"], record["kind"],
+                   [float(e) for e in record["edges"]], list(record["labels"]))
+
+
+def _period(t: float, kind: str, rule: str) -> str:
+    """The name of the calendar year or month of a time (a number is its year)."""
+    if kind == "number":
+        return str(int(t)) if t == math.floor(t) else ""
+    date = _date_of(t)
+    return f"{date.year}" if rule == "year" else f"{date.year}-{date.month:02d}"
 
 
 def _interval_labels(edges: list[float], kind: str) -> list[str]:

@@ -33,6 +33,7 @@ import numpy as np
 
 from topictk.corpus.features import FeatureEncoding
 from topictk.corpus.store import CorpusStore, ptr_to_csr, write_store
+from topictk.corpus.timeslices import TimeSlices
 from topictk.corpus.vocab import vocab_hash
 from topictk.errors import CorpusUsageError
 
@@ -102,6 +103,12 @@ def check_added(base: CorpusStore, added: CorpusStore) -> None:
     if not counts.get("train_documents", 0):
         raise CorpusUsageError(f"{added.path}: holds no training documents to add")
     check_preprocessing(base, added)
+    time = base.manifest.get("time")
+    if time is not None and added.metadata("train") is None:
+        raise CorpusUsageError(f"{added.path}: has no metadata, and the run's store records "
+                               f"each document's time slice from the field '{time['field']}'; "
+                               f"prepare the new documents with that field (a .jsonl input or "
+                               f"--meta-file) and --time-column {time['field']}")
     if base.features("train") is not None and added.metadata("train") is None:
         fields = [f["name"] for f in base.manifest["features"]["fields"]]
         raise CorpusUsageError(f"{added.path}: has no metadata, and the run's store encodes "
@@ -118,6 +125,14 @@ def added_features(base: CorpusStore, added: CorpusStore) -> np.ndarray:
     X, _ = encoding.encode(added.metadata("train"), added.document_ids("train"),
                            str(added.path / "train_meta.jsonl"))
     return X
+
+
+def added_slices(base: CorpusStore, added: CorpusStore) -> np.ndarray:
+    """(D_added,) int32 the time slice of every added document, its time placed in the
+    base's slices (a time outside them is an error naming the document)."""
+    slices = TimeSlices.from_json(base.manifest["time"])
+    return slices.index(added.metadata("train"), added.document_ids("train"),
+                        str(added.path / "train_meta.jsonl"))
 
 
 def union_vocabulary(base: list[str], added: list[str],
@@ -208,6 +223,9 @@ def union_arrays(base: CorpusStore, added: CorpusStore,
     if base.features("train") is not None:
         arrays["train_features"] = np.concatenate([base.features("train"),
                                                    added_features(base, added)])
+    if base.slices("train") is not None:
+        arrays["train_slices"] = np.concatenate([base.slices("train"),
+                                                 added_slices(base, added)])
     if base.has_snippets and added.has_snippets:
         old_ptr, new_ptr = base.array("train_snippet_ptr"), added.array("train_snippet_ptr")
         arrays["train_snippet_ptr"] = _stack_ptr(old_ptr, new_ptr)
@@ -257,6 +275,9 @@ def write_union_store(base: CorpusStore, added: CorpusStore, out: Path, *,
         "new_words_dropped": not new_words}
     if base.has_snippets and not added.has_snippets:
         manifest.pop("snippets", None)
+    if "train_slices" in arrays:
+        manifest["time"] = dict(manifest["time"], train_documents=np.bincount(
+            arrays["train_slices"], minlength=len(manifest["time"]["labels"])).tolist())
     return write_store(out, arrays, vocab, manifest,
                        train_ids=base.document_ids("train") + added.document_ids("train"),
                        test_ids=base.document_ids("test"),
