@@ -56,6 +56,17 @@ def sequential_allocation(const int64_t[::1] tokens, const int32_t[::1] doc_of,
     return logq
 
 
+cdef inline int64_t _tables_of(double a, int32_t n, const double* u) noexcept nogil:
+    """The tables of n customers of a topic in a document: customer i opens one when
+    ``u[i] < a / (a + i)``."""
+    cdef int64_t tables = 0
+    cdef int32_t i
+    for i in range(n):
+        if u[i] < a / (a + <double>i):
+            tables += 1
+    return tables
+
+
 def crt_dense_block(const int32_t[:, ::1] rows, const double[::1] weight, const double[::1] u,
                     int64_t[::1] tables):
     """The tables of one block of documents' counts ``rows`` (B, K) added to ``tables`` (K):
@@ -63,8 +74,7 @@ def crt_dense_block(const int32_t[:, ::1] rows, const double[::1] weight, const 
     a_k = ``weight[k]``, one entry of ``u`` per customer in row-major (row, topic) order and
     i ascending (the Chinese restaurant table distribution, docs/algorithms.md §2.15)."""
     cdef Py_ssize_t B = rows.shape[0], K = rows.shape[1], d, k, t = 0, m = u.shape[0]
-    cdef int32_t i, n
-    cdef double a
+    cdef int32_t n
     cdef bint short = False
     if weight.shape[0] != K or tables.shape[0] != K:
         raise ValueError("rows, weight and tables need one entry per topic")
@@ -77,11 +87,8 @@ def crt_dense_block(const int32_t[:, ::1] rows, const double[::1] weight, const 
                 if t + n > m:
                     short = True
                     break
-                a = weight[k]
-                for i in range(n):
-                    if u[t] < a / (a + <double>i):
-                        tables[k] += 1
-                    t += 1
+                tables[k] += _tables_of(weight[k], n, &u[t])
+                t += n
             if short:
                 break
     if short or t != m:
@@ -94,8 +101,7 @@ def crt_rows_block(const int32_t[::1] topic, const int32_t[::1] count,
     in row-major order (CSR rows, topics ascending in a row): the same customers in the same
     order."""
     cdef Py_ssize_t n_entries = topic.shape[0], K = weight.shape[0], e, t = 0, m = u.shape[0]
-    cdef int32_t i, n, k
-    cdef double a
+    cdef int32_t n, k
     cdef bint bad = False
     if count.shape[0] != n_entries or tables.shape[0] != K:
         raise ValueError("topic and count, weight and tables do not fit together")
@@ -106,10 +112,7 @@ def crt_rows_block(const int32_t[::1] topic, const int32_t[::1] count,
             if k < 0 or k >= K or t + n > m:
                 bad = True
                 break
-            a = weight[k]
-            for i in range(n):
-                if u[t] < a / (a + <double>i):
-                    tables[k] += 1
-                t += 1
+            tables[k] += _tables_of(weight[k], n, &u[t]) if n > 0 else 0
+            t += n
     if bad or t != m:
         raise ValueError("a topic outside the weights, or u not one entry per customer")
