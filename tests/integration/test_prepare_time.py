@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 
 import numpy as np
+import pytest
 
 from tests.integration._cli import fails, ok
 from topictk import open_store, prepare
@@ -141,3 +142,68 @@ def test_documents_added_to_a_run_get_their_slices(tmp_path):
     message = fails(2, "train", "--continue", tmp_path / "run", "--add", tmp_path / "late",
                     "--out", tmp_path / "more3", "-q")
     assert "document late" in message and "its month is none of the store's slices" in message
+
+
+def _two_eras(path, n_per_month=12):
+    """Months 1-3 of 2008 write about markets, months 4-6 about votes."""
+    rng = np.random.default_rng(2)
+    with open(path, "w", encoding="utf-8") as out:
+        for m in range(6):
+            words = WORDS[:4] if m < 3 else WORDS[4:]
+            for i in range(n_per_month):
+                out.write(json.dumps({"id": f"m{m}-{i}", "text": " ".join(rng.choice(words, 20)),
+                                      "date": f"2008-{m + 1:02d}-{i + 1:02d}"}) + "\n")
+    return path
+
+
+def test_slice_features_give_a_dmr_run_its_prevalence_over_time(tmp_path):
+    """``--meta date:slice`` makes one feature per slice; a DMR run on them shows, with
+    ``topics --over-time``, the market topic in the first three months and the vote topic in
+    the last three; the numbers are the mean over each slice's training documents of
+    alpha_d / sum(alpha_d), alpha_d = exp(x_d^T nu), in text, TSV and JSON alike."""
+    from tests.integration._cli import model_arrays, write_config
+    ok("prepare", _two_eras(tmp_path / "docs.jsonl"), "--time-column", "date", "--time-bins",
+       "month", "--meta", "date:slice", "--stopwords", "none", "--out", tmp_path / "s")
+    store = open_store(tmp_path / "s")
+    months = [f"2008-{m:02d}" for m in range(1, 7)]
+    assert store.feature_names == [f"date={m}" for m in months] + ["(intercept)"]
+    X = store.features("train")
+    np.testing.assert_array_equal(X[:, :6], np.eye(6)[store.slices("train")])
+    ok("train", "--config", write_config(
+        tmp_path, tmp_path / "s", model={"family": "dmr", "topics": 2, "alpha": 0.5},
+        inference={"algorithm": "dmr-sem", "iterations": 60, "burn_in": 40, "thin": 10,
+                   "optimize_burn_in": 10, "optimize_interval": 10, "chunks": 1},
+        training={"seed": 3, "eval_every": 20, "checkpoint_every": 20}), "-q")
+    got = json.loads(ok("topics", tmp_path / "run", "--over-time", "--format", "json").stdout)
+    assert got["slices"] == months and got["time_field"] == "date"
+    assert got["documents"] == np.bincount(store.slices("train"), minlength=6).tolist()
+    prevalence = np.array([t["prevalence"] for t in got["topics"]])
+    _, arrays = model_arrays(tmp_path / "run")
+    alpha = np.exp(X @ arrays["nu"].T)
+    share = alpha / alpha.sum(axis=1, keepdims=True)
+    want = np.array([share[store.slices("train") == s].mean(axis=0) for s in range(6)]).T
+    np.testing.assert_allclose(prevalence, want, rtol=1e-12)
+    np.testing.assert_allclose(prevalence.sum(axis=0), 1.0)
+    market = int(np.argmax([sum(w["word"] in WORDS[:4] for w in t["words"])
+                            for t in got["topics"]]))
+    assert prevalence[market, :3].min() > 0.7 and prevalence[market, 3:].max() < 0.3, prevalence
+    rows = ok("topics", tmp_path / "run", "--over-time", "--format", "tsv").stdout.splitlines()
+    assert rows[0] == "topic\tslice\tprevalence" and len(rows) == 1 + 2 * 6
+    assert [float(r.split("\t")[2]) for r in rows[1:7]] == pytest.approx(prevalence[0], abs=1e-6)
+    text = ok("topics", tmp_path / "run", "--over-time").stdout
+    assert "prevalence (%) by time slice of 'date'" in text and "1 = 2008-01" in text
+
+
+def test_over_time_needs_a_dmr_run_on_a_store_with_slices(tmp_path):
+    from tests.integration._cli import write_config
+    ok("prepare", _two_eras(tmp_path / "docs.jsonl", 4), "--time-column", "date",
+       "--stopwords", "none", "--out", tmp_path / "s")
+    ok("train", "--config", write_config(tmp_path, tmp_path / "s",
+                                         inference={"iterations": 4, "burn_in": 2, "thin": 2},
+                                         training={"eval_every": 2, "checkpoint_every": 2}),
+       "-q")
+    message = fails(2, "topics", tmp_path / "run", "--over-time")
+    assert "train dmr-sem or dmr-sgrld" in message and "--meta date:slice" in message
+    message = fails(2, "prepare", _two_eras(tmp_path / "d2.jsonl", 4), "--meta", "date:slice",
+                    "--out", tmp_path / "s2")
+    assert "add --time-column date" in message

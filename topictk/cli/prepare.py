@@ -152,7 +152,8 @@ def stopword_listing(stopwords: str | None, inputs: tuple, out: str | None) -> s
 @click.option("--meta", multiple=True, metavar="FIELDS",
               help="Metadata fields (JSONL fields, CSV/TSV columns) kept as document features, "
                    "e.g. year,party:cat "
-                   "(numeric standardised, categorical one-hot; :num/:cat force the type); "
+                   "(numeric standardised, categorical one-hot; :num/:cat force the type; "
+                   "FIELD:slice: one-hot of --time-column FIELD's time slice); "
                    "may be repeated.")
 @meta_file_option("Tab-separated metadata with a header row, row i for input document i.")
 @click.option("--time-column", default=None, metavar="FIELD",

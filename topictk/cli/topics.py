@@ -8,6 +8,7 @@ import click
 from topictk.cli.options import quiet_option, run_dir_argument
 from topictk.evaluation.seed_ranks import render_seed_ranks, seed_ranks
 from topictk.evaluation.diagnostics import render_diagnostics
+from topictk.evaluation.over_time import render_over_time
 from topictk.evaluation.run import LoadedRun
 from topictk.evaluation.run_score import run_score, score_line
 from topictk.evaluation.topic_listing import annotator
@@ -45,12 +46,16 @@ from topictk.evaluation.topics import render_topics
 @click.option("--seeds", "seeds", is_flag=True,
               help="Each seed word's rank in its topic and its probability (words not in "
                    "the vocabulary marked); * marks a rank outside --top.")
+@click.option("--over-time", "over_time", is_flag=True,
+              help="Each topic's prevalence in every time slice of the store (prepare "
+                   "--time-column): a DMR run's prior E[theta] for the metadata of the "
+                   "slice's training documents (docs/evaluate.md, 'Topics over time').")
 @click.option("--diagnostics", is_flag=True,
               help="Per-topic diagnostics (tokens, document entropy, effective words, "
                    "distance from the corpus, top-document share, word length) and junk "
                    "flags, with the top words.")
 def topics(run_dir, score, quiet, top, fmt, checkpoint, layer, tree, children, features,
-           labels_file, docs, diagnostics, seeds):
+           labels_file, docs, over_time, diagnostics, seeds):
     """Top words of every topic with their probabilities (per layer for deep models).
 
     Text and JSON output start with the run's held-out perplexity as 'topictk evaluate'
@@ -62,6 +67,10 @@ def topics(run_dir, score, quiet, top, fmt, checkpoint, layer, tree, children, f
             raise click.UsageError("--seeds writes text or json; give --format text or json")
         records = seed_ranks(run.config, run.driver.topic_word(run.state), run.store.vocab)
         click.echo(render_seed_ranks(records, fmt, top), nl=False)
+        return
+    if over_time:
+        click.echo(render_over_time(run.driver, run.state, run.store, top=top, fmt=fmt),
+                   nl=False)
         return
     if diagnostics:
         click.echo(render_diagnostics(run, fmt=fmt, top=top, layer=layer, tree=tree), nl=False)

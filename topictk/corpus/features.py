@@ -32,6 +32,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from topictk.corpus.timeslices import TimeSlices
 from topictk.errors import CorpusError, CorpusUsageError, UsageError
 
 log = logging.getLogger("topictk")
@@ -48,8 +49,9 @@ def parse_meta_option(text: str) -> list[tuple[str, str]]:
             continue
         name, _, kind = part.partition(":")
         kind = kind or "auto"
-        if kind not in ("auto", "num", "cat"):
-            raise UsageError(f"--meta {part}: the type after ':' must be num or cat")
+        if kind not in ("auto", "num", "cat", "slice"):
+            raise UsageError(f"--meta {part}: the type after ':' must be num, cat or slice "
+                             f"(the time slice of --time-column {name})")
         if any(name == other for other, _ in specs):
             raise UsageError(f"--meta {text}: field '{name}' is named twice; name each field once")
         specs.append((name, kind))
@@ -112,6 +114,8 @@ class FeatureEncoding:
         for f in self.fields:
             if f["type"] == "num":
                 names.append(f["name"])
+            elif f["type"] == "slice":
+                names.extend(f"{f['name']}={c}" for c in f["time"]["labels"])
             else:
                 names.extend(f"{f['name']}={c}" for c in f["categories"])
         return names + [INTERCEPT]
@@ -151,6 +155,10 @@ class FeatureEncoding:
                                           f"encoding (training mean {f['mean']:.6g}, standard "
                                           f"deviation {f['std']:.6g}); fix the value")
                 col += 1
+            elif f["type"] == "slice":
+                slices = TimeSlices.from_json(f["time"]).index(metas, ids, where)
+                X[np.arange(n), col + slices] = 1.0
+                col += len(f["time"]["labels"])
             else:
                 index = {c: j for j, c in enumerate(f["categories"])}
                 for i, meta in enumerate(metas):
@@ -199,11 +207,23 @@ def _mean_std(values: np.ndarray) -> tuple[float, float]:
 
 
 def fit_encoding(specs: list[tuple[str, str]], metas: list[dict], ids: list[str],
-                 where: str) -> FeatureEncoding:
-    """Choose the columns from the training documents' metadata."""
+                 where: str, time_slices: TimeSlices | None = None) -> FeatureEncoding:
+    """Choose the columns from the training documents' metadata; a field of type ``slice``
+    is one column per slice of ``time_slices`` (``prepare --time-column``), 1 in its
+    document's slice."""
     encoding = FeatureEncoding()
     available = sorted({str(k) for m in metas for k in m})
     for name, kind in specs:
+        if kind == "slice":
+            if time_slices is None or time_slices.field != name:
+                raise CorpusUsageError(f"{where}: --meta {name}:slice encodes the time slice of "
+                                       f"--time-column {name}: add --time-column {name}")
+            record = time_slices.to_json(np.zeros(0, dtype=np.int32),
+                                         np.zeros(0, dtype=np.int32))
+            for key in ("train_documents", "test_documents"):
+                record.pop(key)
+            encoding.fields.append({"name": name, "type": "slice", "time": record})
+            continue
         present = [(i, m[name]) for i, m in enumerate(metas) if not _missing(m, name)]
         if not present:
             raise CorpusUsageError(f"{where}: --meta {name}: no training document has the field "

@@ -589,9 +589,11 @@ def _hold_out_training_tokens(train: DocumentSet, test: DocumentSet, vocab: list
 
 
 def _feature_arrays(train: DocumentSet, test: DocumentSet, inputs: list[str],
-                    opts: PrepareOptions) -> tuple[dict, dict | None]:
+                    opts: PrepareOptions, time_slices: TimeSlices | None = None
+                    ) -> tuple[dict, dict | None]:
     """``--meta``: the documents' feature matrices, encoded as fitted on the training
-    documents, and the encoding for the manifest."""
+    documents (a ``FIELD:slice`` field by the ``time_slices`` of ``--time-column FIELD``),
+    and the encoding for the manifest."""
     if opts.meta is None:
         return {}, None
     where = opts.meta_file or ", ".join(inputs)
@@ -599,7 +601,8 @@ def _feature_arrays(train: DocumentSet, test: DocumentSet, inputs: list[str],
         raise CorpusUsageError(f"{where}: --meta needs document metadata: JSONL fields (a "
                                f".jsonl file, or --format jsonl for standard input) or a "
                                f"--meta-file")
-    encoding = fit_encoding(parse_meta_option(opts.meta), train.meta, train.ids, where)
+    encoding = fit_encoding(parse_meta_option(opts.meta), train.meta, train.ids, where,
+                            time_slices)
     arrays = {}
     arrays["train_features"], train_stats = encoding.encode(train.meta, train.ids, where)
     if test.meta is None and len(test):
@@ -706,7 +709,7 @@ def prepare(inputs: list[str], out: str | Path, opts: PrepareOptions,
     train = _train_documents(train, keep, len(read.type_names), inputs, dropped)
     if opts.heldout_train_fraction is not None:
         train, test, vocab = _hold_out_training_tokens(train, test, vocab, opts, dropped)
-    arrays, features = _feature_arrays(train, test, inputs, opts)
+    arrays, features = _feature_arrays(train, test, inputs, opts, time_slices)
     if time_slices is not None:
         where = opts.meta_file or ", ".join(inputs)
         arrays["train_slices"] = time_slices.index(train.meta, train.ids, where)

@@ -1,0 +1,86 @@
+"""Topic prevalence over time (``topictk topics RUN --over-time``, docs/evaluate.md, "Topics
+over time").
+
+For a DMR run (``dmr-sem``, ``dmr-sgrld``) on a store with time slices (``prepare
+--time-column``): the prevalence of topic k in slice s is the mean, over the slice's training
+documents, of the model's expected topic share for the document's metadata,
+E[theta_dk] = alpha_dk / sum_j alpha_dj with alpha_d = exp(x_d^T nu) (docs/algorithms.md §9).
+With ``--meta FIELD:slice`` (one feature per slice) it is what the model learnt of each slice;
+other metadata enter as the slice's documents have them. It is the prior the model puts on a
+document of that time, not the documents' fitted topics, and so not an average of counts: a
+slice of few documents is as well defined as its features are.
+"""
+from __future__ import annotations
+
+import json
+
+import numpy as np
+
+from topictk.errors import UsageError
+from topictk.evaluation.topics import topic_table
+from topictk.numbering import topic_number
+from topictk.state.dmr import document_alpha
+
+
+def prevalence_over_time(driver, state, store) -> np.ndarray:
+    """(K, S) the prevalence of every topic in every time slice (module docstring); a slice
+    without training documents is NaN."""
+    slices = store.slices("train")
+    if slices is None:
+        raise UsageError(f"--over-time needs a store with time slices; {store.path} has none: "
+                         f"prepare the corpus with --time-column FIELD and --meta FIELD:slice")
+    if not driver.traits.features:
+        raise UsageError(f"--over-time shows a DMR run's topic prevalence by time slice; this "
+                         f"run is {driver.name}: train dmr-sem or dmr-sgrld on the store, with "
+                         f"--meta {store.manifest['time']['field']}:slice as a feature")
+    alpha = document_alpha(np.ascontiguousarray(store.features("train"), dtype=np.float64),
+                           state.nu)
+    share = alpha / alpha.sum(axis=1, keepdims=True)
+    n_slices = len(store.time_slices)
+    counts = np.bincount(slices, minlength=n_slices)
+    sums = np.zeros((n_slices, share.shape[1]))
+    np.add.at(sums, slices, share)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        return (sums / counts[:, None]).T
+
+
+def render_over_time(driver, state, store, *, top: int, fmt: str) -> str:
+    """What ``topictk topics --over-time`` prints: per topic its top words and its prevalence
+    in every slice (text: percentages; TSV: one row per topic and slice; JSON: both)."""
+    prevalence = prevalence_over_time(driver, state, store)
+    labels = store.time_slices
+    table = topic_table(driver.topic_word(state), store.vocab, top)
+    field = store.manifest["time"]["field"]
+    if fmt == "json":
+        return json.dumps({"time_field": field, "slices": labels,
+                           "documents": np.bincount(store.slices("train"),
+                                                    minlength=len(labels)).tolist(),
+                           "topics": [dict(t, prevalence=[_number(p) for p in row])
+                                      for t, row in zip(table, prevalence)]}) + "\n"
+    if fmt == "tsv":
+        lines = ["topic\tslice\tprevalence"]
+        for k, row in enumerate(prevalence):
+            lines += [f"{topic_number(k)}\t{label}\t{_cell(p, '.6f')}"
+                      for label, p in zip(labels, row)]
+        return "\n".join(lines) + "\n"
+    if fmt != "text":
+        raise UsageError(f"--over-time writes text, tsv or json; got --format {fmt}")
+    lines = [f"prevalence (%) by time slice of '{field}': the mean over each slice's training "
+             f"documents of the DMR prior's E[theta] for their metadata",
+             "slices: " + "; ".join(f"{i + 1} = {label}" for i, label in enumerate(labels)), ""]
+    width = max(5, max(len(str(i + 1)) for i in range(len(labels))) + 1)
+    lines.append("topic " + "".join(f"{i + 1:>{width}}" for i in range(len(labels)))
+                 + "  top words")
+    for t, row in zip(table, prevalence):
+        words = " ".join(w["word"] for w in t["words"])
+        lines.append(f"{t['topic']:>5} " + "".join(f"{_cell(100 * p, '.1f'):>{width}}"
+                                                    for p in row) + f"  {words}")
+    return "\n".join(lines) + "\n"
+
+
+def _number(p: float) -> float | None:
+    return None if not np.isfinite(p) else float(p)
+
+
+def _cell(p: float, spec: str) -> str:
+    return "-" if not np.isfinite(p) else format(p, spec)
