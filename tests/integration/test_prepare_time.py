@@ -156,24 +156,35 @@ def _two_eras(path, n_per_month=12):
     return path
 
 
-def test_slice_features_give_a_dmr_run_its_prevalence_over_time(tmp_path):
-    """``--meta date:slice`` makes one feature per slice; a DMR run on them shows, with
-    ``topics --over-time``, the market topic in the first three months and the vote topic in
-    the last three; the numbers are the mean over each slice's training documents of
-    alpha_d / sum(alpha_d), alpha_d = exp(x_d^T nu), in text, TSV and JSON alike."""
+@pytest.mark.parametrize("kind", ["slice", "spline4"])
+def test_time_features_give_a_dmr_run_its_prevalence_over_time(tmp_path, kind):
+    """``--meta date:slice`` makes one feature per slice, ``date:spline4`` a cubic B-spline
+    basis of the date (4 columns); a DMR run on them shows, with ``topics --over-time``, the
+    market topic in the first months and the vote topic in the last ones; the numbers are the
+    mean over each slice's training documents of alpha_d / sum(alpha_d), alpha_d =
+    exp(x_d^T nu), in text, TSV and JSON alike."""
     from tests.integration._cli import model_arrays, write_config
     ok("prepare", _two_eras(tmp_path / "docs.jsonl"), "--time-column", "date", "--time-bins",
-       "month", "--meta", "date:slice", "--stopwords", "none", "--out", tmp_path / "s")
+       "month", "--meta", f"date:{kind}", "--stopwords", "none", "--out", tmp_path / "s")
     store = open_store(tmp_path / "s")
     months = [f"2008-{m:02d}" for m in range(1, 7)]
-    assert store.feature_names == [f"date={m}" for m in months] + ["(intercept)"]
     X = store.features("train")
-    np.testing.assert_array_equal(X[:, :6], np.eye(6)[store.slices("train")])
+    if kind == "slice":
+        assert store.feature_names == [f"date={m}" for m in months] + ["(intercept)"]
+        np.testing.assert_array_equal(X[:, :6], np.eye(6)[store.slices("train")])
+    else:
+        assert store.feature_names == [f"date~s{j}" for j in range(1, 5)] + ["(intercept)"]
+        # the B-splines sum to 1 with the first, left out; it is 1 at the earliest date only
+        first = 1.0 - X[:, :4].sum(axis=1)
+        assert np.all(first >= -1e-12) and np.all(X[:, :4] >= 0)
+        earliest = np.argmin([m["date"] for m in store.metadata("train")])
+        assert first[earliest] == pytest.approx(1.0)
+        assert X[:, 3].max() == pytest.approx(1.0)          # the last date: the last spline
     ok("train", "--config", write_config(
         tmp_path, tmp_path / "s", model={"family": "dmr", "topics": 2, "alpha": 0.5},
         inference={"algorithm": "dmr-sem", "iterations": 60, "burn_in": 40, "thin": 10,
                    "optimize_burn_in": 10, "optimize_interval": 10, "chunks": 1},
-        training={"seed": 3, "eval_every": 20, "checkpoint_every": 20}), "-q")
+        training={"seed": 3, "threads": 1, "eval_every": 20, "checkpoint_every": 20}), "-q")
     got = json.loads(ok("topics", tmp_path / "run", "--over-time", "--format", "json").stdout)
     assert got["slices"] == months and got["time_field"] == "date"
     assert got["documents"] == np.bincount(store.slices("train"), minlength=6).tolist()
@@ -186,12 +197,30 @@ def test_slice_features_give_a_dmr_run_its_prevalence_over_time(tmp_path):
     np.testing.assert_allclose(prevalence.sum(axis=0), 1.0)
     market = int(np.argmax([sum(w["word"] in WORDS[:4] for w in t["words"])
                             for t in got["topics"]]))
-    assert prevalence[market, :3].min() > 0.7 and prevalence[market, 3:].max() < 0.3, prevalence
+    # a step in March/April: one parameter per month follows it, a smooth basis less closely
+    # (seed 3: 0.70-0.84 before, 0.17-0.38 after)
+    high, low = (0.7, 0.3) if kind == "slice" else (0.6, 0.4)
+    assert prevalence[market, :3].min() > high and prevalence[market, 3:].max() < low, prevalence
     rows = ok("topics", tmp_path / "run", "--over-time", "--format", "tsv").stdout.splitlines()
     assert rows[0] == "topic\tslice\tprevalence" and len(rows) == 1 + 2 * 6
     assert [float(r.split("\t")[2]) for r in rows[1:7]] == pytest.approx(prevalence[0], abs=1e-6)
     text = ok("topics", tmp_path / "run", "--over-time").stdout
     assert "prevalence (%) by time slice of 'date'" in text and "1 = 2008-01" in text
+    # new documents are encoded by their time: a market text of February leans to the market
+    # topic; a later date has no slice (refused) but a value of the smooth basis (its end's)
+    new = tmp_path / "new.jsonl"
+    new.write_text(json.dumps({"id": "n", "text": "market stock trade price",
+                               "date": "2008-02-10"}) + "\n")
+    theta = json.loads(ok("infer", tmp_path / "run", new, "--format", "jsonl").stdout
+                       .splitlines()[0])["theta"]
+    assert np.argmax(theta) == market
+    late = tmp_path / "late.jsonl"
+    late.write_text(json.dumps({"id": "late", "text": "vote poll", "date": "2009-05-01"}) + "\n")
+    if kind == "slice":
+        assert "its month is none of the store's slices" in fails(2, "infer", tmp_path / "run",
+                                                                    late)
+    else:
+        ok("infer", tmp_path / "run", late)
 
 
 def test_over_time_needs_a_dmr_run_on_a_store_with_slices(tmp_path):

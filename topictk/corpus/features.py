@@ -28,11 +28,12 @@ from __future__ import annotations
 
 import logging
 import math
+import re
 from dataclasses import dataclass, field
 
 import numpy as np
 
-from topictk.corpus.timeslices import TimeSlices
+from topictk.corpus.timeslices import TimeSlices, document_times
 from topictk.errors import CorpusError, CorpusUsageError, UsageError
 
 log = logging.getLogger("topictk")
@@ -49,9 +50,10 @@ def parse_meta_option(text: str) -> list[tuple[str, str]]:
             continue
         name, _, kind = part.partition(":")
         kind = kind or "auto"
-        if kind not in ("auto", "num", "cat", "slice"):
-            raise UsageError(f"--meta {part}: the type after ':' must be num, cat or slice "
-                             f"(the time slice of --time-column {name})")
+        if kind not in ("auto", "num", "cat", "slice") and not _SPLINE.fullmatch(kind):
+            raise UsageError(f"--meta {part}: the type after ':' must be num, cat, slice (the "
+                             f"time slice of --time-column {name}) or splineN (a smooth basis "
+                             f"of its time, N >= {MIN_SPLINE_DF} columns, e.g. spline5)")
         if any(name == other for other, _ in specs):
             raise UsageError(f"--meta {text}: field '{name}' is named twice; name each field once")
         specs.append((name, kind))
@@ -116,6 +118,8 @@ class FeatureEncoding:
                 names.append(f["name"])
             elif f["type"] == "slice":
                 names.extend(f"{f['name']}={c}" for c in f["time"]["labels"])
+            elif f["type"] == "spline":
+                names.extend(f"{f['name']}~s{j + 1}" for j in range(f["df"]))
             else:
                 names.extend(f"{f['name']}={c}" for c in f["categories"])
         return names + [INTERCEPT]
@@ -159,6 +163,14 @@ class FeatureEncoding:
                 slices = TimeSlices.from_json(f["time"]).index(metas, ids, where)
                 X[np.arange(n), col + slices] = 1.0
                 col += len(f["time"]["labels"])
+            elif f["type"] == "spline":
+                if n:
+                    kind, times = document_times(name, metas, ids, where)
+                    if kind != f["kind"]:
+                        raise CorpusUsageError(f"{where}: field '{name}' holds "
+                                               f"{kind}s; the store's times are {f['kind']}s")
+                    X[:, col:col + f["df"]] = spline_basis(times, f)
+                col += f["df"]
             else:
                 index = {c: j for j, c in enumerate(f["categories"])}
                 for i, meta in enumerate(metas):
@@ -214,6 +226,18 @@ def fit_encoding(specs: list[tuple[str, str]], metas: list[dict], ids: list[str]
     encoding = FeatureEncoding()
     available = sorted({str(k) for m in metas for k in m})
     for name, kind in specs:
+        if kind == "slice" or _SPLINE.fullmatch(kind):
+            if time_slices is None or time_slices.field != name:
+                raise CorpusUsageError(f"{where}: --meta {name}:{kind} encodes the time of "
+                                       f"--time-column {name}: add --time-column {name}")
+        if _SPLINE.fullmatch(kind):
+            df = int(kind[len("spline"):] or DEFAULT_SPLINE_DF)
+            if df < MIN_SPLINE_DF:
+                raise UsageError(f"--meta {name}:{kind}: a smooth basis needs at least "
+                                 f"{MIN_SPLINE_DF} columns (spline{MIN_SPLINE_DF})")
+            time_kind, times = document_times(name, metas, ids, where)
+            encoding.fields.append(spline_field(name, time_kind, times, df))
+            continue
         if kind == "slice":
             if time_slices is None or time_slices.field != name:
                 raise CorpusUsageError(f"{where}: --meta {name}:slice encodes the time slice of "
@@ -256,6 +280,37 @@ def fit_encoding(specs: list[tuple[str, str]], metas: list[dict], ids: list[str]
                 continue
             encoding.fields.append({"name": name, "type": "cat", "categories": categories})
     return encoding
+
+
+#: ``--meta FIELD:splineN``: a cubic B-spline basis of the time with N columns (default 5)
+_SPLINE = re.compile(r"spline\d*")
+DEFAULT_SPLINE_DF = 5
+MIN_SPLINE_DF = 3
+SPLINE_DEGREE = 3
+
+
+def spline_field(name: str, kind: str, times: np.ndarray, df: int) -> dict:
+    """The encoding of a smooth basis of time: cubic B-splines on df - 3 interior knots
+    equally spaced between the training documents' earliest and latest times (df + 1
+    functions, which sum to 1 at every time; the first is left out, the intercept carries
+    it), so df columns."""
+    lo, hi = float(times.min()), float(times.max())
+    if hi == lo:
+        raise CorpusUsageError(f"--meta {name}:spline{df}: every training document has the "
+                               f"same time; a basis of time needs more than one")
+    inner = np.linspace(lo, hi, df - SPLINE_DEGREE + 2)[1:-1]
+    knots = np.r_[[lo] * (SPLINE_DEGREE + 1), inner, [hi] * (SPLINE_DEGREE + 1)]
+    return {"name": name, "type": "spline", "df": df, "kind": kind, "degree": SPLINE_DEGREE,
+            "knots": knots.tolist()}
+
+
+def spline_basis(times: np.ndarray, f: dict) -> np.ndarray:
+    """(n, df) the basis of ``times`` (:func:`spline_field`); a time outside the training
+    documents' range takes the basis of the nearest end (constant beyond it)."""
+    from scipy.interpolate import BSpline
+    knots = np.asarray(f["knots"])
+    x = np.clip(times, knots[0], knots[-1])
+    return BSpline.design_matrix(x, knots, f["degree"]).toarray()[:, 1:]
 
 
 def read_meta_file(path: str) -> list[dict]:

@@ -124,7 +124,7 @@ class TimeSlices:
         """The slices ``rule_text`` makes of the documents' times, and each document's slice
         (int32)."""
         rule = Rule.parse(rule_text)
-        kind, times = _times(field, metas, ids, where)
+        kind, times = document_times(field, metas, ids, where)
         if rule.kind == "month" and kind != "date":
             raise CorpusUsageError(f"{where}: --time-bins month needs dates in field "
                                    f"'{field}' (e.g. 2008-03-14); its values are numbers: use "
@@ -174,7 +174,7 @@ class TimeSlices:
         """The slice of every document of ``metas`` (a split's documents, after filtering)."""
         if not ids:
             return np.zeros(0, dtype=np.int32)
-        kind, times = _times(self.field, metas, ids, where)
+        kind, times = document_times(self.field, metas, ids, where)
         if kind != self.kind:
             raise CorpusUsageError(f"{where}: field '{self.field}' mixes numbers and dates; "
                                    f"give every document the same kind of time")
@@ -213,7 +213,7 @@ def _interval_labels(edges: list[float], kind: str) -> list[str]:
             for s, (a, b) in enumerate(zip(edges[:-1], edges[1:]))]
 
 
-def _times(field: str, metas: list[dict] | None, ids: list[str], where: str
+def document_times(field: str, metas: list[dict] | None, ids: list[str], where: str
            ) -> tuple[str, np.ndarray]:
     """The kind (number or date) and the times of every document; a missing, unreadable or
     mixed value is an error naming the document."""
