@@ -221,6 +221,12 @@ def test_time_features_give_a_dmr_run_its_prevalence_over_time(tmp_path, kind):
                                                                     late)
     else:
         ok("infer", tmp_path / "run", late)
+    # export doc-topics names every document's slice beside its split
+    rows = [r.split("\t") for r in ok("export", tmp_path / "run", "--what", "doc-topics",
+                                        "-q").stdout.splitlines()]
+    assert rows[0][:3] == ["id", "split", "slice"]
+    want = [months[s] for part in ("train", "test") for s in store.slices(part)]
+    assert [r[2] for r in rows[1:]] == want
 
 
 def test_over_time_needs_a_dmr_run_on_a_store_with_slices(tmp_path):

@@ -119,9 +119,11 @@ def _meta(run: LoadedRun) -> dict:
 
 def doc_topics(run: LoadedRun, fold_in: FoldIn) -> MatrixExport:
     """θ of every document of the store, training documents first, then test documents (from
-    their observed tokens), each with its id from the input and its split; rows sum to 1.
+    their observed tokens), each with its id from the input, its split and, when the store
+    has time slices (``prepare --time-column``), the name of its slice; rows sum to 1.
     The documents are folded in with the topics fixed, as ``topictk infer`` does."""
-    ids, splits, parts = [], [], []
+    ids, splits, slices, parts = [], [], [], []
+    names = run.store.time_slices
     n_topics = int(run.config.model.topics)
     splits_docs = tuple((split, split_documents(run.store, split))
                         for split in ("train", "test"))
@@ -138,8 +140,13 @@ def doc_topics(run: LoadedRun, fold_in: FoldIn) -> MatrixExport:
                 shown.update(theta.shape[0])
             ids += docs.ids
             splits += [split] * len(docs.ids)
+            if names is not None:
+                slices += [names[s] for s in run.store.slices(split).tolist()]
     theta = np.concatenate(parts) if parts else np.zeros((0, n_topics))
-    return MatrixExport("doc_topic", {"id": ids, "split": splits}, theta, _meta(run)).shown(run)
+    labels = {"id": ids, "split": splits}
+    if names is not None:
+        labels["slice"] = slices
+    return MatrixExport("doc_topic", labels, theta, _meta(run)).shown(run)
 
 
 def topic_words(run: LoadedRun, fold_in: FoldIn) -> MatrixExport:
