@@ -27,6 +27,12 @@ def test_table_draw_equals_its_twin(seed):
     want = reference.crt_tables(ndk, weight, theirs)
     np.testing.assert_array_equal(got, want)
     assert mine.random() == theirs.random()
+    # the documents' lengths count the customers as the rows do
+    doc_ptr = np.concatenate([[0], np.cumsum(ndk.sum(axis=1))])
+    mine, again = _generator(seed), _generator(seed)
+    np.testing.assert_array_equal(hdp.crt_tables(ndk, weight, mine, doc_ptr),
+                                  hdp.crt_tables(ndk, weight, again))
+    assert mine.random() == again.random()
     assert got[2] == 0 and np.all(got <= ndk.sum(axis=0)) and np.all(got[ndk.any(0)] > 0)
 
 

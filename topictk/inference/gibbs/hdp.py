@@ -62,18 +62,22 @@ SHARE_COUNTS = 10.0
 CRT_BLOCK = 4096
 
 
-def crt_tables(ndk: np.ndarray, weight: np.ndarray, generator: np.random.Generator
-               ) -> np.ndarray:
+def crt_tables(ndk: np.ndarray, weight: np.ndarray, generator: np.random.Generator,
+               doc_ptr: np.ndarray | None = None) -> np.ndarray:
     """m_.k, the tables of every topic summed over documents: m_dk = sum_{i < n_dk}
     Bernoulli(a_k / (a_k + i)) with a_k = ``weight[k]`` (the Chinese restaurant table
     distribution), one uniform per (d, k, i) in row-major (d, k) order and i ascending, drawn
     from ``generator`` in blocks of CRT_BLOCK documents (kernel
-    :func:`topictk.inference.gibbs._hdp.crt_dense_block`). Returns (K,) int64."""
+    :func:`topictk.inference.gibbs._hdp.crt_dense_block`). ``doc_ptr`` (D + 1), when given,
+    counts a block's customers (its documents' tokens, which its rows of n_dk sum to) without
+    reading the rows twice. Returns (K,) int64."""
     weight = np.ascontiguousarray(weight, dtype=np.float64)
     tables = np.zeros(weight.size, dtype=np.int64)
-    for begin in range(0, ndk.shape[0], CRT_BLOCK):
+    n_docs = ndk.shape[0]
+    for begin in range(0, n_docs, CRT_BLOCK):
         rows = np.ascontiguousarray(ndk[begin:begin + CRT_BLOCK], dtype=np.int32)
-        customers = int(rows.sum(dtype=np.int64))
+        customers = (int(rows.sum(dtype=np.int64)) if doc_ptr is None else
+                     int(doc_ptr[min(begin + CRT_BLOCK, n_docs)] - doc_ptr[begin]))
         if customers:
             _hdp.crt_dense_block(rows, weight, generator.random(customers), tables)
     return tables
@@ -250,7 +254,7 @@ class HDPChain:
     def tables_of(self, state, weight: np.ndarray, generator: np.random.Generator
                   ) -> np.ndarray:
         """m_.k from the state's n_dk (:func:`crt_tables`)."""
-        return crt_tables(self.sync(state).ndk, weight, generator)
+        return crt_tables(self.sync(state).ndk, weight, generator, self.layout.doc_ptr)
 
     def started(self, state):
         """The first state: alpha_0 = model.alpha, gamma = model.gamma, and the tables and
