@@ -57,13 +57,18 @@ def sequential_allocation(const int64_t[::1] tokens, const int32_t[::1] doc_of,
 
 
 cdef inline int64_t _tables_of(double a, int32_t n, const double* u) noexcept nogil:
-    """The tables of n customers of a topic in a document: customer i opens one when
-    ``u[i] < a / (a + i)``."""
+    """The tables of n >= 1 customers of a topic in a document: customer i opens one when
+    ``u[i] < a / (a + i)``. The first always does when a > 0 (a / a is 1 and u < 1), which
+    saves its division."""
     cdef int64_t tables = 0
-    cdef int32_t i
-    for i in range(n):
+    cdef int32_t i = 0
+    if a > 0.0:
+        tables = 1
+        i = 1
+    while i < n:
         if u[i] < a / (a + <double>i):
             tables += 1
+        i += 1
     return tables
 
 
