@@ -176,8 +176,9 @@ class TimeSlices:
             return np.zeros(0, dtype=np.int32)
         kind, times = document_times(self.field, metas, ids, where)
         if kind != self.kind:
-            raise CorpusUsageError(f"{where}: field '{self.field}' mixes numbers and dates; "
-                                   f"give every document the same kind of time")
+            raise CorpusUsageError(f"{where}: field '{self.field}' holds {kind}s, the store's "
+                                   f"times are {self.kind}s; give the documents times of the "
+                                   f"store's kind")
         return self.index_times(times, ids, where)
 
     def to_json(self, train: np.ndarray, test: np.ndarray) -> dict:
@@ -214,7 +215,7 @@ def _interval_labels(edges: list[float], kind: str) -> list[str]:
 
 
 def document_times(field: str, metas: list[dict] | None, ids: list[str], where: str
-           ) -> tuple[str, np.ndarray]:
+                   ) -> tuple[str, np.ndarray]:
     """The kind (number or date) and the times of every document; a missing, unreadable or
     mixed value is an error naming the document."""
     if metas is None:
