@@ -239,14 +239,7 @@ def fit_encoding(specs: list[tuple[str, str]], metas: list[dict], ids: list[str]
             encoding.fields.append(spline_field(name, time_kind, times, df))
             continue
         if kind == "slice":
-            if time_slices is None or time_slices.field != name:
-                raise CorpusUsageError(f"{where}: --meta {name}:slice encodes the time slice of "
-                                       f"--time-column {name}: add --time-column {name}")
-            record = time_slices.to_json(np.zeros(0, dtype=np.int32),
-                                         np.zeros(0, dtype=np.int32))
-            for key in ("train_documents", "test_documents"):
-                record.pop(key)
-            encoding.fields.append({"name": name, "type": "slice", "time": record})
+            encoding.fields.append({"name": name, "type": "slice", "time": time_slices.spec()})
             continue
         present = [(i, m[name]) for i, m in enumerate(metas) if not _missing(m, name)]
         if not present:

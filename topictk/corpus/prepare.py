@@ -695,9 +695,10 @@ def prepare(inputs: list[str], out: str | Path, opts: PrepareOptions,
     read = _read_input(inputs, fmt, opts, stats, documents)
     n_read = len(read.docs) + (len(read.imported_test) if read.imported_test is not None else 0)
     time_slices, slices = None, None
+    where = opts.meta_file or ", ".join(inputs)
     if opts.time_column is not None:
         time_slices, slices = TimeSlices.fit(opts.time_column, opts.time_bins, read.docs.meta,
-                                             read.docs.ids, opts.meta_file or ", ".join(inputs))
+                                             read.docs.ids, where)
     train, test = _split_documents(read, inputs, opts, slices)
     phrases = None
     if opts.phrases:
@@ -711,7 +712,6 @@ def prepare(inputs: list[str], out: str | Path, opts: PrepareOptions,
         train, test, vocab = _hold_out_training_tokens(train, test, vocab, opts, dropped)
     arrays, features = _feature_arrays(train, test, inputs, opts, time_slices)
     if time_slices is not None:
-        where = opts.meta_file or ", ".join(inputs)
         arrays["train_slices"] = time_slices.index(train.meta, train.ids, where)
         arrays["test_slices"] = time_slices.index(test.meta, test.ids, where)
     arrays = _store_arrays(train, test, len(vocab), arrays)

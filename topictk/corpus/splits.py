@@ -38,15 +38,12 @@ def stratum_counts(sizes: list[int], n_test: int) -> list[int]:
     if total == 0:
         return [0] * len(sizes)
     quotas = [n_test * size / total for size in sizes]
-    counts = [min(int(math.floor(q)), size) for q, size in zip(quotas, sizes)]
+    counts = [int(math.floor(q)) for q in quotas]
+    # the remainders add up to the documents left, each below 1, so enough strata have one;
+    # a stratum with a remainder holds more than its floor
     order = sorted(range(len(sizes)), key=lambda i: (-(quotas[i] - math.floor(quotas[i])), i))
-    left = n_test - sum(counts)
-    for i in order * 2:
-        if left <= 0:
-            break
-        if counts[i] < sizes[i]:
-            counts[i] += 1
-            left -= 1
+    for i in order[:n_test - sum(counts)]:
+        counts[i] += 1
     return counts
 
 

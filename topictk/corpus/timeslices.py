@@ -181,16 +181,19 @@ class TimeSlices:
                                    f"store's kind")
         return self.index_times(times, ids, where)
 
-    def to_json(self, train: np.ndarray, test: np.ndarray) -> dict:
-        """The manifest's record, with the documents per slice of each split: ``edges`` on
+    def spec(self) -> dict:
+        """What places a time in the slices (:meth:`from_json` reads it back): ``edges`` on
         the time axis (numbers; dates as days since 0001-01-01), ``edge_labels`` as written."""
-        n = len(self.labels)
         return {"field": self.field, "rule": self.rule, "kind": self.kind,
                 "edges": [float(e) for e in self.edges],
                 "edge_labels": [_label(e, self.kind) for e in self.edges],
-                "labels": self.labels,
-                "train_documents": np.bincount(train, minlength=n).tolist(),
-                "test_documents": np.bincount(test, minlength=n).tolist()}
+                "labels": self.labels}
+
+    def to_json(self, train: np.ndarray, test: np.ndarray) -> dict:
+        """The manifest's record: :meth:`spec` with the documents per slice of each split."""
+        n = len(self.labels)
+        return dict(self.spec(), train_documents=np.bincount(train, minlength=n).tolist(),
+                    test_documents=np.bincount(test, minlength=n).tolist())
 
     @classmethod
     def from_json(cls, record: dict) -> TimeSlices:

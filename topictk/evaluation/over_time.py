@@ -19,7 +19,6 @@ import numpy as np
 from topictk.errors import UsageError
 from topictk.evaluation.topics import topic_table
 from topictk.numbering import topic_number
-from topictk.state.dmr import document_alpha
 
 
 def prevalence_over_time(driver, state, store) -> np.ndarray:
@@ -33,8 +32,7 @@ def prevalence_over_time(driver, state, store) -> np.ndarray:
         raise UsageError(f"--over-time shows a DMR run's topic prevalence by time slice; this "
                          f"run is {driver.name}: train dmr-sem or dmr-sgrld on the store, with "
                          f"--meta {store.manifest['time']['field']}:slice as a feature")
-    alpha = document_alpha(np.ascontiguousarray(store.features("train"), dtype=np.float64),
-                           state.nu)
+    alpha = driver.document_prior(state, driver.features_of("train"))
     share = alpha / alpha.sum(axis=1, keepdims=True)
     n_slices = len(store.time_slices)
     counts = np.bincount(slices, minlength=n_slices)
