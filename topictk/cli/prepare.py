@@ -28,6 +28,9 @@ def _summary(manifest: dict, out: str) -> str:
     split = manifest["split"]
     if split["protocol"] == "imported":
         lines.append(f"split:        imported ({split['observed']} / {split['heldout']})")
+    elif split["protocol"] == "forecast":
+        lines.append(f"split:        forecast: the test documents are the last time slice's; "
+                     f"seed {split['seed']}, held-out fraction {split['heldout_fraction']}")
     else:
         lines.append(f"split:        seed {split['seed']}, test docs {split['test_docs']}, "
                      f"held-out fraction {split['heldout_fraction']}")
@@ -163,6 +166,10 @@ def stopword_listing(stopwords: str | None, inputs: tuple, out: str | None) -> s
 @click.option("--time-bins", default=None, metavar="RULE",
               help="How --time-column's times make slices: year (default), month, width:N "
                    "(N equal-width slices) or edges:E0,E1,...,EN (N slices [E0, E1), ...).")
+@click.option("--forecast", is_flag=True,
+              help="With --time-column: the test documents are every document of the last "
+                   "time slice and only those, so a run trained on the slices before it is "
+                   "scored on the slice after (the forecast protocol).")
 @click.option("--snippets", type=int, default=0, show_default=True, metavar="N",
               help="Keep the first N characters of each training document's text (white "
                    "space collapsed) for the representative documents of 'topics --docs' "
@@ -174,7 +181,7 @@ def prepare(inputs, out, verify, fmt, vocab, text_columns, id_column, delimiter,
             phrase_min_count, phrase_threshold, min_df, max_df, vocab_size, test_docs,
             heldout_fraction, heldout_train_fraction, seed, test_observed, test_heldout,
             duplicate_ids, encoding_errors, split_field, vocab_list, meta, meta_file, time_column,
-            time_bins, snippets, force):
+            time_bins, forecast, snippets, force):
     """Turn text or bag-of-words INPUTS into a corpus store with a fixed held-out split.
 
     INPUTS are files with one document per line, a folder of .txt files, a .jsonl file,
@@ -197,7 +204,7 @@ def prepare(inputs, out, verify, fmt, vocab, text_columns, id_column, delimiter,
                           encoding_errors=encoding_errors, duplicate_ids=duplicate_ids,
                           split_field=split_field,
                           vocab_list=vocab_list, meta=meta, meta_file=meta_file, force=force,
-                          time_column=time_column, time_bins=time_bins,
+                          time_column=time_column, time_bins=time_bins, forecast=forecast,
                           snippets=snippets, token_pattern=token_pattern, case=case,
                           lemmatize=lemmatize, phrases=phrases,
                           phrase_min_count=phrase_min_count, phrase_threshold=phrase_threshold,

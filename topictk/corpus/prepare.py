@@ -64,6 +64,7 @@ class PrepareOptions:
     meta_file: str | None = None         # tab-separated metadata, one row per input document
     time_column: str | None = None       # metadata field of each document's time (slices)
     time_bins: str | None = None         # the rule that makes slices of it (None: year)
+    forecast: bool = False               # the last slice's documents are the test documents
     vocab_list: str | None = None        # a fixed vocabulary, one word per line
     table: TableOptions | None = None    # CSV/TSV columns and delimiter (None: the defaults)
     duplicate_ids: str = "refuse"        # a document id given twice: refuse, or rename ID~2
@@ -102,6 +103,15 @@ class PrepareOptions:
                           else f"--split-field {self.split_field}")
                 raise UsageError(f"{' and '.join(given)} cannot be used with {source}, which "
                                  f"already fixes the test set; drop {' and '.join(given)}")
+        if self.forecast:
+            if self.time_column is None:
+                raise UsageError("--forecast makes the last time slice's documents the test "
+                                 "documents: add --time-column FIELD")
+            if self.test_docs is not None or self.split_field is not None:
+                raise UsageError("--forecast chooses the test documents (every document of "
+                                 "the last time slice): drop "
+                                 + ("--test-docs" if self.test_docs is not None
+                                    else "--split-field"))
         if self.test_docs is None:
             self.test_docs = DEFAULT_TEST_DOCS
         if self.heldout_fraction is None:
@@ -158,6 +168,7 @@ class PrepareOptions:
         if self.time_bins is not None and self.time_column is None:
             raise UsageError("--time-bins makes slices of the times of --time-column FIELD: "
                              "add --time-column")
+
         if self.time_column is not None:
             Rule.parse(self.time_bins)
             if self.test_observed is not None:
@@ -483,7 +494,13 @@ def _split_documents(read: _Input, inputs: list[str], opts: PrepareOptions,
         test_mask = _split_from_field(opts.split_field, docs.meta, docs.ids, inputs)
     if read.imported_test is not None:
         return docs, read.imported_test
-    if opts.split_field is None:
+    if opts.forecast:
+        test_mask = slices == slices.max()
+        if test_mask.all():
+            raise CorpusUsageError(f"--forecast: every document is in the one time slice "
+                                   f"{int(slices.max())}, so none is left to train on; make "
+                                   f"more slices (--time-bins)")
+    elif opts.split_field is None:
         test_mask = choose_test_documents(len(docs), opts.test_docs, opts.seed, strata=slices)
         _check_test_documents(int(test_mask.sum()), len(docs), opts.test_docs)
     return docs.take(np.flatnonzero(~test_mask)), docs.take(np.flatnonzero(test_mask))
@@ -666,6 +683,8 @@ def _manifest(inputs: list[str], fmt: str, opts: PrepareOptions, vocab: list[str
              {"protocol": "document-completion", "seed": opts.seed, "split_field":
               opts.split_field, "heldout_fraction": opts.heldout_fraction,
               "test_docs": "from field"} if opts.split_field else
+             {"protocol": "forecast", "seed": opts.seed, "test_docs": "last time slice",
+              "heldout_fraction": opts.heldout_fraction} if opts.forecast else
              {"protocol": "document-completion", "seed": opts.seed,
               "test_docs": opts.test_docs, "heldout_fraction": opts.heldout_fraction})
     if train.held is not None:
