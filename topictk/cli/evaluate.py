@@ -73,6 +73,11 @@ def evaluate(run_dir, as_json, checkpoint, left_to_right, particles, coherence, 
                    f"{result['samples']} sample(s))")
         click.echo(f"estimator:   theta by the {result.get('estimator')} fold-in "
                    f"(evaluation.fold_in; document completion, docs/evaluate.md)")
+        by_slice = result.get("perplexity_by_slice")
+        if by_slice:
+            click.echo("by slice:    " + ", ".join(
+                f"{name} {'n/a' if value is None else format(value, '.1f')}"
+                for name, value in by_slice.items()))
     else:
         click.echo("perplexity:  n/a (the corpus store has no held-out tokens)")
     rise = curve_rise(read_metrics(Path(run_dir) / "metrics.jsonl"))

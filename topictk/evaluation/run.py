@@ -225,7 +225,12 @@ def counted_perplexity(run: LoadedRun, test: EvaluationSet, samples: list[dict])
     chunks = -(-test.n_docs // int(run.config.evaluation.chunk_docs))
     with progress.bar(max(len(samples), 1) * chunks, desc="fold-in",
                       unit="chunk") as shown, progress.counting(shown):
-        ppl = heldout_perplexity(run.driver, run.state, test, samples, pass_index=0)
+        slices = run.store.slices("test")
+        if slices is not None and test.rows is not None:
+            slices = np.asarray(slices)[test.rows]
+        ppl = heldout_perplexity(run.driver, run.state, test, samples, pass_index=0,
+                                 slices=None if slices is None
+                                 else (slices, list(run.store.time_slices)))
         shown.update(max(shown.total - shown.n, 0))
     return ppl
 

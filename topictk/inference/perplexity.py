@@ -22,12 +22,27 @@ def perplexity_from_probabilities(probabilities: np.ndarray,
     return float(np.exp(-np.dot(counts, log_p) / total)), int(counts[floored].sum())
 
 
-def heldout_perplexity(driver, state, test, samples, pass_index: int) -> dict:
-    """Document-completion perplexity of ``state`` (``samples`` None = point perplexity)."""
+def heldout_perplexity(driver, state, test, samples, pass_index: int,
+                       slices: tuple[np.ndarray, list[str]] | None = None) -> dict:
+    """Document-completion perplexity of ``state`` (``samples`` None = point perplexity);
+    with ``slices`` (the time slice of every test document of ``test``, and the slices'
+    names) also ``perplexity_by_slice``: the same of each slice's documents (None for a
+    slice without held-out tokens)."""
     probs = driver.heldout_probabilities(state, samples, test, pass_index)
-    ppl, floored = perplexity_from_probabilities(probs, test.heldout.counts)
-    return {"perplexity": ppl, "heldout_tokens": test.n_heldout_tokens,
-            "floored_tokens": floored}
+    counts = np.asarray(test.heldout.counts)
+    ppl, floored = perplexity_from_probabilities(probs, counts)
+    result = {"perplexity": ppl, "heldout_tokens": test.n_heldout_tokens,
+              "floored_tokens": floored}
+    if slices is not None:
+        of_doc, names = slices
+        of_entry = np.repeat(np.asarray(of_doc), np.diff(np.asarray(test.heldout.indptr)))
+        by_slice = {}
+        for s, name in enumerate(names):
+            mine = of_entry == s
+            value = perplexity_from_probabilities(probs[mine], counts[mine])[0]
+            by_slice[name] = None if not np.isfinite(value) else value
+        result["perplexity_by_slice"] = by_slice
+    return result
 
 
 def train_heldout_perplexity(driver, state, store, samples) -> dict:
