@@ -15,7 +15,7 @@ from __future__ import annotations
 __version__ = "0.1.0"
 
 __all__ = ["Run", "coherence", "compare_runs", "fold_in", "intrusion_precision", "load_run",
-           "open_store", "prepare", "score_topic_word", "train"]
+           "open_store", "prepare", "score_slice_topics", "score_topic_word", "train"]
 
 
 def __getattr__(name: str):

@@ -209,6 +209,29 @@ class Run:
         rows = self._rows()
         return phi if rows is None else phi[rows]
 
+    def slice_topic_word(self) -> np.ndarray:
+        """Every time slice's version of the topics, for a dynamic topic model run
+        (``model.family: dtm``).
+
+        Returns
+        -------
+        numpy.ndarray
+            (T, K, V) float64, the slices in the store's order (``open_store(...).time_slices``
+            names them), every row summing to 1.
+
+        Raises
+        ------
+        topictk.errors.UsageError
+            When the run's topics do not change by time slice.
+        """
+        from topictk.errors import UsageError
+
+        if not self._loaded.driver.traits.time_slices:
+            raise UsageError(f"{self.path}: a {self._loaded.driver.name} run has one version of "
+                             f"each topic; slice_topic_word is for dynamic topic model runs")
+        return np.array(self._loaded.driver.slice_topic_word(self._loaded.state),
+                        dtype=np.float64, copy=True)
+
     def doc_topic(self, *, split: str = "train", sweeps: int = 50, burn_in: int = 25,
                   seed: int | None = None, threads: int | None = None) -> np.ndarray:
         """Topic proportions of the store's training (or test) documents.
@@ -775,6 +798,46 @@ def score_topic_word(store, topic_word, alpha, *, sweeps: int = 50,
     return score(store, topic_word, alpha, sweeps=sweeps, burn_in=burn_in, seed=seed,
                  threads=threads, coherence=coherence, fold_in=fold_in, tol=tol,
                  max_iterations=max_iterations)
+
+
+def score_slice_topics(store, slice_topic_word, slice_means, eta_var: float, *,
+                       sweeps: int = 50, burn_in: int = 25, seed: int = 0,
+                       threads: int = 1) -> dict:
+    """Score a dynamic topic model from anywhere (another library's) on a store with time
+    slices, as ``topictk evaluate`` scores a ``dtm-sgld`` run.
+
+    Every test document's observed part is folded in with its slice's topics fixed and a
+    logistic-normal prior around its slice's mean (docs/algorithms.md §14.4), and its
+    held-out part scored by document completion.
+
+    Parameters
+    ----------
+    store : CorpusStore or str or Path
+        A store prepared with ``--time-column``.
+    slice_topic_word : numpy.ndarray
+        (T, K, V) every slice's topics over the store's vocabulary; rows are normalised. A
+        test document of a slice beyond the T given (a forecast store's last slice) takes the
+        last slice's topics.
+    slice_means : numpy.ndarray
+        (T, K) the slices' mean topic parameters (the mean of a document's eta).
+    eta_var : float
+        The variance of a document's topic parameters around its slice's mean.
+    sweeps, burn_in, seed, threads
+        The fold-in's sweeps, how many are discarded, its seed and threads (the numbers do
+        not depend on the threads).
+
+    Returns
+    -------
+    dict
+        ``perplexity``, ``perplexity_by_slice`` (by the slices' names), ``heldout_tokens``,
+        ``floored_tokens``, ``estimator`` (``dtm``).
+    """
+    from topictk.evaluation.external import score_slice_topics as score
+
+    if isinstance(store, (str, Path)):
+        store = open_store(store)
+    return score(store, slice_topic_word, slice_means, eta_var, sweeps=sweeps,
+                 burn_in=burn_in, seed=seed, threads=threads)
 
 
 def coherence(store, topics: Iterable[Iterable[str]],

@@ -11,7 +11,9 @@ sweep (§2.9) uses the persistent ``(7, c)``, one per word chunk; the word-intru
 hierarchical Dirichlet process chain after every sweep (tables, weights, concentrations,
 §2.15) from the persistent ``(9,)``; the documents added to a trained run (``train --continue
 --add``) are folded in with the derived ``(10, 0, c)`` and their first topics drawn from
-``(10, 1)``.
+``(10, 1)``; the token draws of iteration t of a dynamic topic model (§14) use the derived
+``(11, t, c)``, one per chunk of documents, and the noise of its topics' step the derived
+``(12, t, s)``, one per time slice.
 """
 from __future__ import annotations
 
@@ -52,6 +54,17 @@ def grow_key(*parts: int) -> tuple[int, ...]:
     chunk c, ``(10, 1)`` the draw of their first topics, ``(10, 2, p)`` particle EM's start of
     particle p for them."""
     return (10, *parts)
+
+
+def dtm_key(t: int, chunk: int) -> tuple[int, ...]:
+    """The token draws of a dynamic topic model's iteration ``t``, chunk ``chunk``."""
+    return (11, t, chunk)
+
+
+def dtm_noise_key(t: int, time_slice: int) -> tuple[int, ...]:
+    """The normals of a dynamic topic model's topics in iteration ``t``, slice
+    ``time_slice``."""
+    return (12, t, time_slice)
 
 
 def make_stream(seed: int, key: tuple[int, ...]) -> np.random.PCG64:

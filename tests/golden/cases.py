@@ -26,11 +26,13 @@ EXAMPLE = REPO / "examples" / "python_reference.txt"
 
 
 def write_meta_corpus(path: Path) -> Path:
-    """The bundled example corpus as JSONL with two metadata fields made up from each line's
-    position (a category and a number), so that the DMR cases run on what the repository
-    holds: a fixed, synthetic covariate, not data about the documents."""
+    """The bundled example corpus as JSONL with three metadata fields made up from each line's
+    position (a category, a number and a year), so that the DMR and dynamic topic model cases
+    run on what the repository holds: fixed, synthetic covariates and times, not data about
+    the documents."""
     lines = [line for line in EXAMPLE.read_text(encoding="utf-8").splitlines() if line.strip()]
-    records = [{"text": line, "group": "abc"[i % 3], "score": round((i * 7 % 11) / 10, 1)}
+    records = [{"text": line, "group": "abc"[i % 3], "score": round((i * 7 % 11) / 10, 1),
+                "year": 2001 + 4 * i // len(lines)}
                for i, line in enumerate(lines)]
     path.write_text("".join(json.dumps(r) + "\n" for r in records), encoding="utf-8")
     return path

@@ -39,6 +39,18 @@ def meta_store(tmp_path_factory) -> Path:
     return out
 
 
+@pytest.fixture(scope="session")
+def time_store(tmp_path_factory) -> Path:
+    """The example corpus with a made-up year, four slices of consecutive documents (the
+    dynamic topic model needs time slices)."""
+    from tests.golden.cases import write_meta_corpus
+    folder = tmp_path_factory.mktemp("time")
+    out = folder / "store"
+    ok("prepare", write_meta_corpus(folder / "meta.jsonl"), "--time-column", "year",
+       "--out", out)
+    return out
+
+
 REPORT_DLDA = ["inference.algorithm=dlda-sgrld", "inference.iterations=12",
                "inference.burn_in=6", "inference.local_burn_in=6", "inference.local_samples=3",
                "training.eval_every=3", "training.checkpoint_every=6", "inference.step.a=0.1",

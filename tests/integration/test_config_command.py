@@ -33,8 +33,9 @@ def _train_from_stdin(text: str, *args: str):
 
 @pytest.mark.parametrize("algorithm", algorithm_names())
 def test_generated_config_trains_for_every_algorithm(algorithm, tmp_path, example_store,
-                                                     meta_store, monkeypatch):
-    store = meta_store if get_driver(algorithm).traits.family == "dmr" else example_store
+                                                     meta_store, time_store, monkeypatch):
+    store = {"dmr": meta_store, "dtm": time_store}.get(get_driver(algorithm).traits.family,
+                                                      example_store)
     text = ok("config", algorithm, "--corpus", store, "--topics", "4").stdout
     monkeypatch.chdir(tmp_path)
     result = _train_from_stdin(text, "--set", "inference.iterations=4", "--quiet")

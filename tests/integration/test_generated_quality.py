@@ -26,21 +26,30 @@ SEEDS = (1, 2, 3)
 BOUND = 1.10
 
 # mean perplexity / Gibbs' mean, measured with this module's store, K and seeds; and why.
-# None now: vb, ovb, hsvg and pem (1.13 to 1.15 with alpha 0.1) and dlda-sgrld (1.30 with 100
+# vb, ovb, hsvg and pem (1.13 to 1.15 with alpha 0.1) and dlda-sgrld (1.30 with 100
 # updates of 200 documents) came within the bound with their generated values of their own
 # (topictk/config/template.py, GENERATED)
-KNOWN_GAPS: dict[str, tuple[float, str]] = {}
+KNOWN_GAPS: dict[str, tuple[float, str]] = {
+    "dtm-sgld": (1.32, "four slices of 60 documents give each topic's version about 300 "
+                       "tokens, and the Gaussian prior of its natural parameters keeps more "
+                       "mass on words it does not use than a Dirichlet(0.01): its topics score "
+                       "514 with LDA's Dirichlet fold-in where Gibbs' score 416 "
+                       "(docs/algorithms.md §14.5)"),
+}
 
 
 @pytest.fixture(scope="module")
 def stores(tmp_path_factory):
-    """The example corpus with a larger held-out part, and the same with DMR covariates."""
+    """The example corpus with a larger held-out part, and the same with DMR covariates and
+    with time slices (a made-up year)."""
     from tests.golden.cases import write_meta_corpus
     folder = tmp_path_factory.mktemp("quality")
     split = ["--test-docs", "0.3", "--heldout-fraction", "0.5"]
     ok("prepare", EXAMPLE, "--out", folder / "plain", *split)
     ok("prepare", write_meta_corpus(folder / "meta.jsonl"), "--meta", "group:cat,score",
        "--out", folder / "meta", *split)
+    ok("prepare", write_meta_corpus(folder / "time.jsonl"), "--time-column", "year",
+       "--out", folder / "time", *split)
     return folder
 
 
@@ -59,7 +68,8 @@ def _mean_perplexity(folder, algorithm: str, store: str) -> float:
 @pytest.fixture(scope="module")
 def gibbs(stores):
     """Gibbs' mean perplexity on each store."""
-    return {store: _mean_perplexity(stores, "gibbs", store) for store in ("plain", "meta")}
+    return {store: _mean_perplexity(stores, "gibbs", store)
+            for store in ("plain", "meta", "time")}
 
 
 def _case(name: str):
@@ -72,7 +82,7 @@ def _case(name: str):
 
 @pytest.mark.parametrize("algorithm", [_case(n) for n in algorithm_names() if n != "gibbs"])
 def test_a_generated_config_scores_near_gibbs(algorithm, stores, gibbs):
-    store = "meta" if get_driver(algorithm).traits.family == "dmr" else "plain"
+    store = {"dmr": "meta", "dtm": "time"}.get(get_driver(algorithm).traits.family, "plain")
     ratio = _mean_perplexity(stores, algorithm, store) / gibbs[store]
     assert ratio <= BOUND, f"{algorithm}: {ratio:.3f} x Gibbs"
 

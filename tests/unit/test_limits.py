@@ -102,7 +102,8 @@ def test_a_path_with_a_nul_character_is_refused(tmp_path):
 def test_a_family_that_is_a_list_is_refused(tmp_path):
     # found by tests/properties: a TypeError (unhashable list) from the family lookup
     message = _refused(tmp_path, overrides=["model.family=[1]"])
-    assert message.startswith("model.family must be one of lda, dmr, dlda, keyatm, hdp; got [1]")
+    assert message.startswith("model.family must be one of lda, dmr, dlda, keyatm, hdp, dtm; "
+                              "got [1]")
 
 
 def test_dates_stay_strings():

@@ -39,8 +39,8 @@ cdef inline void xoshiro_seed(Xoshiro* x, bitgen_t* gen) noexcept nogil:
         x.s0 = 1
 
 
-cdef inline double xoshiro_uniform(Xoshiro* x) noexcept nogil:
-    """U[0, 1) on a 2^-53 grid: the top 53 bits of s0 + s3, then the state advanced."""
+cdef inline uint64_t xoshiro_next(Xoshiro* x) noexcept nogil:
+    """The next 64-bit output, s0 + s3, then the state advanced."""
     cdef uint64_t out = x.s0 + x.s3
     cdef uint64_t t = x.s1 << 17
     x.s2 ^= x.s0
@@ -49,8 +49,13 @@ cdef inline double xoshiro_uniform(Xoshiro* x) noexcept nogil:
     x.s0 ^= x.s3
     x.s2 ^= t
     x.s3 = (x.s3 << 45) | (x.s3 >> 19)
+    return out
+
+
+cdef inline double xoshiro_uniform(Xoshiro* x) noexcept nogil:
+    """U[0, 1) on a 2^-53 grid: the top 53 bits of the next output."""
     # below 2^53 the value fits int64, whose conversion is one instruction
-    return <double> <int64_t> (out >> 11) * (1.0 / 9007199254740992.0)
+    return <double> <int64_t> (xoshiro_next(x) >> 11) * (1.0 / 9007199254740992.0)
 
 
 cdef inline Py_ssize_t search_cumulative(const double* cum, Py_ssize_t K,

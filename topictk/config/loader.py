@@ -571,6 +571,8 @@ def _store_counts(corpus: str) -> dict | None:
                  for key in ("vocabulary", "train_documents", "test_documents")}
         for key in ("train_tokens", "test_observed_tokens"):    # for the memory estimate
             found[key] = int(counts.get(key, 0))
+        # the time slices (prepare --time-column): the dynamic topic model holds K x V per slice
+        found["time_slices"] = len((manifest.get("time") or {}).get("labels") or ())
         # and the stored (document, word) pairs: CVB keeps K values for each training pair
         arrays = manifest.get("arrays", {})
         for key, name in (("train_pairs", "train_indices"),

@@ -153,7 +153,7 @@ MAX_TOPICS = 1_000_000
 FAMILY_HELP = "model family; left out, the family the algorithm trains"
 
 #: the model families (model.family)
-FAMILIES = ("lda", "dmr", "dlda", "keyatm", "hdp")
+FAMILIES = ("lda", "dmr", "dlda", "keyatm", "hdp", "dtm")
 
 MODEL = {
     "family": Option("choice", "lda", choices=FAMILIES, help=FAMILY_HELP),
@@ -268,9 +268,31 @@ MODEL_HDP = {
                       help="gamma ~ Gamma(gamma_a, rate gamma_b)"),
 }
 
+# the dynamic topic model (docs/algorithms.md §14): trained by inference.algorithm dtm-sgld on a
+# store with time slices (prepare --time-column)
+MODEL_DTM = {
+    "family": Option("choice", "dtm", choices=FAMILIES, help=FAMILY_HELP),
+    "topics": Option("int", _REQUIRED, low=1, high=MAX_TOPICS, help="number of topics K"),
+    "phi_var": Option("float", 0.05, low=0, low_open=True,
+                      help="variance of the topics' random walk: phi_t,k ~ N(phi_t-1,k, "
+                           "phi_var I)"),
+    "eta_var": Option("float", 1.0, low=0, low_open=True,
+                      help="variance of a document's topic parameters around its slice's "
+                           "mean: eta_d ~ N(alpha_t, eta_var I)"),
+    "alpha_var": Option("float", 0.1, low=0, low_open=True,
+                        help="variance of the slices' mean topic parameters' random walk: "
+                             "alpha_t ~ N(alpha_t-1, alpha_var I)"),
+    "alpha": Option("float", 0.1, low=0, low_open=True, auto=True,
+                    help="document-topic prior of the LDA sweeps that start the chain "
+                         "(inference.lda_sweeps) and of its first eta"),
+    "beta": Option("float", 0.01, low=0, low_open=True,
+                   help="topic-word prior of the LDA sweeps that start the chain, and the "
+                        "smoothing of its first phi"),
+}
+
 # model.family -> the keys of the model section (families not listed use MODEL)
 MODEL_FAMILIES = {"dlda": MODEL_DLDA, "dmr": MODEL_DMR, "keyatm": MODEL_KEYATM,
-                  "hdp": MODEL_HDP}
+                  "hdp": MODEL_HDP, "dtm": MODEL_DTM}
 
 INFERENCE_COMMON = {
     "algorithm": Option("choice", _REQUIRED, choices=(), help="inference algorithm"),

@@ -105,3 +105,55 @@ def score_topic_word(store, topic_word, alpha, *, sweeps: int = 50, burn_in: int
         train = store.train()
         result.update(topic_quality(checked[0][0], train.indptr, train.indices))
     return result
+
+
+def score_slice_topics(store, slice_topic_word, slice_means, eta_var: float, *,
+                       sweeps: int = 50, burn_in: int = 25, seed: int = 0,
+                       threads: int = 1) -> dict:
+    """Held-out perplexity, overall and by time slice, of a dynamic topic model's per-slice
+    topics (T, K, V) and slice means (T, K) on ``store``, by the dynamic topic model's own
+    fold-in (:func:`topictk.inference.dtm.driver.fold_in_documents`) with the document
+    variance ``eta_var``; test documents of a slice beyond T take the last slice's topics."""
+    from topictk.inference.dtm.driver import fold_in_documents, mixture_by_slice, slices_of
+
+    versions = np.asarray(slice_topic_word, dtype=np.float64)
+    means = np.asarray(slice_means, dtype=np.float64)
+    if versions.ndim != 3 or versions.shape[2] != store.n_words:
+        raise UsageError(f"slice_topic_word must be (T, K, V) with V = {store.n_words}, the "
+                         f"store's words; got shape {versions.shape}")
+    T, K, _ = versions.shape
+    if means.shape != (T, K):
+        raise UsageError(f"slice_means must be (T, K) = ({T}, {K}); got shape {means.shape}")
+    if not (np.all(np.isfinite(versions)) and np.all(versions >= 0)
+            and np.all(versions.sum(axis=2) > 0) and np.all(np.isfinite(means))):
+        raise UsageError("slice_topic_word must be finite, non-negative, every row with some "
+                         "weight, and slice_means finite")
+    if not eta_var > 0:
+        raise UsageError(f"eta_var must be > 0; got {eta_var}")
+    if burn_in < 0 or sweeps <= burn_in:
+        raise UsageError(f"sweeps must be larger than burn_in (>= 0); got sweeps = {sweeps}, "
+                         f"burn_in = {burn_in}")
+    test_slices = np.minimum(slices_of(store, "test"), T - 1).astype(np.int32)
+    prob = np.ascontiguousarray((versions / versions.sum(axis=2, keepdims=True))
+                                .transpose(0, 2, 1))
+    test = EvaluationSet.from_store(store)
+    result: dict = {"heldout_tokens": test.n_heldout_tokens, "estimator": "dtm"}
+    if not test.n_heldout_tokens:
+        result["perplexity"] = None
+        return result
+    evaluation = Section({**{k: o.default for k, o in EVALUATION.items()},
+                          "fold_in_sweeps": int(sweeps), "fold_in_burn_in": int(burn_in)})
+    plan = FoldInPlan.for_evaluation(test.observed.n_docs, evaluation, Streams(seed), 0,
+                                     int(threads), heldout_documents(test))
+    theta = fold_in_documents(prob, means, float(eta_var), test.observed, test_slices, plan)
+    probs = mixture_by_slice(test.heldout, theta, prob, test_slices)
+    counts = np.asarray(test.heldout.counts)
+    ppl, floored = perplexity_from_probabilities(probs, counts)
+    of_entry = np.repeat(np.asarray(store.slices("test")),
+                         np.diff(np.asarray(test.heldout.indptr)))
+    by_slice = {}
+    for s, name in enumerate(store.time_slices):
+        value = perplexity_from_probabilities(probs[of_entry == s], counts[of_entry == s])[0]
+        by_slice[name] = None if not np.isfinite(value) else value
+    result.update(perplexity=ppl, floored_tokens=floored, perplexity_by_slice=by_slice)
+    return result

@@ -435,7 +435,9 @@ class Traits:
     then costs ``curve_fold_in_sweeps`` of a step's documents); ``objective``: the metrics
     name of :meth:`Driver.objective`, None without one; ``report``: the sections of
     REPORT_SECTIONS it offers; ``add_documents``: the model families whose trained state it
-    grows to take new documents (:meth:`Driver.grow_state`, ``train --continue --add``)."""
+    grows to take new documents (:meth:`Driver.grow_state`, ``train --continue --add``);
+    ``time_slices``: its topics change from time slice to time slice of the store
+    (:meth:`Driver.slice_topic_word`, :meth:`Driver.slice_prevalence`)."""
 
     family: str = "lda"
     families: tuple[str, ...] = ()
@@ -453,6 +455,7 @@ class Traits:
     objective: str | None = None
     report: frozenset[str] = frozenset()
     add_documents: tuple[str, ...] = ()
+    time_slices: bool = False
 
     def __post_init__(self):
         unknown = set(self.report) - set(REPORT_SECTIONS)
@@ -807,6 +810,15 @@ class Driver(ABC):
     def layer_topic_word(self, state: Any, layer: int) -> np.ndarray:
         """Section ``tree``: the topics of ``layer`` projected onto the words, (K_l, V)."""
         raise NotImplementedError(f"{self.name} has no topic layers")
+
+    # ------------------------------------------------- topics by time slice (traits.time_slices)
+    def slice_topic_word(self, state: Any) -> np.ndarray:
+        """(T, K, V) every time slice's version of the topics, rows on the simplex."""
+        raise NotImplementedError(f"{self.name} has one version of each topic")
+
+    def slice_prevalence(self, state: Any) -> np.ndarray:
+        """(T, K) every time slice's topic proportions, rows on the simplex."""
+        raise NotImplementedError(f"{self.name} has one version of each topic")
 
     def evaluation_report(self, state: Any, test: EvaluationSet) -> dict:
         """Section ``evaluation``: the driver's own numbers that ``evaluate`` adds to its

@@ -29,6 +29,7 @@ ALGORITHMS: dict[str, str] = {
     "dmr-sem": "topictk.inference.dmr.driver",
     "dmr-sgrld": "topictk.inference.dmr.driver",
     "pem": "topictk.inference.variational.pem",
+    "dtm-sgld": "topictk.inference.dtm.driver",
 }
 
 _DRIVERS: dict[str, type[Driver]] = {}
@@ -82,6 +83,11 @@ def check_declarations(cls: type[Driver]) -> None:
     if name not in ALGORITHMS:
         raise TypeError(f"{cls.__name__}: name {name!r} is not listed in "
                         f"topictk.inference.registry.ALGORITHMS")
+    if cls.traits.time_slices:
+        for method in ("slice_topic_word", "slice_prevalence"):
+            if getattr(cls, method) is getattr(Driver, method):
+                raise TypeError(f"{cls.__name__} declares time_slices but does not implement "
+                                f"{method}")
     for section in sorted(cls.traits.report):
         method = REPORT_SECTIONS[section]
         if getattr(cls, method) is getattr(Driver, method):
