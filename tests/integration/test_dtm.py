@@ -120,6 +120,41 @@ def test_topics_that_drift_are_recovered_slice_by_slice(tmp_path):
         assert 0.5 * np.abs(probs[0, row] - probs[3, row]).sum() > 0.25
 
 
+def test_topics_over_time_and_the_slices_export_show_every_version(time_store, tmp_path):
+    """--over-time lists each topic's version in every slice with its prevalence (each
+    slice's prevalences sum to 1); export --what slice-topic-words writes every version's phi
+    (a slice's column sums to 1) and doc-topics folds each training document in with its own
+    slice's topics (a document moved to another slice gets other proportions)."""
+    ok("train", "--config", _config(tmp_path, time_store, "d"), "-q")
+    data = json.loads(ok("topics", tmp_path / "d", "--over-time", "--format", "json",
+                         "-n", "5").stdout)
+    assert data["slices"] == ["2001", "2002", "2003", "2004"] and len(data["topics"]) == 4
+    prevalence = np.array([t["prevalence"] for t in data["topics"]])
+    np.testing.assert_allclose(prevalence.sum(axis=0), 1.0)
+    assert all(len(t["words_by_slice"]) == 4 and len(t["words_by_slice"][0]) == 5
+               for t in data["topics"])
+    text = ok("topics", tmp_path / "d", "--over-time").stdout
+    assert text.count("  2003 ") == 4
+    out = tmp_path / "phi.tsv"
+    ok("export", tmp_path / "d", "--what", "slice-topic-words", "--out", out)
+    rows = [line.split("\t") for line in out.read_text().splitlines()]
+    assert rows[0][:2] == ["slice", "word"] and len(rows[0]) == 6
+    first = np.array([[float(v) for v in r[2:]] for r in rows[1:] if r[0] == "2001"])
+    np.testing.assert_allclose(first.sum(axis=0), 1.0, atol=1e-4)
+
+    from topictk.api import load_run
+    from topictk.evaluation.infer import infer_documents, split_documents
+    run = load_run(tmp_path / "d")._loaded
+    docs, _ = split_documents(run.store, "train")
+    theta = np.concatenate([b for _, b in infer_documents(run, docs, "train", sweeps=10,
+                                                          burn_in=5)])
+    docs.slices = (np.asarray(docs.slices) + 2) % 4
+    moved = np.concatenate([b for _, b in infer_documents(run, docs, "train", sweeps=10,
+                                                          burn_in=5)])
+    np.testing.assert_allclose(theta.sum(axis=1), 1.0)
+    assert np.abs(theta - moved).max() > 0.05
+
+
 def test_a_forecast_store_holds_out_the_last_slice_and_the_run_propagates_it(tmp_path):
     """prepare --forecast: the test documents are the last slice's, the training documents
     the others'; a run on it trains without documents in that slice, whose topics are then
@@ -178,6 +213,41 @@ def test_a_lost_worker_changes_nothing(time_store, tmp_path, monkeypatch):
        "-q")
     assert calls["n"] > 7
     assert_same_run(tmp_path / "here", tmp_path / "there")
+
+
+def test_the_report_draws_a_topics_prevalence_and_words_over_time(time_store, tmp_path,
+                                                                  browser):
+    """In a real browser: selecting a topic of a dynamic topic model run draws its
+    prevalence (one line) and its words' probabilities (one line per word) over the four
+    slices, their points where the data put them; nothing else is requested, no error."""
+    ok("train", "--config", _config(tmp_path, time_store, "d"), "-q")
+    out = tmp_path / "report.html"
+    ok("report", tmp_path / "d", "--out", out)
+    page = browser.new_page(viewport={"width": 1200, "height": 900})
+    errors, requests = [], []
+    page.on("console", lambda m: m.type in ("error", "warning") and errors.append(m.text))
+    page.on("pageerror", lambda e: errors.append(str(e)))
+    page.on("request", lambda r: requests.append(r.url))
+    page.goto(out.as_uri())
+    run = page.locator("#run-0")
+    assert run.locator(".time h3").text_content() == "Over time: select a topic"
+    run.locator("svg.map circle.topic[data-topic='1']").click()
+    assert run.locator(".time h3").text_content() == "Topic 2 over time"
+    assert run.locator("svg.time-prevalence polyline").count() == 1
+    lines = run.locator("svg.time-words polyline")
+    assert lines.count() == 6
+    points = [p.split(",") for p in lines.first.get_attribute("points").split()]
+    assert len(points) == 4 and len({p[0] for p in points}) == 4
+    from topictk.api import load_run
+    loaded = load_run(tmp_path / "d")._loaded
+    versions = loaded.driver.slice_topic_word(loaded.state)[:, 1, :]
+    first = run.locator("svg.time-words text.time-label").first.text_content()
+    word = loaded.store.vocab.index(first)
+    ys = [float(p[1]) for p in points]
+    # higher probability, higher on the chart (smaller y)
+    assert np.argsort(ys).tolist() == np.argsort(-versions[:, word], kind="stable").tolist()
+    assert errors == [] and requests == [out.as_uri()]
+    page.close()
 
 
 def test_score_slice_topics_gives_evaluates_number_for_a_runs_own_topics(time_store,

@@ -47,8 +47,9 @@ from topictk.evaluation.topics import render_topics
               help="Each seed word's rank in its topic and its probability (words not in "
                    "the vocabulary marked); * marks a rank outside --top.")
 @click.option("--over-time", "over_time", is_flag=True,
-              help="Each topic's prevalence in every time slice of the store (prepare "
-                   "--time-column): a DMR run's prior E[theta] for the metadata of the "
+              help="Each topic in every time slice of the store (prepare --time-column): "
+                   "a dynamic topic model run's version of the topic in the slice (top words "
+                   "and prevalence), or a DMR run's prior E[theta] for the metadata of the "
                    "slice's training documents (docs/evaluate.md, 'Topics over time').")
 @click.option("--diagnostics", is_flag=True,
               help="Per-topic diagnostics (tokens, document entropy, effective words, "

@@ -23,6 +23,7 @@ from topictk.numbering import topic_columns
 from topictk.evaluation.run import LoadedRun
 from topictk.evaluation.topic_listing import labelled_column, listing
 from topictk.evaluation.tsv import tsv_rows
+from topictk.errors import UsageError
 
 
 class Export(Protocol):
@@ -157,6 +158,21 @@ def topic_words(run: LoadedRun, fold_in: FoldIn) -> MatrixExport:
                         _meta(run)).shown(run)
 
 
+def slice_topic_words(run: LoadedRun, fold_in: FoldIn) -> MatrixExport:
+    """Every time slice's φ of a dynamic topic model run: one row per (slice, word), one
+    column per topic (column k of a slice's rows sums to 1)."""
+    if not run.driver.traits.time_slices:
+        raise UsageError(f"--what slice-topic-words writes every time slice's version of the "
+                         f"topics, which a dynamic topic model run has (model.family: dtm); "
+                         f"{run.run_dir} is {run.driver.name}: export --what topic-words")
+    versions = np.asarray(run.driver.slice_topic_word(run.state), dtype=np.float64)
+    T, K, V = versions.shape
+    labels = {"slice": [label for label in run.store.time_slices for _ in range(V)],
+              "word": list(run.store.vocab) * T}
+    matrix = np.ascontiguousarray(versions.transpose(0, 2, 1).reshape(T * V, K))
+    return MatrixExport("slice_word_topic", labels, matrix, _meta(run))
+
+
 @dataclass
 class JSONExport:
     """An export that is one JSON object, written so that it may also be pasted into an HTML
@@ -204,6 +220,7 @@ MATRIX_FORMATS = ("tsv", "json", "npz")
 EXPORTS: dict[str, ExportKind] = {
     "doc-topics": ExportKind(doc_topics, MATRIX_FORMATS),
     "topic-words": ExportKind(topic_words, MATRIX_FORMATS),
+    "slice-topic-words": ExportKind(slice_topic_words, MATRIX_FORMATS),
     "ldavis": ExportKind(ldavis, ("json",)),
     "intrusion": ExportKind(intrusion_export, ("tsv", "json"), key=True),
 }

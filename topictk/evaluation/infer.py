@@ -58,10 +58,25 @@ class NewDocuments:
     words: np.ndarray            # (N,) int32 store word ids
     unknown: np.ndarray          # (D,) int64 tokens dropped as out of vocabulary
     metas: list[dict] | None     # metadata fields per document (JSONL fields, --meta-file)
+    slices: np.ndarray | None = None     # (D,) int32 time slices, when the store's own
 
     @property
     def n_docs(self) -> int:
         return len(self.ids)
+
+
+def document_slices(store, docs: NewDocuments, where: str) -> np.ndarray | None:
+    """The time slice of every document, for a run whose topics change by slice: the store's
+    own for its documents, else placed by the store's slices from the documents' time field
+    (``prepare --time-column``) when they have it; None when they have none (the run then
+    takes its last slice)."""
+    if docs.slices is not None:
+        return np.ascontiguousarray(docs.slices, dtype=np.int32)
+    record = store.manifest.get("time")
+    if record is None or not docs.metas or not all(record["field"] in m for m in docs.metas):
+        return None
+    from topictk.corpus.timeslices import TimeSlices
+    return TimeSlices.from_json(record).index(docs.metas, docs.ids, where)
 
 
 def check_sweeps(sweeps: int, burn_in: int) -> None:
@@ -305,6 +320,8 @@ def infer_documents(run, docs: NewDocuments, where: str, *, sweeps: int = 50,
                     "are the prior mean", empty)
     seed = run.config.training.seed if seed is None else seed
     threads = run.driver.threads if threads is None else threads
+    slices = (document_slices(run.store, docs, where) if run.driver.traits.time_slices
+              else None)
 
     cluster = run.driver.cluster
     if cluster is not None and features is None:
@@ -328,7 +345,8 @@ def infer_documents(run, docs: NewDocuments, where: str, *, sweeps: int = 50,
                 run.state, docs.doc_ptr[start:stop + 1] - lo, docs.words[lo:hi],
                 None if features is None else features[start:stop], sweeps=sweeps,
                 burn_in=burn_in, seed=seed, threads=threads,
-                first_chunk=start // INFER_CHUNK_DOCS)
+                first_chunk=start // INFER_CHUNK_DOCS,
+                **({} if slices is None else {"slices": slices[start:stop]}))
 
     return blocks()
 
@@ -340,7 +358,8 @@ def split_documents(store, split: str) -> tuple[NewDocuments, np.ndarray | None]
     part = store.train() if split == "train" else store.test_observed()
     docs = NewDocuments(ids=store.document_ids(split), doc_ptr=np.asarray(part.doc_ptr),
                         words=np.asarray(part.words),
-                        unknown=np.zeros(part.n_docs, dtype=np.int64), metas=None)
+                        unknown=np.zeros(part.n_docs, dtype=np.int64), metas=None,
+                        slices=store.slices(split))
     features = store.features(split)
     return docs, None if features is None else np.asarray(features)
 

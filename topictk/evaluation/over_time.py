@@ -1,5 +1,7 @@
-"""Topic prevalence over time (``topictk topics RUN --over-time``, docs/evaluate.md, "Topics
-over time").
+"""Topics over time (``topictk topics RUN --over-time``, docs/evaluate.md, "Topics over time").
+
+A dynamic topic model run (traits ``time_slices``) has a version of every topic per slice: each
+topic's top words in every slice, and its prevalence there (the driver's ``slice_prevalence``).
 
 For a DMR run (``dmr-sem``, ``dmr-sgrld``) on a store with time slices (``prepare
 --time-column``): the prevalence of topic k in slice s is the mean, over the slice's training
@@ -44,7 +46,10 @@ def prevalence_over_time(driver, state, store) -> np.ndarray:
 
 def render_over_time(driver, state, store, *, top: int, fmt: str) -> str:
     """What ``topictk topics --over-time`` prints: per topic its top words and its prevalence
-    in every slice (text: percentages; TSV: one row per topic and slice; JSON: both)."""
+    in every slice (text: percentages; TSV: one row per topic and slice; JSON: both); for a
+    run whose topics change by slice, its top words in every slice too."""
+    if driver.traits.time_slices:
+        return _render_slices(driver, state, store, top=top, fmt=fmt)
     prevalence = prevalence_over_time(driver, state, store)
     labels = store.time_slices
     table = topic_table(driver.topic_word(state), store.vocab, top)
@@ -82,3 +87,41 @@ def _number(p: float) -> float | None:
 
 def _cell(p: float, spec: str) -> str:
     return "-" if not np.isfinite(p) else format(p, spec)
+
+
+def _render_slices(driver, state, store, *, top: int, fmt: str) -> str:
+    """:func:`render_over_time` of a run with a version of every topic per slice."""
+    labels = store.time_slices
+    field = store.manifest["time"]["field"]
+    prevalence = driver.slice_prevalence(state).T                # (K, T)
+    versions = driver.slice_topic_word(state)                    # (T, K, V)
+    tables = [topic_table(versions[t], store.vocab, top) for t in range(len(labels))]
+    documents = np.bincount(store.slices("train"), minlength=len(labels)).tolist()
+    K = prevalence.shape[0]
+    if fmt == "json":
+        topics = [{"topic": topic_number(k), "prevalence": [_number(p) for p in prevalence[k]],
+                   "words_by_slice": [tables[t][k]["words"] for t in range(len(labels))]}
+                  for k in range(K)]
+        return json.dumps({"time_field": field, "slices": labels, "documents": documents,
+                           "topics": topics}) + "\n"
+    if fmt == "tsv":
+        lines = ["topic\tslice\tprevalence\twords"]
+        for k in range(K):
+            lines += [f"{topic_number(k)}\t{label}\t{_cell(prevalence[k, t], '.6f')}\t"
+                      + " ".join(w["word"] for w in tables[t][k]["words"])
+                      for t, label in enumerate(labels)]
+        return "\n".join(lines) + "\n"
+    if fmt != "text":
+        raise UsageError(f"--over-time writes text, tsv or json; got --format {fmt}")
+    width = max(len(str(label)) for label in labels)
+    lines = [f"every topic's version in each time slice of '{field}': its prevalence (% of a "
+             f"document of the slice at the slice's mean, softmax of alpha_t) and top words; "
+             f"slices without training documents are the slice before propagated", ""]
+    for k in range(K):
+        lines.append(f"topic {topic_number(k)}")
+        for t, label in enumerate(labels):
+            words = " ".join(w["word"] for w in tables[t][k]["words"])
+            lines.append(f"  {label:<{width}} {100 * prevalence[k, t]:5.1f}%  {words}"
+                         + ("  (no training documents)" if documents[t] == 0 else ""))
+        lines.append("")
+    return "\n".join(lines)

@@ -47,6 +47,7 @@
     var svg = section.querySelector("svg.bars");
     var title = section.querySelector(".bars-title");
     var features = section.querySelector(".features");
+    var timePanel = section.querySelector(".time");
     var targets = section.querySelectorAll("[data-topic]");
     for (var i = 0; i < targets.length; i++) {
       targets[i].addEventListener("click", choose);
@@ -140,6 +141,7 @@
         svg.appendChild(node("text", { x: left + 157, y: ly }, "expected in topic " + topicNumber(state.topic)));
       }
       if (features) drawFeatures();
+      if (timePanel) drawTime();
       // report_labels.js lists the selected topic's documents
       section.dispatchEvent(new CustomEvent("topicselect", { detail: { topic: state.topic } }));
     }
@@ -172,6 +174,64 @@
       });
       table.appendChild(body);
       features.appendChild(table);
+    }
+
+    // a dynamic topic model's topic over the time slices: its prevalence, and the
+    // probabilities of its words in every slice's version of it
+    function drawTime() {
+      while (timePanel.firstChild) timePanel.removeChild(timePanel.firstChild);
+      var head = document.createElement("h3");
+      timePanel.appendChild(head);
+      var time = run.time;
+      if (state.topic < 0) {
+        head.textContent = "Over time: select a topic";
+        return;
+      }
+      head.textContent = "Topic " + topicNumber(state.topic) + " over time";
+      var k = state.topic, T = time.slices.length;
+      timePanel.appendChild(lineChart("prevalence (% of a document of the slice)",
+        [{ name: "prevalence", values: time.prevalence[k].map(function (v) { return 100 * v; }) }],
+        time.slices, "time-prevalence"));
+      timePanel.appendChild(lineChart("p(word | topic, slice)",
+        time.words[k].map(function (w, j) { return { name: w, values: time.series[k][j] }; }),
+        time.slices, "time-words"));
+    }
+
+    function lineChart(title, lines, slices, cls) {
+      var width = 460, left = 54, right = 96, top = 22, height = 150, bottom = 34;
+      var svg = node("svg", { "class": "time-chart " + cls, width: width,
+        height: height + top + bottom, viewBox: "0 0 " + width + " " + (height + top + bottom),
+        role: "img", "aria-label": title });
+      svg.appendChild(node("text", { x: left, y: 14, "class": "tick" }, title));
+      var max = 0;
+      lines.forEach(function (l) { l.values.forEach(function (v) { max = Math.max(max, v); }); });
+      var step = niceStep(max > 0 ? max : 1), end = Math.ceil((max > 0 ? max : 1) / step) * step;
+      var n = slices.length;
+      var x = function (i) { return left + (n > 1 ? i / (n - 1) : 0.5) * (width - left - right); };
+      var y = function (v) { return top + height - v / end * height; };
+      for (var v = 0; v <= end + step / 2; v += step) {
+        svg.appendChild(node("line", { x1: left, x2: width - right, y1: y(v), y2: y(v),
+          "class": "gridline" }));
+        svg.appendChild(node("text", { x: left - 4, y: y(v) + 4, "text-anchor": "end",
+          "class": "tick" }, short(v)));
+      }
+      var every = Math.max(1, Math.ceil(n / 8));
+      slices.forEach(function (s, i) {
+        if (i % every === 0 || i === n - 1) {
+          svg.appendChild(node("text", { x: x(i), y: top + height + 16, "text-anchor": "middle",
+            "class": "tick" }, s));
+        }
+      });
+      lines.forEach(function (l, j) {
+        var points = l.values.map(function (v, i) { return x(i).toFixed(1) + "," + y(v).toFixed(1); });
+        var line = node("polyline", { points: points.join(" "), "class": "time-line series-" + (j % 8),
+          fill: "none" });
+        line.appendChild(node("title", {}, l.name));
+        svg.appendChild(line);
+        svg.appendChild(node("text", { x: width - right + 4, y: y(l.values[n - 1]) + 4,
+          "class": "time-label series-" + (j % 8) }, l.name));
+      });
+      return svg;
     }
 
     // one bar chart row: hovering or focusing it shows P(topic | term) on the map

@@ -39,6 +39,7 @@ from topictk.rundir.metrics import read_metrics
 TREE_WORDS = 6          # words per node of a deep model's topic tree
 TREE_CHILDREN = 3       # children per node
 DMR_FEATURES = 5        # metadata features per topic
+TIME_WORDS = 6          # words per topic in the time panel of a dynamic topic model
 
 
 @dataclass
@@ -307,11 +308,34 @@ def _add_model(report: RunReport, loaded: LoadedRun, n_terms: int, incidences: d
     traits = loaded.driver.traits
     if traits.offers("features"):
         report.topics["features"] = loaded.driver.feature_table(loaded.state, DMR_FEATURES)
+    if traits.time_slices:
+        report.topics["time"] = time_data(loaded.driver.slice_topic_word(loaded.state),
+                                          loaded.driver.slice_prevalence(loaded.state),
+                                          store.time_slices, store.vocab)
     report.diagnostics = run_diagnostics(loaded)
     if traits.offers("tree"):
         report.tree = topic_tree(loaded.driver, loaded.state, store.vocab, TREE_WORDS,
                                  TREE_CHILDREN, len(loaded.state.layers))
     add_labels_and_docs(report, loaded)     # labels, suggestions, representative documents
+
+
+def time_data(versions: np.ndarray, prevalence: np.ndarray, labels: list[str],
+              vocab) -> dict:
+    """The time panel of a run whose topics change by slice: the slices' names, every topic's
+    prevalence by slice (K, T) and, per topic, the words most probable in any slice (the
+    TIME_WORDS first by their largest probability over the slices) with their probability in
+    every slice."""
+    T, K, _ = versions.shape
+    words, series = [], []
+    for k in range(K):
+        peak = versions[:, k, :].max(axis=0)
+        top = np.argsort(-peak, kind="stable")[:TIME_WORDS]
+        words.append([vocab[int(w)] for w in top])
+        series.append([[round(float(versions[t, k, w]), 6) for t in range(T)] for w in top])
+    return {"slices": list(labels),
+            "prevalence": [[round(float(prevalence[t, k]), 6) for t in range(T)]
+                           for k in range(K)],
+            "words": words, "series": series}
 
 
 def topic_data(phi: np.ndarray, freq: np.ndarray, npmi_per_topic: np.ndarray,

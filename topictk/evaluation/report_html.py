@@ -356,6 +356,7 @@ def _run_section(i: int, r: RunReport) -> str:
              '<input class="lambda" type="range" min="0" max="1" step="0.01" value="1">'
              '</label><svg class="bars" width="460" height="40"></svg>'
              + ('<div class="features"></div>' if t.get("features") else "")
+             + ('<div class="time"></div>' if t.get("time") else "")
              + (DOCS_MARKUP if "docs" in t else "") + "</div>")
     body = (f'<div class="topic-view"><div class="map-box"><h3>Intertopic distance map</h3>'
             f'<p class="map-sizes">circle area: share of tokens</p>{_map(t)}'
