@@ -91,8 +91,10 @@ def check_jsonl(example) -> None:
         except TopictkError:
             return
     if cut is None and errors == "strict" and not any(b"\n" in line for line in lines):
-        # every line read is a JSON object with a string text field, taken as it was
-        records = [json.loads(line) for line in lines if line.strip()]
+        # every line read is a JSON object with a string text field, taken as it was; a line
+        # of white space only (as str.strip has it: \x1c too, which bytes.strip keeps) is
+        # skipped
+        records = [json.loads(line) for line in lines if line.decode("utf-8").strip()]
         assert [d.text for d in docs] == [r["text"] for r in records]
         assert [d.meta for d in docs] == [{k: v for k, v in r.items() if k != "text"}
                                           for r in records]
