@@ -276,3 +276,22 @@ def test_score_slice_topics_gives_evaluates_number_for_a_runs_own_topics(time_st
                                          output=str(tmp_path / "lda")), "-q")
     with pytest.raises(UsageError, match="one version of each topic"):
         topictk.load_run(tmp_path / "lda").slice_topic_word()
+
+
+def test_new_documents_are_placed_in_their_slice_by_their_time(time_store, tmp_path):
+    """infer: a new document with the store's time field is folded in with its slice's
+    topics, one without it with the last slice's (the same numbers as one of the last
+    year); a batch where only some have it names the one without."""
+    import topictk
+    from topictk.errors import TopictkError
+
+    ok("train", "--config", _config(tmp_path, time_store, "d"), "-q")
+    run = topictk.load_run(tmp_path / "d")
+    text = "python list function code data file error module"
+    first = run.infer([{"text": text, "year": 2001}])
+    last = run.infer([{"text": text, "year": 2004}])
+    untimed = run.infer([{"text": text}])
+    np.testing.assert_array_equal(untimed, last)
+    assert np.abs(first - last).max() > 0.02
+    with pytest.raises(TopictkError, match="document 2 has no 'year'"):
+        run.infer([{"text": text, "year": 2001}, {"text": text}])

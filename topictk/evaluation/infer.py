@@ -68,12 +68,13 @@ class NewDocuments:
 def document_slices(store, docs: NewDocuments, where: str) -> np.ndarray | None:
     """The time slice of every document, for a run whose topics change by slice: the store's
     own for its documents, else placed by the store's slices from the documents' time field
-    (``prepare --time-column``) when they have it; None when they have none (the run then
-    takes its last slice)."""
+    (``prepare --time-column``) when any of them has it (then every one needs it: a
+    document without it is one line naming it); None when none has it (the run then takes
+    its last slice)."""
     if docs.slices is not None:
         return np.ascontiguousarray(docs.slices, dtype=np.int32)
     record = store.manifest.get("time")
-    if record is None or not docs.metas or not all(record["field"] in m for m in docs.metas):
+    if record is None or not docs.metas or not any(record["field"] in m for m in docs.metas):
         return None
     from topictk.corpus.timeslices import TimeSlices
     return TimeSlices.from_json(record).index(docs.metas, docs.ids, where)
