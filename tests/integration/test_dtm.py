@@ -65,6 +65,15 @@ def test_a_store_without_time_slices_is_one_line_exit_2(example_store, tmp_path)
     assert "\n" not in message.strip()
 
 
+def test_another_fold_in_is_refused_not_ignored(time_store, tmp_path):
+    """evaluate --fold-in fixed-point (or mh) of a dynamic topic model run is one line, exit
+    2: the run would be scored by its own fold-in all the same."""
+    ok("train", "--config", _config(tmp_path, time_store, "d"), "-q")
+    for estimator in ("fixed-point", "mh"):
+        message = fails(2, "evaluate", tmp_path / "d", "--fold-in", estimator)
+        assert f"evaluation.fold_in: {estimator} does not apply" in message
+
+
 CORE = 0.06
 
 

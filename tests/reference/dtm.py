@@ -26,35 +26,12 @@ def sample_topics(doc_ptr, words, doc_slice, theta, word_topic, bounds, gens, z,
                 ndk[d, k] += 1
 
 
-MASK = (1 << 64) - 1
-
-
-class Xoshiro64(Xoshiro):
-    """:class:`Xoshiro` with its raw 64-bit outputs."""
-
-    def next(self) -> int:
-        s0, s1, s2, s3 = self.s
-        out = (s0 + s3) & MASK
-        t = (s1 << 17) & MASK
-        s2 ^= s0
-        s3 ^= s1
-        s1 ^= s2
-        s0 ^= s3
-        s2 ^= t
-        s3 = ((s3 << 45) | (s3 >> 19)) & MASK
-        self.s = [s0, s1, s2, s3]
-        return out
-
-    def random(self) -> float:
-        return (self.next() >> 11) * 2.0 ** -53
-
-
 def ziggurat_normals(gen, n: int, tables) -> np.ndarray:
     """n standard normals as ``_dtm`` draws them: Marsaglia & Tsang's ziggurat with 128 boxes,
     the upper 32 bits of a xoshiro256+ output the signed draw, its lowest 7 the box."""
     kn, wn, fn = tables
     r_edge = 3.442619855899
-    x = Xoshiro64(np.random.Generator(gen))
+    x = Xoshiro(np.random.Generator(gen))
 
     def signed(r):
         hz = r >> 32

@@ -27,7 +27,8 @@ class Xoshiro:
         if not any(self.s):
             self.s[0] = 1
 
-    def random(self) -> float:
+    def next(self) -> int:
+        """The next 64-bit output, s0 + s3, then the state advanced."""
         s0, s1, s2, s3 = self.s
         out = (s0 + s3) & MASK
         t = (s1 << 17) & MASK
@@ -38,7 +39,10 @@ class Xoshiro:
         s2 ^= t
         s3 = ((s3 << 45) | (s3 >> 19)) & MASK
         self.s = [s0, s1, s2, s3]
-        return (out >> 11) * 2.0 ** -53
+        return out
+
+    def random(self) -> float:
+        return (self.next() >> 11) * 2.0 ** -53
 
 
 def _prior(alpha: np.ndarray):

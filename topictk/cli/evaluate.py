@@ -71,8 +71,10 @@ def evaluate(run_dir, as_json, checkpoint, left_to_right, particles, coherence, 
     if ppl is not None:
         click.echo(f"perplexity:  {ppl:.3f}  ({result['heldout_tokens']:,} held-out tokens, "
                    f"{result['samples']} sample(s))")
-        click.echo(f"estimator:   theta by the {result.get('estimator')} fold-in "
-                   f"(evaluation.fold_in; document completion, docs/evaluate.md)")
+        estimator = result.get("estimator")
+        source = "evaluation.fold_in" if estimator in FOLD_INS else "the algorithm's own"
+        click.echo(f"estimator:   theta by the {estimator} fold-in "
+                   f"({source}; document completion, docs/evaluate.md)")
         by_slice = result.get("perplexity_by_slice")
         if by_slice:
             click.echo("by slice:    " + ", ".join(

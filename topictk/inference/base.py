@@ -750,15 +750,25 @@ class Driver(ABC):
         with the documents' ``document_prior`` and the infer plan
         (:meth:`FoldInPlan.for_infer`). ``first_chunk``: the index of the documents' first
         chunk of ``INFER_CHUNK_DOCS`` in the whole input (its streams are keyed by it)."""
+        documents, plan = self.new_documents(doc_ptr, words, sweeps=sweeps, burn_in=burn_in,
+                                             seed=seed, threads=threads,
+                                             first_chunk=first_chunk)
+        return self.fold_in(state, documents, plan,
+                            prior=self.document_prior(state, features))
+
+    def new_documents(self, doc_ptr: np.ndarray, words: np.ndarray, *, sweeps: int,
+                      burn_in: int, seed: int, threads: int = 1,
+                      first_chunk: int = 0) -> tuple[Documents, FoldInPlan]:
+        """New documents' tokens in both representations, and the infer plan of their
+        fold-in (:meth:`FoldInPlan.for_infer`), as :meth:`infer_proportions` takes them."""
         doc_ptr = np.ascontiguousarray(doc_ptr, dtype=np.int64)
         words = np.ascontiguousarray(words, dtype=np.int32)
         indptr, indices, counts = ptr_to_csr(doc_ptr, words, self.V)
         documents = Documents(doc_ptr=doc_ptr, words=words, indptr=indptr, indices=indices,
                               counts=counts)
-        plan = FoldInPlan.for_infer(doc_ptr.size - 1, sweeps=sweeps, burn_in=burn_in,
-                                    seed=seed, threads=threads, first_chunk=first_chunk)
-        return self.fold_in(state, documents, plan,
-                            prior=self.document_prior(state, features))
+        return documents, FoldInPlan.for_infer(doc_ptr.size - 1, sweeps=sweeps,
+                                               burn_in=burn_in, seed=seed, threads=threads,
+                                               first_chunk=first_chunk)
 
     def document_prior(self, state: Any, features: np.ndarray | None) -> np.ndarray:
         """The Dirichlet prior of theta for new documents (``topictk infer``): (1, K), or

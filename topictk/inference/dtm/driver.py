@@ -183,13 +183,13 @@ def add_draws(a: tuple, b: tuple) -> tuple:
 
 
 def background(words: np.ndarray, n_words: int, beta: float) -> np.ndarray:
-    """(V, 1) the first slice's prior mean of every topic's natural parameters: the log of
+    """(V,) the first slice's prior mean of every topic's natural parameters: the log of
     the training corpus's word frequencies (plus ``beta``), centred, so that a word a topic
     has not used falls back to how common it is, not to 1 / V."""
     freq = np.bincount(words, minlength=n_words).astype(np.float64) + beta
     mean = np.log(freq)
     mean -= mean.mean()
-    return mean[:, None]
+    return mean
 
 
 @register
@@ -223,6 +223,12 @@ class DTMDriver(Driver):
 
     @classmethod
     def check_config(cls, data: dict, where: str) -> None:
+        fold_in = data.get("evaluation", {}).get("fold_in")
+        if fold_in not in (None, "gibbs"):
+            raise ConfigError(f"evaluation.fold_in: {fold_in} does not apply to the dynamic "
+                              f"topic model (a logistic-normal document prior, not a Dirichlet "
+                              f"one; evaluate folds documents in by its own sampler, docs/"
+                              f"algorithms.md §14.4); leave it out ({where})")
         inf = data["inference"]
         if inf["burn_in"] is None:
             inf["burn_in"] = inf["iterations"] // 2
@@ -250,8 +256,7 @@ class DTMDriver(Driver):
         model = config.model
         self.phi_var, self.eta_var, self.alpha_var = (float(getattr(model, k))
                                                       for k in MODEL_KEYS)
-        self.background = np.ascontiguousarray(
-            background(self.words, self.V, float(model.beta))[:, 0])
+        self.background = background(self.words, self.V, float(model.beta))
         # the word probabilities of the state's phi, kept from the step that made them:
         # (the state, its step, the probabilities)
         self._prob: tuple[object, int, np.ndarray] | None = None
@@ -444,15 +449,9 @@ class DTMDriver(Driver):
                           slices: np.ndarray | None = None) -> np.ndarray:
         """:meth:`Driver.infer_proportions` with every document's time slice (``slices``,
         None: the last slice for all)."""
-        from topictk.corpus.store import ptr_to_csr
-
-        doc_ptr = np.ascontiguousarray(doc_ptr, dtype=np.int64)
-        words = np.ascontiguousarray(words, dtype=np.int32)
-        indptr, indices, counts = ptr_to_csr(doc_ptr, words, self.V)
-        documents = Documents(doc_ptr=doc_ptr, words=words, indptr=indptr, indices=indices,
-                              counts=counts)
-        plan = FoldInPlan.for_infer(doc_ptr.size - 1, sweeps=sweeps, burn_in=burn_in,
-                                    seed=seed, threads=threads, first_chunk=first_chunk)
+        documents, plan = self.new_documents(doc_ptr, words, sweeps=sweeps, burn_in=burn_in,
+                                             seed=seed, threads=threads,
+                                             first_chunk=first_chunk)
         return self.fold_in(state, documents, plan, slices=slices)
 
     def document_prior(self, state: DTMState, features) -> np.ndarray:
