@@ -17,7 +17,11 @@ from topictk.inference.base import (
     FoldInPlan,
     fixed_point_fold_in,
 )
-from topictk.inference.perplexity import mixture_probabilities, perplexity_from_probabilities
+from topictk.inference.perplexity import (
+    mixture_probabilities,
+    perplexity_by_slice,
+    perplexity_from_probabilities,
+)
 from topictk.inference.sampled import fold_in_probabilities, heldout_documents
 from topictk.streams import Streams
 
@@ -147,13 +151,7 @@ def score_slice_topics(store, slice_topic_word, slice_means, eta_var: float, *,
                                      int(threads), heldout_documents(test))
     theta = fold_in_documents(prob, means, float(eta_var), test.observed, test_slices, plan)
     probs = mixture_by_slice(test.heldout, theta, prob, test_slices)
-    counts = np.asarray(test.heldout.counts)
-    ppl, floored = perplexity_from_probabilities(probs, counts)
-    of_entry = np.repeat(np.asarray(store.slices("test")),
-                         np.diff(np.asarray(test.heldout.indptr)))
-    by_slice = {}
-    for s, name in enumerate(store.time_slices):
-        value = perplexity_from_probabilities(probs[of_entry == s], counts[of_entry == s])[0]
-        by_slice[name] = None if not np.isfinite(value) else value
+    ppl, floored = perplexity_from_probabilities(probs, test.heldout.counts)
+    by_slice = perplexity_by_slice(probs, test.heldout, store.slices("test"), store.time_slices)
     result.update(perplexity=ppl, floored_tokens=floored, perplexity_by_slice=by_slice)
     return result

@@ -34,15 +34,23 @@ def heldout_perplexity(driver, state, test, samples, pass_index: int,
     result = {"perplexity": ppl, "heldout_tokens": test.n_heldout_tokens,
               "floored_tokens": floored}
     if slices is not None:
-        of_doc, names = slices
-        of_entry = np.repeat(np.asarray(of_doc), np.diff(np.asarray(test.heldout.indptr)))
-        by_slice = {}
-        for s, name in enumerate(names):
-            mine = of_entry == s
-            value = perplexity_from_probabilities(probs[mine], counts[mine])[0]
-            by_slice[name] = None if not np.isfinite(value) else value
-        result["perplexity_by_slice"] = by_slice
+        result["perplexity_by_slice"] = perplexity_by_slice(probs, test.heldout, *slices)
     return result
+
+
+def perplexity_by_slice(probs: np.ndarray, heldout: Documents, doc_slices: np.ndarray,
+                        names: list[str]) -> dict[str, float | None]:
+    """The perplexity of each time slice's held-out entries (``probs``, one per entry of the
+    CSR ``heldout``; ``doc_slices`` the slice of each of its documents), by the slices'
+    ``names``; None for a slice without held-out tokens."""
+    counts = np.asarray(heldout.counts)
+    of_entry = np.repeat(np.asarray(doc_slices), np.diff(np.asarray(heldout.indptr)))
+    by_slice = {}
+    for s, name in enumerate(names):
+        mine = of_entry == s
+        value = perplexity_from_probabilities(probs[mine], counts[mine])[0]
+        by_slice[name] = None if not np.isfinite(value) else value
+    return by_slice
 
 
 def train_heldout_perplexity(driver, state, store, samples) -> dict:

@@ -110,18 +110,18 @@ def fold_in_documents(prob: np.ndarray, alpha: np.ndarray, eta_variance: float,
     theta_sum = np.zeros((D, K))
     bounds = np.ascontiguousarray(plan.bounds, dtype=np.int64)
     gens = [np.random.Generator(s) for s in plan.streams]
-    kept = max(plan.sweeps - plan.burn_in, 1)
+    theta = softmax_topics(eta)
     for sweep in range(plan.sweeps):
-        theta = softmax_topics(eta)
         _dtm.sample_topics(doc_ptr, words, slices, theta, prob, bounds, list(plan.streams), z,
                            ndk, plan.threads, active)
         for c, gen in enumerate(gens):
             a, b = int(bounds[c]), int(bounds[c + 1])
             eta_step(eta[a:b], ndk[a:b], lengths[a:b], mean[a:b], eta_variance, FOLD_IN_STEP,
-                     gen.standard_normal((b - a, K)))
-        if sweep >= plan.burn_in or plan.sweeps <= plan.burn_in:
-            theta_sum += softmax_topics(eta)
-    theta = theta_sum / (kept if plan.sweeps > plan.burn_in else plan.sweeps)
+                     gen.standard_normal((b - a, K)), theta[a:b])
+        theta = softmax_topics(eta)
+        if sweep >= plan.burn_in:
+            theta_sum += theta
+    theta = theta_sum / (plan.sweeps - plan.burn_in)
     theta[~active.astype(bool)] = 1.0 / K
     return theta
 
@@ -357,10 +357,11 @@ class DTMDriver(Driver):
         inf = self.config.inference
         eps = sgmcmc_step(inf.step["a"], inf.step["b"], inf.step["c"], t)
         prob = self.word_probabilities(state)
-        state.z, state.ndk, counts = self.draw_tokens(softmax_topics(state.eta), prob, t)
+        theta = softmax_topics(state.eta)
+        state.z, state.ndk, counts = self.draw_tokens(theta, prob, t)
         main = np.random.Generator(self.streams.persistent(keys.MAIN))
         eta_step(state.eta, state.ndk, self.lengths, state.alpha[self.doc_slice], self.eta_var,
-                 eps, main.standard_normal(state.eta.shape))
+                 eps, main.standard_normal(state.eta.shape), theta)
         new_phi, new_prob = self.spare("phi"), self.spare("prob")
         _dtm.phi_step(state.phi, counts, prob, self.background,
                       [self.streams.derived(keys.dtm_noise_key(t, s)) for s in range(self.T)],

@@ -32,12 +32,15 @@ def langevin(x: np.ndarray, gradient: np.ndarray, curvature: np.ndarray, eps: fl
 
 
 def eta_step(eta: np.ndarray, doc_topic: np.ndarray, lengths: np.ndarray, mean: np.ndarray,
-             variance: float, eps: float, noise: np.ndarray | None) -> None:
+             variance: float, eps: float, noise: np.ndarray | None,
+             theta: np.ndarray | None = None) -> None:
     """One Langevin step of the documents' topic parameters in place (§14.2): eta_d ~
     N(mean_d, variance I), its tokens' topics n_dk ~ Mult(N_d, softmax(eta_d)); ``mean``
-    (D, K) is alpha of each document's slice."""
-    expected = softmax_topics(eta)
-    expected *= lengths[:, None]
+    (D, K) is alpha of each document's slice; ``theta``, when the caller has it, is
+    softmax(eta) (not changed)."""
+    expected = softmax_topics(eta) if theta is None else theta * lengths[:, None]
+    if theta is None:
+        expected *= lengths[:, None]
     grad = (mean - eta) / variance
     grad += doc_topic
     grad -= expected
