@@ -257,7 +257,7 @@ class Run:
         """
         from topictk.evaluation.infer import infer_documents, split_documents
 
-        docs, features = split_documents(self.store, _split(split))
+        docs, features = split_documents(self.store, _split(split), self._loaded.driver)
         blocks = infer_documents(self._loaded, docs, str(self.store.path), sweeps=sweeps,
                                  burn_in=burn_in, seed=seed, threads=threads, features=features)
         return self._shown_columns(_stack(blocks, int(self.config.model.topics)))

@@ -238,7 +238,115 @@ def test_over_time_needs_a_dmr_run_on_a_store_with_slices(tmp_path):
                                          training={"eval_every": 2, "checkpoint_every": 2}),
        "-q")
     message = fails(2, "topics", tmp_path / "run", "--over-time")
-    assert "train dmr-sem or dmr-sgrld" in message and "--meta date:slice" in message
+    assert "topictk config dmr-sem" in message and "--over-time slice" in message
     message = fails(2, "prepare", _two_eras(tmp_path / "d2.jsonl", 4), "--meta", "date:slice",
                     "--out", tmp_path / "s2")
     assert "add --time-column date" in message
+
+
+DMR_SHORT = ["inference.iterations=60", "inference.burn_in=40", "inference.thin=10",
+             "inference.optimize_burn_in=10", "inference.optimize_interval=10",
+             "inference.chunks=1", "training.seed=3", "training.threads=1",
+             "training.eval_every=20", "training.checkpoint_every=20"]
+
+
+def _train_generated(tmp_path, store, over_time: str, name: str):
+    """``topictk config dmr-sem --over-time ...`` for ``store``, trained as it is written
+    (model.alpha 0.5 and a short chain set on the command line)."""
+    config = tmp_path / f"{name}.yaml"
+    ok("config", "dmr-sem", "--corpus", store, "--topics", "2", "--over-time", over_time,
+       "--out", config)
+    sets = [arg for item in ["model.alpha=0.5", *DMR_SHORT] for arg in ("--set", item)]
+    ok("train", "--config", config, "--out", tmp_path / name, *sets, "-q")
+    return tmp_path / name
+
+
+def test_config_over_time_slice_is_the_run_of_a_store_with_slice_features(tmp_path):
+    """``topictk config dmr-sem --over-time slice`` on a store with time slices only writes
+    ``model.features: slice``: the run's features are one per slice and the intercept, and its
+    chain is, bit for bit, that of the same config on a store prepared with ``--meta
+    date:slice``; ``topics --over-time`` shows the planted step."""
+    from tests.integration._cli import model_arrays
+    docs = _two_eras(tmp_path / "docs.jsonl")
+    common = ["--time-column", "date", "--time-bins", "month", "--stopwords", "none"]
+    ok("prepare", docs, *common, "--out", tmp_path / "plain")
+    ok("prepare", docs, *common, "--meta", "date:slice", "--out", tmp_path / "meta")
+    text = ok("config", "dmr-sem", "--corpus", tmp_path / "plain", "--over-time", "slice").stdout
+    assert "\n  features: slice\n" in text, text
+    run = _train_generated(tmp_path, tmp_path / "plain", "slice", "from-config")
+    # the same config on the store whose --meta made the same columns
+    config = (tmp_path / "from-config.yaml").read_text()
+    twin = tmp_path / "twin.yaml"
+    twin.write_text(config.replace("features: slice", "features: store")
+                    .replace(str(tmp_path / "plain"), str(tmp_path / "meta")))
+    sets = [arg for item in ["model.alpha=0.5", *DMR_SHORT] for arg in ("--set", item)]
+    ok("train", "--config", twin, "--out", tmp_path / "twin", *sets, "-q")
+    _, got = model_arrays(run)
+    _, want = model_arrays(tmp_path / "twin")
+    assert set(got) == set(want)
+    for key in want:
+        np.testing.assert_array_equal(got[key], want[key], err_msg=key)
+    shown = json.loads(ok("topics", run, "--over-time", "--format", "json").stdout)
+    prevalence = np.array([t["prevalence"] for t in shown["topics"]])
+    market = int(np.argmax([sum(w["word"] in WORDS[:4] for w in t["words"])
+                            for t in shown["topics"]]))
+    assert prevalence[market, :3].min() > 0.7 and prevalence[market, 3:].max() < 0.3, prevalence
+    listed = json.loads(ok("topics", run, "--format", "json").stdout)["topics"]
+    names = [f["feature"] for t in listed for f in t["features"]]
+    assert names and all(n.startswith("date=2008-") or n == "(intercept)" for n in names), names
+
+
+def test_config_over_time_spline_places_its_knots_on_the_slices_span(tmp_path):
+    """``--over-time spline4``: a cubic B-spline basis of the date, 4 columns, on the span the
+    slices cover (from the first slice's start to the last one's end); training, test and new
+    documents are encoded by their dates, and the planted step shows in the prevalence."""
+    from scipy.interpolate import BSpline
+
+    from topictk.api import load_run
+    from topictk.corpus.timeslices import parse_time
+    ok("prepare", _two_eras(tmp_path / "docs.jsonl"), "--time-column", "date", "--time-bins",
+       "month", "--stopwords", "none", "--out", tmp_path / "s")
+    run = _train_generated(tmp_path, tmp_path / "s", "spline4", "run")
+    store = open_store(tmp_path / "s")
+    edges = store.manifest["time"]["edges"]
+    inner = np.linspace(edges[0], edges[-1], 3)[1:-1]
+    knots = np.r_[[edges[0]] * 4, inner, [edges[-1]] * 4]
+    driver = load_run(run)._loaded.driver
+    for part in ("train", "test"):
+        times = np.array([parse_time(m["date"])[1] for m in store.metadata(part)])
+        want = BSpline.design_matrix(times, knots, 3).toarray()[:, 1:]
+        X = driver.features_of(part)
+        assert X.shape == (len(times), 5)
+        np.testing.assert_allclose(X[:, :4], want, rtol=0, atol=1e-12)
+        np.testing.assert_array_equal(X[:, 4], 1.0)
+    shown = json.loads(ok("topics", run, "--over-time", "--format", "json").stdout)
+    prevalence = np.array([t["prevalence"] for t in shown["topics"]])
+    market = int(np.argmax([sum(w["word"] in WORDS[:4] for w in t["words"])
+                            for t in shown["topics"]]))
+    assert prevalence[market, :3].min() > 0.6 and prevalence[market, 3:].max() < 0.4, prevalence
+    new = tmp_path / "new.jsonl"
+    new.write_text(json.dumps({"id": "n", "text": "market stock trade price",
+                               "date": "2008-02-10"}) + "\n")
+    theta = json.loads(ok("infer", run, new, "--format", "jsonl").stdout.splitlines()[0])["theta"]
+    assert np.argmax(theta) == market
+    undated = tmp_path / "undated.jsonl"
+    undated.write_text(json.dumps({"id": "u", "text": "vote poll", "when": "2008-02-10"}) + "\n")
+    assert "date" in fails(2, "infer", run, undated)
+
+
+def test_time_features_need_a_dmr_algorithm_and_a_store_with_slices(tmp_path):
+    ok("prepare", _two_eras(tmp_path / "docs.jsonl", 4), "--stopwords", "none",
+       "--meta", "date:cat", "--out", tmp_path / "s")
+    message = fails(2, "config", "dmr-sem", "--corpus", tmp_path / "s", "--over-time", "slice")
+    assert "has none; prepare the corpus with --time-column FIELD" in message
+    assert "dtm-sgld" in fails(2, "config", "gibbs", "--over-time", "slice")
+    assert "spline3" in fails(2, "config", "dmr-sem", "--over-time", "spline2")
+    assert "give slice" in fails(2, "config", "dmr-sem", "--over-time", "weekly")
+    assert "--over-time" in fails(2, "config", "--example", "gibbs", "--over-time", "slice")
+    # a config that asks for them on a store without slices: one line at train time
+    config = tmp_path / "c.yaml"
+    ok("config", "dmr-sem", "--corpus", tmp_path / "s", "--out", config)
+    message = fails(2, "train", "--config", config, "--set", "model.features=slice",
+                    "--out", tmp_path / "run")
+    assert "model.features: slice" in message and "--time-column FIELD" in message
+    assert not (tmp_path / "run").exists()

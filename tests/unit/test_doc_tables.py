@@ -64,12 +64,14 @@ def test_cells_keys_and_defaults():
         "| `layers` | a list of integers | `[2, 3]` |  |"]
 
 
-def test_model_defaults_that_differ_by_family_are_named():
-    row = next(line for line in render("model", CATALOGUE).splitlines()
-               if line.startswith("| `family`"))
-    assert "`lda`; `dmr` in family dmr" in row
-    assert set(MODEL) <= {line.split("`")[1] for line in render("model", CATALOGUE).splitlines()
-                          if line.startswith("| `")}
+def test_a_family_with_keys_of_its_own_has_its_own_table():
+    keys = {line.split("`")[1]: line for line in render("model", CATALOGUE).splitlines()
+            if line.startswith("| `")}
+    assert set(MODEL) == set(keys) and "| `lda` |" in keys["family"]
+    dmr = {line.split("`")[1]: line for line in render("model-dmr", CATALOGUE).splitlines()
+           if line.startswith("| `")}
+    assert set(MODEL) < set(dmr) and "| `dmr` |" in dmr["family"]
+    assert "one of store, slice, spline | `store` |" in dmr["features"]
 
 
 def test_the_traits_table_has_every_algorithm():

@@ -176,6 +176,7 @@ def _stub_run(store: CorpusStore, z=None, theta=None, ndk=None):
     if theta is not None:
         state.theta = lambda: theta
     driver = SimpleNamespace(traits=SimpleNamespace(features=False),
+                             features_of=lambda documents: None,
                              document_prior=lambda s, f: np.atleast_2d(s.alpha))
     return SimpleNamespace(store=store, state=state, driver=driver, topic_word=lambda: phi)
 

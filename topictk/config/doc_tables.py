@@ -81,8 +81,8 @@ def _family_name(schema: dict) -> str:
 
 
 def model_table(catalogue: Catalogue) -> str:
-    """``model`` of the families whose keys are those of MODEL (lda, dmr): a default that
-    differs between them is given for each."""
+    """``model`` of the families whose keys are those of MODEL (lda): a default that differs
+    between them is given for each."""
     same = [s for s in MODEL_FAMILIES.values() if s.keys() == MODEL.keys()]
 
     def defaults(key: str, option: Option) -> str:

@@ -207,8 +207,17 @@ MODEL_DLDA = {
 
 # DMR (docs/algorithms.md §9): the LDA keys (model.alpha is alpha_init); inference.algorithm
 # dmr-sem / dmr-sgrld implies model.family: dmr
-MODEL_DMR = {**MODEL, "family": Option("choice", "dmr", choices=FAMILIES,
-                                       help=FAMILY_HELP)}
+# model.features: the store's --meta features, or features of the store's time slices (§9.1)
+MODEL_DMR = {**MODEL, "family": Option("choice", "dmr", choices=FAMILIES, help=FAMILY_HELP),
+             "features": Option("choice", "store", choices=("store", "slice", "spline"),
+                                help="the documents' features: store, those prepare --meta "
+                                     "kept; slice, one per time slice of the store's "
+                                     "--time-column (topic prevalence by slice); spline, a "
+                                     "smooth basis of that time (model.spline_columns); each "
+                                     "with the intercept"),
+             "spline_columns": Option("int", 5, low=3, high=100,
+                                      help="columns of the smooth basis of time "
+                                           "(model.features: spline)")}
 
 # the keyword topic model (docs/algorithms.md §2.13; defaults of the keyATM package, Eshima, Imai
 # & Sasaki 2024): trained by inference.algorithm gibbs; model.seed_words are its keyword topics

@@ -79,7 +79,8 @@ def check_algorithm(name: str, catalogue: Catalogue) -> None:
 
 
 def render_config(algorithm: str, catalogue: Catalogue, *, corpus: str | None = None,
-                  topics: int | None = None, documents: int | None = None) -> str:
+                  topics: int | None = None, documents: int | None = None,
+                  model: dict | None = None) -> str:
     """The YAML text of a config training ``algorithm``: every key with its default, its
     allowed values and its meaning as comments.
 
@@ -97,6 +98,8 @@ def render_config(algorithm: str, catalogue: Catalogue, *, corpus: str | None = 
     documents
         The training documents of the corpus store, when known: a mini-batch algorithm's
         iterations then cover at least one epoch (:func:`generated_inference`).
+    model
+        ``model`` keys to write instead of their defaults (e.g. ``{"features": "slice"}``).
     """
     check_algorithm(algorithm, catalogue)
     driver = catalogue.get_driver(algorithm)
@@ -120,6 +123,7 @@ def render_config(algorithm: str, catalogue: Catalogue, *, corpus: str | None = 
         model_values = {"family": driver.traits.family, "layers": [k], "topics": None}
     own = GENERATED.get(algorithm, {})
     model_values.update(own.get("model", {}))
+    model_values.update(model or {})
     inference_schema = {**INFERENCE_COMMON, **driver.OPTIONS}
     own_inference = own.get("inference", {})
     iterations = own_inference.get("iterations", DEFAULT_ITERATIONS)

@@ -306,6 +306,46 @@ def spline_basis(times: np.ndarray, f: dict) -> np.ndarray:
     return BSpline.design_matrix(x, knots, f["degree"]).toarray()[:, 1:]
 
 
+def run_encoding(store, choice: str, columns: int = DEFAULT_SPLINE_DF) -> FeatureEncoding | None:
+    """How a DMR run's features are made (``model.features``, docs/algorithms.md §9.1): the
+    encoding ``prepare --meta`` saved in the store (``store``; None without one), or one of
+    the store's time slices (``prepare --time-column``), each with the intercept: one column
+    per slice (``slice``), or a cubic B-spline basis of ``columns`` columns on the span the
+    slices cover (``spline``; the slices' edges, not the documents, place its knots, so
+    documents added to the store later leave them where they are)."""
+    if choice == "store":
+        spec = store.manifest.get("features")
+        return None if spec is None else FeatureEncoding.from_json(spec)
+    time = store.manifest.get("time")
+    if time is None:
+        raise CorpusUsageError(f"{store.path}: model.features: {choice} makes the features from "
+                               f"the store's time slices, and it has none; prepare the corpus "
+                               f"with --time-column FIELD, or set model.features: store")
+    if choice == "slice":
+        return FeatureEncoding(fields=[{"name": time["field"], "type": "slice",
+                                        "time": TimeSlices.from_json(time).spec()}])
+    span = np.array([time["edges"][0], time["edges"][-1]], dtype=np.float64)
+    return FeatureEncoding(fields=[spline_field(time["field"], time["kind"], span,
+                                                int(columns))])
+
+
+def run_features(store, encoding: FeatureEncoding, choice: str, part: str) -> np.ndarray | None:
+    """(D, F) the features of the store's ``part`` ("train" or "test") under a run's
+    ``encoding`` (:func:`run_encoding`): the store's own array for ``store``, else the
+    documents' slices or times encoded."""
+    if choice == "store":
+        return store.features(part)
+    ids = store.document_ids(part)
+    if choice == "slice":
+        X = np.zeros((len(ids), len(encoding.names)))
+        X[np.arange(len(ids)), store.slices(part)] = 1.0
+        X[:, -1] = 1.0
+        return X
+    X, _ = encoding.encode(store.metadata(part) or [{} for _ in ids], ids,
+                           str(store.path / f"{part}_meta.jsonl"), fixed=True)
+    return X
+
+
 def read_meta_file(path: str) -> list[dict]:
     """A tab-separated metadata file with a header row; row i belongs to input document i."""
     import csv

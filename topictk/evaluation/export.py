@@ -126,7 +126,7 @@ def doc_topics(run: LoadedRun, fold_in: FoldIn) -> MatrixExport:
     ids, splits, slices, parts = [], [], [], []
     names = run.store.time_slices
     n_topics = int(run.config.model.topics)
-    splits_docs = tuple((split, split_documents(run.store, split))
+    splits_docs = tuple((split, split_documents(run.store, split, run.driver))
                         for split in ("train", "test"))
     with progress.bar(sum(len(docs.ids) for _, (docs, _) in splits_docs), desc="doc-topics",
                       unit="doc") as shown:

@@ -27,7 +27,6 @@ import numpy as np
 from topictk.corpus import inputs as input_formats
 from topictk.corpus import readers
 from topictk.corpus.features import (
-    FeatureEncoding,
     merge_meta_file,
     read_meta_file,
     rows_for_documents,
@@ -179,13 +178,13 @@ def documents_from_texts(texts: list[str], store, metas: list[dict] | None = Non
                           [dict(m) for m in metas] if metas is not None else [{}] * len(texts))
 
 
-def document_features(store, docs: NewDocuments, where: str) -> np.ndarray:
-    """The (D, F) features of ``docs`` under the store's saved encoding (DMR runs)."""
-    spec = store.manifest.get("features")
-    if spec is None:
+def document_features(driver, store, docs: NewDocuments, where: str) -> np.ndarray:
+    """The (D, F) features of ``docs`` under the run's encoding (DMR runs: the store's saved
+    one, or one of its time slices, ``model.features``)."""
+    encoding = driver.feature_encoding()
+    if encoding is None:
         raise UsageError(f"{store.path}: the store has no metadata features, so this run has "
                          f"none to apply")
-    encoding = FeatureEncoding.from_json(spec)
     fields = [f["name"] for f in encoding.fields]
     how = ("give them as JSONL fields (a .jsonl file, or --format jsonl for standard input) or "
            "with --meta-file")
@@ -311,10 +310,10 @@ def infer_documents(run, docs: NewDocuments, where: str, *, sweeps: int = 50,
     if not uses_features:
         features = None
     elif features is None:
-        features = document_features(run.store, docs, where)
+        features = document_features(run.driver, run.store, docs, where)
     if uses_features:
         check_document_prior(run.driver.document_prior(run.state, features), docs, features,
-                             run.store.feature_names, where)
+                             run.driver.feature_names(), where)
     empty = int(np.count_nonzero(np.diff(docs.doc_ptr) == 0))
     if empty:
         log.warning("%d document(s) have no word of the model's vocabulary: their proportions "
@@ -352,16 +351,16 @@ def infer_documents(run, docs: NewDocuments, where: str, *, sweeps: int = 50,
     return blocks()
 
 
-def split_documents(store, split: str) -> tuple[NewDocuments, np.ndarray | None]:
+def split_documents(store, split: str, driver=None) -> tuple[NewDocuments, np.ndarray | None]:
     """The documents of the store's ``split`` ("train", or "test": the test documents'
-    observed tokens) as documents to fold in, with their (D, F) features when the store has
-    metadata features."""
+    observed tokens) as documents to fold in, with their (D, F) features when ``driver``'s
+    document prior depends on features (its ``features_of``)."""
     part = store.train() if split == "train" else store.test_observed()
     docs = NewDocuments(ids=store.document_ids(split), doc_ptr=np.asarray(part.doc_ptr),
                         words=np.asarray(part.words),
                         unknown=np.zeros(part.n_docs, dtype=np.int64), metas=None,
                         slices=store.slices(split))
-    features = store.features(split)
+    features = None if driver is None else driver.features_of(split)
     return docs, None if features is None else np.asarray(features)
 
 
@@ -385,7 +384,7 @@ def fold_in_topic_word(store, topic_word: np.ndarray, alpha, split: str, *, swee
     return np.vstack(blocks)
 
 
-def training_documents(store) -> tuple[NewDocuments, np.ndarray | None]:
+def training_documents(store, driver) -> tuple[NewDocuments, np.ndarray | None]:
     """The store's training documents as documents to fold in (:func:`split_documents`)."""
-    return split_documents(store, "train")
+    return split_documents(store, "train", driver)
 

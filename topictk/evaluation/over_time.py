@@ -7,8 +7,10 @@ For a DMR run (``dmr-sem``, ``dmr-sgrld``) on a store with time slices (``prepar
 --time-column``): the prevalence of topic k in slice s is the mean, over the slice's training
 documents, of the model's expected topic share for the document's metadata,
 E[theta_dk] = alpha_dk / sum_j alpha_dj with alpha_d = exp(x_d^T nu) (docs/algorithms.md §9).
-With ``--meta FIELD:slice`` (one feature per slice) it is what the model learnt of each slice;
-other metadata enter as the slice's documents have them. It is the prior the model puts on a
+With ``model.features: slice`` (or ``--meta FIELD:slice``: one feature per slice) it is what the
+model learnt of each slice, with ``model.features: spline`` a smooth curve through time; other
+metadata enter as the slice's documents have them (``topictk config dmr-sem --over-time slice``
+writes such a config for any store with time slices). It is the prior the model puts on a
 document of that time, not the documents' fitted topics, and so not an average of counts: a
 slice of few documents is as well defined as its features are.
 """
@@ -29,11 +31,12 @@ def prevalence_over_time(driver, state, store) -> np.ndarray:
     slices = store.slices("train")
     if slices is None:
         raise UsageError(f"--over-time needs a store with time slices; {store.path} has none: "
-                         f"prepare the corpus with --time-column FIELD and --meta FIELD:slice")
+                         f"prepare the corpus with --time-column FIELD")
     if not driver.traits.features:
         raise UsageError(f"--over-time shows a DMR run's topic prevalence by time slice; this "
-                         f"run is {driver.name}: train dmr-sem or dmr-sgrld on the store, with "
-                         f"--meta {store.manifest['time']['field']}:slice as a feature")
+                         f"run is {driver.name}: train the config of 'topictk config dmr-sem "
+                         f"--corpus {store.path} --over-time slice' (or dtm-sgld, whose topics "
+                         f"change by slice too)")
     alpha = driver.document_prior(state, driver.features_of("train"))
     share = alpha / alpha.sum(axis=1, keepdims=True)
     n_slices = len(store.time_slices)

@@ -147,7 +147,7 @@ class LoadedRun:
         if key not in self._training_fold_ins:
             from topictk.evaluation.infer import infer_documents, training_documents
 
-            docs, features = training_documents(self.store)
+            docs, features = training_documents(self.store, self.driver)
             self._training_fold_ins[key] = list(infer_documents(
                 self, docs, str(self.store.path), sweeps=sweeps, burn_in=burn_in, seed=seed,
                 features=features))

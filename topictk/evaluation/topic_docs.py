@@ -53,7 +53,7 @@ def training_theta(run) -> TrainingTopics:
     K = int(np.asarray(run.topic_word()).shape[0])
     ndk = getattr(state, "ndk", None)
     if isinstance(ndk, np.ndarray) and ndk.shape == (D, K):
-        features = store.features("train") if driver.traits.features else None
+        features = driver.features_of("train")
         try:
             prior = np.asarray(driver.document_prior(state, features), dtype=np.float64)
         except Exception:      # noqa: BLE001  (no Dirichlet prior: the counts alone)

@@ -28,6 +28,7 @@ import numpy as np
 from topictk.config.loader import dense_arrays
 from topictk.config.schema import Option
 from topictk.corpus.batches import FEISTEL_ROUNDS
+from topictk.corpus.features import FeatureEncoding
 from topictk.corpus.store import CorpusStore, Documents, ptr_to_csr
 from topictk.errors import UsageError
 from topictk.state import schema
@@ -780,13 +781,27 @@ class Driver(ABC):
                              f"documents in with")
         return np.atleast_2d(np.asarray(alpha, dtype=np.float64))
 
+    def features_of(self, documents: str) -> np.ndarray | None:
+        """(D, F) the features of the ``"train"`` or ``"test"`` documents that the document
+        prior depends on (traits ``features``); None for a prior that depends on none."""
+        return None
+
+    def feature_encoding(self) -> FeatureEncoding | None:
+        """How new documents' metadata become the features of :meth:`features_of`; None for a
+        prior that depends on none."""
+        return None
+
+    def feature_names(self) -> list[str]:
+        """The names of the columns of :meth:`features_of` (none without features)."""
+        return []
+
     def predictive_topics(self, state: Any, samples: list[dict[str, np.ndarray]] | None,
                           test: EvaluationSet) -> list[tuple[np.ndarray, np.ndarray]]:
         """The (phi-hat (V, K), alpha (1 or D_test, K)) pairs that the left-to-right estimator
         (§11.3) scores the test documents with, one per sample. The default is one pair: the
         topics of ``topic_word`` and the test documents' ``document_prior``."""
-        features = self.store.features("test") if self.traits.features else None
-        return [(self.topic_word(state).T, self.document_prior(state, features))]
+        return [(self.topic_word(state).T,
+                 self.document_prior(state, self.features_of("test")))]
 
     def mark_step(self, state: Any) -> None:
         """Before a step on a cluster: keep what :meth:`roll_back` returns to, a copy of the

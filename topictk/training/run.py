@@ -146,9 +146,11 @@ def saved_settings(saved: Path) -> dict | None:
 
 
 # keys added to the schema after runs were saved whose defaults are what those runs did (no
-# seed words): absent from an older run's config.yaml, they are read as their defaults. Other
-# added keys (inference.anneal_steps) changed the chain, and a run without them is refused.
-NEUTRAL_WHEN_ABSENT = frozenset(f"model.{key}" for key in SEED_KEYS)
+# seed words; a DMR run's features from the store): absent from an older run's config.yaml,
+# they are read as their defaults. Other added keys (inference.anneal_steps) changed the
+# chain, and a run without them is refused.
+NEUTRAL_WHEN_ABSENT = frozenset({*(f"model.{key}" for key in SEED_KEYS), "model.features",
+                                 "model.spline_columns"})
 
 
 def _with_defaults(saved: Path) -> dict:

@@ -47,6 +47,7 @@ from topictk import streams as keys
 from topictk.numbering import topic_number
 from topictk.config.schema import Option
 from topictk.corpus.batches import gather_batch
+from topictk.corpus.features import FeatureEncoding, run_encoding, run_features
 from topictk.errors import ConfigError, CorpusError, CorpusUsageError, NumericalError
 from topictk.inference import _minibatch
 from topictk.inference.dmr import _dmr
@@ -86,20 +87,23 @@ LBFGS_FTOL = 1e-14
 
 # ---------------------------------------------------------------------------------------------
 # Features and the objective of §9.1 / §9.2
-def training_features(store) -> np.ndarray:
-    """The store's (D, F) training features, or the usage error that says how to add them."""
-    X = store.features("train")
+def training_features(store, model) -> tuple[FeatureEncoding, np.ndarray]:
+    """The run's feature encoding and (D, F) training features (``model.features``), or the
+    usage error that says how to have them."""
+    encoding = run_encoding(store, model.features, model.spline_columns)
+    X = None if encoding is None else run_features(store, encoding, model.features, "train")
     if X is None:
         raise CorpusUsageError(
             f"{store.path}: the corpus store has no document features, and model.family dmr "
             f"needs them; prepare it again with --meta FIELDS (fields of a .jsonl input, or "
             f"columns of --meta-file FILE.tsv for other inputs), e.g. 'topictk prepare INPUT "
-            f"--meta-file meta.tsv --meta year,party:cat --out {store.path} --force'")
+            f"--meta-file meta.tsv --meta year,party:cat --out {store.path} --force', or, for a "
+            f"store with time slices, set model.features: slice")
     X = np.ascontiguousarray(X, dtype=np.float64)
     if X.shape[1] == 0 or not np.all(X[:, -1] == 1.0):
         raise CorpusError(f"{store.path}: the last feature is not the always-1 intercept; "
                           f"prepare the corpus again with this version of topictk (--force)")
-    return X
+    return encoding, X
 
 
 def prior_variances(n_features: int, sigma2: float, sigma2_intercept: float) -> np.ndarray:
@@ -353,14 +357,27 @@ class DMRPriorMixin:
         return document_alpha(features, state.nu)
 
     def features_of(self, documents: str) -> np.ndarray:
-        """The metadata rows of the ``"train"`` or ``"test"`` documents."""
+        """The feature rows of the ``"train"`` or ``"test"`` documents (``model.features``)."""
         if documents == "train":
             return self.X
-        return np.ascontiguousarray(self.store.features("test"), dtype=np.float64)
+        return np.ascontiguousarray(run_features(self.store, self.encoding,
+                                                 self.config.model.features, "test"),
+                                    dtype=np.float64)
+
+    def feature_encoding(self) -> FeatureEncoding:
+        """How new documents' metadata become this run's features (``model.features``)."""
+        return self.encoding
+
+    def feature_names(self) -> list[str]:
+        """The name of every feature: as the store records its own (``model.features:
+        store``), else as the encoding of its time names them."""
+        if self.config.model.features == "store":
+            return self.store.feature_names
+        return self.encoding.names
 
     def feature_table(self, state, n: int) -> list[list[dict]]:
         """Per topic, the ``n`` metadata features with the largest nu_kf (``topictk topics``)."""
-        return feature_table(state.nu, self.store.feature_names, n)
+        return feature_table(state.nu, self.feature_names(), n)
 
 
 @register
@@ -419,7 +436,7 @@ class DMRSEMDriver(DMRPriorMixin, GibbsDriver):
     def __init__(self, config, store, threads: int = 1, *,
                  streams: Streams | None = None):
         super().__init__(config, store, threads, streams=streams)
-        self.X = training_features(store)
+        self.encoding, self.X = training_features(store, config.model)
         self.groups = feature_groups(self.X)     # the nu objective's grouped form (see there)
         self.lengths = np.diff(self.doc_ptr)
         opts = config.inference
@@ -557,7 +574,7 @@ class DMRSGRLDDriver(DMRPriorMixin, SGRLDDriver):
 
     def __init__(self, config, store, threads: int = 1, *,
                  streams: Streams | None = None):
-        self.X = training_features(store)
+        self.encoding, self.X = training_features(store, config.model)
         super().__init__(config, store, threads, streams=streams)
         opts = config.inference
         self.variances = prior_variances(self.X.shape[1], opts.sigma2, opts.sigma2_intercept)

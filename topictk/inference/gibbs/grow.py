@@ -51,8 +51,8 @@ def grown_topics(driver, old, added: AddedDocuments) -> np.ndarray:
     new_ptr = np.ascontiguousarray(doc_ptr[added.n_docs:] - doc_ptr[added.n_docs])
     new_words = np.ascontiguousarray(words[added.n_tokens:])
     plan = added.fold_in_plan(new_ptr.size - 1, driver.threads)
-    features = (driver.store.features("train")[added.n_docs:] if driver.traits.features
-                else None)
+    features = driver.features_of("train")
+    features = None if features is None else features[added.n_docs:]
     prior = driver.document_prior(old, features)       # (1 or D_added, K)
     theta = gibbs_fold_in(phi, prior, new_ptr, new_words, plan)
     new_z = draw_topics(theta, phi, new_ptr, new_words, added.streams.derived(grow_key(1)))
