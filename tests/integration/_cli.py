@@ -144,10 +144,10 @@ def assert_resumed_and_threaded_runs_equal(config_of, folder: Path, step: int = 
     assert_same_run(folder / "one", folder / "two", same_samples=True)
 
 
-def lose_a_worker(monkeypatch, method: str, failing_call: int) -> dict:
-    """Make the ``failing_call``-th call of ``ShardedGibbs.<method>`` (``sweep``, or ``gather``
-    while the shards hold stale counts) report a lost Dask worker; returns the call counter
-    (``["n"]``), so a test can check the loss happened."""
+def lose_a_worker(monkeypatch, method: str, failing_call: int | tuple[int, ...]) -> dict:
+    """Make the ``failing_call``-th call (or each of several) of ``ShardedGibbs.<method>``
+    (``sweep``, or ``gather`` while the shards hold stale counts) report a lost Dask worker;
+    returns the call counter (``["n"]``), so a test can check the loss happened."""
     from topictk.inference import cluster
     from topictk.inference.gibbs import shards as gibbs_shards
 
@@ -157,7 +157,8 @@ def lose_a_worker(monkeypatch, method: str, failing_call: int) -> dict:
     def flaky(self, *args, **kwargs):
         if method == "sweep" or self.stale:
             calls["n"] += 1
-            if calls["n"] == failing_call:
+            if calls["n"] in (failing_call if isinstance(failing_call, tuple)
+                              else (failing_call,)):
                 raise cluster.WorkerLost("a Dask worker was lost (simulated)")
         return original(self, *args, **kwargs)
 

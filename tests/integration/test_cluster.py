@@ -91,6 +91,27 @@ def test_two_worker_processes_give_the_one_machine_chain(example_store, in_proce
     _same_fold_ins_on_the_cluster(in_process)
 
 
+def test_three_worker_processes_relay_the_counts_and_give_the_one_machine_chain(
+        example_store, in_process, tmp_path):
+    """Three shards: the workers add their changes in a tree ((0 + 1) + 2) and hand the total
+    down one (0 -> 1, 0 -> 2); every copy of n_kw stays the driver's, so the run is the
+    one-machine run. The driver sends no n_kw after the shards went out: what it sends per
+    sweep is the sweep's settings, far less than a copy of n_kw per worker."""
+    pytest.importorskip("distributed")
+    config = write_config(tmp_path, example_store, **RUN)
+    ok("train", "--config", config, "--dask-workers", "3", "--quiet")
+    run = tmp_path / "run"
+    _same_run(in_process, run)
+    last = metrics(run)[-1]
+    header, arrays = model_arrays(run)
+    nkw_bytes = arrays["nkw"].nbytes
+    sweeps = RUN["inference"]["iterations"]
+    # the one-off distribution (z, ndk and n_kw to each of 3 shards, again after each
+    # gather that alpha's update made stale) is all the n_kw that goes out
+    assert last["cluster_bytes_sent"] < 3 * nkw_bytes * (1 + sweeps // 4) + 2**20
+    assert last["cluster_bytes_workers"] > 0
+
+
 def test_resume_on_a_cluster_of_another_size_continues_the_chain(example_store, in_process,
                                                                    tmp_path):
     pytest.importorskip("distributed")
@@ -163,14 +184,18 @@ def test_a_worker_that_finds_another_store_is_named(example_store, tmp_path):
 
 
 def test_count_changes_travel_in_their_smaller_form():
-    from topictk.inference.gibbs.shards import add_change, encode_change
+    from topictk.inference.gibbs.shards import add_change, change_nbytes, encode_change
     rng = np.random.default_rng(0)
-    for density in (0.01, 0.9):
-        change = (rng.random((50, 8)) < density) * rng.integers(-3, 4, (50, 8))
+    for density, kind in ((0.01, "sparse"), (0.9, "dense")):
+        change = (rng.random((500, 8)) < density) * rng.integers(-3, 4, (500, 8))
         change = change.astype(np.int32)
         encoded = encode_change(change)
-        assert encoded[0] == ("sparse" if density < 0.5 else "dense")
-        target = np.ones((50, 8), dtype=np.int32)
+        assert encoded[0] == kind
+        # one byte a value (they fit in int8), and a sparse change one more for its gap
+        assert encoded[-1].dtype == np.int8
+        assert change_nbytes(encoded) <= (2 * np.count_nonzero(change) + 4 * 2 if
+                                          kind == "sparse" else change.size)
+        target = np.ones((500, 8), dtype=np.int32)
         add_change(target, encoded)
         assert np.array_equal(target, 1 + change)
 
@@ -343,6 +368,61 @@ def test_a_lost_worker_at_any_point_changes_nothing(example_store, in_process, t
     ok("train", "--config", config, "--dask-workers", "2", "--quiet")
     assert calls["n"] > failing_call
     _same_run(in_process, tmp_path / "run")
+
+
+def test_workers_lost_again_and_again_change_nothing(example_store, in_process, tmp_path,
+                                                    monkeypatch):
+    """Workers reported lost in sweeps 5, 6 (the redo of 5), 15 and 23: each loss goes back
+    to the last whole state and redoes the sweeps since; the run is the one-machine run."""
+    pytest.importorskip("distributed")
+    calls = lose_a_worker(monkeypatch, "sweep", (5, 6, 15, 23))
+    config = write_config(tmp_path, example_store, **RUN)
+    ok("train", "--config", config, "--dask-workers", "2", "--quiet")
+    assert calls["n"] > 23
+    _same_run(in_process, tmp_path / "run")
+
+
+def test_a_killed_driver_resumes_on_the_cluster_with_the_same_numbers(example_store, tmp_path):
+    """The driver killed (SIGKILL) mid-run on a scheduler and two workers started as
+    processes of their own: ``train --resume`` on the same cluster continues from the newest
+    checkpoint, and the run is the uninterrupted one on one machine."""
+    pytest.importorskip("distributed")
+    address = f"tcp://127.0.0.1:{_free_port()}"
+    cluster = [subprocess.Popen([sys.executable, "-m", "distributed.cli.dask_scheduler",
+                                 "--host", "127.0.0.1", "--port", address.rsplit(":", 1)[1],
+                                 "--dashboard-address", ":0"],
+                                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)]
+    cluster += [subprocess.Popen([sys.executable, "-m", "distributed.cli.dask_worker", address,
+                                  "--nthreads", "1", "--no-nanny"],
+                                 stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+                for _ in range(2)]
+    run = {**LONG, "training": {**LONG["training"], "checkpoint_every": 8}}
+    config = write_config(tmp_path, example_store, **run)
+    try:
+        proc = subprocess.Popen([sys.executable, "-m", "topictk", "train", "--config",
+                                 str(config), "--scheduler", address, "--quiet"],
+                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        deadline = time.monotonic() + 120
+        while not (tmp_path / "run" / "checkpoints").exists() or len(
+                list((tmp_path / "run" / "checkpoints").glob("*.npz"))) < 2:
+            assert proc.poll() is None and time.monotonic() < deadline, proc.communicate()
+            time.sleep(0.005)
+        proc.kill()
+        proc.communicate(timeout=30)
+        step, _ = _newest_checkpoint(tmp_path / "run")
+        assert step >= 16
+        end = step + 4
+        ok("train", "--config", config, "--resume", "--scheduler", address, "--quiet",
+           "--set", f"inference.iterations={end}")
+    finally:
+        for p in cluster:
+            p.kill()
+            p.wait()
+    reference = write_config(tmp_path, example_store, name="reference.yaml",
+                             output=str(tmp_path / "reference"),
+                             **{**run, "inference": {**run["inference"], "iterations": end}})
+    ok("train", "--config", reference, "--quiet")
+    _same_run(tmp_path / "reference", tmp_path / "run")
 
 
 # Mini-batch samplers: each mini-batch's chunks (5 of 8 documents) cut into one piece per

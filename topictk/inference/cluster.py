@@ -170,6 +170,7 @@ class Cluster:
         self._local = None
         self.bytes_sent = 0          # what the driver sent to the workers
         self.bytes_received = 0      # what it got back
+        self.bytes_between = 0       # what the workers sent each other (step_relayed)
         # seconds, summed over steps: the slowest shard's kernel time, and the driver's adding
         # of the changes; the rest of a step's wall is transfer and scheduling
         self.compute_seconds = 0.0
@@ -185,6 +186,7 @@ class Cluster:
         """The traffic and time counters (since the cluster was opened), for the metrics."""
         return {"cluster_bytes_sent": self.bytes_sent,
                 "cluster_bytes_received": self.bytes_received,
+                "cluster_bytes_workers": self.bytes_between,
                 "cluster_compute_seconds": round(self.compute_seconds, 6),
                 "cluster_merge_seconds": round(self.merge_seconds, 6),
                 "cluster_send_seconds": round(self.send_seconds, 6),
@@ -423,8 +425,14 @@ def _held(key: str, take: bool):
     return _RESIDENT.pop(key) if take else _RESIDENT[key]
 
 
-def _fetch(key: str):
-    return _held(key, take=False)
+def _relay(value):
+    """``value``, now also on this worker (a copy for the shards below it in the tree)."""
+    return value
+
+
+def _fetch(key: str, view: Callable | None = None):
+    part = _held(key, take=False)
+    return part if view is None else view(part)
 
 
 def _forget_runs(runs_: list[str]) -> None:
@@ -527,25 +535,39 @@ def merge_in_order(merge: Callable | None, results: list):
     return reduce(merge, results)
 
 
-def merge_among_workers(client, task: ClusterTask, futures: list, homes: list[str]):
+def merge_among_workers(client, task: ClusterTask, futures: list, homes: list[str],
+                        count_moved: bool = False):
     """The future of the pieces' results merged on the workers, each merge on the worker of
     its earlier operand: a pairwise tree in piece order for an ``exact`` merge, a chain in
-    piece order (the driver's order, operation for operation) for any other."""
-    def merged(a, b, home):
+    piece order (the driver's order, operation for operation) for any other. With
+    ``count_moved`` the results have a ``moved`` count of bytes, to which each merge adds its
+    later operand's when that came from another worker."""
+    def merged(a, b, home, b_home):
+        if count_moved:
+            return client.submit(_merge_moved, task.merge, a, b, b_home != home,
+                                 workers=[home], allow_other_workers=True, pure=False)
         return client.submit(task.merge, a, b, workers=[home], allow_other_workers=True,
                              pure=False)
 
     level = list(zip(futures, homes))
     if not task.exact:
         total = level[0][0]
-        for future, _ in level[1:]:
-            total = merged(total, future, level[0][1])
+        for future, home in level[1:]:
+            total = merged(total, future, level[0][1], home)
         return total
     while len(level) > 1:
-        paired = [(merged(a, b, home), home)
-                  for (a, home), (b, _) in zip(level[::2], level[1::2])]
+        paired = [(merged(a, b, home, b_home), home)
+                  for (a, home), (b, b_home) in zip(level[::2], level[1::2])]
         level = paired + level[len(paired) * 2:]
     return level[0][0]
+
+
+def _merge_moved(merge: Callable, a, b, moved: bool):
+    """``merge(a, b)``, counting ``b``'s bytes as moved between workers when ``moved``."""
+    out = merge(a, b)
+    if moved:
+        out.moved += nbytes(b)
+    return out
 
 
 def _shared_copies(cluster: Cluster, shared: tuple, workers: list[str]) -> list[dict]:
@@ -667,6 +689,10 @@ class Shards:
         self.run = uuid.uuid4().hex[:8]
         cluster.runs.append(self.run)
         self.shards = None        # the keys of the shards' parts of the state on their workers
+        # per shard, the future of the merged result of the last step_relayed, on the shard's
+        # worker or its parent's in the tree, which the shard's next step takes (None: no
+        # step yet since the shards were sent out)
+        self.pending: list | None = None
         self.specs: list[ShardSpec] = []
         self.homes: list[str] = []      # the worker of each shard
         self.stale = False        # the driver's copy of the shards' state is behind theirs
@@ -752,12 +778,51 @@ class Shards:
         self.cluster.merge_seconds += time.perf_counter() - began
         return merged
 
-    def _gathered(self) -> list:
-        """The shards' parts of the state, brought back from their workers."""
+    def step_relayed(self, task: ClusterTask):
+        """One step of every shard whose results the workers merge and share among
+        themselves: ``task.piece(shard's state, context, last, part)`` on each shard, with
+        ``last`` the merged result of the shards' previous relayed step (None for the first
+        since they were sent out), which the piece applies to its state before its step; the
+        results merged by ``task.merge`` (``exact``) in a pairwise tree in shard order on the
+        workers (:func:`merge_among_workers`, the root on shard 0's worker). The merged result
+        goes down a binary tree of the shards to their next step: shard 0 has it, shard s
+        takes it from the worker of shard (s - 1) // 2, and a shard with children keeps a copy
+        for them. The driver sends each shard its part and receives the merged result once,
+        so its traffic and work per step do not grow with the number of shards; a worker
+        sends at most one merge operand per level of the tree and two copies of the
+        result."""
+        n = len(self.specs)
+        last = self.pending or [None] * n
+        with lost_as(task.doing):
+            parts = task.cut(n)
+            self.cluster.bytes_sent += nbytes(task.context) * len(parts)
+            outs = self.submit_step(task.piece, lambda s: (task.context, last[s], parts[s]))
+            merged = (merge_among_workers(self.client, task, outs, self.homes, count_moved=True)
+                      if n > 1 else outs[0])
+            result = self.client.gather(merged, direct=True)
+        # where each shard's next step finds the merged result: on its own worker (shard 0,
+        # and a copy on each shard with children), else on its parent's
+        held = [merged]
+        for s in range(1, n):
+            parent = held[(s - 1) // 2]
+            held.append(self.client.submit(_relay, parent, workers=[self.homes[s]],
+                                           allow_other_workers=True, pure=False)
+                        if 2 * s + 1 < n else parent)
+        self.pending = held
+        size = nbytes(result)
+        self.cluster.bytes_received += size
+        crossed = sum(self.homes[s] != self.homes[(s - 1) // 2] for s in range(1, n))
+        self.cluster.bytes_between += result.moved + crossed * size
+        return result
+
+    def _gathered(self, view: Callable | None = None) -> list:
+        """The shards' parts of the state, brought back from their workers (``view(part)``
+        of each, made on its worker, when given)."""
         with lost_as("while the shards' state was brought back"):
             parts = self.client.gather(
-                [self.client.submit(_fetch, key, workers=[home], allow_other_workers=True,
-                                    pure=False) for key, home in zip(self.shards, self.homes)],
+                [self.client.submit(_fetch, key, view, workers=[home],
+                                    allow_other_workers=True, pure=False)
+                 for key, home in zip(self.shards, self.homes)],
                 direct=True)
         self.cluster.bytes_received += nbytes(parts)
         return parts
@@ -778,10 +843,11 @@ class Shards:
 
     def abandon(self) -> None:
         """The cluster is gone: its shards with it (the driver's state is what it holds)."""
-        self.shards, self.stale = None, False
+        self.shards, self.stale, self.pending = None, False, None
 
     def release(self) -> None:
         """Forget the shards' states on every worker (the run's keys)."""
+        self.pending = None
         if self.shards is not None:
             self.shards = None
             try:

@@ -72,7 +72,7 @@ class GibbsClusterMixin:
 
         def attempt() -> tuple[int, str]:
             if self.remote.shards is None:
-                self.remote.distribute(state.z, state.ndk)
+                self.remote.distribute(state.z, state.ndk, state.nkw)
             if not self.remote.stale:           # the driver holds the whole state: keep it
                 self._restart = RestartPoint.of(state, chunk_streams)
             fallbacks = self.remote.sweep(state.nkw, state.nk, self.sweep_prior(state),

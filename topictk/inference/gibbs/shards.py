@@ -1,13 +1,19 @@
 """The Gibbs family on a Dask cluster (docs/cluster.md): AD-LDA sweeps (docs/algorithms.md
 §2.4) with each shard, a contiguous block of the ``inference.chunks`` chunks, on one worker.
 
-The shard's assignments z and document-topic counts stay in that worker's process between
-sweeps (:class:`topictk.inference.cluster.Shards`). Every sweep the driver broadcasts the
-word-topic counts; each shard sweeps its chunks against that snapshot with the chunks' own
-streams (whose states go out with the task and come back with its result) and returns its
-count changes, which the driver adds in shard order. Each chunk sees the snapshot and its own
-stream, exactly as in the one-machine sweep, so the run is that of ``inference.chunks`` chunks
-on one machine, bit for bit, whatever the number of workers.
+A shard's assignments z, its documents' topic counts and a copy of the global word-topic
+counts n_kw stay in its worker's process between sweeps (:class:`topictk.inference.cluster.
+Shards`). Every sweep each shard sweeps its chunks against its copy of n_kw, with the chunks'
+own streams (whose states go out with the task and come back with the result), and keeps its
+change of n_kw; the workers add the changes up among themselves in a pairwise tree in shard
+order and hand the total down a binary tree of the shards, each adding it to its copy before
+its next sweep (:meth:`~topictk.inference.cluster.Shards.step_relayed`); the driver receives
+the total once
+and adds it to its own n_kw. The changes are integers, so every copy is the driver's, bit for
+bit, and each chunk sees the counts and the stream of the one-machine sweep: the run is that
+of ``inference.chunks`` chunks on one machine whatever the number of workers. A change travels
+in few bytes (:func:`encode_change`): the non-zero entries as one-byte gaps and values in the
+smallest integer type, or every entry in that type when that is smaller.
 """
 from __future__ import annotations
 
@@ -16,6 +22,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from topictk.inference import _changes
 from topictk.inference.cluster import (
     ClusterTask,
     Shards,
@@ -28,10 +35,13 @@ from topictk.inference.cluster import (
 
 @dataclass
 class GibbsShard:
-    """A shard's part of the Gibbs state: the topics of its tokens and its documents' counts."""
+    """A shard's part of the Gibbs state: the topics of its tokens, its documents' counts and
+    the global word-topic counts as of its last step (the same on every shard, and the
+    driver's)."""
 
     z: np.ndarray      # (tokens of the shard,) int32
     ndk: np.ndarray    # (documents of the shard, K) int32
+    nkw: np.ndarray | None = None   # (V, K) int32; None as the driver brings a shard back
 
 
 @dataclass(frozen=True)
@@ -49,44 +59,83 @@ class SweepSettings:
 
 @dataclass
 class SweepResult:
-    """What the shards' sweeps return, in shard order: the count changes (encoded), the
-    chunk streams' states, the rounding fallbacks, the kernel seconds (lists, sweep, change)
-    and peak memory of each shard."""
+    """What the shards' sweeps return, merged in shard order: the change of n_kw (encoded),
+    of n_k, the chunk streams' states, the rounding fallbacks, the kernel seconds (lists,
+    sweep, change) and peak memory of each shard."""
 
-    changes: list
+    change: tuple
     nk_change: np.ndarray
     stream_states: list
     fallbacks: int
     seconds: list
     peak: int
+    moved: int = 0      # bytes of the shards' results sent between workers to merge them
 
 
-def encode_change(change: np.ndarray) -> tuple:
-    """An integer count change as ("dense", array) or, when fewer bytes, ("sparse", flat
-    indices, values)."""
-    flat = change.reshape(-1)
-    where = np.flatnonzero(flat)
-    index = where.astype(np.int32) if flat.size < 2**31 else where
-    if index.nbytes + where.size * flat.itemsize < flat.nbytes:
-        return ("sparse", index, flat[where])
-    return ("dense", change)
+def _int_type(lo: int, hi: int) -> np.dtype:
+    """The smallest signed integer type that holds ``lo`` .. ``hi``."""
+    for dtype in (np.int8, np.int16, np.int32):
+        info = np.iinfo(dtype)
+        if info.min <= lo and hi <= info.max:
+            return np.dtype(dtype)
+    return np.dtype(np.int64)
+
+
+def encode_change(new: np.ndarray, old: np.ndarray | None = None) -> tuple:
+    """The integer count change ``new - old`` (int32 arrays of one shape; ``old`` None: 0) in
+    few bytes, exactly: ("dense", shape, values), every entry in the smallest signed integer
+    type that holds them all, or ("sparse", shape, gaps, values), the non-zero entries only,
+    each as its distance from the previous one in the flattened array (a byte: a longer gap
+    is bridged by entries of value 0) and its value in that type; whichever is fewer bytes
+    (:func:`add_change` reads either; kernel ``topictk.inference._changes``)."""
+    new_flat = np.ascontiguousarray(new, dtype=np.int32).reshape(-1)
+    old_flat = (np.zeros_like(new_flat) if old is None
+                else np.ascontiguousarray(old, dtype=np.int32).reshape(-1))
+    nnz, bridges, lo, hi = _changes.change_stats(new_flat, old_flat)
+    dtype = _int_type(lo, hi)
+    n = nnz + bridges
+    if n * (1 + dtype.itemsize) >= new_flat.size * dtype.itemsize:
+        values = np.empty(new_flat.size, dtype=dtype)
+        _changes.write_dense(new_flat, old_flat, values)
+        return ("dense", new.shape, values)
+    gaps, values = np.empty(n, dtype=np.uint8), np.empty(n, dtype=dtype)
+    _changes.write_sparse(new_flat, old_flat, gaps, values)
+    return ("sparse", new.shape, gaps, values)
 
 
 def add_change(target: np.ndarray, encoded: tuple) -> None:
-    """target += the change ``encoded`` by :func:`encode_change`."""
+    """target (int32, C-contiguous) += the change ``encoded`` by :func:`encode_change`."""
+    flat = target.reshape(-1)
     if encoded[0] == "dense":
-        target += encoded[1]
-    else:                       # the indices are distinct: no need for np.add.at
-        flat = target.reshape(-1)
-        flat[encoded[1]] += encoded[2]
+        flat += encoded[2]
+    else:
+        _changes.add_sparse(flat, encoded[2], encoded[3])
+
+
+def change_nbytes(encoded: tuple) -> int:
+    """The bytes of the arrays of an encoded change."""
+    return sum(part.nbytes for part in encoded[2:])
+
+
+def merge_changes(a: tuple, b: tuple) -> tuple:
+    """The encoded sum of two encoded changes (int32, as the counts they change)."""
+    total = np.zeros(a[1], dtype=np.int32)
+    add_change(total, a)
+    add_change(total, b)
+    return encode_change(total)
 
 
 def merge_sweeps(a: SweepResult, b: SweepResult) -> SweepResult:
     """The sweeps of two runs of consecutive shards together: integer changes, added in any
     order to the same numbers."""
-    return SweepResult(a.changes + b.changes, a.nk_change + b.nk_change,
+    return SweepResult(merge_changes(a.change, b.change), a.nk_change + b.nk_change,
                        a.stream_states + b.stream_states, a.fallbacks + b.fallbacks,
-                       a.seconds + b.seconds, max(a.peak, b.peak))
+                       a.seconds + b.seconds, max(a.peak, b.peak), a.moved + b.moved)
+
+
+def documents_part(shard: GibbsShard) -> GibbsShard:
+    """What of a shard travels back to the driver: z and n_dk (the driver has n_kw)."""
+    return GibbsShard(shard.z, shard.ndk)
 
 
 def _sparse_lists(nkw: np.ndarray, word_freq: np.ndarray, sparse: bool):
@@ -113,11 +162,12 @@ def _streams(states: list[dict]) -> list:
     return streams
 
 
-def gibbs_shard_sweep(shard: GibbsShard, settings: SweepSettings, snapshot: np.ndarray,
+def gibbs_shard_sweep(shard: GibbsShard, settings: SweepSettings, last: SweepResult | None,
                       part: tuple[ShardSpec, list[dict]]):
-    """The piece: one sweep of a shard's chunks against the word-topic counts ``snapshot``
-    (runs on a worker), ``part`` the shard and its chunks' stream states. Returns the shard's
-    new state and its :class:`SweepResult`."""
+    """The piece: one sweep of a shard's chunks against its copy of n_kw (runs on a worker),
+    brought up to date first with ``last``, every shard's change in the previous sweep;
+    ``part`` is the shard and its chunks' stream states. Returns the shard's new state (n_kw
+    without this sweep's changes, which the next sweep adds) and its :class:`SweepResult`."""
     from topictk.inference.gibbs import _gibbs
     from topictk.inference.gibbs.counts import overlay_kwargs
     spec, states = part
@@ -127,7 +177,9 @@ def gibbs_shard_sweep(shard: GibbsShard, settings: SweepSettings, snapshot: np.n
                                    dtype=np.int64)
     words = words_all[first:int(doc_ptr_all[spec.end_doc])]
     z, ndk = shard.z.copy(), shard.ndk.copy()
-    nkw = np.array(snapshot, dtype=np.int32, order="C")
+    if last is not None:
+        add_change(shard.nkw, last.change)
+    nkw = shard.nkw.copy()
     nk_after = np.array(settings.nk, dtype=np.int64)
     streams = _streams(states)
     began = time.perf_counter()
@@ -141,36 +193,37 @@ def gibbs_shard_sweep(shard: GibbsShard, settings: SweepSettings, snapshot: np.n
                                    worker_threads(), **overlay_kwargs(settings.overlay))
     swept = time.perf_counter()
     del entries, lengths
-    np.subtract(nkw, snapshot, out=nkw)
-    change = encode_change(nkw)
+    change = encode_change(nkw, shard.nkw)
     seconds = (listed - began, swept - listed, time.perf_counter() - swept)
-    return GibbsShard(z, ndk), SweepResult([change], nk_after - settings.nk,
-                                           [bg.state for bg in streams], int(fallbacks),
-                                           [seconds], peak_rss())
+    return GibbsShard(z, ndk, shard.nkw), SweepResult(change, nk_after - settings.nk,
+                                                      [bg.state for bg in streams],
+                                                      int(fallbacks), [seconds], peak_rss())
 
 
 class ShardedGibbs(Shards):
     """The shards of a Gibbs chain on a cluster; see the module docstring."""
 
-    def _part(self, spec: ShardSpec, z: np.ndarray, ndk: np.ndarray) -> GibbsShard:
+    def _part(self, spec: ShardSpec, z: np.ndarray, ndk: np.ndarray,
+              nkw: np.ndarray) -> GibbsShard:
         t0, t1 = self._token_range(spec)
-        return GibbsShard(z[t0:t1].copy(), ndk[spec.first_doc:spec.end_doc].copy())
+        return GibbsShard(z[t0:t1].copy(), ndk[spec.first_doc:spec.end_doc].copy(), nkw)
 
     def sweep(self, nkw: np.ndarray, nk: np.ndarray, alpha: np.ndarray, beta: float,
               sparse: bool, chunk_streams: list, overlay=None) -> int:
-        """One AD-LDA sweep of every shard against ``nkw``; the shards' changes are added to
-        ``nkw`` and ``nk`` in shard order and the chunk streams advanced. Returns the rounding
-        fallbacks."""
-        done = self.step(ClusterTask(
+        """One AD-LDA sweep of every shard against its copy of ``nkw`` (the driver's, which
+        the shards were sent with and have kept up); the total change is added to ``nkw`` and
+        ``nk`` and the chunk streams advanced. Returns the rounding fallbacks."""
+        done = self.step_relayed(ClusterTask(
             gibbs_shard_sweep, context=SweepSettings(nk, alpha, beta, sparse, self.store,
                                                    overlay),
-            shared=(nkw,), merge=merge_sweeps, doing="during a sweep",
+            merge=merge_sweeps, doing="during a sweep",
             cut=lambda n: [(spec, [chunk_streams[c].state for c in spec.chunks])
                            for spec in self.specs]))
         self.cluster.add_compute(done.seconds)
         self.cluster.worker_peak = max(self.cluster.worker_peak, done.peak)
-        for change in done.changes:
-            add_change(nkw, change)
+        began = time.perf_counter()
+        add_change(nkw, done.change)
+        self.cluster.merge_seconds += time.perf_counter() - began
         nk += done.nk_change
         for bg, state in zip(chunk_streams, done.stream_states):
             bg.state = state
@@ -180,7 +233,7 @@ class ShardedGibbs(Shards):
         """Copy the shards' assignments and document-topic counts into ``z`` and ``ndk``."""
         if not self.stale:
             return
-        for spec, part in zip(self.specs, self._gathered()):
+        for spec, part in zip(self.specs, self._gathered(documents_part)):
             t0, t1 = self._token_range(spec)
             z[t0:t1] = part.z
             ndk[spec.first_doc:spec.end_doc] = part.ndk
