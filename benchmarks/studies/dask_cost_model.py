@@ -148,26 +148,18 @@ class Fit:
         return compute + self.fixed + (tasks(W) - tasks(1)) * SCHED_PER_TASK + level
 
 
-def relay_sweep(corpus: Corpus, K: int, W: int, fit: Fit, incremental: bool = False) -> dict:
+def relay_sweep(corpus: Corpus, K: int, W: int, fit: Fit) -> dict:
     """Seconds of one sweep of the relay design on W workers, one per core (no sharing), at
     the kernel rate of results/gibbs.md: the shard's kernel with its word lists and change;
     per merge level a hop, the merged change's transfer and a merge pass over V x K; the
     total to the driver and its add; the relay of the total down the tree, which overlaps the
-    driver's part (the longer counts); the scheduler's tasks; the fitted fixed cost.
-    ``incremental``: what it would be with the work not built yet, each shard's word lists
-    updated from the others' changes count by count instead of rebuilt, and changes encoded
-    and merged in passes over the changed counts instead of over V x K."""
+    driver's part (the longer counts); the scheduler's tasks; the fitted fixed cost."""
     counts = corpus.vocabulary * K
     moved = 2 * MOVED * corpus.tokens          # counts changed per sweep, all shards
     kernel = corpus.tokens / (W * GIBBS_RATE[K])
-    if incremental:
-        own = 3 * min(moved, counts) / ADD_RATE
-    else:
-        own = (counts / fit.lists_rate + counts / fit.change_rate
-               + min(moved, counts) / ADD_RATE)
+    own = counts / fit.lists_rate + counts / fit.change_rate + min(moved, counts) / ADD_RATE
     tree = sum(HOP + change_bytes(min(moved * 2 ** l / W, counts), counts) / BANDWIDTH
-               + (min(moved * 2 ** (l + 1) / W, counts) / ADD_RATE if incremental
-                  else counts / MERGE_PASS) for l in range(levels(W)))
+               + counts / MERGE_PASS for l in range(levels(W)))
     total_bytes = change_bytes(min(moved, counts), counts)
     driver = HOP + total_bytes / BANDWIDTH + min(moved, counts) / ADD_RATE
     relay = levels(W) * (HOP + total_bytes / BANDWIDTH)
@@ -227,15 +219,15 @@ def _validation(measured: dict, fit: Fit) -> list[str]:
 def _gibbs_table(rows: list[tuple]) -> list[str]:
     out = ["| corpus | K | workers | driver design s | efficiency | relay s | kernel s | "
            "lists + change s | merge tree s | driver or relay s | scheduler s | efficiency | "
-           "driver MiB | worker GiB | efficiency, incremental |",
+           "driver MiB | worker GiB |",
            "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | "
-           "---: | ---: | ---: |"]
-    for corpus, K, W, old, new, e_old, e_new, e_inc in rows:
+           "---: | ---: |"]
+    for corpus, K, W, old, new, e_old, e_new in rows:
         out.append(f"| {corpus} | {K:,} | {W} | {old['total']:,.1f} | {e_old:.0%} | "
                    f"{new['total']:,.2f} | {new['kernel']:,.2f} | {new['own']:,.2f} | "
                    f"{new['tree']:,.2f} | {max(new['driver'], new['relay']):,.2f} | "
                    f"{new['sched']:,.2f} | {e_new:.0%} | {new['driver_bytes'] / 2**20:,.0f} | "
-                   f"{new['worker_bytes'] / 2**30:,.1f} | {e_inc:.0%} |")
+                   f"{new['worker_bytes'] / 2**30:,.1f} |")
     return out + [""]
 
 
@@ -246,13 +238,10 @@ def report() -> str:
     for corpus in CORPORA:
         for K in (128, 1000):
             old1, new1 = gibbs_sweep(corpus, K, 1), relay_sweep(corpus, K, 1, fit)
-            inc1 = relay_sweep(corpus, K, 1, fit, incremental=True)
             for W in WORKERS:
                 old, new = gibbs_sweep(corpus, K, W), relay_sweep(corpus, K, W, fit)
-                inc = relay_sweep(corpus, K, W, fit, incremental=True)
                 gibbs.append((corpus.name, K, W, old, new, old1["total"] / (W * old["total"]),
-                              new1["total"] / (W * new["total"]),
-                              inc1["total"] / (W * inc["total"])))
+                              new1["total"] / (W * new["total"])))
                 ovb.append((corpus.name, K, W, ovb_epoch(corpus, K, W)))
     big = CORPORA[0].vocabulary * 10_000 * 16       # n_kw, its working copy, the lists
     lines = [
@@ -291,10 +280,7 @@ def report() -> str:
         "down the relay tree, whichever is longer; the scheduler's tasks (2–2.5 W); the "
         "fitted fixed cost. Efficiency: the one-worker sweep ÷ (W × the W-worker sweep). "
         "Driver MiB: what the driver receives per sweep (the total change), the same at any "
-        "W. Worker GiB: n_kw, its working copy and the word lists, on every worker. "
-        "Efficiency, incremental: the relay design with the work it still lacks (each "
-        "shard's word lists updated from the others' changes instead of rebuilt, changes "
-        "encoded and merged in passes over the changed counts instead of over V·K).",
+        "W. Worker GiB: n_kw, its working copy and the word lists, on every worker.",
         "",
         *_gibbs_table(gibbs),
         f"At K = 10,000 on 32 workers (PubMed) every worker holds "
