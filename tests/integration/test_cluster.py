@@ -258,17 +258,47 @@ def _newest_checkpoint(run_dir):
     return step, load_arrays(path)[0]
 
 
-def _resumed_equals_uninterrupted(example_store, tmp_path, run: dict, step: int) -> None:
-    """The interrupted run resumed on one machine to ``step`` + 4 is the uninterrupted run."""
+def _resumed_equals_uninterrupted(example_store, tmp_path, run: dict, step: int,
+                                  where: tuple = ()) -> None:
+    """The interrupted run resumed to ``step`` + 4 (on one machine, or with the options
+    ``where``) is the uninterrupted run on one machine."""
     end = step + 4
     config = tmp_path / "exp.yaml"
-    ok("train", "--config", config, "--resume", "--quiet", "--set",
+    ok("train", "--config", config, "--resume", "--quiet", *where, "--set",
        f"inference.iterations={end}")
     reference = write_config(tmp_path, example_store, name="reference.yaml",
                              output=str(tmp_path / "reference"),
                              **{**run, "inference": {**run["inference"], "iterations": end}})
     ok("train", "--config", reference, "--quiet")
     _same_run(tmp_path / "reference", tmp_path / "run")
+
+
+def _dask_processes(workers: int) -> tuple[str, list]:
+    """A scheduler and ``workers`` single-thread workers, each a process of its own on
+    127.0.0.1: the scheduler's address and the processes (the scheduler first)."""
+    address = f"tcp://127.0.0.1:{_free_port()}"
+    processes = [subprocess.Popen([sys.executable, "-m", "distributed.cli.dask_scheduler",
+                                   "--host", "127.0.0.1", "--port", address.rsplit(":", 1)[1],
+                                   "--dashboard-address", ":0"],
+                                  stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)]
+    processes += [subprocess.Popen([sys.executable, "-m", "distributed.cli.dask_worker",
+                                    address, "--nthreads", "1", "--no-nanny"],
+                                   stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+                  for _ in range(workers)]
+    return address, processes
+
+
+def _train_until(config, address: str, done) -> subprocess.Popen:
+    """``topictk train`` of ``config`` on the scheduler at ``address``, started and left
+    running once ``done()`` is true (within 120 s, the run still going)."""
+    proc = subprocess.Popen([sys.executable, "-m", "topictk", "train", "--config", str(config),
+                             "--scheduler", address, "--quiet"],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    deadline = time.monotonic() + 120
+    while not done():
+        assert proc.poll() is None and time.monotonic() < deadline, proc.communicate()
+        time.sleep(0.005)
+    return proc
 
 
 # a long run (interrupted long before its end) on the example corpus
@@ -281,33 +311,21 @@ def test_a_lost_scheduler_stops_the_run_with_a_checkpoint(example_store, tmp_pat
     stops within the timeout, exit 1, one line, with a checkpoint of the last step whose whole
     state the driver held; resumed on one machine, the run is the uninterrupted one."""
     pytest.importorskip("distributed")
-    address = f"tcp://127.0.0.1:{_free_port()}"
-    scheduler = subprocess.Popen([sys.executable, "-m", "distributed.cli.dask_scheduler",
-                                  "--host", "127.0.0.1", "--port", address.rsplit(":", 1)[1],
-                                  "--dashboard-address", ":0"],
-                                 stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    worker = subprocess.Popen([sys.executable, "-m", "distributed.cli.dask_worker", address,
-                               "--nthreads", "1", "--no-nanny"],
-                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    address, (scheduler, *workers) = _dask_processes(1)
     # z and ndk gathered at the evaluations only (alpha fixed): killed after the sample of
     # step 20, the driver holds the whole state of step 16
     run = {**LONG, "model": {**LONG["model"], "alpha": 0.5},
            "training": {**LONG["training"], "cluster_timeout": 5, "eval_every": 16}}
     config = write_config(tmp_path, example_store, **run)
     try:
-        proc = subprocess.Popen([sys.executable, "-m", "topictk", "train", "--config",
-                                 str(config), "--scheduler", address, "--quiet"],
-                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-        deadline = time.monotonic() + 120
-        while not (tmp_path / "run" / "samples" / "step-00000020.npz").exists():
-            assert proc.poll() is None and time.monotonic() < deadline, proc.communicate()
-            time.sleep(0.005)
+        proc = _train_until(config, address,
+                            (tmp_path / "run" / "samples" / "step-00000020.npz").exists)
         scheduler.kill()
         killed = time.monotonic()
         _, err = proc.communicate(timeout=60)
         waited = time.monotonic() - killed
     finally:
-        for p in (scheduler, worker):
+        for p in (scheduler, *workers):
             p.kill()
             p.wait()
     assert proc.returncode == 1, err
@@ -387,42 +405,51 @@ def test_a_killed_driver_resumes_on_the_cluster_with_the_same_numbers(example_st
     processes of their own: ``train --resume`` on the same cluster continues from the newest
     checkpoint, and the run is the uninterrupted one on one machine."""
     pytest.importorskip("distributed")
-    address = f"tcp://127.0.0.1:{_free_port()}"
-    cluster = [subprocess.Popen([sys.executable, "-m", "distributed.cli.dask_scheduler",
-                                 "--host", "127.0.0.1", "--port", address.rsplit(":", 1)[1],
-                                 "--dashboard-address", ":0"],
-                                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)]
-    cluster += [subprocess.Popen([sys.executable, "-m", "distributed.cli.dask_worker", address,
-                                  "--nthreads", "1", "--no-nanny"],
-                                 stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-                for _ in range(2)]
+    address, cluster = _dask_processes(2)
     run = {**LONG, "training": {**LONG["training"], "checkpoint_every": 8}}
     config = write_config(tmp_path, example_store, **run)
+    checkpoints = tmp_path / "run" / "checkpoints"
     try:
-        proc = subprocess.Popen([sys.executable, "-m", "topictk", "train", "--config",
-                                 str(config), "--scheduler", address, "--quiet"],
-                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-        deadline = time.monotonic() + 120
-        while not (tmp_path / "run" / "checkpoints").exists() or len(
-                list((tmp_path / "run" / "checkpoints").glob("*.npz"))) < 2:
-            assert proc.poll() is None and time.monotonic() < deadline, proc.communicate()
-            time.sleep(0.005)
+        proc = _train_until(config, address,
+                            lambda: len(list(checkpoints.glob("*.npz"))) >= 2)
         proc.kill()
         proc.communicate(timeout=30)
         step, _ = _newest_checkpoint(tmp_path / "run")
         assert step >= 16
-        end = step + 4
-        ok("train", "--config", config, "--resume", "--scheduler", address, "--quiet",
-           "--set", f"inference.iterations={end}")
+        _resumed_equals_uninterrupted(example_store, tmp_path, run, step,
+                                      where=("--scheduler", address))
     finally:
         for p in cluster:
             p.kill()
             p.wait()
-    reference = write_config(tmp_path, example_store, name="reference.yaml",
-                             output=str(tmp_path / "reference"),
-                             **{**run, "inference": {**run["inference"], "iterations": end}})
-    ok("train", "--config", reference, "--quiet")
-    _same_run(tmp_path / "reference", tmp_path / "run")
+
+
+# DMR by stochastic EM: 5 chunks over the workers, nu updated before sweeps 8, 12, 16 and 20
+# (each update gathers n_dk and sends every shard its documents' new prior rows), samples,
+# checkpoints and evaluations on the way
+DMR = {"model": {"family": "dmr", "topics": 6, "alpha": 0.2, "beta": 0.05},
+       "inference": {"algorithm": "dmr-sem", "iterations": 24, "burn_in": 12, "thin": 4,
+                     "chunks": 5, "sparse": "auto", "optimize_burn_in": 6,
+                     "optimize_interval": 4},
+       "training": {"seed": 7, "eval_every": 8, "checkpoint_every": 8, "keep_checkpoints": 5}}
+
+
+@pytest.mark.parametrize("workers, failing", [(2, ()), (3, ()), (2, (7, 13, 14))])
+def test_dmr_sem_on_workers_gives_the_one_machine_chain(meta_store, tmp_path, monkeypatch,
+                                                        workers, failing):
+    """dmr-sem on 2 and 3 worker processes, and on 2 with workers reported lost in sweeps 7,
+    13 and 14 (the redo of 13): the one-machine chain, nu's updates included."""
+    pytest.importorskip("distributed")
+    here = tmp_path / "here"
+    here.mkdir()
+    ok("train", "--config", write_config(here, meta_store, **DMR), "--quiet")
+    calls = lose_a_worker(monkeypatch, "sweep", failing) if failing else {"n": 0}
+    ok("train", "--config", write_config(tmp_path, meta_store, **DMR), "--dask-workers",
+       str(workers), "--quiet")
+    assert calls["n"] >= (24 if failing else 0)
+    _same_run(here / "run", tmp_path / "run")
+    _, arrays = model_arrays(tmp_path / "run")
+    assert np.abs(arrays["nu"][:, :-1]).max() > 0      # nu learnt from the features
 
 
 # Mini-batch samplers: each mini-batch's chunks (5 of 8 documents) cut into one piece per

@@ -795,7 +795,7 @@ class Shards:
         last = self.pending or [None] * n
         with lost_as(task.doing):
             parts = task.cut(n)
-            self.cluster.bytes_sent += nbytes(task.context) * len(parts)
+            self.cluster.bytes_sent += nbytes(task.context) * len(parts) + nbytes(parts)
             outs = self.submit_step(task.piece, lambda s: (task.context, last[s], parts[s]))
             merged = (merge_among_workers(self.client, task, outs, self.homes, count_moved=True)
                       if n > 1 else outs[0])

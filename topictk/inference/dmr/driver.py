@@ -347,7 +347,7 @@ class DMRPriorMixin:
     def dmr_traits(base: Traits, paper: str) -> Traits:
         """The traits of a DMR driver extending ``base``: a prior per document from its
         metadata, learnt through nu, so model.alpha is its start alpha_init, never auto; topics
-        list their features; no Dask cluster."""
+        list their features; no Dask cluster (a driver that runs there says so)."""
         return base.but(family="dmr", families=(), paper=paper, features=True,
                         alpha_auto=False, cluster=False, cluster_fold_in=False,
                         report={"features"})
@@ -386,8 +386,9 @@ class DMRSEMDriver(DMRPriorMixin, GibbsDriver):
     alpha_d = exp(x_d^T nu), and nu updated by L-BFGS before a sweep when due (§9.2)."""
 
     name = "dmr-sem"
+    # on a Dask cluster as Gibbs LDA runs there, each shard with its documents' prior rows
     traits = DMRPriorMixin.dmr_traits(GibbsDriver.traits, "Mimno & McCallum 2008").but(
-        add_documents=("dmr",))
+        add_documents=("dmr",), cluster=True)
     STATE = DMRCountState
     WARP = False            # a prior per document: auto never picks WarpLDA (§2.9)
     OPTIONS = {
@@ -473,6 +474,7 @@ class DMRSEMDriver(DMRPriorMixin, GibbsDriver):
         """nu's L-BFGS update before every optimize_interval-th sweep after optimize_burn_in."""
         opts = self.config.inference
         if sweep > opts.optimize_burn_in and sweep % opts.optimize_interval == 0:
+            state = self.synced(state)          # n_dk from a cluster's shards
             state.nu, info = optimize_nu(state.nu, self.X, state.ndk, self.lengths,
                                          self.variances, self.threads, groups=self.groups)
             state.alpha = np.exp(state.nu[:, -1])
@@ -485,6 +487,7 @@ class DMRSEMDriver(DMRPriorMixin, GibbsDriver):
 
     def objective(self, state: DMRCountState) -> float:
         """Collapsed log joint ln p(w, z | nu, beta) per token (§1.3 with alpha_d, §9.1)."""
+        state = self.synced(state)              # n_dk from a cluster's shards
         doc_part, _ = PolyaObjective(self.X, state.ndk, self.lengths, self.threads,
                                      groups=self.groups)(state.nu)
         beta, V = state.beta, self.V

@@ -42,6 +42,7 @@ class GibbsShard:
     z: np.ndarray      # (tokens of the shard,) int32
     ndk: np.ndarray    # (documents of the shard, K) int32
     nkw: np.ndarray | None = None   # (V, K) int32; None as the driver brings a shard back
+    alpha: np.ndarray | None = None  # (documents of the shard, K): a prior per document (DMR)
 
 
 @dataclass(frozen=True)
@@ -50,7 +51,7 @@ class SweepSettings:
     sampler chosen by the driver and where the documents are."""
 
     nk: np.ndarray
-    alpha: np.ndarray
+    alpha: np.ndarray | None        # (1, K); None: each shard's own rows (a prior per document)
     beta: float
     sparse: bool
     store: StoreRef
@@ -163,14 +164,19 @@ def _streams(states: list[dict]) -> list:
 
 
 def gibbs_shard_sweep(shard: GibbsShard, settings: SweepSettings, last: SweepResult | None,
-                      part: tuple[ShardSpec, list[dict]]):
+                      part: tuple[ShardSpec, list[dict], np.ndarray | None]):
     """The piece: one sweep of a shard's chunks against its copy of n_kw (runs on a worker),
     brought up to date first with ``last``, every shard's change in the previous sweep;
-    ``part`` is the shard and its chunks' stream states. Returns the shard's new state (n_kw
-    without this sweep's changes, which the next sweep adds) and its :class:`SweepResult`."""
+    ``part`` is the shard, its chunks' stream states and, for a prior per document, the
+    prior's rows of its documents when they changed (else None: the rows it keeps). Returns
+    the shard's new state (n_kw without this sweep's changes, which the next sweep adds) and
+    its :class:`SweepResult`."""
     from topictk.inference.gibbs import _gibbs
     from topictk.inference.gibbs.counts import overlay_kwargs
-    spec, states = part
+    spec, states, rows = part
+    if rows is not None:
+        shard.alpha = rows
+    alpha = settings.alpha if settings.alpha is not None else shard.alpha
     doc_ptr_all, words_all, word_freq = settings.store.training_documents()
     first = int(doc_ptr_all[spec.first_doc])
     doc_ptr = np.ascontiguousarray(doc_ptr_all[spec.first_doc:spec.end_doc + 1] - first,
@@ -186,7 +192,7 @@ def gibbs_shard_sweep(shard: GibbsShard, settings: SweepSettings, last: SweepRes
     ptr, entries, lengths, bits = _sparse_lists(nkw, word_freq, settings.sparse)
     listed = time.perf_counter()
     fallbacks = _gibbs.gibbs_sweep(doc_ptr, words, z, ndk, nkw, nk_after,
-                                   np.ascontiguousarray(settings.alpha, dtype=np.float64),
+                                   np.ascontiguousarray(alpha, dtype=np.float64),
                                    float(settings.beta),
                                    np.ascontiguousarray(spec.bounds, dtype=np.int64), streams,
                                    bool(settings.sparse), ptr, entries, lengths, bits,
@@ -195,13 +201,27 @@ def gibbs_shard_sweep(shard: GibbsShard, settings: SweepSettings, last: SweepRes
     del entries, lengths
     change = encode_change(nkw, shard.nkw)
     seconds = (listed - began, swept - listed, time.perf_counter() - swept)
-    return GibbsShard(z, ndk, shard.nkw), SweepResult(change, nk_after - settings.nk,
+    return GibbsShard(z, ndk, shard.nkw, shard.alpha), SweepResult(change,
+                                                                   nk_after - settings.nk,
                                                       [bg.state for bg in streams],
                                                       int(fallbacks), [seconds], peak_rss())
 
 
 class ShardedGibbs(Shards):
-    """The shards of a Gibbs chain on a cluster; see the module docstring."""
+    """The shards of a Gibbs chain on a cluster; see the module docstring. A prior per
+    document (DMR's alpha_d) goes to each shard as its documents' rows, and again only when
+    it changed (a new array: the DMR driver's is a new one when nu moved)."""
+
+    _rows_sent: np.ndarray | None = None    # the per-document prior the shards hold
+
+    def release(self) -> None:
+        """Forget the shards (and so the prior rows they held)."""
+        self._rows_sent = None
+        super().release()
+
+    def abandon(self) -> None:
+        self._rows_sent = None
+        super().abandon()
 
     def _part(self, spec: ShardSpec, z: np.ndarray, ndk: np.ndarray,
               nkw: np.ndarray) -> GibbsShard:
@@ -212,13 +232,18 @@ class ShardedGibbs(Shards):
               sparse: bool, chunk_streams: list, overlay=None) -> int:
         """One AD-LDA sweep of every shard against its copy of ``nkw`` (the driver's, which
         the shards were sent with and have kept up); the total change is added to ``nkw`` and
-        ``nk`` and the chunk streams advanced. Returns the rounding fallbacks."""
+        ``nk`` and the chunk streams advanced. ``alpha`` is (1, K), or (D, K) a prior per
+        document. Returns the rounding fallbacks."""
+        per_document = alpha.ndim == 2 and alpha.shape[0] > 1
+        send = per_document and alpha is not self._rows_sent
         done = self.step_relayed(ClusterTask(
-            gibbs_shard_sweep, context=SweepSettings(nk, alpha, beta, sparse, self.store,
-                                                   overlay),
+            gibbs_shard_sweep, context=SweepSettings(nk, None if per_document else alpha,
+                                                   beta, sparse, self.store, overlay),
             merge=merge_sweeps, doing="during a sweep",
-            cut=lambda n: [(spec, [chunk_streams[c].state for c in spec.chunks])
+            cut=lambda n: [(spec, [chunk_streams[c].state for c in spec.chunks],
+                            alpha[spec.first_doc:spec.end_doc] if send else None)
                            for spec in self.specs]))
+        self._rows_sent = alpha if per_document else None
         self.cluster.add_compute(done.seconds)
         self.cluster.worker_peak = max(self.cluster.worker_peak, done.peak)
         began = time.perf_counter()
