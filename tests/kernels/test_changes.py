@@ -88,6 +88,8 @@ def test_a_dense_change_is_every_entry_in_its_smallest_type():
 
 def test_a_change_of_another_size_is_refused():
     from topictk.inference import _changes
+    with pytest.raises(ValueError, match="C-contiguous"):
+        add_change(np.zeros((4, 6), np.int32)[:, ::2], encode_change(np.ones((4, 3), np.int32)))
     with pytest.raises(ValueError, match="past the counts"):
         _changes.add_sparse(np.zeros(3, np.int32), np.array([2, 2], np.uint8),
                             np.array([1, 1], np.int8))

@@ -106,6 +106,8 @@ def encode_change(new: np.ndarray, old: np.ndarray | None = None) -> tuple:
 
 def add_change(target: np.ndarray, encoded: tuple) -> None:
     """target (int32, C-contiguous) += the change ``encoded`` by :func:`encode_change`."""
+    if not target.flags.c_contiguous:       # reshape would add to a copy
+        raise ValueError("add_change needs C-contiguous counts")
     flat = target.reshape(-1)
     if encoded[0] == "dense":
         flat += encoded[2]
