@@ -137,7 +137,7 @@ def test_unreachable_scheduler_fails_within_the_timeout(example_store, tmp_path)
     (["--scheduler", "nonsense"], "--scheduler 'nonsense' names no port"),
     (["--dask-workers", "2", "--set", "inference.algorithm=cvb"],
      "inference.algorithm cvb does not run on a Dask cluster; the algorithms that do: cvb0, "
-     "dtm-sgld, gibbs, hsvg, ovb, sgrld, vb"),
+     "dmr-sem, dtm-sgld, gibbs, hsvg, ovb, sgrld, vb"),
 ])
 def test_bad_cluster_options(example_store, tmp_path, args, expected):
     config = write_config(tmp_path, example_store)
