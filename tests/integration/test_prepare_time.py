@@ -294,6 +294,17 @@ def test_config_over_time_slice_is_the_run_of_a_store_with_slice_features(tmp_pa
     listed = json.loads(ok("topics", run, "--format", "json").stdout)["topics"]
     names = [f["feature"] for t in listed for f in t["features"]]
     assert names and all(n.startswith("date=2008-") or n == "(intercept)" for n in names), names
+    # documents added to the run are given their own slices' features
+    from topictk.api import load_run
+    added = tmp_path / "added.jsonl"
+    added.write_text("".join(json.dumps({"id": f"new{i}", "text": text, "date": date}) + "\n"
+                             for i, (text, date) in enumerate([("market stock", "2008-01-20"),
+                                                               ("vote poll", "2008-06-03")])))
+    ok("prepare", added, "--time-column", "date", "--stopwords", "none", "--test-docs", "0",
+       "--out", tmp_path / "added")
+    ok("train", "--continue", run, "--add", tmp_path / "added", "--out", tmp_path / "more", "-q")
+    X = load_run(tmp_path / "more")._loaded.driver.features_of("train")
+    np.testing.assert_array_equal(X[-2:], [[1, 0, 0, 0, 0, 0, 1], [0, 0, 0, 0, 0, 1, 1]])
 
 
 def test_config_over_time_spline_places_its_knots_on_the_slices_span(tmp_path):
