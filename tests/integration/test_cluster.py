@@ -137,7 +137,7 @@ def test_unreachable_scheduler_fails_within_the_timeout(example_store, tmp_path)
     (["--scheduler", "nonsense"], "--scheduler 'nonsense' names no port"),
     (["--dask-workers", "2", "--set", "inference.algorithm=cvb"],
      "inference.algorithm cvb does not run on a Dask cluster; the algorithms that do: cvb0, "
-     "dmr-sem, dtm-sgld, gibbs, hsvg, ovb, sgrld, vb"),
+     "dmr-sem, dmr-sgrld, dtm-sgld, gibbs, hsvg, ovb, sgrld, vb"),
 ])
 def test_bad_cluster_options(example_store, tmp_path, args, expected):
     config = write_config(tmp_path, example_store)
@@ -534,6 +534,51 @@ def test_a_lost_worker_during_a_minibatch_update_changes_nothing(example_store, 
     assert calls["n"] == 13
     assert_same_arrays(model_arrays(tmp_path / "a" / "run")[1],
                        model_arrays(tmp_path / "b" / "run")[1])
+
+
+# DMR by SGRLD and SGLD: 5 chunks of 8 documents per mini-batch of 40, nu moving from the
+# third update (its gradient from the g_dk rows the workers return), samples on the way
+DMR_SGRLD = {"model": {"family": "dmr", "topics": 6, "alpha": 0.2, "beta": 0.05},
+             "inference": {"algorithm": "dmr-sgrld", "iterations": 12, "batch_size": 40,
+                           "chunk_docs": 8, "burn_in": 6, "thin": 3, "nu_burn_in": 2},
+             "training": {"seed": 3, "eval_every": 6, "checkpoint_every": 6,
+                          "keep_checkpoints": 3}}
+
+
+@pytest.mark.parametrize("workers, failing", [(2, 0), (3, 0), (2, 5)])
+def test_dmr_sgrld_on_workers_gives_the_one_machine_run(meta_store, tmp_path, monkeypatch,
+                                                        workers, failing):
+    """dmr-sgrld's local chains on 2 and 3 workers (each chunk with its documents' prior rows;
+    the documents' rows of g-bar come back in chunk order), and on 2 with a worker reported
+    lost in the fifth update: the one-machine run, nu included."""
+    pytest.importorskip("distributed")
+    from topictk.inference import cluster, minibatch
+    here = tmp_path / "here"
+    here.mkdir()
+    ok("train", "--config", write_config(here, meta_store, **DMR_SGRLD), "--quiet")
+    calls = {"n": 0}
+    if failing:
+        original = cluster._map_once
+
+        def flaky(on, task):
+            if task.piece is minibatch.local_statistics_piece:
+                calls["n"] += 1
+                if calls["n"] == failing:
+                    raise cluster.WorkerLost("a Dask worker was lost (simulated)")
+            return original(on, task)
+
+        monkeypatch.setattr(cluster, "_map_once", flaky)
+    ok("train", "--config", write_config(tmp_path, meta_store, **DMR_SGRLD), "--dask-workers",
+       str(workers), "--quiet")
+    assert calls["n"] == (13 if failing else 0)
+    a, b = here / "run", tmp_path / "run"
+    header_a, arrays_a = model_arrays(a)
+    header_b, arrays_b = model_arrays(b)
+    assert_same_arrays(arrays_a, arrays_b)
+    assert header_a["streams"] == header_b["streams"]
+    assert comparable_metrics(a) == comparable_metrics(b)
+    assert max(m.get("cluster_bytes_sent", 0) for m in metrics(b)) > 0
+    assert np.abs(arrays_b["nu"][:, :-1]).max() > 0     # nu moved with the features
 
 
 def _cvb0_config(directory, store, **inference):

@@ -60,11 +60,12 @@ class LocalJob:
     seed: int
     t: int
     store: StoreRef | None = None
+    gradient: bool = False      # the documents' sums of DMR's g_dk instead of n_dk (§9.3)
 
     def chunk_sums(self, batch, weights: np.ndarray, chunks: tuple[int, int], threads: int):
-        """The kept-sweep sums of n_kw (V_B, K) and of n_dk (their documents, K) of the local
-        chains of the batch's chunks [c0, c1), each chunk with its own stream, and the
-        rounding fallbacks."""
+        """The kept-sweep sums of n_kw (V_B, K) and of n_dk (their documents, K; with
+        ``gradient`` the float64 sums of g_dk instead) of the local chains of the batch's
+        chunks [c0, c1), each chunk with its own stream, and the rounding fallbacks."""
         bounds = chunk_bounds_by_docs(self.doc_ids.size, self.chunk_docs)
         c0, c1 = chunks
         d0, d1 = int(bounds[c0]), int(bounds[c1])
@@ -73,14 +74,16 @@ class LocalJob:
         streams = Streams(self.seed)
         word_topic = np.zeros((batch.vocab.size, weights.shape[1]), dtype=np.int64)
         doc_topic = np.zeros((d1 - d0, weights.shape[1]), dtype=np.int64)
+        doc_grad = (np.zeros((d1 - d0, weights.shape[1]), dtype=np.float64) if self.gradient
+                    else None)
         fallbacks = _minibatch.local_gibbs(
             np.ascontiguousarray(batch.doc_ptr[d0:d1 + 1] - t0), batch.words[t0:t1],
             np.ascontiguousarray(weights),
             np.ascontiguousarray(alpha if alpha.shape[0] == 1 else alpha[d0:d1]),
             int(self.sweeps), int(self.burn_in), np.ascontiguousarray(bounds[c0:c1 + 1] - d0),
             [streams.derived(keys.local_key(self.t, c)) for c in range(c0, c1)], word_topic,
-            doc_topic, threads)
-        return word_topic, doc_topic, int(fallbacks)
+            doc_topic, threads, doc_grad)
+        return word_topic, doc_topic if doc_grad is None else doc_grad, int(fallbacks)
 
 
 def local_statistics_piece(job: LocalJob, weights: np.ndarray, chunks: tuple[int, int]):
@@ -94,20 +97,22 @@ def local_statistics_piece(job: LocalJob, weights: np.ndarray, chunks: tuple[int
 
 def add_local_statistics(a: tuple, b: tuple) -> tuple:
     """The cluster merge: the sums of two runs of consecutive chunks together (integers, the
-    same numbers in any grouping; the documents' rows in chunk order)."""
+    same numbers in any grouping; the documents' rows, counts or g_dk, in chunk order)."""
     return a[0] + b[0], np.concatenate([a[1], b[1]]), a[2] + b[2]
 
 
 def local_statistics(driver, batch, weights: np.ndarray, alpha: np.ndarray,
-                     t: int) -> tuple[np.ndarray, np.ndarray, int]:
+                     t: int, gradient: bool = False) -> tuple[np.ndarray, np.ndarray, int]:
     """E[n_kw] (V_B, K) and E[n_dk] (B, K) of one mini-batch from its local Gibbs chains, one
-    stream per chunk of ``inference.chunk_docs`` documents; on the driver's cluster the
-    chunks are cut into one piece per worker and their integer sums added among the workers
-    (the same numbers)."""
+    stream per chunk of ``inference.chunk_docs`` documents (with ``gradient``, DMR's g-bar
+    (B, K) in place of E[n_dk]); on the driver's cluster the chunks are cut into one piece per
+    worker and their sums added among the workers (integers, and each document's row of its
+    own chunk: the same numbers)."""
     inf = driver.config.inference
     job = LocalJob(np.ascontiguousarray(batch.doc_ids, dtype=np.int64), alpha,
                    inf["sweeps"], inf["local_burn_in"], inf["chunk_docs"], driver.streams.seed,
-                   t, StoreRef.of(driver.store) if driver.cluster is not None else None)
+                   t, StoreRef.of(driver.store) if driver.cluster is not None else None,
+                   gradient)
     n_chunks = chunk_bounds_by_docs(job.doc_ids.size, job.chunk_docs).size - 1
     if driver.cluster is not None:
         word_topic, doc_topic, fallbacks = map_merge(driver.cluster, ClusterTask(

@@ -49,12 +49,10 @@ from topictk.config.schema import Option
 from topictk.corpus.batches import gather_batch
 from topictk.corpus.features import FeatureEncoding, run_encoding, run_features
 from topictk.errors import ConfigError, CorpusError, CorpusUsageError, NumericalError
-from topictk.inference import _minibatch
 from topictk.inference.dmr import _dmr
 from topictk.inference.base import (
     StepInfo,
     Traits,
-    chunk_bounds_by_docs,
 )
 from topictk.inference.gibbs.driver import (
     BLOCK_SYNC_OPTION,
@@ -63,6 +61,7 @@ from topictk.inference.gibbs.driver import (
     GibbsDriver,
 )
 from topictk.inference.minibatch import FLOOR
+from topictk.inference.minibatch import local_statistics as minibatch_local_statistics
 from topictk.inference.registry import register
 from topictk.inference.schedules import sgmcmc_step
 from topictk.inference.sgrld.driver import SGRLDDriver, sgrld_update
@@ -531,9 +530,10 @@ class DMRSGRLDDriver(DMRPriorMixin, SGRLDDriver):
     """DMR by SGRLD for the topics and SGLD for nu; one step is one mini-batch update (§9.3)."""
 
     name = "dmr-sgrld"
+    # the local chains of a mini-batch on a Dask cluster as sgrld's, with the batch's prior rows
     traits = DMRPriorMixin.dmr_traits(SGRLDDriver.traits,
                                       "Mimno & McCallum 2008; Patterson & Teh 2013").but(
-        add_documents=("dmr",))
+        add_documents=("dmr",), cluster=True)
     STATE = DMRSimplexState
     OPTIONS = {**SGRLDDriver.OPTIONS, "nu_step": _nu_step_options(), **dmr_options(),
                "nu_burn_in": Option("int", 0, low=0,
@@ -599,21 +599,10 @@ class DMRSGRLDDriver(DMRPriorMixin, SGRLDDriver):
     def local_statistics(self, batch, phi: np.ndarray, alpha: np.ndarray, t: int,
                          gradient: bool = True) -> tuple[np.ndarray, np.ndarray | None, int]:
         """E[n_kw] (V_B, K) and g-bar (B, K), the kept-sweep averages of the local chains (g-bar
-        None without ``gradient``: the draws are the same)."""
-        inf = self.config.inference
-        K = phi.shape[1]
-        bounds = chunk_bounds_by_docs(batch.doc_ids.size, inf["chunk_docs"])
-        chunk_streams = [self.streams.derived(keys.local_key(t, c))
-                         for c in range(bounds.size - 1)]
-        word_topic = np.zeros((batch.vocab.size, K), dtype=np.int64)
-        doc_topic = np.zeros((batch.doc_ids.size, K), dtype=np.int64)
-        doc_grad = np.zeros((batch.doc_ids.size, K), dtype=np.float64) if gradient else None
-        fallbacks = _minibatch.local_gibbs(
-            batch.doc_ptr, batch.words, np.ascontiguousarray(phi), np.ascontiguousarray(alpha),
-            int(inf["sweeps"]), int(inf["local_burn_in"]), bounds, chunk_streams, word_topic,
-            doc_topic, self.threads, doc_grad)
-        kept = inf["sweeps"] - inf["local_burn_in"]
-        return (word_topic / kept, doc_grad / kept if gradient else None, int(fallbacks))
+        None without ``gradient``: the draws are the same), here or on the cluster."""
+        nbar_w, gbar, fallbacks = minibatch_local_statistics(self, batch, phi, alpha, t,
+                                                             gradient=gradient)
+        return nbar_w, gbar if gradient else None, fallbacks
 
     def step(self, state: DMRSimplexState, t: int) -> StepInfo:
         inf = self.config.inference
