@@ -281,7 +281,7 @@ MODEL_HDP = {
 # store with time slices (prepare --time-column)
 MODEL_DTM = {
     "family": Option("choice", "dtm", choices=FAMILIES, help=FAMILY_HELP),
-    "topics": Option("int", _REQUIRED, low=1, high=MAX_TOPICS, help="number of topics K"),
+    "topics": MODEL["topics"],
     "phi_var": Option("float", 0.05, low=0, low_open=True,
                       help="variance of the topics' random walk: phi_t,k ~ N(phi_t-1,k, "
                            "phi_var I)"),

@@ -37,6 +37,7 @@ import contextlib
 import ctypes
 import dataclasses
 import logging
+from functools import cached_property
 
 import numpy as np
 from scipy.optimize import minimize
@@ -357,8 +358,11 @@ class DMRPriorMixin:
 
     def features_of(self, documents: str) -> np.ndarray:
         """The feature rows of the ``"train"`` or ``"test"`` documents (``model.features``)."""
-        if documents == "train":
-            return self.X
+        return self.X if documents == "train" else self._test_features
+
+    @cached_property
+    def _test_features(self) -> np.ndarray:
+        """The test documents' rows, made once: every sample's score reads them."""
         return np.ascontiguousarray(run_features(self.store, self.encoding,
                                                  self.config.model.features, "test"),
                                     dtype=np.float64)
