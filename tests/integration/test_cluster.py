@@ -137,7 +137,7 @@ def test_unreachable_scheduler_fails_within_the_timeout(example_store, tmp_path)
     (["--scheduler", "nonsense"], "--scheduler 'nonsense' names no port"),
     (["--dask-workers", "2", "--set", "inference.algorithm=cvb"],
      "inference.algorithm cvb does not run on a Dask cluster; the algorithms that do: cvb0, "
-     "dmr-sem, dmr-sgrld, dtm-sgld, gibbs, hsvg, ovb, sgrld, vb"),
+     "dlda-sgrld, dmr-sem, dmr-sgrld, dtm-sgld, gibbs, hsvg, ovb, sgrld, tlasgr, tlfsgr, vb"),
 ])
 def test_bad_cluster_options(example_store, tmp_path, args, expected):
     config = write_config(tmp_path, example_store)
@@ -579,6 +579,67 @@ def test_dmr_sgrld_on_workers_gives_the_one_machine_run(meta_store, tmp_path, mo
     assert comparable_metrics(a) == comparable_metrics(b)
     assert max(m.get("cluster_bytes_sent", 0) for m in metrics(b)) > 0
     assert np.abs(arrays_b["nu"][:, :-1]).max() > 0     # nu moved with the features
+
+
+# The deep-LDA SG-MCMC samplers: each mini-batch of 40 documents in 5 chunks of 8, two
+# layers, test-chain evaluations and checkpoints on the way
+DEEP = {"model": {"family": "dlda", "layers": [6, 3], "eta": "auto"},
+        "inference": {"iterations": 8, "burn_in": 4, "batch_size": 40, "chunk_docs": 8,
+                      "local_burn_in": 4, "local_samples": 3,
+                      "point_perplexity": {"iterations": 4, "last": 2, "thin": 1,
+                                           "every": 4}},
+        "training": {"seed": 3, "eval_every": 2, "checkpoint_every": 4,
+                     "keep_checkpoints": 3}}
+
+
+@pytest.mark.parametrize("algorithm, workers, failing", [
+    ("tlasgr", 2, 0), ("tlasgr", 3, 0), ("tlasgr", 2, 5), ("tlfsgr", 2, 0),
+    ("dlda-sgrld", 3, 0)])
+def test_deep_lda_local_chains_on_workers_give_the_one_machine_run(
+        example_store, tmp_path, monkeypatch, algorithm, workers, failing):
+    """TLASGR, TLFSGR and SGRLD for deep LDA run each mini-batch's local chains on 2 and 3
+    workers (each chunk with its own stream; integer statistics added among the workers, the
+    documents' q sums in chunk order), and on 2 with a worker reported lost in the fifth
+    update: the one-machine run, checkpoints and the test chain's perplexity included."""
+    pytest.importorskip("distributed")
+    from topictk.inference import cluster
+    from topictk.inference.dlda import driver
+    import yaml
+
+    def config(directory):
+        path = write_config(directory, example_store, training=DEEP["training"])
+        data = yaml.safe_load(path.read_text(encoding="utf-8"))
+        data.pop("evaluation")
+        data.update(model=DEEP["model"], inference={**DEEP["inference"],
+                                                    "algorithm": algorithm})
+        path.write_text(yaml.safe_dump(data, sort_keys=False), encoding="utf-8")
+        return path
+
+    here = tmp_path / "here"
+    here.mkdir()
+    ok("train", "--config", config(here), "--quiet")
+    calls = {"n": 0}
+    original = cluster._map_once
+
+    def counted(on, task):
+        if task.piece is driver.deep_local_piece:
+            calls["n"] += 1
+            if calls["n"] == failing:
+                raise cluster.WorkerLost("a Dask worker was lost (simulated)")
+        return original(on, task)
+
+    monkeypatch.setattr(cluster, "_map_once", counted)
+    ok("train", "--config", config(tmp_path), "--dask-workers", str(workers), "--quiet")
+    assert calls["n"] == 8 + bool(failing)
+    a, b = here / "run", tmp_path / "run"
+    header_a, arrays_a = model_arrays(a)
+    header_b, arrays_b = model_arrays(b)
+    assert_same_arrays(arrays_a, arrays_b)
+    assert header_a["streams"] == header_b["streams"]
+    assert comparable_metrics(a) == comparable_metrics(b)
+    assert any("perplexity" in m for m in metrics(b))
+    _same_checkpoints(a, b)
+    assert max(m.get("cluster_bytes_sent", 0) for m in metrics(b)) > 0
 
 
 def _cvb0_config(directory, store, **inference):

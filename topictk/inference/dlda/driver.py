@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import dataclasses
 import logging
+from dataclasses import dataclass
 
 import numpy as np
 
@@ -44,6 +45,7 @@ from topictk.inference.base import (
     chunk_bounds_by_docs,
     chunk_bounds_by_tokens,
 )
+from topictk.inference.cluster import ClusterTask, StoreRef, map_merge, runs, worker_threads
 from topictk.inference.minibatch import batch_sizes, epoch_schedule
 from topictk.inference.perplexity import perplexity_from_probabilities
 from topictk.inference.registry import register
@@ -573,6 +575,66 @@ class DLDADriver(Driver):
                                       else "point (the test chain has no samples yet)")}
 
 
+@dataclass(frozen=True)
+class DeepLocalJob:
+    """One mini-batch's local chains (§8.6) as each of their pieces reads them: the batch's
+    documents (by id, from the store on a worker), the network's sizes above the batch's words,
+    r and the hyperparameters, the chains' iterations, the chunks' size, and the seed and
+    update that key each chunk's stream."""
+
+    doc_ids: np.ndarray
+    layers: tuple
+    r: np.ndarray
+    hyper: np.ndarray
+    n_iter: int
+    n_burn: int
+    pc_start: int
+    chunk_docs: int
+    seed: int
+    t: int
+    store: StoreRef | None = None
+
+    def chunk_sums(self, batch, flat: np.ndarray, chunks: tuple[int, int], threads: int):
+        """The statistics X (int64, the kernel's layout), every document's q sum, the uniform
+        fallbacks and the floored draws of the chains of the batch's chunks [c0, c1), each
+        chunk with the stream of (t, its index in the batch). ``batch``: the whole batch's
+        (indptr, local word ids, counts, vocabulary); ``flat``: Phi with the batch's rows of
+        Phi^(1)."""
+        ptr, idx, cnt, vocab = batch
+        bounds = chunk_bounds_by_docs(ptr.size - 1, self.chunk_docs)
+        c0, c1 = chunks
+        d0, d1 = int(bounds[c0]), int(bounds[c1])
+        e0, e1 = int(ptr[d0]), int(ptr[d1])
+        sizes = np.array([vocab.size, *self.layers], dtype=np.int64)
+        stats = np.zeros(int(np.sum(sizes[:-1] * sizes[1:])) + self.layers[-1], dtype=np.int64)
+        qsum = np.zeros(d1 - d0)
+        streams = Streams(self.seed)
+        fb, fl = _dlda.train_chains(
+            np.ascontiguousarray(ptr[d0:d1 + 1] - e0, dtype=np.int64),
+            np.ascontiguousarray(idx[e0:e1], dtype=np.int32),
+            np.ascontiguousarray(cnt[e0:e1], dtype=np.int32), flat, sizes, self.r, self.hyper,
+            initial_theta(d1 - d0, list(self.layers)), np.ones((d1 - d0, len(self.layers))),
+            n_iter=int(self.n_iter), n_burn=int(self.n_burn), pc_start=int(self.pc_start),
+            stats=stats, qsum=qsum, chunk_bounds=np.ascontiguousarray(bounds[c0:c1 + 1] - d0),
+            streams=[streams.derived(keys.local_key(self.t, c)) for c in range(c0, c1)],
+            threads=threads)
+        return stats, qsum, int(fb), int(fl)
+
+
+def deep_local_piece(job: DeepLocalJob, flat: np.ndarray, chunks: tuple[int, int]):
+    """The cluster piece: the local chains of the chunks [c0, c1) of one mini-batch (runs on a
+    worker), the batch read from this worker's store as the driver reads it, so that its
+    local word ids are the driver's."""
+    batch = gather_csr(job.store.open().train(), job.doc_ids)
+    return job.chunk_sums(batch, flat, chunks, worker_threads())
+
+
+def add_deep_statistics(a: tuple, b: tuple) -> tuple:
+    """The cluster merge: two runs of consecutive chunks together (integer statistics, the
+    same in any grouping; the documents' q sums in chunk order)."""
+    return a[0] + b[0], np.concatenate([a[1], b[1]]), a[2] + b[2], a[3] + b[3]
+
+
 class _StochasticDLDA(DLDADriver):
     """Mini-batch samplers: local chains per batch (§8.6) then a global SG-MCMC step."""
 
@@ -584,22 +646,31 @@ class _StochasticDLDA(DLDADriver):
         inf = config.inference
         self.schedule = epoch_schedule(self.n_docs, int(inf.batch_size))
 
-    def local_statistics(self, state: DeepState, batch, t: int):
-        """§8.6: fresh chains for the batch documents, 20L + 10L iterations by default
-        -> ([X-bar^(l)] with X-bar^(1) over the batch vocabulary, X-bar^(L+1), Q-bar,
-        fallbacks, floored)."""
+    def local_statistics(self, state: DeepState, batch, ids: np.ndarray, t: int):
+        """§8.6: fresh chains for the documents ``ids`` (``batch``, their CSR rows by
+        :func:`gather_csr`), 20L + 10L iterations by default -> ([X-bar^(l)] with X-bar^(1)
+        over the batch vocabulary, X-bar^(L+1), Q-bar, fallbacks, floored). On a cluster the
+        batch's chunks are cut into one run per worker, each chunk with its own stream as on
+        one machine; the integer statistics are added among the workers and the documents'
+        q sums come back in chunk order: the same numbers."""
         inf = self.config.inference
-        ptr, idx, cnt, vocab = batch
-        B = ptr.size - 1
+        vocab = batch[3]
         burn, coll = int(inf.local_burn_in), int(inf.local_samples)
-        sizes = np.array([vocab.size] + self.layers, dtype=np.int64)
-        stats = np.zeros(int(np.sum(sizes[:-1] * sizes[1:])) + self.layers[-1], dtype=np.int64)
-        qsum = np.zeros(B)
-        fb, fl = self._chains(state, (ptr, idx, cnt), initial_theta(B, self.layers),
-                              np.ones((B, self.L)), burn + coll, burn, min(burn // 2, 10),
-                              int(inf.chunk_docs), lambda ch: keys.local_key(t, ch),
-                              flat=state.flat_phi(vocab), sizes=sizes, stats=stats, qsum=qsum)
-        xs, xtop = split_stats(stats, [int(s) for s in sizes])
+        job = DeepLocalJob(np.ascontiguousarray(ids, dtype=np.int64), tuple(self.layers),
+                           state.r, self.hyper, burn + coll, burn, min(burn // 2, 10),
+                           int(inf.chunk_docs), self.streams.seed, t,
+                           StoreRef.of(self.store) if self.cluster is not None else None)
+        flat = state.flat_phi(vocab)
+        n_chunks = chunk_bounds_by_docs(ids.size, job.chunk_docs).size - 1
+        if self.cluster is not None:
+            stats, qsum, fb, fl = map_merge(self.cluster, ClusterTask(
+                deep_local_piece, cut=lambda n: runs(n_chunks, n), context=job,
+                shared=(flat,), merge=add_deep_statistics, on_workers=True,
+                doing="during a mini-batch update",
+                again="computing the mini-batch's local chains again"))
+        else:
+            stats, qsum, fb, fl = job.chunk_sums(batch, flat, (0, n_chunks), self.threads)
+        xs, xtop = split_stats(stats, [vocab.size] + self.layers)
         return [x / coll for x in xs], xtop / coll, float(qsum.sum()) / coll, fb, fl
 
     def step(self, state: DeepState, t: int) -> StepInfo:
@@ -607,7 +678,7 @@ class _StochasticDLDA(DLDADriver):
         main = np.random.Generator(self.streams.persistent(keys.MAIN))
         ids, state.permutation = self.schedule.batch_ids(t, state.permutation, main)
         batch = gather_csr(self.train, ids)
-        xbar, xtop, qbar, fb, fl = self.local_statistics(state, batch, t)
+        xbar, xtop, qbar, fb, fl = self.local_statistics(state, batch, ids, t)
         first = np.zeros((self.V, self.layers[0]))
         first[batch[3]] = xbar[0]
         xbar[0] = first
@@ -630,7 +701,9 @@ class TLASGRDriver(_StochasticDLDA):
     """TLASGR-MCMC (Cong 2017): one step is one mini-batch update of every layer and r."""
 
     name = "tlasgr"
-    traits = DLDADriver.traits.but(paper="Cong, Chen, Liu & Zhou 2017", add_documents=("dlda",))
+    # a mini-batch's local chains run on a cluster's workers
+    traits = DLDADriver.traits.but(paper="Cong, Chen, Liu & Zhou 2017", add_documents=("dlda",),
+                                   cluster=True)
     OPTIONS = {**_StochasticDLDA.OPTIONS, "forgetting": FORGETTING}
     shared_scale = False      # TLFSGR: one M-bar for every topic
 
@@ -687,7 +760,7 @@ class DLDASGRLDDriver(_StochasticDLDA):
 
     name = "dlda-sgrld"
     traits = DLDADriver.traits.but(paper="Cong et al. 2017; Patterson & Teh 2013",
-                                   add_documents=("dlda",))
+                                   add_documents=("dlda",), cluster=True)
     OPTIONS = {**COMMON_OPTIONS, **SG_OPTIONS, "step": _step_options(0.1, 21.0, 0.9)}
 
     # sgrld_columns: the normals, phi, the drift, the new phi_hat, the noise's scale and its
