@@ -135,9 +135,9 @@ def test_unreachable_scheduler_fails_within_the_timeout(example_store, tmp_path)
 @pytest.mark.parametrize("args, expected", [
     (["--dask-workers", "2", "--scheduler", "tcp://h:1"], "exclude each other"),
     (["--scheduler", "nonsense"], "--scheduler 'nonsense' names no port"),
-    (["--dask-workers", "2", "--set", "inference.algorithm=cvb"],
-     "inference.algorithm cvb does not run on a Dask cluster; the algorithms that do: cvb0, "
-     "dlda-sgrld, dmr-sem, dmr-sgrld, dtm-sgld, gibbs, hsvg, ovb, sgrld, tlasgr, tlfsgr, vb"),
+    (["--dask-workers", "2", "--set", "inference.algorithm=pem"],
+     "inference.algorithm pem does not run on a Dask cluster; the algorithms that do: cvb, "
+     "cvb0, dlda-sgrld, dmr-sem, dmr-sgrld, dtm-sgld, gibbs, hsvg, ovb, sgrld, tlasgr, tlfsgr, vb"),
 ])
 def test_bad_cluster_options(example_store, tmp_path, args, expected):
     config = write_config(tmp_path, example_store)
@@ -468,6 +468,9 @@ MINIBATCH = {
     # every 4 steps, the convergence check (which gathers m_dk) every 3
     "cvb0": {"algorithm": "cvb0", "iterations": 14, "chunks": 3, "refresh_every": 4,
              "check_every": 3, "tol": 1e-9},
+    # CVB: the same, with the variance fields beside the means (its check: the bound)
+    "cvb": {"algorithm": "cvb", "iterations": 14, "chunks": 3, "refresh_every": 4,
+            "check_every": 3, "tol": 1e-9},
 }
 
 
@@ -504,7 +507,7 @@ def test_minibatch_local_steps_on_two_workers_give_the_one_machine_run(
     _same_checkpoints(a, b)
     sent = [m.get("cluster_bytes_sent", 0) for m in metrics(b)]
     assert sent and max(sent) > 0                 # the work did go to the workers
-    if algorithm in ("ovb", "vb", "cvb0"):      # their fold-ins run on the driver
+    if algorithm in ("ovb", "vb", "cvb0", "cvb"):      # their fold-ins run on the driver
         return
     _same_fold_ins_on_the_cluster(a)       # hsvg's with its own weights
 
@@ -642,9 +645,9 @@ def test_deep_lda_local_chains_on_workers_give_the_one_machine_run(
     assert max(m.get("cluster_bytes_sent", 0) for m in metrics(b)) > 0
 
 
-def _cvb0_config(directory, store, **inference):
+def _cvb0_config(directory, store, algorithm: str = "cvb0", **inference):
     import yaml
-    config = _minibatch_config(directory, store, "cvb0")
+    config = _minibatch_config(directory, store, algorithm)
     data = yaml.safe_load(config.read_text(encoding="utf-8"))
     data["inference"].update(inference)
     config.write_text(yaml.safe_dump(data, sort_keys=False), encoding="utf-8")
@@ -671,17 +674,18 @@ def test_cvb0_resumed_on_a_cluster_of_another_size_continues_the_run(example_sto
                        model_arrays(tmp_path / "d" / "run")[1])
 
 
+@pytest.mark.parametrize("algorithm", ["cvb0", "cvb"])
 @pytest.mark.parametrize("method, failing_call", [("sweep", 7), ("refresh", 2), ("gather", 3)])
-def test_a_lost_worker_in_a_cvb0_run_changes_nothing(example_store, tmp_path, monkeypatch,
-                                                     method, failing_call):
+def test_a_lost_worker_in_a_cvb_run_changes_nothing(example_store, tmp_path, monkeypatch,
+                                                    algorithm, method, failing_call):
     """A worker reported lost in the seventh iteration, in the second recomputation of the
     fields (step 8) or in the third gathering of mu (the convergence check of step 9, or a
     checkpoint): the steps since the driver last held the whole state are redone, and the run
-    is the one-machine run."""
+    is the one-machine run (for CVB, variance fields included)."""
     pytest.importorskip("distributed")
     from topictk.inference import cluster
     from topictk.inference.variational import cvb_shards
-    original = getattr(cvb_shards.ShardedCVB0, method)
+    original = getattr(cvb_shards.ShardedCVB, method)
     calls = {"n": 0}
 
     def flaky(self, *args, **kwargs):
@@ -691,12 +695,12 @@ def test_a_lost_worker_in_a_cvb0_run_changes_nothing(example_store, tmp_path, mo
                 raise cluster.WorkerLost("a Dask worker was lost (simulated)")
         return original(self, *args, **kwargs)
 
-    monkeypatch.setattr(cvb_shards.ShardedCVB0, method, flaky)
+    monkeypatch.setattr(cvb_shards.ShardedCVB, method, flaky)
     (tmp_path / "a").mkdir()
     (tmp_path / "b").mkdir()
-    ok("train", "--config", _cvb0_config(tmp_path / "a", example_store), "--quiet")
-    ok("train", "--config", _cvb0_config(tmp_path / "b", example_store), "--dask-workers", "2",
-       "--quiet")
+    ok("train", "--config", _cvb0_config(tmp_path / "a", example_store, algorithm), "--quiet")
+    ok("train", "--config", _cvb0_config(tmp_path / "b", example_store, algorithm),
+       "--dask-workers", "2", "--quiet")
     assert calls["n"] > failing_call
     a, b = tmp_path / "a" / "run", tmp_path / "b" / "run"
     assert_same_arrays(model_arrays(a)[1], model_arrays(b)[1])
@@ -708,7 +712,7 @@ def test_a_lost_worker_in_a_cvb0_run_changes_nothing(example_store, tmp_path, mo
     # ovb: the driver holds the whole state; the step that fails opens the second epoch (its
     # keys drawn from the main stream before the E-step)
     ("ovb", "cluster._map_once", 8, 7),
-    ("cvb0", "cvb_shards.ShardedCVB0.sweep", 7, 6),     # mu and m_dk last gathered at step 6
+    ("cvb0", "cvb_shards.ShardedCVB.sweep", 7, 6),     # mu and m_dk last gathered at step 6
 ])
 def test_a_cluster_lost_mid_step_leaves_a_checkpoint_to_resume(example_store, tmp_path,
                                                                monkeypatch, algorithm, target,

@@ -156,12 +156,28 @@ def add_fields(const int64_t[::1] indptr,    # IN  (D_b + 1) a block of document
                const double[:, ::1] mu,      # IN  (M_b, K)
                double[:, ::1] m_dk,          # OUT (D_b, K)
                double[:, ::1] m_kw,          # IN/OUT (V, K) the word fields so far
-               int threads):
-    """CVB0 fields of a block of documents (§4.2): m_dk from scratch, and the block's pairs
-    added to ``m_kw`` in pair order (words split between threads by w mod P). Blocks taken in
-    document order, each continuing the previous block's m_kw from zeros, give the m_kw of
-    :func:`compute_fields` bit for bit; :func:`topic_fields` then gives its m_k."""
-    cdef Py_ssize_t D = indptr.shape[0] - 1, K = mu.shape[1]
+               int threads,
+               object v_dk=None,             # OUT (D_b, K) or None (CVB0)
+               object v_kw=None):            # IN/OUT (V, K) or None
+    """Fields of a block of documents (§4.2): m_dk (and v_dk) from scratch, and the block's
+    pairs added to ``m_kw`` (and ``v_kw``) in pair order (words split between threads by
+    w mod P). Blocks taken in document order, each continuing the previous block's word fields
+    from zeros, give those of :func:`compute_fields` bit for bit; :func:`topic_fields` then
+    gives m_k (and v_k)."""
+    cdef Py_ssize_t D = indptr.shape[0] - 1, K = mu.shape[1], V = m_kw.shape[0]
+    cdef double[:, ::1] vd_v, vw_v
+    cdef double* vd = NULL
+    cdef double* vw = NULL
+    if (v_dk is None) != (v_kw is None):
+        raise ValueError("the variance fields need both v_dk and v_kw")
+    if v_dk is not None:
+        vd_v = v_dk
+        vw_v = v_kw
+        if vd_v.shape[0] != D or vd_v.shape[1] != K or vw_v.shape[0] != V \
+                or vw_v.shape[1] != K:
+            raise ValueError("v_dk and v_kw must have the shapes of m_dk and m_kw")
+        vd = &vd_v[0, 0] if D > 0 and K > 0 else NULL
+        vw = &vw_v[0, 0] if V > 0 and K > 0 else NULL
     if threads < 1:
         threads = 1
     if D == 0 or K == 0:
@@ -169,8 +185,8 @@ def add_fields(const int64_t[::1] indptr,    # IN  (D_b + 1) a block of document
     with nogil:
         _block_fields(&indptr[0], D, &indices[0] if indices.shape[0] > 0 else NULL,
                       indices.shape[0], &counts[0] if counts.shape[0] > 0 else NULL,
-                      &mu[0, 0] if mu.shape[0] > 0 else NULL, K, &m_dk[0, 0], NULL,
-                      &m_kw[0, 0], NULL, threads)
+                      &mu[0, 0] if mu.shape[0] > 0 else NULL, K, &m_dk[0, 0], vd,
+                      &m_kw[0, 0], vw, threads)
 
 
 def topic_fields(const double[:, ::1] m_kw,   # IN  (V, K)

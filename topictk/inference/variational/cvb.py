@@ -34,7 +34,7 @@ from topictk.inference.base import (
     resolve_chunks,
     warn_idle_threads,
 )
-from topictk.inference.variational.cvb_shards import ShardedCVB0
+from topictk.inference.variational.cvb_shards import ShardedCVB
 from topictk.inference.perplexity import csr_arrays, mixture_probabilities
 from topictk.inference.registry import register
 from topictk.inference.seed_prior import SeededDriverMixin
@@ -74,24 +74,29 @@ def seed_start(mu: np.ndarray, pair_words: np.ndarray, seeds) -> None:
 
 @dataclass
 class FieldsPoint:
-    """What a CVB0 run on a cluster goes back to when a worker is lost: the step, with the
-    fields and convergence state of that step (mu and m_dk are the driver's copies, not
-    touched until the next gather, after which a newer point is taken)."""
+    """What a CVB or CVB0 run on a cluster goes back to when a worker is lost: the step, with
+    the word and topic fields (CVB0's variance fields are empty) and convergence state of that
+    step (mu and the document fields are the driver's copies, not touched until the next
+    gather, after which a newer point is taken)."""
 
     step: int
     m_kw: np.ndarray
     m_k: np.ndarray
+    v_kw: np.ndarray
+    v_k: np.ndarray
     monitor: float
     converged: bool
 
     @classmethod
     def of(cls, state: CVBState) -> FieldsPoint:
-        return cls(state.step, state.m_kw.copy(), state.m_k.copy(), state.monitor,
-                   state.converged)
+        return cls(state.step, state.m_kw.copy(), state.m_k.copy(), state.v_kw.copy(),
+                   state.v_k.copy(), state.monitor, state.converged)
 
     def restore(self, state: CVBState) -> None:
         state.m_kw[...] = self.m_kw
         state.m_k[...] = self.m_k
+        state.v_kw[...] = self.v_kw
+        state.v_k[...] = self.v_k
         state.step, state.monitor, state.converged = self.step, self.monitor, self.converged
 
 
@@ -101,8 +106,9 @@ class CVBDriver(SeededDriverMixin, VariationalDriver):
 
     name = "cvb"
     own_estimator = "CVB0 fold-in"
+    # the chunks of an iteration run on a cluster's workers
     traits = Traits(kind="variational", paper="Teh, Newman & Welling 2007",
-                    objective="train_bound_per_token", add_documents=("lda",))
+                    objective="train_bound_per_token", add_documents=("lda",), cluster=True)
     STATE = CVBState
     gaussian = True
     OPTIONS = {
@@ -183,7 +189,7 @@ class CVBDriver(SeededDriverMixin, VariationalDriver):
                                              resolve_chunks(chunks, int(token_ptr[-1])))
         self.n_chunks = self.bounds.size - 1
         warn_idle_threads(chunks, self.threads, self.n_chunks)
-        self.remote = None          # the shards on a Dask cluster (use_cluster)
+        self.remote: ShardedCVB | None = None    # the shards on a Dask cluster (use_cluster)
         self._restart: FieldsPoint | None = None
 
     # ------------------------------------------------------------------ state
@@ -236,7 +242,8 @@ class CVBDriver(SeededDriverMixin, VariationalDriver):
             return None
         if self.remote is not None:
             self.remote.sweep(state.m_kw, state.m_k, state.alpha, state.beta,
-                              None if self.seeds is None else self.seeds.csr)
+                              None if self.seeds is None else self.seeds.csr,
+                              state.v_kw, state.v_k)
         else:
             var = (state.v_dk, state.v_kw, state.v_k) if self.gaussian else (None, None, None)
             prior = {} if self.seeds is None else dict(zip(
@@ -248,13 +255,13 @@ class CVBDriver(SeededDriverMixin, VariationalDriver):
         opts = self.config.inference
         if state.step % opts.refresh_every == 0:
             if self.remote is not None:
-                self.remote.refresh(state.m_kw, state.m_k)
+                self.remote.refresh(state.m_kw, state.m_k, state.v_kw, state.v_k)
             else:
                 self.refresh_fields(state)
         extra = {}
         if opts.tol > 0 and state.step % opts.check_every == 0:
             if self.remote is not None:     # the statistic reads every document's fields
-                self.remote.gather(state.mu, state.m_dk)
+                self.remote.gather(state.mu, state.m_dk, state.v_dk)
             value = self.monitor(state)
             previous = state.monitor
             if np.isfinite(previous) and abs(value - previous) <= opts.tol * abs(previous):
@@ -265,20 +272,21 @@ class CVBDriver(SeededDriverMixin, VariationalDriver):
 
     # -------------------------------------------------------------- on a cluster
     def use_cluster(self, cluster) -> None:
-        """Run every iteration's chunks on ``cluster``: mu and m_dk live on its workers,
-        brought back when something reads them (checkpoints, the convergence check, the
-        objective, Protocol B scoring)."""
+        """Run every iteration's chunks on ``cluster``: mu and the document fields live on its
+        workers, brought back when something reads them (checkpoints, the convergence check,
+        the objective, Protocol B scoring)."""
         super().use_cluster(cluster)
         token_ptr = np.zeros(self.n_docs + 1, dtype=np.int64)
         np.cumsum(self.doc_lengths, out=token_ptr[1:])
-        self.remote = ShardedCVB0(cluster, self.store, token_ptr, self.indptr, self.bounds)
+        self.remote = ShardedCVB(cluster, self.store, token_ptr, self.indptr, self.bounds,
+                                 self.gaussian)
 
     def _remote_step(self, state: CVBState, t: int) -> dict | None:
         """:meth:`_step` on the cluster; a worker lost on the way is recovered from
         (:meth:`_recover`) and the step done again."""
         def attempt() -> dict | None:
             if self.remote.shards is None:
-                self.remote.distribute(state.mu, state.m_dk)
+                self.remote.distribute(state.mu, state.m_dk, state.v_dk)
             if not self.remote.stale:           # the driver holds the whole state: keep it
                 self._restart = FieldsPoint.of(state)
             return self._step(state, t)
@@ -287,9 +295,9 @@ class CVBDriver(SeededDriverMixin, VariationalDriver):
 
     def _recover(self, state: CVBState, exc: Exception, upto: int) -> None:
         """After a worker was lost: go back to the last step at which the driver held the whole
-        state (mu and m_dk as last gathered, the fields kept then), send the shards out again
-        and redo the steps before ``upto``. The iterations are a function of that state, so the
-        steps redone are the lost ones, bit for bit."""
+        state (mu and the document fields as last gathered, the word and topic fields kept
+        then), send the shards out again and redo the steps before ``upto``. The iterations are
+        a function of that state, so the steps redone are the lost ones, bit for bit."""
         back = self._restart
         self.remote.restart(exc, back.step, upto, "steps")
         back.restore(state)             # state.mu and state.m_dk are those of back.step
@@ -297,19 +305,21 @@ class CVBDriver(SeededDriverMixin, VariationalDriver):
             self._remote_step(state, t)
 
     def synced(self, state: CVBState) -> CVBState:
-        """``state`` with mu and m_dk brought back from the cluster when they are behind."""
+        """``state`` with mu and the document fields brought back from the cluster when they
+        are behind."""
         if self.remote is None or not self.remote.stale:
             return state
         self.remote.recovering(lambda exc: self._recover(state, exc, state.step),
-                               lambda: self.remote.gather(state.mu, state.m_dk))
+                               lambda: self.remote.gather(state.mu, state.m_dk, state.v_dk))
         return state
 
     def mark_step(self, state: CVBState) -> None:
         """Nothing to copy: the restart point of the iterations on the cluster is the mark."""
 
     def roll_back(self, state: CVBState) -> int:
-        """After the cluster was lost: the state as the driver last held it whole (mu and m_dk
-        as last gathered, with the fields of that step); the shards are gone with it."""
+        """After the cluster was lost: the state as the driver last held it whole (mu and the
+        document fields as last gathered, with the word and topic fields of that step); the
+        shards are gone with it."""
         if self.remote.stale:
             self._restart.restore(state)
         self.remote.abandon()
@@ -408,6 +418,5 @@ class CVB0Driver(CVBDriver):
     """CVB0: the zero-order update (no variance fields, no exponential)."""
 
     name = "cvb0"
-    # the chunks of an iteration run on a cluster's workers
-    traits = CVBDriver.traits.but(paper="Asuncion, Welling, Smyth & Teh 2009", cluster=True)
+    traits = CVBDriver.traits.but(paper="Asuncion, Welling, Smyth & Teh 2009")
     gaussian = False

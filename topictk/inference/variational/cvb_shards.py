@@ -1,12 +1,12 @@
-"""CVB0 on a Dask cluster (docs/cluster.md): each shard, a contiguous block of the
+"""CVB and CVB0 on a Dask cluster (docs/cluster.md): each shard, a contiguous block of the
 ``inference.chunks`` chunks, keeps q(z) (mu) of its document-word pairs and its documents'
-expected counts m_dk on one worker between iterations
+expected counts m_dk (with CVB, also their variances v_dk) on one worker between iterations
 (:class:`topictk.inference.cluster.Shards`).
 
-Every iteration the driver sends the word and topic fields; each chunk of a shard updates its
-documents against its own copy of them, exactly as a chunk does on one machine
-(docs/algorithms.md §4.4), and returns its change of the fields; the driver adds the chunks'
-changes in chunk order, the one-machine merge operation for operation.
+Every iteration the driver sends the word and topic fields (m, and v with CVB); each chunk of
+a shard updates its documents against its own copy of them, exactly as a chunk does on one
+machine (docs/algorithms.md §4.4), and returns its change of the fields; the driver adds the
+chunks' changes in chunk order, the one-machine merge operation for operation.
 """
 from __future__ import annotations
 
@@ -30,10 +30,11 @@ from topictk.inference.cluster import (
 
 @dataclass
 class CVBShard:
-    """A shard's part of the CVB0 state: q(z) of its pairs and its documents' fields."""
+    """A shard's part of the CVB state: q(z) of its pairs and its documents' fields."""
 
     mu: np.ndarray     # (pairs of the shard, K) float64
     m_dk: np.ndarray   # (documents of the shard, K) float64
+    v_dk: np.ndarray | None = None  # their variances (CVB), None for CVB0
 
 
 @dataclass(frozen=True)
@@ -48,6 +49,7 @@ class IterationSettings:
     store: StoreRef
     whole: bool
     prior: tuple | None = None      # the seed overlay (prior_ptr, prior_topic, prior_extra)
+    v_k: np.ndarray | None = None   # the topics' variance field (CVB), None for CVB0
 
 
 def _shard_pairs(store: StoreRef, spec: ShardSpec):
@@ -85,17 +87,23 @@ def merge_iterations(a: tuple, b: tuple) -> tuple:
     return a[0] + b[0], a[1] + b[1], max(a[2], b[2])
 
 
-def cvb0_shard_sweep(shard: CVBShard, settings: IterationSettings, m_kw: np.ndarray,
-                     spec: ShardSpec):
-    """The piece: one CVB0 iteration of a shard's chunks (runs on a worker), each chunk
-    against its own copy of the word and topic fields ``m_kw``, ``settings.m_k`` as they stood
-    at the start of the iteration (docs/algorithms.md §4.4). Returns the shard's new state and
-    (per chunk in order, its change of m_kw (encoded) and of m_k; [kernel seconds]; peak
-    memory). With ``settings.whole`` (the run's only chunk) the chunk's fields come back."""
+def cvb_shard_sweep(shard: CVBShard, settings: IterationSettings, m_kw: np.ndarray,
+                    *rest):
+    """The piece: one CVB or CVB0 iteration of a shard's chunks (runs on a worker), each chunk
+    against its own copy of the word and topic fields ``m_kw``, ``settings.m_k`` (with CVB
+    also ``v_kw``, the first of ``rest``, and ``settings.v_k``) as they stood at the start of
+    the iteration (docs/algorithms.md §4.4); the last of ``rest`` is the shard's spec. Returns
+    the shard's new state and (per chunk in order, its changes of m_kw (encoded), m_k, v_kw
+    (encoded, None for CVB0) and v_k (None); [kernel seconds]; peak memory). With
+    ``settings.whole`` (the run's only chunk) the chunk's fields come back whole."""
     from topictk.inference.variational import _cvb
+    *v_kw, spec = rest
+    v_kw = v_kw[0] if v_kw else None
     indptr, indices, counts = _shard_pairs(settings.store, spec)
+    gaussian = shard.v_dk is not None
     mu, m_dk = shard.mu.copy(), shard.m_dk.copy()
-    m_k = settings.m_k
+    v_dk = shard.v_dk.copy() if gaussian else None
+    m_k, v_k = settings.m_k, settings.v_k
     alpha = np.ascontiguousarray(settings.alpha, dtype=np.float64)
     threads = worker_threads()
     prior = {} if settings.prior is None else dict(zip(
@@ -104,86 +112,119 @@ def cvb0_shard_sweep(shard: CVBShard, settings: IterationSettings, m_kw: np.ndar
     changes = []
     for a, b in pairwise(spec.bounds):
         local_kw, local_k = m_kw.copy(), m_k.copy()
-        _cvb.sweep(indptr, indices, counts, mu, m_dk, local_kw, local_k, None, None, None,
-                   alpha, float(settings.beta), np.array([a, b], dtype=np.int64), threads,
-                   **prior)
+        local_vkw, local_vk = (v_kw.copy(), v_k.copy()) if gaussian else (None, None)
+        _cvb.sweep(indptr, indices, counts, mu, m_dk, local_kw, local_k, v_dk, local_vkw,
+                   local_vk, alpha, float(settings.beta), np.array([a, b], dtype=np.int64),
+                   threads, **prior)
         if settings.whole:
-            changes.append((("dense", local_kw), local_k))
-        else:
-            np.subtract(local_kw, m_kw, out=local_kw)
-            changes.append((encode_rows(local_kw), local_k - m_k))
-    return CVBShard(mu, m_dk), (changes, [time.perf_counter() - began], peak_rss())
+            changes.append((("dense", local_kw), local_k,
+                            ("dense", local_vkw) if gaussian else None, local_vk))
+            continue
+        np.subtract(local_kw, m_kw, out=local_kw)
+        change = (encode_rows(local_kw), local_k - m_k, None, None)
+        if gaussian:
+            np.subtract(local_vkw, v_kw, out=local_vkw)
+            change = (*change[:2], encode_rows(local_vkw), local_vk - v_k)
+        changes.append(change)
+    return CVBShard(mu, m_dk, v_dk), (changes, [time.perf_counter() - began], peak_rss())
 
 
-def cvb0_shard_fields(shard: CVBShard, m_kw: np.ndarray | None, shape: tuple[int, int],
-                      store: StoreRef, spec: ShardSpec):
-    """The fields recomputed from mu (runs on a worker): the shard's m_dk from scratch, and its
-    pairs added to the word fields ``m_kw`` of the shards before it (None: the first shard).
-    Returns the shard's new state and the word fields so far."""
+def cvb_shard_fields(shard: CVBShard, so_far: tuple | None, shape: tuple[int, int],
+                     store: StoreRef, spec: ShardSpec):
+    """The fields recomputed from mu (runs on a worker): the shard's m_dk (and v_dk with CVB)
+    from scratch, and its pairs added to the word fields ``so_far`` = (m_kw, v_kw or None) of
+    the shards before it (None: the first shard). Returns the shard's new state and the word
+    fields so far."""
     from topictk.inference.variational import _cvb
     indptr, indices, counts = _shard_pairs(store, spec)
-    m_kw = np.zeros(shape) if m_kw is None else m_kw.copy()
+    gaussian = shard.v_dk is not None
+    if so_far is None:
+        m_kw, v_kw = np.zeros(shape), np.zeros(shape) if gaussian else None
+    else:
+        m_kw, v_kw = so_far[0].copy(), so_far[1].copy() if gaussian else None
     m_dk = np.empty_like(shard.m_dk)
-    _cvb.add_fields(indptr, indices, counts, shard.mu, m_dk, m_kw, worker_threads())
-    return CVBShard(shard.mu, m_dk), m_kw
+    v_dk = np.empty_like(shard.v_dk) if gaussian else None
+    _cvb.add_fields(indptr, indices, counts, shard.mu, m_dk, m_kw, worker_threads(),
+                    v_dk=v_dk, v_kw=v_kw)
+    return CVBShard(shard.mu, m_dk, v_dk), (m_kw, v_kw)
 
 
-class ShardedCVB0(Shards):
-    """The shards of a CVB0 run on a cluster: each shard's mu and m_dk stay on its worker;
-    every iteration the driver sends the word and topic fields and adds the chunks' changes
-    back in chunk order, as the one-machine sweep merges them (docs/cluster.md)."""
+class ShardedCVB(Shards):
+    """The shards of a CVB or CVB0 run on a cluster: each shard's mu and m_dk (and v_dk) stay
+    on its worker; every iteration the driver sends the word and topic fields and adds the
+    chunks' changes back in chunk order, as the one-machine sweep merges them
+    (docs/cluster.md). ``gaussian``: CVB, with the variance fields."""
 
     def __init__(self, cluster, store, doc_ptr: np.ndarray, pair_ptr: np.ndarray,
-                 bounds: np.ndarray):
+                 bounds: np.ndarray, gaussian: bool = False):
         super().__init__(cluster, store, doc_ptr, bounds)
         self.pair_ptr = pair_ptr        # (D + 1) pair offsets of the documents
+        self.gaussian = gaussian
 
-    def _part(self, spec: ShardSpec, mu: np.ndarray, m_dk: np.ndarray) -> CVBShard:
+    def _part(self, spec: ShardSpec, mu: np.ndarray, m_dk: np.ndarray,
+              v_dk: np.ndarray | None = None) -> CVBShard:
         p0, p1 = int(self.pair_ptr[spec.first_doc]), int(self.pair_ptr[spec.end_doc])
-        return CVBShard(mu[p0:p1].copy(), m_dk[spec.first_doc:spec.end_doc].copy())
+        docs = slice(spec.first_doc, spec.end_doc)
+        return CVBShard(mu[p0:p1].copy(), m_dk[docs].copy(),
+                        v_dk[docs].copy() if self.gaussian else None)
 
     def sweep(self, m_kw: np.ndarray, m_k: np.ndarray, alpha: np.ndarray, beta: float,
-              prior: tuple | None = None) -> None:
-        """One CVB0 iteration of every shard (``prior``: the seed overlay's CSR arrays, or
-        None); ``m_kw`` and ``m_k`` become the merged fields."""
+              prior: tuple | None = None, v_kw: np.ndarray | None = None,
+              v_k: np.ndarray | None = None) -> None:
+        """One iteration of every shard (``prior``: the seed overlay's CSR arrays, or None);
+        ``m_kw`` and ``m_k`` (with CVB also ``v_kw`` and ``v_k``) become the merged fields."""
         whole = self.n_chunks == 1
         changes, seconds, peak = self.step(ClusterTask(
-            cvb0_shard_sweep, context=IterationSettings(m_k, alpha, beta, self.store, whole,
-                                                        prior),
-            shared=(m_kw,), merge=merge_iterations, doing="during an iteration",
-            cut=lambda n: self.specs))
+            cvb_shard_sweep, context=IterationSettings(m_k, alpha, beta, self.store, whole,
+                                                       prior, v_k),
+            shared=(m_kw, v_kw) if self.gaussian else (m_kw,), merge=merge_iterations,
+            doing="during an iteration", cut=lambda n: self.specs))
         began = time.perf_counter()
         if whole:
-            (change, k_fields), = changes
-            m_kw[...], m_k[...] = change[1], k_fields
+            (kw, k_fields, vkw, vk), = changes
+            m_kw[...], m_k[...] = kw[1], k_fields
+            if self.gaussian:
+                v_kw[...], v_k[...] = vkw[1], vk
         else:
             # start + the chunks' changes in chunk order (docs/algorithms.md §4.4)
-            for change, k_change in changes:
-                add_rows(m_kw, change)
+            for kw, k_change, vkw, vk_change in changes:
+                add_rows(m_kw, kw)
                 m_k += k_change
+                if self.gaussian:
+                    add_rows(v_kw, vkw)
+                    v_k += vk_change
         self.cluster.merge_seconds += time.perf_counter() - began
         self.cluster.worker_peak = max(self.cluster.worker_peak, peak)
         self.cluster.add_compute([(0.0, s, 0.0) for s in seconds])
 
-    def refresh(self, m_kw: np.ndarray, m_k: np.ndarray) -> None:
-        """The fields recomputed from mu, as on one machine: each shard its m_dk, and the word
-        fields summed shard after shard in pair order (worker to worker), m_k on the driver."""
+    def refresh(self, m_kw: np.ndarray, m_k: np.ndarray, v_kw: np.ndarray | None = None,
+                v_k: np.ndarray | None = None) -> None:
+        """The fields recomputed from mu, as on one machine: each shard its m_dk (and v_dk),
+        and the word fields summed shard after shard in pair order (worker to worker), the
+        topic fields on the driver."""
         from topictk.inference.variational import _cvb
         with lost_as("while the fields were recomputed"):
             partials: list = []      # each shard's task adds to the previous shard's sums
-            outs = self.submit_step(cvb0_shard_fields, lambda s: (
+            outs = self.submit_step(cvb_shard_fields, lambda s: (
                 partials[-1] if partials else None, m_kw.shape, self.store, self.specs[s]),
                 on_each=partials.append)
-            m_kw[...] = outs[-1].result()
+            words, variances = outs[-1].result()
+        m_kw[...] = words
         self.cluster.bytes_received += nbytes(m_kw)
         _cvb.topic_fields(m_kw, m_k)
+        if self.gaussian:
+            v_kw[...] = variances
+            self.cluster.bytes_received += nbytes(v_kw)
+            _cvb.topic_fields(v_kw, v_k)
 
-    def gather(self, mu: np.ndarray, m_dk: np.ndarray) -> None:
-        """Copy the shards' mu and m_dk into ``mu`` and ``m_dk``."""
+    def gather(self, mu: np.ndarray, m_dk: np.ndarray, v_dk: np.ndarray | None = None) -> None:
+        """Copy the shards' mu and m_dk (and v_dk) into ``mu`` and ``m_dk`` (``v_dk``)."""
         if not self.stale:
             return
         for spec, part in zip(self.specs, self._gathered()):
             p0, p1 = int(self.pair_ptr[spec.first_doc]), int(self.pair_ptr[spec.end_doc])
             mu[p0:p1] = part.mu
             m_dk[spec.first_doc:spec.end_doc] = part.m_dk
+            if self.gaussian:
+                v_dk[spec.first_doc:spec.end_doc] = part.v_dk
         self.stale = False
