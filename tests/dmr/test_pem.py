@@ -319,6 +319,38 @@ def test_em_iteration_equals_reference(planted_store, tmp_path, seed):
         phi = phi_next
 
 
+@pytest.mark.parametrize("particles", [1, 3])
+def test_em_iterations_in_blocks_equal_the_reference_and_one_block(planted_store, tmp_path,
+                                                                   particles):
+    """With ``inference.chunks: 4`` every particle's E-step and the weighted statistics run
+    block by block, the statistics added in block order: the iterations are the reference's
+    and, but for the order of the statistics' sums, the one-block run's; at 2 threads the
+    same numbers as at 1."""
+    store = CorpusStore.open(planted_store)
+    extra = {"model": {"alpha": 0.2}, "particles": particles, "temperature": 0.7, "tol": 0,
+             "estep_tol": 1e-8, "estep_max_iter": 30}
+    drivers = [PEMDriver(_config(planted_store, tmp_path / name, **extra, **more), store,
+                         threads, streams=Streams(4))
+               for name, more, threads in (("one", {}, 1), ("four", {"chunks": 4}, 1),
+                                           ("four-t2", {"chunks": 4}, 2))]
+    states = [driver.init_state() for driver in drivers]
+    phi, gammas = states[0].phi.copy(), states[0].gamma.copy()
+    for t in range(3):
+        for driver, state in zip(drivers, states):
+            driver.step(state, t)
+        phi, gammas, omega, value = ref.em_iteration(
+            drivers[0].indptr, drivers[0].indices, drivers[0].counts, phi, gammas,
+            states[0].alpha, 0.7, "warm", 1e-8, 30)
+        one, four, four_t2 = states
+        for key in ("phi", "gamma", "omega", "particle_bounds"):
+            np.testing.assert_array_equal(getattr(four, key), getattr(four_t2, key))
+            np.testing.assert_allclose(getattr(four, key), getattr(one, key), rtol=1e-11,
+                                       atol=1e-15)
+        np.testing.assert_allclose(four.gamma, gammas, rtol=1e-9)
+        np.testing.assert_allclose(four.phi, phi, rtol=1e-9, atol=1e-15)
+        assert four.bound == pytest.approx(value, rel=1e-11)
+
+
 def test_particles_start_the_same_whatever_their_number(planted_store, tmp_path):
     store = CorpusStore.open(planted_store)
     two = PEMDriver(_config(planted_store, tmp_path / "a", particles=2), store, streams=Streams(1))

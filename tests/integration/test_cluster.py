@@ -135,9 +135,6 @@ def test_unreachable_scheduler_fails_within_the_timeout(example_store, tmp_path)
 @pytest.mark.parametrize("args, expected", [
     (["--dask-workers", "2", "--scheduler", "tcp://h:1"], "exclude each other"),
     (["--scheduler", "nonsense"], "--scheduler 'nonsense' names no port"),
-    (["--dask-workers", "2", "--set", "inference.algorithm=pem"],
-     "inference.algorithm pem does not run on a Dask cluster; the algorithms that do: cvb, "
-     "cvb0, dlda-sgrld, dmr-sem, dmr-sgrld, dtm-sgld, gibbs, hsvg, ovb, sgrld, tlasgr, tlfsgr, vb"),
 ])
 def test_bad_cluster_options(example_store, tmp_path, args, expected):
     config = write_config(tmp_path, example_store)
@@ -146,6 +143,21 @@ def test_bad_cluster_options(example_store, tmp_path, args, expected):
                       encoding="utf-8")
     message = fails(2, "train", "--config", config, *args)
     assert expected in message
+
+
+def test_an_algorithm_off_the_cluster_names_those_on_it(example_store, tmp_path):
+    import yaml
+    path = write_config(tmp_path, example_store)
+    data = yaml.safe_load(path.read_text(encoding="utf-8"))
+    data.pop("evaluation")
+    data.update(model={"family": "dlda", "layers": [6]},
+                inference={"algorithm": "dlda-gibbs", "iterations": 4})
+    path.write_text(yaml.safe_dump(data, sort_keys=False), encoding="utf-8")
+    message = fails(2, "train", "--config", path, "--dask-workers", "2")
+    assert message.startswith(
+        "training.dask_workers: inference.algorithm dlda-gibbs does not run on a Dask cluster; "
+        "the algorithms that do: cvb, cvb0, dlda-sgrld, dmr-sem, dmr-sgrld, dtm-sgld, gibbs, "
+        "hsvg, ovb, pem, sgrld, tlasgr, tlfsgr, vb (")
 
 
 def test_evaluate_refuses_the_cluster_for_other_algorithms(example_store, tmp_path):
@@ -471,6 +483,10 @@ MINIBATCH = {
     # CVB: the same, with the variance fields beside the means (its check: the bound)
     "cvb": {"algorithm": "cvb", "iterations": 14, "chunks": 3, "refresh_every": 4,
             "check_every": 3, "tol": 1e-9},
+    # particle EM: 3 particles, the E-steps and weighted statistics in 3 blocks, annealed
+    # from T = 2 to 1 (the tempered kernel, then VB's)
+    "pem": {"algorithm": "pem", "iterations": 8, "particles": 3, "chunks": 3,
+            "anneal_from": 2.0, "anneal_steps": 4, "tol": 0},
 }
 
 
@@ -507,7 +523,7 @@ def test_minibatch_local_steps_on_two_workers_give_the_one_machine_run(
     _same_checkpoints(a, b)
     sent = [m.get("cluster_bytes_sent", 0) for m in metrics(b)]
     assert sent and max(sent) > 0                 # the work did go to the workers
-    if algorithm in ("ovb", "vb", "cvb0", "cvb"):      # their fold-ins run on the driver
+    if algorithm in ("ovb", "vb", "cvb0", "cvb", "pem"):     # their fold-ins run on the driver
         return
     _same_fold_ins_on_the_cluster(a)       # hsvg's with its own weights
 
@@ -537,6 +553,35 @@ def test_a_lost_worker_during_a_minibatch_update_changes_nothing(example_store, 
     assert calls["n"] == 13
     assert_same_arrays(model_arrays(tmp_path / "a" / "run")[1],
                        model_arrays(tmp_path / "b" / "run")[1])
+
+
+def test_a_lost_worker_during_the_particles_e_steps_changes_nothing(example_store, tmp_path,
+                                                                    monkeypatch):
+    """A worker reported lost in the fourth iteration of particle EM on 3 workers: its blocks
+    are computed again from the gamma the driver holds, and the run is the one-machine run."""
+    pytest.importorskip("distributed")
+    from topictk.inference import cluster
+    from topictk.inference.variational import pem
+    original = cluster._map_once
+    calls = {"n": 0}
+
+    def flaky(on, task):
+        if task.piece is pem.particle_blocks_piece:
+            calls["n"] += 1
+            if calls["n"] == 4:
+                raise cluster.WorkerLost("a Dask worker was lost (simulated)")
+        return original(on, task)
+
+    monkeypatch.setattr(cluster, "_map_once", flaky)
+    (tmp_path / "a").mkdir()
+    (tmp_path / "b").mkdir()
+    ok("train", "--config", _minibatch_config(tmp_path / "a", example_store, "pem"), "--quiet")
+    ok("train", "--config", _minibatch_config(tmp_path / "b", example_store, "pem"),
+       "--dask-workers", "3", "--quiet")
+    assert calls["n"] == 9
+    a, b = tmp_path / "a" / "run", tmp_path / "b" / "run"
+    assert_same_arrays(model_arrays(a)[1], model_arrays(b)[1])
+    assert comparable_metrics(a) == comparable_metrics(b)
 
 
 # DMR by SGRLD and SGLD: 5 chunks of 8 documents per mini-batch of 40, nu moving from the

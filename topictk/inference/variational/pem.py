@@ -47,6 +47,7 @@ The state lives here rather than in ``topictk/state`` (it is only used by this d
 from __future__ import annotations
 
 import logging
+import operator
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -58,6 +59,7 @@ from topictk.errors import ConfigError, NumericalError
 from topictk.limits import available_memory
 from topictk.inference.variational import _pem
 from topictk.inference.base import EvaluationSet, Traits
+from topictk.inference.cluster import ClusterTask, StoreRef, map_merge, runs, worker_threads
 from topictk.inference.hyper import resolve_alpha
 from topictk.inference.perplexity import csr_arrays, mixture_probabilities
 from topictk.inference.registry import register
@@ -71,6 +73,7 @@ from topictk.inference.variational.template import (
     BatchEMDriver,
     e_step,
     elog_theta_sum,
+    estep_blocks,
     estep_wave,
     expected_log_topics,
     optimize_alpha,
@@ -167,12 +170,14 @@ def weighted_elog_theta_sum(gamma: np.ndarray, omega: np.ndarray) -> np.ndarray:
     return S
 
 
-def state_bytes(P: int, D: int, K: int, V: int, M: int = 0) -> int:
+def state_bytes(P: int, D: int, K: int, V: int, M: int = 0, blocks: int = 1) -> int:
     """Bytes particle EM holds for P particles: gamma (P D K), the particle bounds and weights
     of every document (3 P D), phi and the statistics (2 V K), and with P > 1 what the E-steps
-    leave for the weighted pass (the Z of each particle's M CSR entries, P M, and its A of every
-    document, P D K) and the pass's sums (V K), all float64."""
-    extra = P * M + P * D * K + V * K if P > 1 else 0
+    of the largest of ``blocks`` blocks of documents leave for the weighted pass (the Z of
+    each particle's CSR entries of the block and its A of every document of the block) and the
+    pass's sums (V K), all float64."""
+    docs, pairs = -(-D // max(blocks, 1)), -(-M // max(blocks, 1))
+    extra = P * pairs + P * docs * K + V * K if P > 1 else 0
     return 8 * (P * D * K + 3 * P * D + 2 * V * K + extra)
 
 
@@ -216,6 +221,67 @@ def particle_estep_weights(phi: np.ndarray, temperature: float, threads: int = 1
         B, shift, _ = expected_log_topics(phi, phi.sum(axis=0), 0.0, False, threads)
         return B, shift
     return tempered_weights(phi, temperature)
+
+
+@dataclass(frozen=True)
+class ParticleEStep:
+    """One EM iteration's E-step as each block of documents reads it (§10.3): the prior, the
+    temperature, the E-step's start and stopping rule, and where the documents are (for a
+    cluster's workers)."""
+
+    alpha: np.ndarray
+    temperature: float
+    start: str
+    tol: float
+    max_iter: int
+    store: StoreRef | None = None
+
+    def block(self, csr, weights, table: np.ndarray, gamma: np.ndarray, threads: int):
+        """The block of documents ``csr`` = (indptr, indices, counts): every particle's E-step
+        from its rows of ``gamma`` (P, D_b, K, C-contiguous, updated in place), the block's
+        particle weights omega (D_b, P) and its omega-weighted statistics (V, K). ``weights``:
+        :func:`particle_estep_weights` of phi; ``table``: the tempered table of phi
+        (:func:`tempered_weights`), read with more than one particle. Returns (statistics,
+        the particles' bounds l (P, D_b), their gamma updates (P, D_b), omega)."""
+        indptr, indices, counts = csr
+        P, n_docs, K = gamma.shape
+        T = self.temperature
+        sstats = np.zeros((weights[0].shape[0], K))
+        doc_bounds = np.zeros((P, n_docs))
+        iterations = np.zeros((P, n_docs), dtype=np.int32)
+        pair_z = np.empty((P, indices.size)) if P > 1 else None
+        doc_a = np.empty((P, n_docs, K)) if P > 1 else None
+        for p in range(P):
+            estep_particle(indptr, indices, counts, None, self.alpha, gamma[p], T,
+                           start=self.start, tol=self.tol, max_iter=self.max_iter,
+                           threads=threads, sstats=sstats if P == 1 else None,
+                           doc_bound=doc_bounds[p], iterations=iterations[p], weights=weights,
+                           pair_z=None if P == 1 else pair_z[p],
+                           doc_a=None if P == 1 else doc_a[p])
+        if P == 1:                      # omega = 1: exactly unsmoothed VB at T = 1
+            return sstats, doc_bounds, iterations, np.ones((n_docs, 1))
+        omega = np.ascontiguousarray(particle_weights(doc_bounds.T, T))
+        _pem.weighted_statistics(indptr, indices, counts, table, gamma, omega, pair_z, float(T),
+                                 sstats, int(threads),
+                                 expweights=weights[0] if T == 1.0 else None, doc_a=doc_a)
+        return sstats, doc_bounds, iterations, omega
+
+
+def particle_blocks_piece(job: ParticleEStep, B: np.ndarray, shift: np.ndarray,
+                          table: np.ndarray, run: list) -> list:
+    """The cluster piece: the particles' E-steps of a run of blocks (runs on a worker), each
+    block ((d0, d1), its rows of every particle's gamma) read from this worker's store as the
+    driver reads it: one (statistics, bounds, updates, omega, new gamma rows) per block."""
+    train = job.store.open().train()
+    out = []
+    for (d0, d1), gamma in run:
+        e0, e1 = int(train.indptr[d0]), int(train.indptr[d1])
+        csr = (np.ascontiguousarray(train.indptr[d0:d1 + 1] - e0, dtype=np.int64),
+               np.ascontiguousarray(train.indices[e0:e1], dtype=np.int32),
+               np.ascontiguousarray(train.counts[e0:e1], dtype=np.int32))
+        gamma = np.array(gamma, dtype=np.float64)
+        out.append((*job.block(csr, (B, shift), table, gamma, worker_threads()), gamma))
+    return out
 
 
 @dataclass
@@ -275,8 +341,10 @@ class PEMDriver(SeededDriverMixin, BatchEMDriver):
 
     name = "pem"
     own_estimator = "particle E-step"
+    # the blocks of the particles' E-steps run on a cluster's workers
     traits = Traits(kind="variational", paper="particle EM (docs/algorithms.md §10)",
-                    alpha_auto=True, objective="train_bound_per_token", add_documents=("lda",))
+                    alpha_auto=True, objective="train_bound_per_token", add_documents=("lda",),
+                    cluster=True)
     STATE = PEMState
     OPTIONS = {
         "particles": Option("int", 4, low=1, help="number of particles P"),
@@ -302,6 +370,12 @@ class PEMDriver(SeededDriverMixin, BatchEMDriver):
                                     "variation of an earlier particle are reported as "
                                     "collapsed (metric particles_collapsed)"),
         **ESTEP_OPTIONS,
+        "chunks": Option("int", None, low=1, nullable=True,
+                         help="blocks of documents whose particles' E-steps and weighted "
+                              "statistics are computed on their own, the statistics then added "
+                              "block by block (a cluster spreads the blocks over its workers; "
+                              "the numbers depend on this, never on the cluster; default: one "
+                              "block)"),
         "tol": stopping_tolerance("L_T"),
         "estep_start": Option("choice", "warm", choices=("warm", "best", "cold"),
                               help="particle E-step start: warm = the particle's previous gamma "
@@ -311,39 +385,43 @@ class PEMDriver(SeededDriverMixin, BatchEMDriver):
     }
 
     MEMORY_FIX = ("lower inference.particles (each holds a D x K gamma, and with more than "
-                  "one the weighted pass keeps another)")
+                  "one the weighted pass keeps another for a block of documents; "
+                  "inference.chunks makes the blocks smaller)")
 
     @classmethod
     def memory_held(cls, data: dict, s) -> list:
-        """phi (V, K), every particle's gamma (P, D, K) and the documents' weights; with P > 1
-        what the E-steps leave for the weighted pass: Z of every pair and A of every document
-        (P, D, K) of each particle."""
+        """phi (V, K), every particle's gamma (P, D, K) and the documents' weights."""
         P = int(data["inference"]["particles"])
-        held = [("phi", (s.V, s.K), 8), ("gamma of every particle", (P, s.D, s.K), 8),
+        return [("phi", (s.V, s.K), 8), ("gamma of every particle", (P, s.D, s.K), 8),
                 ("particle weights and bounds", (3, P, s.D), 8)]
-        if P > 1:
-            held += [("Z of every pair and particle", (P, s.M), 8),
-                     ("A of every document and particle", (P, s.D, s.K), 8)]
-        return held
 
     @classmethod
     def memory_phases(cls, data: dict, s) -> list[list]:
-        """The E-steps: the word weights (V, K; away from T = 1 the tempered log weights and
-        their exponentials, two) and, with one particle, its statistics and staged terms; the
-        weighted pass (P > 1): the weights, its tempered table and the statistics (V, K each);
-        the particle report (P > 1): the weights and statistics beside every particle's
-        theta-hat (P, D, K) and two differences (D, K); the M-step: the statistics,
-        max(SS, 1e-100) and the new phi; alpha's update: the statistics beside E[ln theta]
-        (2 x D x K)."""
+        """The E-steps of a block of documents (the largest of the ``inference.chunks``): the
+        word weights (V, K; away from T = 1 the tempered log weights and their exponentials,
+        two), the statistics of every block so far and, with one particle, the staged terms;
+        with P > 1 also the tempered table of the weighted pass, what the E-steps leave for it
+        (Z of every pair and A of every document of the block, for each particle) and, with
+        more than one block, the particles' gamma rows of the block; the particle report
+        (P > 1): the weights and statistics beside every particle's theta-hat (P, D, K) and
+        two differences (D, K); the M-step: the statistics, max(SS, 1e-100) and the new phi;
+        alpha's update: the statistics beside E[ln theta] (2 x D x K)."""
         inference = data["inference"]
         P = int(inference["particles"])
+        blocks = min(int(inference.get("chunks") or 1), max(s.D, 1))
+        docs, pairs = -(-s.D // blocks), -(-s.M // blocks)
         weights = ("E-step word weights", (cls._weight_tables(inference), s.V, s.K), 8)
         statistics = ("statistics", (s.V, s.K), 8)
+        block_statistics = ("statistics of every block", (blocks, s.V, s.K), 8)
         if P == 1:
-            phases = [[weights, statistics, estep_wave(s.D * s.K)]]
+            phases = [[weights, block_statistics, estep_wave(docs * s.K)]]
         else:
-            phases = [[weights],
-                      [("E-step weights, tempered table and statistics", (3, s.V, s.K), 8)],
+            block = [weights, block_statistics, ("tempered table", (s.V, s.K), 8),
+                     ("Z of every pair of a block and particle", (P, pairs), 8),
+                     ("A of every document of a block and particle", (P, docs, s.K), 8)]
+            if blocks > 1:
+                block.append(("gamma rows of a block", (P, docs, s.K), 8))
+            phases = [block,
                       [("E-step weights and statistics", (2, s.V, s.K), 8),
                        ("theta-hat of every particle", (P, s.D, s.K), 8),
                        ("differences of two particles' theta-hat", (2, s.D, s.K), 8)]]
@@ -390,12 +468,12 @@ class PEMDriver(SeededDriverMixin, BatchEMDriver):
         opts = config.inference
         self.P = int(opts.particles)
         self.check_memory()
-        self._pass_buffers: tuple[np.ndarray, np.ndarray] | None = None
         self.temperature = working_temperature(opts.temperature)
 
     def check_memory(self) -> None:
         """Refuse, before any allocation, particle states larger than the available memory."""
-        need = state_bytes(self.P, self.n_docs, self.K, self.V, self.indices.size)
+        blocks = min(int(self.config.inference.chunks or 1), max(self.n_docs, 1))
+        need = state_bytes(self.P, self.n_docs, self.K, self.V, self.indices.size, blocks)
         free = available_memory()
         if free is not None and need > free:
             raise ConfigError(
@@ -452,69 +530,64 @@ class PEMDriver(SeededDriverMixin, BatchEMDriver):
         return grow_pem_state(self, old, added)
 
     # ------------------------------------------------------------------- step
-    def particle_e_steps(self, state: PEMState, temperature: float, sstats, pair_z=None,
-                         doc_a=None):
-        """Every particle's E-step at ``temperature``: (l (P, D), mean gamma updates per
-        document, the word weights used). ``sstats`` (one particle only) receives its
-        statistics, ``pair_z`` (P, M) every particle's Z of every entry and ``doc_a`` (P, D, K)
-        its A of every document."""
-        opts = self.config.inference
-        weights = particle_estep_weights(state.phi, temperature, self.threads)
-        doc_bounds = np.zeros((self.P, self.n_docs))
-        updates = 0.0
-        for p in range(self.P):
-            iterations = np.zeros(self.n_docs, dtype=np.int32)
-            estep_particle(self.indptr, self.indices, self.counts, state.phi, state.alpha,
-                           state.gamma[p], temperature, start=opts.estep_start,
-                           tol=opts.estep_tol, max_iter=opts.estep_max_iter,
-                           threads=self.threads, sstats=sstats, doc_bound=doc_bounds[p],
-                           iterations=iterations, weights=weights,
-                           pair_z=None if pair_z is None else pair_z[p],
-                           doc_a=None if doc_a is None else doc_a[p])
-            updates += float(iterations.mean()) if iterations.size else 0.0
-        return doc_bounds, updates / self.P, weights
-
-    def pass_buffers(self) -> tuple[np.ndarray, np.ndarray]:
-        """What the particles' E-steps leave for the weighted pass, Z (P, M) and A (P, D, K):
-        allocated at the first step and reused, every entry rewritten by each step."""
-        if self._pass_buffers is None:
-            self._pass_buffers = (np.empty((self.P, self.indices.size)),
-                                  np.empty((self.P, self.n_docs, self.K)))
-        return self._pass_buffers
-
-    def weighted_statistics(self, state: PEMState, temperature: float, pair_z: np.ndarray,
-                            doc_a: np.ndarray, weights) -> np.ndarray:
-        """SS_wk = sum_p sum_d omega_dp n_dw mu_pdwk (§10.3) from the Z and A the particles'
-        E-steps left (``pair_z``, ``doc_a``), with the word ``weights`` those E-steps used."""
-        table, _ = tempered_weights(state.phi, temperature)
-        sstats = np.zeros((self.V, self.K))
-        _pem.weighted_statistics(self.indptr, self.indices, self.counts, table, state.gamma,
-                                 np.ascontiguousarray(state.omega), pair_z, float(temperature),
-                                 sstats, int(self.threads),
-                                 expweights=weights[0] if temperature == 1.0 else None,
-                                 doc_a=doc_a)
-        return sstats
-
     def expectation(self, state: PEMState):
         """Every particle's E-step, each document's weights omega_d = softmax(l_.d / T), the
-        omega-weighted statistics and L_T (§10.3)."""
+        omega-weighted statistics and L_T (§10.3), block by block over the ``inference.chunks``
+        blocks of documents (each block's statistics summed on its own, then added in block
+        order; on a cluster the blocks run on the workers, with the same numbers)."""
         T = self.temperature_at(state.step)
         if state.step > 0 and T != self.temperature_at(state.step - 1):
             state.bound = float("nan")          # T changed: no stopping-rule comparison
-        if self.P == 1:                         # omega = 1: exactly unsmoothed VB at T = 1
-            sstats = np.zeros((self.V, self.K))
-            doc_bounds, updates, _ = self.particle_e_steps(state, T, sstats)
-            state.omega = np.ones((self.n_docs, 1))
+        opts = self.config.inference
+        weights = particle_estep_weights(state.phi, T, self.threads)
+        table = tempered_weights(state.phi, T)[0] if self.P > 1 else np.zeros((0, self.K))
+        job = ParticleEStep(np.ascontiguousarray(state.alpha, dtype=np.float64), T,
+                            opts.estep_start, float(opts.estep_tol), int(opts.estep_max_iter),
+                            StoreRef.of(self.store) if self.cluster is not None else None)
+        blocks = estep_blocks(self.n_docs, int(opts.chunks or 1))
+        if self.cluster is not None:
+            def cut(n_workers: int) -> list:
+                return [[(block, state.gamma[:, block[0]:block[1]]) for block in blocks[a:b]]
+                        for a, b in runs(len(blocks), n_workers)]
+
+            parts = map_merge(self.cluster, ClusterTask(
+                particle_blocks_piece, cut, context=job,
+                shared=(np.ascontiguousarray(weights[0]), weights[1], table),
+                merge=operator.add, doing="during the particles' E-steps",
+                again="computing the particles' E-steps again"))
+            for (d0, d1), part in zip(blocks, parts):
+                state.gamma[:, d0:d1] = part[4]
+        else:
+            parts = [self._block(job, weights, table, state.gamma, d0, d1) for d0, d1 in blocks]
+        sstats = parts[0][0]
+        for part in parts[1:]:
+            sstats += part[0]
+        doc_bounds, iterations, omega = (np.concatenate([part[i] for part in parts],
+                                                        axis=1 if i < 3 else 0)
+                                         for i in (1, 2, 3))
+        state.omega = omega
+        if self.P == 1:
             value = float(doc_bounds[0].sum())
         else:
-            pair_z, doc_a = self.pass_buffers()
-            doc_bounds, updates, weights = self.particle_e_steps(state, T, None, pair_z, doc_a)
-            state.omega = particle_weights(doc_bounds.T, T)
-            sstats = self.weighted_statistics(state, T, pair_z, doc_a, weights)
             value = tempered_objective(doc_bounds.T, state.omega, T)
+        updates = sum(float(row.mean()) if row.size else 0.0 for row in iterations) / self.P
         state.particle_bounds = doc_bounds.sum(axis=1)
         return sstats, value, {"estep_iterations": round(updates, 4), "temperature": T,
                                **self.particle_report(state, doc_bounds)}
+
+    def _block(self, job: ParticleEStep, weights, table: np.ndarray, gamma: np.ndarray,
+               d0: int, d1: int):
+        """:meth:`ParticleEStep.block` of the documents [d0, d1) on this machine, their rows
+        of ``gamma`` (P, D, K) updated in place (through a contiguous copy when the block is
+        not the whole corpus)."""
+        e0, e1 = int(self.indptr[d0]), int(self.indptr[d1])
+        csr = (np.ascontiguousarray(self.indptr[d0:d1 + 1] - e0), self.indices[e0:e1],
+               self.counts[e0:e1])
+        rows = np.ascontiguousarray(gamma[:, d0:d1])
+        out = job.block(csr, weights, table, rows, self.threads)
+        if not np.shares_memory(rows, gamma):
+            gamma[:, d0:d1] = rows
+        return out
 
     def particle_report(self, state: PEMState, doc_bounds: np.ndarray) -> dict:
         """What a step logs about its particles: the bound of the best particle of every
