@@ -46,6 +46,7 @@ from topictk.inference.base import (
     chunk_bounds_by_tokens,
 )
 from topictk.inference.cluster import ClusterTask, StoreRef, map_merge, runs, worker_threads
+from topictk.inference.dlda.shards import PassSettings, ShardedDeepGibbs
 from topictk.inference.minibatch import batch_sizes, epoch_schedule
 from topictk.inference.perplexity import perplexity_from_probabilities
 from topictk.inference.registry import register
@@ -575,6 +576,34 @@ class DLDADriver(Driver):
                                       else "point (the test chain has no samples yet)")}
 
 
+@dataclass
+class DeepRestartPoint:
+    """What a ``dlda-gibbs`` run on a cluster goes back to when a worker or the cluster is
+    lost: the iteration, the network, r, the running counts and every persistent stream of
+    that iteration (theta and c are the driver's copies, not touched until the next gather,
+    after which a newer point is taken). The persistent test chain is left where it is: it
+    advances once per iteration number (``chain_step``), so the evaluations of the iterations
+    done again find it advanced already, and the numbers are those of an uninterrupted run."""
+
+    step: int
+    phi: list
+    r: np.ndarray
+    counts: tuple
+    streams: dict
+
+    @classmethod
+    def of(cls, state: DeepState, streams: Streams) -> DeepRestartPoint:
+        return cls(state.step, [p.copy() for p in state.phi], state.r.copy(),
+                   (state.floored, state.fallbacks, state.clamped), streams.state())
+
+    def restore(self, state: DeepState, streams: Streams) -> None:
+        state.step = self.step
+        state.phi = [p.copy() for p in self.phi]
+        state.r = self.r.copy()
+        state.floored, state.fallbacks, state.clamped = self.counts
+        streams.restore(self.streams)
+
+
 @dataclass(frozen=True)
 class DeepLocalJob:
     """One mini-batch's local chains (§8.6) as each of their pieces reads them: the batch's
@@ -820,8 +849,9 @@ class DLDAGibbsDriver(DLDADriver):
     corpus; Phi^(l) ~ Dir, r ~ Gam between the upward and the downward pass."""
 
     name = "dlda-gibbs"
+    # both passes of an iteration run on a cluster's shards
     traits = DLDADriver.traits.but(kind="sampled", paper="Zhou, Cong & Chen 2016",
-                                   add_documents=("dlda",))
+                                   add_documents=("dlda",), cluster=True)
     stochastic = False
     OPTIONS = {
         **COMMON_OPTIONS,
@@ -859,6 +889,8 @@ class DLDAGibbsDriver(DLDADriver):
         self.bounds = chunk_bounds_by_tokens(np.asarray(self.train.doc_ptr),
                                              int(config.inference.chunks))
         self.doc_m: np.ndarray | None = None    # (D, sum K_l) int32, m of the upward pass
+        self.remote: ShardedDeepGibbs | None = None     # the shards on a cluster
+        self._restart: DeepRestartPoint | None = None
 
     def _advice(self) -> str:
         return "check the corpus and the model hyperparameters"
@@ -879,21 +911,31 @@ class DLDAGibbsDriver(DLDADriver):
                                    **grow_training_chains(old, self.n_docs, self.layers))
 
     def step(self, state: DeepState, t: int) -> StepInfo:
+        if self.remote is None:
+            return self._step(state, t)
+        return self._remote_step(state, t)
+
+    def _step(self, state: DeepState, t: int) -> StepInfo:
+        """Iteration t + 1: the upward pass, the global draws, the downward pass (§8.5); the
+        passes on the cluster's shards when there is one."""
         C = self.bounds.size - 1
         streams = self.streams.chunk_streams((3,), C, persistent=True)
         main = np.random.Generator(self.streams.persistent(keys.MAIN))
-        W = sum(self.layers)
-        if self.doc_m is None:
-            self.doc_m = np.zeros((self.n_docs, W), dtype=np.int32)
-        stats = np.zeros(int(np.sum(self.sizes[:-1] * self.sizes[1:])) + self.layers[-1],
-                         dtype=np.int64)
-        qcur = np.zeros(self.n_docs)
-        indptr = np.ascontiguousarray(self.train.indptr, dtype=np.int64)
-        fb = _dlda.gibbs_upward(indptr, np.ascontiguousarray(self.train.indices, np.int32),
-                                np.ascontiguousarray(self.train.counts, np.int32),
-                                state.flat_phi(), self.sizes, state.r, state.theta_train,
-                                state.c_train, self.doc_m, stats, qcur, self.bounds, streams,
-                                self.threads)
+        if self.remote is not None:
+            settings = PassSettings(self.sizes, state.r, self.hyper, StoreRef.of(self.store))
+            stats, qcur, fb = self.remote.upward(settings, state.flat_phi(), streams)
+        else:
+            if self.doc_m is None:
+                self.doc_m = np.zeros((self.n_docs, sum(self.layers)), dtype=np.int32)
+            stats = np.zeros(int(np.sum(self.sizes[:-1] * self.sizes[1:])) + self.layers[-1],
+                             dtype=np.int64)
+            qcur = np.zeros(self.n_docs)
+            indptr = np.ascontiguousarray(self.train.indptr, dtype=np.int64)
+            fb = _dlda.gibbs_upward(indptr, np.ascontiguousarray(self.train.indices, np.int32),
+                                    np.ascontiguousarray(self.train.counts, np.int32),
+                                    state.flat_phi(), self.sizes, state.r, state.theta_train,
+                                    state.c_train, self.doc_m, stats, qcur, self.bounds,
+                                    streams, self.threads)
         xs, xtop = split_stats(stats, [int(s) for s in self.sizes])
         Q = float(np.sum(qcur))
         state.phi = [dirichlet_columns(self.eta[l] + xs[l], main) for l in range(self.L)]
@@ -901,12 +943,72 @@ class DLDAGibbsDriver(DLDADriver):
         low = r < FLOOR
         r[low] = FLOOR
         state.r = r
-        fl = _dlda.gibbs_downward(state.flat_phi(), self.sizes, state.r, self.hyper,
-                                  state.theta_train, state.c_train, self.doc_m, self.bounds,
-                                  streams, self.threads)
+        if self.remote is not None:
+            settings = PassSettings(self.sizes, state.r, self.hyper, StoreRef.of(self.store))
+            fl = self.remote.downward(settings, state.flat_phi(), streams)
+        else:
+            fl = _dlda.gibbs_downward(state.flat_phi(), self.sizes, state.r, self.hyper,
+                                      state.theta_train, state.c_train, self.doc_m,
+                                      self.bounds, streams, self.threads)
         state.floored += fl
         state.fallbacks += fb
         state.step = t + 1
         return StepInfo(tokens=self.n_tokens, documents=self.n_docs,
                         extra={"floored": fl, "fallbacks": fb,
                                "r_floored": int(np.count_nonzero(low))})
+
+    # -------------------------------------------------------------- on a cluster
+    def use_cluster(self, cluster) -> None:
+        """Run both passes of every iteration on ``cluster``'s shards: the training
+        documents' theta and c live on its workers, brought back when a checkpoint or the
+        model is written (:mod:`topictk.inference.dlda.shards`)."""
+        super().use_cluster(cluster)
+        self.remote = ShardedDeepGibbs(cluster, self.store,
+                                       np.asarray(self.train.doc_ptr, dtype=np.int64),
+                                       self.bounds)
+
+    def _remote_step(self, state: DeepState, t: int) -> StepInfo:
+        """:meth:`_step` on the cluster; a worker lost on the way is recovered from
+        (:meth:`_recover`) and the iteration done again."""
+        def attempt() -> StepInfo:
+            if self.remote.shards is None:
+                self.remote.distribute(state.theta_train, state.c_train)
+            if not self.remote.stale:           # the driver holds the whole state: keep it
+                self._restart = DeepRestartPoint.of(state, self.streams)
+            return self._step(state, t)
+
+        return self.remote.recovering(lambda exc: self._recover(state, exc, t), attempt)
+
+    def _recover(self, state: DeepState, exc: Exception, upto: int) -> None:
+        """After a worker was lost: go back to the last iteration at which the driver held
+        the whole state (theta and c as last gathered, with the network, r and the streams
+        kept then), send the shards out again and redo the iterations before ``upto``; they
+        are a function of that state, so the redone ones are the lost ones, bit for bit."""
+        back = self._restart
+        self.remote.restart(exc, back.step, upto, "iterations")
+        back.restore(state, self.streams)
+        for t in range(back.step, upto):
+            self._remote_step(state, t)
+
+    def synced(self, state: DeepState) -> DeepState:
+        """``state`` with theta and c brought back from the cluster when they are behind."""
+        if self.remote is None or not self.remote.stale:
+            return state
+        self.remote.recovering(lambda exc: self._recover(state, exc, state.step),
+                               lambda: self.remote.gather(state.theta_train, state.c_train))
+        return state
+
+    def state_to_arrays(self, state: DeepState) -> tuple[dict, dict[str, np.ndarray]]:
+        return super().state_to_arrays(self.synced(state))
+
+    def mark_step(self, state: DeepState) -> None:
+        """Nothing to copy: the restart point of the iterations on the cluster is the mark."""
+
+    def roll_back(self, state: DeepState) -> int:
+        """After the cluster was lost: the state as the driver last held it whole (the
+        iteration of the last gather, or the one before the iteration under way); the shards
+        are gone with the cluster."""
+        if self.remote.stale:
+            self._restart.restore(state, self.streams)
+        self.remote.abandon()
+        return state.step
