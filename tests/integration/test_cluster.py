@@ -159,16 +159,12 @@ def test_an_algorithm_off_the_cluster_names_those_on_it(example_store, tmp_path,
 
 
 def test_evaluate_refuses_the_cluster_for_other_algorithms(example_store, tmp_path):
-    config = write_config(tmp_path, example_store, inference={
-        "algorithm": "ovb", "iterations": 4, "burn_in": None, "thin": None})
-    text = config.read_text(encoding="utf-8")
-    config.write_text(text.replace("  burn_in: null\n", "").replace("  thin: null\n", ""),
-                      encoding="utf-8")
-    ok("train", "--config", config, "--quiet")
+    ok("train", "--config", _deep_gibbs_config(tmp_path, example_store), "--quiet")
     message = fails(2, "evaluate", tmp_path / "run", "--dask-workers", "2")
-    assert message == ("--dask-workers: ovb runs are evaluated on one machine; the algorithms "
-                       "whose runs are evaluated on a Dask cluster: gibbs, hsvg, sgrld")
-    assert "ovb runs are applied to new documents on one machine" in fails(
+    assert message == ("--dask-workers: dlda-gibbs runs are evaluated on one machine; the "
+                       "algorithms whose runs are evaluated on a Dask cluster: cvb, cvb0, "
+                       "gibbs, hsvg, ovb, pem, sgrld, vb")
+    assert "dlda-gibbs runs are applied to new documents on one machine" in fails(
         2, "infer", tmp_path / "run", EXAMPLE, "--dask-workers", "2")
 
 
@@ -521,9 +517,9 @@ def test_minibatch_local_steps_on_two_workers_give_the_one_machine_run(
     _same_checkpoints(a, b)
     sent = [m.get("cluster_bytes_sent", 0) for m in metrics(b)]
     assert sent and max(sent) > 0                 # the work did go to the workers
-    if algorithm in ("ovb", "vb", "cvb0", "cvb", "pem"):     # their fold-ins run on the driver
-        return
-    _same_fold_ins_on_the_cluster(a)       # hsvg's with its own weights
+    # on 2 workers: sgrld's and hsvg's Gibbs fold-ins (hsvg's with its own weights), the
+    # others' own deterministic fold-ins cut into blocks of documents
+    _same_fold_ins_on_the_cluster(a)
 
 
 def test_a_lost_worker_during_a_minibatch_update_changes_nothing(example_store, tmp_path,
@@ -817,8 +813,9 @@ def test_a_lost_worker_in_a_cvb_run_changes_nothing(example_store, tmp_path, mon
 
 @pytest.mark.parametrize("algorithm, target, failing_call, step", [
     # ovb: the driver holds the whole state; the step that fails opens the second epoch (its
-    # keys drawn from the main stream before the E-step)
-    ("ovb", "cluster._map_once", 8, 7),
+    # keys drawn from the main stream before the E-step); the seventh call is the fold-in of
+    # the evaluation after step 6
+    ("ovb", "cluster._map_once", 9, 7),
     ("cvb0", "cvb_shards.ShardedCVB.sweep", 7, 6),     # mu and m_dk last gathered at step 6
 ])
 def test_a_cluster_lost_mid_step_leaves_a_checkpoint_to_resume(example_store, tmp_path,

@@ -324,7 +324,7 @@ def infer_documents(run, docs: NewDocuments, where: str, *, sweeps: int = 50,
               else None)
 
     cluster = run.driver.cluster
-    if cluster is not None and features is None:
+    if cluster is not None and features is None and not run.driver.traits.own_fold_in:
         def pieces():
             for start in range(0, docs.n_docs, BLOCK_DOCS):
                 stop = min(docs.n_docs, start + BLOCK_DOCS)
@@ -332,7 +332,8 @@ def infer_documents(run, docs: NewDocuments, where: str, *, sweeps: int = 50,
                 yield (start, docs.doc_ptr[start:stop + 1] - lo, docs.words[lo:hi],
                        start // INFER_CHUNK_DOCS)
 
-        # the drivers that run on a cluster fold in by the Gibbs fold-in with their weights
+        # the Gibbs fold-in with the driver's weights; a driver with its own fold-in takes the
+        # cluster in it (below)
         return cluster_infer_blocks(cluster, run.driver.fold_in_weights(run.state).T,
                                     run.driver.document_prior(run.state, None), pieces(),
                                     sweeps=sweeps, burn_in=burn_in, seed=seed)

@@ -427,7 +427,9 @@ class Traits:
     (docs/family-KIND.md); ``paper``: the papers ``topictk algorithms`` cites; ``threads``:
     its kernels use ``training.threads``; ``resume``: ``--resume`` continues its chain
     exactly; ``cluster``: its shards run on a Dask cluster (``use_cluster``);
-    ``cluster_fold_in``: evaluate's and infer's fold-ins do too; ``alpha_auto``: it learns
+    ``cluster_fold_in``: evaluate's and infer's fold-ins do too; ``own_fold_in``: those
+    fold-ins are its own local update (:meth:`Driver.fold_in`, which takes the cluster
+    itself), not the Gibbs fold-in with its weights; ``alpha_auto``: it learns
     an asymmetric alpha with ``model.alpha: auto`` (the others refuse it); ``features``: the
     document prior depends on metadata (DMR); ``layered``: topics come in layers (deep LDA);
     ``persistent_evaluation``: held-out evaluation advances a chain kept in the state, so the
@@ -448,6 +450,7 @@ class Traits:
     resume: bool = True
     cluster: bool = False
     cluster_fold_in: bool = False
+    own_fold_in: bool = False
     alpha_auto: bool = False
     features: bool = False
     layered: bool = False

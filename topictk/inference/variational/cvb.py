@@ -35,10 +35,10 @@ from topictk.inference.base import (
     warn_idle_threads,
 )
 from topictk.inference.variational.cvb_shards import ShardedCVB
-from topictk.inference.perplexity import csr_arrays, mixture_probabilities
+from topictk.inference.perplexity import mixture_probabilities
 from topictk.inference.registry import register
 from topictk.inference.seed_prior import SeededDriverMixin
-from topictk.inference.variational.template import VariationalDriver, doc_lengths
+from topictk.inference.variational.template import FoldInCall, VariationalDriver, doc_lengths
 from topictk.inference.variational.grow import grow_cvb_state
 from topictk.state.variational import CVBState
 from topictk.streams import Streams
@@ -70,6 +70,15 @@ def seed_start(mu: np.ndarray, pair_words: np.ndarray, seeds) -> None:
         return
     start = np.where(keep[position[pair_words[rows]]], mu[rows], 0.0)
     mu[rows] = start / start.sum(axis=1, keepdims=True)
+
+
+def cvb0_fold_in(indptr, indices, counts, phi: np.ndarray, alpha: np.ndarray, *, tol: float,
+                 max_passes: int, threads: int) -> np.ndarray:
+    """theta-hat of documents (CSR) by CVB0 updates with the word-major phi-hat frozen
+    (kernel :func:`topictk.inference.variational._cvb.fold_in`)."""
+    theta = np.empty((indptr.size - 1, phi.shape[1]))
+    _cvb.fold_in(indptr, indices, counts, phi, alpha, tol, max_passes, theta, threads)
+    return theta
 
 
 @dataclass
@@ -108,7 +117,8 @@ class CVBDriver(SeededDriverMixin, VariationalDriver):
     own_estimator = "CVB0 fold-in"
     # the chunks of an iteration run on a cluster's workers
     traits = Traits(kind="variational", paper="Teh, Newman & Welling 2007",
-                    objective="train_bound_per_token", add_documents=("lda",), cluster=True)
+                    objective="train_bound_per_token", add_documents=("lda",), cluster=True,
+                    cluster_fold_in=True, own_fold_in=True)
     STATE = CVBState
     gaussian = True
     OPTIONS = {
@@ -375,16 +385,14 @@ class CVBDriver(SeededDriverMixin, VariationalDriver):
         """The approximate bound of §4.6 per training token."""
         return self.approximate_bound(self.synced(state)) / max(self.n_tokens, 1)
 
-    def fold_in(self, state: CVBState, documents: Documents, plan=None, *, prior=None,
-                sample=None) -> np.ndarray:
+    def fold_in_call(self, state: CVBState, prior) -> FoldInCall:
         """theta-hat of unseen documents by CVB0 updates with phi-hat frozen (§4.7)."""
-        indptr, indices, counts = csr_arrays(documents)
-        theta = np.empty((indptr.size - 1, self.K))
         opts = self.config.inference
-        _cvb.fold_in(indptr, indices, counts, np.ascontiguousarray(self.point_phi(state)),
-                     self.prior_of(state, prior),
-                     float(opts.fold_in_tol), int(opts.fold_in_max_passes), theta, self.threads)
-        return theta
+        return FoldInCall(cvb0_fold_in, (np.ascontiguousarray(self.point_phi(state)),
+                                         np.ascontiguousarray(self.prior_of(state, prior),
+                                                              dtype=np.float64)),
+                          {"tol": float(opts.fold_in_tol),
+                           "max_passes": int(opts.fold_in_max_passes)})
 
     def point_phi(self, state: CVBState) -> np.ndarray:
         """Word-major (V, K) phi-hat = (beta_wk + m_kw) / (beta-bar_k + m_k): the state's

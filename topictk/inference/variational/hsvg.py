@@ -51,7 +51,7 @@ class HSVGDriver(OVBDriver):
     name = "hsvg"
     # the local chains of a mini-batch, and the fold-ins, run on a cluster's workers
     traits = OVBDriver.traits.but(paper="Mimno, Hoffman & Blei 2012", cluster_fold_in=True,
-                                  alpha_auto=False, objective=None)
+                                  own_fold_in=False, alpha_auto=False, objective=None)
     OPTIONS = _options()
 
     @classmethod

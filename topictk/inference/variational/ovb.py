@@ -61,7 +61,8 @@ from topictk.inference.variational.template import (
     estep_wave,
     elog_theta_sum,
     expected_log_topics,
-    fold_in_theta,
+    FoldInCall,
+    estep_fold_in_call,
     newton_direction,
 )
 from topictk.inference.variational.grow import grow_online_state
@@ -92,9 +93,10 @@ class OVBDriver(SeededDriverMixin, VariationalDriver):
     """Online VB / SVI; one step is one mini-batch update."""
 
     name = "ovb"
-    # the blocks of a mini-batch's E-step run on a cluster's workers
+    # the blocks of a mini-batch's E-step, and the fold-ins, run on a cluster's workers
     traits = Traits(kind="mini-batch", paper="Hoffman, Blei & Bach 2010", cluster=True,
-                    alpha_auto=True, objective="train_bound_per_token", add_documents=("lda",))
+                    cluster_fold_in=True, own_fold_in=True, alpha_auto=True,
+                    objective="train_bound_per_token", add_documents=("lda",))
     STATE = OnlineState
     OPTIONS = {
         **ESTEP_OPTIONS,
@@ -344,12 +346,11 @@ class OVBDriver(SeededDriverMixin, VariationalDriver):
         ratio = self.n_docs / docs.size
         return (ratio * float(bound.sum()) + topic_part) / (ratio * max(n_tokens, 1))
 
-    def fold_in(self, state: OnlineState, documents: Documents, plan=None, *, prior=None,
-                sample=None) -> np.ndarray:
+    def fold_in_call(self, state: OnlineState, prior) -> FoldInCall:
         """theta-hat of unseen documents: cold E-step with lambda frozen (§11.2)."""
         opts = self.config.inference
-        return fold_in_theta(documents, state.lam(), self.prior_of(state, prior), state.beta,
-                             True, opts.estep_tol, opts.estep_max_iter, self.threads)
+        return estep_fold_in_call(state.lam(), self.prior_of(state, prior), state.beta, True,
+                                  opts.estep_tol, opts.estep_max_iter, self.threads)
 
     def train_heldout_probabilities(self, state: OnlineState, samples, heldout: Documents,
                                     block: int = 4096) -> np.ndarray:

@@ -61,7 +61,7 @@ from topictk.inference.variational import _pem
 from topictk.inference.base import EvaluationSet, Traits
 from topictk.inference.cluster import ClusterTask, StoreRef, map_merge, runs, worker_threads
 from topictk.inference.hyper import resolve_alpha
-from topictk.inference.perplexity import csr_arrays, mixture_probabilities
+from topictk.inference.perplexity import mixture_probabilities
 from topictk.inference.registry import register
 from topictk.inference.seed_prior import SeededDriverMixin
 from topictk.inference.variational.grow import grow_pem_state
@@ -71,6 +71,7 @@ from topictk.inference.variational.template import (
     PHI_FLOOR,
     START,
     BatchEMDriver,
+    FoldInCall,
     e_step,
     elog_theta_sum,
     estep_blocks,
@@ -223,6 +224,17 @@ def particle_estep_weights(phi: np.ndarray, temperature: float, threads: int = 1
     return tempered_weights(phi, temperature)
 
 
+def particle_fold_in(indptr, indices, counts, table: np.ndarray, shift: np.ndarray,
+                     alpha: np.ndarray, *, temperature: float, tol: float, max_iter: int,
+                     threads: int) -> np.ndarray:
+    """theta-hat of documents (CSR) by the particles' cold E-step at ``temperature`` with the
+    word weights (``table``, ``shift``) of :func:`particle_estep_weights` frozen."""
+    gamma = np.empty((indptr.size - 1, table.shape[1]))
+    estep_particle(indptr, indices, counts, None, alpha, gamma, temperature, start="cold",
+                   tol=tol, max_iter=max_iter, threads=threads, weights=(table, shift))
+    return gamma / gamma.sum(axis=1, keepdims=True)
+
+
 @dataclass(frozen=True)
 class ParticleEStep:
     """One EM iteration's E-step as each block of documents reads it (§10.3): the prior, the
@@ -341,10 +353,10 @@ class PEMDriver(SeededDriverMixin, BatchEMDriver):
 
     name = "pem"
     own_estimator = "particle E-step"
-    # the blocks of the particles' E-steps run on a cluster's workers
+    # the blocks of the particles' E-steps, and the fold-ins, run on a cluster's workers
     traits = Traits(kind="variational", paper="particle EM (docs/algorithms.md §10)",
                     alpha_auto=True, objective="train_bound_per_token", add_documents=("lda",),
-                    cluster=True)
+                    cluster=True, cluster_fold_in=True, own_fold_in=True)
     STATE = PEMState
     OPTIONS = {
         "particles": Option("int", 4, low=1, help="number of particles P"),
@@ -625,18 +637,16 @@ class PEMDriver(SeededDriverMixin, BatchEMDriver):
         return self.n_tokens * self.P, self.n_docs * self.P
 
     # -------------------------------------------------------------- estimates
-    def fold_in(self, state: PEMState, documents, plan=None, *, prior=None,
-                sample=None) -> np.ndarray:
+    def fold_in_call(self, state: PEMState, prior) -> FoldInCall:
         """theta-hat (D, K) of unseen documents: the particles' E-step at the final
         temperature, cold-started with phi and alpha frozen -- the same for every particle
         (module docstring)."""
         opts = self.config.inference
-        indptr, indices, counts = csr_arrays(documents)
-        gamma = np.empty((indptr.size - 1, self.K))
-        estep_particle(indptr, indices, counts, state.phi, self.prior_of(state, prior), gamma,
-                       self.temperature, start="cold", tol=opts.estep_tol,
-                       max_iter=opts.estep_max_iter, threads=self.threads)
-        return gamma / gamma.sum(axis=1, keepdims=True)
+        weights = particle_estep_weights(state.phi, self.temperature, self.threads)
+        return FoldInCall(particle_fold_in, (*weights, np.ascontiguousarray(
+            self.prior_of(state, prior), dtype=np.float64)),
+            {"temperature": self.temperature, "tol": float(opts.estep_tol),
+             "max_iter": int(opts.estep_max_iter)})
 
     def predictive_topics(self, state: PEMState, samples, test: EvaluationSet):
         """The particles share phi and alpha; theta, which alone differs, is integrated out."""

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import logging
 import operator
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -24,10 +25,18 @@ from topictk.inference.base import (
     FoldInPlan,
     MemorySizes,
     StepInfo,
+    chunk_bounds_by_tokens,
     fixed_point_fold_in,
     fixed_point_settings,
 )
-from topictk.inference.cluster import ClusterTask, StoreRef, map_merge, runs, worker_threads
+from topictk.inference.cluster import (
+    ClusterTask,
+    StoreRef,
+    concatenated,
+    map_merge,
+    runs,
+    worker_threads,
+)
 from topictk.inference.perplexity import csr_arrays, mixture_probabilities
 from topictk.limits import at_peak
 
@@ -170,16 +179,80 @@ def e_step(indptr, indices, counts, B, shift, alpha, gamma, *, start: str, tol: 
                int(threads), pair_z=pair_z, doc_a=doc_a)
 
 
-def fold_in_theta(docs: Documents, lam: np.ndarray, alpha: np.ndarray, beta: float,
-                  smoothed: bool, tol: float, max_iter: int, threads: int) -> np.ndarray:
-    """theta-hat = gamma / gamma. of documents folded in by a cold E-step with lambda frozen
-    (§11.2: VB, SVI)."""
-    indptr, indices, counts = csr_arrays(docs)
-    B, shift, _ = expected_log_topics(lam, lam.sum(axis=0), beta, smoothed, threads)
-    gamma = np.empty((indptr.size - 1, lam.shape[1]))
+def estep_fold_in(indptr, indices, counts, B: np.ndarray, shift: np.ndarray,
+                  alpha: np.ndarray, *, tol: float, max_iter: int, threads: int) -> np.ndarray:
+    """theta-hat = gamma / gamma. of the documents (CSR) by a cold E-step with the topics'
+    weights ``B`` and ``shift`` (:func:`expected_log_topics`) frozen."""
+    gamma = np.empty((indptr.size - 1, B.shape[1]))
     e_step(indptr, indices, counts, B, shift, alpha, gamma, start="cold", tol=tol,
            max_iter=max_iter, threads=threads)
     return gamma / gamma.sum(axis=1, keepdims=True)
+
+
+def estep_fold_in_call(lam: np.ndarray, alpha: np.ndarray, beta: float, smoothed: bool,
+                       tol: float, max_iter: int, threads: int) -> FoldInCall:
+    """The cold E-step fold-in with ``lam`` frozen (:func:`estep_fold_in`), its tables made
+    once."""
+    B, shift, _ = expected_log_topics(lam, lam.sum(axis=0), beta, smoothed, threads)
+    return FoldInCall(estep_fold_in, (B, shift, np.ascontiguousarray(alpha, dtype=np.float64)),
+                      {"tol": float(tol), "max_iter": int(max_iter)})
+
+
+@dataclass(frozen=True)
+class FoldInCall:
+    """A variational fold-in with the topics frozen, as each block of documents reads it:
+    ``function(indptr, indices, counts, *arrays, threads=, **settings)`` (module level, so
+    that a cluster's workers run it) returns theta-hat of the documents; ``arrays`` are the
+    topics' tables and the prior (sent once to each worker), ``settings`` the stopping rule.
+    Every document is folded in on its own, deterministically, so the documents may be cut
+    into blocks anywhere: the numbers do not change."""
+
+    function: Callable
+    arrays: tuple
+    settings: dict
+
+    def __call__(self, csr: tuple, threads: int) -> np.ndarray:
+        return self.function(*csr, *self.arrays, threads=threads, **self.settings)
+
+
+def fold_in_piece(call: tuple, *arrays_and_block) -> np.ndarray:
+    """The cluster piece: theta-hat of a block of documents (its CSR arrays) by the fold-in
+    ``call`` = (function, settings) with ``arrays`` (runs on a worker)."""
+    function, settings = call
+    *arrays, block = arrays_and_block
+    return function(*block, *arrays, threads=worker_threads(), **settings)
+
+
+def cluster_fold_in_theta(cluster, call: FoldInCall, csr: tuple) -> np.ndarray:
+    """theta-hat of the documents ``csr`` by ``call`` on ``cluster``: the documents cut into
+    contiguous blocks about equal in entries, FOLD_IN_BLOCKS_PER_WORKER per worker, the
+    blocks' rows put together in order; lost work is done again."""
+    indptr, indices, counts = csr
+    n_docs = indptr.size - 1
+    if n_docs == 0:
+        return call(csr, 1)
+
+    def cut(n_workers: int) -> list:
+        cuts = chunk_bounds_by_tokens(np.ascontiguousarray(indptr, dtype=np.int64),
+                                      min(n_docs, FOLD_IN_BLOCKS_PER_WORKER * n_workers))
+        blocks = []
+        for a, b in zip(cuts[:-1], cuts[1:]):
+            if b > a:
+                e0, e1 = int(indptr[a]), int(indptr[b])
+                blocks.append((np.ascontiguousarray(indptr[a:b + 1] - e0, dtype=np.int64),
+                               np.ascontiguousarray(indices[e0:e1], dtype=np.int32),
+                               np.ascontiguousarray(counts[e0:e1], dtype=np.int32)))
+        return blocks
+
+    return map_merge(cluster, ClusterTask(
+        fold_in_piece, cut, context=(call.function, call.settings),
+        shared=tuple(np.ascontiguousarray(a) for a in call.arrays), merge=concatenated,
+        doing="during the fold-in", again="folding in again"))
+
+
+#: blocks of documents per worker in a fold-in on a cluster (more than one: a slow worker
+#: holds up less)
+FOLD_IN_BLOCKS_PER_WORKER = 2
 
 
 def estep_blocks(n_docs: int, chunks: int) -> list[tuple[int, int]]:
@@ -354,7 +427,17 @@ class VariationalDriver(Driver):
     def fold_in(self, state: Any, documents: Documents, plan: FoldInPlan | None = None, *,
                 prior: np.ndarray | None = None, sample: dict | None = None) -> np.ndarray:
         """theta-hat (D, K) of ``documents`` by the algorithm's own local update with the
-        topics frozen: deterministic, so ``plan`` (of the Gibbs fold-ins) does not apply."""
+        topics frozen (:meth:`fold_in_call`), on the driver's cluster when it has one:
+        deterministic, so ``plan`` (of the Gibbs fold-ins) does not apply."""
+        call = self.fold_in_call(state, prior)
+        csr = csr_arrays(documents)
+        if self.cluster is None:
+            return call(csr, self.threads)
+        return cluster_fold_in_theta(self.cluster, call, csr)
+
+    def fold_in_call(self, state: Any, prior: np.ndarray | None) -> FoldInCall:
+        """The algorithm's fold-in of documents with the topics of ``state`` frozen and the
+        Dirichlet ``prior`` (:meth:`prior_of`)."""
         raise NotImplementedError
 
     @staticmethod

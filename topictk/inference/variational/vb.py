@@ -35,7 +35,6 @@ import numpy as np
 
 from topictk import streams as keys
 from topictk.config.schema import Option
-from topictk.corpus.store import Documents
 from topictk.errors import NumericalError
 from topictk.inference.base import Traits
 from topictk.inference.hyper import resolve_alpha
@@ -55,7 +54,8 @@ from topictk.inference.variational.template import (
     estep_wave,
     elog_theta_sum,
     expected_log_topics,
-    fold_in_theta,
+    FoldInCall,
+    estep_fold_in_call,
     optimize_alpha,
 )
 from topictk.inference.variational.grow import grow_vb_state
@@ -70,9 +70,10 @@ class VBDriver(SeededDriverMixin, BatchEMDriver):
     """Batch variational EM; one step is one EM iteration over the whole training corpus."""
 
     name = "vb"
-    # the blocks of the E-step run on a cluster's workers
+    # the blocks of the E-step, and the fold-ins, run on a cluster's workers
     traits = Traits(kind="variational", paper="Blei, Ng & Jordan 2003", cluster=True,
-                    alpha_auto=True, objective="train_bound_per_token", add_documents=("lda",))
+                    cluster_fold_in=True, own_fold_in=True, alpha_auto=True,
+                    objective="train_bound_per_token", add_documents=("lda",))
     STATE = VBState
     OPTIONS = {
         **ESTEP_OPTIONS,
@@ -208,13 +209,12 @@ class VBDriver(SeededDriverMixin, BatchEMDriver):
         self.m_step(state, sstats)
 
     # -------------------------------------------------------------- estimates
-    def fold_in(self, state: VBState, documents: Documents, plan=None, *, prior=None,
-                sample=None) -> np.ndarray:
+    def fold_in_call(self, state: VBState, prior) -> FoldInCall:
         """theta-hat of unseen documents: cold E-step with lambda frozen (§11.2)."""
         opts = self.config.inference
-        return fold_in_theta(documents, state.lam, self.prior_of(state, prior), state.beta,
-                             self.smoothed,
-                             opts.estep_tol, opts.estep_max_iter, self.threads)
+        return estep_fold_in_call(state.lam, self.prior_of(state, prior), state.beta,
+                                  self.smoothed, opts.estep_tol, opts.estep_max_iter,
+                                  self.threads)
 
     def check_restored(self, state: VBState) -> None:
         if state.smoothed != self.smoothed:
