@@ -63,13 +63,14 @@ def _same_checkpoints(a, b) -> None:
         assert_same_arrays(aa, ab)
 
 
-def _same_fold_ins_on_the_cluster(run) -> None:
-    """evaluate and infer (their fold-ins on 2 workers) give the one-machine output."""
+def _same_fold_ins_on_the_cluster(run, documents=EXAMPLE) -> None:
+    """evaluate and infer of ``documents`` (their fold-ins on 2 workers) give the one-machine
+    output."""
     here = json.loads(ok("evaluate", run, "--json").stdout)
     there = json.loads(ok("evaluate", run, "--json", "--dask-workers", "2").stdout)
     assert here == there
-    here = ok("infer", run, EXAMPLE).stdout
-    there = ok("infer", run, EXAMPLE, "--dask-workers", "2").stdout
+    here = ok("infer", run, documents).stdout
+    there = ok("infer", run, documents, "--dask-workers", "2").stdout
     assert here == there and here
 
 
@@ -163,7 +164,7 @@ def test_evaluate_refuses_the_cluster_for_other_algorithms(example_store, tmp_pa
     message = fails(2, "evaluate", tmp_path / "run", "--dask-workers", "2")
     assert message == ("--dask-workers: dlda-gibbs runs are evaluated on one machine; the "
                        "algorithms whose runs are evaluated on a Dask cluster: cvb, cvb0, "
-                       "gibbs, hsvg, ovb, pem, sgrld, vb")
+                       "dmr-sem, dmr-sgrld, gibbs, hsvg, ovb, pem, sgrld, vb")
     assert "dlda-gibbs runs are applied to new documents on one machine" in fails(
         2, "infer", tmp_path / "run", EXAMPLE, "--dask-workers", "2")
 
@@ -456,6 +457,8 @@ def test_dmr_sem_on_workers_gives_the_one_machine_chain(meta_store, tmp_path, mo
     _same_run(here / "run", tmp_path / "run")
     _, arrays = model_arrays(tmp_path / "run")
     assert np.abs(arrays["nu"][:, :-1]).max() > 0      # nu learnt from the features
+    if workers == 3:    # the fold-ins with every test document's prior row, and infer's
+        _same_fold_ins_on_the_cluster(here / "run", meta_store.parent / "meta.jsonl")
 
 
 # Mini-batch samplers: each mini-batch's chunks (5 of 8 documents) cut into one piece per
@@ -621,6 +624,8 @@ def test_dmr_sgrld_on_workers_gives_the_one_machine_run(meta_store, tmp_path, mo
     assert comparable_metrics(a) == comparable_metrics(b)
     assert max(m.get("cluster_bytes_sent", 0) for m in metrics(b)) > 0
     assert np.abs(arrays_b["nu"][:, :-1]).max() > 0     # nu moved with the features
+    if workers == 3:
+        _same_fold_ins_on_the_cluster(a, meta_store.parent / "meta.jsonl")
 
 
 # The deep-LDA SG-MCMC samplers: each mini-batch of 40 documents in 5 chunks of 8, two

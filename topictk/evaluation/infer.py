@@ -324,19 +324,22 @@ def infer_documents(run, docs: NewDocuments, where: str, *, sweeps: int = 50,
               else None)
 
     cluster = run.driver.cluster
-    if cluster is not None and features is None and not run.driver.traits.own_fold_in:
+    if cluster is not None and slices is None and not run.driver.traits.own_fold_in:
         def pieces():
             for start in range(0, docs.n_docs, BLOCK_DOCS):
                 stop = min(docs.n_docs, start + BLOCK_DOCS)
                 lo, hi = docs.doc_ptr[start], docs.doc_ptr[stop]
+                # a prior per document (DMR): the block's rows, as infer_proportions makes them
+                prior = (None if features is None
+                         else run.driver.document_prior(run.state, features[start:stop]))
                 yield (start, docs.doc_ptr[start:stop + 1] - lo, docs.words[lo:hi],
-                       start // INFER_CHUNK_DOCS)
+                       start // INFER_CHUNK_DOCS, prior)
 
         # the Gibbs fold-in with the driver's weights; a driver with its own fold-in takes the
         # cluster in it (below)
-        return cluster_infer_blocks(cluster, run.driver.fold_in_weights(run.state).T,
-                                    run.driver.document_prior(run.state, None), pieces(),
-                                    sweeps=sweeps, burn_in=burn_in, seed=seed)
+        alpha = None if features is not None else run.driver.document_prior(run.state, None)
+        return cluster_infer_blocks(cluster, run.driver.fold_in_weights(run.state).T, alpha,
+                                    pieces(), sweeps=sweeps, burn_in=burn_in, seed=seed)
 
     def blocks() -> Iterator[tuple[int, np.ndarray]]:
         for start in range(0, docs.n_docs, BLOCK_DOCS):

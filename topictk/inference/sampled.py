@@ -134,12 +134,13 @@ def fold_in_documents(store, part: str, rows: np.ndarray | None = None):
 @dataclass(frozen=True)
 class FoldInJob:
     """An evaluation fold-in on the cluster as each of its pieces reads it: the documents
-    (``part``: "test" or "train", only ``rows`` when given) in the store, the prior, the
-    sweeps, and the seed and pass that key the chunks' eval streams."""
+    (``part``: "test" or "train", only ``rows`` when given) in the store, the prior (one row
+    for every document; None: each block brings its documents' rows), the sweeps, and the
+    seed and pass that key the chunks' eval streams."""
 
     store: StoreRef
     part: str
-    alpha: np.ndarray
+    alpha: np.ndarray | None
     sweeps: int
     burn_in: int
     seed: int
@@ -148,11 +149,12 @@ class FoldInJob:
 
 
 def fold_in_piece(job: FoldInJob, weights: np.ndarray, phi: np.ndarray,
-                  block: tuple[np.ndarray, int]) -> np.ndarray:
+                  block: tuple[np.ndarray, int, np.ndarray | None]) -> np.ndarray:
     """The cluster piece: the Gibbs fold-in of a block of chunks of documents (runs on a
-    worker; ``block``: the chunks' boundaries and the first chunk's index), p-hat of their
-    held-out entries, each chunk with its own eval stream, as in the one-machine fold-in."""
-    bounds, first_chunk = block
+    worker; ``block``: the chunks' boundaries, the first chunk's index and, for a prior per
+    document, the block's rows of it), p-hat of their held-out entries, each chunk with its
+    own eval stream, as in the one-machine fold-in."""
+    bounds, first_chunk, rows = block
     observed, heldout = fold_in_documents(job.store.open(), job.part, job.rows)
     a, b = int(bounds[0]), int(bounds[-1])
     obs_ptr, held_ptr = np.asarray(observed.doc_ptr), np.asarray(heldout.indptr)
@@ -163,8 +165,8 @@ def fold_in_piece(job: FoldInJob, weights: np.ndarray, phi: np.ndarray,
                       [streams.derived(eval_key(job.pass_index, first_chunk + c))
                        for c in range(bounds.size - 1)], worker_threads(),
                       np.diff(held_part) > 0)
-    theta = gibbs_fold_in(weights, job.alpha, obs_ptr[a:b + 1] - o0, observed.words[o0:o1],
-                          plan)
+    theta = gibbs_fold_in(weights, job.alpha if rows is None else rows,
+                          obs_ptr[a:b + 1] - o0, observed.words[o0:o1], plan)
     held = Documents(doc_ptr=None, words=None, indptr=held_part,
                      indices=heldout.indices[h0:h1], counts=heldout.counts[h0:h1])
     return mixture_probabilities(held, theta, phi, worker_threads())
@@ -173,10 +175,12 @@ def fold_in_piece(job: FoldInJob, weights: np.ndarray, phi: np.ndarray,
 def cluster_fold_in(driver: Driver, docs: EvaluationSet, part: str, topics: tuple,
                     alpha: np.ndarray, pass_index: int) -> np.ndarray:
     """:func:`fold_in_probabilities` on the driver's cluster, ``topics`` the (weights, phi) of
-    the fold-in and of the mixture: the chunks of ``evaluation.chunk_docs`` documents (of the
-    documents ``docs.rows`` only, when given) cut into contiguous blocks, one piece each, with
-    the topics sent to each worker once; the blocks' results put together in order. Every
-    chunk is folded in with its own stream, so the numbers are the one-machine ones."""
+    the fold-in and of the mixture, ``alpha`` the prior, (K,) or a row per document (D, K):
+    the chunks of ``evaluation.chunk_docs`` documents (of the documents ``docs.rows`` only,
+    when given) cut into contiguous blocks, one piece each, with the topics sent to each worker
+    once and each block with its documents' rows of a prior per document; the blocks' results
+    put together in order. Every chunk is folded in with its own stream, so the numbers are
+    the one-machine ones."""
     settings = _fold_in_settings(driver.config.evaluation, docs)
     observed, heldout = fold_in_documents(driver.store, part, docs.rows)
     obs_ptr = np.asarray(observed.doc_ptr)
@@ -185,13 +189,22 @@ def cluster_fold_in(driver: Driver, docs: EvaluationSet, part: str, topics: tupl
     if n_chunks == 0 or int(np.asarray(heldout.indptr)[-1]) == 0:
         return np.zeros(int(np.asarray(heldout.indptr)[-1]), dtype=np.float64)
 
+    per_document = np.ndim(alpha) == 2 and np.shape(alpha)[0] > 1
+
+    def rows_of(a: int, b: int) -> np.ndarray | None:
+        """The prior's rows of the documents of chunks [a, b), for a prior per document."""
+        if not per_document:
+            return None
+        return np.ascontiguousarray(alpha[bounds[a]:bounds[b]], dtype=np.float64)
+
     def cut(n_workers: int) -> list:
         cuts = chunk_bounds_by_tokens(np.ascontiguousarray(obs_ptr[bounds], dtype=np.int64),
                                       min(n_chunks, FOLD_IN_SHARDS_PER_WORKER * n_workers))
-        return [(bounds[a:b + 1], int(a)) for a, b in pairwise(cuts) if b > a]
+        return [(bounds[a:b + 1], int(a), rows_of(a, b)) for a, b in pairwise(cuts) if b > a]
 
-    job = FoldInJob(StoreRef.of(driver.store), part, alpha, settings.fold_in_sweeps,
-                    settings.fold_in_burn_in, driver.streams.seed, pass_index, docs.rows)
+    job = FoldInJob(StoreRef.of(driver.store), part, None if per_document else alpha,
+                    settings.fold_in_sweeps, settings.fold_in_burn_in, driver.streams.seed,
+                    pass_index, docs.rows)
     weights, phi = (np.ascontiguousarray(t, dtype=np.float64) for t in topics)
     return map_merge(driver.cluster, ClusterTask(
         fold_in_piece, cut, context=job, shared=(weights, phi), merge=concatenated,
@@ -200,10 +213,10 @@ def cluster_fold_in(driver: Driver, docs: EvaluationSet, part: str, topics: tupl
 
 @dataclass(frozen=True)
 class InferJob:
-    """``topictk infer``'s fold-in as each block reads it: the prior, the sweeps and the
-    seed that keys the chunks' streams."""
+    """``topictk infer``'s fold-in as each block reads it: the prior (None: each block brings
+    its documents' rows), the sweeps and the seed that keys the chunks' streams."""
 
-    alpha: np.ndarray
+    alpha: np.ndarray | None
     sweeps: int
     burn_in: int
     seed: int
@@ -211,17 +224,20 @@ class InferJob:
 
 @dataclass(frozen=True)
 class InferBlock:
-    """A block of new documents: the input's index of its first document, its tokens and the
-    input's index of its first chunk (which keys the chunks' streams)."""
+    """A block of new documents: the input's index of its first document, its tokens, the
+    input's index of its first chunk (which keys the chunks' streams) and, for a prior per
+    document, its documents' rows of it."""
 
     start: int
     doc_ptr: np.ndarray
     words: np.ndarray
     first_chunk: int
+    prior: np.ndarray | None = None
 
     @property
     def nbytes(self) -> int:
-        return self.doc_ptr.nbytes + self.words.nbytes
+        return (self.doc_ptr.nbytes + self.words.nbytes
+                + (0 if self.prior is None else self.prior.nbytes))
 
     @property
     def first_document(self) -> int:
@@ -235,18 +251,22 @@ def infer_piece(job: InferJob, topic_word: np.ndarray, block: InferBlock) -> np.
     plan = FoldInPlan.for_infer(block.doc_ptr.size - 1, sweeps=job.sweeps,
                                 burn_in=job.burn_in, seed=job.seed, threads=worker_threads(),
                                 first_chunk=block.first_chunk)
-    return gibbs_fold_in(topic_word.T, job.alpha, block.doc_ptr, block.words, plan)
+    return gibbs_fold_in(topic_word.T, job.alpha if block.prior is None else block.prior,
+                         block.doc_ptr, block.words, plan)
 
 
-def cluster_infer_blocks(cluster, topic_word: np.ndarray, alpha: np.ndarray, pieces, *,
+def cluster_infer_blocks(cluster, topic_word: np.ndarray, alpha: np.ndarray | None, pieces, *,
                          sweeps: int, burn_in: int, seed: int):
     """(first document, proportions) of every block of ``pieces`` (first document, doc_ptr,
-    words, first chunk), folded in on the workers, in input order, with a few blocks per
-    worker in flight. The streams are keyed by each block's first chunk, so the numbers are
-    those of one machine; a block whose worker is lost is folded in here instead."""
+    words, first chunk, the documents' prior rows or None for ``alpha``), folded in on the
+    workers, in input order, with a few blocks per worker in flight. The streams are keyed by
+    each block's first chunk, so the numbers are those of one machine; a block whose worker is
+    lost is folded in here instead."""
     blocks = (InferBlock(start, np.ascontiguousarray(ptr, dtype=np.int64),
-                         np.ascontiguousarray(words, dtype=np.int32), first_chunk)
-              for start, ptr, words, first_chunk in pieces)
+                         np.ascontiguousarray(words, dtype=np.int32), first_chunk,
+                         None if prior is None else np.ascontiguousarray(prior,
+                                                                         dtype=np.float64))
+              for start, ptr, words, first_chunk, prior in pieces)
     task = ClusterTask(infer_piece, cut=None, context=InferJob(alpha, sweeps, burn_in, seed),
                        shared=(np.ascontiguousarray(topic_word, dtype=np.float64),),
                        doing="during infer",
@@ -317,8 +337,7 @@ class SampledDriver(Driver):
         for s in samples:
             phi = np.ascontiguousarray(self.sample_phi(state, s))
             prior = self.sample_prior(state, s, documents)
-            if (self.cluster is not None and np.ndim(prior) == 1
-                    and fixed_point_settings(self.config) is None):
+            if self.cluster is not None and fixed_point_settings(self.config) is None:
                 total += cluster_fold_in(self, docs, documents, (phi, phi), prior, pass_index)
             else:
                 theta = counted_fold_in(self, state, docs.observed,

@@ -347,9 +347,10 @@ class DMRPriorMixin:
     def dmr_traits(base: Traits, paper: str) -> Traits:
         """The traits of a DMR driver extending ``base``: a prior per document from its
         metadata, learnt through nu, so model.alpha is its start alpha_init, never auto; topics
-        list their features; no Dask cluster (a driver that runs there says so)."""
+        list their features; the Gibbs fold-ins of evaluate and infer on a Dask cluster with
+        each block's prior rows; training there only when the driver says so."""
         return base.but(family="dmr", families=(), paper=paper, features=True,
-                        alpha_auto=False, cluster=False, cluster_fold_in=False,
+                        alpha_auto=False, cluster=False, cluster_fold_in=True,
                         report={"features"})
 
     def document_prior(self, state, features: np.ndarray | None) -> np.ndarray:
