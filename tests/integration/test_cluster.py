@@ -159,12 +159,19 @@ def test_an_algorithm_off_the_cluster_names_those_on_it(example_store, tmp_path,
         "hsvg, ovb, pem, sgrld, tlasgr, tlfsgr, vb (")
 
 
-def test_evaluate_refuses_the_cluster_for_other_algorithms(example_store, tmp_path):
+def test_evaluate_refuses_the_cluster_for_other_algorithms(example_store, tmp_path,
+                                                           monkeypatch):
+    """Every algorithm's runs are evaluated and applied on a cluster today; a run of one that
+    were not would be refused in one line naming those that are."""
+    from topictk.inference.dlda.driver import DLDAGibbsDriver
     ok("train", "--config", _deep_gibbs_config(tmp_path, example_store), "--quiet")
+    monkeypatch.setattr(DLDAGibbsDriver, "traits",
+                        DLDAGibbsDriver.traits.but(cluster_fold_in=False))
     message = fails(2, "evaluate", tmp_path / "run", "--dask-workers", "2")
     assert message == ("--dask-workers: dlda-gibbs runs are evaluated on one machine; the "
                        "algorithms whose runs are evaluated on a Dask cluster: cvb, cvb0, "
-                       "dmr-sem, dmr-sgrld, gibbs, hsvg, ovb, pem, sgrld, vb")
+                       "dlda-sgrld, dmr-sem, dmr-sgrld, dtm-sgld, gibbs, hsvg, ovb, pem, "
+                       "sgrld, tlasgr, tlfsgr, vb")
     assert "dlda-gibbs runs are applied to new documents on one machine" in fails(
         2, "infer", tmp_path / "run", EXAMPLE, "--dask-workers", "2")
 
@@ -687,6 +694,8 @@ def test_deep_lda_local_chains_on_workers_give_the_one_machine_run(
     assert any("perplexity" in m for m in metrics(b))
     _same_checkpoints(a, b)
     assert max(m.get("cluster_bytes_sent", 0) for m in metrics(b)) > 0
+    if workers == 3:    # evaluate's point chains and infer's chains on 2 workers
+        _same_fold_ins_on_the_cluster(a)
 
 
 def _deep_gibbs_config(directory, store):
@@ -751,6 +760,8 @@ def test_deep_lda_batch_gibbs_on_workers_gives_the_one_machine_run(
     assert header_a["streams"] == header_b["streams"]
     assert comparable_metrics(a) == comparable_metrics(b)
     assert any("perplexity" in m for m in metrics(b))
+    if workers == 3:
+        _same_fold_ins_on_the_cluster(a)
 
 
 def _cvb0_config(directory, store, algorithm: str = "cvb0", **inference):

@@ -200,6 +200,13 @@ def test_two_dask_workers_give_the_one_machine_chain(time_store, tmp_path):
     ok("train", "--config", _config(tmp_path, time_store, "there"), "--dask-workers", "2",
        "-q")
     assert_same_run(tmp_path / "here", tmp_path / "there")
+    # evaluate's fold-in and infer's (each document with its slice's topics) on 2 workers
+    run = tmp_path / "here"
+    assert (json.loads(ok("evaluate", run, "--json").stdout)
+            == json.loads(ok("evaluate", run, "--json", "--dask-workers", "2").stdout))
+    documents = time_store.parent / "meta.jsonl"
+    here = ok("infer", run, documents).stdout
+    assert here and here == ok("infer", run, documents, "--dask-workers", "2").stdout
 
 
 def test_a_lost_worker_changes_nothing(time_store, tmp_path, monkeypatch):

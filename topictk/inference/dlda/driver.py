@@ -45,7 +45,14 @@ from topictk.inference.base import (
     chunk_bounds_by_docs,
     chunk_bounds_by_tokens,
 )
-from topictk.inference.cluster import ClusterTask, StoreRef, map_merge, runs, worker_threads
+from topictk.inference.cluster import (
+    ClusterTask,
+    StoreRef,
+    concatenated,
+    map_merge,
+    runs,
+    worker_threads,
+)
 from topictk.inference.dlda.shards import PassSettings, ShardedDeepGibbs
 from topictk.inference.minibatch import batch_sizes, epoch_schedule
 from topictk.inference.perplexity import perplexity_from_probabilities
@@ -249,10 +256,11 @@ class DLDADriver(Driver):
     chains, persistence. Subclasses implement ``step``."""
 
     # the objective is the persistent test chain's accumulated perplexity, and every
-    # evaluation advances that chain
+    # evaluation advances that chain; the chains of evaluate and infer run on a cluster's
+    # workers
     traits = Traits(family="dlda", kind="mini-batch", layered=True,
                     persistent_evaluation=True, objective="perplexity",
-                    report={"tree", "evaluation"})
+                    report={"tree", "evaluation"}, cluster_fold_in=True, own_fold_in=True)
     STATE = DeepState
     stochastic = True
 
@@ -429,55 +437,80 @@ class DLDADriver(Driver):
         the point perplexity; theta^(1) normalised and averaged over the iterations after
         ``plan.burn_in``, one stream per chunk of the plan advancing across the iterations.
         The network's gamma prior replaces a Dirichlet ``prior``. Scoring does not mix this
-        theta with the topics: it accumulates the rates of the persistent test chain (§8.11)."""
-        indptr, indices, counts = (np.ascontiguousarray(documents.indptr, dtype=np.int64),
-                                   np.ascontiguousarray(documents.indices, dtype=np.int32),
-                                   np.ascontiguousarray(documents.counts, dtype=np.int32))
-        D = indptr.size - 1
-        theta, c = initial_theta(D, self.layers), np.ones((D, self.L))
-        flat, K1 = state.flat_phi(), self.layers[0]
-        pc_from = min(plan.burn_in // 2, 10)
-        total = np.zeros((D, K1))
-        for it in range(1, plan.sweeps + 1):
-            # one iteration per call; the call numbers it 1, so pc_start 1 = on, 2 = off
-            _dlda.infer_chains(indptr, indices, counts, flat, self.sizes, state.r, self.hyper,
-                               theta, c, n_iter=1, pc_start=1 if it >= pc_from else 2,
-                               chunk_bounds=plan.bounds, streams=plan.streams,
-                               threads=int(plan.threads))
-            if it > plan.burn_in:
-                first = theta[:, :K1]
-                total += first / first.sum(axis=1, keepdims=True)
-        return total / (plan.sweeps - plan.burn_in)
+        theta with the topics: it accumulates the rates of the persistent test chain (§8.11).
+        On a cluster the chunks are cut into one run per worker, each run's chains there with
+        its chunks' streams: the same numbers."""
+        csr = (np.ascontiguousarray(documents.indptr, dtype=np.int64),
+               np.ascontiguousarray(documents.indices, dtype=np.int32),
+               np.ascontiguousarray(documents.counts, dtype=np.int32))
+        job = FoldInChains(self.sizes, state.r, self.hyper, int(plan.sweeps),
+                           int(plan.burn_in), tuple(self.layers))
+        flat = state.flat_phi()
+        C = plan.bounds.size - 1
+        if self.cluster is None or C == 0:
+            return job.run(flat, csr, plan.bounds, plan.streams, int(plan.threads))
+
+        def cut(n_workers: int) -> list:
+            return [(*csr_rows(csr, int(plan.bounds[a]), int(plan.bounds[b])),
+                     np.ascontiguousarray(plan.bounds[a:b + 1] - plan.bounds[a]),
+                     [bg.state for bg in plan.streams[a:b]])
+                    for a, b in runs(C, n_workers)]
+
+        return map_merge(self.cluster, ClusterTask(
+            fold_in_chains_piece, cut, context=job, shared=(flat,), merge=concatenated,
+            doing="during the fold-in", again="folding in again"))
 
     def document_prior(self, state: DeepState, features) -> None:
         """None: theta has the gamma prior of the network above it, not a Dirichlet."""
         return None
 
     # ---------------------------------------------------------------- local chains
-    def _chains(self, state: DeepState, docs, theta, c, n_iter: int, n_burn: int,
-                pc_start: int, chunk_docs: int, chunk_keys, *, flat=None, sizes=None,
-                stats=None, qsum=None, held=None, racc=None, tacc=None, acc_burn: int = 0,
-                acc_thin: int = 1) -> tuple[int, int]:
-        """Run the kernel over ``docs`` = (indptr, indices, counts) with streams
-        ``chunk_keys(c)``; returns (fallbacks, floored)."""
-        indptr, indices, counts = docs
-        bounds = chunk_bounds_by_docs(indptr.size - 1, chunk_docs)
-        streams = [self.streams.derived(chunk_keys(ch)) for ch in range(bounds.size - 1)]
-        chains = (np.ascontiguousarray(indptr, dtype=np.int64),
-                  np.ascontiguousarray(indices, dtype=np.int32),
-                  np.ascontiguousarray(counts, dtype=np.int32),
-                  state.flat_phi() if flat is None else flat,
-                  self.sizes if sizes is None else sizes, state.r, self.hyper, theta, c)
-        run = {"n_iter": int(n_iter), "pc_start": int(pc_start), "chunk_bounds": bounds,
-               "streams": streams, "threads": self.threads}
-        if stats is not None:
-            return _dlda.train_chains(*chains, n_burn=int(n_burn), stats=stats, qsum=qsum, **run)
+    def _chains(self, state: DeepState, docs, theta, c, n_iter: int, pc_start: int,
+                chunk_docs: int, chunk_keys, *, held=None, racc=None, tacc=None,
+                acc_burn: int = 0, acc_thin: int = 1) -> tuple[int, int]:
+        """Run the chains of ``docs`` = (indptr, indices, counts) from ``theta`` and ``c``
+        (updated in place) with the networks fixed, chunk ch with the stream of
+        ``chunk_keys(ch)``; with ``held`` = (held-out indptr, indices) the rates are added to
+        ``racc`` and ``tacc`` (:class:`TestChains`). On a cluster the chunks are cut into one
+        run per worker (the documents, their chains and accumulators travel with it, and come
+        back): the same numbers. Returns (fallbacks, floored)."""
+        docs = tuple(np.ascontiguousarray(a, dtype=t)
+                     for a, t in zip(docs, (np.int64, np.int32, np.int32)))
         if held is not None:
-            return _dlda.evaluate_chains(
-                *chains, held_indptr=np.ascontiguousarray(held[0], dtype=np.int64),
-                held_indices=np.ascontiguousarray(held[1], dtype=np.int32), racc=racc, tacc=tacc,
-                acc_burn=int(acc_burn), acc_thin=int(acc_thin), **run)
-        return _dlda.infer_chains(*chains, **run)
+            held = (np.ascontiguousarray(held[0], dtype=np.int64),
+                    np.ascontiguousarray(held[1], dtype=np.int32))
+        bounds = chunk_bounds_by_docs(docs[0].size - 1, chunk_docs)
+        C = bounds.size - 1
+        job = TestChains(self.sizes, state.r, self.hyper, int(n_iter), int(pc_start),
+                         tuple(tuple(chunk_keys(ch)) for ch in range(C)), self.streams.seed,
+                         int(acc_burn), int(acc_thin))
+        flat = state.flat_phi()
+        if self.cluster is None or C == 0:
+            return job.run(flat, (0, C, bounds, docs, theta, c, held, racc, tacc), self.threads)
+
+        def cut(n_workers: int) -> list:
+            parts = []
+            for a, b in runs(C, n_workers):
+                d0, d1 = int(bounds[a]), int(bounds[b])
+                h = None if held is None else csr_rows(held, d0, d1)
+                h0, h1 = (0, 0) if held is None else (int(held[0][d0]), int(held[0][d1]))
+                parts.append((a, b, np.ascontiguousarray(bounds[a:b + 1] - d0),
+                              csr_rows(docs, d0, d1), theta[d0:d1], c[d0:d1], h,
+                              None if racc is None else racc[h0:h1],
+                              None if tacc is None else tacc[d0:d1]))
+            return parts
+
+        fallbacks = floored = 0
+        parts = cut(len(self.cluster.workers()))
+        results = map_merge(self.cluster, ClusterTask(
+            test_chains_piece, lambda n: parts, context=job, shared=(flat,),
+            doing="during the test chains", again="running the test chains again"))
+        for part, (new_theta, new_c, new_racc, new_tacc, fb, fl) in zip(parts, results):
+            part[4][...], part[5][...] = new_theta, new_c
+            if new_racc is not None:
+                part[7][...], part[8][...] = new_racc, new_tacc
+            fallbacks, floored = fallbacks + fb, floored + fl
+        return fallbacks, floored
 
     def _advance_test_chain(self, state: DeepState) -> None:
         """One iteration of the persistent test chain after update ``state.step`` (§8.11),
@@ -488,7 +521,7 @@ class DLDADriver(Driver):
         accumulate = state.step - 1 >= self.burn_in
         step = state.step
         self._chains(state, (obs.indptr, obs.indices, obs.counts), state.theta_test,
-                     state.c_test, 1, 1, 0, self.config.evaluation.chunk_docs,
+                     state.c_test, 1, 0, self.config.evaluation.chunk_docs,
                      lambda ch: keys.eval_key(CHAIN_PASS + step, ch),
                      held=(held.indptr, held.indices) if accumulate else None,
                      racc=state.racc if accumulate else None,
@@ -516,7 +549,7 @@ class DLDADriver(Driver):
         if obs.n_docs:
             self._chains(state, (obs.indptr, obs.indices, obs.counts),
                          initial_theta(obs.n_docs, self.layers), np.ones((obs.n_docs, self.L)),
-                         n, n, min(burn // 2, 10), self.config.evaluation.chunk_docs,
+                         n, min(burn // 2, 10), self.config.evaluation.chunk_docs,
                          lambda ch: keys.eval_key(pass_index, ch),
                          held=(held.indptr, held.indices), racc=racc, tacc=tacc,
                          acc_burn=burn, acc_thin=int(pp["thin"]))
@@ -574,6 +607,105 @@ class DLDADriver(Driver):
                 "samples": state.chain_samples or point_samples,
                 "perplexity_source": ("persistent test chain" if state.chain_samples
                                       else "point (the test chain has no samples yet)")}
+
+
+def csr_rows(csr: tuple, d0: int, d1: int) -> tuple:
+    """Rows [d0, d1) of CSR arrays (indptr, values...): indptr from 0, the values' slices."""
+    ptr = csr[0]
+    e0, e1 = int(ptr[d0]), int(ptr[d1])
+    return (np.ascontiguousarray(ptr[d0:d1 + 1] - e0), *(v[e0:e1] for v in csr[1:]))
+
+
+@dataclass(frozen=True)
+class TestChains:
+    """Chains of documents with the networks fixed (§8.4; the test chains of §8.11) as each
+    run of their chunks reads them: the network's sizes, r, the hyperparameters, the
+    iterations, p/c sampling's first iteration, every chunk's stream key under ``seed`` and,
+    when the rates are accumulated, from which iteration and how often."""
+
+    sizes: np.ndarray
+    r: np.ndarray
+    hyper: np.ndarray
+    n_iter: int
+    pc_start: int
+    keys: tuple
+    seed: int
+    acc_burn: int = 0
+    acc_thin: int = 1
+
+    def run(self, flat: np.ndarray, part: tuple, threads: int) -> tuple[int, int]:
+        """The chains of chunks [c0, c1) of ``part`` = (c0, c1, their document bounds from
+        0, their CSR rows, theta, c, held-out CSR rows or None, racc, tacc), updated in place:
+        :func:`topictk.inference.dlda._dlda.evaluate_chains` with held-out rows, else
+        ``infer_chains``. Returns (fallbacks, floored)."""
+        c0, c1, bounds, docs, theta, c, held, racc, tacc = part
+        streams = Streams(self.seed)
+        run = {"n_iter": self.n_iter, "pc_start": self.pc_start,
+               "chunk_bounds": np.ascontiguousarray(bounds, dtype=np.int64),
+               "streams": [streams.derived(self.keys[ch]) for ch in range(c0, c1)],
+               "threads": threads}
+        chains = (*docs, flat, self.sizes, self.r, self.hyper, theta, c)
+        if held is not None:
+            return _dlda.evaluate_chains(*chains, held_indptr=held[0], held_indices=held[1],
+                                         racc=racc, tacc=tacc, acc_burn=self.acc_burn,
+                                         acc_thin=self.acc_thin, **run)
+        return _dlda.infer_chains(*chains, **run)
+
+
+def test_chains_piece(job: TestChains, flat: np.ndarray, part: tuple):
+    """The cluster piece: :meth:`TestChains.run` of a run of chunks (on a worker); returns
+    their new theta, c, racc, tacc (None without held-out rows), fallbacks and floored."""
+    c0, c1, bounds, docs, theta, c, held, racc, tacc = part
+    theta, c = np.array(theta), np.array(c)
+    racc = None if racc is None else np.array(racc)
+    tacc = None if tacc is None else np.array(tacc)
+    fb, fl = job.run(flat, (c0, c1, bounds, docs, theta, c, held, racc, tacc), worker_threads())
+    return theta, c, racc, tacc, int(fb), int(fl)
+
+
+@dataclass(frozen=True)
+class FoldInChains:
+    """The fold-in of documents by their chains (:meth:`DLDADriver.fold_in`) as each run of
+    their chunks reads it: the network's sizes, r, the hyperparameters, the iterations and
+    those before the average, the layers."""
+
+    sizes: np.ndarray
+    r: np.ndarray
+    hyper: np.ndarray
+    sweeps: int
+    burn_in: int
+    layers: tuple
+
+    def run(self, flat: np.ndarray, csr: tuple, bounds: np.ndarray, streams: list,
+            threads: int) -> np.ndarray:
+        """theta^(1) of the documents ``csr`` averaged over the iterations after the burn-in,
+        chunk ``bounds`` each with its stream of ``streams`` (advanced)."""
+        D, K1 = csr[0].size - 1, self.layers[0]
+        theta, c = initial_theta(D, list(self.layers)), np.ones((D, len(self.layers)))
+        pc_from = min(self.burn_in // 2, 10)
+        total = np.zeros((D, K1))
+        for it in range(1, self.sweeps + 1):
+            # one iteration per call; the call numbers it 1, so pc_start 1 = on, 2 = off
+            _dlda.infer_chains(*csr, flat, self.sizes, self.r, self.hyper, theta, c, n_iter=1,
+                               pc_start=1 if it >= pc_from else 2,
+                               chunk_bounds=np.ascontiguousarray(bounds, dtype=np.int64),
+                               streams=streams, threads=int(threads))
+            if it > self.burn_in:
+                first = theta[:, :K1]
+                total += first / first.sum(axis=1, keepdims=True)
+        return total / (self.sweeps - self.burn_in)
+
+
+def fold_in_chains_piece(job: FoldInChains, flat: np.ndarray, part: tuple) -> np.ndarray:
+    """The cluster piece: the fold-in of a run of chunks (on a worker), ``part`` = (their CSR
+    rows..., their bounds from 0, their streams' states)."""
+    *csr, bounds, states = part
+    streams = []
+    for state in states:
+        bg = np.random.PCG64()
+        bg.state = state
+        streams.append(bg)
+    return job.run(flat, tuple(csr), bounds, streams, worker_threads())
 
 
 @dataclass

@@ -44,7 +44,14 @@ from topictk.inference.base import (
     Traits,
     chunk_bounds_by_docs,
 )
-from topictk.inference.cluster import ClusterTask, StoreRef, map_merge, runs, worker_threads
+from topictk.inference.cluster import (
+    ClusterTask,
+    StoreRef,
+    concatenated,
+    map_merge,
+    runs,
+    worker_threads,
+)
 from topictk.inference.dtm import _dtm
 from topictk.inference.dtm.updates import alpha_draw, eta_step, softmax_topics
 from topictk.inference.registry import register
@@ -126,6 +133,63 @@ def fold_in_documents(prob: np.ndarray, alpha: np.ndarray, eta_variance: float,
     return theta
 
 
+@dataclass(frozen=True)
+class DTMFoldIn:
+    """:func:`fold_in_documents` as each run of chunks reads it on a cluster: the eta
+    variance, the sweeps and those before the average."""
+
+    eta_variance: float
+    sweeps: int
+    burn_in: int
+
+
+def dtm_fold_in_piece(job: DTMFoldIn, prob: np.ndarray, alpha: np.ndarray,
+                      part: tuple) -> np.ndarray:
+    """The cluster piece: theta-hat of a run of chunks (on a worker), ``part`` = (their
+    doc_ptr from 0, words, slices, chunk bounds from 0, their streams' states, their active
+    flags or None)."""
+    doc_ptr, words, slices, bounds, states, active = part
+    streams = []
+    for state in states:
+        bg = np.random.PCG64()
+        bg.state = state
+        streams.append(bg)
+    documents = Documents(doc_ptr=doc_ptr, words=words, indptr=None, indices=None, counts=None)
+    plan = FoldInPlan(job.sweeps, job.burn_in, bounds, streams, worker_threads(), active)
+    return fold_in_documents(prob, alpha, job.eta_variance, documents, slices, plan)
+
+
+def cluster_dtm_fold_in(cluster, prob: np.ndarray, alpha: np.ndarray, eta_variance: float,
+                        documents: Documents, slices: np.ndarray,
+                        plan: FoldInPlan) -> np.ndarray:
+    """:func:`fold_in_documents` on ``cluster``: the plan's chunks cut into one run per worker,
+    each with its documents, slices and chunk streams; the rows put together in order. Each
+    chunk draws from its own stream only, so the numbers are those of one machine."""
+    doc_ptr = np.asarray(documents.doc_ptr, dtype=np.int64)
+    words = np.asarray(documents.words)
+    bounds = np.asarray(plan.bounds, dtype=np.int64)
+    C = bounds.size - 1
+
+    def cut(n_workers: int) -> list:
+        parts = []
+        for a, b in runs(C, n_workers):
+            d0, d1 = int(bounds[a]), int(bounds[b])
+            t0, t1 = int(doc_ptr[d0]), int(doc_ptr[d1])
+            parts.append((np.ascontiguousarray(doc_ptr[d0:d1 + 1] - t0),
+                          np.ascontiguousarray(words[t0:t1], dtype=np.int32),
+                          np.ascontiguousarray(slices[d0:d1], dtype=np.int32),
+                          np.ascontiguousarray(bounds[a:b + 1] - d0),
+                          [bg.state for bg in plan.streams[a:b]],
+                          None if plan.active is None else plan.active[d0:d1]))
+        return parts
+
+    return map_merge(cluster, ClusterTask(
+        dtm_fold_in_piece, cut, context=DTMFoldIn(float(eta_variance), int(plan.sweeps),
+                                                  int(plan.burn_in)),
+        shared=(np.ascontiguousarray(prob), np.ascontiguousarray(alpha, dtype=np.float64)),
+        merge=concatenated, doing="during the fold-in", again="folding in again"))
+
+
 MODEL_KEYS = ("phi_var", "eta_var", "alpha_var")
 
 
@@ -199,7 +263,7 @@ class DTMDriver(Driver):
     name = "dtm-sgld"
     # the token draws run on a cluster's workers
     traits = Traits(family="dtm", kind="sampled", sweep_steps=True, time_slices=True,
-                    cluster=True,
+                    cluster=True, cluster_fold_in=True, own_fold_in=True,
                     paper="Blei & Lafferty 2006; Bhadury, Chen, Zhu & Liu 2016")
     STATE = DTMState
     OPTIONS = {
@@ -431,9 +495,16 @@ class DTMDriver(Driver):
         plan = evaluation_plan(self, test, pass_index)
         prob = self.slice_probabilities(state)
         slices = self.test_slices(test)
-        theta = fold_in_documents(prob, self.slice_alpha(state), self.eta_var, test.observed,
-                                  slices, plan)
+        theta = self._fold_in(prob, self.slice_alpha(state), test.observed, slices, plan)
         return mixture_by_slice(test.heldout, theta, prob, slices)
+
+    def _fold_in(self, prob: np.ndarray, alpha: np.ndarray, documents: Documents,
+                 slices: np.ndarray, plan: FoldInPlan) -> np.ndarray:
+        """:func:`fold_in_documents`, on the driver's cluster when it has one."""
+        if self.cluster is None or plan.bounds.size < 2:
+            return fold_in_documents(prob, alpha, self.eta_var, documents, slices, plan)
+        return cluster_dtm_fold_in(self.cluster, prob, alpha, self.eta_var, documents, slices,
+                                   plan)
 
     def fold_in(self, state: DTMState, documents: Documents, plan: FoldInPlan, *,
                 prior=None, sample=None, slices: np.ndarray | None = None) -> np.ndarray:
@@ -441,9 +512,8 @@ class DTMDriver(Driver):
         time are folded in with the last slice's, the most recent."""
         if slices is None:
             slices = np.full(documents.n_docs, self.T - 1, dtype=np.int32)
-        return fold_in_documents(self.slice_probabilities(state), self.slice_alpha(state),
-                                 self.eta_var, documents,
-                                 np.ascontiguousarray(slices, dtype=np.int32), plan)
+        return self._fold_in(self.slice_probabilities(state), self.slice_alpha(state),
+                             documents, np.ascontiguousarray(slices, dtype=np.int32), plan)
 
     def infer_proportions(self, state: DTMState, doc_ptr, words, features, *, sweeps: int,
                           burn_in: int, seed: int, threads: int = 1, first_chunk: int = 0,
