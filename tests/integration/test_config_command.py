@@ -117,7 +117,7 @@ def test_algorithms_lists_the_declared_facts():
     rows = {line.split()[0]: line.split() for line in lines[1:]}
     assert sorted(rows) == algorithm_names()
     assert rows["gibbs"][1:6] == ["lda", "sampled", "yes", "yes", "yes"]
-    assert rows["tlasgr"][1:6] == ["dlda", "mini-batch", "yes", "yes", "no"]
+    assert rows["tlasgr"][1:6] == ["dlda", "mini-batch", "yes", "yes", "yes"]
     assert "Hoffman, Blei & Bach 2010" in " ".join(rows["ovb"])
 
 
