@@ -27,12 +27,10 @@ Besides the report, ``--record`` writes results/dask.json (each run's per-sweep 
 from __future__ import annotations
 
 import argparse
-import hashlib
 import json
 import statistics
 
 import harness as h
-import numpy as np
 
 NAME = "dask"
 WORK = h.WORK / "dask"
@@ -50,17 +48,6 @@ def modes(workers: list[int]) -> list[tuple[str, dict, list[str]]]:
             ("in-process, 2 threads", {"threads": 2}, []),
             *((f"Dask, {w} worker process{'es' if w > 1 else ''} × 1 thread", {"threads": 1},
                ["--dask-workers", str(w)]) for w in workers)]
-
-
-def model_digest(run_dir) -> str:
-    """sha256 over the model's arrays (not its header, which holds the clock)."""
-    digest = hashlib.sha256()
-    with np.load(run_dir / "model.npz") as npz:
-        for name in sorted(npz.files):
-            if name != "header":
-                digest.update(name.encode())
-                digest.update(np.ascontiguousarray(npz[name]).tobytes())
-    return digest.hexdigest()
 
 
 def train_once(store, mode: int, args, name: str, sweeps: int) -> tuple[dict, dict]:
@@ -94,7 +81,7 @@ def run_once(store, mode: int, args, round_: int) -> dict:
     return {"mode": mode, "first": first, "workers": int(options[1]) if options else 0,
             "wall": res["wall"], "foreign": res["foreign"],
             "train_seconds": last["train_seconds"], "tokens": last["tokens_seen"],
-            "metrics": last, "digest": model_digest(WORK / f"run.{name}")}
+            "metrics": last, "digest": h.model_digest(WORK / f"run.{name}")}
 
 
 def per_sweep(run: dict, sweeps: int) -> dict:

@@ -18,11 +18,9 @@ dynamic topic model).
 from __future__ import annotations
 
 import argparse
-import hashlib
 import json
 
 import harness as h
-import numpy as np
 
 NAME = "dask_families"
 WORK = h.WORK / NAME
@@ -75,17 +73,6 @@ def store(corpus: str):
     return h.ensure_store(f"poliblog-{corpus}", args, out=WORK / "stores" / corpus)
 
 
-def model_digest(run_dir) -> str:
-    """sha256 over the model's arrays (not its header, which holds the clock)."""
-    digest = hashlib.sha256()
-    with np.load(run_dir / "model.npz") as npz:
-        for name in sorted(npz.files):
-            if name != "header":
-                digest.update(name.encode())
-                digest.update(np.ascontiguousarray(npz[name]).tobytes())
-    return digest.hexdigest()
-
-
 def train(algorithm: str, where: str, options: list[str], threads: int, args) -> dict:
     """One training run of ``algorithm``'s case: its train_seconds and model digest."""
     corpus, model, inference = CASES[algorithm]
@@ -103,7 +90,7 @@ def train(algorithm: str, where: str, options: list[str], threads: int, args) ->
     if res["rc"] != 0:
         raise SystemExit(f"{algorithm} {where} failed:\n{h.tail(log_path)}")
     last = h.read_metrics(out)[-1]
-    return {"run": out, "train_seconds": last["train_seconds"], "digest": model_digest(out)}
+    return {"run": out, "train_seconds": last["train_seconds"], "digest": h.model_digest(out)}
 
 
 def run_case(algorithm: str, args) -> dict:

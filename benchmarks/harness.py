@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import datetime as _dt
 import gzip
+import hashlib
 import json
 import os
 import platform
@@ -431,6 +432,17 @@ def evaluate(run_dir: Path, log_path: Path, *options: str) -> tuple[dict | None,
     res = run_measured([*TOPICTK, "evaluate", str(run_dir), "--json", *options], log_path,
                        stdout_path=out)
     return (json.loads(res["stdout"]) if res["rc"] == 0 else None), res
+
+
+def model_digest(run_dir: Path) -> str:
+    """sha256 over a run's model arrays (not model.npz's header, which holds the clock)."""
+    digest = hashlib.sha256()
+    with np.load(Path(run_dir) / "model.npz") as npz:
+        for name in sorted(npz.files):
+            if name != "header":
+                digest.update(name.encode())
+                digest.update(np.ascontiguousarray(npz[name]).tobytes())
+    return digest.hexdigest()
 
 
 def read_metrics(run_dir: Path) -> list[dict]:

@@ -71,6 +71,17 @@ def make_stream(seed: int, key: tuple[int, ...]) -> np.random.PCG64:
     return np.random.PCG64(np.random.SeedSequence(entropy=seed, spawn_key=key))
 
 
+def from_states(states: list[dict]) -> list[np.random.PCG64]:
+    """Bit generators in the states ``states`` (``bg.state`` of each): streams as a task on
+    another process carries them, to go on where they were."""
+    streams = []
+    for state in states:
+        bg = np.random.PCG64()
+        bg.state = state
+        streams.append(bg)
+    return streams
+
+
 class Streams:
     """The seed's persistent streams, keyed by tuples, with their states for checkpoints."""
 

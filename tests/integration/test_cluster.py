@@ -74,6 +74,24 @@ def _same_fold_ins_on_the_cluster(run, documents=EXAMPLE) -> None:
     assert here == there and here
 
 
+def _lost_in_piece(monkeypatch, piece, failing: int) -> dict:
+    """Report a worker lost in the ``failing``-th map of ``piece`` over the workers (0:
+    never); returns the count of its maps so far."""
+    from topictk.inference import cluster
+    original = cluster._map_once
+    calls = {"n": 0}
+
+    def flaky(on, task):
+        if task.piece is piece:
+            calls["n"] += 1
+            if calls["n"] == failing:
+                raise cluster.WorkerLost("a Dask worker was lost (simulated)")
+        return original(on, task)
+
+    monkeypatch.setattr(cluster, "_map_once", flaky)
+    return calls
+
+
 @pytest.fixture(scope="module")
 def in_process(example_store, tmp_path_factory):
     directory = tmp_path_factory.mktemp("in-process")
@@ -537,18 +555,8 @@ def test_a_lost_worker_during_a_minibatch_update_changes_nothing(example_store, 
     """A worker reported lost in the fifth mini-batch update: its local statistics are
     computed again and the run is the one-machine run."""
     pytest.importorskip("distributed")
-    from topictk.inference import cluster, minibatch
-    original = cluster._map_once
-    calls = {"n": 0}
-
-    def flaky(on, task):
-        if task.piece is minibatch.local_statistics_piece:
-            calls["n"] += 1
-            if calls["n"] == 5:
-                raise cluster.WorkerLost("a Dask worker was lost (simulated)")
-        return original(on, task)
-
-    monkeypatch.setattr(cluster, "_map_once", flaky)
+    from topictk.inference import minibatch
+    calls = _lost_in_piece(monkeypatch, minibatch.local_statistics_piece, 5)
     (tmp_path / "a").mkdir()
     (tmp_path / "b").mkdir()
     ok("train", "--config", _minibatch_config(tmp_path / "a", example_store, "sgrld"), "--quiet")
@@ -564,19 +572,8 @@ def test_a_lost_worker_during_the_particles_e_steps_changes_nothing(example_stor
     """A worker reported lost in the fourth iteration of particle EM on 3 workers: its blocks
     are computed again from the gamma the driver holds, and the run is the one-machine run."""
     pytest.importorskip("distributed")
-    from topictk.inference import cluster
     from topictk.inference.variational import pem
-    original = cluster._map_once
-    calls = {"n": 0}
-
-    def flaky(on, task):
-        if task.piece is pem.particle_blocks_piece:
-            calls["n"] += 1
-            if calls["n"] == 4:
-                raise cluster.WorkerLost("a Dask worker was lost (simulated)")
-        return original(on, task)
-
-    monkeypatch.setattr(cluster, "_map_once", flaky)
+    calls = _lost_in_piece(monkeypatch, pem.particle_blocks_piece, 4)
     (tmp_path / "a").mkdir()
     (tmp_path / "b").mkdir()
     ok("train", "--config", _minibatch_config(tmp_path / "a", example_store, "pem"), "--quiet")
@@ -604,25 +601,14 @@ def test_dmr_sgrld_on_workers_gives_the_one_machine_run(meta_store, tmp_path, mo
     the documents' rows of g-bar come back in chunk order), and on 2 with a worker reported
     lost in the fifth update: the one-machine run, nu included."""
     pytest.importorskip("distributed")
-    from topictk.inference import cluster, minibatch
+    from topictk.inference import minibatch
     here = tmp_path / "here"
     here.mkdir()
     ok("train", "--config", write_config(here, meta_store, **DMR_SGRLD), "--quiet")
-    calls = {"n": 0}
-    if failing:
-        original = cluster._map_once
-
-        def flaky(on, task):
-            if task.piece is minibatch.local_statistics_piece:
-                calls["n"] += 1
-                if calls["n"] == failing:
-                    raise cluster.WorkerLost("a Dask worker was lost (simulated)")
-            return original(on, task)
-
-        monkeypatch.setattr(cluster, "_map_once", flaky)
+    calls = _lost_in_piece(monkeypatch, minibatch.local_statistics_piece, failing)
     ok("train", "--config", write_config(tmp_path, meta_store, **DMR_SGRLD), "--dask-workers",
        str(workers), "--quiet")
-    assert calls["n"] == (13 if failing else 0)
+    assert calls["n"] == 12 + bool(failing)
     a, b = here / "run", tmp_path / "run"
     header_a, arrays_a = model_arrays(a)
     header_b, arrays_b = model_arrays(b)
@@ -656,34 +642,15 @@ def test_deep_lda_local_chains_on_workers_give_the_one_machine_run(
     documents' q sums in chunk order), and on 2 with a worker reported lost in the fifth
     update: the one-machine run, checkpoints and the test chain's perplexity included."""
     pytest.importorskip("distributed")
-    from topictk.inference import cluster
     from topictk.inference.dlda import driver
-    import yaml
-
-    def config(directory):
-        path = write_config(directory, example_store, training=DEEP["training"])
-        data = yaml.safe_load(path.read_text(encoding="utf-8"))
-        data.pop("evaluation")
-        data.update(model=DEEP["model"], inference={**DEEP["inference"],
-                                                    "algorithm": algorithm})
-        path.write_text(yaml.safe_dump(data, sort_keys=False), encoding="utf-8")
-        return path
-
     here = tmp_path / "here"
     here.mkdir()
-    ok("train", "--config", config(here), "--quiet")
-    calls = {"n": 0}
-    original = cluster._map_once
-
-    def counted(on, task):
-        if task.piece is driver.deep_local_piece:
-            calls["n"] += 1
-            if calls["n"] == failing:
-                raise cluster.WorkerLost("a Dask worker was lost (simulated)")
-        return original(on, task)
-
-    monkeypatch.setattr(cluster, "_map_once", counted)
-    ok("train", "--config", config(tmp_path), "--dask-workers", str(workers), "--quiet")
+    ok("train", "--config", _deep_config(here, example_store, algorithm=algorithm,
+                                         **DEEP["inference"]), "--quiet")
+    calls = _lost_in_piece(monkeypatch, driver.deep_local_piece, failing)
+    ok("train", "--config", _deep_config(tmp_path, example_store, algorithm=algorithm,
+                                         **DEEP["inference"]),
+       "--dask-workers", str(workers), "--quiet")
     assert calls["n"] == 8 + bool(failing)
     a, b = here / "run", tmp_path / "run"
     header_a, arrays_a = model_arrays(a)
@@ -698,18 +665,22 @@ def test_deep_lda_local_chains_on_workers_give_the_one_machine_run(
         _same_fold_ins_on_the_cluster(a)
 
 
-def _deep_gibbs_config(directory, store):
-    """dlda-gibbs, two layers, 5 chunks; the persistent test chain advances at every second
-    iteration, checkpoints every fourth."""
+def _deep_config(directory, store, **inference):
+    """A deep-LDA run of DEEP's model and training with ``inference``."""
     import yaml
     path = write_config(directory, store, training=DEEP["training"])
     data = yaml.safe_load(path.read_text(encoding="utf-8"))
     data.pop("evaluation")
-    data.update(model=DEEP["model"], inference={
-        "algorithm": "dlda-gibbs", "iterations": 8, "burn_in": 4, "chunks": 5,
-        "point_perplexity": DEEP["inference"]["point_perplexity"]})
+    data.update(model=DEEP["model"], inference=inference)
     path.write_text(yaml.safe_dump(data, sort_keys=False), encoding="utf-8")
     return path
+
+
+def _deep_gibbs_config(directory, store):
+    """dlda-gibbs, two layers, 5 chunks; the persistent test chain advances at every second
+    iteration, checkpoints every fourth."""
+    return _deep_config(directory, store, algorithm="dlda-gibbs", iterations=8, burn_in=4,
+                        chunks=5, point_perplexity=DEEP["inference"]["point_perplexity"])
 
 
 @pytest.mark.parametrize("workers, method, failing, error", [

@@ -62,7 +62,7 @@ from topictk.inference.dlda.grow import (grow_deep_state, grow_training_chains,
 from topictk.inference.schedules import sgmcmc_step
 from topictk.limits import at_peak
 from topictk.state.deep import DeepState
-from topictk.streams import Streams
+from topictk.streams import Streams, from_states
 
 log = logging.getLogger("topictk")
 
@@ -700,12 +700,7 @@ def fold_in_chains_piece(job: FoldInChains, flat: np.ndarray, part: tuple) -> np
     """The cluster piece: the fold-in of a run of chunks (on a worker), ``part`` = (their CSR
     rows..., their bounds from 0, their streams' states)."""
     *csr, bounds, states = part
-    streams = []
-    for state in states:
-        bg = np.random.PCG64()
-        bg.state = state
-        streams.append(bg)
-    return job.run(flat, tuple(csr), bounds, streams, worker_threads())
+    return job.run(flat, tuple(csr), bounds, from_states(states), worker_threads())
 
 
 @dataclass

@@ -28,6 +28,7 @@ from topictk.inference.cluster import (
     peak_rss,
     worker_threads,
 )
+from topictk.streams import from_states
 
 
 @dataclass
@@ -51,16 +52,6 @@ class PassSettings:
     store: StoreRef
 
 
-def _streams(states: list[dict]) -> list:
-    """Bit generators in the states ``states`` (the chunks' persistent streams)."""
-    streams = []
-    for state in states:
-        bg = np.random.PCG64()
-        bg.state = state
-        streams.append(bg)
-    return streams
-
-
 def upward_piece(shard: DeepShard, settings: PassSettings, flat: np.ndarray,
                  part: tuple[ShardSpec, list[dict]]):
     """The upward pass of a shard's chunks (runs on a worker) with the network ``flat``:
@@ -76,7 +67,7 @@ def upward_piece(shard: DeepShard, settings: PassSettings, flat: np.ndarray,
     m = np.zeros((n_docs, int(np.sum(sizes[1:]))), dtype=np.int32)
     stats = np.zeros(int(np.sum(sizes[:-1] * sizes[1:])) + int(sizes[-1]), dtype=np.int64)
     qcur = np.zeros(n_docs)
-    streams = _streams(states)
+    streams = from_states(states)
     began = time.perf_counter()
     fallbacks = _dlda.gibbs_upward(
         np.ascontiguousarray(indptr[spec.first_doc:spec.end_doc + 1] - e0, dtype=np.int64),
@@ -105,7 +96,7 @@ def downward_piece(shard: DeepShard, settings: PassSettings, flat: np.ndarray,
     from topictk.inference.dlda import _dlda
     spec, states = part
     theta, c = shard.theta.copy(), shard.c.copy()
-    streams = _streams(states)
+    streams = from_states(states)
     began = time.perf_counter()
     floored = _dlda.gibbs_downward(flat, settings.sizes, settings.r, settings.hyper, theta, c,
                                    shard.m, np.ascontiguousarray(spec.bounds, np.int64),

@@ -58,7 +58,7 @@ from topictk.inference.registry import register
 from topictk.inference.sampled import evaluation_plan
 from topictk.inference.schedules import sgmcmc_step
 from topictk.state.dtm import DTMState
-from topictk.streams import Streams
+from topictk.streams import Streams, from_states
 
 log = logging.getLogger("topictk")
 
@@ -149,11 +149,7 @@ def dtm_fold_in_piece(job: DTMFoldIn, prob: np.ndarray, alpha: np.ndarray,
     doc_ptr from 0, words, slices, chunk bounds from 0, their streams' states, their active
     flags or None)."""
     doc_ptr, words, slices, bounds, states, active = part
-    streams = []
-    for state in states:
-        bg = np.random.PCG64()
-        bg.state = state
-        streams.append(bg)
+    streams = from_states(states)
     documents = Documents(doc_ptr=doc_ptr, words=words, indptr=None, indices=None, counts=None)
     plan = FoldInPlan(job.sweeps, job.burn_in, bounds, streams, worker_threads(), active)
     return fold_in_documents(prob, alpha, job.eta_variance, documents, slices, plan)

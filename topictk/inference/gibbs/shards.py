@@ -31,6 +31,7 @@ from topictk.inference.cluster import (
     peak_rss,
     worker_threads,
 )
+from topictk.streams import from_states
 
 
 @dataclass
@@ -156,15 +157,6 @@ def _sparse_lists(nkw: np.ndarray, word_freq: np.ndarray, sparse: bool):
     return ptr, entries, lengths, bits
 
 
-def _streams(states: list[dict]) -> list:
-    streams = []
-    for state in states:
-        bg = np.random.PCG64()
-        bg.state = state
-        streams.append(bg)
-    return streams
-
-
 def gibbs_shard_sweep(shard: GibbsShard, settings: SweepSettings, last: SweepResult | None,
                       part: tuple[ShardSpec, list[dict], np.ndarray | None]):
     """The piece: one sweep of a shard's chunks against its copy of n_kw (runs on a worker),
@@ -189,7 +181,7 @@ def gibbs_shard_sweep(shard: GibbsShard, settings: SweepSettings, last: SweepRes
         add_change(shard.nkw, last.change)
     nkw = shard.nkw.copy()
     nk_after = np.array(settings.nk, dtype=np.int64)
-    streams = _streams(states)
+    streams = from_states(states)
     began = time.perf_counter()
     ptr, entries, lengths, bits = _sparse_lists(nkw, word_freq, settings.sparse)
     listed = time.perf_counter()
