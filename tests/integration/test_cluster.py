@@ -846,6 +846,51 @@ def test_a_cluster_lost_mid_step_leaves_a_checkpoint_to_resume(example_store, tm
 
 
 
+@pytest.mark.parametrize("algorithm", ["vb", "pem", "sgrld", "hsvg", "tlasgr", "dlda-sgrld"])
+def test_the_cluster_lost_in_the_eighth_step_of_any_family_resumes_to_its_numbers(
+        example_store, tmp_path, monkeypatch, algorithm):
+    """The cluster lost at the first work the eighth step sends to it (the driver holds the
+    whole state between these algorithms' steps): exit 1 with a checkpoint of step 7, and the
+    run resumed on one machine is the uninterrupted one, streams and metrics included."""
+    pytest.importorskip("distributed")
+    from topictk.inference import cluster
+    from topictk.inference.registry import get_driver
+    driver = get_driver(algorithm)
+    original_step, original_map = driver.step, cluster._map_once
+    now = {"t": -1}
+
+    def step(self, state, t):
+        now["t"] = t
+        return original_step(self, state, t)
+
+    def lost(on, task):
+        if now["t"] == 7:
+            raise cluster.ClusterLost("lost the connection to the cluster (simulated)")
+        return original_map(on, task)
+
+    monkeypatch.setattr(driver, "step", step)
+    monkeypatch.setattr(cluster, "_map_once", lost)
+    for name in ("a", "b"):
+        (tmp_path / name).mkdir()
+    if algorithm in MINIBATCH:
+        here = _minibatch_config(tmp_path / "a", example_store, algorithm)
+        there = _minibatch_config(tmp_path / "b", example_store, algorithm)
+    else:
+        here, there = (_deep_config(tmp_path / name, example_store, algorithm=algorithm,
+                                    **DEEP["inference"]) for name in ("a", "b"))
+    ok("train", "--config", here, "--quiet")
+    message = fails(1, "train", "--config", there, "--dask-workers", "2", "--quiet")
+    assert message == ("lost the connection to the cluster (simulated); the run stopped with "
+                       "a checkpoint of step 7; continue it with --resume, on any cluster or "
+                       "none")
+    monkeypatch.setattr(cluster, "_map_once", original_map)
+    ok("train", "--config", there, "--resume", "--quiet")
+    a, b = tmp_path / "a" / "run", tmp_path / "b" / "run"
+    assert_same_arrays(model_arrays(a)[1], model_arrays(b)[1])
+    assert model_arrays(a)[0]["streams"] == model_arrays(b)[0]["streams"]
+    assert comparable_metrics(a) == comparable_metrics(b)
+
+
 def test_a_merge_among_the_workers_gives_the_drivers_numbers():
     """map_merge with on_workers merges the pieces' results on the workers: a float sum in a
     chain in piece order, bit for bit the driver's sequential sum (which a pairwise grouping
