@@ -891,6 +891,29 @@ def test_the_cluster_lost_in_the_eighth_step_of_any_family_resumes_to_its_number
     assert comparable_metrics(a) == comparable_metrics(b)
 
 
+@pytest.mark.parametrize("algorithm", ["cvb", "pem", "tlasgr", "dlda-gibbs"])
+def test_one_worker_gives_the_one_machine_run(example_store, tmp_path, algorithm):
+    """A cluster of one worker process runs every shard or piece there: the one-machine
+    run, as two and three workers give it."""
+    pytest.importorskip("distributed")
+    for name in ("a", "b"):
+        (tmp_path / name).mkdir()
+    if algorithm in MINIBATCH:
+        here, there = (_minibatch_config(tmp_path / name, example_store, algorithm)
+                       for name in ("a", "b"))
+    elif algorithm == "dlda-gibbs":
+        here, there = (_deep_gibbs_config(tmp_path / name, example_store) for name in "ab")
+    else:
+        here, there = (_deep_config(tmp_path / name, example_store, algorithm=algorithm,
+                                    **DEEP["inference"]) for name in ("a", "b"))
+    ok("train", "--config", here, "--quiet")
+    ok("train", "--config", there, "--dask-workers", "1", "--quiet")
+    a, b = tmp_path / "a" / "run", tmp_path / "b" / "run"
+    assert_same_arrays(model_arrays(a)[1], model_arrays(b)[1])
+    assert model_arrays(a)[0]["streams"] == model_arrays(b)[0]["streams"]
+    assert comparable_metrics(a) == comparable_metrics(b)
+
+
 def test_a_merge_among_the_workers_gives_the_drivers_numbers():
     """map_merge with on_workers merges the pieces' results on the workers: a float sum in a
     chain in piece order, bit for bit the driver's sequential sum (which a pairwise grouping
