@@ -26,7 +26,7 @@ DEEP_SG = {"iterations": 2, "burn_in": 1, "batch_size": 32, "local_burn_in": 2,
 # D x K (307 training documents), the (document, word) pairs x K of CVB (7,819 pairs) and the
 # tokens x K (11,460) dwarf the interpreter
 CASES = {
-    "gibbs": ({"topics": 8000}, {**SAMPLED, "chunks": 2}),
+    "gibbs": ({"topics": 8000}, {**SAMPLED, "chunks": 2, "sampler": "sparse"}),
     "keyatm": ({"family": "keyatm", "topics": 8000,
                 "seed_words": {"exceptions": ["exception", "raise"], "numbers": ["number"]}},
                {**SAMPLED, "chunks": 2}),
