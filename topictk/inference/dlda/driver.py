@@ -471,7 +471,7 @@ class DLDADriver(Driver):
         """Run the chains of ``docs`` = (indptr, indices, counts) from ``theta`` and ``c``
         (updated in place) with the networks fixed, chunk ch with the stream of
         ``chunk_keys(ch)``; with ``held`` = (held-out indptr, indices) the rates are added to
-        ``racc`` and ``tacc`` (:class:`TestChains`). On a cluster the chunks are cut into one
+        ``racc`` and ``tacc`` (:class:`ChainRun`). On a cluster the chunks are cut into one
         run per worker (the documents, their chains and accumulators travel with it, and come
         back): the same numbers. Returns (fallbacks, floored)."""
         docs = tuple(np.ascontiguousarray(a, dtype=t)
@@ -481,7 +481,7 @@ class DLDADriver(Driver):
                     np.ascontiguousarray(held[1], dtype=np.int32))
         bounds = chunk_bounds_by_docs(docs[0].size - 1, chunk_docs)
         C = bounds.size - 1
-        job = TestChains(self.sizes, state.r, self.hyper, int(n_iter), int(pc_start),
+        job = ChainRun(self.sizes, state.r, self.hyper, int(n_iter), int(pc_start),
                          tuple(tuple(chunk_keys(ch)) for ch in range(C)), self.streams.seed,
                          int(acc_burn), int(acc_thin))
         flat = state.flat_phi()
@@ -503,7 +503,7 @@ class DLDADriver(Driver):
         fallbacks = floored = 0
         parts = cut(len(self.cluster.workers()))
         results = map_merge(self.cluster, ClusterTask(
-            test_chains_piece, lambda n: parts, context=job, shared=(flat,),
+            chain_run_piece, lambda n: parts, context=job, shared=(flat,),
             doing="during the test chains", again="running the test chains again"))
         for part, (new_theta, new_c, new_racc, new_tacc, fb, fl) in zip(parts, results):
             part[4][...], part[5][...] = new_theta, new_c
@@ -617,7 +617,7 @@ def csr_rows(csr: tuple, d0: int, d1: int) -> tuple:
 
 
 @dataclass(frozen=True)
-class TestChains:
+class ChainRun:
     """Chains of documents with the networks fixed (§8.4; the test chains of §8.11) as each
     run of their chunks reads them: the network's sizes, r, the hyperparameters, the
     iterations, p/c sampling's first iteration, every chunk's stream key under ``seed`` and,
@@ -652,8 +652,8 @@ class TestChains:
         return _dlda.infer_chains(*chains, **run)
 
 
-def test_chains_piece(job: TestChains, flat: np.ndarray, part: tuple):
-    """The cluster piece: :meth:`TestChains.run` of a run of chunks (on a worker); returns
+def chain_run_piece(job: ChainRun, flat: np.ndarray, part: tuple):
+    """The cluster piece: :meth:`ChainRun.run` of a run of chunks (on a worker); returns
     their new theta, c, racc, tacc (None without held-out rows), fallbacks and floored."""
     c0, c1, bounds, docs, theta, c, held, racc, tacc = part
     theta, c = np.array(theta), np.array(c)
