@@ -172,18 +172,28 @@ def relay_sweep(corpus: Corpus, K: int, W: int, fit: Fit) -> dict:
             "worker_bytes": counts * (4 + 4 + 8)}
 
 
-def ovb_epoch(corpus: Corpus, K: int, W: int) -> dict:
-    """Seconds of one online-VB epoch: per mini-batch, E[log beta] rows of the batch's words
-    (float64) sent to every worker, each worker's sufficient statistics of those rows back,
+def ovb_epoch(corpus: Corpus, K: int, W: int, tree: bool = True) -> dict:
+    """Seconds of one online-VB epoch with one E-step block per worker: per mini-batch,
+    E[log beta] rows of the batch's words (float64) sent to every worker; the blocks'
+    sufficient statistics of those rows either added by the workers among themselves in a
+    pairwise tree (``tree``, topictk now: log2 W levels of a hop, a transfer and a pass over
+    the rows, the total to the driver) or each sent to the driver, which adds them (before);
     the driver's update of lambda on them."""
     batches = corpus.documents / OVB_BATCH
     rows = OVB_BATCH_VOCAB * corpus.vocabulary * K
     per_batch_tokens = corpus.tokens / batches
     compute = per_batch_tokens / (W * OVB_RATE_K50 * 50 / K)
-    broadcast = W * rows * 8 / BANDWIDTH
-    gather = W * rows * 8 / BANDWIDTH
-    merge = W * rows / MERGE_RATE
-    tasks = W * TASK_LATENCY
+    transfer = rows * 8 / BANDWIDTH
+    broadcast = W * transfer
+    if tree:
+        levels = math.ceil(math.log2(W)) if W > 1 else 0
+        gather = transfer
+        merge = levels * (HOP + transfer + rows / MERGE_PASS)
+        tasks = W * TASK_LATENCY + (W - 1) * SCHED_PER_TASK
+    else:
+        gather = W * transfer
+        merge = W * rows / MERGE_RATE
+        tasks = W * TASK_LATENCY
     parts = {"compute": compute, "broadcast": broadcast, "gather": gather, "merge": merge,
              "tasks": tasks}
     return {k: v * batches for k, v in parts.items()} | {
@@ -192,14 +202,18 @@ def ovb_epoch(corpus: Corpus, K: int, W: int) -> dict:
 
 def _ovb_table(rows: list[tuple]) -> list[str]:
     out = ["**One online-VB epoch**", "",
-           "| corpus | K | workers | compute s | broadcast s | gather s | merge s | tasks s | "
-           "total s | driver's share |",
-           "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |"]
-    for corpus, K, W, r in rows:
-        driver = (r["broadcast"] + r["gather"] + r["merge"] + r["tasks"]) / r["total"]
-        out.append(f"| {corpus} | {K:,} | {W} | {r['compute']:,.1f} | {r['broadcast']:,.1f} | "
+           "| corpus | K | workers | before: total s | driver's share | efficiency | "
+           "now: compute s | broadcast s | gather s | merge tree s | tasks s | total s | "
+           "driver's share | efficiency |",
+           "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | "
+           "---: | ---: |"]
+    for corpus, K, W, old, r, e_old, e_new in rows:
+        share_old = 1 - old["compute"] / old["total"]
+        driver = (r["broadcast"] + r["gather"] + r["tasks"]) / r["total"]
+        out.append(f"| {corpus} | {K:,} | {W} | {old['total']:,.1f} | {share_old:.0%} | "
+                   f"{e_old:.0%} | {r['compute']:,.1f} | {r['broadcast']:,.1f} | "
                    f"{r['gather']:,.1f} | {r['merge']:,.1f} | {r['tasks']:,.1f} | "
-                   f"{r['total']:,.1f} | {driver:.0%} |")
+                   f"{r['total']:,.1f} | {driver:.0%} | {e_new:.0%} |")
     return out + [""]
 
 
@@ -242,7 +256,10 @@ def report() -> str:
                 old, new = gibbs_sweep(corpus, K, W), relay_sweep(corpus, K, W, fit)
                 gibbs.append((corpus.name, K, W, old, new, old1["total"] / (W * old["total"]),
                               new1["total"] / (W * new["total"])))
-                ovb.append((corpus.name, K, W, ovb_epoch(corpus, K, W)))
+                before, now = ovb_epoch(corpus, K, W, tree=False), ovb_epoch(corpus, K, W)
+                one = ovb_epoch(corpus, K, 1)["total"]
+                ovb.append((corpus.name, K, W, before, now, one / (W * before["total"]),
+                            one / (W * now["total"])))
     big = CORPORA[0].vocabulary * 10_000 * 16       # n_kw, its working copy, the lists
     lines = [
         "# Dask cost model: one Gibbs sweep and one online-VB epoch at scale",
@@ -287,10 +304,14 @@ def report() -> str:
         f"{big / 2**30:,.1f} GiB of counts and lists in this design, whatever the number of "
         "workers.",
         "",
-        "Model of an online-VB epoch (D / batch updates), unchanged: per update, compute = "
-        "batch tokens / (W × E-step rate at K); the driver sends the batch rows of E[log β] "
-        "(8 B each) to every worker and receives as many sufficient statistics back, and "
-        "merges them.",
+        "Model of an online-VB epoch (D / batch updates), with `inference.chunks` = W (a "
+        "block per worker): per update, compute = batch tokens / (W × E-step rate at K); the "
+        "driver sends the batch rows of E[log β] (8 B each) to every worker. Before: it "
+        "received every block's sufficient statistics and added them. Now: the workers add "
+        "them in a pairwise tree (log2 W levels of a hop, the rows' transfer and a pass over "
+        "them) and the driver receives the total. The driver's share: broadcast, gather and "
+        "tasks over the total (before: all but the compute). Efficiency: the one-worker epoch "
+        "÷ (W × the W-worker epoch).",
         "",
         *_ovb_table(ovb),
     ]

@@ -493,8 +493,9 @@ MINIBATCH = {
               "burn_in": 6, "thin": 3},
     "hsvg": {"algorithm": "hsvg", "iterations": 12, "batch_size": 40, "chunk_docs": 8,
              "tau0": 4.0},
-    # online VB: the E-step of each mini-batch in 3 blocks, statistics added block by block
-    "ovb": {"algorithm": "ovb", "iterations": 12, "batch_size": 40, "chunks": 3, "tau0": 4.0},
+    # online VB: the E-step of each mini-batch in 4 blocks, one piece each, statistics added
+    # pairwise among the workers ((0 + 1) + (2 + 3)), as one machine adds them
+    "ovb": {"algorithm": "ovb", "iterations": 12, "batch_size": 40, "chunks": 4, "tau0": 4.0},
     # batch VB: the E-step over the corpus in 3 blocks, warm and best starts from gamma
     "vb": {"algorithm": "vb", "iterations": 8, "chunks": 3, "best_iterations": 3,
            "best_every": 2, "tol": 0},
@@ -951,3 +952,10 @@ def test_a_merge_among_the_workers_gives_the_drivers_numbers():
                 + ((pieces[4] + pieces[5]) + pieces[6]))
     assert merged["floats"].tobytes() == sequential.tobytes()
     assert pairwise.tobytes() != sequential.tobytes()       # so the order was kept
+    # a float sum declared to follow tree_reduce (online VB's blocks): the workers' pairwise
+    # tree is the driver's tree_reduce, bit for bit
+    from topictk.inference.cluster import tree_reduce
+    assert tree_reduce(pieces, np.add).tobytes() == pairwise.tobytes()
+    with Cluster(workers=2) as cluster:
+        there = map_merge(cluster, replace(floats, exact=True, on_workers=True))
+    assert there.tobytes() == pairwise.tobytes()

@@ -492,9 +492,10 @@ class ClusterTask:
     piece, each array of ``shared`` is sent once to each worker that runs one. ``merge(a, b)``
     puts the results of two runs of consecutive pieces together (``a`` the earlier); without
     it the result is the list of the pieces' results. ``exact``: the merge gives the same
-    numbers however the pieces are grouped (integer sums, concatenations), so among the
-    workers it may be a pairwise tree; else it runs in a chain, in piece order, as on the
-    driver. ``on_workers``: merge among the workers, the driver receives the merged result
+    numbers however the pieces are grouped (integer sums, concatenations), or the family sums
+    in the tree of :func:`tree_reduce` on one machine too, so among the workers it may be
+    that pairwise tree; else it runs in a chain, in piece order, as on the driver.
+    ``on_workers``: merge among the workers, the driver receives the merged result
     only. ``doing`` and ``again`` say, in messages, what was under way when a worker was lost
     and what is done about it."""
 
@@ -555,11 +556,19 @@ def merge_among_workers(client, task: ClusterTask, futures: list, homes: list[st
         for future, home in level[1:]:
             total = merged(total, future, level[0][1], home)
         return total
+    return tree_reduce(level, lambda a, b: (merged(a[0], b[0], a[1], b[1]), a[1]))[0]
+
+
+def tree_reduce(items: list, combine: Callable):
+    """``items`` combined pairwise in order: each level combines items (0, 1), (2, 3), ...
+    and carries an odd last one to the next, until one is left; the tree of
+    :func:`merge_among_workers`, so that a family whose one-machine sum follows it gets the
+    same floating-point numbers from the workers' merge."""
+    level = list(items)
     while len(level) > 1:
-        paired = [(merged(a, b, home, b_home), home)
-                  for (a, home), (b, b_home) in zip(level[::2], level[1::2])]
+        paired = [combine(a, b) for a, b in zip(level[::2], level[1::2])]
         level = paired + level[len(paired) * 2:]
-    return level[0][0]
+    return level[0]
 
 
 def _merge_moved(merge: Callable, a, b, moved: bool):

@@ -52,7 +52,7 @@ from topictk.inference.variational.template import (
     EStepJob,
     StoreRef,
     VariationalDriver,
-    add_blocks,
+    add_blocks_pairwise,
     alpha_gradient,
     block_estep,
     cluster_estep,
@@ -112,9 +112,10 @@ class OVBDriver(SeededDriverMixin, VariationalDriver):
                             help="learn a symmetric topic prior eta (model.beta is its start)"),
         "chunks": Option("int", None, low=1, nullable=True,
                          help="blocks of the mini-batch whose E-step statistics are summed "
-                              "on their own, then added block by block (a cluster spreads "
-                              "the blocks over its workers; the numbers depend on this, "
-                              "never on the cluster; default: one block)"),
+                              "on their own, then added pairwise in block order (a cluster "
+                              "runs the blocks on its workers, which add them among "
+                              "themselves; the numbers depend on this, never on the "
+                              "cluster; default: one block)"),
     }
 
     MEMORY_FIX = ("set training.eval_every: 0 (no dense lambda beside E[log phi] or "
@@ -219,8 +220,9 @@ class OVBDriver(SeededDriverMixin, VariationalDriver):
 
     def _batch_estep(self, state: OnlineState, docs: np.ndarray, with_sstats: bool):
         """Cold E-step of the documents ``docs`` with the current lambda, in
-        ``inference.chunks`` blocks whose statistics are added in block order (on the
-        cluster's workers when there is one)."""
+        ``inference.chunks`` blocks whose statistics are added pairwise in block order
+        (:func:`add_blocks_pairwise`; on the cluster's workers, among themselves, when there
+        is one)."""
         indptr, indices, counts = gather_rows(self.train, docs)
         words, local = np.unique(indices, return_inverse=True)
         local = np.ascontiguousarray(local, dtype=np.int32)
@@ -238,7 +240,7 @@ class OVBDriver(SeededDriverMixin, VariationalDriver):
             parts = [block_estep((indptr, local, counts), B, shift, state.alpha, block,
                                  opts.estep_tol, opts.estep_max_iter, with_sstats, self.threads)
                      for block in blocks]
-        sstats, gamma, bound, iterations = add_blocks(parts)
+        sstats, gamma, bound, iterations = add_blocks_pairwise(parts)
         return words, gamma, sstats, bound, int(counts.sum(dtype=np.int64)), iterations
 
     # ------------------------------------------------------------------- step

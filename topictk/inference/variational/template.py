@@ -35,6 +35,7 @@ from topictk.inference.cluster import (
     concatenated,
     map_merge,
     runs,
+    tree_reduce,
     worker_threads,
 )
 from topictk.inference.perplexity import csr_arrays, mixture_probabilities
@@ -294,6 +295,25 @@ def add_blocks(parts: list) -> tuple:
     return (sstats, *(np.concatenate([part[i] for part in parts]) for i in (1, 2, 3)))
 
 
+def add_two_blocks(a: tuple, b: tuple) -> tuple:
+    """The E-step results of two runs of consecutive blocks together: statistics added, the
+    per-document arrays concatenated (``a``'s first)."""
+    sstats = None if a[0] is None else a[0] + b[0]
+    return (sstats, *(np.concatenate([a[i], b[i]]) for i in (1, 2, 3)))
+
+
+def add_blocks_pairwise(parts: list) -> tuple:
+    """The blocks' E-step results put together with the statistics added pairwise in block
+    order (:func:`topictk.inference.cluster.tree_reduce`): the sum a cluster's workers form
+    among themselves, so that the driver receives the total only."""
+    return tree_reduce(parts, add_two_blocks)
+
+
+def add_piece_blocks(a: list, b: list) -> list:
+    """The cluster merge of two pieces of one block each (:func:`estep_piece`'s lists)."""
+    return [add_two_blocks(a[0], b[0])]
+
+
 @dataclass(frozen=True)
 class EStepJob:
     """An E-step on the cluster as each of its pieces reads it: the topics' shift, the
@@ -330,19 +350,26 @@ def estep_piece(job: EStepJob, B: np.ndarray, run: list) -> list:
 
 def cluster_estep(cluster, job: EStepJob, B: np.ndarray, blocks: list[tuple[int, int]],
                   gamma: np.ndarray | None = None) -> list:
-    """The E-step ``blocks`` spread over the workers in contiguous runs (with their rows of
-    ``gamma``, which is read, not written); every block's result comes back in block order,
-    for :func:`add_blocks` to add as on one machine. Lost work is simply done again."""
+    """The E-step ``blocks`` on the workers. A corpus's blocks (``gamma``'s rows travel with
+    them, read, not written) are spread in contiguous runs and every block's result comes
+    back in block order, for :func:`add_blocks` to add as on one machine. A mini-batch's
+    blocks (``job.doc_ids``) are one piece each, their results added among the workers in
+    the tree of :func:`add_blocks_pairwise`, and the driver receives the one total (a list of
+    it). Lost work is simply done again."""
+    shared = (np.ascontiguousarray(B, dtype=np.float64),)
+    if job.doc_ids is not None:
+        return map_merge(cluster, ClusterTask(
+            estep_piece, lambda n: [[(block, None)] for block in blocks], context=job,
+            shared=shared, merge=add_piece_blocks, exact=True, on_workers=True,
+            doing="during an online-VB E-step", again="computing the mini-batch's E-step again"))
+
     def cut(n_workers: int) -> list:
         return [[(block, None if gamma is None else gamma[block[0]:block[1]])
                  for block in blocks[a:b]] for a, b in runs(len(blocks), n_workers)]
 
-    batch = job.doc_ids is not None
     return map_merge(cluster, ClusterTask(
-        estep_piece, cut, context=job, shared=(np.ascontiguousarray(B, dtype=np.float64),),
-        merge=operator.add, doing="during an online-VB E-step" if batch else "during an E-step",
-        again="computing the mini-batch's E-step again" if batch else "computing the E-step "
-                                                                       "again"))
+        estep_piece, cut, context=job, shared=shared, merge=operator.add,
+        doing="during an E-step", again="computing the E-step again"))
 
 
 #: doubles the E-step kernel stages the statistics of a wave of documents in (WAVE_DOUBLES of
