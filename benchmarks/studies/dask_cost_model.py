@@ -49,6 +49,10 @@ HOP = 7.9e-3
 # (results/minibatch.md): 0.235 M tokens/s per core, scaled here as 1/K
 OVB_RATE_K50 = 1.84e6 * 19.5 / 153.1
 
+# topictk.inference.cluster.RELAY_FROM: from this many workers on, an array every worker
+# needs goes from the driver to one worker and down a binary tree of them
+RELAY_FROM = 4
+
 # ---- assumptions, stated ---------------------------------------------------------------------
 BANDWIDTH = 1.25e9                # bytes/s into and out of the driver: 10 Gbit/s Ethernet
 MOVED = 0.10                      # fraction of tokens changing topic per sweep, late in a run
@@ -174,11 +178,13 @@ def relay_sweep(corpus: Corpus, K: int, W: int, fit: Fit) -> dict:
 
 def ovb_epoch(corpus: Corpus, K: int, W: int, tree: bool = True) -> dict:
     """Seconds of one online-VB epoch with one E-step block per worker: per mini-batch,
-    E[log beta] rows of the batch's words (float64) sent to every worker; the blocks'
-    sufficient statistics of those rows either added by the workers among themselves in a
-    pairwise tree (``tree``, topictk now: log2 W levels of a hop, a transfer and a pass over
-    the rows, the total to the driver) or each sent to the driver, which adds them (before);
-    the driver's update of lambda on them."""
+    E[log beta] rows of the batch's words (float64) to every worker, and the blocks'
+    sufficient statistics of those rows back. ``tree`` (topictk now): from RELAY_FROM workers
+    the rows are sent once and relayed down a binary tree (log2 W levels of a hop and a
+    transfer), the statistics added by the workers in a pairwise tree (log2 W levels of a
+    hop, a transfer and a pass over the rows) and the total sent to the driver; before, the
+    driver sent the rows to each worker and received and added every block's statistics.
+    The driver's update of lambda on them."""
     batches = corpus.documents / OVB_BATCH
     rows = OVB_BATCH_VOCAB * corpus.vocabulary * K
     per_batch_tokens = corpus.tokens / batches
@@ -187,6 +193,8 @@ def ovb_epoch(corpus: Corpus, K: int, W: int, tree: bool = True) -> dict:
     broadcast = W * transfer
     if tree:
         levels = math.ceil(math.log2(W)) if W > 1 else 0
+        if W >= RELAY_FROM:         # sent once, then down a binary tree of the workers
+            broadcast = transfer + levels * (HOP + transfer)
         gather = transfer
         merge = levels * (HOP + transfer + rows / MERGE_PASS)
         tasks = W * TASK_LATENCY + (W - 1) * SCHED_PER_TASK
@@ -196,8 +204,11 @@ def ovb_epoch(corpus: Corpus, K: int, W: int, tree: bool = True) -> dict:
         tasks = W * TASK_LATENCY
     parts = {"compute": compute, "broadcast": broadcast, "gather": gather, "merge": merge,
              "tasks": tasks}
+    # the driver's part: what it sends (once when relayed), receives and adds, and the tasks
+    sends = transfer if tree and W >= RELAY_FROM else broadcast
+    driver = sends + gather + tasks + (0.0 if tree else merge)
     return {k: v * batches for k, v in parts.items()} | {
-        "total": sum(parts.values()) * batches}
+        "total": sum(parts.values()) * batches, "driver": driver * batches}
 
 
 def _ovb_table(rows: list[tuple]) -> list[str]:
@@ -208,8 +219,8 @@ def _ovb_table(rows: list[tuple]) -> list[str]:
            "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | "
            "---: | ---: |"]
     for corpus, K, W, old, r, e_old, e_new in rows:
-        share_old = 1 - old["compute"] / old["total"]
-        driver = (r["broadcast"] + r["gather"] + r["tasks"]) / r["total"]
+        share_old = old["driver"] / old["total"]
+        driver = r["driver"] / r["total"]
         out.append(f"| {corpus} | {K:,} | {W} | {old['total']:,.1f} | {share_old:.0%} | "
                    f"{e_old:.0%} | {r['compute']:,.1f} | {r['broadcast']:,.1f} | "
                    f"{r['gather']:,.1f} | {r['merge']:,.1f} | {r['tasks']:,.1f} | "
@@ -305,13 +316,15 @@ def report() -> str:
         "workers.",
         "",
         "Model of an online-VB epoch (D / batch updates), with `inference.chunks` = W (a "
-        "block per worker): per update, compute = batch tokens / (W × E-step rate at K); the "
-        "driver sends the batch rows of E[log β] (8 B each) to every worker. Before: it "
-        "received every block's sufficient statistics and added them. Now: the workers add "
-        "them in a pairwise tree (log2 W levels of a hop, the rows' transfer and a pass over "
-        "them) and the driver receives the total. The driver's share: broadcast, gather and "
-        "tasks over the total (before: all but the compute). Efficiency: the one-worker epoch "
-        "÷ (W × the W-worker epoch).",
+        "block per worker): per update, compute = batch tokens / (W × E-step rate at K). "
+        "Before: the driver sent the batch rows of E[log β] (8 B each) to every worker, "
+        "received every block's sufficient statistics and added them. Now: from "
+        f"{RELAY_FROM} workers on it sends the rows once and the workers pass them down a "
+        "binary tree (log2 W levels of a hop and the rows' transfer); the workers add the "
+        "statistics in a pairwise tree (log2 W levels of a hop, the transfer and a pass over "
+        "the rows) and the driver receives the total. The driver's share: its sending (once "
+        "when relayed), receiving, adding and tasks over the total. Efficiency: the "
+        "one-worker epoch ÷ (W × the W-worker epoch).",
         "",
         *_ovb_table(ovb),
     ]

@@ -551,6 +551,70 @@ def test_minibatch_local_steps_on_two_workers_give_the_one_machine_run(
     _same_fold_ins_on_the_cluster(a)
 
 
+@pytest.mark.parametrize("algorithm", ["ovb", "sgrld"])
+def test_arrays_every_worker_needs_are_sent_once_and_relayed(example_store, tmp_path,
+                                                              monkeypatch, algorithm):
+    """With the relay of shared arrays on (from 2 workers here; RELAY_FROM), a mini-batch's
+    rows go from the driver to one worker and down a tree to the other two: the one-machine
+    run, and the driver sends less than when it sends every worker its copy."""
+    pytest.importorskip("distributed")
+    from topictk.inference import cluster
+    runs_ = {}
+    for name, relay_from in (("here", None), ("direct", 100), ("relayed", 2)):
+        (tmp_path / name).mkdir()
+        config = _minibatch_config(tmp_path / name, example_store, algorithm)
+        if relay_from is None:
+            ok("train", "--config", config, "--quiet")
+        else:
+            monkeypatch.setattr(cluster, "RELAY_FROM", relay_from)
+            ok("train", "--config", config, "--dask-workers", "3", "--quiet")
+        runs_[name] = tmp_path / name / "run"
+    for name in ("direct", "relayed"):
+        assert_same_arrays(model_arrays(runs_["here"])[1], model_arrays(runs_[name])[1])
+        assert comparable_metrics(runs_["here"]) == comparable_metrics(runs_[name])
+    sent = {name: metrics(runs_[name])[-1]["cluster_bytes_sent"]
+            for name in ("direct", "relayed")}
+    between = metrics(runs_["relayed"])[-1]["cluster_bytes_workers"]
+    assert sent["relayed"] < sent["direct"] and between > 0
+
+
+def test_a_worker_killed_while_the_rows_are_relayed_changes_nothing(example_store, tmp_path):
+    """sgrld on 4 worker processes (so each update's rows go down the relay tree,
+    RELAY_FROM) with one of them killed mid-run: the update under way is done again on the
+    three left, and the run is the one-machine run."""
+    distributed = pytest.importorskip("distributed")
+    import yaml
+    from topictk.inference import cluster
+    assert cluster.RELAY_FROM <= 4
+    reference = _minibatch_config(tmp_path, example_store, "sgrld")
+    data = yaml.safe_load(reference.read_text(encoding="utf-8"))
+    data["inference"].update(iterations=300, burn_in=150, thin=50)
+    data["training"].update(eval_every=100, checkpoint_every=100)
+    config = tmp_path / "there.yaml"
+    config.write_text(yaml.safe_dump({**data, "output": str(tmp_path / "there")},
+                                     sort_keys=False), encoding="utf-8")
+    reference.write_text(yaml.safe_dump(data, sort_keys=False), encoding="utf-8")
+    ok("train", "--config", reference, "--quiet")
+    with distributed.LocalCluster(n_workers=4, threads_per_worker=1, processes=True,
+                                  dashboard_address=":0", silence_logs=logging.CRITICAL) as local, \
+            distributed.Client(local) as client:
+        pids = client.run(os.getpid)
+        proc = subprocess.Popen([sys.executable, "-m", "topictk", "train", "--config",
+                                 str(config), "--scheduler", local.scheduler_address, "--quiet"],
+                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        checkpoints = tmp_path / "there" / "checkpoints"
+        deadline = time.monotonic() + 120
+        while not (checkpoints.exists() and any(checkpoints.glob("*.npz"))):
+            assert proc.poll() is None and time.monotonic() < deadline, proc.communicate()
+            time.sleep(0.01)
+        os.kill(sorted(pids.values())[1], signal.SIGKILL)
+        _, err = proc.communicate(timeout=300)
+    assert proc.returncode == 0, err
+    assert metrics(tmp_path / "there")[-1]["cluster_bytes_workers"] > 0    # relayed
+    assert_same_arrays(model_arrays(tmp_path / "run")[1], model_arrays(tmp_path / "there")[1])
+    assert comparable_metrics(tmp_path / "run") == comparable_metrics(tmp_path / "there")
+
+
 def test_a_lost_worker_during_a_minibatch_update_changes_nothing(example_store, tmp_path,
                                                                  monkeypatch):
     """A worker reported lost in the fifth mini-batch update: its local statistics are

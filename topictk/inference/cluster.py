@@ -75,6 +75,10 @@ class SendFailed(ClusterError):
 MAX_RECOVERIES = 3
 #: copies of an array the driver sends to workers at the same time
 MAX_SENDS = 8
+# from this many workers on, an array every worker needs (a step's shared arrays) is sent
+# once and passed down a binary tree of the workers, so that the driver's sending does not
+# grow with them; on fewer it is sent to each directly (one hop less)
+RELAY_FROM = 4
 
 
 def _loss_errors() -> tuple[type[BaseException], ...]:
@@ -170,7 +174,7 @@ class Cluster:
         self._local = None
         self.bytes_sent = 0          # what the driver sent to the workers
         self.bytes_received = 0      # what it got back
-        self.bytes_between = 0       # what the workers sent each other (step_relayed)
+        self.bytes_between = 0       # what the workers sent each other (relays, merges)
         # seconds, summed over steps: the slowest shard's kernel time, and the driver's adding
         # of the changes; the rest of a step's wall is transfer and scheduling
         self.compute_seconds = 0.0
@@ -264,9 +268,12 @@ class Cluster:
         self.compute_parts += slowest
 
     def copy_to(self, array: np.ndarray, workers: list[str]) -> dict:
-        """One copy of ``array`` on each of ``workers``, sent from here to each directly:
-        {address: future}. (Dask's broadcast replicates through the scheduler afterwards,
-        which waits for ever on a worker that has just died.)"""
+        """One copy of ``array`` on each of ``workers``: {address: future}. From RELAY_FROM
+        workers on it is sent from here to the first only, and each worker's copy is taken
+        from its parent's in a binary tree of the workers (worker i from worker (i - 1) // 2:
+        depth log2 W, each worker passing it on at most twice), a task each; on fewer it is
+        sent from here to each directly. (Not Dask's broadcast, which replicates through the
+        scheduler afterwards and waits for ever on a worker that has just died.)"""
         from concurrent.futures import ThreadPoolExecutor
 
         def send(address: str):
@@ -275,10 +282,19 @@ class Cluster:
         began = time.perf_counter()
         if len(workers) == 1:
             copies = {workers[0]: send(workers[0])}
+            self.bytes_sent += array.nbytes
+        elif len(workers) >= RELAY_FROM:
+            held = [send(workers[0])]
+            for i, address in enumerate(workers[1:], start=1):
+                held.append(self.client.submit(_relay, held[(i - 1) // 2], workers=[address],
+                                               allow_other_workers=True, pure=False))
+            copies = dict(zip(workers, held))
+            self.bytes_sent += array.nbytes
+            self.bytes_between += array.nbytes * (len(workers) - 1)
         else:           # to every worker at once: the sends overlap instead of queueing
             with ThreadPoolExecutor(min(len(workers), MAX_SENDS)) as pool:
                 copies = dict(zip(workers, pool.map(send, workers)))
-        self.bytes_sent += array.nbytes * len(workers)
+            self.bytes_sent += array.nbytes * len(workers)
         self.send_seconds += time.perf_counter() - began
         return copies
 
