@@ -61,11 +61,9 @@ def train_once(store, mode: int, args, name: str, sweeps: int) -> tuple[dict, di
            "training": {"seed": 0, "eval_every": sweeps, "checkpoint_every": 0,
                         **training},
            "evaluation": {"fold_in_sweeps": 2, "fold_in_burn_in": 1}}
-    path = h.write_config(WORK / f"{name}.yaml", cfg)
     h.wait_for_quiet(2, args.quiet_margin, args.max_wait)
     log_path = WORK / "logs" / f"{name}.log"
-    res = h.run_measured([*h.TOPICTK, "train", "--config", str(path), "--force", "--quiet",
-                          *options], log_path)
+    res = h.train(cfg, WORK / f"{name}.yaml", log_path, options=options)
     if res["rc"] != 0:
         raise SystemExit(f"{label} failed:\n{h.tail(log_path)}")
     return h.read_metrics(WORK / f"run.{name}")[-1], res

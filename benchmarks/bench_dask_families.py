@@ -82,11 +82,9 @@ def train(algorithm: str, where: str, options: list[str], threads: int, args) ->
               "training": {"seed": 1, "threads": threads, "checkpoint_every": 0}}
     if model.get("family") not in ("dlda", "dmr"):
         config["evaluation"] = {"fold_in_sweeps": 20, "fold_in_burn_in": 10}
-    path = h.write_config(WORK / f"{algorithm}.{where}.yaml", config)
     h.wait_for_quiet(2, args.quiet_margin, args.max_wait)
     log_path = WORK / "logs" / f"{algorithm}.{where}.log"
-    res = h.run_measured([*h.TOPICTK, "train", "--config", str(path), "--force", "--quiet",
-                          *options], log_path)
+    res = h.train(config, WORK / f"{algorithm}.{where}.yaml", log_path, options=options)
     if res["rc"] != 0:
         raise SystemExit(f"{algorithm} {where} failed:\n{h.tail(log_path)}")
     last = h.read_metrics(out)[-1]

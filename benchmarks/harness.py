@@ -391,12 +391,12 @@ def write_config(path: Path, config: dict) -> Path:
 
 
 def train(config: dict, config_path: Path, log_path: Path, *,
-          poll_memory: bool = False) -> dict:
-    """``topictk train --config CONFIG --force --quiet`` measured (see :func:`run_measured`);
-    the run directory is ``config["output"]``."""
+          poll_memory: bool = False, options: Sequence[str] = ()) -> dict:
+    """``topictk train --config CONFIG --force --quiet [OPTIONS]`` measured (see
+    :func:`run_measured`); the run directory is ``config["output"]``."""
     write_config(config_path, config)
-    return run_measured([*TOPICTK, "train", "--config", str(config_path), "--force", "--quiet"],
-                        log_path, poll_memory=poll_memory)
+    return run_measured([*TOPICTK, "train", "--config", str(config_path), "--force", "--quiet",
+                         *options], log_path, poll_memory=poll_memory)
 
 
 def train_once(config: dict, folder: Path) -> Path:

@@ -232,6 +232,29 @@ def test_count_changes_travel_in_their_smaller_form():
         assert np.array_equal(target, 1 + change)
 
 
+def _train_killing_a_worker(distributed, config, workers: int, started) -> tuple:
+    """``topictk train --config CONFIG`` on a local cluster of ``workers`` worker processes,
+    the first of them killed (SIGKILL) once ``started()`` is true: (the run's exit status, its
+    stderr, every remaining worker's count of shards still held)."""
+    with distributed.LocalCluster(n_workers=workers, threads_per_worker=1, processes=True,
+                                  dashboard_address=":0", silence_logs=logging.CRITICAL) as local, \
+            distributed.Client(local) as client:
+        pids = client.run(os.getpid)
+        proc = subprocess.Popen([sys.executable, "-m", "topictk", "train", "--config",
+                                 str(config), "--scheduler", local.scheduler_address, "--quiet"],
+                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        deadline = time.monotonic() + 120
+        while not started():
+            assert proc.poll() is None and time.monotonic() < deadline, proc.communicate()
+            time.sleep(0.01)
+        os.kill(pids[min(pids)], signal.SIGKILL)
+        _, err = proc.communicate(timeout=300)
+        # the workers, which outlive the run, hold none of its shards any more
+        held = client.run(lambda: len(__import__("topictk.inference.cluster",
+                                                 fromlist=["_RESIDENT"])._RESIDENT))
+    return proc.returncode, err, held
+
+
 def test_a_worker_killed_mid_run_changes_nothing(example_store, tmp_path):
     """A worker process killed in the middle of the run: the driver goes back to the last
     state it held whole, sends the shards out again and redoes the sweeps since then; the
@@ -244,24 +267,10 @@ def test_a_worker_killed_mid_run_changes_nothing(example_store, tmp_path):
                              output=str(tmp_path / "reference"), **run)
     ok("train", "--config", reference, "--quiet")
     config = write_config(tmp_path, example_store, **run)
-    with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True,
-                                  dashboard_address=":0", silence_logs=logging.CRITICAL) as local, \
-            distributed.Client(local) as client:
-        pids = client.run(os.getpid)
-        proc = subprocess.Popen([sys.executable, "-m", "topictk", "train", "--config",
-                                 str(config), "--scheduler", local.scheduler_address, "--quiet"],
-                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-        metrics_path = tmp_path / "run" / "metrics.jsonl"
-        deadline = time.monotonic() + 120
-        while not (metrics_path.exists() and metrics_path.read_text().strip()):
-            assert proc.poll() is None and time.monotonic() < deadline, proc.communicate()
-            time.sleep(0.01)
-        os.kill(pids[min(pids)], signal.SIGKILL)
-        _, err = proc.communicate(timeout=300)
-        # the workers, which outlive the run, hold none of its shards any more
-        held = client.run(lambda: len(__import__("topictk.inference.cluster",
-                                                 fromlist=["_RESIDENT"])._RESIDENT))
-    assert proc.returncode == 0, err
+    metrics_path = tmp_path / "run" / "metrics.jsonl"
+    returncode, err, held = _train_killing_a_worker(
+        distributed, config, 2, lambda: metrics_path.exists() and metrics_path.read_text().strip())
+    assert returncode == 0, err
     # the sweeps since the last gather redone, or none when the kill came right after one
     assert "a Dask worker was lost" in err
     assert held and set(held.values()) == {0}
@@ -595,21 +604,10 @@ def test_a_worker_killed_while_the_rows_are_relayed_changes_nothing(example_stor
                                      sort_keys=False), encoding="utf-8")
     reference.write_text(yaml.safe_dump(data, sort_keys=False), encoding="utf-8")
     ok("train", "--config", reference, "--quiet")
-    with distributed.LocalCluster(n_workers=4, threads_per_worker=1, processes=True,
-                                  dashboard_address=":0", silence_logs=logging.CRITICAL) as local, \
-            distributed.Client(local) as client:
-        pids = client.run(os.getpid)
-        proc = subprocess.Popen([sys.executable, "-m", "topictk", "train", "--config",
-                                 str(config), "--scheduler", local.scheduler_address, "--quiet"],
-                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-        checkpoints = tmp_path / "there" / "checkpoints"
-        deadline = time.monotonic() + 120
-        while not (checkpoints.exists() and any(checkpoints.glob("*.npz"))):
-            assert proc.poll() is None and time.monotonic() < deadline, proc.communicate()
-            time.sleep(0.01)
-        os.kill(sorted(pids.values())[1], signal.SIGKILL)
-        _, err = proc.communicate(timeout=300)
-    assert proc.returncode == 0, err
+    checkpoints = tmp_path / "there" / "checkpoints"
+    returncode, err, _ = _train_killing_a_worker(
+        distributed, config, 4, lambda: checkpoints.exists() and any(checkpoints.glob("*.npz")))
+    assert returncode == 0, err
     assert metrics(tmp_path / "there")[-1]["cluster_bytes_workers"] > 0    # relayed
     assert_same_arrays(model_arrays(tmp_path / "run")[1], model_arrays(tmp_path / "there")[1])
     assert comparable_metrics(tmp_path / "run") == comparable_metrics(tmp_path / "there")

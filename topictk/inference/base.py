@@ -85,6 +85,15 @@ class EvaluationSet:
                              take_documents(self.heldout, rows), fold_in, rows)
 
 
+def row_range(ptr, first: int, end: int, *values) -> tuple:
+    """Rows ``first`` .. ``end - 1`` of CSR arrays (``ptr``, ``values``...): the offsets from
+    0 (int64) and the values' stretch, contiguous (slices of contiguous arrays are views)."""
+    ptr = np.asarray(ptr)
+    lo, hi = int(ptr[first]), int(ptr[end])
+    return (np.ascontiguousarray(ptr[first:end + 1] - lo, dtype=np.int64),
+            *(np.ascontiguousarray(np.asarray(v)[lo:hi]) for v in values))
+
+
 def _take_rows(ptr: np.ndarray, rows: np.ndarray, *values: np.ndarray):
     """The CSR rows ``rows`` of (``ptr``, ``values``...): the new offsets and values."""
     lengths = ptr[rows + 1] - ptr[rows]

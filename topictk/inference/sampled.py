@@ -25,6 +25,7 @@ from topictk.inference.base import (
     fixed_point_fold_in,
     fixed_point_settings,
     gibbs_fold_in,
+    row_range,
     take_documents,
 )
 from topictk.inference.cluster import (
@@ -67,15 +68,10 @@ def evaluation_plan(driver: Driver, docs: EvaluationSet, pass_index: int) -> Fol
 
 def document_range(docs: Documents, first: int, end: int) -> Documents:
     """Documents ``first``..``end - 1`` of ``docs``, as views with offsets from 0."""
-    def rows(ptr, *values):
-        ptr = np.asarray(ptr)
-        lo, hi = int(ptr[first]), int(ptr[end])
-        return (ptr[first:end + 1] - lo, *(np.asarray(v)[lo:hi] for v in values))
-
     doc_ptr = words = None
     if docs.doc_ptr is not None:
-        doc_ptr, words = rows(docs.doc_ptr, docs.words)
-    indptr, indices, counts = rows(docs.indptr, docs.indices, docs.counts)
+        doc_ptr, words = row_range(docs.doc_ptr, first, end, docs.words)
+    indptr, indices, counts = row_range(docs.indptr, first, end, docs.indices, docs.counts)
     return Documents(doc_ptr=doc_ptr, words=words, indptr=indptr, indices=indices,
                      counts=counts)
 

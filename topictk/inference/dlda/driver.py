@@ -44,6 +44,7 @@ from topictk.inference.base import (
     Traits,
     chunk_bounds_by_docs,
     chunk_bounds_by_tokens,
+    row_range,
 )
 from topictk.inference.cluster import (
     ClusterTask,
@@ -451,7 +452,7 @@ class DLDADriver(Driver):
             return job.run(flat, csr, plan.bounds, plan.streams, int(plan.threads))
 
         def cut(n_workers: int) -> list:
-            return [(*csr_rows(csr, int(plan.bounds[a]), int(plan.bounds[b])),
+            return [(*row_range(csr[0], int(plan.bounds[a]), int(plan.bounds[b]), *csr[1:]),
                      np.ascontiguousarray(plan.bounds[a:b + 1] - plan.bounds[a]),
                      [bg.state for bg in plan.streams[a:b]])
                     for a, b in runs(C, n_workers)]
@@ -492,10 +493,10 @@ class DLDADriver(Driver):
             parts = []
             for a, b in runs(C, n_workers):
                 d0, d1 = int(bounds[a]), int(bounds[b])
-                h = None if held is None else csr_rows(held, d0, d1)
+                h = None if held is None else row_range(held[0], d0, d1, held[1])
                 h0, h1 = (0, 0) if held is None else (int(held[0][d0]), int(held[0][d1]))
                 parts.append((a, b, np.ascontiguousarray(bounds[a:b + 1] - d0),
-                              csr_rows(docs, d0, d1), theta[d0:d1], c[d0:d1], h,
+                              row_range(docs[0], d0, d1, *docs[1:]), theta[d0:d1], c[d0:d1], h,
                               None if racc is None else racc[h0:h1],
                               None if tacc is None else tacc[d0:d1]))
             return parts
@@ -607,13 +608,6 @@ class DLDADriver(Driver):
                 "samples": state.chain_samples or point_samples,
                 "perplexity_source": ("persistent test chain" if state.chain_samples
                                       else "point (the test chain has no samples yet)")}
-
-
-def csr_rows(csr: tuple, d0: int, d1: int) -> tuple:
-    """Rows [d0, d1) of CSR arrays (indptr, values...): indptr from 0, the values' slices."""
-    ptr = csr[0]
-    e0, e1 = int(ptr[d0]), int(ptr[d1])
-    return (np.ascontiguousarray(ptr[d0:d1 + 1] - e0), *(v[e0:e1] for v in csr[1:]))
 
 
 @dataclass(frozen=True)

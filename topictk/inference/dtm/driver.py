@@ -43,6 +43,7 @@ from topictk.inference.base import (
     StepInfo,
     Traits,
     chunk_bounds_by_docs,
+    row_range,
 )
 from topictk.inference.cluster import (
     ClusterTask,
@@ -162,7 +163,7 @@ def cluster_dtm_fold_in(cluster, prob: np.ndarray, alpha: np.ndarray, eta_varian
     each with its documents, slices and chunk streams; the rows put together in order. Each
     chunk draws from its own stream only, so the numbers are those of one machine."""
     doc_ptr = np.asarray(documents.doc_ptr, dtype=np.int64)
-    words = np.asarray(documents.words)
+    words = np.asarray(documents.words, dtype=np.int32)
     bounds = np.asarray(plan.bounds, dtype=np.int64)
     C = bounds.size - 1
 
@@ -170,9 +171,7 @@ def cluster_dtm_fold_in(cluster, prob: np.ndarray, alpha: np.ndarray, eta_varian
         parts = []
         for a, b in runs(C, n_workers):
             d0, d1 = int(bounds[a]), int(bounds[b])
-            t0, t1 = int(doc_ptr[d0]), int(doc_ptr[d1])
-            parts.append((np.ascontiguousarray(doc_ptr[d0:d1 + 1] - t0),
-                          np.ascontiguousarray(words[t0:t1], dtype=np.int32),
+            parts.append((*row_range(doc_ptr, d0, d1, words),
                           np.ascontiguousarray(slices[d0:d1], dtype=np.int32),
                           np.ascontiguousarray(bounds[a:b + 1] - d0),
                           [bg.state for bg in plan.streams[a:b]],

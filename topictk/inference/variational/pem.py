@@ -58,7 +58,7 @@ from topictk.config.schema import Option
 from topictk.errors import ConfigError, NumericalError
 from topictk.limits import available_memory
 from topictk.inference.variational import _pem
-from topictk.inference.base import EvaluationSet, Traits
+from topictk.inference.base import EvaluationSet, Traits, row_range
 from topictk.inference.cluster import ClusterTask, StoreRef, map_merge, runs, worker_threads
 from topictk.inference.hyper import resolve_alpha
 from topictk.inference.perplexity import mixture_probabilities
@@ -248,21 +248,28 @@ class ParticleEStep:
     max_iter: int
     store: StoreRef | None = None
 
-    def block(self, csr, weights, table: np.ndarray, gamma: np.ndarray, threads: int):
+    def block(self, csr, weights, table: np.ndarray, gamma: np.ndarray, threads: int,
+              buffers: tuple[np.ndarray, np.ndarray] | None = None):
         """The block of documents ``csr`` = (indptr, indices, counts): every particle's E-step
         from its rows of ``gamma`` (P, D_b, K, C-contiguous, updated in place), the block's
         particle weights omega (D_b, P) and its omega-weighted statistics (V, K). ``weights``:
         :func:`particle_estep_weights` of phi; ``table``: the tempered table of phi
-        (:func:`tempered_weights`), read with more than one particle. Returns (statistics,
-        the particles' bounds l (P, D_b), their gamma updates (P, D_b), omega)."""
+        (:func:`tempered_weights`), read with more than one particle; ``buffers``: flat
+        float64 arrays at least P M_b and P D_b K long for what the E-steps leave for the
+        weighted pass (None: allocated here). Returns (statistics, the particles' bounds l
+        (P, D_b), their gamma updates (P, D_b), omega)."""
         indptr, indices, counts = csr
         P, n_docs, K = gamma.shape
         T = self.temperature
         sstats = np.zeros((weights[0].shape[0], K))
         doc_bounds = np.zeros((P, n_docs))
         iterations = np.zeros((P, n_docs), dtype=np.int32)
-        pair_z = np.empty((P, indices.size)) if P > 1 else None
-        doc_a = np.empty((P, n_docs, K)) if P > 1 else None
+        pair_z = doc_a = None
+        if P > 1:
+            if buffers is None:
+                buffers = (np.empty(P * indices.size), np.empty(P * n_docs * K))
+            pair_z = buffers[0][:P * indices.size].reshape(P, indices.size)
+            doc_a = buffers[1][:P * n_docs * K].reshape(P, n_docs, K)
         for p in range(P):
             estep_particle(indptr, indices, counts, None, self.alpha, gamma[p], T,
                            start=self.start, tol=self.tol, max_iter=self.max_iter,
@@ -287,10 +294,7 @@ def particle_blocks_piece(job: ParticleEStep, B: np.ndarray, shift: np.ndarray,
     train = job.store.open().train()
     out = []
     for (d0, d1), gamma in run:
-        e0, e1 = int(train.indptr[d0]), int(train.indptr[d1])
-        csr = (np.ascontiguousarray(train.indptr[d0:d1 + 1] - e0, dtype=np.int64),
-               np.ascontiguousarray(train.indices[e0:e1], dtype=np.int32),
-               np.ascontiguousarray(train.counts[e0:e1], dtype=np.int32))
+        csr = row_range(train.indptr, d0, d1, train.indices, train.counts)
         gamma = np.array(gamma, dtype=np.float64)
         out.append((*job.block(csr, (B, shift), table, gamma, worker_threads()), gamma))
     return out
@@ -402,35 +406,46 @@ class PEMDriver(SeededDriverMixin, BatchEMDriver):
 
     @classmethod
     def memory_held(cls, data: dict, s) -> list:
-        """phi (V, K), every particle's gamma (P, D, K) and the documents' weights."""
-        P = int(data["inference"]["particles"])
-        return [("phi", (s.V, s.K), 8), ("gamma of every particle", (P, s.D, s.K), 8),
+        """phi (V, K), every particle's gamma (P, D, K) and the documents' weights; with P > 1
+        what the E-steps of a block leave for the weighted pass (:meth:`pass_buffers`): Z of
+        every pair and A of every document of the largest block, for each particle."""
+        inference = data["inference"]
+        P = int(inference["particles"])
+        held = [("phi", (s.V, s.K), 8), ("gamma of every particle", (P, s.D, s.K), 8),
                 ("particle weights and bounds", (3, P, s.D), 8)]
+        if P > 1:
+            docs, pairs = cls._block_sizes(inference, s)
+            held += [("Z of every pair of a block and particle", (P, pairs), 8),
+                     ("A of every document of a block and particle", (P, docs, s.K), 8)]
+        return held
+
+    @staticmethod
+    def _block_sizes(inference, s) -> tuple[int, int]:
+        """(documents, pairs) of the largest of the ``inference.chunks`` blocks, about."""
+        blocks = min(int(inference.get("chunks") or 1), max(s.D, 1))
+        return -(-s.D // blocks), -(-s.M // blocks)
 
     @classmethod
     def memory_phases(cls, data: dict, s) -> list[list]:
         """The E-steps of a block of documents (the largest of the ``inference.chunks``): the
         word weights (V, K; away from T = 1 the tempered log weights and their exponentials,
         two), the statistics of every block so far and, with one particle, the staged terms;
-        with P > 1 also the tempered table of the weighted pass, what the E-steps leave for it
-        (Z of every pair and A of every document of the block, for each particle) and, with
-        more than one block, the particles' gamma rows of the block; the particle report
-        (P > 1): the weights and statistics beside every particle's theta-hat (P, D, K) and
-        two differences (D, K); the M-step: the statistics, max(SS, 1e-100) and the new phi;
-        alpha's update: the statistics beside E[ln theta] (2 x D x K)."""
+        with P > 1 also the tempered table of the weighted pass and, with more than one block,
+        the particles' gamma rows of the block; the particle report (P > 1): the weights and
+        statistics beside every particle's theta-hat (P, D, K) and two differences (D, K); the
+        M-step: the statistics, max(SS, 1e-100) and the new phi; alpha's update: the
+        statistics beside E[ln theta] (2 x D x K)."""
         inference = data["inference"]
         P = int(inference["particles"])
         blocks = min(int(inference.get("chunks") or 1), max(s.D, 1))
-        docs, pairs = -(-s.D // blocks), -(-s.M // blocks)
+        docs, _ = cls._block_sizes(inference, s)
         weights = ("E-step word weights", (cls._weight_tables(inference), s.V, s.K), 8)
         statistics = ("statistics", (s.V, s.K), 8)
         block_statistics = ("statistics of every block", (blocks, s.V, s.K), 8)
         if P == 1:
             phases = [[weights, block_statistics, estep_wave(docs * s.K)]]
         else:
-            block = [weights, block_statistics, ("tempered table", (s.V, s.K), 8),
-                     ("Z of every pair of a block and particle", (P, pairs), 8),
-                     ("A of every document of a block and particle", (P, docs, s.K), 8)]
+            block = [weights, block_statistics, ("tempered table", (s.V, s.K), 8)]
             if blocks > 1:
                 block.append(("gamma rows of a block", (P, docs, s.K), 8))
             phases = [block,
@@ -481,6 +496,7 @@ class PEMDriver(SeededDriverMixin, BatchEMDriver):
         self.P = int(opts.particles)
         self.check_memory()
         self.temperature = working_temperature(opts.temperature)
+        self._pass_buffers: tuple[np.ndarray, np.ndarray] | None = None
 
     def check_memory(self) -> None:
         """Refuse, before any allocation, particle states larger than the available memory."""
@@ -587,16 +603,28 @@ class PEMDriver(SeededDriverMixin, BatchEMDriver):
         return sstats, value, {"estep_iterations": round(updates, 4), "temperature": T,
                                **self.particle_report(state, doc_bounds)}
 
+    def pass_buffers(self) -> tuple[np.ndarray, np.ndarray] | None:
+        """With more than one particle, what the E-steps of a block leave for the weighted
+        pass, Z and A (:meth:`ParticleEStep.block`'s ``buffers``), for the largest block:
+        allocated at the first step and reused, every entry a block reads written by its
+        E-steps. None with one particle."""
+        if self.P == 1:
+            return None
+        if self._pass_buffers is None:
+            blocks = estep_blocks(self.n_docs, int(self.config.inference.chunks or 1))
+            pairs = max(int(self.indptr[b] - self.indptr[a]) for a, b in blocks)
+            docs = max(b - a for a, b in blocks)
+            self._pass_buffers = (np.empty(self.P * pairs), np.empty(self.P * docs * self.K))
+        return self._pass_buffers
+
     def _block(self, job: ParticleEStep, weights, table: np.ndarray, gamma: np.ndarray,
                d0: int, d1: int):
         """:meth:`ParticleEStep.block` of the documents [d0, d1) on this machine, their rows
         of ``gamma`` (P, D, K) updated in place (through a contiguous copy when the block is
         not the whole corpus)."""
-        e0, e1 = int(self.indptr[d0]), int(self.indptr[d1])
-        csr = (np.ascontiguousarray(self.indptr[d0:d1 + 1] - e0), self.indices[e0:e1],
-               self.counts[e0:e1])
+        csr = row_range(self.indptr, d0, d1, self.indices, self.counts)
         rows = np.ascontiguousarray(gamma[:, d0:d1])
-        out = job.block(csr, weights, table, rows, self.threads)
+        out = job.block(csr, weights, table, rows, self.threads, self.pass_buffers())
         if not np.shares_memory(rows, gamma):
             gamma[:, d0:d1] = rows
         return out

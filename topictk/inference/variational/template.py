@@ -26,6 +26,7 @@ from topictk.inference.base import (
     MemorySizes,
     StepInfo,
     chunk_bounds_by_tokens,
+    row_range,
     fixed_point_fold_in,
     fixed_point_settings,
 )
@@ -236,14 +237,8 @@ def cluster_fold_in_theta(cluster, call: FoldInCall, csr: tuple) -> np.ndarray:
     def cut(n_workers: int) -> list:
         cuts = chunk_bounds_by_tokens(np.ascontiguousarray(indptr, dtype=np.int64),
                                       min(n_docs, FOLD_IN_BLOCKS_PER_WORKER * n_workers))
-        blocks = []
-        for a, b in zip(cuts[:-1], cuts[1:]):
-            if b > a:
-                e0, e1 = int(indptr[a]), int(indptr[b])
-                blocks.append((np.ascontiguousarray(indptr[a:b + 1] - e0, dtype=np.int64),
-                               np.ascontiguousarray(indices[e0:e1], dtype=np.int32),
-                               np.ascontiguousarray(counts[e0:e1], dtype=np.int32)))
-        return blocks
+        return [row_range(indptr, int(a), int(b), indices, counts)
+                for a, b in zip(cuts[:-1], cuts[1:]) if b > a]
 
     return map_merge(cluster, ClusterTask(
         fold_in_piece, cut, context=(call.function, call.settings),
